@@ -1,0 +1,70 @@
+// Main: builds the CLI, dispatches to the chosen subcommand, maps statuses to
+// exit codes. The only place (with the dependency boundaries) that catches
+// exceptions: CLI11 reports parse errors by throwing.
+#include <iostream>
+#include <new>
+
+#include "absl/strings/cord.h"
+#include "apps/onnxkit/commands.h"
+
+namespace onnxkit::app {
+namespace {
+
+constexpr char kUsagePayload[] = "onnxkit.dev/usage";
+
+}  // namespace
+
+absl::Status UsageError(std::string_view message) {
+  absl::Status status(absl::StatusCode::kInvalidArgument, std::string(message));
+  status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.GetPayload(kUsagePayload).has_value()) return kExitUsage;
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+      return kExitInternal;
+    default:
+      return kExitInput;
+  }
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"onnxkit: a toolkit for ONNX models (inspect, extract).", "onnxkit"};
+  app.set_version_flag("--version", "onnxkit 0.1.0");
+  app.require_subcommand(1, 1);
+  app.fallthrough(false);
+  Action action;
+  RegisterInspect(app, action);
+  RegisterExtract(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  absl::StatusOr<int> result;
+  try {
+    result = action ? action() : absl::InternalError("no subcommand action");
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError("out of memory");
+  } catch (const std::exception& e) {
+    result = absl::InternalError(std::string("unexpected exception: ") + e.what());
+  }
+  std::cout.flush();
+  if (!result.ok()) {
+    std::cerr << "onnxkit: error: " << result.status().message() << "\n";
+    if (ExitCodeFor(result.status()) == kExitUsage) {
+      std::cerr << "Run with --help for more information.\n";
+    }
+    return ExitCodeFor(result.status());
+  }
+  return *result;
+}
+
+}  // namespace onnxkit::app

@@ -1,0 +1,46 @@
+// The subcommands of the onnxkit binary and the plumbing they share: every
+// subcommand registers its flags with CLI11 and sets `action` to a closure
+// that does the work and returns the exit code (or an error status).
+//
+// Exit codes (all subcommands): 0 success; 1 the answer is "no" (documented
+// per subcommand); 2 usage error; 3 input unreadable or refused; 4 internal
+// error.
+#ifndef ONNXKIT_APPS_ONNXKIT_COMMANDS_H_
+#define ONNXKIT_APPS_ONNXKIT_COMMANDS_H_
+
+#include <functional>
+#include <string_view>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace onnxkit::app {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNo = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInput = 3;
+inline constexpr int kExitInternal = 4;
+
+// What a subcommand does once flags are parsed: an exit code, or an error
+// that Main prints and maps to an exit code with ExitCodeFor.
+using Action = std::function<absl::StatusOr<int>()>;
+
+// A usage error found after parsing (conflicting flags, bad flag value):
+// printed like a CLI11 error and mapped to exit code 2.
+absl::Status UsageError(std::string_view message);
+
+// 2 for UsageError, 4 for Internal/Unknown/DataLoss-free internal faults,
+// 3 for everything about the input (missing, unreadable, malformed, limits).
+int ExitCodeFor(const absl::Status& status);
+
+void RegisterInspect(CLI::App& app, Action& action);
+void RegisterExtract(CLI::App& app, Action& action);
+
+// The whole program: parse, dispatch, print errors, return the exit code.
+int Main(int argc, char** argv);
+
+}  // namespace onnxkit::app
+
+#endif  // ONNXKIT_APPS_ONNXKIT_COMMANDS_H_

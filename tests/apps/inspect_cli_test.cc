@@ -1,0 +1,94 @@
+// End-to-end tests of `onnxkit inspect`: output on real models and every
+// error path with its exit code.
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/apps/cli_runner.h"
+#include "tests/util/test_paths.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string LightModel(const std::string& name) {
+  return TestdataPath("models/light/light_" + name + ".onnx").string();
+}
+
+TEST(InspectCliTest, SummarizesAModel) {
+  CliResult r = RunCli({"inspect", LightModel("resnet50")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ir version:"));
+  EXPECT_THAT(r.out, HasSubstr("ai.onnx 9"));
+  EXPECT_THAT(r.out, HasSubstr("Conv"));
+  EXPECT_THAT(r.out, HasSubstr("tensor(float) [1, 3, 224, 224]"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(InspectCliTest, JsonIsCompleteAndDeterministic) {
+  CliResult a = RunCli({"inspect", "--json", LightModel("squeezenet")});
+  CliResult b = RunCli({"inspect", "--format", "json", LightModel("squeezenet")});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  for (const char* key : {"\"ir_version\"", "\"opset_import\"", "\"inputs\"", "\"outputs\"",
+                          "\"op_histogram\"", "\"initializers\"", "\"parameter_count\"", "\"functions\"",
+                          "\"metadata\"", "\"subgraphs\""}) {
+    EXPECT_THAT(a.out, HasSubstr(key));
+  }
+  EXPECT_THAT(a.out, StartsWith("{"));
+}
+
+TEST(InspectCliTest, NodesListsEveryNode) {
+  CliResult r = RunCli({"inspect", "--nodes", LightModel("vgg19")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[0] "));
+  EXPECT_THAT(r.out, HasSubstr(" -> ("));
+}
+
+TEST(InspectCliTest, DotIsAGraphvizDigraph) {
+  CliResult r = RunCli({"inspect", "--format", "dot", LightModel("alexnet")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("digraph onnx {"));
+  EXPECT_THAT(r.out, HasSubstr("->"));
+}
+
+TEST(InspectCliTest, MissingFileExits3) {
+  CliResult r = RunCli({"inspect", "/nonexistent/model.onnx"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("onnxkit: error: /nonexistent/model.onnx"));
+}
+
+TEST(InspectCliTest, DirectoryExits3) {
+  CliResult r = RunCli({"inspect", TestdataPath("models").string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("directory"));
+}
+
+TEST(InspectCliTest, NotAModelExits3) {
+  auto dir = MakeTempDir();
+  std::ofstream(dir / "notes.onnx") << "this is not a model at all\n";
+  CliResult r = RunCli({"inspect", (dir / "notes.onnx").string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("not"));
+  EXPECT_EQ(r.signal, 0);
+}
+
+TEST(InspectCliTest, BadFlagExits2) {
+  CliResult r = RunCli({"inspect", "--frobnicate", LightModel("alexnet")});
+  EXPECT_EQ(r.exit_code, 2);
+  CliResult f = RunCli({"inspect", "--format", "yaml", LightModel("alexnet")});
+  EXPECT_EQ(f.exit_code, 2);
+  CliResult none = RunCli({});
+  EXPECT_EQ(none.exit_code, 2);
+}
+
+TEST(InspectCliTest, HelpExits0) {
+  CliResult r = RunCli({"inspect", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--format"));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
