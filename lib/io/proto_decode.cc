@@ -179,6 +179,7 @@ class Decoder {
       return true;
     }
     size_t n = f.data.size() / sizeof(T);
+    if (n == 0) return true;
     size_t old = v->size();
     v->resize(old + n);  // bounded by the bytes present
     std::memcpy(v->data() + old, f.data.data(), f.data.size());

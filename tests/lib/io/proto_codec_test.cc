@@ -170,6 +170,14 @@ TEST(ProtoCodecTest, PackedAndUnpackedRepeatedScalarsBothDecode) {
   EXPECT_EQ(u->int64_data, (std::vector<int64_t>{5, 7}));
 }
 
+TEST(ProtoCodecTest, EmptyPackedFieldDecodesToNothing) {
+  // Regression (found by decode_model_fuzzer): a zero-length packed float
+  // field must not reach memcpy with a null destination.
+  auto t = DecodeTensor(std::string("\x22\x00", 2));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->float_data.empty());
+}
+
 TEST(ProtoCodecTest, RawDataIsAViewWhenAKeepaliveIsGiven) {
   onnx::TensorProto t;
   t.set_data_type(1);
