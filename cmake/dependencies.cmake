@@ -10,10 +10,11 @@ if(NOT CLI11_FOUND)
 endif()
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
-# libonnx's generated protobuf types are used by tests only, to cross-check the
-# codec against protobuf itself.
+# libonnx: its shape inference is called behind lib/onnx_bridge; its
+# generated protobuf types also let tests cross-check the codec.
 find_package(Protobuf REQUIRED)
 find_library(ONNX_PROTO_LIB onnx_proto REQUIRED)
+find_library(ONNX_LIB onnx REQUIRED)
 
 if(ONNXKIT_BUILD_TESTS)
   find_package(GTest REQUIRED)

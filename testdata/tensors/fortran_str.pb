@@ -1,0 +1,1 @@
+2a2bb2ccc2dBfortran_str
