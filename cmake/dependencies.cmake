@@ -22,3 +22,30 @@ endif()
 if(ONNXKIT_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# oneDNN (CPU kernels of the runner). Found by hand: Debian's dnnl-config
+# also demands the OpenCL development files, which onnxkit does not use.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY dnnl REQUIRED)
+add_library(onnxkit_dnnl INTERFACE)
+target_include_directories(onnxkit_dnnl INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(onnxkit_dnnl INTERFACE ${DNNL_LIBRARY})
+
+# CUDA: built when nvcc is found (standard location /usr/local/cuda) unless
+# ONNXKIT_ENABLE_CUDA=OFF. ONNXKIT_HAVE_CUDA tells the rest of the build.
+set(ONNXKIT_HAVE_CUDA OFF)
+if(ONNXKIT_ENABLE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(ONNXKIT_HAVE_CUDA ON)
+    message(STATUS "onnxkit: CUDA backend enabled (${CMAKE_CUDA_COMPILER})")
+  else()
+    message(STATUS "onnxkit: nvcc not found, CUDA backend disabled")
+  endif()
+endif()

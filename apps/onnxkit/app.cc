@@ -35,7 +35,7 @@ int ExitCodeFor(const absl::Status& status) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"onnxkit: a toolkit for ONNX models (inspect, extract).", "onnxkit"};
+  CLI::App app{"onnxkit: a toolkit for ONNX models.", "onnxkit"};
   app.set_version_flag("--version", "onnxkit 0.1.0");
   app.require_subcommand(1, 1);
   app.fallthrough(false);

@@ -24,6 +24,10 @@ struct DecodeOptions {
   // When set, TensorProto::raw_data becomes a view into the decoded buffer,
   // which `keepalive` must own (a file mapping); otherwise it is copied.
   std::shared_ptr<const void> keepalive;
+  // Budget (bytes) for the memory the decoded structures may take; 0: the
+  // default, 256 MiB + 8 x the input size. Raw data views cost nothing.
+  // Exceeding it is ResourceExhausted (a file of millions of empty nodes).
+  int64_t max_decoded_bytes = 0;
 };
 
 // Decodes `bytes` into a message. On malformed input returns DataLoss with the

@@ -32,6 +32,19 @@ class Decoder {
     return status_;
   }
 
+  // Counts memory the decoded structures take; fails once over budget, so a
+  // file of millions of empty messages cannot amplify into gigabytes.
+  bool Charge(uint64_t bytes) {
+    used_ += bytes;
+    if (used_ <= budget_) return true;
+    if (status_.ok()) {
+      status_ = absl::ResourceExhaustedError(absl::StrCat(
+          "decoding needs more than ", budget_ >> 20, " MiB of memory for a ", whole_.size(),
+          "-byte message (limit: 256 MiB + 8 x the message size); the file is built to exhaust memory"));
+    }
+    return false;
+  }
+
   // Message fields, one overload per message type (defined below).
   bool Decode(const Field& f, pb::StringStringEntryProto* m, int depth);
   bool Decode(const Field& f, pb::OperatorSetIdProto* m, int depth);
@@ -67,6 +80,7 @@ class Decoder {
       Fail(bytes.data(), absl::StrCat("messages nested deeper than ", limits::kMaxMessageDepth));
       return;
     }
+    if (!Charge(sizeof(T))) return;
     wire::Reader reader(bytes);
     Field f;
     while (!reader.done()) {
@@ -105,12 +119,14 @@ class Decoder {
 
   bool Str(const Field& f, std::string* s, pb::MessageBase* m) {
     if (f.wire_type != kLengthDelimited) return false;
+    if (!Charge(f.data.size())) return true;
     s->assign(f.data.data(), f.data.size());
     m->MarkPresent(static_cast<int>(f.number));
     return true;
   }
   bool RepStr(const Field& f, std::vector<std::string>* v) {
     if (f.wire_type != kLengthDelimited) return false;
+    if (!Charge(sizeof(std::string) + f.data.size())) return true;
     v->emplace_back(f.data);
     return true;
   }
@@ -147,10 +163,13 @@ class Decoder {
   template <typename T>
   bool RepVarint(const Field& f, std::vector<T>* v) {
     if (f.wire_type == kVarint) {
+      if (!Charge(sizeof(T))) return true;
       v->push_back(static_cast<T>(f.varint));
       return true;
     }
     if (f.wire_type != kLengthDelimited) return false;
+    // At most one element per byte.
+    if (!Charge(f.data.size() * sizeof(T))) return true;
     const char* p = f.data.data();
     const char* end = p + f.data.size();
     while (p < end) {
@@ -168,6 +187,7 @@ class Decoder {
   bool RepFixed(const Field& f, std::vector<T>* v) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8);
     if (f.wire_type == kWire) {
+      if (!Charge(sizeof(T))) return true;
       T x;
       std::memcpy(&x, &f.varint, sizeof(T));  // little-endian: low bytes first
       v->push_back(x);
@@ -179,7 +199,7 @@ class Decoder {
       return true;
     }
     size_t n = f.data.size() / sizeof(T);
-    if (n == 0) return true;
+    if (n == 0 || !Charge(f.data.size())) return true;
     size_t old = v->size();
     v->resize(old + n);  // bounded by the bytes present
     std::memcpy(v->data() + old, f.data.data(), f.data.size());
@@ -202,6 +222,9 @@ class Decoder {
   std::string_view whole_;
   const DecodeOptions& options_;
   absl::Status status_;
+  uint64_t used_ = 0;
+  uint64_t budget_ = options_.max_decoded_bytes > 0 ? static_cast<uint64_t>(options_.max_decoded_bytes)
+                                                    : (uint64_t{256} << 20) + 8 * uint64_t{whole_.size()};
   std::vector<std::pair<const char*, int64_t>> path_;
 
 };
@@ -334,6 +357,7 @@ bool Decoder::Decode(const Field& f, pb::TensorProto* m, int depth) {
     case 8: return Str(f, &m->name, m);
     case 9:
       if (f.wire_type != kLengthDelimited) return false;
+      if (!options_.keepalive && !Charge(f.data.size())) return true;
       m->raw_data = options_.keepalive
                         ? Bytes::View(options_.keepalive, f.data.data(), f.data.size())
                         : Bytes::Copy(f.data);

@@ -48,7 +48,7 @@ TEST(InspectCliTest, NodesListsEveryNode) {
 }
 
 TEST(InspectCliTest, DotIsAGraphvizDigraph) {
-  CliResult r = RunCli({"inspect", "--format", "dot", LightModel("alexnet")});
+  CliResult r = RunCli({"inspect", "--format", "dot", LightModel("bvlc_alexnet")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("digraph onnx {"));
   EXPECT_THAT(r.out, HasSubstr("->"));
@@ -76,9 +76,9 @@ TEST(InspectCliTest, NotAModelExits3) {
 }
 
 TEST(InspectCliTest, BadFlagExits2) {
-  CliResult r = RunCli({"inspect", "--frobnicate", LightModel("alexnet")});
+  CliResult r = RunCli({"inspect", "--frobnicate", LightModel("bvlc_alexnet")});
   EXPECT_EQ(r.exit_code, 2);
-  CliResult f = RunCli({"inspect", "--format", "yaml", LightModel("alexnet")});
+  CliResult f = RunCli({"inspect", "--format", "yaml", LightModel("bvlc_alexnet")});
   EXPECT_EQ(f.exit_code, 2);
   CliResult none = RunCli({});
   EXPECT_EQ(none.exit_code, 2);

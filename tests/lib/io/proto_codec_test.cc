@@ -256,6 +256,30 @@ TEST(ProtoCodecTest, DeepNestingIsRefusedNotOverflowed) {
   EXPECT_THAT(std::string(decoded.status().message()), HasSubstr("nested deeper"));
 }
 
+TEST(ProtoCodecTest, MillionsOfEmptyNodesAreRefusedNotAmplified) {
+  // 5 M empty NodeProto in a 10 MB file would take over a gigabyte decoded.
+  std::string graph;
+  for (int i = 0; i < 5'000'000; ++i) graph += std::string("\x0a\x00", 2);
+  std::string model = "\x3a";
+  uint64_t n = graph.size();
+  while (n >= 0x80) {
+    model += static_cast<char>(n | 0x80);
+    n >>= 7;
+  }
+  model += static_cast<char>(n);
+  model += graph;
+  auto decoded = DecodeModel(model);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(decoded.status().message()), HasSubstr("exhaust memory"));
+  // A budget large enough lets the same bytes through.
+  DecodeOptions generous;
+  generous.max_decoded_bytes = int64_t{8} << 30;
+  auto ok = DecodeModel(std::string_view(model).substr(0, 2 + 3 + 2000), generous);
+  EXPECT_FALSE(ok.ok());  // truncated prefix: still an error, but not a budget one
+  EXPECT_EQ(ok.status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(ProtoCodecTest, RandomMutationsNeverCrash) {
   onnx::ModelProto m;
   m.set_ir_version(8);
