@@ -42,6 +42,9 @@ int Main(int argc, char** argv) {
   Action action;
   RegisterInspect(app, action);
   RegisterExtract(app, action);
+  RegisterRun(app, action);
+  RegisterCompare(app, action);
+  RegisterCheck(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

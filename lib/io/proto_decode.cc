@@ -40,7 +40,7 @@ class Decoder {
     if (status_.ok()) {
       status_ = absl::ResourceExhaustedError(absl::StrCat(
           "decoding needs more than ", budget_ >> 20, " MiB of memory for a ", whole_.size(),
-          "-byte message (limit: 256 MiB + 8 x the message size); the file is built to exhaust memory"));
+          "-byte message (limit: 128 MiB + 4 x the message size); the file is built to exhaust memory"));
     }
     return false;
   }
@@ -224,7 +224,7 @@ class Decoder {
   absl::Status status_;
   uint64_t used_ = 0;
   uint64_t budget_ = options_.max_decoded_bytes > 0 ? static_cast<uint64_t>(options_.max_decoded_bytes)
-                                                    : (uint64_t{256} << 20) + 8 * uint64_t{whole_.size()};
+                                                    : (uint64_t{128} << 20) + 4 * uint64_t{whole_.size()};
   std::vector<std::pair<const char*, int64_t>> path_;
 
 };

@@ -5,6 +5,7 @@
 // way protobuf's generated serializers order fields. Unknown fields follow the
 // known ones verbatim.
 #include <cstring>
+#include <type_traits>
 
 #include "lib/io/proto_codec.h"
 #include "lib/io/wire.h"
@@ -330,9 +331,16 @@ uint64_t SizeOf(const T& m) {
 template <typename W>
 template <typename T>
 void Emitter<W>::Msg(uint32_t field, const T& sub) {
+  uint64_t size = SizeOf(sub);
   w_.Varint(Tag(field, kLengthDelimited));
-  w_.Varint(SizeOf(sub));
-  Walk(sub, *this);
+  w_.Varint(size);
+  // Sizing walks each subtree once: walking it again here would double the
+  // work at every nesting level (exponential in depth).
+  if constexpr (std::is_same_v<W, wire::SizeCounter>) {
+    w_.Skip(size);
+  } else {
+    Walk(sub, *this);
+  }
 }
 
 template <typename T>

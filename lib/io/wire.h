@@ -109,6 +109,7 @@ class SizeCounter {
   void Fixed32(uint32_t) { size_ += 4; }
   void Fixed64(uint64_t) { size_ += 8; }
   void Bytes(std::string_view b) { size_ += b.size(); }
+  void Skip(uint64_t n) { size_ += n; }
   void Reserve(uint64_t) {}
   uint64_t size() const { return size_; }
 

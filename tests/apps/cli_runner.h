@@ -1,8 +1,11 @@
 // Runs the onnxkit binary as a child process and captures its exit code,
-// stdout and stderr, for CLI end-to-end tests.
+// stdout and stderr, for CLI end-to-end tests; optionally in a given working
+// folder, with a time limit, recording wall time and peak memory.
 #ifndef ONNXKIT_TESTS_APPS_CLI_RUNNER_H_
 #define ONNXKIT_TESTS_APPS_CLI_RUNNER_H_
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,10 +16,21 @@ struct CliResult {
   int signal = 0;      // non-zero: the child was killed by this signal
   std::string out;
   std::string err;
+  double wall_seconds = 0;  // from fork to the child's exit
+  int64_t max_rss_kb = 0;   // the child's peak resident set (wait4 rusage)
+  bool timed_out = false;   // killed (SIGKILL) after CliOptions::timeout_seconds
+};
+
+struct CliOptions {
+  // The child's working folder; empty: the test's own.
+  std::filesystem::path cwd;
+  // Kill the child with SIGKILL after this many seconds; 0: wait forever.
+  double timeout_seconds = 0;
 };
 
 // Runs `onnxkit args...` (no shell) and waits for it.
 CliResult RunCli(const std::vector<std::string>& args);
+CliResult RunCli(const std::vector<std::string>& args, const CliOptions& options);
 
 }  // namespace onnxkit::testing
 

@@ -280,6 +280,27 @@ TEST(ProtoCodecTest, MillionsOfEmptyNodesAreRefusedNotAmplified) {
   EXPECT_EQ(ok.status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(ProtoCodecTest, DeepNestingEncodesInLinearTime) {
+  // Regression (found by decode_model_fuzzer): sizing a sub-message walked
+  // it twice per level, exponential in depth. 95 nested sequence types
+  // decode (under the depth limit of 100) and must re-encode at once.
+  auto field = [](char tag, const std::string& payload) {
+    std::string out(1, tag);
+    uint64_t n = payload.size();
+    while (n >= 0x80) {
+      out += static_cast<char>(n | 0x80);
+      n >>= 7;
+    }
+    out += static_cast<char>(n);
+    return out + payload;
+  };
+  std::string inner;
+  for (int i = 0; i < 47; ++i) inner = field('\x22', field('\x0a', inner));
+  auto decoded = DecodeType(inner);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(Encode(*decoded), inner);
+}
+
 TEST(ProtoCodecTest, RandomMutationsNeverCrash) {
   onnx::ModelProto m;
   m.set_ir_version(8);

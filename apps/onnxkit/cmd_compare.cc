@@ -1,0 +1,289 @@
+// `onnxkit compare`: outputs of two executions (two models and/or two
+// backends) or of one execution against reference outputs, with error
+// metrics per output and, with --per-layer, per intermediate tensor.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "apps/onnxkit/commands.h"
+#include "lib/base/json_writer.h"
+#include "lib/base/status_macros.h"
+#include "lib/io/model_io.h"
+#include "runner/compare/compare.h"
+#include "runner/convert.h"
+#include "runner/inputs.h"
+#include "runner/session.h"
+
+namespace onnxkit::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompareOptions {
+  std::string a, b, reference;
+  std::string a_backend = "reference", b_backend = "reference";
+  runner::InputSpec inputs;
+  double atol = -1, rtol = -1;
+  std::vector<std::string> per_output_tol;  // NAME=ATOL,RTOL
+  bool per_layer = false;
+  bool json = false;
+};
+
+struct Row {
+  std::string name;
+  std::string producer;  // node label (per-layer rows)
+  runner::Metrics metrics;
+};
+
+absl::StatusOr<runner::Backend> Backend(const std::string& name) {
+  if (name == "reference") return runner::Backend::kReference;
+  if (name == "cpu") return runner::Backend::kCpu;
+  return UsageError("backends are reference or cpu");
+}
+
+absl::StatusOr<std::unique_ptr<runner::Session>> Open(const std::string& path, const std::string& backend,
+                                                      runner::SessionOptions options) {
+  ONNXKIT_ASSIGN_OR_RETURN(options.backend, Backend(backend));
+  auto loaded = io::LoadModel(path);
+  if (!loaded.ok()) return loaded.status();
+  auto session = runner::Session::Create(std::move(*loaded), std::move(options));
+  if (!session.ok()) return AnnotateStatus(session.status(), path);
+  return std::move(*session);
+}
+
+// Tolerances: per-output overrides, then --atol/--rtol, then type defaults.
+class Tolerances {
+ public:
+  static absl::StatusOr<Tolerances> Parse(const CompareOptions& o) {
+    Tolerances t;
+    t.atol_ = o.atol;
+    t.rtol_ = o.rtol;
+    for (const std::string& flag : o.per_output_tol) {
+      size_t eq = flag.rfind('=');
+      std::vector<std::string> parts = absl::StrSplit(eq == std::string::npos ? "" : flag.substr(eq + 1), ',');
+      runner::Tolerance tol;
+      if (eq == std::string::npos || parts.size() != 2 || !absl::SimpleAtod(parts[0], &tol.atol) ||
+          !absl::SimpleAtod(parts[1], &tol.rtol) || tol.atol < 0 || tol.rtol < 0) {
+        return UsageError(absl::StrCat("--tol '", flag, "' must be NAME=ATOL,RTOL"));
+      }
+      t.per_output_[flag.substr(0, eq)] = tol;
+    }
+    return t;
+  }
+  std::optional<runner::Tolerance> For(const std::string& name, const runner::RtValue& expected) const {
+    auto it = per_output_.find(name);
+    if (it != per_output_.end()) return it->second;
+    if (atol_ < 0 && rtol_ < 0) return std::nullopt;
+    int32_t dtype = expected.is_tensor() ? expected.tensor().dtype() : 1;
+    runner::Tolerance def = runner::DefaultTolerance(dtype);
+    return runner::Tolerance{atol_ >= 0 ? atol_ : def.atol, rtol_ >= 0 ? rtol_ : def.rtol};
+  }
+
+ private:
+  double atol_ = -1, rtol_ = -1;
+  std::map<std::string, runner::Tolerance> per_output_;
+};
+
+void PrintRows(const char* title, const std::vector<Row>& rows) {
+  std::cout << title << ":\n";
+  for (const Row& r : rows) {
+    std::cout << "  " << (r.metrics.within_tolerance ? "ok  " : "FAIL") << " " << r.name
+              << (r.producer.empty() ? "" : " (" + r.producer + ")") << ": " << runner::FormatMetrics(r.metrics);
+    if (!r.metrics.within_tolerance && r.metrics.worst_index >= 0) {
+      std::cout << absl::StrCat("; worst at ", r.metrics.worst_index, ": ", r.metrics.worst_actual, " vs ",
+                                r.metrics.worst_expected);
+    }
+    std::cout << "\n";
+  }
+}
+
+void JsonRows(JsonWriter& w, const std::vector<Row>& rows) {
+  w.BeginArray();
+  for (const Row& r : rows) {
+    const runner::Metrics& m = r.metrics;
+    w.BeginObject();
+    w.KeyString("name", r.name);
+    if (!r.producer.empty()) w.KeyString("node", r.producer);
+    w.KeyBool("within_tolerance", m.within_tolerance);
+    w.KeyBool("comparable", m.comparable);
+    if (!m.comparable) w.KeyString("mismatch", m.mismatch);
+    w.KeyInt("elements", m.elements);
+    w.KeyDouble("max_abs", m.max_abs);
+    w.KeyDouble("max_rel", m.max_rel);
+    w.KeyDouble("mean_abs", m.mean_abs);
+    w.KeyDouble("cosine", m.cosine);
+    w.KeyDouble("sqnr_db", m.sqnr_db);
+    w.KeyDouble("out_of_tolerance_share", m.share_out_of_tolerance());
+    w.KeyInt("nan_inf_mismatches", m.nan_inf_mismatches);
+    w.KeyInt("worst_index", m.worst_index);
+    w.KeyDouble("atol", m.tolerance.atol);
+    w.KeyDouble("rtol", m.tolerance.rtol);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+absl::StatusOr<int> RunCompare(const CompareOptions& o) {
+  if (o.b.empty() == o.reference.empty()) return UsageError("give exactly one of --b MODEL or --reference DIR");
+  if (o.per_layer && !o.reference.empty()) return UsageError("--per-layer needs two executions (--b)");
+  ONNXKIT_ASSIGN_OR_RETURN(Tolerances tolerances, Tolerances::Parse(o));
+  runner::InputSpec spec = o.inputs;
+  if (!o.reference.empty() && spec.dir.empty() && spec.files.empty() && !spec.random) spec.dir = o.reference;
+
+  // Side A, dumping intermediates to a scratch folder for --per-layer.
+  fs::path scratch;
+  std::vector<std::pair<std::string, std::string>> a_layers;  // tensor name, producer label
+  runner::SessionOptions a_options;
+  if (o.per_layer) {
+    scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
+    fs::remove_all(scratch);
+    fs::create_directories(scratch);
+    a_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
+      a_layers.emplace_back(value.name(), value.producer() ? ir::NodeLabel(*value.producer()) : "");
+      return io::WriteFileAtomically(scratch / runner::SafeFileName(value.name(), static_cast<int>(a_layers.size())),
+                                     runner::ValueToPbBytes(v, value.name()));
+    };
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> a, Open(o.a, o.a_backend, a_options));
+  auto feeds = runner::PrepareInputs(a->FeedInputs(), spec);
+  if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
+  auto a_out = a->Run(*feeds);
+  if (!a_out.ok()) return AnnotateStatus(a_out.status(), absl::StrCat("--a ", o.a));
+
+  std::vector<Row> outputs, layers;
+  std::vector<const ir::Value*> a_names = a->Outputs();
+  if (!o.reference.empty()) {
+    for (size_t i = 0; i < a_names.size(); ++i) {
+      fs::path file = fs::path(o.reference) / absl::StrCat("output_", i, ".pb");
+      auto mapped = io::MappedFile::Open(file, int64_t{1} << 31);
+      if (!mapped.ok()) return mapped.status();
+      auto expected = runner::ValueFromPbBytes((*mapped)->bytes(), a_names[i]->type());
+      if (!expected.ok()) return AnnotateStatus(expected.status(), file.string());
+      const std::string& name = a_names[i]->name();
+      outputs.push_back({name, "", runner::CompareValues((*a_out)[i], *expected, tolerances.For(name, *expected))});
+    }
+  } else {
+    std::map<std::string, size_t> a_index;
+    for (size_t i = 0; i < a_layers.size(); ++i) a_index[a_layers[i].first] = i;
+    std::map<std::string, runner::Metrics> layer_metrics;
+    runner::SessionOptions b_options;
+    if (o.per_layer) {
+      // Compare each value of B as it is computed with A's copy on disk.
+      b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
+        auto it = a_index.find(value.name());
+        if (it == a_index.end()) return absl::OkStatus();
+        fs::path file = scratch / runner::SafeFileName(value.name(), static_cast<int>(it->second + 1));
+        auto mapped = io::MappedFile::Open(file, int64_t{1} << 31);
+        if (!mapped.ok()) return mapped.status();
+        auto a_value = runner::ValueFromPbBytes((*mapped)->bytes(), value.type());
+        if (!a_value.ok()) return a_value.status();
+        layer_metrics[value.name()] = runner::CompareValues(v, *a_value, tolerances.For(value.name(), *a_value));
+        return absl::OkStatus();
+      };
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> b, Open(o.b, o.b_backend, b_options));
+    auto b_out = b->Run(*feeds);
+    if (!b_out.ok()) return AnnotateStatus(b_out.status(), absl::StrCat("--b ", o.b));
+    std::vector<const ir::Value*> b_names = b->Outputs();
+    for (size_t i = 0; i < a_names.size(); ++i) {
+      size_t j = i;
+      for (size_t k = 0; k < b_names.size(); ++k) {
+        if (b_names[k]->name() == a_names[i]->name()) j = k;
+      }
+      if (j >= b_out->size()) continue;
+      const std::string& name = a_names[i]->name();
+      outputs.push_back({name, "", runner::CompareValues((*b_out)[j], (*a_out)[i], tolerances.For(name, (*a_out)[i]))});
+    }
+    for (const auto& [name, producer] : a_layers) {
+      auto it = layer_metrics.find(name);
+      if (it != layer_metrics.end()) layers.push_back({name, producer, it->second});
+    }
+    if (!scratch.empty()) fs::remove_all(scratch);
+  }
+
+  bool ok = std::all_of(outputs.begin(), outputs.end(), [](const Row& r) { return r.metrics.within_tolerance; });
+  const Row* first_bad = nullptr;
+  for (const Row& r : layers) {
+    if (!r.metrics.within_tolerance) {
+      first_bad = &r;
+      break;
+    }
+  }
+  if (o.json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.KeyBool("within_tolerance", ok);
+    w.Key("outputs");
+    JsonRows(w, outputs);
+    if (o.per_layer) {
+      w.Key("layers");
+      JsonRows(w, layers);
+      w.Key("first_divergence");
+      if (first_bad) {
+        w.BeginObject();
+        w.KeyString("tensor", first_bad->name);
+        w.KeyString("node", first_bad->producer);
+        w.EndObject();
+      } else {
+        w.Null();
+      }
+    }
+    w.EndObject();
+    std::cout << w.Take();
+  } else {
+    PrintRows("outputs", outputs);
+    if (o.per_layer) {
+      PrintRows("layers (execution order of --a)", layers);
+      if (first_bad) {
+        std::cout << "first divergence: tensor '" << first_bad->name << "' made by node " << first_bad->producer << "\n";
+      } else {
+        std::cout << "no intermediate tensor diverges\n";
+      }
+    }
+    std::cout << (ok ? "within tolerance\n" : "beyond tolerance\n");
+  }
+  return ok ? kExitOk : kExitNo;
+}
+
+}  // namespace
+
+void RegisterCompare(CLI::App& app, Action& action) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Compare two executions (--a and --b: two models and/or two backends) or one execution against "
+      "reference outputs (--reference DIR, a test_data_set folder). Exit codes: 0 within tolerance, "
+      "1 beyond, 2 usage, 3 a model unreadable or a run failed.");
+  sub->add_option("--a", o->a, "Model of side A")->required();
+  sub->add_option("--a-backend", o->a_backend, "Backend of side A (reference)")
+      ->check(CLI::IsMember({"reference"}));
+  sub->add_option("--b", o->b, "Model of side B (may be the same file with another backend)");
+  sub->add_option("--b-backend", o->b_backend, "Backend of side B (reference)")
+      ->check(CLI::IsMember({"reference"}));
+  sub->add_option("--reference", o->reference,
+                  "A test_data_set folder: expected output_<i>.pb (inputs from its input_<i>.pb unless given)");
+  sub->add_option("--inputs", o->inputs.dir, "A test_data_set folder with input_<i>.pb");
+  sub->add_option("--input", o->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz; repeatable");
+  sub->add_flag("--random", o->inputs.random, "Seeded random inputs (same values for both sides)");
+  sub->add_option("--seed", o->inputs.seed, "Seed of --random (default 0)");
+  sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224 for inputs with symbolic dims; repeatable");
+  sub->add_option("--atol", o->atol, "Absolute tolerance for every output (default by element type)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--rtol", o->rtol, "Relative tolerance for every output (default by element type)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--tol", o->per_output_tol, "NAME=ATOL,RTOL for one output or tensor; repeatable");
+  sub->add_flag("--per-layer", o->per_layer,
+                "Also compare every intermediate tensor present on both sides and report the first that "
+                "diverges (A's values are streamed to a scratch folder: memory stays bounded)");
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->callback([o, &action] { action = [o] { return RunCompare(*o); }; });
+}
+
+}  // namespace onnxkit::app

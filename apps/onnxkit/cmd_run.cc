@@ -1,0 +1,248 @@
+// `onnxkit run MODEL`: execute a model on the reference backend,
+// inputs from files or seeded random values, outputs summarized and saved,
+// intermediates dumped, latency benchmarked.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "apps/onnxkit/commands.h"
+#include "lib/base/data_type.h"
+#include "lib/base/json_writer.h"
+#include "lib/base/status_macros.h"
+#include "lib/io/model_io.h"
+#include "runner/convert.h"
+#include "runner/inputs.h"
+#include "runner/session.h"
+
+namespace onnxkit::app {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  runner::InputSpec inputs;
+  std::string save_outputs;
+  std::string dump_all;
+  std::string backend = "reference";
+  int threads = 1;
+  int bench = 0;
+  int warmup = 1;
+  bool json = false;
+  bool profile = false;
+  double timeout = 0;
+  int64_t memory_limit_mb = 0;
+  bool quiet = false;
+};
+
+double PeakRssMb() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = p * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(pos);
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+absl::StatusOr<runner::Backend> ParseBackend(const std::string& name) {
+  if (name == "reference") return runner::Backend::kReference;
+  if (name == "cpu") return runner::Backend::kCpu;
+  return UsageError("--backend must be reference or cpu");
+}
+
+void WriteOutputsJson(JsonWriter& w, const std::vector<const ir::Value*>& names, const std::vector<runner::RtValue>& values) {
+  w.Key("outputs");
+  w.BeginArray();
+  for (size_t i = 0; i < values.size(); ++i) {
+    w.BeginObject();
+    w.KeyString("name", names[i]->name());
+    const runner::RtValue& v = values[i];
+    if (v.is_tensor()) {
+      const runner::Tensor& t = v.tensor();
+      w.KeyString("dtype", std::string(DataTypeName(t.dtype())));
+      w.Key("shape");
+      w.BeginArray();
+      for (int64_t d : t.shape()) w.Int(d);
+      w.EndArray();
+      runner::TensorStats s = runner::StatsOf(t);
+      w.KeyDouble("min", s.min);
+      w.KeyDouble("max", s.max);
+      w.KeyDouble("mean", s.mean);
+      w.Key("first");
+      w.BeginArray();
+      for (double x : s.first) w.Double(x);
+      w.EndArray();
+    } else {
+      w.KeyString("summary", runner::SummarizeValue(v));
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+absl::StatusOr<int> RunRun(const RunOptions& o) {
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Backend backend, ParseBackend(o.backend));
+  if (o.bench < 0 || o.warmup < 0 || o.threads < 1) return UsageError("--bench, --warmup and --threads must be positive");
+  if (o.inputs.low > o.inputs.high) return UsageError("--range: low must not exceed high");
+  runner::SetMemoryLimit(o.memory_limit_mb * (int64_t{1} << 20));
+  auto loaded = io::LoadModel(o.model);
+  if (!loaded.ok()) return loaded.status();
+
+  runner::SessionOptions options;
+  options.backend = backend;
+  options.threads = o.threads;
+  options.timeout_seconds = o.timeout;
+  int dump_index = 0;
+  bool dumping = true;  // the first run only
+  std::vector<std::string> dump_manifest;
+  if (!o.dump_all.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dump_all, ec);
+    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", o.dump_all, ": ", ec.message()));
+    // Streams each value to disk as soon as it is computed; memory stays
+    // bounded by the session's own lifetime plan.
+    options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
+      if (!dumping) return absl::OkStatus();
+      std::string file = runner::SafeFileName(value.name(), dump_index++);
+      dump_manifest.push_back(absl::StrCat(file, "\t", value.name()));
+      return io::WriteFileAtomically(std::filesystem::path(o.dump_all) / file, runner::ValueToPbBytes(v, value.name()));
+    };
+  }
+  std::map<std::string, std::pair<double, int64_t>> profile;  // op -> seconds, count
+  bool profiling = false;
+  if (o.profile) {
+    options.on_node_done = [&](const ir::Node& node, double seconds) {
+      if (!profiling || node.graph()->parent() != nullptr) return;
+      auto& entry = profile[node.domain().empty() ? node.op_type() : node.domain() + "::" + node.op_type()];
+      entry.first += seconds;
+      entry.second += 1;
+    };
+  }
+  auto session = runner::Session::Create(std::move(*loaded), options);
+  if (!session.ok()) return AnnotateStatus(session.status(), o.model);
+  auto feeds = runner::PrepareInputs((*session)->FeedInputs(), o.inputs);
+  if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
+
+  profiling = o.bench == 0;
+  auto first = (*session)->Run(*feeds);
+  if (!first.ok()) return first.status();
+  dumping = false;
+  if (!o.dump_all.empty()) {
+    std::string index;
+    for (const auto& line : dump_manifest) absl::StrAppend(&index, line, "\n");
+    ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(std::filesystem::path(o.dump_all) / "index.tsv", index));
+  }
+  std::vector<double> latencies;
+  if (o.bench > 0) {
+    for (int i = 1; i < o.warmup; ++i) ONNXKIT_RETURN_IF_ERROR((*session)->Run(*feeds).status());
+    profiling = true;
+    for (int i = 0; i < o.bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      ONNXKIT_RETURN_IF_ERROR((*session)->Run(*feeds).status());
+      latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  std::vector<const ir::Value*> names = (*session)->Outputs();
+  if (!o.save_outputs.empty()) ONNXKIT_RETURN_IF_ERROR(runner::SaveOutputs(o.save_outputs, names, *first));
+
+  if (o.json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.KeyString("model", o.model);
+    w.KeyString("backend", o.backend);
+    w.KeyInt("threads", o.threads);
+    WriteOutputsJson(w, names, *first);
+    if (o.bench > 0) {
+      w.Key("latency_ms");
+      w.BeginObject();
+      w.KeyDouble("min", *std::min_element(latencies.begin(), latencies.end()));
+      w.KeyDouble("median", Percentile(latencies, 0.5));
+      w.KeyDouble("p90", Percentile(latencies, 0.9));
+      w.KeyDouble("max", *std::max_element(latencies.begin(), latencies.end()));
+      w.KeyInt("runs", o.bench);
+      w.EndObject();
+    }
+    w.KeyDouble("peak_rss_mb", PeakRssMb());
+    if (o.profile) {
+      w.Key("profile_ms");
+      w.BeginObject();
+      for (const auto& [op, entry] : profile) w.KeyDouble(op, entry.first * 1000 / std::max(1, o.bench));
+      w.EndObject();
+    }
+    w.EndObject();
+    std::cout << w.Take();
+    return kExitOk;
+  }
+  if (!o.quiet) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::cout << names[i]->name() << ": " << runner::SummarizeValue((*first)[i]) << "\n";
+    }
+  }
+  if (o.bench > 0) {
+    std::cout << absl::StrCat("latency over ", o.bench, " runs: min ", *std::min_element(latencies.begin(), latencies.end()),
+                              " ms, median ", Percentile(latencies, 0.5), " ms, p90 ", Percentile(latencies, 0.9),
+                              " ms; peak RSS ", PeakRssMb(), " MB\n");
+  }
+  if (o.profile) {
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.begin(), profile.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    double total = 0;
+    for (const auto& r : rows) total += r.second.first;
+    std::cout << "time per op type (main graph" << (o.bench > 0 ? absl::StrCat(", mean of ", o.bench, " runs") : "")
+              << "):\n";
+    int runs = std::max(1, o.bench);
+    for (const auto& [op, entry] : rows) {
+      std::cout << absl::StrCat("  ", op, std::string(op.size() < 28 ? 28 - op.size() : 1, ' '),
+                                entry.first * 1000 / runs, " ms  ", 100 * entry.first / std::max(total, 1e-12), "%  (",
+                                entry.second / runs, " nodes)\n");
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run",
+      "Execute a model. Exit codes: 0 ok, 2 usage (incl. missing or mismatched inputs), 3 model unreadable or "
+      "invalid, or the run failed (unsupported op, shape error, timeout, memory limit), 4 internal error.");
+  sub->add_option("model", o->model, "Model file (.onnx)")->required();
+  sub->add_option("--inputs", o->inputs.dir, "A test_data_set folder: input_<i>.pb in graph-input order");
+  sub->add_option("--input", o->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz (arrays by name); repeatable");
+  sub->add_flag("--random", o->inputs.random, "Seeded random values for inputs not given otherwise");
+  sub->add_option("--seed", o->inputs.seed, "Seed of --random (default 0)");
+  sub->add_option_function<std::vector<double>>(
+         "--range", [o](const std::vector<double>& r) { o->inputs.low = r[0]; o->inputs.high = r[1]; },
+         "LOW,HIGH: range of --random values (default 0,1; integer inputs use the integers in it)")
+      ->delimiter(',')
+      ->expected(2);
+  sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224: shape of an input with symbolic dims; repeatable");
+  sub->add_option("--save-outputs", o->save_outputs, "Write output_<i>.pb (test_data_set layout) into this folder");
+  sub->add_option("--dump-all", o->dump_all,
+                  "Write every intermediate tensor of the main graph into this folder as it is computed "
+                  "(<index>_<name>.pb, listed in index.tsv)");
+  sub->add_option("--backend", o->backend, "reference (complete, simple kernels; the only backend so far)")
+      ->check(CLI::IsMember({"reference"}));
+  sub->add_option("--threads", o->threads, "Threads for backends that use them (default 1; the reference backend runs on one)");
+  sub->add_option("--bench", o->bench, "Time N runs after warm-up and report min/median/p90 latency");
+  sub->add_option("--warmup", o->warmup, "Warm-up runs before --bench (default 1; the first run counts)");
+  sub->add_flag("--profile", o->profile, "Report time per op type");
+  sub->add_flag("--json", o->json, "Print one JSON object (outputs, latency_ms, peak_rss_mb, profile_ms)");
+  sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds");
+  sub->add_option("--memory-limit", o->memory_limit_mb, "Fail when tensors would need more than this many MiB");
+  sub->add_flag("-q,--quiet", o->quiet, "Do not print output summaries");
+  sub->callback([o, &action] { action = [o] { return RunRun(*o); }; });
+}
+
+}  // namespace onnxkit::app

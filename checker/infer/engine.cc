@@ -1,0 +1,220 @@
+// The inference engine: graph walk, node typing, declared-type comparison.
+#include "checker/infer/engine.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "checker/infer/schema_types.h"
+#include "checker/infer/shape_fns.h"
+#include "checker/infer/tensor_state.h"
+#include "lib/base/checked_math.h"
+#include "lib/base/data_type.h"
+#include "lib/base/limits.h"
+#include "lib/base/strings.h"
+#include "lib/ir/topo.h"
+#include "lib/ops/registry.h"
+
+namespace onnxkit::checker::infer {
+namespace {
+
+constexpr char kSep[] = " › ";
+
+Type DeclaredType(const ir::Value* value, int64_t* rank_too_large) {
+  return value->type() != nullptr ? TypeFromProto(*value->type(), rank_too_large) : Type{};
+}
+
+// The attribute of `owner` holding `graph`.
+std::string AttributeHolding(const ir::Node& owner, const ir::Graph& graph) {
+  for (const ir::Attribute& a : owner.attributes()) {
+    if (a.g.get() == &graph) return a.name();
+    for (const auto& g : a.graphs) {
+      if (g.get() == &graph) return a.name();
+    }
+  }
+  return "?";
+}
+
+// A message when a fully known tensor type could not exist: its element
+// count or byte size overflows int64.
+std::optional<std::string> SizeOverflow(const Type& t) {
+  if (!t.is_tensor() || !t.shape) return std::nullopt;
+  std::optional<std::vector<int64_t>> dims = KnownValues(*t.shape);
+  if (!dims) return std::nullopt;
+  std::optional<int64_t> count = CheckedElementCount(*dims);
+  if (!count) return absl::StrCat("shape ", DimsToString(t.shape), " has more elements than int64 can count");
+  if (DataTypeBits(t.elem_type) > 0 && !RawByteSize(t.elem_type, *count)) {
+    return absl::StrCat("shape ", DimsToString(t.shape), " of ", TypeName(t),
+                        " needs more bytes than int64 can count");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Engine::Engine(const ir::Model& model) : model_(model) {
+  for (const pb::FunctionProto& f : model.functions()) {
+    functions_.emplace(std::string(ops::CanonicalDomain(f.domain)), f.name);
+  }
+}
+
+void Engine::Run() { InferGraph(model_.graph(), nullptr); }
+
+std::map<std::string, ValueState> Engine::States() const {
+  std::map<std::string, ValueState> out;
+  for (const ir::Value* v : order_) {
+    if (!v->name().empty()) out.emplace(v->name(), states_.at(v));
+  }
+  return out;
+}
+
+void Engine::Report(rules::RuleId rule, std::string location, std::string message) {
+  if (issues_.size() >= kMaxIssues) return;
+  issues_.push_back(InferenceIssue{rule, std::move(location), std::move(message)});
+}
+
+std::string Engine::GraphLocation(const ir::Graph& graph) const {
+  std::string self = absl::StrCat("graph '", Sv(graph.name()), "'");
+  const ir::Node* owner = graph.owner_node();
+  if (graph.parent() == nullptr || owner == nullptr) return self;
+  return absl::StrCat(GraphLocation(*graph.parent()), kSep, "node ", ir::NodeLabel(*owner), kSep, "attribute '",
+                      Sv(AttributeHolding(*owner, graph)), "'", kSep, self);
+}
+
+std::string Engine::NodeLocation(const ir::Node& node) const {
+  return absl::StrCat(GraphLocation(*node.graph()), kSep, "node ", ir::NodeLabel(node));
+}
+
+const ValueState* Engine::StateOf(const ir::Value* value) {
+  auto it = states_.find(value);
+  if (it != states_.end()) return &it->second;
+  ValueState s;
+  s.type = DeclaredType(value, nullptr);
+  order_.push_back(value);
+  return &states_.emplace(value, std::move(s)).first->second;
+}
+
+void Engine::Settle(const ir::Value* value, ValueState inferred, const std::string& location) {
+  int64_t rank_too_large = 0;
+  Type declared = DeclaredType(value, &rank_too_large);
+  std::string what = absl::StrCat("'", Sv(value->name()), "'");
+  if (rank_too_large > 0) {
+    Report(rules::kE0601, location,
+           absl::StrCat(what, ": declared rank ", rank_too_large, " is above the limit of ", limits::kMaxRank,
+                        " (limits::kMaxRank)"));
+  }
+  if (std::optional<Conflict> c = FindConflict(inferred.type, declared)) {
+    Report(c->element_type ? rules::kE0600 : rules::kE0602, location, absl::StrCat(what, ": ", c->message));
+    reported_.insert(value);
+    inferred.data.reset();
+    inferred.float_data.reset();
+  }
+  inferred.type = MergeTypes(inferred.type, declared);
+  if (states_.find(value) == states_.end()) order_.push_back(value);
+  states_[value] = std::move(inferred);
+}
+
+void Engine::InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs) {
+  std::string location;  // computed on first use
+  auto where = [&]() -> const std::string& {
+    if (location.empty()) location = GraphLocation(graph);
+    return location;
+  };
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ir::Value* v = graph.inputs()[i];
+    if (v->kind() == ir::ValueKind::kInitializer) continue;
+    ValueState s;
+    if (inputs != nullptr && i < inputs->size()) s.type = (*inputs)[i];
+    Settle(v, std::move(s), absl::StrCat(where(), kSep, "input '", Sv(v->name()), "'"));
+  }
+  for (const ir::Value* v : graph.initializers()) {
+    Settle(v, StateFromTensor(*v->initializer()), absl::StrCat(where(), kSep, "initializer '", Sv(v->name()), "'"));
+  }
+  for (const ir::Value* v : graph.sparse_initializers()) {
+    Settle(v, StateFromSparseTensor(*v->sparse_initializer()),
+           absl::StrCat(where(), kSep, "sparse initializer '", Sv(v->name()), "'"));
+  }
+  absl::StatusOr<std::vector<ir::Node*>> order = ir::TopologicalOrder(graph);
+  if (order.ok()) {
+    for (const ir::Node* n : *order) InferNode(*n);
+  } else {
+    for (const ir::Node* n : graph.nodes()) InferNode(*n);
+  }
+  CheckGraphOutputs(graph);
+}
+
+void Engine::CheckGraphOutputs(const ir::Graph& graph) {
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const ir::Value* v = graph.outputs()[i];
+    pb::ValueInfoProto entry = graph.OutputEntry(static_cast<int>(i));
+    if (!entry.type || reported_.count(v) > 0) continue;
+    Type declared = TypeFromProto(*entry.type);
+    if (std::optional<Conflict> c = FindConflict(StateOf(v)->type, declared)) {
+      Report(c->element_type ? rules::kE0600 : rules::kE0602,
+             absl::StrCat(GraphLocation(graph), kSep, "output '", Sv(v->name()), "'"),
+             absl::StrCat("'", Sv(v->name()), "': ", c->message));
+      reported_.insert(v);
+    }
+  }
+}
+
+void Engine::InferNode(const ir::Node& node) {
+  std::vector<const ValueState*> inputs;
+  inputs.reserve(node.inputs().size());
+  for (const ir::Value* v : node.inputs()) inputs.push_back(v == nullptr ? nullptr : StateOf(v));
+  std::optional<int64_t> opset = model_.OpsetVersion(node.domain());
+  NodeContext ctx(node, opset.value_or(0), std::move(inputs), this);
+  const bool function_call =
+      !functions_.empty() &&
+      functions_.count({std::string(ops::CanonicalDomain(node.domain())), node.op_type()}) > 0;
+  if (opset && !function_call) {
+    if (const ops::OpSchema* schema = ops::FindSchema(node.domain(), node.op_type(), *opset)) {
+      InferSchemaTypes(*schema, ctx);
+      if (ShapeFn fn = FindShapeFn(node.domain(), node.op_type())) fn(ctx);
+    }
+  }
+  std::string location;
+  auto where = [&]() -> const std::string& {
+    if (location.empty()) location = NodeLocation(node);
+    return location;
+  };
+  for (const std::string& f : ctx.failures()) Report(rules::kE0601, where(), f);
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    ValueState& out = ctx.outputs()[static_cast<size_t>(i)];
+    if (!ctx.failed()) {
+      if (std::optional<std::string> overflow = SizeOverflow(out.type)) {
+        Report(rules::kE0601, where(),
+               absl::StrCat(Sv(node.op_type()), ": output '", Sv(node.output(i)->name()), "': ", *overflow));
+        out.type.shape.reset();
+      }
+    }
+    Settle(node.output(i), std::move(out), where());
+  }
+}
+
+std::vector<Type> Engine::InferBody(const ir::Graph& body, const std::vector<Type>& inputs) {
+  InferGraph(body, &inputs);
+  std::vector<Type> out;
+  out.reserve(body.outputs().size());
+  for (const ir::Value* v : body.outputs()) out.push_back(StateOf(v)->type);
+  return out;
+}
+
+std::map<std::string, pb::TypeProto> InferredTypes(const pb::ModelProto& model) {
+  std::map<std::string, pb::TypeProto> out;
+  absl::StatusOr<std::unique_ptr<ir::Model>> ir_model = ir::FromProto(model);
+  if (!ir_model.ok()) return out;
+  Engine engine(**ir_model);
+  engine.Run();
+  for (auto& [name, state] : engine.States()) out.emplace(name, TypeToProto(state.type));
+  return out;
+}
+
+std::vector<InferenceIssue> InferModel(const pb::ModelProto& model) {
+  absl::StatusOr<std::unique_ptr<ir::Model>> ir_model = ir::FromProto(model);
+  if (!ir_model.ok()) return {};
+  Engine engine(**ir_model);
+  engine.Run();
+  return engine.issues();
+}
+
+}  // namespace onnxkit::checker::infer

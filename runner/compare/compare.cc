@@ -1,0 +1,217 @@
+// Comparison metrics.
+#include "runner/compare/compare.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/base/data_type.h"
+#include "lib/base/strings.h"
+#include "runner/reference/float_types.h"
+
+namespace onnxkit::runner {
+namespace {
+
+// Element i of a numeric tensor as a double (integers exactly up to 2^53).
+double ElementAt(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case 1: return t.data<float>()[i];
+    case 2: return t.data<uint8_t>()[i];
+    case 3: return t.data<int8_t>()[i];
+    case 4: return t.data<uint16_t>()[i];
+    case 5: return t.data<int16_t>()[i];
+    case 6: return t.data<int32_t>()[i];
+    case 7: return static_cast<double>(t.data<int64_t>()[i]);
+    case 9: return t.data<uint8_t>()[i] != 0 ? 1 : 0;
+    case 10: return static_cast<float>(t.data<Float16>()[i]);
+    case 11: return t.data<double>()[i];
+    case 12: return t.data<uint32_t>()[i];
+    case 13: return static_cast<double>(t.data<uint64_t>()[i]);
+    case 16: return static_cast<float>(t.data<BFloat16>()[i]);
+    default: return 0;
+  }
+}
+
+bool Supported(int32_t dtype) {
+  return (dtype >= 1 && dtype <= 7) || (dtype >= 9 && dtype <= 13) || dtype == 16;
+}
+
+class Accumulator {
+ public:
+  explicit Accumulator(Tolerance tol) { m_.tolerance = tol; }
+
+  void Add(double a, double e, int64_t index) {
+    ++m_.elements;
+    bool a_special = std::isnan(a) || std::isinf(a);
+    bool e_special = std::isnan(e) || std::isinf(e);
+    if (a_special || e_special) {
+      bool same = (std::isnan(a) && std::isnan(e)) || a == e;
+      if (!same) {
+        ++m_.nan_inf_mismatches;
+        ++m_.out_of_tolerance;
+        if (!nan_worst_) {
+          nan_worst_ = true;
+          SetWorst(a, e, index);
+        }
+      }
+      return;
+    }
+    double diff = std::fabs(a - e);
+    double rel = diff / std::max(std::fabs(e), std::numeric_limits<double>::min());
+    if (diff > m_.max_abs || m_.worst_index < 0) {
+      m_.max_abs = std::max(m_.max_abs, diff);
+      if (!nan_worst_) SetWorst(a, e, index);
+    }
+    if (diff > 0) m_.max_rel = std::max(m_.max_rel, rel);
+    sum_abs_ += diff;
+    dot_ += a * e;
+    norm_a_ += a * a;
+    norm_e_ += e * e;
+    noise_ += diff * diff;
+    if (!(diff <= m_.tolerance.atol + m_.tolerance.rtol * std::fabs(e))) ++m_.out_of_tolerance;
+  }
+
+  void Merge(const Metrics& other) {
+    if (!other.comparable) {
+      m_.comparable = false;
+      if (m_.mismatch.empty()) m_.mismatch = other.mismatch;
+    }
+    m_.elements += other.elements;
+    m_.out_of_tolerance += other.out_of_tolerance;
+    m_.nan_inf_mismatches += other.nan_inf_mismatches;
+    if (other.max_abs > m_.max_abs) {
+      m_.max_abs = other.max_abs;
+      m_.worst_actual = other.worst_actual;
+      m_.worst_expected = other.worst_expected;
+    }
+    m_.max_rel = std::max(m_.max_rel, other.max_rel);
+    sum_abs_ += other.mean_abs * static_cast<double>(other.elements);
+    merged_cosine_ = std::min(merged_cosine_, other.cosine);
+    merged_sqnr_ = std::min(merged_sqnr_, other.sqnr_db);
+    merged_ = true;
+  }
+
+  Metrics Finish() {
+    Metrics m = m_;
+    m.mean_abs = m.elements == 0 ? 0 : sum_abs_ / static_cast<double>(m.elements);
+    if (merged_) {
+      m.cosine = merged_cosine_;
+      m.sqnr_db = merged_sqnr_;
+    } else {
+      double denom = std::sqrt(norm_a_) * std::sqrt(norm_e_);
+      m.cosine = denom == 0 ? (norm_a_ == norm_e_ ? 1.0 : 0.0) : dot_ / denom;
+      m.sqnr_db = noise_ == 0 ? std::numeric_limits<double>::infinity()
+                  : norm_e_ == 0 ? -std::numeric_limits<double>::infinity()
+                                 : 10 * std::log10(norm_e_ / noise_);
+    }
+    m.within_tolerance = m.comparable && m.out_of_tolerance == 0;
+    return m;
+  }
+
+  Metrics& metrics() { return m_; }
+
+ private:
+  void SetWorst(double a, double e, int64_t index) {
+    m_.worst_index = index;
+    m_.worst_actual = a;
+    m_.worst_expected = e;
+  }
+
+  Metrics m_;
+  bool nan_worst_ = false;
+  double sum_abs_ = 0, dot_ = 0, norm_a_ = 0, norm_e_ = 0, noise_ = 0;
+  bool merged_ = false;
+  double merged_cosine_ = 1, merged_sqnr_ = std::numeric_limits<double>::infinity();
+};
+
+Metrics NotComparable(std::string why) {
+  Metrics m;
+  m.comparable = false;
+  m.within_tolerance = false;
+  m.mismatch = std::move(why);
+  return m;
+}
+
+Metrics CompareTensors(const Tensor& a, const Tensor& e, std::optional<Tolerance> tolerance) {
+  if (a.dtype() != e.dtype()) {
+    return NotComparable(absl::StrCat("element types differ: ", DescribeTensor(a), " vs ", DescribeTensor(e)));
+  }
+  if (a.shape() != e.shape()) {
+    return NotComparable(absl::StrCat("shapes differ: ", DescribeTensor(a), " vs ", DescribeTensor(e)));
+  }
+  Tolerance tol = tolerance ? *tolerance : DefaultTolerance(e.dtype());
+  Accumulator acc(tol);
+  if (e.is_string()) {
+    for (int64_t i = 0; i < e.size(); ++i) {
+      bool same = a.strings()[static_cast<size_t>(i)] == e.strings()[static_cast<size_t>(i)];
+      acc.Add(same ? 0 : 1, 0, i);
+    }
+    return acc.Finish();
+  }
+  if (!Supported(e.dtype())) {
+    // Exact byte comparison for types without arithmetic (float8, int4...).
+    bool same = a.nbytes() == e.nbytes() && (a.nbytes() == 0 || std::memcmp(a.raw(), e.raw(), a.nbytes()) == 0);
+    Metrics m = acc.Finish();
+    m.elements = e.size();
+    if (!same) {
+      m.out_of_tolerance = 1;
+      m.within_tolerance = false;
+    }
+    return m;
+  }
+  for (int64_t i = 0; i < e.size(); ++i) acc.Add(ElementAt(a, i), ElementAt(e, i), i);
+  return acc.Finish();
+}
+
+}  // namespace
+
+Tolerance DefaultTolerance(int32_t dtype) {
+  switch (dtype) {
+    case 1: return {1e-5, 1e-4};
+    case 11: return {1e-9, 1e-7};
+    case 10: return {1e-3, 1e-3};
+    case 16: return {1e-2, 1e-2};
+    case 17: case 18: case 19: case 20: case 23: case 24: return {1e-1, 1e-1};
+    default: return {0, 0};
+  }
+}
+
+Metrics CompareValues(const RtValue& a, const RtValue& e, std::optional<Tolerance> tolerance) {
+  if (a.kind() != e.kind()) return NotComparable("value kinds differ (tensor, sequence, optional or map)");
+  switch (e.kind()) {
+    case RtValue::Kind::kTensor:
+      return CompareTensors(a.tensor(), e.tensor(), tolerance);
+    case RtValue::Kind::kSequence: {
+      if (a.elements().size() != e.elements().size()) {
+        return NotComparable(absl::StrCat("sequence lengths differ: ", a.elements().size(), " vs ", e.elements().size()));
+      }
+      Accumulator acc(tolerance.value_or(Tolerance{}));
+      for (size_t i = 0; i < e.elements().size(); ++i) acc.Merge(CompareValues(a.elements()[i], e.elements()[i], tolerance));
+      return acc.Finish();
+    }
+    case RtValue::Kind::kOptional:
+      if (a.has_value() != e.has_value()) return NotComparable("one optional is empty, the other is not");
+      return e.has_value() ? CompareValues(a.value(), e.value(), tolerance) : Metrics{};
+    case RtValue::Kind::kMap: {
+      Metrics keys = CompareTensors(a.map_keys(), e.map_keys(), Tolerance{});
+      if (!keys.within_tolerance) return NotComparable("map keys differ");
+      return CompareValues(a.map_values(), e.map_values(), tolerance);
+    }
+    case RtValue::Kind::kEmpty:
+      return Metrics{};
+  }
+  return Metrics{};
+}
+
+std::string FormatMetrics(const Metrics& m) {
+  if (!m.comparable) return absl::StrCat("not comparable: ", m.mismatch);
+  return absl::StrFormat(
+      "max_abs %.3g  max_rel %.3g  mean_abs %.3g  cosine %.6f  sqnr %.1f dB  out_of_tol %lld/%lld (%.2f%%)%s",
+      m.max_abs, m.max_rel, m.mean_abs, m.cosine, m.sqnr_db, static_cast<long long>(m.out_of_tolerance),
+      static_cast<long long>(m.elements), 100 * m.share_out_of_tolerance(),
+      m.nan_inf_mismatches ? absl::StrCat("  nan/inf mismatches ", m.nan_inf_mismatches) : std::string());
+}
+
+}  // namespace onnxkit::runner

@@ -1,0 +1,53 @@
+// KernelContext.
+#include "runner/kernel.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace onnxkit::runner {
+
+absl::StatusOr<const Tensor*> KernelContext::Input(int i) const {
+  const RtValue* v = Value(i);
+  if (v == nullptr || !v->defined()) {
+    return absl::InvalidArgumentError(absl::StrCat("required input ", i, " is missing"));
+  }
+  if (!v->is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
+  return &v->tensor();
+}
+
+absl::StatusOr<const Tensor*> KernelContext::OptionalInput(int i) const {
+  const RtValue* v = Value(i);
+  if (v == nullptr || !v->defined()) return nullptr;
+  if (v->is_optional()) {
+    if (!v->has_value()) return nullptr;
+    if (!v->value().is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
+    return &v->value().tensor();
+  }
+  if (!v->is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
+  return &v->tensor();
+}
+
+bool KernelContext::OutputRequested(int i) const {
+  if (i < 0 || i >= node_.num_outputs()) return false;
+  const ir::Value* out = node_.output(i);
+  return out != nullptr && !out->name().empty();
+}
+
+absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, int32_t dtype, std::vector<int64_t> shape) {
+  if (i < 0 || i >= num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
+  }
+  auto t = Tensor::Allocate(dtype, std::move(shape));
+  if (!t.ok()) return t.status();
+  (*outputs_)[static_cast<size_t>(i)] = RtValue::FromTensor(std::move(*t));
+  return &(*outputs_)[static_cast<size_t>(i)].mutable_tensor();
+}
+
+absl::Status KernelContext::SetOutput(int i, RtValue value) {
+  if (i < 0 || i >= num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
+  }
+  (*outputs_)[static_cast<size_t>(i)] = std::move(value);
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::runner

@@ -1,0 +1,118 @@
+// The kernel interface of the runner.
+//
+// A kernel is created once per node (Create: validate and parse attributes;
+// the only place attribute errors arise) and run many times (Run: read the
+// inputs, allocate and fill the outputs). Shapes are resolved at run time.
+// Errors are Statuses naming what is wrong; the session adds the node.
+//
+//   class ReluKernel : public Kernel {
+//    public:
+//     absl::Status Run(KernelContext& ctx) override {
+//       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+//       ONNXKIT_ASSIGN_OR_RETURN(Tensor* y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
+//       ...
+//     }
+//   };
+#ifndef ONNXKIT_RUNNER_KERNEL_H_
+#define ONNXKIT_RUNNER_KERNEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/ir/ir.h"
+#include "runner/value.h"
+
+namespace onnxkit::runner {
+
+class KernelContext;
+
+// Runs a subgraph (If/Loop/Scan body) with the given values bound to its
+// graph inputs, in the scope of the running node (outer-scope values
+// resolve to the enclosing graphs' values). Returns the graph outputs.
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  virtual absl::StatusOr<std::vector<RtValue>> RunSubgraph(const ir::Graph& graph,
+                                                           std::vector<RtValue> inputs) = 0;
+  // Runs a function body in a fresh scope: it sees no value of the caller's
+  // graphs. Omitted optional inputs are passed as undefined values.
+  virtual absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph, std::vector<RtValue> inputs) = 0;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, int64_t opset, std::vector<const RtValue*> inputs,
+                std::vector<RtValue>* outputs, SubgraphRunner* subgraphs)
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), outputs_(outputs), subgraphs_(subgraphs) {}
+
+  const ir::Node& node() const { return node_; }
+  // The opset version the model imports for the node's domain.
+  int64_t opset() const { return opset_; }
+
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // Input i as a value; null when omitted ("" name) or beyond the inputs.
+  const RtValue* Value(int i) const {
+    return i >= 0 && i < num_inputs() ? inputs_[static_cast<size_t>(i)] : nullptr;
+  }
+  // Input i as a tensor; InvalidArgument when missing or not a tensor.
+  absl::StatusOr<const Tensor*> Input(int i) const;
+  // Input i as a tensor, or null when omitted. InvalidArgument when present
+  // but not a tensor.
+  absl::StatusOr<const Tensor*> OptionalInput(int i) const;
+
+  int num_outputs() const { return static_cast<int>(outputs_->size()); }
+  // False for an omitted optional output ("" name): kernels may skip it.
+  bool OutputRequested(int i) const;
+  // Allocates output i (zero-filled) and returns it for writing.
+  absl::StatusOr<Tensor*> AllocateOutput(int i, int32_t dtype, std::vector<int64_t> shape);
+  // Sets output i to a value (a tensor view of an input, a sequence...).
+  absl::Status SetOutput(int i, RtValue value);
+
+  SubgraphRunner* subgraphs() const { return subgraphs_; }
+
+ private:
+  const ir::Node& node_;
+  int64_t opset_;
+  std::vector<const RtValue*> inputs_;
+  std::vector<RtValue>* outputs_;
+  SubgraphRunner* subgraphs_;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual absl::Status Run(KernelContext& ctx) = 0;
+};
+
+// What a factory knows at creation.
+struct KernelInfo {
+  int64_t opset = 0;  // imported opset of the node's domain
+};
+
+using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node, const KernelInfo& info);
+
+// A kernel that is one function (no state beyond the node).
+using KernelFn = absl::Status (*)(KernelContext& ctx);
+class FnKernel : public Kernel {
+ public:
+  explicit FnKernel(KernelFn fn) : fn_(fn) {}
+  absl::Status Run(KernelContext& ctx) override { return fn_(ctx); }
+
+ private:
+  KernelFn fn_;
+};
+
+// Factory adaptor for a KernelFn: ONNXKIT_KERNEL("", "Relu", 6, kLatest, MakeFn<Relu>).
+template <KernelFn kFn>
+absl::StatusOr<std::unique_ptr<Kernel>> MakeFn(const ir::Node&, const KernelInfo&) {
+  return std::unique_ptr<Kernel>(new FnKernel(kFn));
+}
+
+}  // namespace onnxkit::runner
+
+#endif  // ONNXKIT_RUNNER_KERNEL_H_

@@ -1,0 +1,228 @@
+// Reference kernel: TreeEnsemble (ai.onnx.ml 5).
+//
+// Each tree starts at nodes_*[tree_roots[t]]; a node compares feature
+// nodes_featureids[i] of the row with nodes_splits[i] (modes LEQ, LT, GTE,
+// GT, EQ, NEQ, MEMBER; NaN goes the true way where
+// nodes_missing_value_tracks_true) and continues at nodes_truenodeids[i] or
+// nodes_falsenodeids[i], which index the leaves instead when
+// nodes_trueleafs[i] / nodes_falseleafs[i] is set. Leaf weights are combined
+// per target (SUM, AVERAGE over trees, MIN, MAX; targets no leaf reaches
+// keep 0, the float max or min) in X's type, then post_transform applies
+// (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT). MEMBER sets come from
+// membership_values, NaN-separated, in node order.
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <set>
+
+#include "lib/base/status_macros.h"
+#include "runner/convert.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/ml.h"
+
+namespace onnxkit::runner::reference {
+namespace {
+
+enum class Mode { kLeq, kLt, kGte, kGt, kEq, kNeq, kMember };
+
+struct Ensemble {
+  std::vector<int64_t> feature, true_id, false_id, true_leaf, false_leaf, missing_true, leaf_target, roots;
+  std::vector<Mode> modes;
+  std::vector<double> splits, leaf_weights;
+  std::vector<std::set<double>> members;  // per node (empty unless MEMBER)
+  int64_t targets = 1;
+  int64_t aggregate = 1;  // 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX
+  int64_t post = 0;       // 0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT
+  int32_t dtype = 1;      // of splits and weights
+};
+
+absl::StatusOr<Tensor> RequiredTensor(const ir::Node& node, std::string_view name) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  if (a == nullptr || !a->proto.t) return absl::InvalidArgumentError(absl::StrCat("attribute '", Sv(name), "' is required"));
+  return TensorFromProto(*a->proto.t);
+}
+
+std::vector<double> Doubles(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.size()));
+  (void)VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = static_cast<double>(static_cast<ComputeT<T>>(t.data<T>()[i]));
+    return absl::OkStatus();
+  });
+  return out;
+}
+
+// sqrt(2) * erfinv(2p - 1), by Newton steps on std::erf.
+double Probit(double p) {
+  double y = 2 * p - 1;
+  if (y <= -1) return -std::numeric_limits<double>::infinity();
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  double x = 0;
+  for (int i = 0; i < 60; ++i) {
+    double err = std::erf(x) - y;
+    x -= err / (2 / std::sqrt(std::numbers::pi) * std::exp(-x * x));
+  }
+  return std::sqrt(2.0) * x;
+}
+
+void PostTransform(int64_t post, std::vector<double>& row) {
+  if (post == 1 || post == 3) {  // SOFTMAX (SOFTMAX_ZERO leaves zeros at zero)
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (double v : row) {
+      if (post == 1 || v != 0) mx = std::max(mx, v);
+    }
+    for (double& v : row) {
+      v = post == 3 && v == 0 ? 0 : std::exp(v - mx);
+      sum += v;
+    }
+    for (double& v : row) v = sum > 0 ? v / sum : v;
+  } else if (post == 2) {
+    for (double& v : row) v = 1 / (1 + std::exp(-v));
+  } else if (post == 4) {
+    for (double& v : row) v = Probit(v);
+  }
+}
+
+class TreeEnsembleKernel : public Kernel {
+ public:
+  explicit TreeEnsembleKernel(Ensemble e) : e_(std::move(e)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != e_.dtype || x->rank() > 2) {
+      return absl::InvalidArgumentError(absl::StrCat("X must be [N, F] of the ensemble's type ",
+                                                     Sv(DataTypeName(e_.dtype)), ", got ", DescribeTensor(*x)));
+    }
+    const int64_t rows = x->rank() == 2 ? x->dim(0) : 1, width = x->rank() == 0 ? 1 : x->shape().back();
+    for (int64_t f : e_.feature) {
+      if (f >= width) return absl::OutOfRangeError(absl::StrCat("feature id ", f, " is outside the ", width, " features of X"));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), {rows, e_.targets}));
+    const std::vector<double> xs = Doubles(*x);
+    const bool single = x->dtype() != 11;  // accumulate in float unless X is double
+    std::vector<double> row;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double init = e_.aggregate == 2 ? (single ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max())
+                          : e_.aggregate == 3 ? (single ? std::numeric_limits<float>::lowest() : std::numeric_limits<double>::lowest())
+                                              : 0.0;
+      row.assign(static_cast<size_t>(e_.targets), init);
+      for (int64_t root : e_.roots) {
+        ONNXKIT_ASSIGN_OR_RETURN(int64_t leaf, FindLeaf(root, xs.data() + r * width));
+        double w = e_.leaf_weights[static_cast<size_t>(leaf)];
+        double& acc = row[static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)])];
+        switch (e_.aggregate) {
+          case 0: acc += w / static_cast<double>(e_.roots.size()); break;
+          case 1: acc += w; break;
+          case 2: acc = std::min(acc, w); break;
+          default: acc = std::max(acc, w); break;
+        }
+        if (single) acc = static_cast<double>(DoubleToFloat(acc));
+      }
+      PostTransform(e_.post, row);
+      ONNXKIT_RETURN_IF_ERROR(VisitFloat(x->dtype(), [&](auto tag) -> absl::Status {
+        using T = decltype(tag);
+        for (int64_t t = 0; t < e_.targets; ++t) y->mutable_data<T>()[r * e_.targets + t] = RoundFromDouble<T>(row[static_cast<size_t>(t)]);
+        return absl::OkStatus();
+      }));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // The leaf one row reaches from node `root`; a cycle is an error.
+  absl::StatusOr<int64_t> FindLeaf(int64_t node, const double* features) const {
+    for (size_t steps = 0; steps <= e_.modes.size(); ++steps) {
+      size_t i = static_cast<size_t>(node);
+      double v = features[e_.feature[i]];
+      double s = e_.splits[i];
+      bool go = false;
+      switch (e_.modes[i]) {
+        case Mode::kLeq: go = v <= s; break;
+        case Mode::kLt: go = v < s; break;
+        case Mode::kGte: go = v >= s; break;
+        case Mode::kGt: go = v > s; break;
+        case Mode::kEq: go = v == s; break;
+        case Mode::kNeq: go = v != s; break;
+        case Mode::kMember: go = e_.members[i].count(v) > 0; break;
+      }
+      go = go || (e_.missing_true[i] != 0 && std::isnan(v));
+      if (go ? e_.true_leaf[i] : e_.false_leaf[i]) return go ? e_.true_id[i] : e_.false_id[i];
+      node = go ? e_.true_id[i] : e_.false_id[i];
+    }
+    return absl::InvalidArgumentError("the tree has a cycle");
+  }
+
+  Ensemble e_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo&) {
+  Ensemble e;
+  e.feature = AttrInts(node, "nodes_featureids");
+  e.true_id = AttrInts(node, "nodes_truenodeids");
+  e.false_id = AttrInts(node, "nodes_falsenodeids");
+  e.true_leaf = AttrInts(node, "nodes_trueleafs");
+  e.false_leaf = AttrInts(node, "nodes_falseleafs");
+  e.leaf_target = AttrInts(node, "leaf_targetids");
+  e.roots = AttrInts(node, "tree_roots");
+  e.targets = AttrInt(node, "n_targets", 1);
+  e.aggregate = AttrInt(node, "aggregate_function", 1);
+  e.post = AttrInt(node, "post_transform", 0);
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor splits, RequiredTensor(node, "nodes_splits"));
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor weights, RequiredTensor(node, "leaf_weights"));
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor modes, RequiredTensor(node, "nodes_modes"));
+  e.dtype = splits.dtype();
+  if ((e.dtype != 1 && e.dtype != 10 && e.dtype != 11) || weights.dtype() != e.dtype || modes.dtype() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("nodes_splits and leaf_weights must share a float type and nodes_modes "
+                                                   "be uint8, got ", DescribeTensor(splits), ", ", DescribeTensor(weights),
+                                                   ", ", DescribeTensor(modes)));
+  }
+  e.splits = Doubles(splits);
+  e.leaf_weights = Doubles(weights);
+  const size_t n = e.feature.size(), leaves = e.leaf_target.size();
+  e.missing_true = AttrInts(node, "nodes_missing_value_tracks_true", std::vector<int64_t>(n, 0));
+  bool sizes_ok = e.true_id.size() == n && e.false_id.size() == n && e.true_leaf.size() == n &&
+                  e.false_leaf.size() == n && e.missing_true.size() == n && e.splits.size() == n &&
+                  static_cast<size_t>(modes.size()) == n && e.leaf_weights.size() == leaves;
+  if (!sizes_ok || e.targets < 1 || e.aggregate < 0 || e.aggregate > 3 || e.post < 0 || e.post > 4) {
+    return absl::InvalidArgumentError("TreeEnsemble attributes disagree in length or hold invalid enum values");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor members_t, [&]() -> absl::StatusOr<Tensor> {
+    const ir::Attribute* a = node.FindAttribute("membership_values");
+    if (a == nullptr || !a->proto.t) return Tensor();
+    return TensorFromProto(*a->proto.t);
+  }());
+  std::vector<double> member_values = members_t.defined() ? Doubles(members_t) : std::vector<double>();
+  size_t next_member = 0;
+  e.members.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t m = modes.data<uint8_t>()[i];
+    if (m > 6) return absl::InvalidArgumentError(absl::StrCat("nodes_modes[", i, "] = ", m, " is not a mode"));
+    e.modes.push_back(static_cast<Mode>(m));
+    if (e.modes.back() == Mode::kMember) {
+      if (next_member >= member_values.size()) return absl::InvalidArgumentError("membership_values has too few sets");
+      while (next_member < member_values.size() && !std::isnan(member_values[next_member])) {
+        e.members[i].insert(member_values[next_member++]);
+      }
+      ++next_member;  // the NaN separator
+    }
+    bool feature_ok = e.feature[i] >= 0;
+    bool t_ok = e.true_leaf[i] ? e.true_id[i] >= 0 && static_cast<size_t>(e.true_id[i]) < leaves
+                               : e.true_id[i] >= 0 && static_cast<size_t>(e.true_id[i]) < n;
+    bool f_ok = e.false_leaf[i] ? e.false_id[i] >= 0 && static_cast<size_t>(e.false_id[i]) < leaves
+                                : e.false_id[i] >= 0 && static_cast<size_t>(e.false_id[i]) < n;
+    if (!feature_ok || !t_ok || !f_ok) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", i, " has an invalid feature id or branch index"));
+    }
+  }
+  for (int64_t t : e.leaf_target) {
+    if (t < 0 || t >= e.targets) return absl::InvalidArgumentError(absl::StrCat("leaf target ", t, " is outside [0, ", e.targets, ")"));
+  }
+  for (int64_t r : e.roots) {
+    if (r < 0 || static_cast<size_t>(r) >= n) return absl::InvalidArgumentError(absl::StrCat("tree root ", r, " is not a node"));
+  }
+  return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
+}
+
+}  // namespace onnxkit::runner::reference

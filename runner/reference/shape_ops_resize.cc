@@ -1,0 +1,402 @@
+// Reference kernels: Resize (opsets 10..19: modes nearest/linear/cubic, every
+// coordinate_transformation_mode, nearest_mode rounding, antialias,
+// exclude_outside, extrapolation_value, axes, keep_aspect_ratio_policy) and
+// Upsample (opsets 1..10, Resize's asymmetric form).
+//
+// Resizing is separable: every output coordinate of an axis reads a few
+// input positions ("taps") with weights, found as in the ONNX reference
+// (neighbors of the original coordinate, edge-clamped). An output element
+// combines the taps of all axes. Nearest copies the one chosen element
+// exactly (any element type); linear and cubic compute in double.
+#include <cmath>
+
+#include "absl/strings/str_join.h"
+#include "lib/base/status_macros.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/shape_ops.h"
+
+namespace onnxkit::runner::reference {
+namespace {
+
+enum class Mode { kNearest, kLinear, kCubic };
+enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
+enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+enum class Policy { kStretch, kNotLarger, kNotSmaller };
+// Where the scales come from: Upsample-1 attributes, Upsample-7 attribute,
+// a scales input (Upsample-9/10, Resize-10), or Resize-11+ inputs.
+enum class Form { kUpsample1, kUpsample7, kScalesInput, kResize };
+
+struct Config {
+  Form form = Form::kResize;
+  Mode mode = Mode::kNearest;
+  Coord coord = Coord::kHalfPixel;
+  Rounding rounding = Rounding::kRoundPreferFloor;
+  Policy policy = Policy::kStretch;
+  double cubic_a = -0.75;
+  double extrapolation = 0;
+  bool exclude_outside = false;
+  bool antialias = false;
+  std::optional<std::vector<int64_t>> axes;
+  std::vector<float> attr_scales;  // Upsample-1/7
+};
+
+// The input positions and weights of one output coordinate of an axis;
+// `outside` when tf_crop_and_resize maps it outside the input.
+struct Taps {
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  bool outside = false;
+};
+
+// Interpolation weights for the neighbors base + first, base + first + 1...
+// of an original coordinate whose fraction past `base` is ratio in (0, 1].
+std::vector<double> Coefficients(const Config& c, double ratio, double scale, int64_t* first) {
+  *first = 0;
+  if (c.mode == Mode::kNearest) {
+    bool up = true;  // an integral coordinate (ratio 1) picks base + 1
+    if (ratio != 1.0) {
+      switch (c.rounding) {
+        case Rounding::kRoundPreferFloor: up = ratio > 0.5; break;
+        case Rounding::kRoundPreferCeil: up = ratio >= 0.5; break;
+        case Rounding::kFloor: up = false; break;
+        case Rounding::kCeil: up = true; break;
+      }
+    }
+    return {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+  }
+  double a = c.cubic_a;
+  if (!c.antialias) {
+    if (c.mode == Mode::kLinear) return {1 - ratio, ratio};
+    *first = -1;
+    double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a, ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
+            ((a + 2) * q - (a + 3)) * q * q + 1, ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
+  }
+  // Antialias widens the filter by 1 / scale when downsampling.
+  scale = std::min(scale, 1.0);
+  double support = c.mode == Mode::kLinear ? 1.0 : 2.0;
+  int64_t start = static_cast<int64_t>(std::floor(-support / scale)) + 1;
+  int64_t end = 2 - start;
+  std::vector<double> w;
+  double sum = 0;
+  for (int64_t i = start; i < end; ++i) {
+    double x = std::fabs(scale * (static_cast<double>(i) - ratio));
+    double v;
+    if (c.mode == Mode::kLinear) {
+      v = std::clamp(1 - x, 0.0, 1.0);
+    } else if (x <= 1) {
+      v = (a + 2) * x * x * x - (a + 3) * x * x + 1;
+    } else if (x < 2) {
+      v = a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+    } else {
+      v = 0;
+    }
+    w.push_back(v);
+    sum += v;
+  }
+  for (double& v : w) v /= sum;
+  *first = start;
+  return w;
+}
+
+// The original coordinate of output coordinate x (ONNX's formulas, with the
+// output length taken as scale * in like the reference implementation).
+double Original(const Config& c, double x, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+  double in_len = static_cast<double>(in), out_len = scale * in_len;
+  switch (c.coord) {
+    case Coord::kHalfPixel: return (x + 0.5) / scale - 0.5;
+    case Coord::kHalfPixelSymmetric: {
+      double adjustment = static_cast<double>(out) / out_len;
+      double offset = in_len / 2 * (1 - adjustment);
+      return offset + (x + 0.5) / scale - 0.5;
+    }
+    case Coord::kPytorchHalfPixel: return out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case Coord::kAlignCorners: return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
+    case Coord::kAsymmetric: return x / scale;
+    case Coord::kTfHalfPixelForNn: return (x + 0.5) / scale;
+    case Coord::kTfCropAndResize: {
+      double o = out_len == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
+                              : x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
+      return o + roi_start * (in_len - 1);
+    }
+  }
+  return x;
+}
+
+std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+  std::vector<Taps> taps(static_cast<size_t>(out));
+  for (int64_t x = 0; x < out; ++x) {
+    Taps& t = taps[static_cast<size_t>(x)];
+    double orig = Original(c, static_cast<double>(x), in, out, scale, roi_start, roi_end);
+    if (c.coord == Coord::kTfCropAndResize && (orig < 0 || orig > static_cast<double>(in - 1))) {
+      t.outside = true;
+      continue;
+    }
+    if (!std::isfinite(orig)) orig = 0;
+    orig = std::clamp(orig, -1.0e15, 1.0e15);
+    double fl = std::floor(orig);
+    int64_t base = static_cast<int64_t>(fl);
+    double ratio = orig - fl;
+    if (ratio == 0) {  // an integral coordinate: neighbors below it, ratio 1
+      base -= 1;
+      ratio = 1;
+    }
+    int64_t first;
+    std::vector<double> w = Coefficients(c, ratio, scale, &first);
+    double sum = 0;
+    for (size_t k = 0; k < w.size(); ++k) {
+      int64_t raw = base + first + static_cast<int64_t>(k);
+      if (c.exclude_outside && (raw < 0 || raw >= in)) w[k] = 0;
+      sum += w[k];
+    }
+    for (size_t k = 0; k < w.size(); ++k) {
+      if (w[k] == 0) continue;
+      int64_t raw = base + first + static_cast<int64_t>(k);
+      t.index.push_back(std::clamp<int64_t>(raw, 0, in - 1));
+      t.weight.push_back(c.exclude_outside && sum != 0 ? w[k] / sum : w[k]);
+    }
+  }
+  return taps;
+}
+
+class ResizeKernel : public Kernel {
+ public:
+  explicit ResizeKernel(Config c) : c_(std::move(c)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    size_t rank = x->shape().size();
+    std::vector<double> scales(rank, 1.0), roi_start(rank, 0.0), roi_end(rank, 1.0);
+    std::vector<int64_t> out_shape = x->shape();
+    ONNXKIT_RETURN_IF_ERROR(OutputGeometry(ctx, *x, scales, out_shape, roi_start, roi_end));
+    for (size_t d = 0; d < rank; ++d) {
+      if (x->shape()[d] == 0 && out_shape[d] > 0) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot resize the empty axis ", d, " of ", DescribeTensor(*x)));
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
+    if (y->size() == 0) return absl::OkStatus();
+    std::vector<std::vector<Taps>> taps(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      taps[d] = AxisTaps(c_, x->shape()[d], out_shape[d], scales[d], roi_start[d], roi_end[d]);
+    }
+    return c_.mode == Mode::kNearest ? RunNearest(*x, *y, taps) : RunWeighted(*x, *y, taps);
+  }
+
+ private:
+  absl::Status RunNearest(const Tensor& x, Tensor& y, const std::vector<std::vector<Taps>>& taps) {
+    std::vector<int64_t> strides = Strides(x.shape());
+    ElementCopier copy(x, y);
+    int64_t out = 0;
+    absl::Status status;
+    ForEachIndex(y.shape(), [&](const std::vector<int64_t>& c) {
+      int64_t src = 0;
+      bool outside = false;
+      for (size_t d = 0; d < c.size(); ++d) {
+        const Taps& t = taps[d][static_cast<size_t>(c[d])];
+        outside = outside || t.outside || t.index.empty();
+        if (!outside) src += t.index[0] * strides[d];
+      }
+      if (outside) {
+        if (status.ok()) status = shape_ops::StoreDouble(y, out, c_.extrapolation);
+      } else {
+        copy.Copy(src, out);
+      }
+      ++out;
+    });
+    return status;
+  }
+
+  absl::Status RunWeighted(const Tensor& x, Tensor& y, const std::vector<std::vector<Taps>>& taps) {
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> data, shape_ops::ReadDoubles(x, "X"));
+    std::vector<int64_t> strides = Strides(x.shape());
+    size_t rank = strides.size();
+    std::vector<const Taps*> at(rank);
+    std::vector<size_t> k(rank);
+    int64_t out = 0;
+    absl::Status status;
+    ForEachIndex(y.shape(), [&](const std::vector<int64_t>& c) {
+      bool outside = false;
+      for (size_t d = 0; d < rank; ++d) {
+        at[d] = &taps[d][static_cast<size_t>(c[d])];
+        outside = outside || at[d]->outside || at[d]->index.empty();
+      }
+      double sum = c_.extrapolation;
+      if (!outside) {  // sum over the product of every axis's taps
+        sum = 0;
+        std::fill(k.begin(), k.end(), 0);
+        while (true) {
+          double w = 1;
+          int64_t src = 0;
+          for (size_t d = 0; d < rank; ++d) {
+            w *= at[d]->weight[k[d]];
+            src += at[d]->index[k[d]] * strides[d];
+          }
+          sum += w * data[static_cast<size_t>(src)];
+          size_t d = rank;
+          while (d > 0 && ++k[d - 1] == at[d - 1]->index.size()) k[--d] = 0;
+          if (d == 0) break;
+        }
+      }
+      if (status.ok()) status = shape_ops::StoreDouble(y, out, sum);
+      ++out;
+    });
+    return status;
+  }
+
+  // Fills the scale, output size and roi of every axis from the inputs.
+  absl::Status OutputGeometry(KernelContext& ctx, const Tensor& x, std::vector<double>& scales,
+                              std::vector<int64_t>& out_shape, std::vector<double>& roi_start,
+                              std::vector<double>& roi_end) const;
+
+  Config c_;
+};
+
+absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, std::vector<double>& scales,
+                                          std::vector<int64_t>& out_shape, std::vector<double>& roi_start,
+                                          std::vector<double>& roi_end) const {
+  int64_t rank = x.rank();
+  std::vector<int64_t> axes;
+  if (c_.axes) {
+    ONNXKIT_ASSIGN_OR_RETURN(axes, shape_ops::NormalizeAxes(*c_.axes, rank));
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  std::vector<double> given_scales;
+  std::optional<std::vector<int64_t>> sizes;
+  if (c_.form == Form::kUpsample1 || c_.form == Form::kUpsample7) {
+    given_scales.assign(c_.attr_scales.begin(), c_.attr_scales.end());
+  } else {
+    int scales_input = c_.form == Form::kScalesInput ? 1 : 2;
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.OptionalInput(scales_input));
+    if (s != nullptr && s->size() > 0) {
+      if (s->dtype() != 1) return absl::InvalidArgumentError(absl::StrCat("scales must be float, got ", DescribeTensor(*s)));
+      for (int64_t i = 0; i < s->size(); ++i) given_scales.push_back(s->data<float>()[i]);
+    }
+    if (c_.form == Form::kResize) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* z, ctx.OptionalInput(3));
+      if (z != nullptr && z->size() > 0) {
+        ONNXKIT_ASSIGN_OR_RETURN(sizes, shape_ops::ReadInts(*z, "sizes"));
+      }
+    }
+  }
+  if (sizes.has_value() == !given_scales.empty()) {
+    return absl::InvalidArgumentError("exactly one of scales and sizes must be given");
+  }
+  size_t n = axes.size();
+  if ((sizes && sizes->size() != n) || (!sizes && given_scales.size() != n)) {
+    return absl::InvalidArgumentError(absl::StrCat("scales/sizes must have ", n, " values for input ",
+                                                   DescribeTensor(x), c_.axes ? " and the axes given" : ""));
+  }
+  if (sizes) {
+    for (size_t i = 0; i < n; ++i) {
+      size_t a = static_cast<size_t>(axes[i]);
+      if ((*sizes)[i] < 0) return absl::InvalidArgumentError(absl::StrCat("sizes has a negative value ", (*sizes)[i]));
+      scales[a] = static_cast<double>((*sizes)[i]) / static_cast<double>(x.shape()[a]);
+      out_shape[a] = (*sizes)[i];
+    }
+    if (c_.policy != Policy::kStretch) {
+      double s = scales[static_cast<size_t>(axes[0])];
+      for (int64_t a : axes) {
+        double v = scales[static_cast<size_t>(a)];
+        s = c_.policy == Policy::kNotLarger ? std::min(s, v) : std::max(s, v);
+      }
+      for (int64_t a : axes) {
+        scales[static_cast<size_t>(a)] = s;
+        out_shape[static_cast<size_t>(a)] = static_cast<int64_t>(s * static_cast<double>(x.shape()[static_cast<size_t>(a)]) + 0.5);
+      }
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      size_t a = static_cast<size_t>(axes[i]);
+      double s = given_scales[i];
+      double size = s * static_cast<double>(x.shape()[a]);
+      if (!(s > 0) || !(size < 4.0e18)) {
+        return absl::InvalidArgumentError(absl::StrCat("scale ", s, " of axis ", a, " is not a usable positive number"));
+      }
+      scales[a] = s;
+      out_shape[a] = static_cast<int64_t>(size);
+    }
+  }
+  if (c_.coord == Coord::kTfCropAndResize) {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* roi, ctx.OptionalInput(1));
+    if (roi == nullptr) return absl::InvalidArgumentError("tf_crop_and_resize needs the roi input");
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> r, shape_ops::ReadDoubles(*roi, "roi"));
+    if (r.size() != 2 * n) {
+      return absl::InvalidArgumentError(absl::StrCat("roi must have ", 2 * n, " values, got ", DescribeTensor(*roi)));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      roi_start[static_cast<size_t>(axes[i])] = r[i];
+      roi_end[static_cast<size_t>(axes[i])] = r[n + i];
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Parses a string attribute into one of `names` (index), or an error.
+absl::StatusOr<int> Choice(const ir::Node& node, std::string_view attr, std::string def,
+                           const std::vector<std::string>& names) {
+  std::string v = AttrString(node, attr, def);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (v == names[i]) return static_cast<int>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(Sv(attr), " '", v, "' is not one of ", absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<Mode> ParseMode(const ir::Node& node) {
+  ONNXKIT_ASSIGN_OR_RETURN(int m, Choice(node, "mode", "nearest", {"nearest", "linear", "cubic", "bilinear"}));
+  return m == 3 ? Mode::kLinear : static_cast<Mode>(m);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
+  Config c;
+  ONNXKIT_ASSIGN_OR_RETURN(c.mode, ParseMode(node));
+  if (info.opset < 11) {
+    c.form = Form::kScalesInput;
+    c.coord = Coord::kAsymmetric;
+    c.rounding = Rounding::kFloor;
+    return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(int coord, Choice(node, "coordinate_transformation_mode", "half_pixel",
+                                             {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                              "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}));
+  c.coord = static_cast<Coord>(coord);
+  ONNXKIT_ASSIGN_OR_RETURN(int rounding, Choice(node, "nearest_mode", "round_prefer_floor",
+                                                {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}));
+  c.rounding = static_cast<Rounding>(rounding);
+  ONNXKIT_ASSIGN_OR_RETURN(int policy, Choice(node, "keep_aspect_ratio_policy", "stretch",
+                                              {"stretch", "not_larger", "not_smaller"}));
+  c.policy = static_cast<Policy>(policy);
+  c.cubic_a = AttrFloat(node, "cubic_coeff_a", -0.75f);
+  c.extrapolation = AttrFloat(node, "extrapolation_value", 0.0f);
+  c.exclude_outside = AttrInt(node, "exclude_outside", 0) != 0;
+  c.antialias = AttrInt(node, "antialias", 0) != 0 && c.mode != Mode::kNearest;
+  c.axes = node.GetInts("axes");
+  return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeUpsample(const ir::Node& node, const KernelInfo& info) {
+  Config c;
+  ONNXKIT_ASSIGN_OR_RETURN(c.mode, ParseMode(node));
+  if (c.mode == Mode::kCubic) return absl::InvalidArgumentError("Upsample mode must be nearest or linear");
+  c.coord = Coord::kAsymmetric;
+  c.rounding = Rounding::kFloor;
+  if (info.opset < 7) {
+    auto h = node.GetFloat("height_scale");
+    auto w = node.GetFloat("width_scale");
+    if (!h || !w) return absl::InvalidArgumentError("Upsample-1 needs height_scale and width_scale");
+    c.form = Form::kUpsample1;
+    c.attr_scales = {1.0f, 1.0f, *h, *w};
+  } else if (info.opset < 9) {
+    c.form = Form::kUpsample7;
+    c.attr_scales = AttrFloats(node, "scales");
+    if (c.attr_scales.empty()) return absl::InvalidArgumentError("Upsample-7 needs the scales attribute");
+  } else {
+    c.form = Form::kScalesInput;
+  }
+  return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+}
+
+}  // namespace onnxkit::runner::reference

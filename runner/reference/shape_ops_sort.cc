@@ -1,0 +1,165 @@
+// Reference kernels that order elements: TopK (k attribute before opset 10,
+// K input from 10; largest/sorted from 11; ties keep the lower index first)
+// and Unique (flattened or along an axis, sorted or in order of first
+// occurrence, with indices, inverse_indices and counts).
+//
+// Comparisons put NaN above every number and equal to itself, so sorting is
+// a strict weak order whatever the data.
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+
+#include "lib/base/status_macros.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/shape_ops.h"
+
+namespace onnxkit::runner::reference {
+namespace {
+
+// Calls fn(cmp), where cmp(a, b) compares elements a and b of t and returns
+// -1, 0 or 1. Strings compare bytewise.
+template <typename F>
+absl::Status WithElementCompare(const Tensor& t, F&& fn) {
+  if (t.is_string()) {
+    const std::vector<std::string>& s = t.strings();
+    return fn([&s](int64_t a, int64_t b) {
+      int c = s[static_cast<size_t>(a)].compare(s[static_cast<size_t>(b)]);
+      return c < 0 ? -1 : c > 0 ? 1 : 0;
+    });
+  }
+  return VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    using C = ComputeT<T>;
+    const T* p = t.data<T>();
+    return fn([p](int64_t a, int64_t b) {
+      C x = static_cast<C>(p[a]), y = static_cast<C>(p[b]);
+      if constexpr (std::is_floating_point_v<C>) {
+        bool nx = std::isnan(x), ny = std::isnan(y);
+        if (nx || ny) return nx == ny ? 0 : nx ? 1 : -1;
+      }
+      return x < y ? -1 : y < x ? 1 : 0;
+    });
+  });
+}
+
+int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+}  // namespace
+
+absl::Status TopK(KernelContext& ctx) {
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+  int64_t k = 0;
+  if (ctx.opset() < 10) {
+    auto attr = ctx.node().GetInt("k");
+    if (!attr) return absl::InvalidArgumentError("TopK before opset 10 needs the k attribute");
+    k = *attr;
+  } else {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* kt, ctx.Input(1));
+    if (kt->size() != 1) return absl::InvalidArgumentError(absl::StrCat("K must hold one value, got ", DescribeTensor(*kt)));
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> kv, shape_ops::ReadInts(*kt, "K"));
+    k = kv[0];
+  }
+  if (x->rank() == 0) return absl::InvalidArgumentError("TopK input must have rank >= 1");
+  ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(AttrInt(ctx.node(), "axis", -1), x->rank()));
+  size_t a = static_cast<size_t>(axis);
+  int64_t dim = x->shape()[a];
+  if (k < 0 || k > dim) {
+    return absl::InvalidArgumentError(absl::StrCat("k ", k, " is outside [0, ", dim, "] for input ", DescribeTensor(*x)));
+  }
+  bool largest = ctx.opset() < 11 || AttrInt(ctx.node(), "largest", 1) != 0;
+  std::vector<int64_t> out_shape = x->shape();
+  out_shape[a] = k;
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * values, ctx.AllocateOutput(0, x->dtype(), out_shape));
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * indices, ctx.AllocateOutput(1, 7, out_shape));
+  int64_t outer = DimProduct(x->shape(), 0, a), inner = DimProduct(x->shape(), a + 1, x->shape().size());
+  ElementCopier copy(*x, *values);
+  return WithElementCompare(*x, [&](auto cmp) -> absl::Status {
+    std::vector<int64_t> order(static_cast<size_t>(dim));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        int64_t base = o * dim * inner + in;
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+          int c = cmp(base + i * inner, base + j * inner);
+          return largest ? c > 0 : c < 0;
+        });
+        for (int64_t r = 0; r < k; ++r) {
+          int64_t dst = (o * k + r) * inner + in;
+          copy.Copy(base + order[static_cast<size_t>(r)] * inner, dst);
+          indices->mutable_data<int64_t>()[dst] = order[static_cast<size_t>(r)];
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Unique(KernelContext& ctx) {
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+  auto axis_attr = ctx.node().GetInt("axis");
+  bool sorted = AttrInt(ctx.node(), "sorted", 1) != 0;
+  // Items are elements (no axis: the input read flattened) or slices along
+  // the axis; item k holds the elements (o * n + k) * inner + in.
+  std::vector<int64_t> shape = axis_attr ? x->shape() : std::vector<int64_t>{x->size()};
+  int64_t axis = 0;
+  if (axis_attr) {
+    ONNXKIT_ASSIGN_OR_RETURN(axis, NormalizeAxis(*axis_attr, x->rank()));
+  }
+  size_t a = static_cast<size_t>(axis);
+  int64_t n = shape[a];
+  int64_t outer = DimProduct(shape, 0, a), inner = DimProduct(shape, a + 1, shape.size());
+  std::vector<int64_t> first;     // per unique item, its first occurrence
+  std::vector<int64_t> inverse(static_cast<size_t>(n));
+  std::vector<int64_t> counts;
+  ONNXKIT_RETURN_IF_ERROR(WithElementCompare(*x, [&](auto cmp) -> absl::Status {
+    auto compare_items = [&](int64_t i, int64_t j) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t in = 0; in < inner; ++in) {
+          int c = cmp((o * n + i) * inner + in, (o * n + j) * inner + in);
+          if (c != 0) return c;
+        }
+      }
+      return 0;
+    };
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return compare_items(i, j) < 0; });
+    // Groups of equal items, in sorted order; each starts at its first occurrence.
+    std::vector<std::vector<int64_t>> groups;
+    for (size_t p = 0; p < order.size(); ++p) {
+      if (p == 0 || compare_items(order[p - 1], order[p]) != 0) groups.emplace_back();
+      groups.back().push_back(order[p]);
+    }
+    if (!sorted) {
+      std::sort(groups.begin(), groups.end(), [](const auto& g, const auto& h) { return g[0] < h[0]; });
+    }
+    for (size_t u = 0; u < groups.size(); ++u) {
+      first.push_back(groups[u][0]);
+      counts.push_back(static_cast<int64_t>(groups[u].size()));
+      for (int64_t item : groups[u]) inverse[static_cast<size_t>(item)] = static_cast<int64_t>(u);
+    }
+    return absl::OkStatus();
+  }));
+  int64_t m = static_cast<int64_t>(first.size());
+  std::vector<int64_t> y_shape = shape;
+  y_shape[a] = m;
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), y_shape));
+  ElementCopier copy(*x, *y);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t u = 0; u < m; ++u) copy.CopyRun((o * n + first[static_cast<size_t>(u)]) * inner, (o * m + u) * inner, inner);
+  }
+  const std::vector<int64_t>* lists[] = {&first, &inverse, &counts};
+  for (int i = 0; i < 3; ++i) {
+    if (!ctx.OutputRequested(i + 1)) continue;
+    const std::vector<int64_t>& v = *lists[i];
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * t, ctx.AllocateOutput(i + 1, 7, {static_cast<int64_t>(v.size())}));
+    std::copy(v.begin(), v.end(), t->mutable_data<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::runner::reference

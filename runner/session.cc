@@ -1,0 +1,352 @@
+// Session: planning and execution.
+#include "runner/session.h"
+
+#include <chrono>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "lib/ops/type_string.h"
+#include "runner/convert.h"
+#include "runner/function_kernel.h"
+
+namespace onnxkit::runner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Values of `graph`'s scope used by `node` directly or inside its subgraphs.
+void CollectUses(const ir::Node& node, const ir::Graph& graph, std::vector<const ir::Value*>* out) {
+  for (const ir::Value* v : node.inputs()) {
+    if (v != nullptr && v->graph() == &graph) out->push_back(v);
+  }
+  node.ForEachSubgraph([&](ir::Graph* sub) {
+    for (const ir::Node* inner : sub->nodes()) CollectUses(*inner, graph, out);
+    for (const ir::Value* o : sub->outputs()) {
+      if (o->graph() == &graph) out->push_back(o);
+    }
+  });
+}
+
+}  // namespace
+
+// One Run: frames of values per executing graph, outer scopes by parent.
+class Session::Executor : public SubgraphRunner {
+ public:
+  struct Frame {
+    const Frame* parent = nullptr;
+    absl::flat_hash_map<const ir::Value*, RtValue> values;
+  };
+
+  Executor(Session* session, Clock::time_point deadline, bool has_deadline)
+      : session_(session), deadline_(deadline), has_deadline_(has_deadline) {}
+
+  const RtValue* Lookup(const Frame& frame, const ir::Value* v) const {
+    for (const Frame* f = &frame; f != nullptr; f = f->parent) {
+      auto it = f->values.find(v);
+      if (it != f->values.end()) return &it->second;
+    }
+    auto c = session_->constants_.find(v);
+    return c == session_->constants_.end() ? nullptr : &c->second;
+  }
+
+  absl::Status RunGraph(const ir::Graph& graph, Frame& frame, bool is_main) {
+    ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, session_->PlanFor(graph));
+    for (size_t step = 0; step < plan->order.size(); ++step) {
+      const ir::Node& node = *plan->order[step];
+      ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame), absl::StrCat("node ", ir::NodeLabel(node)));
+      if (is_main && session_->options_.observer) {
+        for (const ir::Value* out : node.outputs()) {
+          if (out == nullptr || out->name().empty()) continue;
+          auto it = frame.values.find(out);
+          if (it != frame.values.end()) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, it->second));
+        }
+      }
+      for (const ir::Value* v : plan->release_after[step]) frame.values.erase(v);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<RtValue>> RunSubgraph(const ir::Graph& graph, std::vector<RtValue> inputs) override {
+    // Also checked here, not only before each node: a Loop whose body has no
+    // nodes would otherwise spin past the timeout.
+    ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+    if (inputs.size() != graph.inputs().size()) {
+      return absl::InvalidArgumentError(absl::StrCat("subgraph '", graph.name(), "' takes ", graph.inputs().size(),
+                                                     " inputs, got ", inputs.size()));
+    }
+    Frame child;
+    child.parent = current_;
+    for (size_t i = 0; i < inputs.size(); ++i) child.values[graph.inputs()[i]] = std::move(inputs[i]);
+    const Frame* saved = current_;
+    absl::Status status = RunGraph(graph, child, /*is_main=*/false);
+    current_ = saved;
+    ONNXKIT_RETURN_IF_ERROR(status);
+    std::vector<RtValue> outputs;
+    for (const ir::Value* o : graph.outputs()) {
+      const RtValue* v = Lookup(child, o);
+      if (v == nullptr) {
+        return absl::InternalError(absl::StrCat("subgraph output '", o->name(), "' was not computed"));
+      }
+      outputs.push_back(*v);
+    }
+    return outputs;
+  }
+
+  absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph, std::vector<RtValue> inputs) override {
+    const Frame* saved = current_;
+    current_ = nullptr;
+    auto result = RunSubgraph(graph, std::move(inputs));
+    current_ = saved;
+    return result;
+  }
+
+ private:
+  absl::Status CheckDeadline() const {
+    if (has_deadline_ && Clock::now() > deadline_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("timeout: the run took longer than ", session_->options_.timeout_seconds, " s"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunNode(const ir::Node& node, Frame& frame) {
+    ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+    std::vector<const RtValue*> inputs;
+    inputs.reserve(node.inputs().size());
+    for (const ir::Value* v : node.inputs()) {
+      if (v == nullptr) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const RtValue* value = Lookup(frame, v);
+      if (value == nullptr) {
+        return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+      }
+      inputs.push_back(value);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node));
+    std::vector<RtValue> outputs(node.outputs().size());
+    ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
+    KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
+    current_ = &frame;
+    Clock::time_point start = session_->options_.on_node_done ? Clock::now() : Clock::time_point();
+    ONNXKIT_RETURN_IF_ERROR(kernel->Run(ctx));
+    if (session_->options_.on_node_done) {
+      session_->options_.on_node_done(node, std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const ir::Value* out = node.output(static_cast<int>(i));
+      if (out == nullptr || out->name().empty()) continue;
+      if (!outputs[i].defined()) {
+        return absl::InternalError(absl::StrCat("output ", i, " ('", out->name(), "') was not produced"));
+      }
+      frame.values[out] = std::move(outputs[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  Session* session_;
+  Clock::time_point deadline_;
+  bool has_deadline_;
+  const Frame* current_ = nullptr;
+};
+
+Session::~Session() = default;
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded, SessionOptions options) {
+  auto session = std::unique_ptr<Session>(new Session());
+  session->options_ = std::move(options);
+  session->resolver_ = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
+  pb::ModelProto proto = std::move(loaded.proto);
+  session->loaded_ = std::move(loaded);
+  ONNXKIT_ASSIGN_OR_RETURN(session->model_, ir::FromProto(std::move(proto)));
+  absl::Status status = absl::OkStatus();
+  ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
+    if (status.ok()) status = session->PrepareConstants(g);
+  });
+  ONNXKIT_RETURN_IF_ERROR(status);
+  ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
+  return session;
+}
+
+absl::Status Session::PrepareConstants(const ir::Graph& graph) {
+  for (const ir::Value* v : graph.initializers()) {
+    auto t = TensorFromProto(*v->initializer(), resolver_.get());
+    if (!t.ok()) return AnnotateStatus(t.status(), absl::StrCat("initializer '", v->name(), "'"));
+    constants_[v] = RtValue::FromTensor(std::move(*t));
+  }
+  if (!graph.sparse_initializers().empty()) {
+    return absl::UnimplementedError(absl::StrCat("graph '", graph.name(), "' has sparse initializers"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& graph) {
+  auto it = plans_.find(&graph);
+  if (it != plans_.end()) return it->second.get();
+  auto plan = std::make_unique<GraphPlan>();
+  ONNXKIT_ASSIGN_OR_RETURN(plan->order, ir::TopologicalOrder(graph));
+  absl::flat_hash_map<const ir::Value*, size_t> last_use;
+  std::vector<const ir::Value*> uses;
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    const ir::Node& node = *plan->order[step];
+    uses.clear();
+    CollectUses(node, graph, &uses);
+    for (const ir::Value* v : uses) last_use[v] = step;
+    for (const ir::Value* out : node.outputs()) {
+      if (out != nullptr && !out->name().empty() && !last_use.contains(out)) last_use[out] = step;
+    }
+  }
+  absl::flat_hash_set<const ir::Value*> keep(graph.outputs().begin(), graph.outputs().end());
+  plan->release_after.resize(plan->order.size());
+  // Release in a deterministic order: by step, then by node order of outputs/inputs.
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    const ir::Node& node = *plan->order[step];
+    uses.clear();
+    CollectUses(node, graph, &uses);
+    for (const ir::Value* out : node.outputs()) {
+      if (out != nullptr && !out->name().empty()) uses.push_back(out);
+    }
+    for (const ir::Value* v : uses) {
+      if (keep.contains(v) || v->kind() == ir::ValueKind::kInitializer) continue;
+      auto lu = last_use.find(v);
+      if (lu != last_use.end() && lu->second == step) {
+        plan->release_after[step].push_back(v);
+        last_use.erase(lu);  // release once
+      }
+    }
+  }
+  const GraphPlan* result = plan.get();
+  plans_[&graph] = std::move(plan);
+  return result;
+}
+
+absl::StatusOr<int64_t> Session::OpsetOf(const ir::Node& node) const {
+  const ir::Graph* root = node.graph();
+  while (root->parent() != nullptr) root = root->parent();
+  std::string_view domain = node.domain() == "ai.onnx" ? "" : std::string_view(node.domain());
+  auto body = body_opsets_.find(root);
+  if (body != body_opsets_.end()) {
+    for (const auto& op : body->second) {
+      if ((op.domain == "ai.onnx" ? "" : std::string_view(op.domain)) == domain) return op.version;
+    }
+  } else if (auto v = model_->OpsetVersion(domain)) {
+    return *v;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("the model imports no opset for domain '", domain.empty() ? "ai.onnx" : Sv(domain), "'"));
+}
+
+absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node) {
+  auto it = kernels_.find(&node);
+  if (it != kernels_.end()) return it->second.get();
+  ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(node));
+  std::unique_ptr<Kernel> kernel;
+  auto entry = FindKernel(options_.backend, node.domain(), node.op_type(), opset);
+  if (entry.ok()) {
+    ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset}));
+  } else {
+    const pb::FunctionProto* function = nullptr;
+    for (const auto& f : model_->functions()) {
+      if (f.name == node.op_type() && f.domain == node.domain() && f.overload == node.overload()) function = &f;
+    }
+    if (function == nullptr) return entry.status();
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> body, InstantiateFunction(*function, node));
+    body_opsets_[body.get()] = function->opset_import;
+    kernel = std::make_unique<FunctionKernel>(body.get());
+    function_bodies_.push_back(std::move(body));
+  }
+  Kernel* raw = kernel.get();
+  kernels_[&node] = std::move(kernel);
+  return raw;
+}
+
+std::vector<const ir::Value*> Session::FeedInputs() const {
+  std::vector<const ir::Value*> out;
+  for (const ir::Value* v : model_->graph().inputs()) {
+    if (v->kind() != ir::ValueKind::kInitializer) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<const ir::Value*> Session::Outputs() const {
+  return {model_->graph().outputs().begin(), model_->graph().outputs().end()};
+}
+
+namespace {
+
+// Checks a fed value against the input's declared type (element type and
+// fixed dims); symbolic and unknown dims accept anything.
+absl::Status CheckFeed(const ir::Value& input, const RtValue& value) {
+  const pb::TypeProto* type = input.type();
+  if (type == nullptr || !type->tensor_type) return absl::OkStatus();
+  if (!value.is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be a tensor"));
+  const Tensor& t = value.tensor();
+  int32_t want = type->tensor_type->elem_type;
+  if (want != 0 && want != t.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be ", ops::TypeToString(*type),
+                                                   ", got ", DescribeTensor(t)));
+  }
+  if (type->tensor_type->shape) {
+    const auto& dims = type->tensor_type->shape->dim;
+    bool ok = dims.size() == t.shape().size();
+    for (size_t i = 0; ok && i < dims.size(); ++i) {
+      if (dims[i].kind == pb::TensorShapeProto::Dimension::kValue && dims[i].dim_value != t.shape()[i]) ok = false;
+    }
+    if (!ok) {
+      std::vector<std::string> want_dims;
+      for (const auto& d : dims) {
+        want_dims.push_back(d.kind == pb::TensorShapeProto::Dimension::kValue ? std::to_string(d.dim_value)
+                            : d.kind == pb::TensorShapeProto::Dimension::kParam ? d.dim_param
+                                                                                : "?");
+      }
+      return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must have shape [",
+                                                     absl::StrJoin(want_dims, ", "), "], got ", DescribeTensor(t)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::string, RtValue>> feeds) {
+  const ir::Graph& main = model_->graph();
+  Executor::Frame frame;
+  for (auto& [name, value] : feeds) {
+    const ir::Value* input = nullptr;
+    for (const ir::Value* v : main.inputs()) {
+      if (v->name() == name) input = v;
+    }
+    if (input == nullptr) {
+      std::vector<std::string> names;
+      for (const ir::Value* v : FeedInputs()) names.push_back(v->name());
+      return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an input of the model; inputs: ",
+                                                     absl::StrJoin(names, ", ")));
+    }
+    ONNXKIT_RETURN_IF_ERROR(CheckFeed(*input, value));
+    frame.values[input] = std::move(value);
+  }
+  for (const ir::Value* v : FeedInputs()) {
+    if (!frame.values.contains(v)) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' was not given"));
+    }
+  }
+  bool has_deadline = options_.timeout_seconds > 0;
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
+  Executor executor(this, deadline, has_deadline);
+  ONNXKIT_RETURN_IF_ERROR(executor.RunGraph(main, frame, /*is_main=*/true));
+  std::vector<RtValue> outputs;
+  for (const ir::Value* o : main.outputs()) {
+    const RtValue* v = executor.Lookup(frame, o);
+    if (v == nullptr) return absl::InternalError(absl::StrCat("output '", o->name(), "' was not computed"));
+    outputs.push_back(*v);
+  }
+  return outputs;
+}
+
+}  // namespace onnxkit::runner

@@ -1,0 +1,85 @@
+// Session: executes a model. Create plans once (topological order of every
+// graph, value lifetimes, one kernel per node, constants converted once);
+// Run binds inputs, executes node by node freeing each intermediate after
+// its last use, and returns the graph outputs.
+#ifndef ONNXKIT_RUNNER_SESSION_H_
+#define ONNXKIT_RUNNER_SESSION_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "lib/io/external_data.h"
+#include "lib/io/model_io.h"
+#include "lib/ir/ir.h"
+#include "runner/kernel.h"
+#include "runner/kernel_registry.h"
+#include "runner/value.h"
+
+namespace onnxkit::runner {
+
+struct SessionOptions {
+  Backend backend = Backend::kReference;
+  int threads = 1;
+  // Wall-clock budget of one Run in seconds (0: none): DeadlineExceeded.
+  double timeout_seconds = 0;
+  // Bytes all live tensors may take together (0: no limit): ResourceExhausted.
+  int64_t memory_limit_bytes = 0;
+  // Called for every value of the main graph as soon as it is computed (in
+  // execution order), before it may be freed. An error stops the run.
+  std::function<absl::Status(const ir::Value& value, const RtValue& v)> observer;
+  // Called after every node (subgraph nodes included) with its run time.
+  std::function<void(const ir::Node& node, double seconds)> on_node_done;
+};
+
+class Session {
+ public:
+  // Takes the loaded model (its mapping keeps raw data alive).
+  static absl::StatusOr<std::unique_ptr<Session>> Create(io::LoadedModel loaded, SessionOptions options = {});
+  ~Session();
+
+  const ir::Model& model() const { return *model_; }
+  // Graph inputs that must be fed (those without an initializer), in order.
+  std::vector<const ir::Value*> FeedInputs() const;
+  // Graph outputs, in order.
+  std::vector<const ir::Value*> Outputs() const;
+
+  // Runs the model. Every feed input must be given (by name); initializer-
+  // backed inputs may be overridden. Returns the outputs in graph order.
+  absl::StatusOr<std::vector<RtValue>> Run(std::vector<std::pair<std::string, RtValue>> feeds);
+
+ private:
+  class Executor;
+  friend class Executor;
+  Session() = default;
+
+  struct GraphPlan {
+    std::vector<ir::Node*> order;
+    // For each step, the values whose last use is that step.
+    std::vector<std::vector<const ir::Value*>> release_after;
+  };
+
+  absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);
+  absl::StatusOr<Kernel*> KernelFor(const ir::Node& node);
+  absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
+  absl::Status PrepareConstants(const ir::Graph& graph);
+
+  io::LoadedModel loaded_;
+  std::unique_ptr<ir::Model> model_;
+  SessionOptions options_;
+  std::unique_ptr<io::ExternalDataResolver> resolver_;
+  absl::flat_hash_map<const ir::Value*, RtValue> constants_;
+  absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
+  absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_;
+  // Opset imports of graphs that are not part of the model (function bodies).
+  absl::flat_hash_map<const ir::Graph*, std::vector<pb::OperatorSetIdProto>> body_opsets_;
+  std::vector<std::unique_ptr<ir::Graph>> function_bodies_;
+};
+
+}  // namespace onnxkit::runner
+
+#endif  // ONNXKIT_RUNNER_SESSION_H_

@@ -1,0 +1,175 @@
+// Tensor and Buffer.
+#include "runner/tensor.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/base/checked_math.h"
+#include "lib/base/data_type.h"
+#include "lib/base/limits.h"
+
+namespace onnxkit::runner {
+
+namespace {
+
+std::atomic<int64_t> g_limit{0};
+std::atomic<int64_t> g_live{0};
+std::atomic<int64_t> g_peak{0};
+
+}  // namespace
+
+void SetMemoryLimit(int64_t bytes) { g_limit = bytes; }
+int64_t LiveTensorBytes() { return g_live; }
+int64_t PeakTensorBytes() { return g_peak; }
+
+std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  int64_t limit = g_limit;
+  int64_t live = g_live.fetch_add(static_cast<int64_t>(rounded)) + static_cast<int64_t>(rounded);
+  if (limit > 0 && live > limit) {
+    g_live -= static_cast<int64_t>(rounded);
+    return nullptr;
+  }
+  int64_t peak = g_peak;
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
+  }
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->data_ = std::aligned_alloc(64, rounded);
+  if (b->data_ == nullptr) {
+    g_live -= static_cast<int64_t>(rounded);
+    return nullptr;
+  }
+  b->capacity_ = rounded;
+  std::memset(b->data_, 0, rounded);
+  b->size_ = bytes;
+  b->owned_ = true;
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::View(std::shared_ptr<const void> keepalive, const void* data, size_t bytes) {
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->data_ = const_cast<void*>(data);
+  b->size_ = bytes;
+  b->keepalive_ = std::move(keepalive);
+  return b;
+}
+
+Buffer::~Buffer() {
+  if (owned_) {
+    std::free(data_);
+    g_live -= static_cast<int64_t>(capacity_);
+  }
+}
+
+namespace {
+
+absl::StatusOr<int64_t> CheckShape(const std::vector<int64_t>& shape) {
+  if (shape.size() > static_cast<size_t>(limits::kMaxRank)) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", shape.size(), " exceeds the limit ", limits::kMaxRank));
+  }
+  auto count = CheckedElementCount(shape);
+  if (!count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape [", absl::StrJoin(shape, ", "), "] has a negative dim or too many elements"));
+  }
+  return *count;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Tensor::Allocate(int32_t dtype, std::vector<int64_t> shape) {
+  auto count = CheckShape(shape);
+  if (!count.ok()) return count.status();
+  Tensor t;
+  t.dtype_ = dtype;
+  t.size_ = *count;
+  t.shape_ = std::move(shape);
+  if (dtype == 8) {  // string
+    if (*count > (int64_t{1} << 32)) return absl::ResourceExhaustedError("string tensor too large");
+    t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(*count));
+    t.buffer_ = Buffer::Allocate(0);
+    if (t.buffer_ == nullptr) return absl::ResourceExhaustedError("memory limit reached");
+    return t;
+  }
+  auto bytes = RawByteSize(dtype, *count);
+  if (!bytes) return absl::InvalidArgumentError(absl::StrCat("cannot allocate a tensor of element type ", dtype));
+  if (*bytes > (int64_t{1} << 46)) {
+    return absl::ResourceExhaustedError(absl::StrCat("tensor of ", *bytes, " bytes is too large"));
+  }
+  t.buffer_ = Buffer::Allocate(static_cast<size_t>(*bytes));
+  if (t.buffer_ == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", *bytes, " bytes for a tensor of shape [",
+                                                     absl::StrJoin(t.shape_, ", "), "]: memory limit (",
+                                                     LiveTensorBytes(), " bytes live) or out of memory"));
+  }
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Wrap(int32_t dtype, std::vector<int64_t> shape, std::shared_ptr<Buffer> buffer) {
+  auto count = CheckShape(shape);
+  if (!count.ok()) return count.status();
+  auto bytes = RawByteSize(dtype, *count);
+  if (!bytes || buffer == nullptr || buffer->size() != static_cast<size_t>(*bytes)) {
+    return absl::InvalidArgumentError("buffer size does not match the tensor's shape and type");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.size_ = *count;
+  t.shape_ = std::move(shape);
+  t.buffer_ = std::move(buffer);
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Strings(std::vector<int64_t> shape, std::vector<std::string> values) {
+  auto count = CheckShape(shape);
+  if (!count.ok()) return count.status();
+  if (static_cast<size_t>(*count) != values.size()) {
+    return absl::InvalidArgumentError("string count does not match the shape");
+  }
+  Tensor t;
+  t.dtype_ = 8;
+  t.size_ = *count;
+  t.shape_ = std::move(shape);
+  t.buffer_ = Buffer::Allocate(0);
+  t.strings_ = std::make_shared<std::vector<std::string>>(std::move(values));
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> shape) const {
+  auto count = CheckShape(shape);
+  if (!count.ok()) return count.status();
+  if (*count != size_) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot view ", size_, " elements as shape [",
+                                                   absl::StrJoin(shape, ", "), "]"));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t = *this;
+  if (strings_) {
+    t.strings_ = std::make_shared<std::vector<std::string>>(*strings_);
+    return t;
+  }
+  if (buffer_) {
+    t.buffer_ = Buffer::Allocate(buffer_->size());
+    if (t.buffer_ == nullptr) return Tensor();
+    if (buffer_->size() > 0) std::memcpy(t.buffer_->data(), buffer_->data(), buffer_->size());
+  }
+  return t;
+}
+
+std::string DescribeTensor(const Tensor& t) {
+  std::string name(DataTypeName(t.dtype()));
+  if (name.empty()) name = absl::StrCat("type", t.dtype());
+  return absl::StrCat(name, "[", absl::StrJoin(t.shape(), ", "), "]");
+}
+
+}  // namespace onnxkit::runner

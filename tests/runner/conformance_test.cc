@@ -1,0 +1,111 @@
+// Runs both ONNX backend suites through the reference backend and holds the
+// result against testdata/conformance/expected_failures.txt: a case that
+// fails but is not listed, or is listed but passes, fails the test.
+// ONNXKIT_UPDATE_CONFORMANCE=1 rewrites the list from the current results
+// (the reason recorded is the first line of the error).
+#include <fstream>
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_split.h"
+
+#include "gtest/gtest.h"
+#include "runner/kernel_registry.h"
+#include "tests/runner/conformance.h"
+#include "tests/util/test_paths.h"
+
+namespace onnxkit::testing {
+namespace {
+
+std::map<std::string, std::string> ReadExpectedFailures(const std::filesystem::path& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t tab = line.find('\t');
+    out[line.substr(0, tab)] = tab == std::string::npos ? "" : line.substr(tab + 1);
+  }
+  return out;
+}
+
+std::string FirstLine(std::string_view s) {
+  std::string line(s.substr(0, s.find('\n')));
+  for (char& c : line) {
+    if (c == '\t') c = ' ';
+  }
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
+// ONNXKIT_CONFORMANCE_FILTER=relu,conv runs only the cases whose id contains
+// one of the words and prints every result instead of checking the list.
+TEST(ConformanceTest, FilteredCasesReport) {
+  const char* filter = std::getenv("ONNXKIT_CONFORMANCE_FILTER");
+  if (filter == nullptr) GTEST_SKIP() << "set ONNXKIT_CONFORMANCE_FILTER to run";
+  std::vector<std::string> words = absl::StrSplit(filter, ',', absl::SkipEmpty());
+  int passed = 0, total = 0;
+  for (const ConformanceCase& c : CollectConformanceCases()) {
+    if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return c.id.find(w) != std::string::npos; })) {
+      continue;
+    }
+    absl::Status status = RunConformanceCase(c, runner::Backend::kReference);
+    ++total;
+    passed += status.ok();
+    std::printf("%s %s%s\n", status.ok() ? "PASS" : "FAIL", c.id.c_str(),
+                status.ok() ? "" : (": " + FirstLine(status.ToString())).c_str());
+  }
+  std::printf("filtered: %d / %d passed\n", passed, total);
+}
+
+TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
+  if (std::getenv("ONNXKIT_CONFORMANCE_FILTER") != nullptr) GTEST_SKIP() << "filtered run";
+  std::vector<ConformanceCase> cases = CollectConformanceCases();
+  if (cases.empty()) GTEST_SKIP() << "no backend suite on this machine";
+  std::filesystem::path list_path = TestdataPath("conformance/expected_failures.txt");
+  std::map<std::string, std::string> expected = ReadExpectedFailures(list_path);
+  std::map<std::string, std::string> failures;
+  std::map<std::string, std::pair<int, int>> per_suite;  // passed, total
+  for (const ConformanceCase& c : cases) {
+    absl::Status status = RunConformanceCase(c, runner::Backend::kReference);
+    std::string suite = c.id.substr(0, c.id.rfind('/'));
+    per_suite[suite].second++;
+    if (status.ok()) {
+      per_suite[suite].first++;
+    } else {
+      failures[c.id] = FirstLine(status.ToString());
+    }
+  }
+  for (const auto& [suite, counts] : per_suite) {
+    std::printf("conformance %-28s %4d / %4d passed\n", suite.c_str(), counts.first, counts.second);
+  }
+  if (std::getenv("ONNXKIT_UPDATE_CONFORMANCE") != nullptr) {
+    std::ofstream out(list_path);
+    out << "# Conformance cases the reference backend fails, with the reason (the error it gives).\n"
+        << "# Regenerate with ONNXKIT_UPDATE_CONFORMANCE=1 after fixing kernels; review the diff.\n";
+    for (const auto& [id, reason] : failures) {
+      auto it = expected.find(id);
+      // Keep a hand-written reason when the case still fails.
+      out << id << '\t' << (it != expected.end() && !it->second.empty() ? it->second : reason) << '\n';
+    }
+    GTEST_SKIP() << "rewrote " << list_path;
+  }
+  int unexpected_failures = 0, unexpected_passes = 0;
+  for (const auto& [id, reason] : failures) {
+    if (!expected.count(id)) {
+      ++unexpected_failures;
+      ADD_FAILURE() << "unexpected failure: " << id << ": " << reason;
+    }
+  }
+  for (const auto& [id, reason] : expected) {
+    bool exists = std::any_of(cases.begin(), cases.end(), [&](const ConformanceCase& c) { return c.id == id; });
+    if (exists && !failures.count(id)) {
+      ++unexpected_passes;
+      ADD_FAILURE() << "now passes, remove it from the list: " << id;
+    }
+  }
+  std::printf("conformance: %zu cases, %zu expected failures, %d unexpected failures, %d unexpected passes\n",
+              cases.size(), failures.size(), unexpected_failures, unexpected_passes);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

@@ -1,0 +1,419 @@
+// Tests of the elementwise reference kernels (runner/reference/elementwise_*):
+// error paths on malformed inputs and attributes, and numerics the ONNX
+// backend suites do not cover (wrapping integers, legacy broadcasting,
+// float8/int4 conversions, string formatting).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/reference/float_types.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using runner::RtValue;
+using runner::Tensor;
+
+template <typename T>
+Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) t->mutable_data<T>()[i] = values[i];
+  return *t;
+}
+
+Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
+Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) { return Make<int32_t>(pb::kInt32, shape, v); }
+Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
+Tensor Strings(std::vector<int64_t> shape, std::vector<std::string> v) {
+  return *Tensor::Strings(std::move(shape), std::move(v));
+}
+
+// Runs one node `op` on the given inputs (named x0, x1...; an undefined
+// tensor leaves that input out) at `opset`; returns output 0.
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
+                             std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21) {
+  GraphBuilder g("g");
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, RtValue>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      names.push_back("");
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    g.Input(name, inputs[i].dtype());
+    names.push_back(name);
+    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
+  }
+  g.Node(op, names, {"y"}, std::move(attrs));
+  g.Output("y", 0);
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(g.Build(), opset);
+  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
+  if (!out.ok()) return out.status();
+  return (*out)[0].tensor();
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
+}
+
+std::vector<uint8_t> Bytes(const Tensor& t) {
+  const uint8_t* p = static_cast<const uint8_t*>(t.raw());
+  return std::vector<uint8_t>(p, p + t.nbytes());
+}
+
+// --- Binary arithmetic ---
+
+TEST(ElementwiseArithTest, IncompatibleShapesAreAnError) {
+  absl::StatusOr<Tensor> y = RunOp("Add", {Floats({2, 3}, {1, 2, 3, 4, 5, 6}), Floats({4}, {1, 2, 3, 4})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(y.status().message().find("[2, 3]"), absl::string_view::npos) << y.status();
+}
+
+TEST(ElementwiseArithTest, MismatchedTypesAreAnError) {
+  absl::StatusOr<Tensor> y = RunOp("Mul", {Floats({1}, {1}), Int32s({1}, {1})});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseArithTest, IntegerArithmeticWraps) {
+  const int32_t max = std::numeric_limits<int32_t>::max(), min = std::numeric_limits<int32_t>::min();
+  absl::StatusOr<Tensor> sum = RunOp("Add", {Int32s({2}, {max, min}), Int32s({2}, {1, -1})});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(Values<int32_t>(*sum), (std::vector<int32_t>{min, max}));
+  absl::StatusOr<Tensor> quotient = RunOp("Div", {Int32s({3}, {min, 7, -7}), Int32s({3}, {-1, 2, 2})});
+  ASSERT_TRUE(quotient.ok()) << quotient.status();
+  EXPECT_EQ(Values<int32_t>(*quotient), (std::vector<int32_t>{min, 3, -3}));  // truncation
+}
+
+TEST(ElementwiseArithTest, IntegerDivisionByZeroIsAnError) {
+  absl::StatusOr<Tensor> y = RunOp("Div", {Int64s({2}, {1, 2}), Int64s({2}, {1, 0})});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Mod", {Int64s({1}, {1}), Int64s({1}, {0})}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseArithTest, LegacyBroadcastAlignsAtAxis) {
+  // Opset 6: B [2] aligned with A [2, 3] at axis 0.
+  absl::StatusOr<Tensor> y = RunOp("Add", {Floats({2, 3}, {0, 0, 0, 0, 0, 0}), Floats({2}, {1, 2})},
+                                   {AttrInt("broadcast", 1), AttrInt("axis", 0)}, 6);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{1, 1, 1, 2, 2, 2}));
+  // Suffix matching without axis.
+  y = RunOp("Sub", {Floats({2, 2}, {5, 5, 5, 5}), Floats({2}, {1, 2})}, {AttrInt("broadcast", 1)}, 6);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{4, 3, 4, 3}));
+}
+
+TEST(ElementwiseArithTest, LegacyBroadcastErrors) {
+  // broadcast=0 needs equal shapes, even where numpy would broadcast.
+  EXPECT_EQ(RunOp("Add", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {1, 2})}, {}, 6).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Add", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {1, 2})},
+                  {AttrInt("broadcast", 1), AttrInt("axis", 5)}, 6)
+                .status()
+                .code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(RunOp("Add", {Floats({2, 2}, {1, 2, 3, 4}), Floats({3}, {1, 2, 3})}, {AttrInt("broadcast", 1)}, 6)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseArithTest, ModFollowsTheDivisorOrTheDividend) {
+  absl::StatusOr<Tensor> y = RunOp("Mod", {Int32s({4}, {-7, 7, -7, 7}), Int32s({4}, {3, -3, -3, 3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{2, -2, -1, 1}));
+  y = RunOp("Mod", {Int32s({2}, {-7, 7}), Int32s({2}, {3, -3})}, {AttrInt("fmod", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{-1, 1}));
+  EXPECT_EQ(RunOp("Mod", {Floats({1}, {1}), Floats({1}, {1})}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Mod", {Floats({1}, {1}), Floats({1}, {1})}, {AttrInt("fmod", 2)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseArithTest, PowWithMixedTypes) {
+  absl::StatusOr<Tensor> y = RunOp("Pow", {Int64s({3}, {2, -3, 5}), Int32s({3}, {10, 3, 0})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{1024, -27, 1}));
+  y = RunOp("Pow", {Floats({2}, {2, 9}), Int64s({2}, {-1, 2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{0.5f, 81}));
+  EXPECT_FALSE(RunOp("Pow", {Int32s({1}, {0}), Int32s({1}, {-1})}).ok());
+}
+
+TEST(ElementwiseArithTest, VariadicOps) {
+  absl::StatusOr<Tensor> y = RunOp("Max", {Floats({2}, {1, NAN}), Floats({1}, {3}), Floats({2, 1}, {0, 5})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<float> v = Values<float>(*y);
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[0], 3);
+  EXPECT_TRUE(std::isnan(v[1]));  // NaN propagates
+  EXPECT_EQ(v[2], 5);
+  y = RunOp("Mean", {Floats({2}, {1, 2}), Floats({2}, {3, 6})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{2, 4}));
+  // Before opset 8 the inputs must have one shape.
+  EXPECT_EQ(RunOp("Sum", {Floats({2}, {1, 2}), Floats({1}, {3})}, {}, 6).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Sum", {Floats({2}, {1, 2}), Int32s({2}, {3, 4})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// --- Unary ops ---
+
+TEST(ElementwiseUnaryTest, IntegerAbsAndNegWrap) {
+  const int32_t min = std::numeric_limits<int32_t>::min();
+  absl::StatusOr<Tensor> y = RunOp("Abs", {Int32s({3}, {min, -3, 4})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{min, 3, 4}));
+  y = RunOp("Neg", {Int32s({2}, {min, 5})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{min, -5}));
+}
+
+TEST(ElementwiseUnaryTest, FloatOnlyOpsRejectIntegers) {
+  absl::StatusOr<Tensor> y = RunOp("Exp", {Int32s({1}, {1})});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(y.status().message().find("int32"), absl::string_view::npos) << y.status();
+  EXPECT_EQ(RunOp("Not", {Floats({1}, {1})}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseUnaryTest, RoundHalvesToEven) {
+  absl::StatusOr<Tensor> y = RunOp("Round", {Floats({5}, {0.5f, 1.5f, 2.5f, -2.5f, 2.6f})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{0, 2, 2, -2, 3}));
+}
+
+TEST(ElementwiseUnaryTest, AttributesAndDefaultsByOpset) {
+  absl::StatusOr<Tensor> y = RunOp("Selu", {Floats({1}, {1})}, {}, 1);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FLOAT_EQ(Values<float>(*y)[0], 1.0507f);  // opset 1 default gamma
+  y = RunOp("Selu", {Floats({1}, {1})}, {}, 6);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FLOAT_EQ(Values<float>(*y)[0], 1.05070102214813232421875f);
+  y = RunOp("LeakyRelu", {Floats({2}, {-2, 2})}, {AttrFloat("alpha", 0.5f)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{-1, 2}));
+  EXPECT_EQ(RunOp("Gelu", {Floats({1}, {1})}, {AttrString("approximate", "fast")}, 20).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Celu", {Floats({1}, {1})}, {AttrFloat("alpha", 0)}, 12).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseUnaryTest, ClipBounds) {
+  // min > max: everything becomes max.
+  absl::StatusOr<Tensor> y =
+      RunOp("Clip", {Floats({3}, {-5, 0, 5}), Floats({}, {2}), Floats({}, {1})}, {}, 13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{1, 1, 1}));
+  // Only max given.
+  y = RunOp("Clip", {Int32s({3}, {-5, 0, 5}), Tensor(), Int32s({}, {1})}, {}, 13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{-5, 0, 1}));
+  EXPECT_EQ(RunOp("Clip", {Floats({2}, {1, 2}), Floats({2}, {0, 1})}, {}, 13).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Clip", {Floats({2}, {1, 2}), Int32s({}, {0})}, {}, 13).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Opset 6: attributes.
+  y = RunOp("Clip", {Floats({3}, {-5, 0, 5})}, {AttrFloat("min", -1), AttrFloat("max", 1)}, 6);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{-1, 0, 1}));
+}
+
+TEST(ElementwiseUnaryTest, PReluSlopes) {
+  // Opset 6: one slope per channel (dim 1).
+  absl::StatusOr<Tensor> y = RunOp("PRelu", {Floats({1, 2, 2}, {-1, -1, -1, 1}), Floats({2}, {2, 3})}, {}, 6);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{-2, -2, -3, 1}));
+  // Opset 7+: the slope must broadcast to X, not the other way round.
+  EXPECT_EQ(RunOp("PRelu", {Floats({2}, {1, 2}), Floats({2, 2}, {1, 2, 3, 4})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseUnaryTest, IsInfDirections) {
+  absl::StatusOr<Tensor> y =
+      RunOp("IsInf", {Floats({3}, {INFINITY, -INFINITY, NAN})}, {AttrInt("detect_negative", 0)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<bool>(*y), (std::vector<bool>{true, false, false}));
+}
+
+// --- Logic ---
+
+TEST(ElementwiseLogicTest, ComparisonsAndStrings) {
+  absl::StatusOr<Tensor> y = RunOp("Equal", {Strings({2}, {"a", "b"}), Strings({}, {"b"})}, {}, 19);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<bool>(*y), (std::vector<bool>{false, true}));
+  y = RunOp("LessOrEqual", {Floats({3}, {1, 2, NAN}), Floats({1}, {2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<bool>(*y), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(RunOp("And", {Floats({1}, {1}), Floats({1}, {1})}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Greater", {Strings({1}, {"a"}), Strings({1}, {"b"})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseLogicTest, BitShiftBeyondTheWidthGivesZero) {
+  absl::StatusOr<Tensor> y = RunOp("BitShift", {Make<uint8_t>(pb::kUint8, {3}, {1, 255, 16}),
+                                                Make<uint8_t>(pb::kUint8, {3}, {7, 8, 200})},
+                                   {AttrString("direction", "LEFT")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<uint8_t>(*y), (std::vector<uint8_t>{128, 0, 0}));
+  EXPECT_EQ(RunOp("BitShift", {Make<uint8_t>(pb::kUint8, {1}, {1}), Make<uint8_t>(pb::kUint8, {1}, {1})},
+                  {AttrString("direction", "UP")})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseLogicTest, WhereBroadcastsAnyType) {
+  Tensor cond = Make<bool>(pb::kBool, {2, 1}, {true, false});
+  absl::StatusOr<Tensor> y = RunOp("Where", {cond, Strings({2}, {"a", "b"}), Strings({}, {"z"})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"a", "b", "z", "z"}));
+  EXPECT_EQ(RunOp("Where", {cond, Floats({1}, {1}), Int32s({1}, {1})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Where", {Floats({1}, {1}), Floats({1}, {1}), Floats({1}, {1})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// --- Cast ---
+
+TEST(ElementwiseCastTest, FloatToIntegerTruncatesThenWraps) {
+  absl::StatusOr<Tensor> y = RunOp("Cast", {Floats({5}, {200.7f, -1.9f, NAN, 1e30f, -3})}, {AttrInt("to", pb::kInt8)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int8_t>(*y), (std::vector<int8_t>{-56, -1, 0, -1, -3}));
+  y = RunOp("Cast", {Floats({3}, {0, -0.0f, NAN})}, {AttrInt("to", pb::kBool)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<bool>(*y), (std::vector<bool>{false, false, true}));
+}
+
+TEST(ElementwiseCastTest, NumbersToStringsAsNumpyPrintsThem) {
+  absl::StatusOr<Tensor> y = RunOp(
+      "Cast", {Floats({8}, {0.1f, 100, 1e-5f, 1.5e16f, -0.0f, NAN, -INFINITY, 0.0001f})}, {AttrInt("to", pb::kString)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(),
+            (std::vector<std::string>{"0.1", "100.0", "1e-05", "1.5e+16", "-0.0", "nan", "-inf", "1e-04"}));
+  y = RunOp("Cast", {Make<runner::Float16>(pb::kFloat16, {1}, {runner::Float16(0.1f)})}, {AttrInt("to", pb::kString)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"0.1"}));
+  y = RunOp("Cast", {Int64s({2}, {-5, 1234567890123})}, {AttrInt("to", pb::kString)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"-5", "1234567890123"}));
+}
+
+TEST(ElementwiseCastTest, StringsToNumbers) {
+  absl::StatusOr<Tensor> y =
+      RunOp("Cast", {Strings({5}, {" 1.5 ", "+INF", "-inf", "1e2", "NaN"})}, {AttrInt("to", pb::kFloat)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<float> v = Values<float>(*y);
+  EXPECT_EQ(v[0], 1.5f);
+  EXPECT_EQ(v[1], INFINITY);
+  EXPECT_EQ(v[2], -INFINITY);
+  EXPECT_EQ(v[3], 100);
+  EXPECT_TRUE(std::isnan(v[4]));
+  y = RunOp("Cast", {Strings({3}, {"100.5", "-7", "18446744073709551615"})}, {AttrInt("to", pb::kInt64)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{100, -7, -1}));
+  y = RunOp("Cast", {Strings({2}, {"hello", "1"})}, {AttrInt("to", pb::kFloat)});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(y.status().message().find("hello"), absl::string_view::npos) << y.status();
+}
+
+TEST(ElementwiseCastTest, Float8SaturationAndRounding) {
+  Tensor x = Floats({4}, {500, -1e9f, 0.3f, NAN});
+  absl::StatusOr<Tensor> y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E4M3FN)}, 19);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0x7e, 0xfe, 0x2a, 0x7f}));  // 448, -448, 0.3125, NaN
+  y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E4M3FN), AttrInt("saturate", 0)}, 19);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0x7f, 0xff, 0x2a, 0x7f}));
+  y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E5M2FNUZ), AttrInt("saturate", 0)}, 19);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y)[1], 0x80);  // the one NaN of the fnuz types
+  EXPECT_EQ(RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E5M2), AttrInt("saturate", 3)}, 19).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseCastTest, Float8TypesRoundTripThroughFloat) {
+  const runner::MiniFloatFormat* formats[] = {&runner::kFloat8E4M3FN, &runner::kFloat8E4M3FNUZ,
+                                              &runner::kFloat8E5M2, &runner::kFloat8E5M2FNUZ};
+  for (const runner::MiniFloatFormat* f : formats) {
+    for (uint32_t bits = 0; bits < 256; ++bits) {
+      double v = runner::MiniFloatToDouble(*f, bits);
+      if (std::isnan(v)) continue;
+      if (v == 0 && f->special == runner::MiniFloatFormat::kFnuz) continue;
+      EXPECT_EQ(runner::DoubleToMiniFloat(*f, v, false), bits) << "value " << v;
+    }
+  }
+}
+
+TEST(ElementwiseCastTest, SubByteIntegersPackAndWrap) {
+  // Three int4 values (odd count): 9 wraps to -7, -9 to 7.
+  absl::StatusOr<Tensor> y = RunOp("Cast", {Floats({3}, {9, -9, -1})}, {AttrInt("to", pb::kInt4)}, 21);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0x79, 0x0f}));
+  absl::StatusOr<Tensor> back = RunOp("Cast", {*y}, {AttrInt("to", pb::kInt32)}, 21);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Values<int32_t>(*back), (std::vector<int32_t>{-7, 7, -1}));
+  back = RunOp("Cast", {*y}, {AttrInt("to", pb::kUint2)}, 25);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Bytes(*back), (std::vector<uint8_t>{0x3d}));  // 1, 3, 3
+}
+
+TEST(ElementwiseCastTest, E8M0RoundingModes) {
+  Tensor x = Floats({3}, {3, 5, 0});
+  absl::StatusOr<Tensor> up = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E8M0)}, 24);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(Bytes(*up), (std::vector<uint8_t>{129, 130, 0}));  // 4, 8, saturated minimum
+  absl::StatusOr<Tensor> down =
+      RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E8M0), AttrString("round_mode", "down")}, 24);
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_EQ(Bytes(*down), (std::vector<uint8_t>{128, 129, 0}));
+  absl::StatusOr<Tensor> nearest = RunOp(
+      "Cast", {x}, {AttrInt("to", pb::kFloat8E8M0), AttrString("round_mode", "nearest"), AttrInt("saturate", 0)}, 24);
+  ASSERT_TRUE(nearest.ok()) << nearest.status();
+  EXPECT_EQ(Bytes(*nearest), (std::vector<uint8_t>{129, 129, 0xff}));  // 3 ties up to 4; 0 is NaN unsaturated
+  EXPECT_EQ(RunOp("Cast", {x}, {AttrInt("to", pb::kFloat8E8M0), AttrString("round_mode", "odd")}, 24).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseCastTest, DoubleToFloat16RoundsOnce) {
+  // Just above the halfway point between two float16 values, but rounding to
+  // float first lands exactly on it and then ties to even (down).
+  double x = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  absl::StatusOr<Tensor> y = RunOp("Cast", {Make<double>(pb::kDouble, {1}, {x})}, {AttrInt("to", pb::kFloat16)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->data<runner::Float16>()[0].bits, 0x3c01);
+}
+
+TEST(ElementwiseCastTest, AttributeErrorsAndOpset1Names) {
+  EXPECT_EQ(RunOp("Cast", {Floats({1}, {1})}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Cast", {Floats({1}, {1})}, {AttrInt("to", 99)}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("Cast", {Floats({1}, {1})}, {AttrInt("to", pb::kComplex64)}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Tensor> y = RunOp("Cast", {Floats({1}, {2.5f})}, {AttrString("to", "DOUBLE")}, 1);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), pb::kDouble);
+  EXPECT_EQ(Values<double>(*y)[0], 2.5);
+}
+
+TEST(ElementwiseCastTest, CastLikeTakesTheTargetType) {
+  absl::StatusOr<Tensor> y = RunOp("CastLike", {Floats({2}, {1.5f, -2}), Int64s({}, {0})}, {}, 15);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{1, -2}));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

@@ -1,0 +1,463 @@
+// Tests of the nn reference kernels (runner/reference/nn_*): the im2col
+// convolution and the blocked matrix product against naive loops on random
+// shapes (fixed seed), opset-dependent semantics, and error paths on
+// malformed shapes and attributes (an error, never a crash).
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using runner::RtValue;
+using runner::Tensor;
+
+template <typename T>
+Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
+  return *t;
+}
+
+Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
+Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
+
+std::vector<float> Random(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Runs one node `op` on the inputs (x0, x1...; an undefined tensor leaves
+// that input out) at `opset`; returns all `num_outputs` outputs.
+absl::StatusOr<std::vector<Tensor>> RunOpN(const std::string& op, const std::vector<Tensor>& inputs,
+                                           std::vector<pb::AttributeProto> attrs, int64_t opset, int num_outputs) {
+  GraphBuilder g("g");
+  std::vector<std::string> names, outs;
+  std::vector<std::pair<std::string, RtValue>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      names.push_back("");
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    g.Input(name, inputs[i].dtype());
+    names.push_back(name);
+    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
+  }
+  for (int i = 0; i < num_outputs; ++i) outs.push_back("y" + std::to_string(i));
+  g.Node(op, names, outs, std::move(attrs));
+  for (const std::string& o : outs) g.Output(o, 0);
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(g.Build(), opset);
+  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
+  if (!out.ok()) return out.status();
+  std::vector<Tensor> result;
+  for (const RtValue& v : *out) result.push_back(v.tensor());
+  return result;
+}
+
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
+                             std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 22) {
+  auto r = RunOpN(op, inputs, std::move(attrs), opset, 1);
+  if (!r.ok()) return r.status();
+  return (*r)[0];
+}
+
+std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.size()); }
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-4f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+void ExpectInvalid(const absl::StatusOr<Tensor>& r, const std::string& fragment) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find(fragment), std::string::npos) << r.status();
+}
+
+// --- Conv against direct loops ---
+
+struct ConvCase {
+  std::vector<int64_t> x_shape;  // [N, C, spatial...]
+  int64_t m, group;
+  std::vector<int64_t> kernel, strides, dilations, pads;
+};
+
+// Direct N-d convolution (zero padding), the obvious way.
+std::vector<float> NaiveConv(const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& b, std::vector<int64_t>* out_shape) {
+  size_t r = c.kernel.size();
+  int64_t n = c.x_shape[0], ch = c.x_shape[1], cg = ch / c.group, mg = c.m / c.group;
+  std::vector<int64_t> in(c.x_shape.begin() + 2, c.x_shape.end()), out(r);
+  for (size_t d = 0; d < r; ++d) {
+    out[d] = (in[d] + c.pads[d] + c.pads[d + r] - c.dilations[d] * (c.kernel[d] - 1) - 1) / c.strides[d] + 1;
+  }
+  *out_shape = {n, c.m};
+  out_shape->insert(out_shape->end(), out.begin(), out.end());
+  int64_t in_size = 1, out_size = 1, k_size = 1;
+  for (size_t d = 0; d < r; ++d) in_size *= in[d], out_size *= out[d], k_size *= c.kernel[d];
+  std::vector<float> y(static_cast<size_t>(n * c.m * out_size));
+  std::vector<int64_t> opos(r), kpos(r);
+  for (int64_t bi = 0; bi < n; ++bi) {
+    for (int64_t m = 0; m < c.m; ++m) {
+      int64_t g = m / mg;
+      for (int64_t o = 0; o < out_size; ++o) {
+        for (int64_t t = o, d = static_cast<int64_t>(r) - 1; d >= 0; --d) opos[static_cast<size_t>(d)] = t % out[static_cast<size_t>(d)], t /= out[static_cast<size_t>(d)];
+        double acc = b.empty() ? 0 : b[static_cast<size_t>(m)];
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          for (int64_t k = 0; k < k_size; ++k) {
+            for (int64_t t = k, d = static_cast<int64_t>(r) - 1; d >= 0; --d) kpos[static_cast<size_t>(d)] = t % c.kernel[static_cast<size_t>(d)], t /= c.kernel[static_cast<size_t>(d)];
+            int64_t idx = 0;
+            bool inside = true;
+            for (size_t d = 0; d < r; ++d) {
+              int64_t p = opos[d] * c.strides[d] - c.pads[d] + kpos[d] * c.dilations[d];
+              inside = inside && p >= 0 && p < in[d];
+              idx = idx * in[d] + p;
+            }
+            if (!inside) continue;
+            float xv = x[static_cast<size_t>((bi * ch + g * cg + ci) * in_size + idx)];
+            float wv = w[static_cast<size_t>((m * cg + ci) * k_size + k)];
+            acc += static_cast<double>(xv) * wv;
+          }
+        }
+        y[static_cast<size_t>((bi * c.m + m) * out_size + o)] = static_cast<float>(acc);
+      }
+    }
+  }
+  return y;
+}
+
+TEST(NnConvTest, MatchesDirectLoopsOnRandomShapes) {
+  std::mt19937 rng(1234);
+  std::vector<ConvCase> cases = {
+      {{1, 3, 9}, 4, 1, {3}, {2}, {1}, {1, 0}},
+      {{2, 4, 7, 6}, 6, 2, {3, 2}, {1, 2}, {2, 1}, {1, 0, 2, 1}},
+      {{1, 6, 5, 5}, 6, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},  // depthwise
+      {{1, 8, 4, 4}, 16, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise fast path
+      {{1, 2, 4, 5, 3}, 3, 1, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {0, 1, 1, 1, 0, 1}},
+  };
+  for (const ConvCase& c : cases) {
+    std::vector<int64_t> w_shape = {c.m, c.x_shape[1] / c.group};
+    w_shape.insert(w_shape.end(), c.kernel.begin(), c.kernel.end());
+    int64_t xn = 1, wn = 1;
+    for (int64_t d : c.x_shape) xn *= d;
+    for (int64_t d : w_shape) wn *= d;
+    std::vector<float> x = Random(xn, rng), w = Random(wn, rng), b = Random(c.m, rng);
+    std::vector<int64_t> want_shape;
+    std::vector<float> want = NaiveConv(c, x, w, b, &want_shape);
+    absl::StatusOr<Tensor> y = RunOp("Conv", {Floats(c.x_shape, x), Floats(w_shape, w), Floats({c.m}, b)},
+                                     {AttrInt("group", c.group), AttrInts("strides", c.strides),
+                                      AttrInts("dilations", c.dilations), AttrInts("pads", c.pads)});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), want_shape);
+    ExpectNear(Values(*y), want);
+  }
+}
+
+TEST(NnConvTest, AutoPadSameSplitsPaddingByMode) {
+  // 1x1x4 input, kernel 2: one pad; SAME_UPPER puts it at the end.
+  Tensor x = Floats({1, 1, 4}, {1, 2, 3, 4}), w = Floats({1, 1, 2}, {1, 10});
+  absl::StatusOr<Tensor> upper = RunOp("Conv", {x, w}, {AttrString("auto_pad", "SAME_UPPER")});
+  absl::StatusOr<Tensor> lower = RunOp("Conv", {x, w}, {AttrString("auto_pad", "SAME_LOWER")});
+  ASSERT_TRUE(upper.ok() && lower.ok());
+  ExpectNear(Values(*upper), {21, 32, 43, 4});
+  ExpectNear(Values(*lower), {10, 21, 32, 43});
+}
+
+TEST(NnConvTest, MalformedShapesAndAttributesAreErrors) {
+  Tensor x = Floats({1, 4, 5, 5}, std::vector<float>(100, 1.0f));
+  ExpectInvalid(RunOp("Conv", {x, Floats({2, 3, 3, 3}, std::vector<float>(54, 1.0f))}), "group");
+  ExpectInvalid(RunOp("Conv", {x, Floats({2, 4, 3}, std::vector<float>(24, 1.0f))}), "rank");
+  Tensor w = Floats({2, 4, 3, 3}, std::vector<float>(72, 1.0f));
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInts("strides", {1, 1, 1})}), "strides");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInts("pads", {-1, 0, 0, 0})}), "pads");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInts("kernel_shape", {2, 2})}), "kernel_shape");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInts("dilations", {4, 4})}), "does not fit");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInts("dilations", {int64_t{1} << 62, 1})}), "overflow");
+  ExpectInvalid(RunOp("Conv", {x, w, Floats({3}, {1, 2, 3})}), "B");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrInt("group", 0)}), "group");
+  ExpectInvalid(RunOp("Conv", {x, w}, {AttrString("auto_pad", "SAME")}), "auto_pad");
+}
+
+TEST(NnConvTest, ConvTransposeOutputPaddingAndOutputShape) {
+  // x [1,1,2], w [1,1,2], stride 2: y = [x0*w0, x0*w1, x1*w0, x1*w1] (+ output_padding zeros).
+  Tensor x = Floats({1, 1, 2}, {1, 2}), w = Floats({1, 1, 2}, {3, 5});
+  absl::StatusOr<Tensor> y = RunOp("ConvTranspose", {x, w}, {AttrInts("strides", {2}), AttrInts("output_padding", {1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{1, 1, 5}));
+  ExpectNear(Values(*y), {3, 5, 6, 10, 0});
+  absl::StatusOr<Tensor> shaped = RunOp("ConvTranspose", {x, w}, {AttrInts("strides", {2}), AttrInts("output_shape", {3})});
+  ASSERT_TRUE(shaped.ok()) << shaped.status();
+  EXPECT_EQ(shaped->shape(), (std::vector<int64_t>{1, 1, 3}));
+  ExpectInvalid(RunOp("ConvTranspose", {x, w}, {AttrInts("pads", {3, 3})}), "negative");
+  ExpectInvalid(RunOp("ConvTranspose", {x, Floats({2, 1, 2}, {1, 2, 3, 4})}), "group");
+}
+
+// --- Matrix products ---
+
+TEST(NnMatMulTest, BatchBroadcastingMatchesLoops) {
+  std::mt19937 rng(7);
+  std::vector<float> a = Random(2 * 1 * 3 * 4, rng), b = Random(5 * 4 * 6, rng);
+  absl::StatusOr<Tensor> y = RunOp("MatMul", {Floats({2, 1, 3, 4}, a), Floats({5, 4, 6}, b)}, {}, 13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 5, 3, 6}));
+  std::vector<float> want;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 6; ++c) {
+          double s = 0;
+          for (int k = 0; k < 4; ++k) s += static_cast<double>(a[static_cast<size_t>((i * 3 + r) * 4 + k)]) * b[static_cast<size_t>((j * 4 + k) * 6 + c)];
+          want.push_back(static_cast<float>(s));
+        }
+      }
+    }
+  }
+  ExpectNear(Values(*y), want);
+}
+
+TEST(NnMatMulTest, OneDimensionalOperandsDropTheirPromotedDims) {
+  absl::StatusOr<Tensor> dot = RunOp("MatMul", {Floats({3}, {1, 2, 3}), Floats({3}, {4, 5, 6})});
+  ASSERT_TRUE(dot.ok()) << dot.status();
+  EXPECT_EQ(dot->rank(), 0);
+  ExpectNear(Values(*dot), {32});
+  absl::StatusOr<Tensor> mv = RunOp("MatMul", {Floats({2, 3}, {1, 0, 0, 0, 1, 0}), Floats({3}, {4, 5, 6})});
+  ASSERT_TRUE(mv.ok()) << mv.status();
+  EXPECT_EQ(mv->shape(), (std::vector<int64_t>{2}));
+  ExpectInvalid(RunOp("MatMul", {Floats({2, 3}, std::vector<float>(6)), Floats({2, 3}, std::vector<float>(6))}),
+                "inner dims");
+}
+
+TEST(NnMatMulTest, LargeProductMatchesLoops) {
+  // Sizes that exercise the 4-row blocks, their remainder, and several column blocks.
+  std::mt19937 rng(99);
+  int64_t m = 7, k = 33, n = 1030;
+  std::vector<float> a = Random(m * k, rng), b = Random(k * n, rng);
+  absl::StatusOr<Tensor> y = RunOp("MatMul", {Floats({m, k}, a), Floats({k, n}, b)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<float> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < k; ++t) s += static_cast<double>(a[static_cast<size_t>(i * k + t)]) * b[static_cast<size_t>(t * n + j)];
+      want[static_cast<size_t>(i * n + j)] = static_cast<float>(s);
+    }
+  }
+  ExpectNear(Values(*y), want);
+}
+
+TEST(NnGemmTest, TransposesScalesAndBroadcastsC) {
+  // A^T [2x3]^T = [3x2]; B^T [2x2]; C broadcast row.
+  Tensor a = Floats({2, 3}, {1, 2, 3, 4, 5, 6}), b = Floats({2, 2}, {1, 0, 0, 1}), c = Floats({2}, {10, 20});
+  absl::StatusOr<Tensor> y = RunOp("Gemm", {a, b, c},
+                                   {AttrInt("transA", 1), AttrInt("transB", 1), AttrFloat("alpha", 2), AttrFloat("beta", 0.5f)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{3, 2}));
+  ExpectNear(Values(*y), {2 + 5, 8 + 10, 4 + 5, 10 + 10, 6 + 5, 12 + 10});
+  ExpectInvalid(RunOp("Gemm", {a, b}), "inner dims");
+  ExpectInvalid(RunOp("Gemm", {a, Floats({3, 2}, std::vector<float>(6)), Floats({3}, {1, 2, 3})}), "broadcast");
+}
+
+TEST(NnGemmTest, IntegerMatMulWrapsLikeTheNarrowType) {
+  Tensor a = Make<int32_t>(pb::kInt32, {1, 2}, {0x40000000, 0x40000000});
+  Tensor b = Make<int32_t>(pb::kInt32, {2, 1}, {2, 2});
+  absl::StatusOr<Tensor> y = RunOp("MatMul", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->data<int32_t>()[0], 0);  // 2^32 wraps to 0
+}
+
+TEST(NnGemmTest, MatMulIntegerSubtractsPerRowZeroPoints) {
+  Tensor a = Make<uint8_t>(pb::kUint8, {2, 2}, {11, 12, 23, 24});
+  Tensor b = Make<uint8_t>(pb::kUint8, {2, 1}, {1, 1});
+  Tensor azp = Make<uint8_t>(pb::kUint8, {2}, {10, 20});
+  absl::StatusOr<Tensor> y = RunOp("MatMulInteger", {a, b, azp}, {}, 10);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), pb::kInt32);
+  EXPECT_EQ(y->data<int32_t>()[0], 3);
+  EXPECT_EQ(y->data<int32_t>()[1], 7);
+  ExpectInvalid(RunOp("MatMulInteger", {a, b, Make<uint8_t>(pb::kUint8, {3}, {1, 2, 3})}, {}, 10), "zero point");
+}
+
+TEST(NnGemmTest, DetOfBatchedMatrices) {
+  absl::StatusOr<Tensor> y = RunOp("Det", {Floats({2, 2, 2}, {1, 2, 3, 4, 2, 4, 1, 2})}, {}, 11);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear(Values(*y), {-2, 0});
+  ExpectInvalid(RunOp("Det", {Floats({2, 3}, std::vector<float>(6))}, {}, 11), "square");
+}
+
+// --- Pooling ---
+
+TEST(NnPoolTest, MaxPoolIndicesInBothStorageOrders) {
+  Tensor x = Floats({1, 1, 2, 3}, {1, 9, 2, 3, 4, 8});
+  for (int order : {0, 1}) {
+    auto r = RunOpN("MaxPool", {x}, {AttrInts("kernel_shape", {2, 2}), AttrInt("storage_order", order)}, 12, 2);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectNear(Values((*r)[0]), {9, 9});
+    const int64_t* idx = (*r)[1].data<int64_t>();
+    // 9 sits at (0, 1): row-major 1, column-major 0 + 1 * 2 = 2.
+    EXPECT_EQ(idx[0], order == 0 ? 1 : 2);
+    EXPECT_EQ(idx[1], order == 0 ? 1 : 2);
+  }
+}
+
+TEST(NnPoolTest, CeilModeAndCountIncludePad) {
+  Tensor x = Floats({1, 1, 5}, {1, 2, 3, 4, 5});
+  absl::StatusOr<Tensor> ceil = RunOp("MaxPool", {x}, {AttrInts("kernel_shape", {2}), AttrInts("strides", {2}), AttrInt("ceil_mode", 1)});
+  ASSERT_TRUE(ceil.ok()) << ceil.status();
+  ExpectNear(Values(*ceil), {2, 4, 5});
+  absl::StatusOr<Tensor> avg = RunOp("AveragePool", {x}, {AttrInts("kernel_shape", {3}), AttrInts("pads", {1, 1})});
+  absl::StatusOr<Tensor> avg_pad = RunOp("AveragePool", {x}, {AttrInts("kernel_shape", {3}), AttrInts("pads", {1, 1}),
+                                                              AttrInt("count_include_pad", 1)});
+  ASSERT_TRUE(avg.ok() && avg_pad.ok());
+  ExpectNear(Values(*avg), {1.5f, 2, 3, 4, 4.5f});
+  ExpectNear(Values(*avg_pad), {1, 2, 3, 4, 3});
+  ExpectInvalid(RunOp("MaxPool", {x}), "kernel_shape");
+  ExpectInvalid(RunOp("MaxPool", {x}, {AttrInts("kernel_shape", {2, 2})}), "kernel_shape");
+  ExpectInvalid(RunOp("LpPool", {x}, {AttrInts("kernel_shape", {2}), AttrInt("p", 0)}), "p must be positive");
+}
+
+TEST(NnPoolTest, GlobalPoolsReduceEverySpatialDim) {
+  Tensor x = Floats({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -4});
+  absl::StatusOr<Tensor> avg = RunOp("GlobalAveragePool", {x});
+  absl::StatusOr<Tensor> mx = RunOp("GlobalMaxPool", {x});
+  absl::StatusOr<Tensor> lp = RunOp("GlobalLpPool", {x}, {AttrInt("p", 1)});
+  ASSERT_TRUE(avg.ok() && mx.ok() && lp.ok());
+  EXPECT_EQ(avg->shape(), (std::vector<int64_t>{1, 2, 1, 1}));
+  ExpectNear(Values(*avg), {2.5f, -2.5f});
+  ExpectNear(Values(*mx), {4, -1});
+  ExpectNear(Values(*lp), {10, 10});
+}
+
+TEST(NnPoolTest, MaxUnpoolRejectsIndicesOutsideTheOutput) {
+  Tensor x = Floats({1, 1, 1, 1}, {5});
+  absl::StatusOr<Tensor> y = RunOp("MaxUnpool", {x, Int64s({1, 1, 1, 1}, {3})}, {AttrInts("kernel_shape", {2, 2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear(Values(*y), {0, 0, 0, 5});
+  ExpectInvalid(RunOp("MaxUnpool", {x, Int64s({1, 1, 1, 1}, {4})}, {AttrInts("kernel_shape", {2, 2})}), "outside");
+}
+
+// --- Softmax family and normalization ---
+
+TEST(NnSoftmaxTest, AxisSemanticsChangeAtOpset13) {
+  // [1, 2, 2]: opset 11 with axis 1 normalizes over the 4 flattened values;
+  // opset 13 over the 2 values of axis 1 only.
+  Tensor x = Floats({1, 2, 2}, {0, 0, 0, 0});
+  absl::StatusOr<Tensor> old = RunOp("Softmax", {x}, {AttrInt("axis", 1)}, 11);
+  absl::StatusOr<Tensor> now = RunOp("Softmax", {x}, {AttrInt("axis", 1)}, 13);
+  ASSERT_TRUE(old.ok() && now.ok());
+  ExpectNear(Values(*old), {0.25f, 0.25f, 0.25f, 0.25f});
+  ExpectNear(Values(*now), {0.5f, 0.5f, 0.5f, 0.5f});
+  ASSERT_FALSE(RunOp("Softmax", {x}, {AttrInt("axis", 3)}, 13).ok());
+  absl::StatusOr<Tensor> hard = RunOp("Hardmax", {Floats({3}, {1, 3, 3})}, {}, 13);
+  ASSERT_TRUE(hard.ok());
+  ExpectNear(Values(*hard), {0, 1, 0});  // first maximum wins
+}
+
+TEST(NnNormTest, BatchNormTrainingModeOutputsRunningStatistics) {
+  Tensor x = Floats({2, 1, 1}, {1, 3});
+  Tensor one = Floats({1}, {1}), zero = Floats({1}, {0});
+  auto r = RunOpN("BatchNormalization", {x, one, zero, zero, one},
+                  {AttrInt("training_mode", 1), AttrFloat("momentum", 0.5f), AttrFloat("epsilon", 0)}, 15, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectNear(Values((*r)[0]), {-1, 1});
+  ExpectNear(Values((*r)[1]), {1});  // 0 * 0.5 + 2 * 0.5
+  ExpectNear(Values((*r)[2]), {1});  // 1 * 0.5 + 1 * 0.5
+  ExpectInvalid(RunOp("BatchNormalization", {x, Floats({2}, {1, 1}), zero, zero, one}, {}, 15), "BatchNormalization");
+}
+
+TEST(NnNormTest, LayerNormalizationStatisticsOutputs) {
+  auto r = RunOpN("LayerNormalization", {Floats({2, 2}, {1, 3, 2, 4}), Floats({2}, {1, 1})}, {AttrFloat("epsilon", 0)},
+                  17, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectNear(Values((*r)[0]), {-1, 1, -1, 1});
+  EXPECT_EQ((*r)[1].shape(), (std::vector<int64_t>{2, 1}));
+  ExpectNear(Values((*r)[1]), {2, 3});
+  ExpectNear(Values((*r)[2]), {1, 1});
+  ExpectInvalid(RunOp("LayerNormalization", {Floats({2, 2}, {1, 2, 3, 4}), Floats({3}, {1, 1, 1})}, {}, 17), "scale");
+  ASSERT_FALSE(RunOp("LayerNormalization", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {1, 1})}, {AttrInt("axis", 2)}, 17).ok());
+}
+
+TEST(NnNormTest, GroupNormalizationChecksGroups) {
+  Tensor x = Floats({1, 4, 1}, {1, 2, 3, 4});
+  absl::StatusOr<Tensor> y = RunOp("GroupNormalization", {x, Floats({4}, {1, 1, 1, 1}), Floats({4}, {0, 0, 0, 0})},
+                                   {AttrInt("num_groups", 2), AttrFloat("epsilon", 0)}, 21);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear(Values(*y), {-1, 1, -1, 1});
+  ExpectInvalid(RunOp("GroupNormalization", {x, Floats({4}, {1, 1, 1, 1}), Floats({4}, {0, 0, 0, 0})},
+                      {AttrInt("num_groups", 3)}, 21),
+                "num_groups");
+}
+
+// --- Losses, recurrent, attention, misc ---
+
+TEST(NnLossTest, NllLossIgnoresTheIgnoreIndexAndChecksTargets) {
+  Tensor logp = Floats({2, 2}, {-1, -2, -3, -4});
+  absl::StatusOr<Tensor> y = RunOp("NegativeLogLikelihoodLoss", {logp, Int64s({2}, {1, 0})}, {AttrInt("ignore_index", 0)}, 13);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear(Values(*y), {2});
+  ExpectInvalid(RunOp("NegativeLogLikelihoodLoss", {logp, Int64s({2}, {1, 2})}, {}, 13), "outside");
+  ExpectInvalid(RunOp("NegativeLogLikelihoodLoss", {logp, Int64s({3}, {1, 0, 0})}, {}, 13), "target");
+}
+
+TEST(NnRnnTest, GruWithZeroWeightsKeepsHalfTheState) {
+  // All weights zero: z = r = 0.5, candidate = tanh(0) = 0, so h' = h / 2.
+  Tensor x = Floats({1, 1, 1}, {7}), w = Floats({1, 3, 1}, {0, 0, 0}), r = Floats({1, 3, 1}, {0, 0, 0});
+  absl::StatusOr<Tensor> y = RunOp("GRU", {x, w, r, Tensor(), Tensor(), Floats({1, 1, 1}, {4})}, {AttrInt("hidden_size", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{1, 1, 1, 1}));
+  ExpectNear(Values(*y), {2});
+  ExpectInvalid(RunOp("GRU", {x, Floats({1, 2, 1}, {0, 0}), r}, {AttrInt("hidden_size", 1)}), "W");
+  ExpectInvalid(RunOp("LSTM", {x, w, r}, {AttrInt("hidden_size", 1), AttrString("direction", "sideways")}), "direction");
+}
+
+TEST(NnAttentionTest, FullyMaskedRowsAttendToNothing) {
+  // One head, 2 queries, 2 keys; the bool mask hides every key from query 0.
+  Tensor q = Floats({1, 1, 2, 1}, {1, 1}), k = Floats({1, 1, 2, 1}, {1, 1}), v = Floats({1, 1, 2, 1}, {2, 4});
+  Tensor mask = Make<bool>(pb::kBool, {2, 2}, {false, false, true, true});
+  absl::StatusOr<Tensor> y = RunOp("Attention", {q, k, v, mask}, {}, 23);
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectNear(Values(*y), {0, 3});
+  ExpectInvalid(RunOp("Attention", {Floats({1, 2, 4}, std::vector<float>(8)), Floats({1, 2, 4}, std::vector<float>(8)),
+                                    Floats({1, 2, 4}, std::vector<float>(8))},
+                      {}, 23),
+                "num_heads");
+}
+
+TEST(NnEinsumTest, ExplicitImplicitDiagonalAndEllipsis) {
+  Tensor a = Floats({2, 2}, {1, 2, 3, 4});
+  absl::StatusOr<Tensor> t = RunOp("Einsum", {a}, {AttrString("equation", "ij->ji")}, 12);
+  absl::StatusOr<Tensor> trace = RunOp("Einsum", {a}, {AttrString("equation", "ii")}, 12);
+  absl::StatusOr<Tensor> mm = RunOp("Einsum", {a, a}, {AttrString("equation", "...ij,jk")}, 12);
+  ASSERT_TRUE(t.ok() && trace.ok() && mm.ok()) << t.status() << trace.status() << mm.status();
+  ExpectNear(Values(*t), {1, 3, 2, 4});
+  ExpectNear(Values(*trace), {5});
+  ExpectNear(Values(*mm), {7, 10, 15, 22});
+  ASSERT_FALSE(RunOp("Einsum", {a}, {AttrString("equation", "i.j")}, 12).ok());
+  ExpectInvalid(RunOp("Einsum", {a, Floats({3}, {1, 2, 3})}, {AttrString("equation", "ij,j->i")}, 12), "disagree");
+}
+
+TEST(NnNmsTest, SuppressesOverlapsPerClass) {
+  Tensor boxes = Floats({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 5, 1, 6});
+  Tensor scores = Floats({1, 1, 3}, {0.9f, 0.8f, 0.7f});
+  absl::StatusOr<Tensor> y = RunOp("NonMaxSuppression", {boxes, scores, Int64s({1}, {3}), Floats({1}, {0.5f})}, {}, 11);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 3}));
+  std::vector<int64_t> got(y->data<int64_t>(), y->data<int64_t>() + y->size());
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 0, 0, 0, 0, 2}));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

@@ -1,0 +1,460 @@
+// Tests of the shape and data-movement reference kernels
+// (runner/reference/shape_ops_*): error paths on hostile shapes, indices and
+// attributes (an error, never a crash or a huge allocation), element types
+// the ONNX backend suites leave out (strings, packed int4/uint4, bool), and
+// edge cases of the specs (negative pads, periodic reflection, uneven splits,
+// ties and NaN in TopK, seeded dropout).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/session.h"
+#include "runner/tensor.h"
+#include "tests/util/model_builder.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using runner::RtValue;
+using runner::Tensor;
+
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+
+template <typename T>
+Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
+  if (!values.empty()) std::memcpy(t->mutable_raw(), values.data(), values.size() * sizeof(T));
+  return *t;
+}
+
+Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
+Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
+Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) { return Make<int32_t>(pb::kInt32, shape, v); }
+Tensor Bools(std::vector<int64_t> shape, const std::vector<bool>& v) {
+  std::vector<uint8_t> bytes(v.begin(), v.end());
+  return Make<uint8_t>(pb::kBool, shape, bytes);
+}
+Tensor Strings(std::vector<int64_t> shape, std::vector<std::string> v) {
+  return *Tensor::Strings(std::move(shape), std::move(v));
+}
+// A packed 4-bit tensor (int4 = 22, uint4 = 21) holding the low nibbles.
+Tensor Nibbles(int32_t dtype, std::vector<int64_t> shape, const std::vector<uint8_t>& v) {
+  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
+  EXPECT_TRUE(t.ok()) << t.status();
+  auto* p = static_cast<uint8_t*>(t->mutable_raw());
+  for (size_t i = 0; i < v.size(); ++i) p[i / 2] |= static_cast<uint8_t>((v[i] & 0xF) << (4 * (i % 2)));
+  return *t;
+}
+std::vector<uint8_t> NibbleValues(const Tensor& t) {
+  std::vector<uint8_t> out;
+  const auto* p = static_cast<const uint8_t*>(t.raw());
+  for (int64_t i = 0; i < t.size(); ++i) out.push_back((p[i / 2] >> (4 * (i % 2))) & 0xF);
+  return out;
+}
+
+// Runs one node `op` on the inputs (named x0, x1...; an undefined tensor
+// leaves that input out) at `opset`; returns its `num_outputs` outputs.
+absl::StatusOr<std::vector<Tensor>> RunNode(const std::string& op, const std::vector<Tensor>& inputs,
+                                            std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21,
+                                            int num_outputs = 1) {
+  GraphBuilder g("g");
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, RtValue>> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      names.push_back("");
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    g.Input(name, inputs[i].dtype());
+    names.push_back(name);
+    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
+  }
+  std::vector<std::string> outs;
+  for (int i = 0; i < num_outputs; ++i) outs.push_back("y" + std::to_string(i));
+  g.Node(op, names, outs, std::move(attrs));
+  for (const std::string& o : outs) g.Output(o, 0);
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(g.Build(), opset);
+  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
+  if (!session.ok()) return session.status();
+  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
+  if (!out.ok()) return out.status();
+  std::vector<Tensor> tensors;
+  for (const RtValue& v : *out) tensors.push_back(v.tensor());
+  return tensors;
+}
+
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
+                             std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21) {
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(op, inputs, std::move(attrs), opset);
+  if (!out.ok()) return out.status();
+  return (*out)[0];
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
+}
+
+// Caps tensor memory for the test's duration, so a wrong size check fails
+// with ResourceExhausted instead of touching terabytes.
+class MemoryCap {
+ public:
+  MemoryCap() { runner::SetMemoryLimit(int64_t{1} << 30); }
+  ~MemoryCap() { runner::SetMemoryLimit(0); }
+};
+
+void ExpectError(const absl::StatusOr<Tensor>& t, std::string_view fragment = "") {
+  ASSERT_FALSE(t.ok()) << "expected an error, got " << runner::DescribeTensor(*t);
+  EXPECT_NE(std::string(t.status().message()).find(fragment), std::string::npos) << t.status();
+}
+
+// --- Views: Reshape, Flatten, Squeeze, Unsqueeze ---
+
+TEST(ShapeOpsTest, ReshapeInfersAndCopiesDims) {
+  absl::StatusOr<Tensor> y = RunOp("Reshape", {Floats({2, 3, 4}, std::vector<float>(24)), Int64s({3}, {0, -1, 2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 6, 2}));
+}
+
+TEST(ShapeOpsTest, ReshapeRejectsMalformedShapes) {
+  Tensor x = Floats({2, 3}, std::vector<float>(6));
+  ExpectError(RunOp("Reshape", {x, Int64s({2}, {-1, -1})}), "more than one -1");
+  ExpectError(RunOp("Reshape", {x, Int64s({2}, {4, 2})}), "cannot reshape");
+  ExpectError(RunOp("Reshape", {x, Int64s({3}, {1, 1, 0})}), "copies dim 2");
+  ExpectError(RunOp("Reshape", {x, Int64s({2}, {-2, 3})}), "negative");
+  ExpectError(RunOp("Reshape", {x, Int64s({2}, {kI64Max, kI64Max})}));
+  ExpectError(RunOp("Reshape", {x, Int64s({2}, {0, -1})}, {AttrInt("allowzero", 1)}), "both 0 and -1");
+}
+
+TEST(ShapeOpsTest, ReshapeAllowzeroKeepsZeroDims) {
+  absl::StatusOr<Tensor> y =
+      RunOp("Reshape", {Floats({0, 3}, {}), Int64s({3}, {3, 0, 1})}, {AttrInt("allowzero", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{3, 0, 1}));
+}
+
+TEST(ShapeOpsTest, ReshapeOpset1ReadsTheAttribute) {
+  absl::StatusOr<Tensor> y = RunOp("Reshape", {Floats({2, 3}, std::vector<float>(6))}, {AttrInts("shape", {3, 2})}, 1);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{3, 2}));
+}
+
+TEST(ShapeOpsTest, FlattenAndSqueezeCheckAxes) {
+  Tensor x = Floats({2, 1, 3}, std::vector<float>(6));
+  ExpectError(RunOp("Flatten", {x}, {AttrInt("axis", 4)}), "out of range");
+  ExpectError(RunOp("Squeeze", {x, Int64s({1}, {0})}), "not 1");
+  ExpectError(RunOp("Unsqueeze", {x, Int64s({2}, {1, -4})}), "more than once");
+  absl::StatusOr<Tensor> y = RunOp("Unsqueeze", {x}, {AttrInts("axes", {0, 4})}, 11);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{1, 2, 1, 3, 1}));
+  y = RunOp("Squeeze", {x}, {}, 11);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(ShapeOpsTest, ShapeClampsStartAndEnd) {
+  absl::StatusOr<Tensor> y = RunOp("Shape", {Floats({2, 3, 4}, std::vector<float>(24))},
+                                   {AttrInt("start", -100), AttrInt("end", -1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{2, 3}));
+}
+
+// --- Tensors built from shapes ---
+
+TEST(ShapeOpsTest, HugeOutputsFailCleanly) {
+  MemoryCap cap;
+  Tensor one = Floats({1}, {1});
+  ExpectError(RunOp("Expand", {one, Int64s({2}, {int64_t{1} << 40, int64_t{1} << 40})}));
+  ExpectError(RunOp("Expand", {one, Int64s({2}, {1 << 20, 1 << 20})}));
+  ExpectError(RunOp("Expand", {one, Int64s({1}, {-3})}), "negative");
+  ExpectError(RunOp("Tile", {one, Int64s({1}, {kI64Max})}));
+  ExpectError(RunOp("Tile", {Floats({2}, {1, 2}), Int64s({1}, {kI64Max})}), "overflows");
+  ExpectError(RunOp("ConstantOfShape", {Int64s({3}, {1 << 30, 1 << 30, 1 << 30})}));
+  ExpectError(RunOp("ConstantOfShape", {Int64s({2}, {4, -1})}), "negative");
+  ExpectError(RunOp("Range", {Floats({}, {0}), Floats({}, {1e30f}), Floats({}, {1e-30f})}));
+  ExpectError(RunOp("Range", {Int64s({}, {kI64Min}), Int64s({}, {kI64Max}), Int64s({}, {1})}));
+  ExpectError(RunOp("Range", {Int64s({}, {0}), Int64s({}, {5}), Int64s({}, {0})}), "zero");
+  ExpectError(RunOp("Resize", {Floats({1, 1}, {1}), Tensor(), Floats({2}, {1e30f, 1e30f})}, {}, 19));
+  ExpectError(RunOp("Resize", {Floats({1, 1}, {1}), Tensor(), Tensor(), Int64s({2}, {1 << 30, 1 << 30})}, {}, 19));
+  ExpectError(RunOp("OneHot", {Int64s({1}, {0}), Floats({}, {1e30f}), Floats({2}, {0, 1})}));
+}
+
+TEST(ShapeOpsTest, RangeCountsLikeNumpy) {
+  absl::StatusOr<Tensor> y = RunOp("Range", {Int32s({}, {10}), Int32s({}, {1}), Int32s({}, {-3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{10, 7, 4}));
+  y = RunOp("Range", {Int64s({}, {kI64Max - 2}), Int64s({}, {kI64Max}), Int64s({}, {1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{kI64Max - 2, kI64Max - 1}));
+}
+
+TEST(ShapeOpsTest, ConstantOfShapeFillsAnyType) {
+  pb::TensorProto value;
+  value.data_type = pb::kInt32;
+  value.dims = {1};
+  value.int32_data = {7};
+  absl::StatusOr<Tensor> y = RunOp("ConstantOfShape", {Int64s({2}, {2, 2})}, {AttrTensor("value", value)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{7, 7, 7, 7}));
+}
+
+TEST(ShapeOpsTest, EyeLikeAndTriluTolerateExtremeOffsets) {
+  Tensor x = Floats({2, 3}, std::vector<float>(6, 1));
+  absl::StatusOr<Tensor> y = RunOp("EyeLike", {x}, {AttrInt("k", kI64Min)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), std::vector<float>(6, 0));
+  y = RunOp("Trilu", {x, Int64s({}, {kI64Min})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), std::vector<float>(6, 1));
+  y = RunOp("Trilu", {x, Int64s({}, {kI64Max})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), std::vector<float>(6, 0));
+}
+
+TEST(ShapeOpsTest, OneHotLeavesOutOfRangeIndicesOff) {
+  absl::StatusOr<Tensor> y = RunOp("OneHot", {Int64s({3}, {1, -1, 7}), Int64s({}, {3}), Strings({2}, {"off", "on"})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"off", "on", "off", "off", "off", "on", "off", "off", "off"}));
+  ExpectError(RunOp("OneHot", {Int64s({1}, {0}), Int64s({}, {-2}), Floats({2}, {0, 1})}), "depth");
+}
+
+TEST(ShapeOpsTest, CumSumWrapsIntegersAndRunsBackwards) {
+  absl::StatusOr<Tensor> y = RunOp("CumSum", {Int32s({3}, {std::numeric_limits<int32_t>::max(), 1, 5}), Int32s({}, {0})},
+                                   {AttrInt("reverse", 1), AttrInt("exclusive", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{6, 5, 0}));
+  ExpectError(RunOp("CumSum", {Int32s({2}, {1, 2}), Int32s({}, {3})}), "out of range");
+}
+
+// --- Layout: Transpose, Concat, Split, Slice, Pad... ---
+
+TEST(ShapeOpsTest, TransposeMovesStringsAndPackedInt4) {
+  absl::StatusOr<Tensor> y = RunOp("Transpose", {Strings({2, 2}, {"a", "b", "c", "d"})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"a", "c", "b", "d"}));
+  y = RunOp("Transpose", {Nibbles(22, {2, 3}, {1, 2, 3, 4, 5, 15})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), 22);
+  EXPECT_EQ(NibbleValues(*y), (std::vector<uint8_t>{1, 4, 2, 5, 3, 15}));
+  ExpectError(RunOp("Transpose", {Floats({2, 2}, {1, 2, 3, 4})}, {AttrInts("perm", {0, 0})}), "permutation");
+}
+
+TEST(ShapeOpsTest, ConcatPackedUint4AcrossByteBoundaries) {
+  absl::StatusOr<Tensor> y = RunOp("Concat", {Nibbles(21, {3}, {1, 2, 3}), Nibbles(21, {1}, {9})}, {AttrInt("axis", 0)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(NibbleValues(*y), (std::vector<uint8_t>{1, 2, 3, 9}));
+  ExpectError(RunOp("Concat", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 3}, std::vector<float>(6))}, {AttrInt("axis", 0)}),
+              "cannot concatenate");
+  ExpectError(RunOp("Concat", {Floats({2}, {1, 2}), Int64s({2}, {1, 2})}, {AttrInt("axis", 0)}), "cannot concatenate");
+}
+
+TEST(ShapeOpsTest, SplitNumOutputsMakesTheLastChunkSmaller) {
+  absl::StatusOr<std::vector<Tensor>> y =
+      RunNode("Split", {Floats({5}, {1, 2, 3, 4, 5})}, {AttrInt("num_outputs", 2)}, 18, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>((*y)[0]), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(Values<float>((*y)[1]), (std::vector<float>{4, 5}));
+  y = RunNode("Split", {Floats({5}, {1, 2, 3, 4, 5}), Int64s({2}, {4, 2})}, {}, 18, 2);
+  ASSERT_FALSE(y.ok());
+  y = RunNode("Split", {Floats({5}, {1, 2, 3, 4, 5})}, {}, 13, 2);
+  ASSERT_FALSE(y.ok());
+  y = RunNode("Split", {Floats({5}, {1, 2, 3, 4, 5})}, {AttrInts("split", {-1, 6})}, 11, 2);
+  ASSERT_FALSE(y.ok());
+}
+
+TEST(ShapeOpsTest, SliceClampsExtremeBoundsAndNegativeSteps) {
+  Tensor x = Floats({5}, {0, 1, 2, 3, 4});
+  absl::StatusOr<Tensor> y = RunOp("Slice", {x, Int64s({1}, {kI64Max}), Int64s({1}, {kI64Min}), Int64s({1}, {0}),
+                                             Int64s({1}, {-2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{4, 2, 0}));
+  y = RunOp("Slice", {x, Int64s({1}, {kI64Min}), Int64s({1}, {kI64Max}), Int64s({1}, {0}), Int64s({1}, {kI64Max})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{0}));
+  y = RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {0}), Int64s({1}, {kI64Min})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->size(), 0);
+  ExpectError(RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {0}), Int64s({1}, {0})}), "step");
+  ExpectError(RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {1})}), "out of range");
+  ExpectError(RunOp("Slice", {x, Int64s({2}, {0, 0}), Int64s({1}, {5})}), "different lengths");
+}
+
+TEST(ShapeOpsTest, PadModesWithLargeAndNegativePads) {
+  Tensor x = Floats({3}, {1, 2, 3});
+  absl::StatusOr<Tensor> y = RunOp("Pad", {x, Int64s({2}, {5, 0})}, {AttrString("mode", "reflect")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{2, 1, 2, 3, 2, 1, 2, 3}));  // periodic, like numpy
+  y = RunOp("Pad", {x, Int64s({2}, {4, 1})}, {AttrString("mode", "wrap")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{3, 1, 2, 3, 1, 2, 3, 1}));
+  y = RunOp("Pad", {x, Int64s({2}, {-1, 2})}, {AttrString("mode", "edge")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{2, 3, 3, 3}));
+  y = RunOp("Pad", {x, Int64s({2}, {1, -2}), Floats({}, {9})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{9, 1}));
+  ExpectError(RunOp("Pad", {x, Int64s({2}, {-4, 0})}), "do not fit");
+  ExpectError(RunOp("Pad", {x, Int64s({3}, {1, 1, 1})}), "must have 2 values");
+  ExpectError(RunOp("Pad", {Floats({0}, {}), Int64s({2}, {1, 1})}, {AttrString("mode", "edge")}), "empty axis");
+  ExpectError(RunOp("Pad", {x, Int64s({2}, {kI64Max, 0})}));
+}
+
+TEST(ShapeOpsTest, PadStringsAndAxes) {
+  absl::StatusOr<Tensor> y =
+      RunOp("Pad", {Strings({1, 2}, {"a", "b"}), Int64s({2}, {1, 0}), Strings({}, {"-"}), Int64s({1}, {-1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"-", "a", "b"}));
+}
+
+TEST(ShapeOpsTest, LayoutOpsRejectBadArguments) {
+  Tensor x = Floats({1, 4, 2, 2}, std::vector<float>(16));
+  ExpectError(RunOp("DepthToSpace", {x}, {AttrInt("blocksize", 3)}), "multiple");
+  ExpectError(RunOp("SpaceToDepth", {x}, {AttrInt("blocksize", 3)}), "multiples");
+  ExpectError(RunOp("Compress", {Floats({2}, {1, 2}), Bools({3}, {false, false, true})}, {AttrInt("axis", 0)}),
+              "selects index 2");
+  ExpectError(RunOp("ReverseSequence", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({2}, {3, 1})}), "outside");
+  ExpectError(RunOp("CenterCropPad", {Floats({2}, {1, 2}), Int64s({2}, {1, 1})}), "one value per axis");
+  ExpectError(RunOp("Col2Im", {Floats({1, 4, 3}, std::vector<float>(12)), Int64s({2}, {3, 3}), Int64s({2}, {2, 2})}),
+              "must be");
+}
+
+// --- Indexing ---
+
+TEST(ShapeOpsTest, GatherChecksIndices) {
+  Tensor data = Strings({3}, {"a", "b", "c"});
+  absl::StatusOr<Tensor> y = RunOp("Gather", {data, Int64s({2, 2}, {-1, 0, 2, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->strings(), (std::vector<std::string>{"c", "a", "c", "b"}));
+  ExpectError(RunOp("Gather", {data, Int64s({1}, {3})}), "out of range");
+  ExpectError(RunOp("Gather", {data, Int64s({1}, {kI64Min})}), "out of range");
+  ExpectError(RunOp("Gather", {data, Floats({1}, {0})}), "int64 or int32");
+  ExpectError(RunOp("GatherElements", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({2, 1}, {0, 2})}, {AttrInt("axis", 1)}),
+              "out of range");
+  ExpectError(RunOp("GatherND", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({1, 3}, {0, 0, 0})}), "last dim");
+  ExpectError(RunOp("GatherND", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({1, 1}, {0})}, {AttrInt("batch_dims", 1)}),
+              "batch");
+}
+
+TEST(ShapeOpsTest, GatherPackedInt4) {
+  absl::StatusOr<Tensor> y = RunOp("Gather", {Nibbles(22, {5}, {1, 2, 3, 4, 5}), Int64s({3}, {4, 0, 3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(NibbleValues(*y), (std::vector<uint8_t>{5, 1, 4}));
+}
+
+TEST(ShapeOpsTest, ScatterReductionsAccumulateDuplicates) {
+  Tensor data = Floats({3}, {1, 2, 3});
+  absl::StatusOr<Tensor> y = RunOp("ScatterElements", {data, Int64s({3}, {0, 0, -1}), Floats({3}, {10, 20, 30})},
+                                   {AttrString("reduction", "add")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{31, 2, 33}));
+  y = RunOp("ScatterND", {data, Int64s({2, 1}, {2, 2}), Floats({2}, {5, 4})}, {AttrString("reduction", "min")});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{1, 2, 3}));
+  ExpectError(RunOp("ScatterElements", {data, Int64s({1}, {3}), Floats({1}, {1})}), "out of range");
+  ExpectError(RunOp("ScatterND", {data, Int64s({1, 1}, {-4}), Floats({1}, {1})}), "out of range");
+  ExpectError(RunOp("ScatterND", {data, Int64s({1, 1}, {0}), Floats({2}, {1, 2})}), "must have shape");
+  ExpectError(RunOp("ScatterElements", {data, Int64s({1}, {0}), Floats({1}, {1})}, {AttrString("reduction", "max")}, 16),
+              "not supported");
+}
+
+TEST(ShapeOpsTest, TensorScatterWritesCircularly) {
+  Tensor cache = Floats({1, 3, 1}, {0, 0, 0});
+  absl::StatusOr<Tensor> y = RunOp("TensorScatter", {cache, Floats({1, 2, 1}, {7, 8}), Int64s({1}, {2})},
+                                   {AttrString("mode", "circular")}, 24);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{8, 0, 7}));
+  ExpectError(RunOp("TensorScatter", {cache, Floats({1, 2, 1}, {7, 8}), Int64s({1}, {2})}, {}, 24), "outside");
+}
+
+TEST(ShapeOpsTest, NonZeroOfAScalar) {
+  absl::StatusOr<Tensor> y = RunOp("NonZero", {Floats({}, {3})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{0}));
+}
+
+// --- Ordering ---
+
+TEST(ShapeOpsTest, TopKPrefersLowerIndicesAndRanksNanHighest) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  absl::StatusOr<std::vector<Tensor>> y =
+      RunNode("TopK", {Floats({5}, {1, nan, 3, 3, -1}), Int64s({1}, {3})}, {}, 11, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>((*y)[1]), (std::vector<int64_t>{1, 2, 3}));
+  y = RunNode("TopK", {Floats({5}, {1, nan, 3, 3, -1}), Int64s({1}, {2})}, {AttrInt("largest", 0)}, 11, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>((*y)[1]), (std::vector<int64_t>{4, 0}));
+  y = RunNode("TopK", {Floats({2}, {1, 2}), Int64s({1}, {3})}, {}, 11, 2);
+  ASSERT_FALSE(y.ok());
+}
+
+TEST(ShapeOpsTest, UniqueOfStringsInFirstOccurrenceOrder) {
+  absl::StatusOr<std::vector<Tensor>> y =
+      RunNode("Unique", {Strings({5}, {"b", "a", "b", "c", "a"})}, {AttrInt("sorted", 0)}, 11, 4);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].strings(), (std::vector<std::string>{"b", "a", "c"}));
+  EXPECT_EQ(Values<int64_t>((*y)[1]), (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(Values<int64_t>((*y)[2]), (std::vector<int64_t>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(Values<int64_t>((*y)[3]), (std::vector<int64_t>{2, 2, 1}));
+}
+
+// --- Resize and sampling ---
+
+TEST(ShapeOpsTest, ResizeNearestCopiesIntegersExactly) {
+  int64_t big = (int64_t{1} << 60) + 1;  // not representable as a double
+  absl::StatusOr<Tensor> y = RunOp("Resize", {Int64s({1, 2}, {big, 3}), Tensor(), Floats({2}, {1, 2})}, {}, 19);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{big, big, 3, 3}));
+}
+
+TEST(ShapeOpsTest, ResizeRejectsInconsistentInputs) {
+  Tensor x = Floats({1, 2}, {1, 2});
+  ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, 2}), Int64s({2}, {1, 4})}, {}, 19), "exactly one");
+  ExpectError(RunOp("Resize", {x, Tensor(), Floats({1}, {2})}, {}, 19), "must have 2 values");
+  ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, -2})}, {}, 19), "positive");
+  ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, 2})}, {AttrString("mode", "bogus")}, 19), "mode");
+  ExpectError(RunOp("Resize", {Floats({1, 0}, {}), Tensor(), Tensor(), Int64s({2}, {1, 3})}, {}, 19), "empty axis");
+}
+
+TEST(ShapeOpsTest, GridSampleChecksTheGridShape) {
+  Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
+  ExpectError(RunOp("GridSample", {x, Floats({1, 1, 1, 3}, {0, 0, 0})}), "does not fit");
+  absl::StatusOr<Tensor> y = RunOp("GridSample", {x, Floats({1, 1, 1, 2}, {0, 0})}, {AttrInt("align_corners", 1)}, 20);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_FLOAT_EQ(Values<float>(*y)[0], 2.5f);
+}
+
+// --- Dropout and random generators ---
+
+TEST(ShapeOpsTest, DropoutIsIdentityInInference) {
+  absl::StatusOr<std::vector<Tensor>> y = RunNode("Dropout", {Floats({2}, {1, 2})}, {}, 13, 2);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>((*y)[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ((*y)[1].dtype(), pb::kBool);
+  ExpectError(RunOp("Dropout", {Floats({2}, {1, 2}), Floats({}, {1.5f}), Bools({}, {true})}), "ratio");
+}
+
+TEST(ShapeOpsTest, SeededRandomNodesRepeatTheirDraws) {
+  std::vector<pb::AttributeProto> attrs = {AttrInts("shape", {4}), AttrFloat("seed", 3)};
+  absl::StatusOr<Tensor> a = RunOp("RandomUniform", {}, attrs);
+  absl::StatusOr<Tensor> b = RunOp("RandomUniform", {}, attrs);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Values<float>(*a), Values<float>(*b));
+  for (float v : Values<float>(*a)) EXPECT_TRUE(v >= 0 && v < 1) << v;
+  absl::StatusOr<Tensor> m = RunOp("Multinomial", {Floats({1, 2}, {-1e30f, 0})}, {AttrInt("sample_size", 3), AttrFloat("seed", 1)});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(Values<int32_t>(*m), (std::vector<int32_t>{1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
