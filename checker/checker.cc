@@ -59,8 +59,8 @@ void ReportLoadError(const absl::Status& status, const std::string& path, intern
       if (absl::StrContains(message, "nested deeper")) {
         sink->Report(rules::kE0104, "", std::move(message), "", offset);
       } else {
-        sink->Report(rules::kE0101, "", std::move(message), "the file is truncated, corrupted, or not an ONNX model",
-                     offset);
+        sink->Report(rules::kE0101, "", std::move(message),
+                     "the file is truncated, corrupted, or not an ONNX model", offset);
       }
       return;
     case absl::StatusCode::kInvalidArgument:

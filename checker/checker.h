@@ -60,13 +60,13 @@ enum class FileStatus { kValid, kInvalid, kRefused };
 std::string_view FileStatusName(FileStatus status);
 
 struct CheckResult {
-  std::string path;                      // as given to CheckFile
-  std::vector<Diagnostic> diagnostics;   // in the order found (see above)
-  int errors = 0;                        // diagnostics of severity kError
-  int warnings = 0;                      // diagnostics of severity kWarning
-  bool refused = false;                  // some diagnostic's rule is kRefused
-  bool truncated = false;                // stopped at CheckOptions::max_errors
-  std::vector<std::string> notes;        // skipped rule groups, truncation
+  std::string path;                     // as given to CheckFile
+  std::vector<Diagnostic> diagnostics;  // in the order found (see above)
+  int errors = 0;                       // diagnostics of severity kError
+  int warnings = 0;                     // diagnostics of severity kWarning
+  bool refused = false;                 // some diagnostic's rule is kRefused
+  bool truncated = false;               // stopped at CheckOptions::max_errors
+  std::vector<std::string> notes;       // skipped rule groups, truncation
 
   FileStatus status() const {
     if (refused) return FileStatus::kRefused;

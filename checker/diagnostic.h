@@ -18,8 +18,8 @@ enum class RuleKind { kInvalid, kRefused, kWarning };
 
 // One line of rules.def.
 struct Rule {
-  std::string_view code;     // "E0300"
-  std::string_view name;     // "ssa-unique-outputs"
+  std::string_view code;  // "E0300"
+  std::string_view name;  // "ssa-unique-outputs"
   RuleKind kind;
   std::string_view summary;  // one line
 };
@@ -54,10 +54,10 @@ std::string_view SeverityName(Severity severity);
 struct Diagnostic {
   const Rule* rule = nullptr;
   Severity severity = Severity::kError;
-  std::string file;      // the model file
-  std::string location;  // "graph 'main' › node 'conv1' (Conv)"; empty: the whole file
-  std::string message;   // lowercase, names the element, expected vs actual
-  std::string hint;      // optional: how to fix it
+  std::string file;          // the model file
+  std::string location;      // "graph 'main' › node 'conv1' (Conv)"; empty: the whole file
+  std::string message;       // lowercase, names the element, expected vs actual
+  std::string hint;          // optional: how to fix it
   int64_t byte_offset = -1;  // for container errors, when known
 };
 

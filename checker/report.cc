@@ -17,9 +17,7 @@ namespace {
 // must not forge report lines); quotes kept.
 std::string Clean(std::string_view s) { return internal::EscapeText(s, /*escape_quotes=*/false); }
 
-std::string Plural(int n, std::string_view word) {
-  return absl::StrCat(n, " ", Sv(word), n == 1 ? "" : "s");
-}
+std::string Plural(int n, std::string_view word) { return absl::StrCat(n, " ", Sv(word), n == 1 ? "" : "s"); }
 
 void DiagnosticLine(const std::string& path, const Diagnostic& d, std::string* out) {
   absl::StrAppend(out, Clean(path), ": ", Sv(SeverityName(d.severity)), "[", Sv(d.rule->code), " ",
@@ -34,8 +32,8 @@ void DiagnosticLine(const std::string& path, const Diagnostic& d, std::string* o
 std::string PathToUri(std::string_view path) {
   std::string out;
   for (unsigned char c : path) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '.' || c == '_' || c == '~' || c == '/';
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
     if (keep) {
       out += static_cast<char>(c);
     } else {
@@ -92,7 +90,8 @@ std::string RenderText(const std::vector<CheckResult>& results, const TextOption
       DiagnosticLine(r.path, d, &out);
     }
     if (options.quiet) continue;
-    for (const std::string& note : r.notes) absl::StrAppend(&out, Clean(r.path), ": note: ", Clean(note), "\n");
+    for (const std::string& note : r.notes)
+      absl::StrAppend(&out, Clean(r.path), ": note: ", Clean(note), "\n");
   }
   const CheckSummary summary = Summarize(results);
   if (!options.quiet || summary.valid != summary.files) absl::StrAppend(&out, SummaryLine(summary), "\n");
@@ -236,7 +235,8 @@ std::string RenderSarif(const std::vector<CheckResult>& results) {
 std::string RenderRuleList() {
   std::string out;
   for (const Rule& rule : AllRules()) {
-    absl::StrAppend(&out, Sv(rule.code), "  ", Sv(rule.name), std::string(28 - std::min<size_t>(rule.name.size(), 27), ' '),
+    absl::StrAppend(&out, Sv(rule.code), "  ", Sv(rule.name),
+                    std::string(28 - std::min<size_t>(rule.name.size(), 27), ' '),
                     Sv(RuleKindName(rule.kind)), std::string(9 - RuleKindName(rule.kind).size(), ' '),
                     Sv(rule.summary), "\n");
   }

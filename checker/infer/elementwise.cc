@@ -1,7 +1,7 @@
 // Shape functions of elementwise ops: unary ops (output shaped like the
 // first input), multidirectional broadcasting (binary and variadic ops,
 // Where), and ops that are elementwise but type their output from an
-// attribute (Cast, random *Like ops, quantization, LabelEncoder).
+// attribute (Cast, random *Like ops, quantization, BitCast).
 //
 //   Add([2, 3, 4], [4])   -> [2, 3, 4]
 //   Add([2, 3], [4])      -> E0601 incompatible dims 3 and 4
@@ -246,40 +246,11 @@ void ShapeDynamicQuantizeLinear(NodeContext& ctx) {
   ctx.set_shape(2, {});
 }
 
-// ai.onnx.ml LabelEncoder: shaped like the input, typed by the values_*
-// attribute present.
-void ShapeLabelEncoder(NodeContext& ctx) {
-  if (ctx.has_attr("values_strings")) {
-    ctx.set_elem(0, pb::kString);
-  } else if (ctx.has_attr("values_int64s")) {
-    ctx.set_elem(0, pb::kInt64);
-  } else if (ctx.has_attr("values_floats")) {
-    ctx.set_elem(0, pb::kFloat);
-  } else if (const ir::Attribute* a = ctx.attr("values_tensor"); a != nullptr && a->proto.t) {
-    ctx.set_elem(0, a->proto.t->data_type);
-  } else if (ctx.opset() == 1 && ctx.input_elem(0) != 0) {
-    // LabelEncoder-1 maps strings to int64 and back.
-    ctx.set_elem(0, ctx.input_elem(0) == pb::kString ? pb::kInt64 : pb::kString);
-  }
-  ctx.PropagateShape(0, 0);
-}
-
 // BitCast: the element type of `to`; the shape stays when the widths match.
 void ShapeBitCast(NodeContext& ctx) {
   const int32_t to = static_cast<int32_t>(ctx.attr_int("to", 0));
   if (to != 0) ctx.set_elem(0, to);
   if (DataTypeBits(to) > 0 && DataTypeBits(to) == DataTypeBits(ctx.input_elem(0))) ctx.PropagateShape(0, 0);
-}
-
-// StringSplit: Y is the input shape plus a dim for the substrings; Z the
-// input shape.
-void ShapeStringSplit(NodeContext& ctx) {
-  const Dims* in = ctx.input_shape(0);
-  if (in == nullptr) return;
-  Dims y = *in;
-  y.push_back(Dim::Unknown());
-  ctx.set_shape(0, std::move(y));
-  ctx.set_shape(1, *in);
 }
 
 }  // namespace onnxkit::checker::infer

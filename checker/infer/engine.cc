@@ -1,10 +1,21 @@
-// The inference engine: graph walk, node typing, declared-type comparison.
+// The inference engine: graph walk, node typing (schema types, then the
+// op's shape function from shape_fns.def), declared-type comparison.
+//
+// Output types from an operator schema: type parameters bound by the node's
+// actual inputs, concrete formal types ("tensor(int64)" for Shape), and
+// parameters constrained to one type:
+//   Add(x: tensor(float), y: tensor(float)) -> T bound to tensor(float) -> z: tensor(float)
+//   Shape(x: tensor(float))                 -> formal "tensor(int64)"   -> s: tensor(int64)
+// Heterogeneous variadic formals (If/Loop/Scan's V) bind nothing: their
+// shape functions type the outputs from the bodies.
 #include "checker/infer/engine.h"
 
+#include <algorithm>
+#include <span>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "checker/infer/schema_types.h"
 #include "checker/infer/shape_fns.h"
 #include "checker/infer/tensor_state.h"
 #include "lib/base/checked_math.h"
@@ -13,6 +24,7 @@
 #include "lib/base/strings.h"
 #include "lib/ir/topo.h"
 #include "lib/ops/registry.h"
+#include "lib/ops/type_string.h"
 
 namespace onnxkit::checker::infer {
 namespace {
@@ -49,7 +61,104 @@ std::optional<std::string> SizeOverflow(const Type& t) {
   return std::nullopt;
 }
 
+// The formal parameter actual `index` binds to; null past the end.
+const ops::FormalParameter* FormalAt(std::span<const ops::FormalParameter> formals, int index) {
+  if (formals.empty() || index < 0) return nullptr;
+  if (static_cast<size_t>(index) < formals.size()) return &formals[static_cast<size_t>(index)];
+  const ops::FormalParameter& last = formals.back();
+  return last.option == ops::ParamOption::kVariadic ? &last : nullptr;
+}
+
+bool Complete(const Type& t) {
+  switch (t.kind) {
+    case Type::Kind::kTensor:
+    case Type::Kind::kSparseTensor:
+      return t.elem_type != 0;
+    case Type::Kind::kSequence:
+    case Type::Kind::kOptional:
+    case Type::Kind::kMap:
+      return t.inner != nullptr && Complete(*t.inner);
+    case Type::Kind::kOpaque:
+      return true;
+    case Type::Kind::kUnknown:
+      break;
+  }
+  return false;
+}
+
+std::optional<Type> ParseType(std::string_view type_string) {
+  absl::StatusOr<pb::TypeProto> parsed = ops::ParseTypeString(type_string);
+  if (!parsed.ok()) return std::nullopt;
+  return WithoutShapes(TypeFromProto(*parsed));
+}
+
+// Sets the output types of `ctx` that `schema` determines from the input
+// types: bound type parameters, concrete formal types, and parameters
+// allowing a single type. Shapes are left unknown.
+void InferSchemaTypes(const ops::OpSchema& schema, NodeContext& ctx) {
+  std::vector<std::pair<std::string_view, Type>> bound;
+  auto find = [&](std::string_view param) -> const Type* {
+    for (const auto& [p, t] : bound) {
+      if (p == param) return &t;
+    }
+    return nullptr;
+  };
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const ops::FormalParameter* f = FormalAt(schema.inputs(), i);
+    if (f == nullptr || !f->is_type_parameter() || !f->homogeneous) continue;
+    const Type* t = ctx.input_type(i);
+    if (t == nullptr || !Complete(*t) || find(f->type_str) != nullptr) continue;
+    bound.emplace_back(f->type_str, WithoutShapes(*t));
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    const ops::FormalParameter* f = FormalAt(schema.outputs(), i);
+    if (f == nullptr) continue;
+    std::optional<Type> t;
+    if (!f->is_type_parameter()) {
+      t = ParseType(f->type_str);
+    } else if (!f->homogeneous) {
+      continue;
+    } else if (const Type* b = find(f->type_str)) {
+      t = *b;
+    } else if (std::span<const std::string_view> allowed = schema.AllowedTypes(*f); allowed.size() == 1) {
+      t = ParseType(allowed[0]);
+    }
+    if (t) ctx.set_type(i, std::move(*t));
+  }
+}
+
+struct Entry {
+  std::string_view domain;
+  std::string_view op;
+  ShapeFn fn;
+};
+
+constexpr Entry kEntries[] = {
+#define ONNXKIT_SHAPE_FN(domain, op, function) {domain, op, &function},
+#include "checker/infer/shape_fns.def"
+#undef ONNXKIT_SHAPE_FN
+};
+
+constexpr bool Sorted() {
+  for (size_t i = 1; i < std::size(kEntries); ++i) {
+    const Entry& a = kEntries[i - 1];
+    const Entry& b = kEntries[i];
+    if (std::pair(a.domain, a.op) >= std::pair(b.domain, b.op)) return false;
+  }
+  return true;
+}
+static_assert(Sorted(), "shape_fns.def must be sorted by (domain, op) without duplicates");
+
 }  // namespace
+
+ShapeFn FindShapeFn(std::string_view domain, std::string_view op) {
+  const std::pair<std::string_view, std::string_view> key(ops::CanonicalDomain(domain), op);
+  const Entry* it = std::lower_bound(std::begin(kEntries), std::end(kEntries), key, [](const Entry& e, const auto& k) {
+    return std::pair(e.domain, e.op) < k;
+  });
+  if (it == std::end(kEntries) || it->domain != key.first || it->op != key.second) return nullptr;
+  return it->fn;
+}
 
 Engine::Engine(const ir::Model& model) : model_(model) {
   for (const pb::FunctionProto& f : model.functions()) {

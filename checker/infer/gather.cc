@@ -91,7 +91,12 @@ void ShapeOneHot(NodeContext& ctx) {
   std::optional<int64_t> axis = ctx.NormalizeAxis(ctx.attr_int("axis", -1), rank);
   if (!axis) return;
   Dim depth = Dim::Unknown();
-  if (std::optional<int64_t> d = ctx.input_scalar(1)) {
+  std::optional<int64_t> d = ctx.input_scalar(1);
+  if (const std::vector<double>* f = ctx.input_floats(1); f != nullptr && f->size() == 1 && (*f)[0] > -1e18 &&
+                                                           (*f)[0] < 1e18) {
+    d = static_cast<int64_t>((*f)[0]);  // a float depth is truncated, as onnx casts it
+  }
+  if (d) {
     if (*d < 0) {
       ctx.Fail(absl::StrCat("depth ", *d, " is negative"));
       return;

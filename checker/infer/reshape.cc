@@ -115,12 +115,12 @@ std::optional<Dims> ReshapeDims(NodeContext& ctx, const Dims* in, const Dims& ta
     out[*minus_one] = InferredDim(ctx, *in, out, *minus_one, target);
     if (ctx.failed()) return std::nullopt;
   } else {
-    std::optional<std::vector<int64_t>> a = KnownValues(*in);
-    std::optional<std::vector<int64_t>> b = KnownValues(out);
-    std::optional<int64_t> na = a ? CheckedElementCount(*a) : std::nullopt;
-    std::optional<int64_t> nb = b ? CheckedElementCount(*b) : std::nullopt;
-    if (na && nb && *na != *nb) {
-      ctx.Fail(absl::StrCat("cannot reshape ", *na, " elements into shape ", DimsToString(target)));
+    int64_t na = -1;  // -1: not known
+    int64_t nb = -1;
+    if (std::optional<std::vector<int64_t>> a = KnownValues(*in)) na = CheckedElementCount(*a).value_or(-1);
+    if (std::optional<std::vector<int64_t>> b = KnownValues(out)) nb = CheckedElementCount(*b).value_or(-1);
+    if (na >= 0 && nb >= 0 && na != nb) {
+      ctx.Fail(absl::StrCat("cannot reshape ", na, " elements into shape ", DimsToString(target)));
       return std::nullopt;
     }
   }

@@ -1,5 +1,6 @@
 // The shape functions, one per op family file, and the table that maps
-// (domain, op) to them (shape_fns.def).
+// (domain, op) to them (shape_fns.def; the table and its lookup are in
+// engine.cc).
 #ifndef ONNXKIT_CHECKER_INFER_SHAPE_FNS_H_
 #define ONNXKIT_CHECKER_INFER_SHAPE_FNS_H_
 

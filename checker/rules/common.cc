@@ -43,8 +43,8 @@ void Sink::Report(rules::RuleId id, std::string location, std::string message, s
     ++result_->errors;
   }
   if (severity == Severity::kError && options_.max_errors > 0 && result_->errors >= options_.max_errors) {
-    Stop(absl::StrCat("stopped after ", result_->errors, " errors (--max-errors ", options_.max_errors,
-                      "); the rest of the file was not checked"));
+    Stop(absl::StrCat("stopped after ", result_->errors, result_->errors == 1 ? " error" : " errors",
+                      " (--max-errors ", options_.max_errors, "); the rest of the file was not checked"));
   } else if (result_->diagnostics.size() >= static_cast<size_t>(kMaxDiagnostics)) {
     Stop(absl::StrCat("stopped after ", kMaxDiagnostics, " diagnostics (the limit per file)"));
   }
@@ -159,7 +159,8 @@ std::string NodeLabel(const pb::NodeProto& node, size_t index) {
 }
 
 std::string FunctionLabel(const pb::FunctionProto& function) {
-  std::string id = function.domain.empty() ? function.name : absl::StrCat(function.domain, "::", function.name);
+  std::string id =
+      function.domain.empty() ? function.name : absl::StrCat(function.domain, "::", function.name);
   if (!function.overload.empty()) absl::StrAppend(&id, ":", function.overload);
   return absl::StrCat("function ", Quote(id));
 }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checker/rules/rules.h"
@@ -30,8 +31,14 @@ namespace {
 
 bool IsMapKeyType(int32_t t) {
   switch (t) {
-    case pb::kInt8: case pb::kInt16: case pb::kInt32: case pb::kInt64:
-    case pb::kUint8: case pb::kUint16: case pb::kUint32: case pb::kUint64:
+    case pb::kInt8:
+    case pb::kInt16:
+    case pb::kInt32:
+    case pb::kInt64:
+    case pb::kUint8:
+    case pb::kUint16:
+    case pb::kUint32:
+    case pb::kUint64:
     case pb::kString:
       return true;
     default:
@@ -112,7 +119,7 @@ struct Def {
 struct Frame {
   std::string location;
   const std::vector<pb::NodeProto>* nodes = nullptr;
-  std::unordered_map<std::string_view, Def> defs;  // an index, never iterated
+  absl::flat_hash_map<std::string_view, Def> defs;  // an index, never iterated
 };
 
 // One use, by a node, of a value produced by a node of the same graph.
@@ -201,7 +208,8 @@ void GraphRules::DefineNodeOutputs(Frame* frame) {
         std::string message =
             prev.kind == Def::kNodeOutput && prev.node == static_cast<int32_t>(j)
                 ? absl::StrCat("output ", Quote(out), " appears twice in the node's outputs")
-                : absl::StrCat("output ", Quote(out), " is already produced by ", Describe(*frame, prev, out));
+                : absl::StrCat("output ", Quote(out), " is already produced by ",
+                               Describe(*frame, prev, out));
         sink_->Report(rules::kE0300, Join(frame->location, NodeLabel(node, j)), std::move(message),
                       "every value must have exactly one producer (static single assignment)");
       } else if (DefinedOutside(out)) {
@@ -374,12 +382,14 @@ void GraphRules::ReportOrder(const Frame& frame, const std::vector<std::vector<U
         continue;
       }
       const std::string producer = NodeLabel((*frame.nodes)[u.producer], u.producer);
-      std::string what = u.input >= 0 ? absl::StrCat("input ", Quote(node.input[u.input]), " (#", u.input, ")")
-                                      : absl::StrCat(implicit[u.implicit].subgraph, " reads ",
-                                                     Quote(implicit[u.implicit].name), ", which");
-      sink_->Report(rules::kE0302, Join(frame.location, NodeLabel(node, j)),
-                    absl::StrCat(what, " is produced by a later node, ", producer, " (this node is #", j, ")"),
-                    "sort the nodes topologically: every producer before its consumers");
+      std::string what = u.input >= 0
+                             ? absl::StrCat("input ", Quote(node.input[u.input]), " (#", u.input, ")")
+                             : absl::StrCat(implicit[u.implicit].subgraph, " reads ",
+                                            Quote(implicit[u.implicit].name), ", which");
+      sink_->Report(
+          rules::kE0302, Join(frame.location, NodeLabel(node, j)),
+          absl::StrCat(what, " is produced by a later node, ", producer, " (this node is #", j, ")"),
+          "sort the nodes topologically: every producer before its consumers");
     }
   }
 }
@@ -388,6 +398,7 @@ void GraphRules::CheckGraph(const pb::GraphProto& g, const std::string& location
   Frame frame;
   frame.location = location;
   frame.nodes = &g.node;
+  frame.defs.reserve(g.input.size() + g.initializer.size() + g.sparse_initializer.size() + g.node.size());
   if (is_main && g.name.empty()) {
     sink_->Report(rules::kE0310, location, "the main graph has no name");
   }
@@ -405,7 +416,7 @@ void GraphRules::CheckGraph(const pb::GraphProto& g, const std::string& location
   }
   // Initializers, dense then sparse: unique among themselves; one may share
   // its name with a graph input (the input's default value).
-  std::unordered_map<std::string_view, size_t> initializers;
+  absl::flat_hash_map<std::string_view, size_t> initializers;
   auto define_initializer = [&](const std::string& name, std::string_view what, size_t i) {
     if (name.empty()) {
       sink_->Report(rules::kE0308, location, absl::StrCat(Sv(what), " #", i, " has an empty name"));
@@ -419,8 +430,10 @@ void GraphRules::CheckGraph(const pb::GraphProto& g, const std::string& location
     auto [it, inserted] = frame.defs.try_emplace(name, Def{Def::kInitializer});
     if (inserted && facts_.ir_version >= 1 && facts_.ir_version < 4) {
       sink_->Report(rules::kE0311, location,
-                    absl::StrCat(Sv(what), " ", Quote(name), " is not a graph input (required before IR version 4; "
-                                 "the model is IR version ", facts_.ir_version, ")"));
+                    absl::StrCat(Sv(what), " ", Quote(name),
+                                 " is not a graph input (required before IR version 4; "
+                                 "the model is IR version ",
+                                 facts_.ir_version, ")"));
     }
   };
   for (size_t i = 0; i < g.initializer.size() && !sink_->stopped(); ++i) {
@@ -474,7 +487,8 @@ void GraphRules::CheckFunction(const pb::FunctionProto& f) {
   for (const std::string& out : f.output) {
     if (out.empty() || frame.defs.count(out) > 0 || sink_->stopped()) continue;
     sink_->Report(rules::kE0305, frame.location,
-                  absl::StrCat("function output ", Quote(out), " is not produced by any node or input of the "
+                  absl::StrCat("function output ", Quote(out),
+                               " is not produced by any node or input of the "
                                "function"));
   }
 }

@@ -29,14 +29,16 @@ constexpr int64_t kMaxIrVersion = 13;
 void CheckIrVersion(const pb::ModelProto& model, Sink* sink) {
   const std::string range = absl::StrCat("expected 1 to ", kMaxIrVersion);
   if (model.ir_version == 0 && !model.Has(1)) {
-    sink->Report(rules::kE0200, "ir_version", absl::StrCat("ir_version is missing (", range, ")"),
-                 "set ir_version to the IR version the exporter targets, e.g. 8 for opsets 15-18, 10 for opset 21");
+    sink->Report(
+        rules::kE0200, "ir_version", absl::StrCat("ir_version is missing (", range, ")"),
+        "set ir_version to the IR version the exporter targets, e.g. 8 for opsets 15-18, 10 for opset 21");
   } else if (model.ir_version <= 0) {
     sink->Report(rules::kE0200, "ir_version", absl::StrCat("ir_version is ", model.ir_version, ", ", range));
   } else if (model.ir_version > kMaxIrVersion) {
-    sink->Report(rules::kE0200, "ir_version",
-                 absl::StrCat("ir_version ", model.ir_version, " is newer than onnxkit supports (", range, ")"),
-                 "re-export the model for an older IR version, or update onnxkit");
+    sink->Report(
+        rules::kE0200, "ir_version",
+        absl::StrCat("ir_version ", model.ir_version, " is newer than onnxkit supports (", range, ")"),
+        "re-export the model for an older IR version, or update onnxkit");
   }
 }
 
@@ -52,15 +54,15 @@ bool CheckOpsetList(const std::vector<pb::OperatorSetIdProto>& list, const std::
     auto [it, inserted] = first.emplace(domain, i);
     if (!inserted) {
       sound = false;
-      sink->Report(rules::kE0203, location,
-                   absl::StrCat("domain ", Quote(domain), " is imported twice: version ",
-                                list[it->second].version, " (opset_import[", it->second, "]) and version ",
-                                opset.version),
-                   "keep one opset_import entry per domain (\"\" and \"ai.onnx\" are the same domain)");
+      sink->Report(
+          rules::kE0203, location,
+          absl::StrCat("domain ", Quote(domain), " is imported twice: version ", list[it->second].version,
+                       " (opset_import[", it->second, "]) and version ", opset.version),
+          "keep one opset_import entry per domain (\"\" and \"ai.onnx\" are the same domain)");
       continue;
     }
     const int64_t max = ops::IsKnownDomain(domain) ? ops::MaxKnownOpset(domain)
-                                                    : int64_t{std::numeric_limits<int32_t>::max()};
+                                                   : int64_t{std::numeric_limits<int32_t>::max()};
     if (opset.version < 1 || opset.version > max) {
       sound = false;
       std::string message = absl::StrCat("domain ", Quote(domain), " is imported at version ", opset.version,
@@ -122,13 +124,14 @@ void CheckFunctionSignatures(const pb::ModelProto& model, ModelFacts* facts, Sin
   for (size_t i = 0; i < model.functions.size() && !sink->stopped(); ++i) {
     const pb::FunctionProto& f = model.functions[i];
     const std::string where = FunctionLabel(f);
-    if (f.name.empty()) sink->Report(rules::kE0210, where, absl::StrCat("functions[", i, "] has an empty name"));
+    if (f.name.empty())
+      sink->Report(rules::kE0210, where, absl::StrCat("functions[", i, "] has an empty name"));
     auto [it, inserted] = first.emplace(KeyOf(f), i);
     if (!inserted) {
-      sink->Report(rules::kE0206, where,
-                   absl::StrCat(Sv(where), " is defined twice (functions[", it->second, "] and functions[", i,
-                                "])"),
-                   "give each function a distinct (domain, name, overload)");
+      sink->Report(
+          rules::kE0206, where,
+          absl::StrCat(Sv(where), " is defined twice (functions[", it->second, "] and functions[", i, "])"),
+          "give each function a distinct (domain, name, overload)");
     } else {
       facts->functions.emplace(KeyOf(f), &f);
     }
@@ -148,14 +151,13 @@ void CheckFunctionSignatures(const pb::ModelProto& model, ModelFacts* facts, Sin
 // Indexes (into `order`) of the functions called by `nodes`, recursively
 // through subgraphs, in first-call order.
 void CollectCalls(const std::vector<pb::NodeProto>& nodes, const std::map<FunctionKey, size_t>& index,
-                  int depth, std::vector<size_t>* calls) {
+                  int depth, std::set<size_t>* seen, std::vector<size_t>* calls) {
   for (const pb::NodeProto& node : nodes) {
     auto it = index.find(KeyOf(node));
-    if (it != index.end() && std::find(calls->begin(), calls->end(), it->second) == calls->end()) {
-      calls->push_back(it->second);
-    }
+    if (it != index.end() && seen->insert(it->second).second) calls->push_back(it->second);
     if (depth + 1 > limits::kMaxGraphDepth) continue;
-    for (const SubgraphRef& sub : Subgraphs(node)) CollectCalls(sub.graph->node, index, depth + 1, calls);
+    for (const SubgraphRef& sub : Subgraphs(node))
+      CollectCalls(sub.graph->node, index, depth + 1, seen, calls);
   }
 }
 
@@ -187,7 +189,10 @@ void CheckCalls(const pb::ModelProto& model, const ModelFacts& facts, Sink* sink
     }
   }
   std::vector<std::vector<size_t>> calls(order.size());
-  for (size_t i = 0; i < order.size(); ++i) CollectCalls(order[i]->node, index, 0, &calls[i]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::set<size_t> seen;
+    CollectCalls(order[i]->node, index, 0, &seen, &calls[i]);
+  }
 
   // Depth-first search with an explicit stack; color 0 new, 1 on the stack,
   // 2 done. depth[i]: the longest chain of calls starting at i (i counts 1).
@@ -244,10 +249,10 @@ void CheckCalls(const pb::ModelProto& model, const ModelFacts& facts, Sink* sink
     if (next == f) break;
     f = next;
   }
-  sink->Report(rules::kE0208, FunctionLabel(*order[deepest]),
-               absl::StrCat("model-local function calls nest ", depth[deepest], " deep, over the limit of ",
-                            limits::kMaxFunctionCallDepth, " (limits::kMaxFunctionCallDepth): ",
-                            ChainText(chain)));
+  sink->Report(
+      rules::kE0208, FunctionLabel(*order[deepest]),
+      absl::StrCat("model-local function calls nest ", depth[deepest], " deep, over the limit of ",
+                   limits::kMaxFunctionCallDepth, " (limits::kMaxFunctionCallDepth): ", ChainText(chain)));
 }
 
 }  // namespace

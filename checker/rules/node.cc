@@ -18,11 +18,11 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checker/rules/rules.h"
@@ -38,21 +38,36 @@ namespace {
 
 std::string_view AttributeTypeName(int32_t type) {
   switch (type) {
-    case pb::kAttrFloat: return "FLOAT";
-    case pb::kAttrInt: return "INT";
-    case pb::kAttrString: return "STRING";
-    case pb::kAttrTensor: return "TENSOR";
-    case pb::kAttrGraph: return "GRAPH";
-    case pb::kAttrFloats: return "FLOATS";
-    case pb::kAttrInts: return "INTS";
-    case pb::kAttrStrings: return "STRINGS";
-    case pb::kAttrTensors: return "TENSORS";
-    case pb::kAttrGraphs: return "GRAPHS";
-    case pb::kAttrSparseTensor: return "SPARSE_TENSOR";
-    case pb::kAttrSparseTensors: return "SPARSE_TENSORS";
-    case pb::kAttrTypeProto: return "TYPE_PROTO";
-    case pb::kAttrTypeProtos: return "TYPE_PROTOS";
-    default: return "";
+    case pb::kAttrFloat:
+      return "FLOAT";
+    case pb::kAttrInt:
+      return "INT";
+    case pb::kAttrString:
+      return "STRING";
+    case pb::kAttrTensor:
+      return "TENSOR";
+    case pb::kAttrGraph:
+      return "GRAPH";
+    case pb::kAttrFloats:
+      return "FLOATS";
+    case pb::kAttrInts:
+      return "INTS";
+    case pb::kAttrStrings:
+      return "STRINGS";
+    case pb::kAttrTensors:
+      return "TENSORS";
+    case pb::kAttrGraphs:
+      return "GRAPHS";
+    case pb::kAttrSparseTensor:
+      return "SPARSE_TENSOR";
+    case pb::kAttrSparseTensors:
+      return "SPARSE_TENSORS";
+    case pb::kAttrTypeProto:
+      return "TYPE_PROTO";
+    case pb::kAttrTypeProtos:
+      return "TYPE_PROTOS";
+    default:
+      return "";
   }
 }
 
@@ -83,21 +98,36 @@ std::vector<int32_t> PopulatedFields(const pb::AttributeProto& a) {
 
 std::string_view FieldName(int32_t type) {
   switch (type) {
-    case pb::kAttrFloat: return "f";
-    case pb::kAttrInt: return "i";
-    case pb::kAttrString: return "s";
-    case pb::kAttrTensor: return "t";
-    case pb::kAttrGraph: return "g";
-    case pb::kAttrFloats: return "floats";
-    case pb::kAttrInts: return "ints";
-    case pb::kAttrStrings: return "strings";
-    case pb::kAttrTensors: return "tensors";
-    case pb::kAttrGraphs: return "graphs";
-    case pb::kAttrSparseTensor: return "sparse_tensor";
-    case pb::kAttrSparseTensors: return "sparse_tensors";
-    case pb::kAttrTypeProto: return "tp";
-    case pb::kAttrTypeProtos: return "type_protos";
-    default: return "";
+    case pb::kAttrFloat:
+      return "f";
+    case pb::kAttrInt:
+      return "i";
+    case pb::kAttrString:
+      return "s";
+    case pb::kAttrTensor:
+      return "t";
+    case pb::kAttrGraph:
+      return "g";
+    case pb::kAttrFloats:
+      return "floats";
+    case pb::kAttrInts:
+      return "ints";
+    case pb::kAttrStrings:
+      return "strings";
+    case pb::kAttrTensors:
+      return "tensors";
+    case pb::kAttrGraphs:
+      return "graphs";
+    case pb::kAttrSparseTensor:
+      return "sparse_tensor";
+    case pb::kAttrSparseTensors:
+      return "sparse_tensors";
+    case pb::kAttrTypeProto:
+      return "tp";
+    case pb::kAttrTypeProtos:
+      return "type_protos";
+    default:
+      return "";
   }
 }
 
@@ -148,7 +178,7 @@ class TypeScope {
   }
 
  private:
-  std::unordered_map<std::string_view, const pb::TypeProto*> types_;  // an index
+  absl::flat_hash_map<std::string_view, const pb::TypeProto*> types_;  // an index
   std::deque<pb::TypeProto> owned_;
 };
 
@@ -163,21 +193,55 @@ class NodeRules {
  private:
   void Nodes(const std::vector<pb::NodeProto>& nodes, const std::string& location, int depth,
              const pb::FunctionProto* fn);
-  void CheckNode(const pb::NodeProto& node, const std::string& where, const pb::FunctionProto* fn);
-  void CheckCall(const pb::NodeProto& node, const std::string& where, const pb::FunctionProto& callee);
-  void CheckArity(const pb::NodeProto& node, const std::string& where, const ops::OpSchema& schema,
+  void CheckNode(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto* fn);
+  void CheckCall(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto& callee);
+  void CheckArity(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema,
                   bool inputs);
-  void CheckAttributes(const pb::NodeProto& node, const std::string& where, const ops::OpSchema* schema,
+  void CheckAttributes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema* schema,
                        const pb::FunctionProto* callee, const pb::FunctionProto* fn);
-  void CheckTypes(const pb::NodeProto& node, const std::string& where, const ops::OpSchema& schema);
+  void CheckTypes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema);
   const pb::TypeProto* DeclaredType(std::string_view name) const;
+  std::string UnknownOpMessage(std::string_view domain, const std::string& op, int64_t version);
+  // The attribute names `function` declares (with or without defaults).
+  const std::set<std::string_view>& FunctionAttributes(const pb::FunctionProto& function);
 
   const ModelFacts& facts_;
   const CheckOptions& options_;
   Sink* sink_;
   std::vector<const TypeScope*> scopes_;  // innermost last
   std::set<std::pair<std::string, std::string>> custom_reported_;
+  // Caches, so that a file of a million nodes costs a million lookups.
+  std::map<std::tuple<std::string, std::string, int64_t>, std::string> unknown_ops_;
+  std::map<const pb::FunctionProto*, std::set<std::string_view>> function_attributes_;
 };
+
+// Spelling suggestions cost an edit distance against every op name: they
+// are made for short names and the first distinct unknown ops only.
+constexpr size_t kMaxSuggestedOpName = 64;
+constexpr size_t kMaxSuggestions = 256;
+
+std::string NodeRules::UnknownOpMessage(std::string_view domain, const std::string& op, int64_t version) {
+  auto key = std::make_tuple(std::string(domain), op, version);
+  auto it = unknown_ops_.find(key);
+  if (it != unknown_ops_.end()) return it->second;
+  std::string message;
+  if (op.size() <= kMaxSuggestedOpName && unknown_ops_.size() < kMaxSuggestions) {
+    message = std::string(ops::LookupSchema(domain, op, version).status().message());
+  } else {
+    message = absl::StrCat("op ", Quote(op), " is not defined in ", Sv(domain), " opset ", version);
+  }
+  unknown_ops_.emplace(std::move(key), message);
+  return message;
+}
+
+const std::set<std::string_view>& NodeRules::FunctionAttributes(const pb::FunctionProto& function) {
+  auto [it, inserted] = function_attributes_.try_emplace(&function);
+  if (inserted) {
+    for (const std::string& a : function.attribute) it->second.insert(a);
+    for (const pb::AttributeProto& a : function.attribute_proto) it->second.insert(a.name);
+  }
+  return it->second;
+}
 
 std::string SchemaLabel(const ops::OpSchema& schema) {
   return absl::StrCat(Sv(schema.name()), "-", schema.since_version());
@@ -209,10 +273,12 @@ void NodeRules::Function(const pb::FunctionProto& f) {
 void NodeRules::Nodes(const std::vector<pb::NodeProto>& nodes, const std::string& location, int depth,
                       const pb::FunctionProto* fn) {
   for (size_t j = 0; j < nodes.size() && !sink_->stopped(); ++j) {
-    const std::string where = Join(location, NodeLabel(nodes[j], j));
+    const NodeWhere where(location, nodes[j], j);
     CheckNode(nodes[j], where, fn);
     if (depth + 1 > limits::kMaxGraphDepth) continue;  // reported by the graph rules
-    for (const SubgraphRef& sub : Subgraphs(nodes[j])) Graph(*sub.graph, Join(where, sub.label), depth + 1, fn);
+    for (const SubgraphRef& sub : Subgraphs(nodes[j])) {
+      Graph(*sub.graph, Join(std::string(where), sub.label), depth + 1, fn);
+    }
   }
 }
 
@@ -223,7 +289,7 @@ const pb::TypeProto* NodeRules::DeclaredType(std::string_view name) const {
   return nullptr;
 }
 
-void NodeRules::CheckNode(const pb::NodeProto& node, const std::string& where, const pb::FunctionProto* fn) {
+void NodeRules::CheckNode(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto* fn) {
   if (node.op_type.empty()) {
     sink_->Report(rules::kE0410, where, "the node has an empty op_type");
     return;
@@ -244,33 +310,35 @@ void NodeRules::CheckNode(const pb::NodeProto& node, const std::string& where, c
   }
   if (!ops::IsKnownDomain(domain)) {
     if (!custom_reported_.emplace(std::string(domain), node.op_type).second) return;
-    sink_->Report(rules::kE0409, where,
-                  absl::StrCat("op ", Quote(node.op_type), " of custom domain ", Quote(domain),
-                               " is not checked: onnxkit has no schema for it (reported once per op)"),
-                  options_.strict_custom
-                      ? "with --strict-custom, ops outside the ONNX domains and the model's functions are errors"
-                      : "run with --strict-custom to treat unchecked ops as errors");
+    sink_->Report(
+        rules::kE0409, where,
+        absl::StrCat("op ", Quote(node.op_type), " of custom domain ", Quote(domain),
+                     " is not checked: onnxkit has no schema for it (reported once per op)"),
+        options_.strict_custom
+            ? "with --strict-custom, ops outside the ONNX domains and the model's functions are errors"
+            : "run with --strict-custom to treat unchecked ops as errors");
     return;
   }
-  absl::StatusOr<const ops::OpSchema*> schema = ops::LookupSchema(domain, node.op_type, *version);
-  if (!schema.ok()) {
-    sink_->Report(rules::kE0400, where, std::string(schema.status().message()));
+  const ops::OpSchema* schema = ops::FindSchema(domain, node.op_type, *version);
+  if (schema == nullptr) {
+    sink_->Report(rules::kE0400, where, UnknownOpMessage(domain, node.op_type, *version));
     return;
   }
-  if ((*schema)->deprecated()) {
+  if (schema->deprecated()) {
     sink_->Report(rules::kE0401, where,
                   absl::StrCat("op ", Quote(node.op_type), " is deprecated since ", Sv(domain), " opset ",
-                               (*schema)->since_version(), " (the model imports opset ", *version, ")"),
+                               schema->since_version(), " (the model imports opset ", *version, ")"),
                   "replace the op (e.g. Upsample by Resize) or keep the model at an older opset");
     return;
   }
-  CheckArity(node, where, **schema, /*inputs=*/true);
-  CheckArity(node, where, **schema, /*inputs=*/false);
-  CheckAttributes(node, where, *schema, nullptr, fn);
-  CheckTypes(node, where, **schema);
+  CheckArity(node, where, *schema, /*inputs=*/true);
+  CheckArity(node, where, *schema, /*inputs=*/false);
+  CheckAttributes(node, where, schema, nullptr, fn);
+  CheckTypes(node, where, *schema);
 }
 
-void NodeRules::CheckCall(const pb::NodeProto& node, const std::string& where, const pb::FunctionProto& callee) {
+void NodeRules::CheckCall(const pb::NodeProto& node, const NodeWhere& where,
+                          const pb::FunctionProto& callee) {
   const std::string label = FunctionLabel(callee);
   if (node.input.size() > callee.input.size()) {
     sink_->Report(rules::kE0402, where,
@@ -285,7 +353,7 @@ void NodeRules::CheckCall(const pb::NodeProto& node, const std::string& where, c
   CheckAttributes(node, where, nullptr, &callee, nullptr);
 }
 
-void NodeRules::CheckArity(const pb::NodeProto& node, const std::string& where, const ops::OpSchema& schema,
+void NodeRules::CheckArity(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema,
                            bool inputs) {
   const std::vector<std::string>& actual = inputs ? node.input : node.output;
   const std::span<const ops::FormalParameter> formals = inputs ? schema.inputs() : schema.outputs();
@@ -295,8 +363,8 @@ void NodeRules::CheckArity(const pb::NodeProto& node, const std::string& where, 
   const bool variadic = !formals.empty() && formals.back().option == ops::ParamOption::kVariadic;
   if (!variadic && n > formals.size()) {
     sink_->Report(rule, where,
-                  absl::StrCat("the node has ", n, " ", Sv(what), "s, but ", SchemaLabel(schema), " takes at most ",
-                               formals.size()));
+                  absl::StrCat("the node has ", n, " ", Sv(what), "s, but ", SchemaLabel(schema),
+                               " takes at most ", formals.size()));
     return;
   }
   for (size_t j = 0; j < formals.size(); ++j) {
@@ -306,10 +374,11 @@ void NodeRules::CheckArity(const pb::NodeProto& node, const std::string& where, 
         sink_->Report(rule, where,
                       absl::StrCat("required ", Sv(what), " ", Quote(f.name), " (#", j, ") of ",
                                    SchemaLabel(schema), j >= n ? " is missing" : " has an empty name"),
-                      j >= n ? absl::StrCat(SchemaLabel(schema), " needs at least ",
-                                            inputs ? schema.min_input() : schema.min_output(), " ", Sv(what),
-                                            (inputs ? schema.min_input() : schema.min_output()) == 1 ? "" : "s")
-                             : std::string());
+                      j >= n
+                          ? absl::StrCat(SchemaLabel(schema), " needs at least ",
+                                         inputs ? schema.min_input() : schema.min_output(), " ", Sv(what),
+                                         (inputs ? schema.min_input() : schema.min_output()) == 1 ? "" : "s")
+                          : std::string());
         return;
       }
     } else if (f.option == ops::ParamOption::kVariadic) {
@@ -327,19 +396,18 @@ void NodeRules::CheckArity(const pb::NodeProto& node, const std::string& where, 
   const int64_t max = inputs ? schema.max_input() : schema.max_output();
   if (static_cast<int64_t>(n) < min || static_cast<int64_t>(n) > max) {
     sink_->Report(rule, where,
-                  absl::StrCat("the node has ", n, " ", Sv(what), "s, but ", SchemaLabel(schema), " takes ", min,
-                               max >= int64_t{2147483647} ? " or more" : absl::StrCat(" to ", max)));
+                  absl::StrCat("the node has ", n, " ", Sv(what), "s, but ", SchemaLabel(schema), " takes ",
+                               min, max >= int64_t{2147483647} ? " or more" : absl::StrCat(" to ", max)));
   }
 }
 
-void NodeRules::CheckAttributes(const pb::NodeProto& node, const std::string& where, const ops::OpSchema* schema,
-                                const pb::FunctionProto* callee, const pb::FunctionProto* fn) {
+void NodeRules::CheckAttributes(const pb::NodeProto& node, const NodeWhere& where,
+                                const ops::OpSchema* schema, const pb::FunctionProto* callee,
+                                const pb::FunctionProto* fn) {
   std::set<std::string_view> seen;
-  std::set<std::string_view> callee_attributes;
-  if (callee != nullptr) {
-    for (const std::string& a : callee->attribute) callee_attributes.insert(a);
-    for (const pb::AttributeProto& a : callee->attribute_proto) callee_attributes.insert(a.name);
-  }
+  static const std::set<std::string_view> kNone;
+  const std::set<std::string_view>& callee_attributes =
+      callee != nullptr ? FunctionAttributes(*callee) : kNone;
   const std::string owner = schema != nullptr ? SchemaLabel(*schema) : FunctionLabel(*callee);
   for (size_t i = 0; i < node.attribute.size() && !sink_->stopped(); ++i) {
     const pb::AttributeProto& a = node.attribute[i];
@@ -375,17 +443,15 @@ void NodeRules::CheckAttributes(const pb::NodeProto& node, const std::string& wh
       std::string problem;
       if (fn == nullptr) {
         problem = "refers to a function attribute, but the node is not in a function body";
-      } else {
-        bool known = false;
-        for (const std::string& n : fn->attribute) known = known || n == a.ref_attr_name;
-        for (const pb::AttributeProto& p : fn->attribute_proto) known = known || p.name == a.ref_attr_name;
-        if (!known) problem = absl::StrCat("refers to an attribute the function does not declare");
+      } else if (FunctionAttributes(*fn).count(a.ref_attr_name) == 0) {
+        problem = "refers to an attribute the function does not declare";
       }
-      if (problem.empty() && !PopulatedFields(a).empty()) problem = "refers to a function attribute and also sets a value";
+      if (problem.empty() && !PopulatedFields(a).empty())
+        problem = "refers to a function attribute and also sets a value";
       if (!problem.empty()) {
         sink_->Report(rules::kE0405, where,
-                      absl::StrCat("attribute ", Quote(a.name), " (ref_attr_name ", Quote(a.ref_attr_name), ") ",
-                                   problem));
+                      absl::StrCat("attribute ", Quote(a.name), " (ref_attr_name ", Quote(a.ref_attr_name),
+                                   ") ", problem));
         continue;
       }
     }
@@ -416,7 +482,7 @@ void NodeRules::CheckAttributes(const pb::NodeProto& node, const std::string& wh
   }
 }
 
-void NodeRules::CheckTypes(const pb::NodeProto& node, const std::string& where, const ops::OpSchema& schema) {
+void NodeRules::CheckTypes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema) {
   struct Binding {
     std::string type;
     std::string what;
@@ -441,10 +507,11 @@ void NodeRules::CheckTypes(const pb::NodeProto& node, const std::string& where, 
         constexpr size_t kMaxListed = 12;
         std::vector<absl::string_view> listed;
         for (size_t k = 0; k < allowed.size() && k < kMaxListed; ++k) listed.push_back(Sv(allowed[k]));
-        sink_->Report(rules::kE0408, where,
-                      absl::StrCat(label, " has type ", text, ", but ", SchemaLabel(schema), " allows ",
-                                   f.is_type_parameter() ? absl::StrCat(Sv(f.type_str), " in {") : "{",
-                                   absl::StrJoin(listed, ", "), allowed.size() > kMaxListed ? ", ...}" : "}"));
+        sink_->Report(
+            rules::kE0408, where,
+            absl::StrCat(label, " has type ", text, ", but ", SchemaLabel(schema), " allows ",
+                         f.is_type_parameter() ? absl::StrCat(Sv(f.type_str), " in {") : "{",
+                         absl::StrJoin(listed, ", "), allowed.size() > kMaxListed ? ", ...}" : "}"));
         continue;
       }
       if (!f.is_type_parameter() || (f.option == ops::ParamOption::kVariadic && !f.homogeneous)) continue;

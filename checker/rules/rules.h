@@ -108,6 +108,21 @@ std::string FunctionLabel(const pb::FunctionProto& function);
 // "a › b"; `a` may be empty.
 std::string Join(std::string_view a, std::string_view b);
 
+// The location of a node, built only when a finding needs it (a file may
+// hold millions of nodes, deep in subgraphs). Converts to the location
+// string "<graph location> › node 'n' (Op)".
+class NodeWhere {
+ public:
+  NodeWhere(const std::string& graph, const pb::NodeProto& node, size_t index)
+      : graph_(graph), node_(node), index_(index) {}
+  operator std::string() const { return Join(graph_, NodeLabel(node_, index_)); }  // NOLINT: implicit
+
+ private:
+  const std::string& graph_;
+  const pb::NodeProto& node_;
+  size_t index_;
+};
+
 // A graph held by a node attribute: the attribute's `g`, or one of its
 // `graphs`.
 struct SubgraphRef {

@@ -81,9 +81,9 @@ bool TensorRules::Dense(const pb::TensorProto& t, const std::string& location) {
   const std::string name = TensorName(t);
   if (!IsKnownDataType(t.data_type)) {
     sink_->Report(rules::kE0500, location,
-                  t.data_type == pb::kUndefined
-                      ? absl::StrCat(name, ": data_type is undefined (0)")
-                      : absl::StrCat(name, ": data_type ", t.data_type, " is not a known element type (1 to 26)"));
+                  t.data_type == pb::kUndefined ? absl::StrCat(name, ": data_type is undefined (0)")
+                                                : absl::StrCat(name, ": data_type ", t.data_type,
+                                                               " is not a known element type (1 to 26)"));
     return false;
   }
   absl::StatusOr<int64_t> count = tensor::ElementCount(t);
@@ -92,15 +92,17 @@ bool TensorRules::Dense(const pb::TensorProto& t, const std::string& location) {
     return false;
   }
   if (t.data_location != 0 && t.data_location != 1) {
-    sink_->Report(rules::kE0505, location,
-                  absl::StrCat(name, ": data_location ", t.data_location, " is neither DEFAULT (0) nor EXTERNAL (1)"));
+    sink_->Report(
+        rules::kE0505, location,
+        absl::StrCat(name, ": data_location ", t.data_location, " is neither DEFAULT (0) nor EXTERNAL (1)"));
     return false;
   }
   if (tensor::IsExternal(t)) return External(t, location);
   if (!t.external_data.empty()) {
-    sink_->Report(rules::kE0505, location,
-                  absl::StrCat(name, " has external_data entries but data_location is DEFAULT"),
-                  "set data_location to EXTERNAL (1), or remove the entries; readers disagree on such tensors");
+    sink_->Report(
+        rules::kE0505, location,
+        absl::StrCat(name, " has external_data entries but data_location is DEFAULT"),
+        "set data_location to EXTERNAL (1), or remove the entries; readers disagree on such tensors");
     return false;
   }
   if (t.segment) return true;  // segmented tensors: data spans several protos, not checked
@@ -111,14 +113,16 @@ bool TensorRules::Dense(const pb::TensorProto& t, const std::string& location) {
   }
   const tensor::DataField typed = tensor::TypedFieldFor(t.data_type);
   if (*field == tensor::DataField::kRaw && t.data_type == pb::kString) {
-    sink_->Report(rules::kE0503, location, absl::StrCat(name, ": string data must be in string_data, not raw_data"));
+    sink_->Report(rules::kE0503, location,
+                  absl::StrCat(name, ": string data must be in string_data, not raw_data"));
     return false;
   }
   if (*field != tensor::DataField::kNone && *field != tensor::DataField::kRaw && *field != typed) {
-    sink_->Report(rules::kE0503, location,
-                  absl::StrCat(name, ": data is in ", Sv(tensor::DataFieldName(*field)), ", but ",
-                               Sv(DataTypeName(t.data_type)), " tensors use ", Sv(tensor::DataFieldName(typed)),
-                               t.data_type == pb::kString ? "" : " or raw_data"));
+    sink_->Report(
+        rules::kE0503, location,
+        absl::StrCat(name, ": data is in ", Sv(tensor::DataFieldName(*field)), ", but ",
+                     Sv(DataTypeName(t.data_type)), " tensors use ", Sv(tensor::DataFieldName(typed)),
+                     t.data_type == pb::kString ? "" : " or raw_data"));
     return false;
   }
   absl::Status valid = tensor::ValidateTensorData(t);
@@ -139,7 +143,8 @@ bool TensorRules::External(const pb::TensorProto& t, const std::string& location
     return false;
   }
   if (t.data_type == pb::kString) {
-    sink_->Report(rules::kE0503, location, absl::StrCat(name, ": string tensors cannot store data externally"));
+    sink_->Report(rules::kE0503, location,
+                  absl::StrCat(name, ": string tensors cannot store data externally"));
     return false;
   }
   absl::StatusOr<io::ExternalDataInfo> info = io::ParseExternalData(t);
@@ -217,7 +222,8 @@ void TensorRules::Sparse(const pb::SparseTensorProto& s, const std::string& loca
   SparseIndices(s, location, *dense_count);
 }
 
-void TensorRules::SparseIndices(const pb::SparseTensorProto& s, const std::string& location, int64_t dense_count) {
+void TensorRules::SparseIndices(const pb::SparseTensorProto& s, const std::string& location,
+                                int64_t dense_count) {
   const std::string name = absl::StrCat("sparse tensor ", Quote(s.values->name));
   const pb::TensorProto& idx = *s.indices;
   const int64_t nnz = s.values->dims[0];
@@ -228,10 +234,12 @@ void TensorRules::SparseIndices(const pb::SparseTensorProto& s, const std::strin
     return;
   }
   const bool linear = idx.dims.size() == 1;
-  if (!(linear && idx.dims[0] == nnz) && !(idx.dims.size() == 2 && idx.dims[0] == nnz && idx.dims[1] == rank)) {
-    sink_->Report(rules::kE0504, location,
-                  absl::StrCat(name, ": indices have dims ", tensor::DimsToString(idx.dims), ", expected [", nnz,
-                               "] (linearized) or [", nnz, ", ", rank, "] (coordinates) for ", nnz, " values"));
+  if (!(linear && idx.dims[0] == nnz) &&
+      !(idx.dims.size() == 2 && idx.dims[0] == nnz && idx.dims[1] == rank)) {
+    sink_->Report(
+        rules::kE0504, location,
+        absl::StrCat(name, ": indices have dims ", tensor::DimsToString(idx.dims), ", expected [", nnz,
+                     "] (linearized) or [", nnz, ", ", rank, "] (coordinates) for ", nnz, " values"));
     return;
   }
   Bytes raw;
@@ -248,8 +256,9 @@ void TensorRules::SparseIndices(const pb::SparseTensorProto& s, const std::strin
     if (linear) {
       linear_index = Int64At(idx, raw, i);
       if (linear_index < 0 || linear_index >= dense_count) {
-        sink_->Report(rules::kE0504, location,
-                      absl::StrCat(name, ": index #", i, " is ", linear_index, ", outside [0, ", dense_count, ")"));
+        sink_->Report(
+            rules::kE0504, location,
+            absl::StrCat(name, ": index #", i, " is ", linear_index, ", outside [0, ", dense_count, ")"));
         return;
       }
     } else {
@@ -265,10 +274,11 @@ void TensorRules::SparseIndices(const pb::SparseTensorProto& s, const std::strin
       }
     }
     if (linear_index <= previous) {
-      sink_->Report(rules::kE0504, location,
-                    absl::StrCat(name, ": indices are not strictly ascending: index #", i,
-                                 linear_index == previous ? " repeats the previous one" : " is below the previous one"),
-                    "sort the indices (row-major order of coordinates) and remove duplicates");
+      sink_->Report(
+          rules::kE0504, location,
+          absl::StrCat(name, ": indices are not strictly ascending: index #", i,
+                       linear_index == previous ? " repeats the previous one" : " is below the previous one"),
+          "sort the indices (row-major order of coordinates) and remove duplicates");
       return;
     }
     previous = linear_index;
@@ -289,10 +299,15 @@ void TensorRules::Attribute(const pb::AttributeProto& a, const std::string& loca
 
 void TensorRules::Nodes(const std::vector<pb::NodeProto>& nodes, const std::string& location, int depth) {
   for (size_t j = 0; j < nodes.size() && !sink_->stopped(); ++j) {
-    const std::string where = Join(location, NodeLabel(nodes[j], j));
-    for (const pb::AttributeProto& a : nodes[j].attribute) Attribute(a, where);
+    const NodeWhere where(location, nodes[j], j);
+    for (const pb::AttributeProto& a : nodes[j].attribute) {
+      const bool holds_tensors = a.t || !a.tensors.empty() || a.sparse_tensor || !a.sparse_tensors.empty();
+      if (holds_tensors) Attribute(a, where);
+    }
     if (depth + 1 > limits::kMaxGraphDepth) continue;  // reported by the graph rules
-    for (const SubgraphRef& sub : Subgraphs(nodes[j])) Graph(*sub.graph, Join(where, sub.label), depth + 1);
+    for (const SubgraphRef& sub : Subgraphs(nodes[j])) {
+      Graph(*sub.graph, Join(std::string(where), sub.label), depth + 1);
+    }
   }
 }
 

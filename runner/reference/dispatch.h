@@ -120,7 +120,9 @@ class ElementCopier {
       const std::string* s = src_.strings().data() + from;
       std::copy(s, s + n, dst_.mutable_strings().data() + to);
     } else if (bits_ < 8) {
-      for (int64_t k = 0; k < n; ++k) SetPackedBits(dst_.mutable_raw(), bits_, to + k, GetPackedBits(src_.raw(), bits_, from + k));
+      for (int64_t k = 0; k < n; ++k) {
+        SetPackedBits(dst_.mutable_raw(), bits_, to + k, GetPackedBits(src_.raw(), bits_, from + k));
+      }
     } else {
       size_t w = static_cast<size_t>(bits_ / 8);
       std::memcpy(static_cast<char*>(dst_.mutable_raw()) + static_cast<size_t>(to) * w,
@@ -135,7 +137,8 @@ class ElementCopier {
 };
 
 // Calls fn(coords) for every index tuple of `shape` in row-major order
-// (coords is a const std::vector<int64_t>&); nothing for an empty shape.
+// (coords is a const std::vector<int64_t>&): once for a scalar shape, never
+// when a dim is 0.
 template <typename F>
 void ForEachIndex(const std::vector<int64_t>& shape, F&& fn) {
   for (int64_t d : shape) {

@@ -5,7 +5,7 @@
 //   elementwise_arith.cc   Add, Sub, Mul, Div, Pow, Mod, Max, Min, Sum, Mean
 //                          (and the broadcasting helpers below)
 //   elementwise_logic.cc   And, Or, Xor, comparisons, BitShift, Bitwise*, Where
-//   elementwise_cast.cc    Cast, CastLike
+//   elementwise_cast.cc    Cast, CastLike, BitCast
 //
 // Ops whose opsets differ in semantics have one table entry per range: the
 // legacy `broadcast`/`axis` attributes of opsets < 7, same-shape variadic
@@ -88,6 +88,7 @@ absl::Status Where(KernelContext& ctx);
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCastLike(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBitCast(const ir::Node& node, const KernelInfo& info);
 
 // --- Broadcasting helpers shared by the files of this family ---
 

@@ -401,8 +401,7 @@ class VariadicKernel : public Kernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> CreateArithKernel(ArithOp op, const ir::Node& node, const KernelInfo& info) {
-  (void)node;
+absl::StatusOr<std::unique_ptr<Kernel>> CreateArithKernel(ArithOp op, const ir::Node&, const KernelInfo& info) {
   return std::unique_ptr<Kernel>(new ArithKernel(op, info.opset < 7));
 }
 

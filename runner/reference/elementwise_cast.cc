@@ -1,4 +1,5 @@
-// Reference kernels: Cast and CastLike between every type ONNX allows:
+// Reference kernels: Cast and CastLike between every type ONNX allows
+// (and BitCast, which keeps the bits):
 // bool, all integers (int4/uint4/int2/uint2 packed), float, double,
 // float16, bfloat16, the float8 types (saturate attribute), float8e8m0
 // (round_mode attribute), float4e2m1, and string.
@@ -358,7 +359,44 @@ class CastLikeKernel : public Kernel {
   CastOptions options_;
 };
 
+// BitCast: the same bits read as another type of the same width. The
+// output shares the input's buffer, except that bytes becoming bool are
+// normalized to 0/1 (any other byte is no valid bool).
+class BitCastKernel : public Kernel {
+ public:
+  explicit BitCastKernel(int32_t to) : to_(to) {}
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (!Castable(x->dtype()) || x->is_string() || DataTypeBits(x->dtype()) != DataTypeBits(to_)) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot bitcast ", DescribeTensor(*x), " to ",
+                                                     Sv(DataTypeName(to_)), ": the widths differ"));
+    }
+    if (to_ != pb::kBool) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor y, Tensor::Wrap(to_, x->shape(), x->buffer()));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, to_, x->shape()));
+    const uint8_t* px = x->data<uint8_t>();
+    bool* py = y->mutable_data<bool>();
+    for (int64_t i = 0; i < x->size(); ++i) py[i] = px[i] != 0;
+    return absl::OkStatus();
+  }
+
+ private:
+  int32_t to_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBitCast(const ir::Node& node, const KernelInfo&) {
+  std::optional<int64_t> to = node.GetInt("to");
+  if (!to) return absl::InvalidArgumentError("attribute 'to' (an int) is missing");
+  if (*to < 0 || *to > std::numeric_limits<int32_t>::max() || !Castable(static_cast<int32_t>(*to)) ||
+      *to == pb::kString) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'to' is not a type BitCast supports: ", *to));
+  }
+  return std::unique_ptr<Kernel>(new BitCastKernel(static_cast<int32_t>(*to)));
+}
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const ir::Node& node, const KernelInfo&) {
   const ir::Attribute* attr = node.FindAttribute("to");

@@ -97,12 +97,14 @@ class LogicKernel : public Kernel {
     }
     bool* py = y->mutable_data<bool>();
     if constexpr (std::is_same_v<T, bool>) {
-      if (IsBoolOp(op)) {
-        ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
-          py[o] = op == LogicOp::kAnd ? pa[i] && pb[j] : op == LogicOp::kOr ? pa[i] || pb[j] : pa[i] != pb[j];
-        });
-        return;
-      }
+      // Bool bytes are read as bytes: a model may hold values other than 0/1.
+      const uint8_t* ba = a.data<uint8_t>();
+      const uint8_t* bb = b.data<uint8_t>();
+      ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
+        bool x = ba[i] != 0, z = bb[j] != 0;
+        py[o] = op == LogicOp::kAnd ? x && z : op == LogicOp::kOr ? x || z : op == LogicOp::kXor ? x != z : x == z;
+      });
+      return;
     }
     using C = ComputeT<T>;
     ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
@@ -180,7 +182,7 @@ absl::Status Where(KernelContext& ctx) {
   std::vector<std::vector<int64_t>> shapes = {cond->shape(), x->shape(), y->shape()};
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, BroadcastShapes(shapes));
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutput(0, x->dtype(), out_shape));
-  const bool* pc = cond->data<bool>();
+  const uint8_t* pc = cond->data<uint8_t>();  // bool bytes, any nonzero is true
   ElementCopier from_x(*x, *out), from_y(*y, *out);
   BroadcastRuns runs(out_shape, shapes);
   while (runs.Next()) {

@@ -141,7 +141,9 @@ class UnaryKernel : public Kernel {
       const T* px = x->data<T>();
       T* py = y->mutable_data<T>();
       if constexpr (std::is_same_v<T, bool>) {
-        for (int64_t i = 0; i < x->size(); ++i) py[i] = !px[i];  // Not
+        // Not; bool bytes are read as bytes (a model may hold values other than 0/1).
+        const uint8_t* bytes = x->data<uint8_t>();
+        for (int64_t i = 0; i < x->size(); ++i) py[i] = bytes[i] == 0;
       } else if constexpr (kIsInt<T>) {
         for (int64_t i = 0; i < x->size(); ++i) py[i] = ApplyInt(op_, px[i]);
       } else {

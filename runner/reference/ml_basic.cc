@@ -119,13 +119,14 @@ class LabelEncoder1Kernel : public Kernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeLabelEncoder(const ir::Node& node, const KernelInfo& info) {
-  if (info.opset < 2) {
-    std::vector<std::string> classes;
-    if (const ir::Attribute* a = node.FindAttribute("classes_strings")) classes = a->proto.strings;
-    return std::unique_ptr<Kernel>(new LabelEncoder1Kernel(std::move(classes), AttrInt(node, "default_int64", -1),
-                                                           AttrString(node, "default_string", "_Unused")));
-  }
+absl::StatusOr<std::unique_ptr<Kernel>> MakeLabelEncoder1(const ir::Node& node, const KernelInfo&) {
+  std::vector<std::string> classes;
+  if (const ir::Attribute* a = node.FindAttribute("classes_strings")) classes = a->proto.strings;
+  return std::unique_ptr<Kernel>(new LabelEncoder1Kernel(std::move(classes), AttrInt(node, "default_int64", -1),
+                                                         AttrString(node, "default_string", "_Unused")));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeLabelEncoder(const ir::Node& node, const KernelInfo&) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor keys, TensorAttr(node, "keys_tensor"));
   ONNXKIT_ASSIGN_OR_RETURN(Tensor values, TensorAttr(node, "values_tensor"));
   if (!keys.defined()) {

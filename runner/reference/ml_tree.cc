@@ -10,6 +10,7 @@
 // keep 0, the float max or min) in X's type, then post_transform applies
 // (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT). MEMBER sets come from
 // membership_values, NaN-separated, in node order.
+// Also the post_transform helpers the linear models share (ml_util).
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -65,7 +66,20 @@ double Probit(double p) {
   return std::sqrt(2.0) * x;
 }
 
-void PostTransform(int64_t post, std::vector<double>& row) {
+}  // namespace
+
+namespace ml_util {
+
+absl::StatusOr<int64_t> PostTransformCode(std::string_view name) {
+  static constexpr std::string_view kNames[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
+  for (int64_t i = 0; i < 5; ++i) {
+    if (name == kNames[i]) return i;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("post_transform '", Sv(name), "' is not one of NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT"));
+}
+
+void ApplyPostTransform(int64_t post, std::vector<double>& row) {
   if (post == 1 || post == 3) {  // SOFTMAX (SOFTMAX_ZERO leaves zeros at zero)
     double mx = -std::numeric_limits<double>::infinity(), sum = 0;
     for (double v : row) {
@@ -82,6 +96,10 @@ void PostTransform(int64_t post, std::vector<double>& row) {
     for (double& v : row) v = Probit(v);
   }
 }
+
+}  // namespace ml_util
+
+namespace {
 
 class TreeEnsembleKernel : public Kernel {
  public:
@@ -118,7 +136,7 @@ class TreeEnsembleKernel : public Kernel {
         }
         if (single) acc = static_cast<double>(DoubleToFloat(acc));
       }
-      PostTransform(e_.post, row);
+      ml_util::ApplyPostTransform(e_.post, row);
       ONNXKIT_RETURN_IF_ERROR(VisitFloat(x->dtype(), [&](auto tag) -> absl::Status {
         using T = decltype(tag);
         for (int64_t t = 0; t < e_.targets; ++t) y->mutable_data<T>()[r * e_.targets + t] = RoundFromDouble<T>(row[static_cast<size_t>(t)]);

@@ -113,12 +113,13 @@ struct ScaleMap {
 };
 
 absl::StatusOr<ScaleMap> MakeScaleMap(KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp) {
-  if (zp != nullptr && zp->shape() != scale.shape()) {
+  bool per_tensor = scale.size() == 1;
+  if (zp != nullptr && (per_tensor ? zp->size() != 1 : zp->shape() != scale.shape())) {
     return absl::InvalidArgumentError(absl::StrCat("zero point ", DescribeTensor(*zp), " and scale ",
                                                    DescribeTensor(scale), " must have one shape"));
   }
   ScaleMap map;
-  if (scale.rank() == 0 || scale.size() == 1) return map;
+  if (per_tensor) return map;
   if (ctx.opset() < 13) {
     return absl::InvalidArgumentError(absl::StrCat("scale must be a scalar before opset 13, got ", DescribeTensor(scale)));
   }

@@ -11,7 +11,9 @@
 
 namespace onnxkit::runner::reference::shape_ops {
 
-std::string ShapeString(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
 
 absl::StatusOr<std::vector<int64_t>> ReadInts(const Tensor& t, std::string_view what) {
   if (t.dtype() != 6 && t.dtype() != 7) {
@@ -26,11 +28,13 @@ absl::StatusOr<std::vector<double>> ReadDoubles(const Tensor& t, std::string_vie
   absl::Status st = VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* p = t.data<T>();
-    for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = static_cast<double>(static_cast<ComputeT<T>>(p[i]));
+    for (int64_t i = 0; i < t.size(); ++i)
+      out[static_cast<size_t>(i)] = static_cast<double>(static_cast<ComputeT<T>>(p[i]));
     return absl::OkStatus();
   });
   if (!st.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(Sv(what), " must be a numeric tensor, got ", DescribeTensor(t)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(what), " must be a numeric tensor, got ", DescribeTensor(t)));
   }
   return out;
 }
@@ -79,7 +83,7 @@ absl::Status StoreDouble(Tensor& t, int64_t i, double value) {
       double lo = static_cast<double>(std::numeric_limits<T>::min());
       double hi = static_cast<double>(std::numeric_limits<T>::max());
       if (std::isnan(value)) value = 0;
-      t.mutable_data<T>()[i] = value <= lo ? std::numeric_limits<T>::min()
+      t.mutable_data<T>()[i] = value <= lo   ? std::numeric_limits<T>::min()
                                : value >= hi ? std::numeric_limits<T>::max()
                                              : static_cast<T>(value);
     } else {

@@ -16,13 +16,16 @@ using shape_ops::ShapeString;
 
 // A 1-D int64/int32 input read as values.
 absl::StatusOr<std::vector<int64_t>> Read1D(const Tensor& t, std::string_view what) {
-  if (t.rank() != 1) return absl::InvalidArgumentError(absl::StrCat(Sv(what), " must be 1-D, got ", DescribeTensor(t)));
+  if (t.rank() != 1)
+    return absl::InvalidArgumentError(absl::StrCat(Sv(what), " must be 1-D, got ", DescribeTensor(t)));
   return shape_ops::ReadInts(t, what);
 }
 
 absl::Status CheckDims(const std::vector<int64_t>& dims, std::string_view what) {
   for (int64_t d : dims) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(Sv(what), " ", ShapeString(dims), " has a negative value"));
+    if (d < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(Sv(what), " ", ShapeString(dims), " has a negative value"));
   }
   return absl::OkStatus();
 }
@@ -61,21 +64,24 @@ absl::Status Tile(KernelContext& ctx) {
     ONNXKIT_ASSIGN_OR_RETURN(double tiles, shape_ops::ReadScalar(*t, "tiles"));
     ONNXKIT_ASSIGN_OR_RETURN(double axis_value, shape_ops::ReadScalar(*a, "axis"));
     ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(static_cast<int64_t>(axis_value), x->rank()));
-    if (!(tiles >= 0 && tiles < 9.0e18)) return absl::InvalidArgumentError(absl::StrCat("tiles ", tiles, " is invalid"));
+    if (!(tiles >= 0 && tiles < 9.0e18))
+      return absl::InvalidArgumentError(absl::StrCat("tiles ", tiles, " is invalid"));
     repeats[static_cast<size_t>(axis)] = static_cast<int64_t>(tiles);
   } else {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(1));
     ONNXKIT_ASSIGN_OR_RETURN(repeats, Read1D(*r, "repeats"));
     if (repeats.size() != x->shape().size()) {
-      return absl::InvalidArgumentError(absl::StrCat("repeats ", ShapeString(repeats), " must have one value per dim of ",
-                                                     DescribeTensor(*x)));
+      return absl::InvalidArgumentError(absl::StrCat("repeats ", ShapeString(repeats),
+                                                     " must have one value per dim of ", DescribeTensor(*x)));
     }
     ONNXKIT_RETURN_IF_ERROR(CheckDims(repeats, "repeats"));
   }
   std::vector<int64_t> out_shape(x->shape().size());
   for (size_t i = 0; i < out_shape.size(); ++i) {
     auto d = CheckedMul(x->shape()[i], repeats[i]);
-    if (!d) return absl::InvalidArgumentError(absl::StrCat("tiling ", DescribeTensor(*x), " by ", ShapeString(repeats), " overflows"));
+    if (!d)
+      return absl::InvalidArgumentError(
+          absl::StrCat("tiling ", DescribeTensor(*x), " by ", ShapeString(repeats), " overflows"));
     out_shape[i] = *d;
   }
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
@@ -118,7 +124,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConstantOfShape(const ir::Node& node
     if (!a->proto.t) return absl::InvalidArgumentError("ConstantOfShape value must be a tensor attribute");
     ONNXKIT_ASSIGN_OR_RETURN(value, TensorFromProto(*a->proto.t));
     if (value.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("ConstantOfShape value must hold one element, got ", DescribeTensor(value)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ConstantOfShape value must hold one element, got ", DescribeTensor(value)));
     }
   }
   if (!value.defined()) return absl::ResourceExhaustedError("memory limit reached");
@@ -128,7 +135,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConstantOfShape(const ir::Node& node
 namespace {
 
 template <typename T>
-absl::Status RangeTyped(KernelContext& ctx, const Tensor& start_t, const Tensor& limit_t, const Tensor& delta_t) {
+absl::Status RangeTyped(KernelContext& ctx, const Tensor& start_t, const Tensor& limit_t,
+                        const Tensor& delta_t) {
   using C = ComputeT<T>;
   C start = static_cast<C>(start_t.data<T>()[0]);
   C limit = static_cast<C>(limit_t.data<T>()[0]);
@@ -142,10 +150,12 @@ absl::Status RangeTyped(KernelContext& ctx, const Tensor& start_t, const Tensor&
     if (count > (__int128{1} << 62)) return absl::InvalidArgumentError("Range has too many elements");
     n = count > 0 ? static_cast<int64_t>(count) : 0;
   } else {
-    double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    double count =
+        std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
     if (std::isnan(count) || count > 4.0e18) {
-      return absl::InvalidArgumentError(absl::StrCat("Range(", static_cast<double>(start), ", ", static_cast<double>(limit),
-                                                     ", ", static_cast<double>(delta), ") has no finite element count"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Range(", static_cast<double>(start), ", ", static_cast<double>(limit), ", ",
+                       static_cast<double>(delta), ") has no finite element count"));
     }
     n = count > 0 ? static_cast<int64_t>(count) : 0;
   }
@@ -155,7 +165,8 @@ absl::Status RangeTyped(KernelContext& ctx, const Tensor& start_t, const Tensor&
     if constexpr (std::is_integral_v<C>) {
       py[i] = static_cast<T>(static_cast<__int128>(start) + static_cast<__int128>(i) * delta);
     } else {
-      py[i] = static_cast<T>(static_cast<C>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(delta)));
+      py[i] = static_cast<T>(
+          static_cast<C>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(delta)));
     }
   }
   return absl::OkStatus();
@@ -169,8 +180,8 @@ absl::Status Range(KernelContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     ONNXKIT_ASSIGN_OR_RETURN(in[i], ctx.Input(i));
     if (in[i]->size() != 1 || in[i]->dtype() != in[0]->dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(names[i], " must be a scalar of the type of start, got ",
-                                                     DescribeTensor(*in[i])));
+      return absl::InvalidArgumentError(
+          absl::StrCat(names[i], " must be a scalar of the type of start, got ", DescribeTensor(*in[i])));
     }
   }
   return VisitNumeric(in[0]->dtype(), [&](auto tag) -> absl::Status {
@@ -185,12 +196,14 @@ absl::Status Range(KernelContext& ctx) {
 
 absl::Status EyeLike(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  if (x->rank() != 2) return absl::InvalidArgumentError(absl::StrCat("input must be 2-D, got ", DescribeTensor(*x)));
+  if (x->rank() != 2)
+    return absl::InvalidArgumentError(absl::StrCat("input must be 2-D, got ", DescribeTensor(*x)));
   int32_t dtype = static_cast<int32_t>(AttrInt(ctx.node(), "dtype", x->dtype()));
   int64_t k = AttrInt(ctx.node(), "k", 0);
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, dtype, x->shape()));
   int64_t rows = x->dim(0), cols = x->dim(1);
-  if (k >= cols || k <= -rows) return absl::OkStatus();  // no diagonal inside (and i + k cannot overflow below)
+  if (k >= cols || k <= -rows)
+    return absl::OkStatus();  // no diagonal inside (and i + k cannot overflow below)
   for (int64_t i = 0; i < rows; ++i) {
     int64_t j = i + k;
     if (j < 0 || j >= cols) continue;
@@ -204,7 +217,8 @@ absl::Status OneHot(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* depth_t, ctx.Input(1));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* values, ctx.Input(2));
   if (values->size() != 2) {
-    return absl::InvalidArgumentError(absl::StrCat("values must hold [off_value, on_value], got ", DescribeTensor(*values)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("values must hold [off_value, on_value], got ", DescribeTensor(*values)));
   }
   ONNXKIT_ASSIGN_OR_RETURN(double depth_value, shape_ops::ReadScalar(*depth_t, "depth"));
   if (!(depth_value >= 0 && depth_value < 9.0e18)) {
@@ -235,11 +249,13 @@ absl::Status OneHot(KernelContext& ctx) {
 
 absl::Status Trilu(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  if (x->rank() < 2) return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", DescribeTensor(*x)));
+  if (x->rank() < 2)
+    return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", DescribeTensor(*x)));
   int64_t k = 0;
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* k_t, ctx.OptionalInput(1));
   if (k_t != nullptr) {
-    if (k_t->size() != 1) return absl::InvalidArgumentError(absl::StrCat("k must be a scalar, got ", DescribeTensor(*k_t)));
+    if (k_t->size() != 1)
+      return absl::InvalidArgumentError(absl::StrCat("k must be a scalar, got ", DescribeTensor(*k_t)));
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> kv, shape_ops::ReadInts(*k_t, "k"));
     k = kv[0];
   }
@@ -298,7 +314,8 @@ void CumSumTyped(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool 
 absl::Status CumSum(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(1));
-  if (a->size() != 1 || a->rank() > 1) return absl::InvalidArgumentError(absl::StrCat("axis must be a scalar, got ", DescribeTensor(*a)));
+  if (a->size() != 1 || a->rank() > 1)
+    return absl::InvalidArgumentError(absl::StrCat("axis must be a scalar, got ", DescribeTensor(*a)));
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> av, shape_ops::ReadInts(*a, "axis"));
   if (x->rank() == 0) return absl::InvalidArgumentError("CumSum input must have rank >= 1");
   ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(av[0], x->rank()));

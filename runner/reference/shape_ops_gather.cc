@@ -64,8 +64,8 @@ absl::Status GatherElements(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* data, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* ind, ctx.Input(1));
   if (data->rank() == 0 || ind->rank() != data->rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("indices ", DescribeTensor(*ind), " must have the rank of data ",
-                                                   DescribeTensor(*data), " (>= 1)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices ", DescribeTensor(*ind), " must have the rank of data ", DescribeTensor(*data), " (>= 1)"));
   }
   ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(AttrInt(ctx.node(), "axis", 0), data->rank()));
   for (int d = 0; d < data->rank(); ++d) {
@@ -103,8 +103,9 @@ absl::StatusOr<std::vector<int64_t>> SliceOffsets(const Tensor& data, const Tens
                                                   std::string_view op) {
   int64_t r = data.rank(), q = ind.rank();
   if (q < 1 || batch_dims < 0 || batch_dims >= q || batch_dims >= r) {
-    return absl::InvalidArgumentError(absl::StrCat(Sv(op), ": batch_dims ", batch_dims, " is invalid for data ",
-                                                   DescribeTensor(data), " and indices ", DescribeTensor(ind)));
+    return absl::InvalidArgumentError(absl::StrCat(Sv(op), ": batch_dims ", batch_dims,
+                                                   " is invalid for data ", DescribeTensor(data),
+                                                   " and indices ", DescribeTensor(ind)));
   }
   int64_t m = ind.dim(static_cast<int>(q - 1));
   if (m < 1 || m > r - batch_dims) {
@@ -150,7 +151,8 @@ absl::Status GatherND(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, data->dtype(), out_shape));
   int64_t slice = DimProduct(data->shape(), static_cast<size_t>(b + m), data->shape().size());
   ElementCopier copy(*data, *y);
-  for (size_t t = 0; t < offsets.size(); ++t) copy.CopyRun(offsets[t], static_cast<int64_t>(t) * slice, slice);
+  for (size_t t = 0; t < offsets.size(); ++t)
+    copy.CopyRun(offsets[t], static_cast<int64_t>(t) * slice, slice);
   return absl::OkStatus();
 }
 
@@ -177,33 +179,48 @@ template <typename C>
 C Combine(Reduction r, C a, C b) {
   if constexpr (std::is_same_v<C, bool>) {
     switch (r) {
-      case Reduction::kAdd: case Reduction::kMax: return a || b;
-      case Reduction::kMul: case Reduction::kMin: return a && b;
-      default: return b;
+      case Reduction::kAdd:
+      case Reduction::kMax:
+        return a || b;
+      case Reduction::kMul:
+      case Reduction::kMin:
+        return a && b;
+      default:
+        return b;
     }
   } else if constexpr (std::is_integral_v<C>) {  // wrap around like the hardware, without UB
     using U = std::make_unsigned_t<C>;
     switch (r) {
-      case Reduction::kAdd: return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case Reduction::kMul: return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case Reduction::kMax: return a > b ? a : b;
-      case Reduction::kMin: return a < b ? a : b;
-      default: return b;
+      case Reduction::kAdd:
+        return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case Reduction::kMul:
+        return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case Reduction::kMax:
+        return a > b ? a : b;
+      case Reduction::kMin:
+        return a < b ? a : b;
+      default:
+        return b;
     }
   } else {
     switch (r) {
-      case Reduction::kAdd: return a + b;
-      case Reduction::kMul: return a * b;
-      case Reduction::kMax: return a > b ? a : b;
-      case Reduction::kMin: return a < b ? a : b;
-      default: return b;
+      case Reduction::kAdd:
+        return a + b;
+      case Reduction::kMul:
+        return a * b;
+      case Reduction::kMax:
+        return a > b ? a : b;
+      case Reduction::kMin:
+        return a < b ? a : b;
+      default:
+        return b;
     }
   }
 }
 
 // out = data, then the writes applied in order.
-absl::Status ApplyScatter(KernelContext& ctx, const Tensor& data, const Tensor& updates, const std::vector<Write>& writes,
-                          Reduction r) {
+absl::Status ApplyScatter(KernelContext& ctx, const Tensor& data, const Tensor& updates,
+                          const std::vector<Write>& writes, Reduction r) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, data.dtype(), data.shape()));
   ElementCopier init(data, *y);
   init.CopyRun(0, 0, data.size());
@@ -219,7 +236,8 @@ absl::Status ApplyScatter(KernelContext& ctx, const Tensor& data, const Tensor& 
     T* py = y->mutable_data<T>();
     for (const Write& w : writes) {
       for (int64_t k = 0; k < w.n; ++k) {
-        py[w.to + k] = static_cast<T>(Combine<C>(r, static_cast<C>(py[w.to + k]), static_cast<C>(pu[w.from + k])));
+        py[w.to + k] =
+            static_cast<T>(Combine<C>(r, static_cast<C>(py[w.to + k]), static_cast<C>(pu[w.from + k])));
       }
     }
     return absl::OkStatus();
@@ -228,8 +246,8 @@ absl::Status ApplyScatter(KernelContext& ctx, const Tensor& data, const Tensor& 
 
 absl::Status CheckSameType(const Tensor& data, const Tensor& updates) {
   if (data.dtype() != updates.dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("updates ", DescribeTensor(updates), " must have the type of data ",
-                                                   DescribeTensor(data)));
+    return absl::InvalidArgumentError(absl::StrCat("updates ", DescribeTensor(updates),
+                                                   " must have the type of data ", DescribeTensor(data)));
   }
   return absl::OkStatus();
 }
@@ -243,9 +261,9 @@ class ScatterElementsKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* upd, ctx.Input(2));
     ONNXKIT_RETURN_IF_ERROR(CheckSameType(*data, *upd));
     if (data->rank() == 0 || ind->rank() != data->rank() || ind->shape() != upd->shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("indices ", DescribeTensor(*ind), " and updates ",
-                                                     DescribeTensor(*upd), " must have one shape, of the rank of data ",
-                                                     DescribeTensor(*data)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("indices ", DescribeTensor(*ind), " and updates ", DescribeTensor(*upd),
+                       " must have one shape, of the rank of data ", DescribeTensor(*data)));
     }
     ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(AttrInt(ctx.node(), "axis", 0), data->rank()));
     for (int d = 0; d < data->rank(); ++d) {
@@ -293,12 +311,13 @@ class ScatterNDKernel : public Kernel {
     std::vector<int64_t> want(ind->shape().begin(), ind->shape().end() - 1);
     want.insert(want.end(), data->shape().begin() + m, data->shape().end());
     if (upd->shape() != want) {
-      return absl::InvalidArgumentError(absl::StrCat("updates ", DescribeTensor(*upd), " must have shape ",
-                                                     ShapeString(want)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("updates ", DescribeTensor(*upd), " must have shape ", ShapeString(want)));
     }
     int64_t slice = DimProduct(data->shape(), static_cast<size_t>(m), data->shape().size());
     std::vector<Write> writes;
-    for (size_t t = 0; t < offsets.size(); ++t) writes.push_back({static_cast<int64_t>(t) * slice, offsets[t], slice});
+    for (size_t t = 0; t < offsets.size(); ++t)
+      writes.push_back({static_cast<int64_t>(t) * slice, offsets[t], slice});
     return ApplyScatter(ctx, *data, *upd, writes, r_);
   }
 
@@ -317,19 +336,20 @@ class TensorScatterKernel : public Kernel {
     int64_t rank = cache->rank();
     ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_, rank));
     bool ok = axis != 0 && upd->rank() == rank;
-    for (int d = 0; ok && d < rank; ++d) ok = d == axis ? upd->dim(d) <= cache->dim(d) : upd->dim(d) == cache->dim(d);
+    for (int d = 0; ok && d < rank; ++d)
+      ok = d == axis ? upd->dim(d) <= cache->dim(d) : upd->dim(d) == cache->dim(d);
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("update ", DescribeTensor(*upd), " does not fit past_cache ",
-                                                     DescribeTensor(*cache), " along axis ", axis_,
-                                                     " (which must not be the batch axis 0)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("update ", DescribeTensor(*upd), " does not fit past_cache ", DescribeTensor(*cache),
+                       " along axis ", axis_, " (which must not be the batch axis 0)"));
     }
     int64_t batch = cache->dim(0);
     std::vector<int64_t> starts(static_cast<size_t>(batch), 0);
     if (wi != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(starts, shape_ops::ReadInts(*wi, "write_indices"));
       if (wi->rank() != 1 || static_cast<int64_t>(starts.size()) != batch) {
-        return absl::InvalidArgumentError(absl::StrCat("write_indices must be 1-D with ", batch, " values, got ",
-                                                       DescribeTensor(*wi)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("write_indices must be 1-D with ", batch, " values, got ", DescribeTensor(*wi)));
       }
     }
     size_t a = static_cast<size_t>(axis);
@@ -348,8 +368,9 @@ class TensorScatterKernel : public Kernel {
       }
       if (pos < 0 || pos >= max_len) {
         if (status.ok()) {
-          status = absl::OutOfRangeError(absl::StrCat("write index ", start, " + ", c[a], " is outside the cache of ",
-                                                      max_len, " along axis ", axis));
+          status =
+              absl::OutOfRangeError(absl::StrCat("write index ", start, " + ", c[a],
+                                                 " is outside the cache of ", max_len, " along axis ", axis));
         }
         ++from;
         return;
@@ -382,7 +403,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const ir::Node& node, cons
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTensorScatter(const ir::Node& node, const KernelInfo&) {
   std::string mode = AttrString(node, "mode", "linear");
   if (mode != "linear" && mode != "circular") {
-    return absl::InvalidArgumentError(absl::StrCat("TensorScatter mode must be linear or circular, got '", mode, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TensorScatter mode must be linear or circular, got '", mode, "'"));
   }
   return std::unique_ptr<Kernel>(new TensorScatterKernel(AttrInt(node, "axis", -2), mode == "circular"));
 }

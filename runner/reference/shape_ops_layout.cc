@@ -40,8 +40,8 @@ absl::Status Transpose(KernelContext& ctx) {
     seen[static_cast<size_t>(p)] = true;
   }
   if (!valid) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("perm [", absl::StrJoin(perm, ", "), "] is not a permutation of the dims of ", DescribeTensor(*x)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "perm [", absl::StrJoin(perm, ", "), "] is not a permutation of the dims of ", DescribeTensor(*x)));
   }
   std::vector<int64_t> out_shape(rank), src_strides(rank);
   std::vector<int64_t> in_strides = Strides(x->shape());
@@ -108,14 +108,16 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(KernelContext& ctx, int64_t dim)
   if (ctx.opset() >= 13 || ctx.opset() < 2) {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.OptionalInput(1));
     if (s != nullptr) {
-      if (s->rank() > 1) return absl::InvalidArgumentError(absl::StrCat("split must be 1-D, got ", DescribeTensor(*s)));
+      if (s->rank() > 1)
+        return absl::InvalidArgumentError(absl::StrCat("split must be 1-D, got ", DescribeTensor(*s)));
       ONNXKIT_ASSIGN_OR_RETURN(split, shape_ops::ReadInts(*s, "split"));
     }
   }
   int64_t n = ctx.num_outputs();
   auto num_outputs = ctx.opset() >= 18 ? ctx.node().GetInt("num_outputs") : std::nullopt;
   if (split) {
-    if (num_outputs) return absl::InvalidArgumentError("Split takes either the split input or num_outputs, not both");
+    if (num_outputs)
+      return absl::InvalidArgumentError("Split takes either the split input or num_outputs, not both");
     int64_t sum = 0;
     for (int64_t s : *split) {
       if (s < 0 || s > dim - sum) {
@@ -125,25 +127,28 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(KernelContext& ctx, int64_t dim)
       sum += s;
     }
     if (sum != dim || static_cast<int64_t>(split->size()) != n) {
-      return absl::InvalidArgumentError(absl::StrCat("split ", ShapeString(*split), " must have ", n,
-                                                     " values summing to the dim ", dim));
+      return absl::InvalidArgumentError(
+          absl::StrCat("split ", ShapeString(*split), " must have ", n, " values summing to the dim ", dim));
     }
     return *split;
   }
   if (num_outputs) {
     if (*num_outputs < 1 || *num_outputs != n) {
-      return absl::InvalidArgumentError(absl::StrCat("num_outputs ", *num_outputs, " does not match the ", n, " outputs"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_outputs ", *num_outputs, " does not match the ", n, " outputs"));
     }
     int64_t chunk = dim / n + (dim % n != 0 ? 1 : 0);
     std::vector<int64_t> sizes(static_cast<size_t>(n), chunk);
     if (chunk * (n - 1) > dim) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot split a dim of ", dim, " into ", n, " chunks of ", chunk));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot split a dim of ", dim, " into ", n, " chunks of ", chunk));
     }
     sizes.back() = dim - chunk * (n - 1);
     return sizes;
   }
   if (n < 1 || dim % n != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("a dim of ", dim, " does not split evenly into ", n, " outputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a dim of ", dim, " does not split evenly into ", n, " outputs"));
   }
   return std::vector<int64_t>(static_cast<size_t>(n), dim / n);
 }
@@ -185,7 +190,8 @@ absl::StatusOr<SliceParams> ReadSliceParams(KernelContext& ctx, int64_t rank) {
   if (ctx.opset() < 10) {
     auto starts = ctx.node().GetInts("starts");
     auto ends = ctx.node().GetInts("ends");
-    if (!starts || !ends) return absl::InvalidArgumentError("Slice before opset 10 needs starts and ends attributes");
+    if (!starts || !ends)
+      return absl::InvalidArgumentError("Slice before opset 10 needs starts and ends attributes");
     p.starts = *starts;
     p.ends = *ends;
     if (auto axes = ctx.node().GetInts("axes")) p.axes = *axes;
@@ -195,7 +201,8 @@ absl::StatusOr<SliceParams> ReadSliceParams(KernelContext& ctx, int64_t rank) {
     for (int i = 0; i < 4; ++i) {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* t, i < 2 ? ctx.Input(i + 1) : ctx.OptionalInput(i + 1));
       if (t == nullptr) continue;
-      if (t->rank() != 1) return absl::InvalidArgumentError(absl::StrCat(names[i], " must be 1-D, got ", DescribeTensor(*t)));
+      if (t->rank() != 1)
+        return absl::InvalidArgumentError(absl::StrCat(names[i], " must be 1-D, got ", DescribeTensor(*t)));
       ONNXKIT_ASSIGN_OR_RETURN(*dst[i], shape_ops::ReadInts(*t, names[i]));
     }
   }
@@ -206,8 +213,9 @@ absl::StatusOr<SliceParams> ReadSliceParams(KernelContext& ctx, int64_t rank) {
   }
   if (p.steps.empty()) p.steps.assign(n, 1);
   if (p.ends.size() != n || p.axes.size() != n || p.steps.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("starts, ends, axes and steps have different lengths (", n, ", ",
-                                                   p.ends.size(), ", ", p.axes.size(), ", ", p.steps.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("starts, ends, axes and steps have different lengths (", n,
+                                                   ", ", p.ends.size(), ", ", p.axes.size(), ", ",
+                                                   p.steps.size(), ")"));
   }
   ONNXKIT_ASSIGN_OR_RETURN(p.axes, shape_ops::NormalizeAxes(p.axes, rank));
   return p;
@@ -259,7 +267,8 @@ absl::Status Compress(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* cond, ctx.Input(1));
   if (cond->dtype() != 9 || cond->rank() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("condition must be a 1-D bool tensor, got ", DescribeTensor(*cond)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("condition must be a 1-D bool tensor, got ", DescribeTensor(*cond)));
   }
   auto axis_attr = ctx.node().GetInt("axis");
   // Without an axis the input is read flattened.
@@ -274,7 +283,8 @@ absl::Status Compress(KernelContext& ctx) {
   for (int64_t i = 0; i < cond->size(); ++i) {
     if (!cond->data<bool>()[i]) continue;
     if (i >= dim) {
-      return absl::InvalidArgumentError(absl::StrCat("condition selects index ", i, " of an axis of size ", dim));
+      return absl::InvalidArgumentError(
+          absl::StrCat("condition selects index ", i, " of an axis of size ", dim));
     }
     selected.push_back(i);
   }
@@ -296,18 +306,19 @@ absl::Status Compress(KernelContext& ctx) {
 absl::Status ReverseSequence(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* lens_t, ctx.Input(1));
-  if (x->rank() < 2) return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", DescribeTensor(*x)));
+  if (x->rank() < 2)
+    return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", DescribeTensor(*x)));
   int64_t batch_axis = AttrInt(ctx.node(), "batch_axis", 1);
   int64_t time_axis = AttrInt(ctx.node(), "time_axis", 0);
   if (!((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_axis ", batch_axis, " and time_axis ", time_axis, " must be 0 and 1 in some order"));
+    return absl::InvalidArgumentError(absl::StrCat("batch_axis ", batch_axis, " and time_axis ", time_axis,
+                                                   " must be 0 and 1 in some order"));
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> lens, shape_ops::ReadInts(*lens_t, "sequence_lens"));
   int64_t batch = x->dim(static_cast<int>(batch_axis)), time = x->dim(static_cast<int>(time_axis));
   if (lens_t->rank() != 1 || static_cast<int64_t>(lens.size()) != batch) {
-    return absl::InvalidArgumentError(absl::StrCat("sequence_lens must be 1-D with ", batch, " values, got ",
-                                                   DescribeTensor(*lens_t)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence_lens must be 1-D with ", batch, " values, got ", DescribeTensor(*lens_t)));
   }
   for (int64_t l : lens) {
     if (l < 0 || l > time) {
@@ -333,7 +344,8 @@ namespace {
 // DepthToSpace / SpaceToDepth on [N, C, H, W]: the element of the depth
 // layout at (n, channel, h, w) for block offsets (i, j) and output channel c.
 absl::Status CheckBlock(const Tensor& x, int64_t b) {
-  if (x.rank() != 4) return absl::InvalidArgumentError(absl::StrCat("input must be 4-D, got ", DescribeTensor(x)));
+  if (x.rank() != 4)
+    return absl::InvalidArgumentError(absl::StrCat("input must be 4-D, got ", DescribeTensor(x)));
   if (b < 1) return absl::InvalidArgumentError(absl::StrCat("blocksize must be positive, got ", b));
   return absl::OkStatus();
 }
@@ -346,11 +358,13 @@ class DepthToSpaceKernel : public Kernel {
     ONNXKIT_RETURN_IF_ERROR(CheckBlock(*x, b_));
     int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
     if (c % (b_ * b_) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("channels ", c, " are not a multiple of blocksize^2 (", b_, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("channels ", c, " are not a multiple of blocksize^2 (", b_, ")"));
     }
     int64_t oc = c / (b_ * b_);
     auto oh = CheckedMul(h, b_), ow = CheckedMul(w, b_);
-    if (!oh || !ow) return absl::InvalidArgumentError(absl::StrCat("output of ", DescribeTensor(*x), " is too large"));
+    if (!oh || !ow)
+      return absl::InvalidArgumentError(absl::StrCat("output of ", DescribeTensor(*x), " is too large"));
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), {n, oc, *oh, *ow}));
     ElementCopier copy(*x, *y);
     int64_t out = 0;
@@ -384,11 +398,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeDepthToSpace(const ir::Node& node, c
 absl::Status SpaceToDepth(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   int64_t b = AttrInt(ctx.node(), "blocksize", 0);
-  if (b > (int64_t{1} << 20)) return absl::InvalidArgumentError(absl::StrCat("blocksize ", b, " is too large"));
+  if (b > (int64_t{1} << 20))
+    return absl::InvalidArgumentError(absl::StrCat("blocksize ", b, " is too large"));
   ONNXKIT_RETURN_IF_ERROR(CheckBlock(*x, b));
   int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
   if (h % b != 0 || w % b != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("spatial dims of ", DescribeTensor(*x), " are not multiples of blocksize ", b));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spatial dims of ", DescribeTensor(*x), " are not multiples of blocksize ", b));
   }
   auto oc = CheckedMul(c, b * b);
   if (!oc) return absl::InvalidArgumentError(absl::StrCat("output of ", DescribeTensor(*x), " is too large"));

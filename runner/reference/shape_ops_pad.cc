@@ -61,13 +61,13 @@ class PadKernel : public Kernel {
       p.before = b > 0 ? b : 0;
       auto size = CheckedAdd(p.len, p.before);
       if (p.len < 0 || !size || !(size = CheckedAdd(*size, e > 0 ? e : 0))) {
-        return absl::InvalidArgumentError(absl::StrCat("pads [", absl::StrJoin(pads, ", "), "] do not fit input ",
-                                                       DescribeTensor(*x)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("pads [", absl::StrJoin(pads, ", "), "] do not fit input ", DescribeTensor(*x)));
       }
       out_shape[i] = *size;
       if (mode_ != PadMode::kConstant && p.len == 0 && *size > 0) {
-        return absl::InvalidArgumentError(absl::StrCat("cannot pad an empty axis ", i, " of ", DescribeTensor(*x),
-                                                       " in a mode other than constant"));
+        return absl::InvalidArgumentError(absl::StrCat("cannot pad an empty axis ", i, " of ",
+                                                       DescribeTensor(*x), " in a mode other than constant"));
       }
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
@@ -110,7 +110,8 @@ class PadKernel : public Kernel {
       given = *attr_pads_;
     } else {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* p, ctx.Input(1));
-      if (p->rank() > 1) return absl::InvalidArgumentError(absl::StrCat("pads must be 1-D, got ", DescribeTensor(*p)));
+      if (p->rank() > 1)
+        return absl::InvalidArgumentError(absl::StrCat("pads must be 1-D, got ", DescribeTensor(*p)));
       ONNXKIT_ASSIGN_OR_RETURN(given, shape_ops::ReadInts(*p, "pads"));
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.OptionalInput(3));
       if (a != nullptr) {
@@ -124,7 +125,8 @@ class PadKernel : public Kernel {
     }
     if (given.size() != 2 * axes.size()) {
       return absl::InvalidArgumentError(absl::StrCat("pads [", absl::StrJoin(given, ", "), "] must have ",
-                                                     2 * axes.size(), " values for input ", DescribeTensor(x)));
+                                                     2 * axes.size(), " values for input ",
+                                                     DescribeTensor(x)));
     }
     std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -181,7 +183,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePad(const ir::Node& node, const Kern
   } else if (mode_name == "wrap" && info.opset >= 19) {
     mode = PadMode::kWrap;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("Pad mode '", mode_name, "' is not one of constant, reflect, edge",
+    return absl::InvalidArgumentError(absl::StrCat("Pad mode '", mode_name,
+                                                   "' is not one of constant, reflect, edge",
                                                    info.opset >= 19 ? ", wrap" : ""));
   }
   std::optional<std::vector<int64_t>> pads;
@@ -204,15 +207,16 @@ absl::Status CenterCropPad(KernelContext& ctx) {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   if (shape.size() != axes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " must have one value per axis (",
-                                                   axes.size(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ShapeString(shape), " must have one value per axis (", axes.size(), ")"));
   }
   std::vector<int64_t> out_shape = x->shape();
   std::vector<int64_t> in_start(static_cast<size_t>(rank), 0), out_start(static_cast<size_t>(rank), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     size_t a = static_cast<size_t>(axes[i]);
     int64_t dim = x->shape()[a], want = shape[i];
-    if (want < 0) return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " has a negative value"));
+    if (want < 0)
+      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " has a negative value"));
     out_shape[a] = want;
     if (want < dim) in_start[a] = (dim - want) / 2;
     if (want > dim) out_start[a] = (want - dim) / 2;

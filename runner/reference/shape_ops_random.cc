@@ -56,7 +56,8 @@ double LegacyRandom::Normal() {
 }
 
 uint32_t SeedOf(const ir::Node& node) {
-  if (auto f = node.GetFloat("seed")) return static_cast<uint32_t>(std::fabs(*f) < 9.0e18f ? static_cast<int64_t>(*f) : 0);
+  if (auto f = node.GetFloat("seed"))
+    return static_cast<uint32_t>(std::fabs(*f) < 9.0e18f ? static_cast<int64_t>(*f) : 0);
   if (auto i = node.GetInt("seed")) return static_cast<uint32_t>(*i);
   return std::random_device{}();
 }
@@ -73,7 +74,8 @@ enum class Dist { kNormal, kUniform, kBernoulli };
 // input's shape, and its type unless dtype is given), and Bernoulli.
 class RandomKernel : public Kernel {
  public:
-  RandomKernel(Dist dist, bool like, std::optional<int64_t> dtype, std::vector<int64_t> shape, double a, double b)
+  RandomKernel(Dist dist, bool like, std::optional<int64_t> dtype, std::vector<int64_t> shape, double a,
+               double b)
       : dist_(dist), like_(like), dtype_(dtype), shape_(std::move(shape)), a_(a), b_(b) {}
 
   absl::Status Run(KernelContext& ctx) override {
@@ -90,9 +92,15 @@ class RandomKernel : public Kernel {
     for (int64_t i = 0; i < y->size(); ++i) {
       double v = 0;
       switch (dist_) {
-        case Dist::kNormal: v = a_ + b_ * rng.Normal(); break;
-        case Dist::kUniform: v = a_ + (b_ - a_) * rng.Uniform(); break;
-        case Dist::kBernoulli: v = rng.Uniform() < shape_ops::LoadDouble(*x, i) ? 1.0 : 0.0; break;
+        case Dist::kNormal:
+          v = a_ + b_ * rng.Normal();
+          break;
+        case Dist::kUniform:
+          v = a_ + (b_ - a_) * rng.Uniform();
+          break;
+        case Dist::kBernoulli:
+          v = rng.Uniform() < shape_ops::LoadDouble(*x, i) ? 1.0 : 0.0;
+          break;
       }
       ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*y, i, v));
     }
@@ -137,7 +145,9 @@ class MultinomialKernel : public Kernel {
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    if (x->rank() != 2) return absl::InvalidArgumentError(absl::StrCat("input must be [batch, classes], got ", DescribeTensor(*x)));
+    if (x->rank() != 2)
+      return absl::InvalidArgumentError(
+          absl::StrCat("input must be [batch, classes], got ", DescribeTensor(*x)));
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> logits, shape_ops::ReadDoubles(*x, "input"));
     int64_t batch = x->dim(0), classes = x->dim(1);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, dtype_, {batch, samples_}));
@@ -185,9 +195,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBernoulli(const ir::Node& node, cons
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMultinomial(const ir::Node& node, const KernelInfo&) {
   int64_t dtype = AttrInt(node, "dtype", 6);
-  if (dtype != 6 && dtype != 7) return absl::InvalidArgumentError(absl::StrCat("dtype must be int32 or int64, got ", dtype));
+  if (dtype != 6 && dtype != 7)
+    return absl::InvalidArgumentError(absl::StrCat("dtype must be int32 or int64, got ", dtype));
   int64_t samples = AttrInt(node, "sample_size", 1);
-  if (samples < 1) return absl::InvalidArgumentError(absl::StrCat("sample_size must be positive, got ", samples));
+  if (samples < 1)
+    return absl::InvalidArgumentError(absl::StrCat("sample_size must be positive, got ", samples));
   return std::unique_ptr<Kernel>(new MultinomialKernel(static_cast<int32_t>(dtype), samples));
 }
 

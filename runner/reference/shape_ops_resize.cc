@@ -19,7 +19,15 @@ namespace onnxkit::runner::reference {
 namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
+enum class Coord {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
 enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 enum class Policy { kStretch, kNotLarger, kNotSmaller };
 // Where the scales come from: Upsample-1 attributes, Upsample-7 attribute,
@@ -56,10 +64,18 @@ std::vector<double> Coefficients(const Config& c, double ratio, double scale, in
     bool up = true;  // an integral coordinate (ratio 1) picks base + 1
     if (ratio != 1.0) {
       switch (c.rounding) {
-        case Rounding::kRoundPreferFloor: up = ratio > 0.5; break;
-        case Rounding::kRoundPreferCeil: up = ratio >= 0.5; break;
-        case Rounding::kFloor: up = false; break;
-        case Rounding::kCeil: up = true; break;
+        case Rounding::kRoundPreferFloor:
+          up = ratio > 0.5;
+          break;
+        case Rounding::kRoundPreferCeil:
+          up = ratio >= 0.5;
+          break;
+        case Rounding::kFloor:
+          up = false;
+          break;
+        case Rounding::kCeil:
+          up = true;
+          break;
       }
     }
     return {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
@@ -101,19 +117,25 @@ std::vector<double> Coefficients(const Config& c, double ratio, double scale, in
 
 // The original coordinate of output coordinate x (ONNX's formulas, with the
 // output length taken as scale * in like the reference implementation).
-double Original(const Config& c, double x, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+double Original(const Config& c, double x, int64_t in, int64_t out, double scale, double roi_start,
+                double roi_end) {
   double in_len = static_cast<double>(in), out_len = scale * in_len;
   switch (c.coord) {
-    case Coord::kHalfPixel: return (x + 0.5) / scale - 0.5;
+    case Coord::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
     case Coord::kHalfPixelSymmetric: {
       double adjustment = static_cast<double>(out) / out_len;
       double offset = in_len / 2 * (1 - adjustment);
       return offset + (x + 0.5) / scale - 0.5;
     }
-    case Coord::kPytorchHalfPixel: return out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case Coord::kAlignCorners: return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
-    case Coord::kAsymmetric: return x / scale;
-    case Coord::kTfHalfPixelForNn: return (x + 0.5) / scale;
+    case Coord::kPytorchHalfPixel:
+      return out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case Coord::kAlignCorners:
+      return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
+    case Coord::kAsymmetric:
+      return x / scale;
+    case Coord::kTfHalfPixelForNn:
+      return (x + 0.5) / scale;
     case Coord::kTfCropAndResize: {
       double o = out_len == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
                               : x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
@@ -123,7 +145,8 @@ double Original(const Config& c, double x, int64_t in, int64_t out, double scale
   return x;
 }
 
-std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scale, double roi_start,
+                           double roi_end) {
   std::vector<Taps> taps(static_cast<size_t>(out));
   for (int64_t x = 0; x < out; ++x) {
     Taps& t = taps[static_cast<size_t>(x)];
@@ -171,7 +194,8 @@ class ResizeKernel : public Kernel {
     ONNXKIT_RETURN_IF_ERROR(OutputGeometry(ctx, *x, scales, out_shape, roi_start, roi_end));
     for (size_t d = 0; d < rank; ++d) {
       if (x->shape()[d] == 0 && out_shape[d] > 0) {
-        return absl::InvalidArgumentError(absl::StrCat("cannot resize the empty axis ", d, " of ", DescribeTensor(*x)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot resize the empty axis ", d, " of ", DescribeTensor(*x)));
       }
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
@@ -270,7 +294,8 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
     int scales_input = c_.form == Form::kScalesInput ? 1 : 2;
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.OptionalInput(scales_input));
     if (s != nullptr && s->size() > 0) {
-      if (s->dtype() != 1) return absl::InvalidArgumentError(absl::StrCat("scales must be float, got ", DescribeTensor(*s)));
+      if (s->dtype() != 1)
+        return absl::InvalidArgumentError(absl::StrCat("scales must be float, got ", DescribeTensor(*s)));
       for (int64_t i = 0; i < s->size(); ++i) given_scales.push_back(s->data<float>()[i]);
     }
     if (c_.form == Form::kResize) {
@@ -291,7 +316,8 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
   if (sizes) {
     for (size_t i = 0; i < n; ++i) {
       size_t a = static_cast<size_t>(axes[i]);
-      if ((*sizes)[i] < 0) return absl::InvalidArgumentError(absl::StrCat("sizes has a negative value ", (*sizes)[i]));
+      if ((*sizes)[i] < 0)
+        return absl::InvalidArgumentError(absl::StrCat("sizes has a negative value ", (*sizes)[i]));
       scales[a] = static_cast<double>((*sizes)[i]) / static_cast<double>(x.shape()[a]);
       out_shape[a] = (*sizes)[i];
     }
@@ -303,7 +329,8 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
       }
       for (int64_t a : axes) {
         scales[static_cast<size_t>(a)] = s;
-        out_shape[static_cast<size_t>(a)] = static_cast<int64_t>(s * static_cast<double>(x.shape()[static_cast<size_t>(a)]) + 0.5);
+        out_shape[static_cast<size_t>(a)] =
+            static_cast<int64_t>(s * static_cast<double>(x.shape()[static_cast<size_t>(a)]) + 0.5);
       }
     }
   } else {
@@ -312,7 +339,8 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
       double s = given_scales[i];
       double size = s * static_cast<double>(x.shape()[a]);
       if (!(s > 0) || !(size < 4.0e18)) {
-        return absl::InvalidArgumentError(absl::StrCat("scale ", s, " of axis ", a, " is not a usable positive number"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scale ", s, " of axis ", a, " is not a usable positive number"));
       }
       scales[a] = s;
       out_shape[a] = static_cast<int64_t>(size);
@@ -323,7 +351,8 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
     if (roi == nullptr) return absl::InvalidArgumentError("tf_crop_and_resize needs the roi input");
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> r, shape_ops::ReadDoubles(*roi, "roi"));
     if (r.size() != 2 * n) {
-      return absl::InvalidArgumentError(absl::StrCat("roi must have ", 2 * n, " values, got ", DescribeTensor(*roi)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("roi must have ", 2 * n, " values, got ", DescribeTensor(*roi)));
     }
     for (size_t i = 0; i < n; ++i) {
       roi_start[static_cast<size_t>(axes[i])] = r[i];
@@ -340,11 +369,13 @@ absl::StatusOr<int> Choice(const ir::Node& node, std::string_view attr, std::str
   for (size_t i = 0; i < names.size(); ++i) {
     if (v == names[i]) return static_cast<int>(i);
   }
-  return absl::InvalidArgumentError(absl::StrCat(Sv(attr), " '", v, "' is not one of ", absl::StrJoin(names, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat(Sv(attr), " '", v, "' is not one of ", absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<Mode> ParseMode(const ir::Node& node) {
-  ONNXKIT_ASSIGN_OR_RETURN(int m, Choice(node, "mode", "nearest", {"nearest", "linear", "cubic", "bilinear"}));
+  ONNXKIT_ASSIGN_OR_RETURN(int m,
+                           Choice(node, "mode", "nearest", {"nearest", "linear", "cubic", "bilinear"}));
   return m == 3 ? Mode::kLinear : static_cast<Mode>(m);
 }
 
@@ -359,12 +390,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const K
     c.rounding = Rounding::kFloor;
     return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
   }
-  ONNXKIT_ASSIGN_OR_RETURN(int coord, Choice(node, "coordinate_transformation_mode", "half_pixel",
-                                             {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                              "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      int coord, Choice(node, "coordinate_transformation_mode", "half_pixel",
+                        {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                         "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}));
   c.coord = static_cast<Coord>(coord);
-  ONNXKIT_ASSIGN_OR_RETURN(int rounding, Choice(node, "nearest_mode", "round_prefer_floor",
-                                                {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}));
+  ONNXKIT_ASSIGN_OR_RETURN(int rounding,
+                           Choice(node, "nearest_mode", "round_prefer_floor",
+                                  {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}));
   c.rounding = static_cast<Rounding>(rounding);
   ONNXKIT_ASSIGN_OR_RETURN(int policy, Choice(node, "keep_aspect_ratio_policy", "stretch",
                                               {"stretch", "not_larger", "not_smaller"}));

@@ -51,7 +51,8 @@ class GridSampleKernel : public Kernel {
               grid->dim(static_cast<int>(k + 1)) == k && (!only_4d_ || k == 2);
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat("grid ", DescribeTensor(*grid), " does not fit input ",
-                                                     DescribeTensor(*x), only_4d_ ? " (opset 16 takes 4-D input)" : ""));
+                                                     DescribeTensor(*x),
+                                                     only_4d_ ? " (opset 16 takes 4-D input)" : ""));
     }
     std::vector<int64_t> out_shape = {x->dim(0), x->dim(1)};
     for (int64_t d = 1; d <= k; ++d) out_shape.push_back(grid->dim(static_cast<int>(d)));
@@ -135,7 +136,8 @@ class GridSampleKernel : public Kernel {
 
   // Sum over the product of the axes' taps.
   static double Combine(const double* plane, const std::vector<int64_t>& strides,
-                        const std::vector<std::vector<int64_t>>& idx, const std::vector<std::vector<double>>& w) {
+                        const std::vector<std::vector<int64_t>>& idx,
+                        const std::vector<std::vector<double>>& w) {
     size_t k = idx.size();
     std::vector<size_t> at(k, 0);
     double sum = 0;
@@ -176,7 +178,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const ir::Node& node, con
   } else if (mode == "cubic" || mode == "bicubic") {
     m = GridMode::kCubic;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("GridSample mode '", mode, "' is not one of linear, nearest, cubic"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GridSample mode '", mode, "' is not one of linear, nearest, cubic"));
   }
   std::string pad = AttrString(node, "padding_mode", "zeros");
   GridPadding p;
@@ -187,7 +190,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const ir::Node& node, con
   } else if (pad == "reflection") {
     p = GridPadding::kReflection;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("GridSample padding_mode '", pad, "' is not one of zeros, border, reflection"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GridSample padding_mode '", pad, "' is not one of zeros, border, reflection"));
   }
   return std::unique_ptr<Kernel>(new GridSampleKernel(m, p, AttrInt(node, "align_corners", 0) != 0, v16));
 }
@@ -197,17 +201,19 @@ absl::Status AffineGrid(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* size_t_, ctx.Input(1));
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> size, shape_ops::ReadInts(*size_t_, "size"));
   if (size.size() != 4 && size.size() != 5) {
-    return absl::InvalidArgumentError(absl::StrCat("size ", ShapeString(size), " must be [N, C, H, W] or [N, C, D, H, W]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("size ", ShapeString(size), " must be [N, C, H, W] or [N, C, D, H, W]"));
   }
   int64_t k = static_cast<int64_t>(size.size()) - 2;  // 2 or 3 spatial dims
   if (theta->rank() != 3 || theta->dim(0) != size[0] || theta->dim(1) != k || theta->dim(2) != k + 1) {
-    return absl::InvalidArgumentError(absl::StrCat("theta ", DescribeTensor(*theta), " must be [", size[0], ", ", k,
-                                                   ", ", k + 1, "] for size ", ShapeString(size)));
+    return absl::InvalidArgumentError(absl::StrCat("theta ", DescribeTensor(*theta), " must be [", size[0],
+                                                   ", ", k, ", ", k + 1, "] for size ", ShapeString(size)));
   }
   bool align = AttrInt(ctx.node(), "align_corners", 0) != 0;
   std::vector<int64_t> out_shape = {size[0]};
   for (int64_t d = 2; d < static_cast<int64_t>(size.size()); ++d) {
-    if (size[static_cast<size_t>(d)] < 0) return absl::InvalidArgumentError(absl::StrCat("size ", ShapeString(size), " has a negative dim"));
+    if (size[static_cast<size_t>(d)] < 0)
+      return absl::InvalidArgumentError(absl::StrCat("size ", ShapeString(size), " has a negative dim"));
     out_shape.push_back(size[static_cast<size_t>(d)]);
   }
   out_shape.push_back(k);
@@ -230,7 +236,8 @@ absl::Status AffineGrid(KernelContext& ctx) {
       }
       for (int64_t r = 0; r < k; ++r) {
         double v = 0;
-        for (int64_t j = 0; j <= k; ++j) v += th[static_cast<size_t>((n * k + r) * (k + 1) + j)] * point[static_cast<size_t>(j)];
+        for (int64_t j = 0; j <= k; ++j)
+          v += th[static_cast<size_t>((n * k + r) * (k + 1) + j)] * point[static_cast<size_t>(j)];
         if (status.ok()) status = shape_ops::StoreDouble(*y, out, v);
         ++out;
       }
@@ -250,23 +257,25 @@ absl::Status Col2Im(KernelContext& ctx) {
   std::vector<int64_t> dil = AttrInts(ctx.node(), "dilations", std::vector<int64_t>(k, 1));
   std::vector<int64_t> strides = AttrInts(ctx.node(), "strides", std::vector<int64_t>(k, 1));
   std::vector<int64_t> pads = AttrInts(ctx.node(), "pads", std::vector<int64_t>(2 * k, 0));
-  if (k == 0 || block.size() != k || dil.size() != k || strides.size() != k || pads.size() != 2 * k || x->rank() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat("Col2Im: input ", DescribeTensor(*x), ", image_shape ", ShapeString(image),
-                                                   ", block_shape ", ShapeString(block),
-                                                   " and the dilations/strides/pads attributes do not agree"));
+  if (k == 0 || block.size() != k || dil.size() != k || strides.size() != k || pads.size() != 2 * k ||
+      x->rank() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Col2Im: input ", DescribeTensor(*x), ", image_shape ", ShapeString(image), ", block_shape ",
+        ShapeString(block), " and the dilations/strides/pads attributes do not agree"));
   }
   // Blocks per dim, and their product (must be the input's last dim).
   std::vector<int64_t> blocks(k);
   int64_t block_count = 1, kernel = 1;
   for (size_t d = 0; d < k; ++d) {
-    bool valid = image[d] >= 0 && block[d] > 0 && dil[d] > 0 && strides[d] > 0 && pads[d] >= 0 && pads[d + k] >= 0 &&
-                 image[d] < (int64_t{1} << 40) && block[d] < (int64_t{1} << 20) && dil[d] < (int64_t{1} << 20) &&
-                 pads[d] < (int64_t{1} << 40) && pads[d + k] < (int64_t{1} << 40);
+    bool valid = image[d] >= 0 && block[d] > 0 && dil[d] > 0 && strides[d] > 0 && pads[d] >= 0 &&
+                 pads[d + k] >= 0 && image[d] < (int64_t{1} << 40) && block[d] < (int64_t{1} << 20) &&
+                 dil[d] < (int64_t{1} << 20) && pads[d] < (int64_t{1} << 40) &&
+                 pads[d + k] < (int64_t{1} << 40);
     int64_t span = valid ? dil[d] * (block[d] - 1) + 1 : 0;
     int64_t room = valid ? image[d] + pads[d] + pads[d + k] - span : -1;
     if (!valid || room < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("Col2Im: block ", ShapeString(block), " does not fit image ",
-                                                     ShapeString(image), " on dim ", d));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Col2Im: block ", ShapeString(block), " does not fit image ", ShapeString(image), " on dim ", d));
     }
     blocks[d] = room / strides[d] + 1;
     auto bc = CheckedMul(block_count, blocks[d]);
@@ -277,8 +286,8 @@ absl::Status Col2Im(KernelContext& ctx) {
   }
   int64_t n = x->dim(0), ck = x->dim(1), l = x->dim(2);
   if (ck % kernel != 0 || l != block_count) {
-    return absl::InvalidArgumentError(absl::StrCat("Col2Im: input ", DescribeTensor(*x), " must be [N, C * ", kernel,
-                                                   ", ", block_count, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("Col2Im: input ", DescribeTensor(*x), " must be [N, C * ",
+                                                   kernel, ", ", block_count, "]"));
   }
   int64_t c = ck / kernel;
   std::vector<int64_t> out_shape = {n, c};
@@ -304,7 +313,8 @@ absl::Status Col2Im(KernelContext& ctx) {
       });
     });
   }
-  for (int64_t i = 0; i < y->size(); ++i) ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*y, i, acc[static_cast<size_t>(i)]));
+  for (int64_t i = 0; i < y->size(); ++i)
+    ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*y, i, acc[static_cast<size_t>(i)]));
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 // Comparisons put NaN above every number and equal to itself, so sorting is
 // a strict weak order whatever the data.
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <type_traits>
 
@@ -16,30 +17,34 @@
 namespace onnxkit::runner::reference {
 namespace {
 
-// Calls fn(cmp), where cmp(a, b) compares elements a and b of t and returns
-// -1, 0 or 1. Strings compare bytewise.
-template <typename F>
-absl::Status WithElementCompare(const Tensor& t, F&& fn) {
+// Compares elements a and b of a tensor: -1, 0 or 1. Strings compare
+// bytewise. Type-erased, so the sorting code below exists once.
+using ElementCompare = std::function<int(int64_t, int64_t)>;
+
+absl::StatusOr<ElementCompare> MakeCompare(const Tensor& t) {
   if (t.is_string()) {
-    const std::vector<std::string>& s = t.strings();
-    return fn([&s](int64_t a, int64_t b) {
-      int c = s[static_cast<size_t>(a)].compare(s[static_cast<size_t>(b)]);
+    const std::vector<std::string>* s = &t.strings();
+    return ElementCompare([s](int64_t a, int64_t b) {
+      int c = (*s)[static_cast<size_t>(a)].compare((*s)[static_cast<size_t>(b)]);
       return c < 0 ? -1 : c > 0 ? 1 : 0;
     });
   }
-  return VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
+  ElementCompare cmp;
+  ONNXKIT_RETURN_IF_ERROR(VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     using C = ComputeT<T>;
     const T* p = t.data<T>();
-    return fn([p](int64_t a, int64_t b) {
+    cmp = [p](int64_t a, int64_t b) {
       C x = static_cast<C>(p[a]), y = static_cast<C>(p[b]);
       if constexpr (std::is_floating_point_v<C>) {
         bool nx = std::isnan(x), ny = std::isnan(y);
         if (nx || ny) return nx == ny ? 0 : nx ? 1 : -1;
       }
       return x < y ? -1 : y < x ? 1 : 0;
-    });
-  });
+    };
+    return absl::OkStatus();
+  }));
+  return cmp;
 }
 
 int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
@@ -59,7 +64,8 @@ absl::Status TopK(KernelContext& ctx) {
     k = *attr;
   } else {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* kt, ctx.Input(1));
-    if (kt->size() != 1) return absl::InvalidArgumentError(absl::StrCat("K must hold one value, got ", DescribeTensor(*kt)));
+    if (kt->size() != 1)
+      return absl::InvalidArgumentError(absl::StrCat("K must hold one value, got ", DescribeTensor(*kt)));
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> kv, shape_ops::ReadInts(*kt, "K"));
     k = kv[0];
   }
@@ -68,7 +74,8 @@ absl::Status TopK(KernelContext& ctx) {
   size_t a = static_cast<size_t>(axis);
   int64_t dim = x->shape()[a];
   if (k < 0 || k > dim) {
-    return absl::InvalidArgumentError(absl::StrCat("k ", k, " is outside [0, ", dim, "] for input ", DescribeTensor(*x)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("k ", k, " is outside [0, ", dim, "] for input ", DescribeTensor(*x)));
   }
   bool largest = ctx.opset() < 11 || AttrInt(ctx.node(), "largest", 1) != 0;
   std::vector<int64_t> out_shape = x->shape();
@@ -77,25 +84,24 @@ absl::Status TopK(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * indices, ctx.AllocateOutput(1, 7, out_shape));
   int64_t outer = DimProduct(x->shape(), 0, a), inner = DimProduct(x->shape(), a + 1, x->shape().size());
   ElementCopier copy(*x, *values);
-  return WithElementCompare(*x, [&](auto cmp) -> absl::Status {
-    std::vector<int64_t> order(static_cast<size_t>(dim));
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t in = 0; in < inner; ++in) {
-        int64_t base = o * dim * inner + in;
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
-          int c = cmp(base + i * inner, base + j * inner);
-          return largest ? c > 0 : c < 0;
-        });
-        for (int64_t r = 0; r < k; ++r) {
-          int64_t dst = (o * k + r) * inner + in;
-          copy.Copy(base + order[static_cast<size_t>(r)] * inner, dst);
-          indices->mutable_data<int64_t>()[dst] = order[static_cast<size_t>(r)];
-        }
+  ONNXKIT_ASSIGN_OR_RETURN(ElementCompare cmp, MakeCompare(*x));
+  std::vector<int64_t> order(static_cast<size_t>(dim));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t base = o * dim * inner + in;
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        int c = cmp(base + i * inner, base + j * inner);
+        return largest ? c > 0 : c < 0;
+      });
+      for (int64_t r = 0; r < k; ++r) {
+        int64_t dst = (o * k + r) * inner + in;
+        copy.Copy(base + order[static_cast<size_t>(r)] * inner, dst);
+        indices->mutable_data<int64_t>()[dst] = order[static_cast<size_t>(r)];
       }
     }
-    return absl::OkStatus();
-  });
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Unique(KernelContext& ctx) {
@@ -112,10 +118,11 @@ absl::Status Unique(KernelContext& ctx) {
   size_t a = static_cast<size_t>(axis);
   int64_t n = shape[a];
   int64_t outer = DimProduct(shape, 0, a), inner = DimProduct(shape, a + 1, shape.size());
-  std::vector<int64_t> first;     // per unique item, its first occurrence
+  std::vector<int64_t> first;  // per unique item, its first occurrence
   std::vector<int64_t> inverse(static_cast<size_t>(n));
   std::vector<int64_t> counts;
-  ONNXKIT_RETURN_IF_ERROR(WithElementCompare(*x, [&](auto cmp) -> absl::Status {
+  ONNXKIT_ASSIGN_OR_RETURN(ElementCompare cmp, MakeCompare(*x));
+  {
     auto compare_items = [&](int64_t i, int64_t j) {
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t in = 0; in < inner; ++in) {
@@ -127,7 +134,8 @@ absl::Status Unique(KernelContext& ctx) {
     };
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return compare_items(i, j) < 0; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t i, int64_t j) { return compare_items(i, j) < 0; });
     // Groups of equal items, in sorted order; each starts at its first occurrence.
     std::vector<std::vector<int64_t>> groups;
     for (size_t p = 0; p < order.size(); ++p) {
@@ -142,15 +150,15 @@ absl::Status Unique(KernelContext& ctx) {
       counts.push_back(static_cast<int64_t>(groups[u].size()));
       for (int64_t item : groups[u]) inverse[static_cast<size_t>(item)] = static_cast<int64_t>(u);
     }
-    return absl::OkStatus();
-  }));
+  }
   int64_t m = static_cast<int64_t>(first.size());
   std::vector<int64_t> y_shape = shape;
   y_shape[a] = m;
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), y_shape));
   ElementCopier copy(*x, *y);
   for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t u = 0; u < m; ++u) copy.CopyRun((o * n + first[static_cast<size_t>(u)]) * inner, (o * m + u) * inner, inner);
+    for (int64_t u = 0; u < m; ++u)
+      copy.CopyRun((o * n + first[static_cast<size_t>(u)]) * inner, (o * m + u) * inner, inner);
   }
   const std::vector<int64_t>* lists[] = {&first, &inverse, &counts};
   for (int i = 0; i < 3; ++i) {

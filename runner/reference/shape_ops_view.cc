@@ -33,7 +33,8 @@ class ReshapeKernel : public Kernel {
       requested = *attr_shape_;
     } else {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.Input(1));
-      if (s->rank() != 1) return absl::InvalidArgumentError(absl::StrCat("shape must be 1-D, got ", DescribeTensor(*s)));
+      if (s->rank() != 1)
+        return absl::InvalidArgumentError(absl::StrCat("shape must be 1-D, got ", DescribeTensor(*s)));
       ONNXKIT_ASSIGN_OR_RETURN(requested, shape_ops::ReadInts(*s, "shape"));
     }
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, Resolve(x->shape(), requested));
@@ -41,7 +42,8 @@ class ReshapeKernel : public Kernel {
   }
 
  private:
-  absl::StatusOr<std::vector<int64_t>> Resolve(const std::vector<int64_t>& in, const std::vector<int64_t>& req) const {
+  absl::StatusOr<std::vector<int64_t>> Resolve(const std::vector<int64_t>& in,
+                                               const std::vector<int64_t>& req) const {
     std::vector<int64_t> out = req;
     int infer = -1;
     bool has_zero = false;
@@ -57,7 +59,8 @@ class ReshapeKernel : public Kernel {
         }
       } else if (req[i] == -1) {
         if (infer >= 0) {
-          return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(req), " has more than one -1"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("shape ", ShapeString(req), " has more than one -1"));
         }
         infer = static_cast<int>(i);
       } else if (req[i] < -1) {
@@ -65,7 +68,8 @@ class ReshapeKernel : public Kernel {
       }
     }
     if (allowzero_ && has_zero && infer >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(req), " has both 0 and -1 with allowzero=1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeString(req), " has both 0 and -1 with allowzero=1"));
     }
     ONNXKIT_ASSIGN_OR_RETURN(int64_t total, shape_ops::CheckedCount(in, "input shape"));
     if (infer >= 0) {
@@ -80,7 +84,8 @@ class ReshapeKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(int64_t count, shape_ops::CheckedCount(out, "shape"));
     if (count != total) {
       return absl::InvalidArgumentError(absl::StrCat("cannot reshape input ", ShapeString(in), " (", total,
-                                                     " elements) to ", ShapeString(req), " (", count, " elements)"));
+                                                     " elements) to ", ShapeString(req), " (", count,
+                                                     " elements)"));
     }
     return out;
   }
@@ -98,8 +103,8 @@ class FlattenKernel : public Kernel {
     int64_t axis = axis_;
     if (axis < 0 && allow_negative_) axis += rank;
     if (axis < 0 || axis > rank) {
-      return absl::OutOfRangeError(absl::StrCat("axis ", axis_, " is out of range for rank ", rank, " (valid: ",
-                                                allow_negative_ ? -rank : 0, " to ", rank, ")"));
+      return absl::OutOfRangeError(absl::StrCat("axis ", axis_, " is out of range for rank ", rank,
+                                                " (valid: ", allow_negative_ ? -rank : 0, " to ", rank, ")"));
     }
     std::vector<int64_t> outer(x->shape().begin(), x->shape().begin() + axis);
     std::vector<int64_t> inner(x->shape().begin() + axis, x->shape().end());
@@ -126,7 +131,8 @@ class SqueezeKernel : public Kernel {
     if (!axes) {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.OptionalInput(1));
       if (a != nullptr) {
-        if (a->rank() > 1) return absl::InvalidArgumentError(absl::StrCat("axes must be 1-D, got ", DescribeTensor(*a)));
+        if (a->rank() > 1)
+          return absl::InvalidArgumentError(absl::StrCat("axes must be 1-D, got ", DescribeTensor(*a)));
         ONNXKIT_ASSIGN_OR_RETURN(axes, shape_ops::ReadInts(*a, "axes"));
       }
     }
@@ -138,7 +144,8 @@ class SqueezeKernel : public Kernel {
   }
 
  private:
-  static absl::Status RunSqueeze(KernelContext& ctx, const Tensor& x, const std::optional<std::vector<int64_t>>& axes) {
+  static absl::Status RunSqueeze(KernelContext& ctx, const Tensor& x,
+                                 const std::optional<std::vector<int64_t>>& axes) {
     std::vector<bool> drop(x.shape().size(), false);
     if (axes) {
       ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> norm, shape_ops::NormalizeAxes(*axes, x.rank()));
@@ -196,7 +203,8 @@ class DropoutKernel : public Kernel {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* t, ctx.OptionalInput(2));
       if (t != nullptr) {
         if (t->dtype() != 9 || t->size() != 1) {
-          return absl::InvalidArgumentError(absl::StrCat("training_mode must be a bool scalar, got ", DescribeTensor(*t)));
+          return absl::InvalidArgumentError(
+              absl::StrCat("training_mode must be a bool scalar, got ", DescribeTensor(*t)));
         }
         training = t->data<bool>()[0];
       }
@@ -210,7 +218,8 @@ class DropoutKernel : public Kernel {
       // Opsets 7..9 give the mask the input's type; others bool.
       int32_t mask_type = opset_ < 10 ? x->dtype() : 9;
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * mask, ctx.AllocateOutput(1, mask_type, x->shape()));
-      for (int64_t i = 0; i < mask->size(); ++i) ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*mask, i, 1.0));
+      for (int64_t i = 0; i < mask->size(); ++i)
+        ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*mask, i, 1.0));
       return absl::OkStatus();
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
@@ -222,7 +231,8 @@ class DropoutKernel : public Kernel {
     double scale = 1.0 / (1.0 - ratio);
     for (int64_t i = 0; i < x->size(); ++i) {
       bool keep = rng.Uniform() >= ratio;
-      ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*y, i, keep ? shape_ops::LoadDouble(*x, i) * scale : 0.0));
+      ONNXKIT_RETURN_IF_ERROR(
+          shape_ops::StoreDouble(*y, i, keep ? shape_ops::LoadDouble(*x, i) * scale : 0.0));
       if (mask != nullptr) mask->mutable_data<bool>()[i] = keep;
     }
     return absl::OkStatus();

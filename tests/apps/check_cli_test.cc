@@ -71,7 +71,8 @@ TEST_F(CheckCliTest, ValidModelExits0) {
 TEST_F(CheckCliTest, InvalidModelExits1) {
   CliResult r = RunCli({"check", invalid_});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.out, HasSubstr(invalid_ + ": error[E0400 op-known]: graph 'main' \xe2\x80\xba node 'n1' (Frobnicate): "
+  EXPECT_THAT(r.out, HasSubstr(invalid_ +
+                               ": error[E0400 op-known]: graph 'main' \xe2\x80\xba node 'n1' (Frobnicate): "
                                "unknown op 'Frobnicate' in domain ai.onnx"));
   EXPECT_THAT(r.out, HasSubstr("checked 1 file: 1 invalid (1 error, 0 warnings)"));
 }
@@ -120,7 +121,8 @@ TEST_F(CheckCliTest, SeveralFilesOneSummaryRefusalWins) {
 std::string Python(const std::filesystem::path& dir, const std::string& json, const std::string& script) {
   std::ofstream(dir / "out.json") << json;
   std::ofstream(dir / "probe.py") << "import json,sys\nd=json.load(open(sys.argv[1]))\n" << script << "\n";
-  const std::string command = "python3 " + (dir / "probe.py").string() + " " + (dir / "out.json").string() + " 2>&1";
+  const std::string command =
+      "python3 " + (dir / "probe.py").string() + " " + (dir / "out.json").string() + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return "SKIP";
   std::string out;
@@ -134,32 +136,37 @@ TEST_F(CheckCliTest, JsonParsesWithTheDocumentedKeys) {
   CliResult r = RunCli({"check", "--json", LightModel("squeezenet"), invalid_, refused_});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_THAT(r.out, StartsWith("{"));
-  std::string probe = Python(dir_, r.out,
-                             "print(sorted(d), sorted(d['files'][1]), sorted(d['files'][1]['diagnostics'][0]),\n"
-                             "      [f['status'] for f in d['files']], d['summary'])");
+  std::string probe =
+      Python(dir_, r.out,
+             "print(sorted(d), sorted(d['files'][1]), sorted(d['files'][1]['diagnostics'][0]),\n"
+             "      [f['status'] for f in d['files']], d['summary'])");
   if (probe.find("python3: not found") != std::string::npos) GTEST_SKIP() << "no python3";
-  EXPECT_EQ(probe,
-            "['files', 'summary', 'version'] ['diagnostics', 'errors', 'notes', 'path', 'status', 'truncated', "
-            "'warnings'] ['byte_offset', 'code', 'hint', 'location', 'message', 'rule', 'severity'] "
-            "['valid', 'invalid', 'refused'] {'files': 3, 'valid': 1, 'invalid': 1, 'refused': 1, 'errors': 2, "
-            "'warnings': 0}\n");
+  EXPECT_EQ(
+      probe,
+      "['files', 'summary', 'version'] ['diagnostics', 'errors', 'notes', 'path', 'status', 'truncated', "
+      "'warnings'] ['byte_offset', 'code', 'hint', 'location', 'message', 'rule', 'severity'] "
+      "['valid', 'invalid', 'refused'] {'files': 3, 'valid': 1, 'invalid': 1, 'refused': 1, 'errors': 2, "
+      "'warnings': 0}\n");
   EXPECT_EQ(r.out, RunCli({"check", "--json", LightModel("squeezenet"), invalid_, refused_}).out);
 }
 
 TEST_F(CheckCliTest, SarifHasThe210Fields) {
   CliResult r = RunCli({"check", "--sarif", invalid_, refused_});
   EXPECT_EQ(r.exit_code, 3);
-  std::string probe = Python(dir_, r.out,
-                             "run=d['runs'][0]; res=run['results'][0]\n"
-                             "print(d['version'], d['$schema'].endswith('sarif-2.1.0.json'), "
-                             "run['tool']['driver']['name'],\n"
-                             "      len(run['tool']['driver']['rules']) > 40, res['ruleId'], res['level'],\n"
-                             "      res['locations'][0]['physicalLocation']['artifactLocation']['uri'].endswith("
-                             "'invalid.onnx'),\n"
-                             "      res['locations'][0]['logicalLocations'][0]['fullyQualifiedName'], "
-                             "bool(res['message']['text']))");
+  std::string probe =
+      Python(dir_, r.out,
+             "run=d['runs'][0]; res=run['results'][0]\n"
+             "print(d['version'], d['$schema'].endswith('sarif-2.1.0.json'), "
+             "run['tool']['driver']['name'],\n"
+             "      len(run['tool']['driver']['rules']) > 40, res['ruleId'], res['level'],\n"
+             "      res['locations'][0]['physicalLocation']['artifactLocation']['uri'].endswith("
+             "'invalid.onnx'),\n"
+             "      res['locations'][0]['logicalLocations'][0]['fullyQualifiedName'], "
+             "bool(res['message']['text']))");
   if (probe.find("python3: not found") != std::string::npos) GTEST_SKIP() << "no python3";
-  EXPECT_EQ(probe, "2.1.0 True onnxkit True E0400 error True graph 'main' \xe2\x80\xba node 'n1' (Frobnicate) True\n");
+  EXPECT_EQ(
+      probe,
+      "2.1.0 True onnxkit True E0400 error True graph 'main' \xe2\x80\xba node 'n1' (Frobnicate) True\n");
 }
 
 TEST_F(CheckCliTest, QuietPrintsOnlyErrors) {
@@ -196,7 +203,7 @@ TEST_F(CheckCliTest, MaxErrorsStopsEarly) {
   EXPECT_EQ(one.exit_code, 1);
   EXPECT_THAT(one.out, HasSubstr("'Bad1'"));
   EXPECT_THAT(one.out, Not(HasSubstr("'Bad2'")));
-  EXPECT_THAT(one.out, HasSubstr("note: stopped after 1 errors (--max-errors 1)"));
+  EXPECT_THAT(one.out, HasSubstr("note: stopped after 1 error (--max-errors 1)"));
 }
 
 TEST_F(CheckCliTest, StrictCustom) {

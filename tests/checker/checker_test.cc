@@ -62,10 +62,14 @@ TEST(CheckFileTest, BytesThatAreNotAModelAreInvalid) {
   r = checker::CheckFile(Write(dir / "garbage.onnx", "\x08\x09\x08\x96"), {});  // truncated varint at byte 2
   std::vector<checker::Diagnostic> found = Findings(r, "E0101");
   ASSERT_EQ(found.size(), 1u) << Dump(r);
-  EXPECT_EQ(found[0].message, "not a valid ONNX model (malformed protobuf at byte offset 2: truncated or overlong varint)");
+  EXPECT_EQ(found[0].message,
+            "not a valid ONNX model (malformed protobuf at byte offset 2: truncated or overlong varint)");
   EXPECT_EQ(found[0].byte_offset, 2);
   // A protobuf message, but no ModelProto field of substance.
-  r = checker::CheckFile(Write(dir / "other.onnx", "\x12\x03" "abc"), {});
+  r = checker::CheckFile(Write(dir / "other.onnx",
+                               "\x12\x03"
+                               "abc"),
+                         {});
   EXPECT_THAT(Only(r, "E0102"), HasSubstr("is not an ONNX model"));
 }
 
@@ -79,7 +83,8 @@ TEST(CheckFileTest, MessageNestingIsRefused) {
     graph = "\x0a" + Varint(node.size()) + node;
   }
   auto dir = MakeTempDir();
-  checker::CheckResult r = checker::CheckFile(Write(dir / "deep.onnx", "\x08\x09\x3a" + Varint(graph.size()) + graph), {});
+  checker::CheckResult r =
+      checker::CheckFile(Write(dir / "deep.onnx", "\x08\x09\x3a" + Varint(graph.size()) + graph), {});
   EXPECT_THAT(Only(r, "E0104"), HasSubstr("nested deeper than 100"));
   EXPECT_EQ(r.status(), checker::FileStatus::kRefused);
 }
@@ -134,6 +139,17 @@ TEST(CheckModelTest, MaxErrorsStopsEarly) {
   EXPECT_THAT(r.notes, Contains(HasSubstr("stopped after 2 errors (--max-errors 2)")));
 }
 
+TEST(CheckModelTest, DiagnosticsAreCappedPerFile) {
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2}});
+  for (int i = 0; i < 12000; ++i) g.Node("Bogus", {"x"}, {"v" + std::to_string(i)});
+  g.Output("v0");
+  checker::CheckResult r = Check(ModelFromGraph(g.Build()));
+  EXPECT_EQ(r.diagnostics.size(), static_cast<size_t>(checker::kMaxDiagnostics));
+  EXPECT_TRUE(r.truncated);
+  EXPECT_THAT(r.notes, Contains("stopped after 10000 diagnostics (the limit per file)"));
+}
+
 TEST(CheckModelTest, WerrorMakesWarningsErrors) {
   pb::ModelProto m = FiveErrors();
   m.graph->name = "";
@@ -171,7 +187,8 @@ TEST(CheckModelTest, DeterministicOrder) {
   // Model rules first, then the node rules (metadata does not gate them).
   ASSERT_EQ(r.diagnostics.size(), 6u) << Dump(r);
   EXPECT_EQ(r.diagnostics[0].rule->code, "E0205");
-  for (int i = 1; i < 6; ++i) EXPECT_THAT(r.diagnostics[i].message, HasSubstr("Bogus" + std::to_string(i - 1)));
+  for (int i = 1; i < 6; ++i)
+    EXPECT_THAT(r.diagnostics[i].message, HasSubstr("Bogus" + std::to_string(i - 1)));
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Tests of the rule table (checker/diagnostic.cc, checker/rules.def) and of
 // README's rule table being generated from it (scripts/rules_table.py).
+#include "checker/diagnostic.h"
+
 #include <cstdio>
 #include <regex>
 #include <set>
 #include <string>
 
-#include "checker/diagnostic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/test_paths.h"

@@ -14,8 +14,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-checker::Diagnostic Make(const char* code, checker::Severity severity, std::string location, std::string message,
-                         std::string hint = "", int64_t offset = -1) {
+checker::Diagnostic Make(const char* code, checker::Severity severity, std::string location,
+                         std::string message, std::string hint = "", int64_t offset = -1) {
   checker::Diagnostic d;
   d.rule = checker::FindRule(code);
   d.severity = severity;
@@ -32,7 +32,8 @@ std::vector<checker::CheckResult> ThreeFiles() {
   invalid.path = "a.onnx";
   invalid.diagnostics = {
       Make("E0300", checker::Severity::kError, "graph 'main' \xe2\x80\xba node 'conv1' (Conv)",
-           "output 'y' is already produced by node 'relu3' (Relu)", "every value must have exactly one producer"),
+           "output 'y' is already produced by node 'relu3' (Relu)",
+           "every value must have exactly one producer"),
       Make("E0310", checker::Severity::kWarning, "graph (unnamed)", "the main graph has no name")};
   invalid.errors = 1;
   invalid.warnings = 1;
@@ -49,14 +50,15 @@ std::vector<checker::CheckResult> ThreeFiles() {
 }
 
 TEST(ReportTest, TextIsOneLinePerDiagnosticThenASummary) {
-  EXPECT_EQ(checker::RenderText(ThreeFiles()),
-            "a.onnx: error[E0300 ssa-unique-outputs]: graph 'main' \xe2\x80\xba node 'conv1' (Conv): output 'y' is "
-            "already produced by node 'relu3' (Relu)\n"
-            "  hint: every value must have exactly one producer\n"
-            "a.onnx: warning[E0310 graph-name]: graph (unnamed): the main graph has no name\n"
-            "a.onnx: note: node rules (E04xx) were skipped: the graph structure is invalid\n"
-            "b.onnx: error[E0103 file-size-limit]: not a valid ONNX model\n"
-            "checked 3 files: 1 invalid, 1 refused, 1 valid (2 errors, 1 warning)\n");
+  EXPECT_EQ(
+      checker::RenderText(ThreeFiles()),
+      "a.onnx: error[E0300 ssa-unique-outputs]: graph 'main' \xe2\x80\xba node 'conv1' (Conv): output 'y' is "
+      "already produced by node 'relu3' (Relu)\n"
+      "  hint: every value must have exactly one producer\n"
+      "a.onnx: warning[E0310 graph-name]: graph (unnamed): the main graph has no name\n"
+      "a.onnx: note: node rules (E04xx) were skipped: the graph structure is invalid\n"
+      "b.onnx: error[E0103 file-size-limit]: not a valid ONNX model\n"
+      "checked 3 files: 1 invalid, 1 refused, 1 valid (2 errors, 1 warning)\n");
 }
 
 TEST(ReportTest, QuietPrintsOnlyErrors) {
@@ -88,12 +90,28 @@ TEST(ReportTest, NamesAreEscapedButValidUtf8IsKept) {
 
 TEST(ReportTest, JsonHasTheDocumentedKeys) {
   const std::string json = checker::RenderJson(ThreeFiles());
-  for (const char* key : {"\"version\": 1", "\"files\"", "\"path\": \"a.onnx\"", "\"status\": \"invalid\"",
-                          "\"status\": \"refused\"", "\"status\": \"valid\"", "\"errors\": 1", "\"warnings\": 1",
-                          "\"diagnostics\"", "\"code\": \"E0300\"", "\"rule\": \"ssa-unique-outputs\"",
-                          "\"severity\": \"warning\"", "\"location\": \"graph 'main'", "\"message\"",
-                          "\"hint\": null", "\"byte_offset\": 17", "\"byte_offset\": null", "\"notes\"",
-                          "\"summary\"", "\"invalid\": 1", "\"refused\": 1", "\"valid\": 1"}) {
+  for (const char* key : {"\"version\": 1",
+                          "\"files\"",
+                          "\"path\": \"a.onnx\"",
+                          "\"status\": \"invalid\"",
+                          "\"status\": \"refused\"",
+                          "\"status\": \"valid\"",
+                          "\"errors\": 1",
+                          "\"warnings\": 1",
+                          "\"diagnostics\"",
+                          "\"code\": \"E0300\"",
+                          "\"rule\": \"ssa-unique-outputs\"",
+                          "\"severity\": \"warning\"",
+                          "\"location\": \"graph 'main'",
+                          "\"message\"",
+                          "\"hint\": null",
+                          "\"byte_offset\": 17",
+                          "\"byte_offset\": null",
+                          "\"notes\"",
+                          "\"summary\"",
+                          "\"invalid\": 1",
+                          "\"refused\": 1",
+                          "\"valid\": 1"}) {
     EXPECT_THAT(json, HasSubstr(key));
   }
   EXPECT_EQ(json, checker::RenderJson(ThreeFiles()));
@@ -101,13 +119,29 @@ TEST(ReportTest, JsonHasTheDocumentedKeys) {
 
 TEST(ReportTest, SarifHasTheRequiredFields) {
   const std::string sarif = checker::RenderSarif(ThreeFiles());
-  for (const char* key : {"\"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\"", "\"version\": \"2.1.0\"",
-                          "\"runs\"", "\"tool\"", "\"driver\"", "\"name\": \"onnxkit\"", "\"rules\"",
-                          "\"id\": \"E0100\"", "\"name\": \"file-unreadable\"", "\"shortDescription\"",
-                          "\"results\"", "\"ruleId\": \"E0300\"", "\"level\": \"error\"", "\"level\": \"warning\"",
-                          "\"message\"", "\"text\"", "\"locations\"", "\"physicalLocation\"",
-                          "\"artifactLocation\"", "\"uri\": \"a.onnx\"", "\"logicalLocations\"",
-                          "\"fullyQualifiedName\": \"graph 'main'", "\"byteOffset\": 17"}) {
+  for (const char* key : {"\"$schema\": \"https://json.schemastore.org/sarif-2.1.0.json\"",
+                          "\"version\": \"2.1.0\"",
+                          "\"runs\"",
+                          "\"tool\"",
+                          "\"driver\"",
+                          "\"name\": \"onnxkit\"",
+                          "\"rules\"",
+                          "\"id\": \"E0100\"",
+                          "\"name\": \"file-unreadable\"",
+                          "\"shortDescription\"",
+                          "\"results\"",
+                          "\"ruleId\": \"E0300\"",
+                          "\"level\": \"error\"",
+                          "\"level\": \"warning\"",
+                          "\"message\"",
+                          "\"text\"",
+                          "\"locations\"",
+                          "\"physicalLocation\"",
+                          "\"artifactLocation\"",
+                          "\"uri\": \"a.onnx\"",
+                          "\"logicalLocations\"",
+                          "\"fullyQualifiedName\": \"graph 'main'",
+                          "\"byteOffset\": 17"}) {
     EXPECT_THAT(sarif, HasSubstr(key));
   }
   EXPECT_EQ(sarif, checker::RenderSarif(ThreeFiles()));

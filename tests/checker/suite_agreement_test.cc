@@ -55,9 +55,11 @@ std::vector<fs::path> SuiteModels(const fs::path& root) {
   return models;
 }
 
-const std::string* ExceptionFor(const std::map<std::string, std::string>& exceptions, const std::string& path) {
+const std::string* ExceptionFor(const std::map<std::string, std::string>& exceptions,
+                                const std::string& path) {
   for (const auto& [suffix, reason] : exceptions) {
-    if (path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+    if (path.size() >= suffix.size() &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
         (path.size() == suffix.size() || path[path.size() - suffix.size() - 1] == '/')) {
       return &reason;
     }
@@ -85,13 +87,15 @@ void CheckSuite(const std::string& label, const fs::path& root) {
     }
   }
   std::cout << "[ suite    ] " << label << ": " << models.size() << " models, " << valid << " valid, "
-            << expected_failures << " with errors (" << exceptions.size() << " listed exceptions), " << warnings
-            << " warnings\n";
+            << expected_failures << " with errors (" << exceptions.size() << " listed exceptions), "
+            << warnings << " warnings\n";
 }
 
 TEST(SuiteAgreementTest, Onnx123BackendSuite) { CheckSuite("onnx 1.23 backend suite", BackendDataDir()); }
 
-TEST(SuiteAgreementTest, DebianBackendSuite) { CheckSuite("Debian libonnx-testdata", DebianBackendDataDir()); }
+TEST(SuiteAgreementTest, DebianBackendSuite) {
+  CheckSuite("Debian libonnx-testdata", DebianBackendDataDir());
+}
 
 TEST(SuiteAgreementTest, CommittedLightModels) { CheckSuite("testdata/models", TestdataPath("models")); }
 

@@ -104,7 +104,12 @@ void MeasureCoverage(const pb::ModelProto& model, Coverage* coverage) {
     ++coverage->outputs;
     auto it = inferred.find(name);
     Type got = it == inferred.end() ? Type{} : TypeFromProto(it->second);
-    if (got.is_tensor() && got.elem_type == type.elem_type) ++coverage->type_matched;
+    if (got.is_tensor() && got.elem_type == type.elem_type) {
+      ++coverage->type_matched;
+    } else if (std::getenv("ONNXKIT_INFER_VERBOSE") != nullptr) {
+      std::cout << "missed type: " << model.graph->name << " " << name << ": declared " << TypeName(type)
+                << ", inferred " << TypeName(got) << "\n";
+    }
     if (got.is_tensor() && got.shape && FullyKnown(got.shape) && got.shape->size() == type.shape->size() &&
         std::equal(got.shape->begin(), got.shape->end(), type.shape->begin())) {
       ++coverage->shape_matched;

@@ -34,7 +34,8 @@ GraphBuilder Chain() {
 
 // If(c) whose branches are `then_graph` and an Identity of x.
 pb::NodeProto IfNode(pb::GraphProto then_graph, std::vector<std::string> outputs, std::string name = "if") {
-  pb::GraphProto else_graph = GraphBuilder("else").Node("Identity", {"x"}, {"e"}, {}, "id").Output("e").Build();
+  pb::GraphProto else_graph =
+      GraphBuilder("else").Node("Identity", {"x"}, {"e"}, {}, "id").Output("e").Build();
   return MakeNode("If", {"c"}, std::move(outputs),
                   {AttrGraph("then_branch", std::move(then_graph)), AttrGraph("else_branch", else_graph)},
                   std::move(name));
@@ -51,7 +52,8 @@ TEST(GraphRulesTest, ValueProducedTwice) {
   g.graph().node[1].output[0] = "a";
   g.graph().output[0].name = "a";
   EXPECT_EQ(Only(Check(Model(g)), "E0300"),
-            std::string("graph 'main'") + kSep + "node 'r2' (Relu): output 'a' is already produced by node 'r1' (Relu)");
+            std::string("graph 'main'") + kSep +
+                "node 'r2' (Relu): output 'a' is already produced by node 'r1' (Relu)");
   g.graph().node[1].output[0] = "x";  // a node output redefining a graph input
   g.graph().output[0].name = "x";
   EXPECT_THAT(Only(Check(Model(g)), "E0300"), HasSubstr("output 'x' is already produced by graph input 'x'"));
@@ -79,9 +81,10 @@ TEST(GraphRulesTest, LaterProducerIsAnOrderError) {
   GraphBuilder g = Chain();
   std::swap(g.graph().node[0], g.graph().node[1]);
   checker::CheckResult r = Check(Model(g));
-  EXPECT_EQ(Only(r, "E0302"), std::string("graph 'main'") + kSep +
-                                  "node 'r2' (Relu): input 'a' (#0) is produced by a later node, node 'r1' (Relu) "
-                                  "(this node is #0)");
+  EXPECT_EQ(Only(r, "E0302"),
+            std::string("graph 'main'") + kSep +
+                "node 'r2' (Relu): input 'a' (#0) is produced by a later node, node 'r1' (Relu) "
+                "(this node is #0)");
   EXPECT_THAT(Findings(r, "E0303"), IsEmpty());
   EXPECT_THAT(Findings(r, "E0302")[0].hint, HasSubstr("topologically"));
 }
@@ -94,8 +97,9 @@ TEST(GraphRulesTest, CycleIsReportedAsACycleNamingItsNodes) {
                                .Node("Relu", {"a"}, {"b"}, {}, "relu")
                                .Output("b", pb::kFloat, {{2}}));
   checker::CheckResult r = Check(m);
-  EXPECT_EQ(Only(r, "E0303"), std::string("graph 'main'") + kSep + "node 'add' (Add): nodes form a cycle: node 'add' (Add)" +
-                                  kArrow + "node 'relu' (Relu)" + kArrow + "node 'add' (Add)");
+  EXPECT_EQ(Only(r, "E0303"), std::string("graph 'main'") + kSep +
+                                  "node 'add' (Add): nodes form a cycle: node 'add' (Add)" + kArrow +
+                                  "node 'relu' (Relu)" + kArrow + "node 'add' (Add)");
   EXPECT_THAT(Findings(r, "E0302"), IsEmpty()) << Dump(r);
 }
 
@@ -104,8 +108,8 @@ TEST(GraphRulesTest, NodeReadingItsOwnOutputIsACycle) {
                                .Input("x", pb::kFloat, {{2}})
                                .Node("Add", {"x", "a"}, {"a"}, {}, "add")
                                .Output("a", pb::kFloat, {{2}}));
-  EXPECT_THAT(Only(Check(m), "E0303"), HasSubstr("nodes form a cycle: node 'add' (Add)" + std::string(kArrow) +
-                                                 "node 'add' (Add)"));
+  EXPECT_THAT(Only(Check(m), "E0303"),
+              HasSubstr("nodes form a cycle: node 'add' (Add)" + std::string(kArrow) + "node 'add' (Add)"));
 }
 
 TEST(GraphRulesTest, CycleThroughASubgraphReference) {
@@ -127,24 +131,27 @@ TEST(GraphRulesTest, CycleThroughASubgraphReference) {
   main.output[0].name = "z";
   r = Check(ModelFromGraph(main));
   EXPECT_THAT(Findings(r, "E0303"), IsEmpty());
-  EXPECT_THAT(Only(r, "E0302"),
-              HasSubstr("node 'if' (If): attribute 'then_branch' reads 'z', which is produced by a later node, "
-                        "node 'relu' (Relu)"));
+  EXPECT_THAT(
+      Only(r, "E0302"),
+      HasSubstr("node 'if' (If): attribute 'then_branch' reads 'z', which is produced by a later node, "
+                "node 'relu' (Relu)"));
 }
 
 TEST(GraphRulesTest, UndefinedInputsInGraphsAndSubgraphs) {
   GraphBuilder g = Chain();
   g.graph().node[1].input[0] = "nope";
-  EXPECT_EQ(Only(Check(Model(g)), "E0304"),
-            std::string("graph 'main'") + kSep +
-                "node 'r2' (Relu): input 'nope' (#0) is not defined: no graph input, initializer or node output in "
-                "scope has this name");
+  EXPECT_EQ(
+      Only(Check(Model(g)), "E0304"),
+      std::string("graph 'main'") + kSep +
+          "node 'r2' (Relu): input 'nope' (#0) is not defined: no graph input, initializer or node output in "
+          "scope has this name");
   pb::GraphProto main = GraphBuilder("main")
                             .Input("c", pb::kBool, {{}})
                             .Input("x", pb::kFloat, {{2}})
                             .Output("y", pb::kFloat, {{2}})
                             .Build();
-  main.node.push_back(IfNode(GraphBuilder("then").Node("Neg", {"q"}, {"t"}, {}, "neg").Output("t").Build(), {"y"}));
+  main.node.push_back(
+      IfNode(GraphBuilder("then").Node("Neg", {"q"}, {"t"}, {}, "neg").Output("t").Build(), {"y"}));
   EXPECT_THAT(Only(Check(ModelFromGraph(main)), "E0304"),
               HasSubstr("attribute 'then_branch'" + std::string(kSep) + "node 'neg' (Neg): input 'q' (#0)"));
 }
@@ -212,7 +219,8 @@ TEST(GraphRulesTest, DeclaredTypes) {
             "graph 'main': graph input 'x': dimension #0 is -4, expected >= 0 (or a symbolic dim_param)");
   g = Chain();
   g.ValueInfo("a", 999);
-  EXPECT_EQ(Only(Check(Model(g)), "E0309"), "graph 'main': value_info 'a': tensor elem_type 999 is not a known element type");
+  EXPECT_EQ(Only(Check(Model(g)), "E0309"),
+            "graph 'main': value_info 'a': tensor elem_type 999 is not a known element type");
   // Near miss: subgraph inputs and outputs may leave types out.
   pb::ModelProto m = IfModelWithOuterRefs();
   for (pb::AttributeProto& a : m.graph->node[0].attribute) a.g->output[0].type.reset();
@@ -231,9 +239,10 @@ TEST(GraphRulesTest, UnnamedMainGraphIsAWarning) {
 TEST(GraphRulesTest, InitializerMustBeAnInputBeforeIr4) {
   GraphBuilder g = Chain();
   g.Initializer(RawFloatTensor("w", {2}));
-  EXPECT_EQ(Only(Check(Model(g, 3)), "E0311"),
-            "graph 'main': initializer 'w' is not a graph input (required before IR version 4; the model is IR "
-            "version 3)");
+  EXPECT_EQ(
+      Only(Check(Model(g, 3)), "E0311"),
+      "graph 'main': initializer 'w' is not a graph input (required before IR version 4; the model is IR "
+      "version 3)");
   EXPECT_THAT(Check(Model(g, 4)).diagnostics, IsEmpty());  // near miss: IR 4
   g.Input("w", pb::kFloat, {{2}});
   EXPECT_THAT(Check(Model(g, 3)).diagnostics, IsEmpty());  // near miss: also an input
@@ -285,7 +294,8 @@ TEST(GraphRulesTest, StructuralErrorsSkipNodeRules) {
   checker::CheckResult r = Check(Model(g));
   EXPECT_EQ(Findings(r, "E0304").size(), 1u);
   EXPECT_THAT(Findings(r, "E0400"), IsEmpty());
-  EXPECT_THAT(r.notes, ::testing::Contains("node rules (E04xx) were skipped: the graph structure is invalid"));
+  EXPECT_THAT(r.notes,
+              ::testing::Contains("node rules (E04xx) were skipped: the graph structure is invalid"));
 }
 
 }  // namespace

@@ -53,10 +53,8 @@ pb::NodeProto Call(std::string function, std::string in = "a", std::string out =
 
 // ReluModel plus the functions; the main graph calls the first one.
 pb::ModelProto WithFunctions(std::vector<pb::FunctionProto> functions) {
-  pb::ModelProto m = ModelFromGraph(GraphBuilder("main")
-                                        .Input("x", pb::kFloat, {{2}})
-                                        .Output("y", pb::kFloat, {{2}})
-                                        .Build());
+  pb::ModelProto m = ModelFromGraph(
+      GraphBuilder("main").Input("x", pb::kFloat, {{2}}).Output("y", pb::kFloat, {{2}}).Build());
   m.graph->node.push_back(Call(functions.front().name, "x", "y"));
   m.opset_import.push_back(Opset("local", 1));
   m.functions = std::move(functions);
@@ -97,7 +95,8 @@ TEST(ModelRulesTest, OpsetVersionOutOfRange) {
   pb::ModelProto m = ReluModel();
   m.opset_import[0].version = 29;
   checker::CheckResult r = Check(m);
-  EXPECT_EQ(Only(r, "E0202"), "opset_import[0]: domain 'ai.onnx' is imported at version 29, expected 1 to 28");
+  EXPECT_EQ(Only(r, "E0202"),
+            "opset_import[0]: domain 'ai.onnx' is imported at version 29, expected 1 to 28");
   EXPECT_THAT(Findings(r, "E0202")[0].hint, HasSubstr("up to opset 28"));
   m.opset_import[0].version = 0;
   EXPECT_THAT(Only(Check(m), "E0202"), HasSubstr("imported at version 0, expected 1 to 28"));
@@ -110,8 +109,9 @@ TEST(ModelRulesTest, OpsetVersionOutOfRange) {
 TEST(ModelRulesTest, OpsetImportedTwice) {
   pb::ModelProto m = ReluModel();
   m.opset_import.push_back(Opset("ai.onnx", 13));  // "" and "ai.onnx" are one domain
-  EXPECT_EQ(Only(Check(m), "E0203"),
-            "opset_import[1]: domain 'ai.onnx' is imported twice: version 17 (opset_import[0]) and version 13");
+  EXPECT_EQ(
+      Only(Check(m), "E0203"),
+      "opset_import[1]: domain 'ai.onnx' is imported twice: version 17 (opset_import[0]) and version 13");
   m.opset_import[1].domain = "ai.onnx.ml";  // near miss
   m.opset_import[1].version = 3;
   EXPECT_THAT(Check(m).diagnostics, IsEmpty());
@@ -120,7 +120,8 @@ TEST(ModelRulesTest, OpsetImportedTwice) {
 TEST(ModelRulesTest, MetadataKeysUnique) {
   pb::ModelProto m = ReluModel();
   m.metadata_props = {Entry("author", "a"), Entry("license", "b"), Entry("author", "c")};
-  EXPECT_EQ(Only(Check(m), "E0205"), "metadata_props[2]: metadata key 'author' appears twice (first at metadata_props[0])");
+  EXPECT_EQ(Only(Check(m), "E0205"),
+            "metadata_props[2]: metadata key 'author' appears twice (first at metadata_props[0])");
   m.metadata_props[2].key = "Author";  // near miss: keys are case-sensitive
   EXPECT_THAT(Check(m).diagnostics, IsEmpty());
 }
@@ -170,18 +171,21 @@ TEST(ModelRulesTest, MutualRecursionHiddenInAnIfBody) {
   pb::GraphProto then_branch = GraphBuilder("then").Output("t").Build();
   then_branch.node.push_back(Call("G", "a", "t"));
   pb::GraphProto else_branch = GraphBuilder("else").Node("Identity", {"a"}, {"e"}).Output("e").Build();
-  pb::NodeProto branch = MakeNode("If", {"c"}, {"b"},
-                                  {AttrGraph("then_branch", then_branch), AttrGraph("else_branch", else_branch)});
-  pb::FunctionProto f = Function("F", {MakeNode("Constant", {}, {"c"}, {AttrTensor("value", [] {
-                                                  pb::TensorProto t;
-                                                  t.data_type = pb::kBool;
-                                                  t.int32_data = {1};
-                                                  return t;
-                                                }())}),
+  pb::NodeProto branch = MakeNode(
+      "If", {"c"}, {"b"}, {AttrGraph("then_branch", then_branch), AttrGraph("else_branch", else_branch)});
+  pb::FunctionProto f = Function("F", {MakeNode("Constant", {}, {"c"},
+                                                {AttrTensor("value",
+                                                            [] {
+                                                              pb::TensorProto t;
+                                                              t.data_type = pb::kBool;
+                                                              t.int32_data = {1};
+                                                              return t;
+                                                            }())}),
                                        branch});
   checker::CheckResult r = Check(WithFunctions({f, Function("G", {Call("F")})}));
-  EXPECT_EQ(Only(r, "E0207"), "function 'local::F': model-local functions call themselves: 'local::F' \xe2\x86\x92 "
-                              "'local::G' \xe2\x86\x92 'local::F'");
+  EXPECT_EQ(Only(r, "E0207"),
+            "function 'local::F': model-local functions call themselves: 'local::F' \xe2\x86\x92 "
+            "'local::G' \xe2\x86\x92 'local::F'");
   EXPECT_EQ(r.diagnostics.size(), 1u) << Dump(r);
 }
 
@@ -197,8 +201,9 @@ pb::ModelProto CallChain(int n) {
 
 TEST(ModelRulesTest, CallDepthOverTheLimitIsRefused) {
   checker::CheckResult r = Check(CallChain(65));
-  EXPECT_THAT(Only(r, "E0208"),
-              HasSubstr("function 'local::f0': model-local function calls nest 65 deep, over the limit of 64"));
+  EXPECT_THAT(
+      Only(r, "E0208"),
+      HasSubstr("function 'local::f0': model-local function calls nest 65 deep, over the limit of 64"));
   EXPECT_EQ(r.status(), checker::FileStatus::kRefused);
   // Near miss: exactly the limit.
   checker::CheckResult ok = Check(CallChain(64));

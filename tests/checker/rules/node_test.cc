@@ -40,15 +40,17 @@ TEST(NodeRulesTest, UnknownOp) {
 }
 
 TEST(NodeRulesTest, OpNotYetDefinedAtTheImportedOpset) {
-  EXPECT_EQ(Only(Check(OneNode(MakeNode("Gelu", {"x"}, {"z"}, {}, "g"), 17)), "E0400"),
-            At("node 'g' (Gelu)") + "op 'Gelu' is not defined in ai.onnx opset 17; its first version is opset 20");
+  EXPECT_EQ(
+      Only(Check(OneNode(MakeNode("Gelu", {"x"}, {"z"}, {}, "g"), 17)), "E0400"),
+      At("node 'g' (Gelu)") + "op 'Gelu' is not defined in ai.onnx opset 17; its first version is opset 20");
   EXPECT_THAT(Check(OneNode(MakeNode("Gelu", {"x"}, {"z"}, {}, "g"), 20)).diagnostics, IsEmpty());
 }
 
 TEST(NodeRulesTest, DeprecatedOp) {
   pb::ModelProto m = OneNode(MakeNode("Upsample", {"x", "y"}, {"z"}, {}, "up"), 10);
   EXPECT_EQ(Only(Check(m), "E0401"),
-            At("node 'up' (Upsample)") + "op 'Upsample' is deprecated since ai.onnx opset 10 (the model imports opset 10)");
+            At("node 'up' (Upsample)") +
+                "op 'Upsample' is deprecated since ai.onnx opset 10 (the model imports opset 10)");
   m.opset_import[0].version = 9;  // near miss: Upsample-9 is not deprecated
   EXPECT_THAT(Check(m).diagnostics, IsEmpty()) << Dump(Check(m));
 }
@@ -57,7 +59,8 @@ TEST(NodeRulesTest, DomainNotImported) {
   pb::NodeProto n = MakeNode("LabelEncoder", {"x"}, {"z"}, {}, "le");
   n.domain = "ai.onnx.ml";
   EXPECT_EQ(Only(Check(OneNode(n)), "E0204"),
-            At("node 'le' (ai.onnx.ml::LabelEncoder)") + "domain 'ai.onnx.ml' of op 'LabelEncoder' is not imported by the model");
+            At("node 'le' (ai.onnx.ml::LabelEncoder)") +
+                "domain 'ai.onnx.ml' of op 'LabelEncoder' is not imported by the model");
 }
 
 TEST(NodeRulesTest, InputArity) {
@@ -68,7 +71,8 @@ TEST(NodeRulesTest, InputArity) {
   EXPECT_EQ(Only(Check(OneNode(MakeNode("Sub", {"", "y"}, {"z"}, {}, "s"))), "E0402"),
             At("node 's' (Sub)") + "required input 'A' (#0) of Sub-14 has an empty name");
   EXPECT_EQ(Only(Check(OneNode(MakeNode("Concat", {}, {"z"}, {AttrInt("axis", 0)}, "c"))), "E0402"),
-            At("node 'c' (Concat)") + "variadic input 'inputs' of Concat-13 needs at least 1 value, the node gives 0");
+            At("node 'c' (Concat)") +
+                "variadic input 'inputs' of Concat-13 needs at least 1 value, the node gives 0");
   // Near misses: omitted optional inputs, by empty name or by leaving them out.
   EXPECT_THAT(Check(OneNode(MakeNode("Clip", {"x", "", "y"}, {"z"}))).diagnostics, IsEmpty());
   EXPECT_THAT(Check(OneNode(MakeNode("Clip", {"x"}, {"z"}))).diagnostics, IsEmpty());
@@ -81,7 +85,8 @@ TEST(NodeRulesTest, OutputArity) {
             At("node 'd' (Dropout)") + "the node has 3 outputs, but Dropout-13 takes at most 2");
   pb::ModelProto m = OneNode(MakeNode("Relu", {"x"}, {}, {}, "r"));
   m.graph->output.clear();
-  EXPECT_EQ(Only(Check(m), "E0403"), At("node 'r' (Relu)") + "required output 'Y' (#0) of Relu-14 is missing");
+  EXPECT_EQ(Only(Check(m), "E0403"),
+            At("node 'r' (Relu)") + "required output 'Y' (#0) of Relu-14 is missing");
   EXPECT_THAT(Check(OneNode(MakeNode("Dropout", {"x"}, {"z", ""}))).diagnostics, IsEmpty());
 }
 
@@ -105,15 +110,18 @@ TEST(NodeRulesTest, AttributeTypes) {
   pb::AttributeProto untyped = AttrFloat("alpha", 0.5f);
   untyped.type = 0;
   EXPECT_EQ(Only(Check(OneNode(MakeNode("LeakyRelu", {"x"}, {"z"}, {untyped}, "r"))), "E0405"),
-            At("node 'r' (LeakyRelu)") + "attribute 'alpha' has no type (AttributeProto.type is unset); expected FLOAT");
+            At("node 'r' (LeakyRelu)") +
+                "attribute 'alpha' has no type (AttributeProto.type is unset); expected FLOAT");
   // A GRAPH attribute without g.
   pb::AttributeProto no_graph;
   no_graph.name = "then_branch";
   no_graph.type = pb::kAttrGraph;
   pb::GraphProto else_graph = GraphBuilder("else").Node("Identity", {"x"}, {"e"}).Output("e").Build();
-  pb::ModelProto m = OneNode(MakeNode("If", {"b"}, {"z"}, {no_graph, AttrGraph("else_branch", else_graph)}, "if"));
+  pb::ModelProto m =
+      OneNode(MakeNode("If", {"b"}, {"z"}, {no_graph, AttrGraph("else_branch", else_graph)}, "if"));
   m.graph->input.push_back(MakeValueInfo("b", pb::kBool, std::vector<int64_t>{}));
-  EXPECT_EQ(Only(Check(m), "E0405"), At("node 'if' (If)") + "attribute 'then_branch' is GRAPH but has no value (g is not set)");
+  EXPECT_EQ(Only(Check(m), "E0405"),
+            At("node 'if' (If)") + "attribute 'then_branch' is GRAPH but has no value (g is not set)");
 }
 
 TEST(NodeRulesTest, RequiredAndDuplicateAttributes) {
@@ -128,30 +136,39 @@ TEST(NodeRulesTest, RequiredAndDuplicateAttributes) {
 TEST(NodeRulesTest, TypeNotAllowed) {
   GraphBuilder g("main");
   g.Input("i", pb::kInt64, {{2}}).Node("Sqrt", {"i"}, {"z"}, {}, "sqrt").Output("z");
-  EXPECT_EQ(Only(Check(ModelFromGraph(g.Build())), "E0408"),
-            At("node 'sqrt' (Sqrt)") +
-                "input 'i' (#0) has type tensor(int64), but Sqrt-13 allows T in {tensor(float16), tensor(float), "
-                "tensor(double), tensor(bfloat16)}");
+  EXPECT_EQ(
+      Only(Check(ModelFromGraph(g.Build())), "E0408"),
+      At("node 'sqrt' (Sqrt)") +
+          "input 'i' (#0) has type tensor(int64), but Sqrt-13 allows T in {tensor(float16), tensor(float), "
+          "tensor(double), tensor(bfloat16)}");
   // A concrete formal type: Reshape's shape must be int64.
   GraphBuilder r("main");
-  r.Input("x", pb::kFloat, {{2}}).Input("s", pb::kInt32, {{1}}).Node("Reshape", {"x", "s"}, {"z"}, {}, "rs").Output("z");
+  r.Input("x", pb::kFloat, {{2}})
+      .Input("s", pb::kInt32, {{1}})
+      .Node("Reshape", {"x", "s"}, {"z"}, {}, "rs")
+      .Output("z");
   EXPECT_THAT(Only(Check(ModelFromGraph(r.Build())), "E0408"),
               HasSubstr("input 's' (#1) has type tensor(int32), but Reshape-14 allows {tensor(int64)}"));
 }
 
 TEST(NodeRulesTest, TypeVariableBindsOneType) {
   GraphBuilder g("main");
-  g.Input("a", pb::kFloat, {{2}}).Input("b", pb::kDouble, {{2}}).Node("Add", {"a", "b"}, {"z"}, {}, "add").Output("z");
+  g.Input("a", pb::kFloat, {{2}})
+      .Input("b", pb::kDouble, {{2}})
+      .Node("Add", {"a", "b"}, {"z"}, {}, "add")
+      .Output("z");
   checker::CheckResult r = Check(ModelFromGraph(g.Build()));
-  EXPECT_EQ(Only(r, "E0408"), At("node 'add' (Add)") +
-                                  "type variable T of Add-14 is tensor(float) for input 'a' (#0) but tensor(double) "
-                                  "for input 'b' (#1)");
+  EXPECT_EQ(Only(r, "E0408"),
+            At("node 'add' (Add)") +
+                "type variable T of Add-14 is tensor(float) for input 'a' (#0) but tensor(double) "
+                "for input 'b' (#1)");
   // Outputs bind too: a declared graph output of another type.
   GraphBuilder o("main");
   o.Input("a", pb::kFloat, {{2}}).Node("Relu", {"a"}, {"z"}, {}, "r").Output("z", pb::kInt64);
-  EXPECT_THAT(Only(Check(ModelFromGraph(o.Build())), "E0408"),
-              HasSubstr("type variable T of Relu-14 is tensor(float) for input 'a' (#0) but tensor(int64) for output "
-                        "'z' (#0)"));
+  EXPECT_THAT(
+      Only(Check(ModelFromGraph(o.Build())), "E0408"),
+      HasSubstr("type variable T of Relu-14 is tensor(float) for input 'a' (#0) but tensor(int64) for output "
+                "'z' (#0)"));
   // Near miss: types not declared anywhere are not guessed.
   GraphBuilder u("main");
   u.Input("a", pb::kFloat, {{2}}).Node("Relu", {"a"}, {"t"}).Node("Add", {"a", "t"}, {"z"}).Output("z");
@@ -183,9 +200,10 @@ TEST(NodeRulesTest, CustomDomainIsAWarningOncePerOp) {
   custom.version = 1;
   m.opset_import.push_back(custom);
   checker::CheckResult r = Check(m);
-  EXPECT_EQ(Only(r, "E0409"), At("node 'a' (com.example::FusedThing)") +
-                                  "op 'FusedThing' of custom domain 'com.example' is not checked: onnxkit has no "
-                                  "schema for it (reported once per op)");
+  EXPECT_EQ(Only(r, "E0409"),
+            At("node 'a' (com.example::FusedThing)") +
+                "op 'FusedThing' of custom domain 'com.example' is not checked: onnxkit has no "
+                "schema for it (reported once per op)");
   EXPECT_EQ(r.diagnostics[0].severity, checker::Severity::kWarning);
   EXPECT_EQ(r.status(), checker::FileStatus::kValid);
   checker::CheckOptions strict;
@@ -204,7 +222,8 @@ TEST(NodeRulesTest, LocalFunctionCallsAreCheckedAgainstTheFunction) {
   f.attribute = {"factor"};
   f.node = {MakeNode("Relu", {"a"}, {"b"})};
   f.opset_import = ModelFromGraph({}).opset_import;
-  pb::NodeProto call = MakeNode("Scale", {"x", "y"}, {"z"}, {AttrFloat("factor", 2), AttrInt("bias", 1)}, "s");
+  pb::NodeProto call =
+      MakeNode("Scale", {"x", "y"}, {"z"}, {AttrFloat("factor", 2), AttrInt("bias", 1)}, "s");
   call.domain = "local";
   pb::ModelProto m = OneNode(call);
   pb::OperatorSetIdProto local;
@@ -213,8 +232,10 @@ TEST(NodeRulesTest, LocalFunctionCallsAreCheckedAgainstTheFunction) {
   m.opset_import.push_back(local);
   m.functions.push_back(f);
   checker::CheckResult r = Check(m);
-  EXPECT_EQ(Only(r, "E0402"), At("node 's' (local::Scale)") + "the node has 2 inputs, but function 'local::Scale' declares 1");
-  EXPECT_EQ(Only(r, "E0404"), At("node 's' (local::Scale)") + "attribute 'bias' is not defined by function 'local::Scale'");
+  EXPECT_EQ(Only(r, "E0402"),
+            At("node 's' (local::Scale)") + "the node has 2 inputs, but function 'local::Scale' declares 1");
+  EXPECT_EQ(Only(r, "E0404"),
+            At("node 's' (local::Scale)") + "attribute 'bias' is not defined by function 'local::Scale'");
   EXPECT_THAT(Findings(r, "E0409"), IsEmpty());
   m.graph->node[0].input = {"x"};
   m.graph->node[0].attribute.pop_back();
@@ -226,21 +247,23 @@ TEST(NodeRulesTest, AttributeReferenceOutsideAFunction) {
   ref.name = "alpha";
   ref.type = pb::kAttrFloat;
   ref.ref_attr_name = "a";
-  EXPECT_EQ(Only(Check(OneNode(MakeNode("LeakyRelu", {"x"}, {"z"}, {ref}, "r"))), "E0405"),
-            At("node 'r' (LeakyRelu)") +
-                "attribute 'alpha' (ref_attr_name 'a') refers to a function attribute, but the node is not in a "
-                "function body");
+  EXPECT_EQ(
+      Only(Check(OneNode(MakeNode("LeakyRelu", {"x"}, {"z"}, {ref}, "r"))), "E0405"),
+      At("node 'r' (LeakyRelu)") +
+          "attribute 'alpha' (ref_attr_name 'a') refers to a function attribute, but the node is not in a "
+          "function body");
 }
 
 TEST(NodeRulesTest, EmptyOpType) {
-  EXPECT_EQ(Only(Check(OneNode(MakeNode("", {"x"}, {"z"}))), "E0410"), At("node #0 ()") + "the node has an empty op_type");
+  EXPECT_EQ(Only(Check(OneNode(MakeNode("", {"x"}, {"z"}))), "E0410"),
+            At("node #0 ()") + "the node has an empty op_type");
 }
 
 TEST(NodeRulesTest, NodesInSubgraphsAreChecked) {
   pb::ModelProto m = IfModelWithOuterRefs();
   m.graph->node[0].attribute[1].g->node[0].op_type = "Negg";
-  EXPECT_THAT(Only(Check(m), "E0400"),
-              HasSubstr(std::string("node 'if' (If)") + kSep + "attribute 'else_branch'" + kSep + "node 'neg' (Negg)"));
+  EXPECT_THAT(Only(Check(m), "E0400"), HasSubstr(std::string("node 'if' (If)") + kSep +
+                                                 "attribute 'else_branch'" + kSep + "node 'neg' (Negg)"));
 }
 
 }  // namespace

@@ -31,7 +31,9 @@ pb::ModelProto Typed(std::vector<pb::TensorProto> tensors) {
 }
 pb::ModelProto WithInitializer(pb::TensorProto t) { return Typed({std::move(t)}); }
 
-std::string InitializerAt(const std::string& name) { return std::string("graph 'g'") + kSep + "initializer '" + name + "': "; }
+std::string InitializerAt(const std::string& name) {
+  return std::string("graph 'g'") + kSep + "initializer '" + name + "': ";
+}
 
 TEST(TensorRulesTest, ValidTensorsPass) {
   pb::TensorProto typed;
@@ -46,29 +48,34 @@ TEST(TensorRulesTest, ValidTensorsPass) {
 TEST(TensorRulesTest, DataType) {
   pb::TensorProto t = RawFloatTensor("w", {2});
   t.data_type = 0;
-  EXPECT_EQ(Only(Check(WithInitializer(t)), "E0500"), InitializerAt("w") + "tensor 'w': data_type is undefined (0)");
+  EXPECT_EQ(Only(Check(WithInitializer(t)), "E0500"),
+            InitializerAt("w") + "tensor 'w': data_type is undefined (0)");
   t.data_type = 9999;
   EXPECT_EQ(Only(Check(WithInitializer(t)), "E0500"),
             InitializerAt("w") + "tensor 'w': data_type 9999 is not a known element type (1 to 26)");
   t.data_type = -5;
-  EXPECT_THAT(Only(Check(WithInitializer(t)), "E0500"), HasSubstr("data_type -5 is not a known element type"));
+  EXPECT_THAT(Only(Check(WithInitializer(t)), "E0500"),
+              HasSubstr("data_type -5 is not a known element type"));
 }
 
 TEST(TensorRulesTest, Dims) {
   pb::TensorProto t = RawFloatTensor("w", {2});
   t.dims = {-1, 4};
-  EXPECT_EQ(Only(Check(WithInitializer(t)), "E0501"), InitializerAt("w") + "tensor 'w' (float, dims [-1, 4]): negative dim -1");
+  EXPECT_EQ(Only(Check(WithInitializer(t)), "E0501"),
+            InitializerAt("w") + "tensor 'w' (float, dims [-1, 4]): negative dim -1");
   t.dims = {int64_t{1} << 62, int64_t{1} << 62};
   EXPECT_EQ(Only(Check(WithInitializer(t)), "E0501"),
-            InitializerAt("w") + "tensor 'w' (float, dims [4611686018427387904, 4611686018427387904]): element count "
-                                 "overflows int64");
+            InitializerAt("w") +
+                "tensor 'w' (float, dims [4611686018427387904, 4611686018427387904]): element count "
+                "overflows int64");
 }
 
 TEST(TensorRulesTest, DataSizeWithoutAllocating) {
   pb::TensorProto t = RawFloatTensor("w", {1});
   t.dims = {1000000};
-  EXPECT_EQ(Only(Check(WithInitializer(t)), "E0502"),
-            InitializerAt("w") + "tensor 'w' (float, dims [1000000]): raw_data has 4 bytes, expected 4000000");
+  EXPECT_EQ(
+      Only(Check(WithInitializer(t)), "E0502"),
+      InitializerAt("w") + "tensor 'w' (float, dims [1000000]): raw_data has 4 bytes, expected 4000000");
   t.dims = {};  // a scalar: 4 bytes is right
   EXPECT_THAT(Check(WithInitializer(t)).diagnostics, IsEmpty());
   t.dims = {0};  // near miss the other way: no element, but data
@@ -78,7 +85,8 @@ TEST(TensorRulesTest, DataSizeWithoutAllocating) {
   s.name = "s";
   s.data_type = pb::kString;
   s.dims = {1000000000};
-  EXPECT_THAT(Only(Check(WithInitializer(s)), "E0502"), HasSubstr("no data, expected 1000000000 elements in string_data"));
+  EXPECT_THAT(Only(Check(WithInitializer(s)), "E0502"),
+              HasSubstr("no data, expected 1000000000 elements in string_data"));
 }
 
 TEST(TensorRulesTest, DataField) {
@@ -91,8 +99,9 @@ TEST(TensorRulesTest, DataField) {
   wrong.data_type = pb::kFloat;
   wrong.dims = {2};
   wrong.int64_data = {1, 2};
-  EXPECT_EQ(Only(Check(WithInitializer(wrong)), "E0503"),
-            InitializerAt("w") + "tensor 'w': data is in int64_data, but float tensors use float_data or raw_data");
+  EXPECT_EQ(
+      Only(Check(WithInitializer(wrong)), "E0503"),
+      InitializerAt("w") + "tensor 'w': data is in int64_data, but float tensors use float_data or raw_data");
   pb::TensorProto raw_string;
   raw_string.name = "s";
   raw_string.data_type = pb::kString;
@@ -109,9 +118,10 @@ TEST(TensorRulesTest, ConstantTensorsInSubgraphsAndFunctions) {
   pb::GraphProto& then_graph = *m.graph->node[0].attribute[0].g;
   then_graph.node.push_back(MakeNode("Constant", {}, {"k"}, {AttrTensor("value", bad)}, "const"));
   checker::CheckResult r = Check(m);
-  EXPECT_EQ(Only(r, "E0502"), std::string("graph 'main'") + kSep + "node 'if' (If)" + kSep + "attribute 'then_branch'" +
-                                  kSep + "node 'const' (Constant)" + kSep +
-                                  "attribute 'value': tensor 'k' (float, dims [5]): raw_data has 12 bytes, expected 20");
+  EXPECT_EQ(Only(r, "E0502"),
+            std::string("graph 'main'") + kSep + "node 'if' (If)" + kSep + "attribute 'then_branch'" + kSep +
+                "node 'const' (Constant)" + kSep +
+                "attribute 'value': tensor 'k' (float, dims [5]): raw_data has 12 bytes, expected 20");
   pb::FunctionProto f;
   f.domain = "local";
   f.name = "F";
@@ -124,7 +134,8 @@ TEST(TensorRulesTest, ConstantTensorsInSubgraphsAndFunctions) {
   r = Check(with_function);
   std::vector<checker::Diagnostic> found = Findings(r, "E0502");
   ASSERT_EQ(found.size(), 2u) << Dump(r);
-  EXPECT_EQ(found[0].location, std::string("function 'local::F'") + kSep + "default" + kSep + "attribute 'init'");
+  EXPECT_EQ(found[0].location,
+            std::string("function 'local::F'") + kSep + "default" + kSep + "attribute 'init'");
   EXPECT_EQ(found[1].location,
             std::string("function 'local::F'") + kSep + "node 'c' (Constant)" + kSep + "attribute 'value'");
 }
@@ -139,8 +150,8 @@ pb::TensorProto Int64s(std::string name, std::vector<int64_t> dims, std::vector<
 }
 
 // A sparse tensor of dense shape `dims` with values 0, 1, ... at `indices`.
-pb::SparseTensorProto Sparse(std::vector<int64_t> dims, std::vector<int64_t> index_dims, std::vector<int64_t> indices,
-                             int64_t nnz) {
+pb::SparseTensorProto Sparse(std::vector<int64_t> dims, std::vector<int64_t> index_dims,
+                             std::vector<int64_t> indices, int64_t nnz) {
   pb::SparseTensorProto s;
   s.dims = std::move(dims);
   s.values = RawFloatTensor("sp", {nnz});
@@ -159,8 +170,10 @@ TEST(TensorRulesTest, SparseTensors) {
   EXPECT_THAT(CheckSparse(Sparse({10}, {3}, {1, 4, 9}, 3)).diagnostics, IsEmpty());
   EXPECT_THAT(CheckSparse(Sparse({3, 4}, {2, 2}, {0, 1, 2, 3}, 2)).diagnostics, IsEmpty());
   const std::string at = std::string("graph 'g'") + kSep + "sparse initializer 'sp': sparse tensor 'sp'";
-  EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {1, 4, 10}, 3)), "E0504"), at + ": index #2 is 10, outside [0, 10)");
-  EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {1, 4, -1}, 3)), "E0504"), at + ": index #2 is -1, outside [0, 10)");
+  EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {1, 4, 10}, 3)), "E0504"),
+            at + ": index #2 is 10, outside [0, 10)");
+  EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {1, 4, -1}, 3)), "E0504"),
+            at + ": index #2 is -1, outside [0, 10)");
   EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {4, 1, 9}, 3)), "E0504"),
             at + ": indices are not strictly ascending: index #1 is below the previous one");
   EXPECT_EQ(Only(CheckSparse(Sparse({10}, {3}, {1, 1, 9}, 3)), "E0504"),
@@ -176,13 +189,16 @@ TEST(TensorRulesTest, SparseTensors) {
   EXPECT_EQ(Only(CheckSparse(int32_indices), "E0504"), at + ": indices are int32, expected int64");
   pb::SparseTensorProto matrix_values = Sparse({10}, {1}, {1}, 1);
   matrix_values.values->dims = {1, 1};
-  EXPECT_EQ(Only(CheckSparse(matrix_values), "E0504"), at + ": values must have rank 1 ([NNZ]), got dims [1, 1]");
+  EXPECT_EQ(Only(CheckSparse(matrix_values), "E0504"),
+            at + ": values must have rank 1 ([NNZ]), got dims [1, 1]");
 }
 
 TEST(TensorRulesTest, SparseDenseShapeOverflowIsAnErrorNotUndefinedBehavior) {
   pb::SparseTensorProto s = Sparse({int64_t{1} << 40, int64_t{1} << 40}, {1}, {5}, 1);
-  EXPECT_THAT(Only(CheckSparse(s), "E0501"),
-              HasSubstr("dims [1099511627776, 1099511627776] have a negative dim or an element count that overflows"));
+  EXPECT_THAT(
+      Only(CheckSparse(s), "E0501"),
+      HasSubstr(
+          "dims [1099511627776, 1099511627776] have a negative dim or an element count that overflows"));
 }
 
 class ExternalDataTest : public ::testing::Test {
@@ -191,7 +207,9 @@ class ExternalDataTest : public ::testing::Test {
     dir_ = MakeTempDir();
     std::ofstream(dir_ / "w.bin", std::ios::binary) << FloatBytes(4);  // 16 bytes
   }
-  checker::CheckResult CheckExternal(pb::TensorProto t) { return Check(WithInitializer(std::move(t)), {}, dir_); }
+  checker::CheckResult CheckExternal(pb::TensorProto t) {
+    return Check(WithInitializer(std::move(t)), {}, dir_);
+  }
 
   std::filesystem::path dir_;
 };
@@ -236,8 +254,9 @@ TEST_F(ExternalDataTest, RangeAgainstTheRealFileAndDims) {
   EXPECT_THAT(Only(CheckExternal(ExternalTensor("w", {3}, pb::kFloat, "w.bin", 0, 16)), "E0507"),
               HasSubstr("length 16 does not match dims [3] of float (12 bytes)"));
   // A petabyte length: an error, nothing allocated.
-  EXPECT_THAT(Only(CheckExternal(ExternalTensor("w", {4}, pb::kFloat, "w.bin", 0, int64_t{1} << 50)), "E0507"),
-              HasSubstr("past the end of the file"));
+  EXPECT_THAT(
+      Only(CheckExternal(ExternalTensor("w", {4}, pb::kFloat, "w.bin", 0, int64_t{1} << 50)), "E0507"),
+      HasSubstr("past the end of the file"));
 }
 
 TEST_F(ExternalDataTest, MalformedEntries) {
@@ -254,7 +273,8 @@ TEST_F(ExternalDataTest, MalformedEntries) {
   t = ExternalTensor("w", {4}, pb::kFloat, "w.bin");
   t.raw_data = Bytes::Copy(FloatBytes(4));
   EXPECT_EQ(Only(CheckExternal(t), "E0503"),
-            InitializerAt("w") + "tensor 'w' stores its data externally (data_location EXTERNAL) but also holds raw_data");
+            InitializerAt("w") +
+                "tensor 'w' stores its data externally (data_location EXTERNAL) but also holds raw_data");
 }
 
 TEST_F(ExternalDataTest, SparseTensorPartsInExternalData) {

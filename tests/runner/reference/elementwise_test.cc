@@ -263,6 +263,20 @@ TEST(ElementwiseLogicTest, ComparisonsAndStrings) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ElementwiseLogicTest, BoolBytesOtherThanOneAreTrue) {
+  // Raw data may hold any byte in a bool tensor; every nonzero byte is true.
+  Tensor odd = Make<uint8_t>(pb::kBool, {2}, {2, 0});
+  absl::StatusOr<Tensor> y = RunOp("And", {odd, Make<uint8_t>(pb::kBool, {2}, {1, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{1, 0}));
+  y = RunOp("Not", {odd});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0, 1}));
+  y = RunOp("Where", {odd, Floats({1}, {1}), Floats({1}, {2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{1, 2}));
+}
+
 TEST(ElementwiseLogicTest, BitShiftBeyondTheWidthGivesZero) {
   absl::StatusOr<Tensor> y = RunOp("BitShift", {Make<uint8_t>(pb::kUint8, {3}, {1, 255, 16}),
                                                 Make<uint8_t>(pb::kUint8, {3}, {7, 8, 200})},
@@ -398,6 +412,16 @@ TEST(ElementwiseCastTest, DoubleToFloat16RoundsOnce) {
   EXPECT_EQ(y->data<runner::Float16>()[0].bits, 0x3c01);
 }
 
+TEST(ElementwiseCastTest, OutOfRangeFloatsBecomeInfinities) {
+  Tensor x = Make<double>(pb::kDouble, {3}, {1e300, -1e300, 70000});
+  absl::StatusOr<Tensor> y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{INFINITY, -INFINITY, 70000}));
+  y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat16)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0x00, 0x7c, 0x00, 0xfc, 0x00, 0x7c}));
+}
+
 TEST(ElementwiseCastTest, AttributeErrorsAndOpset1Names) {
   EXPECT_EQ(RunOp("Cast", {Floats({1}, {1})}, {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RunOp("Cast", {Floats({1}, {1})}, {AttrInt("to", 99)}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -413,6 +437,19 @@ TEST(ElementwiseCastTest, CastLikeTakesTheTargetType) {
   absl::StatusOr<Tensor> y = RunOp("CastLike", {Floats({2}, {1.5f, -2}), Int64s({}, {0})}, {}, 15);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{1, -2}));
+}
+
+TEST(ElementwiseCastTest, BitCastKeepsTheBits) {
+  absl::StatusOr<Tensor> y = RunOp("BitCast", {Floats({2}, {1, -2})}, {AttrInt("to", pb::kInt32)}, 26);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{0x3f800000, static_cast<int32_t>(0xc0000000)}));
+  y = RunOp("BitCast", {Make<uint8_t>(pb::kUint8, {3}, {0, 1, 7})}, {AttrInt("to", pb::kBool)}, 26);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0, 1, 1}));  // normalized to valid bools
+  EXPECT_EQ(RunOp("BitCast", {Floats({1}, {1})}, {AttrInt("to", pb::kInt64)}, 26).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunOp("BitCast", {Floats({1}, {1})}, {AttrInt("to", pb::kString)}, 26).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -34,9 +34,15 @@ Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& val
   return *t;
 }
 
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
-Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) { return Make<int32_t>(pb::kInt32, shape, v); }
+Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) {
+  return Make<float>(pb::kFloat, shape, v);
+}
+Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
+  return Make<int64_t>(pb::kInt64, shape, v);
+}
+Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) {
+  return Make<int32_t>(pb::kInt32, shape, v);
+}
 Tensor Bools(std::vector<int64_t> shape, const std::vector<bool>& v) {
   std::vector<uint8_t> bytes(v.begin(), v.end());
   return Make<uint8_t>(pb::kBool, shape, bytes);
@@ -120,7 +126,8 @@ void ExpectError(const absl::StatusOr<Tensor>& t, std::string_view fragment = ""
 // --- Views: Reshape, Flatten, Squeeze, Unsqueeze ---
 
 TEST(ShapeOpsTest, ReshapeInfersAndCopiesDims) {
-  absl::StatusOr<Tensor> y = RunOp("Reshape", {Floats({2, 3, 4}, std::vector<float>(24)), Int64s({3}, {0, -1, 2})});
+  absl::StatusOr<Tensor> y =
+      RunOp("Reshape", {Floats({2, 3, 4}, std::vector<float>(24)), Int64s({3}, {0, -1, 2})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 6, 2}));
 }
@@ -143,7 +150,8 @@ TEST(ShapeOpsTest, ReshapeAllowzeroKeepsZeroDims) {
 }
 
 TEST(ShapeOpsTest, ReshapeOpset1ReadsTheAttribute) {
-  absl::StatusOr<Tensor> y = RunOp("Reshape", {Floats({2, 3}, std::vector<float>(6))}, {AttrInts("shape", {3, 2})}, 1);
+  absl::StatusOr<Tensor> y =
+      RunOp("Reshape", {Floats({2, 3}, std::vector<float>(6))}, {AttrInts("shape", {3, 2})}, 1);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (std::vector<int64_t>{3, 2}));
 }
@@ -184,7 +192,8 @@ TEST(ShapeOpsTest, HugeOutputsFailCleanly) {
   ExpectError(RunOp("Range", {Int64s({}, {kI64Min}), Int64s({}, {kI64Max}), Int64s({}, {1})}));
   ExpectError(RunOp("Range", {Int64s({}, {0}), Int64s({}, {5}), Int64s({}, {0})}), "zero");
   ExpectError(RunOp("Resize", {Floats({1, 1}, {1}), Tensor(), Floats({2}, {1e30f, 1e30f})}, {}, 19));
-  ExpectError(RunOp("Resize", {Floats({1, 1}, {1}), Tensor(), Tensor(), Int64s({2}, {1 << 30, 1 << 30})}, {}, 19));
+  ExpectError(
+      RunOp("Resize", {Floats({1, 1}, {1}), Tensor(), Tensor(), Int64s({2}, {1 << 30, 1 << 30})}, {}, 19));
   ExpectError(RunOp("OneHot", {Int64s({1}, {0}), Floats({}, {1e30f}), Floats({2}, {0, 1})}));
 }
 
@@ -221,15 +230,18 @@ TEST(ShapeOpsTest, EyeLikeAndTriluTolerateExtremeOffsets) {
 }
 
 TEST(ShapeOpsTest, OneHotLeavesOutOfRangeIndicesOff) {
-  absl::StatusOr<Tensor> y = RunOp("OneHot", {Int64s({3}, {1, -1, 7}), Int64s({}, {3}), Strings({2}, {"off", "on"})});
+  absl::StatusOr<Tensor> y =
+      RunOp("OneHot", {Int64s({3}, {1, -1, 7}), Int64s({}, {3}), Strings({2}, {"off", "on"})});
   ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_EQ(y->strings(), (std::vector<std::string>{"off", "on", "off", "off", "off", "on", "off", "off", "off"}));
+  EXPECT_EQ(y->strings(),
+            (std::vector<std::string>{"off", "on", "off", "off", "off", "on", "off", "off", "off"}));
   ExpectError(RunOp("OneHot", {Int64s({1}, {0}), Int64s({}, {-2}), Floats({2}, {0, 1})}), "depth");
 }
 
 TEST(ShapeOpsTest, CumSumWrapsIntegersAndRunsBackwards) {
-  absl::StatusOr<Tensor> y = RunOp("CumSum", {Int32s({3}, {std::numeric_limits<int32_t>::max(), 1, 5}), Int32s({}, {0})},
-                                   {AttrInt("reverse", 1), AttrInt("exclusive", 1)});
+  absl::StatusOr<Tensor> y =
+      RunOp("CumSum", {Int32s({3}, {std::numeric_limits<int32_t>::max(), 1, 5}), Int32s({}, {0})},
+            {AttrInt("reverse", 1), AttrInt("exclusive", 1)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{6, 5, 0}));
   ExpectError(RunOp("CumSum", {Int32s({2}, {1, 2}), Int32s({}, {3})}), "out of range");
@@ -249,12 +261,15 @@ TEST(ShapeOpsTest, TransposeMovesStringsAndPackedInt4) {
 }
 
 TEST(ShapeOpsTest, ConcatPackedUint4AcrossByteBoundaries) {
-  absl::StatusOr<Tensor> y = RunOp("Concat", {Nibbles(21, {3}, {1, 2, 3}), Nibbles(21, {1}, {9})}, {AttrInt("axis", 0)});
+  absl::StatusOr<Tensor> y =
+      RunOp("Concat", {Nibbles(21, {3}, {1, 2, 3}), Nibbles(21, {1}, {9})}, {AttrInt("axis", 0)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(NibbleValues(*y), (std::vector<uint8_t>{1, 2, 3, 9}));
-  ExpectError(RunOp("Concat", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 3}, std::vector<float>(6))}, {AttrInt("axis", 0)}),
+  ExpectError(RunOp("Concat", {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 3}, std::vector<float>(6))},
+                    {AttrInt("axis", 0)}),
               "cannot concatenate");
-  ExpectError(RunOp("Concat", {Floats({2}, {1, 2}), Int64s({2}, {1, 2})}, {AttrInt("axis", 0)}), "cannot concatenate");
+  ExpectError(RunOp("Concat", {Floats({2}, {1, 2}), Int64s({2}, {1, 2})}, {AttrInt("axis", 0)}),
+              "cannot concatenate");
 }
 
 TEST(ShapeOpsTest, SplitNumOutputsMakesTheLastChunkSmaller) {
@@ -273,17 +288,19 @@ TEST(ShapeOpsTest, SplitNumOutputsMakesTheLastChunkSmaller) {
 
 TEST(ShapeOpsTest, SliceClampsExtremeBoundsAndNegativeSteps) {
   Tensor x = Floats({5}, {0, 1, 2, 3, 4});
-  absl::StatusOr<Tensor> y = RunOp("Slice", {x, Int64s({1}, {kI64Max}), Int64s({1}, {kI64Min}), Int64s({1}, {0}),
-                                             Int64s({1}, {-2})});
+  absl::StatusOr<Tensor> y = RunOp(
+      "Slice", {x, Int64s({1}, {kI64Max}), Int64s({1}, {kI64Min}), Int64s({1}, {0}), Int64s({1}, {-2})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{4, 2, 0}));
-  y = RunOp("Slice", {x, Int64s({1}, {kI64Min}), Int64s({1}, {kI64Max}), Int64s({1}, {0}), Int64s({1}, {kI64Max})});
+  y = RunOp("Slice",
+            {x, Int64s({1}, {kI64Min}), Int64s({1}, {kI64Max}), Int64s({1}, {0}), Int64s({1}, {kI64Max})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{0}));
   y = RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {0}), Int64s({1}, {kI64Min})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->size(), 0);
-  ExpectError(RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {0}), Int64s({1}, {0})}), "step");
+  ExpectError(RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {0}), Int64s({1}, {0})}),
+              "step");
   ExpectError(RunOp("Slice", {x, Int64s({1}, {0}), Int64s({1}, {5}), Int64s({1}, {1})}), "out of range");
   ExpectError(RunOp("Slice", {x, Int64s({2}, {0, 0}), Int64s({1}, {5})}), "different lengths");
 }
@@ -304,7 +321,8 @@ TEST(ShapeOpsTest, PadModesWithLargeAndNegativePads) {
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{9, 1}));
   ExpectError(RunOp("Pad", {x, Int64s({2}, {-4, 0})}), "do not fit");
   ExpectError(RunOp("Pad", {x, Int64s({3}, {1, 1, 1})}), "must have 2 values");
-  ExpectError(RunOp("Pad", {Floats({0}, {}), Int64s({2}, {1, 1})}, {AttrString("mode", "edge")}), "empty axis");
+  ExpectError(RunOp("Pad", {Floats({0}, {}), Int64s({2}, {1, 1})}, {AttrString("mode", "edge")}),
+              "empty axis");
   ExpectError(RunOp("Pad", {x, Int64s({2}, {kI64Max, 0})}));
 }
 
@@ -320,12 +338,14 @@ TEST(ShapeOpsTest, LayoutOpsRejectBadArguments) {
   Tensor x = Floats({1, 4, 2, 2}, std::vector<float>(16));
   ExpectError(RunOp("DepthToSpace", {x}, {AttrInt("blocksize", 3)}), "multiple");
   ExpectError(RunOp("SpaceToDepth", {x}, {AttrInt("blocksize", 3)}), "multiples");
-  ExpectError(RunOp("Compress", {Floats({2}, {1, 2}), Bools({3}, {false, false, true})}, {AttrInt("axis", 0)}),
-              "selects index 2");
+  ExpectError(
+      RunOp("Compress", {Floats({2}, {1, 2}), Bools({3}, {false, false, true})}, {AttrInt("axis", 0)}),
+      "selects index 2");
   ExpectError(RunOp("ReverseSequence", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({2}, {3, 1})}), "outside");
   ExpectError(RunOp("CenterCropPad", {Floats({2}, {1, 2}), Int64s({2}, {1, 1})}), "one value per axis");
-  ExpectError(RunOp("Col2Im", {Floats({1, 4, 3}, std::vector<float>(12)), Int64s({2}, {3, 3}), Int64s({2}, {2, 2})}),
-              "must be");
+  ExpectError(
+      RunOp("Col2Im", {Floats({1, 4, 3}, std::vector<float>(12)), Int64s({2}, {3, 3}), Int64s({2}, {2, 2})}),
+      "must be");
 }
 
 // --- Indexing ---
@@ -338,11 +358,13 @@ TEST(ShapeOpsTest, GatherChecksIndices) {
   ExpectError(RunOp("Gather", {data, Int64s({1}, {3})}), "out of range");
   ExpectError(RunOp("Gather", {data, Int64s({1}, {kI64Min})}), "out of range");
   ExpectError(RunOp("Gather", {data, Floats({1}, {0})}), "int64 or int32");
-  ExpectError(RunOp("GatherElements", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({2, 1}, {0, 2})}, {AttrInt("axis", 1)}),
-              "out of range");
+  ExpectError(
+      RunOp("GatherElements", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({2, 1}, {0, 2})}, {AttrInt("axis", 1)}),
+      "out of range");
   ExpectError(RunOp("GatherND", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({1, 3}, {0, 0, 0})}), "last dim");
-  ExpectError(RunOp("GatherND", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({1, 1}, {0})}, {AttrInt("batch_dims", 1)}),
-              "batch");
+  ExpectError(
+      RunOp("GatherND", {Floats({2, 2}, {1, 2, 3, 4}), Int64s({1, 1}, {0})}, {AttrInt("batch_dims", 1)}),
+      "batch");
 }
 
 TEST(ShapeOpsTest, GatherPackedInt4) {
@@ -353,17 +375,20 @@ TEST(ShapeOpsTest, GatherPackedInt4) {
 
 TEST(ShapeOpsTest, ScatterReductionsAccumulateDuplicates) {
   Tensor data = Floats({3}, {1, 2, 3});
-  absl::StatusOr<Tensor> y = RunOp("ScatterElements", {data, Int64s({3}, {0, 0, -1}), Floats({3}, {10, 20, 30})},
-                                   {AttrString("reduction", "add")});
+  absl::StatusOr<Tensor> y =
+      RunOp("ScatterElements", {data, Int64s({3}, {0, 0, -1}), Floats({3}, {10, 20, 30})},
+            {AttrString("reduction", "add")});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{31, 2, 33}));
-  y = RunOp("ScatterND", {data, Int64s({2, 1}, {2, 2}), Floats({2}, {5, 4})}, {AttrString("reduction", "min")});
+  y = RunOp("ScatterND", {data, Int64s({2, 1}, {2, 2}), Floats({2}, {5, 4})},
+            {AttrString("reduction", "min")});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{1, 2, 3}));
   ExpectError(RunOp("ScatterElements", {data, Int64s({1}, {3}), Floats({1}, {1})}), "out of range");
   ExpectError(RunOp("ScatterND", {data, Int64s({1, 1}, {-4}), Floats({1}, {1})}), "out of range");
   ExpectError(RunOp("ScatterND", {data, Int64s({1, 1}, {0}), Floats({2}, {1, 2})}), "must have shape");
-  ExpectError(RunOp("ScatterElements", {data, Int64s({1}, {0}), Floats({1}, {1})}, {AttrString("reduction", "max")}, 16),
+  ExpectError(RunOp("ScatterElements", {data, Int64s({1}, {0}), Floats({1}, {1})},
+                    {AttrString("reduction", "max")}, 16),
               "not supported");
 }
 
@@ -373,7 +398,8 @@ TEST(ShapeOpsTest, TensorScatterWritesCircularly) {
                                    {AttrString("mode", "circular")}, 24);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{8, 0, 7}));
-  ExpectError(RunOp("TensorScatter", {cache, Floats({1, 2, 1}, {7, 8}), Int64s({1}, {2})}, {}, 24), "outside");
+  ExpectError(RunOp("TensorScatter", {cache, Floats({1, 2, 1}, {7, 8}), Int64s({1}, {2})}, {}, 24),
+              "outside");
 }
 
 TEST(ShapeOpsTest, NonZeroOfAScalar) {
@@ -412,24 +438,28 @@ TEST(ShapeOpsTest, UniqueOfStringsInFirstOccurrenceOrder) {
 
 TEST(ShapeOpsTest, ResizeNearestCopiesIntegersExactly) {
   int64_t big = (int64_t{1} << 60) + 1;  // not representable as a double
-  absl::StatusOr<Tensor> y = RunOp("Resize", {Int64s({1, 2}, {big, 3}), Tensor(), Floats({2}, {1, 2})}, {}, 19);
+  absl::StatusOr<Tensor> y =
+      RunOp("Resize", {Int64s({1, 2}, {big, 3}), Tensor(), Floats({2}, {1, 2})}, {}, 19);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{big, big, 3, 3}));
 }
 
 TEST(ShapeOpsTest, ResizeRejectsInconsistentInputs) {
   Tensor x = Floats({1, 2}, {1, 2});
-  ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, 2}), Int64s({2}, {1, 4})}, {}, 19), "exactly one");
+  ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, 2}), Int64s({2}, {1, 4})}, {}, 19),
+              "exactly one");
   ExpectError(RunOp("Resize", {x, Tensor(), Floats({1}, {2})}, {}, 19), "must have 2 values");
   ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, -2})}, {}, 19), "positive");
   ExpectError(RunOp("Resize", {x, Tensor(), Floats({2}, {1, 2})}, {AttrString("mode", "bogus")}, 19), "mode");
-  ExpectError(RunOp("Resize", {Floats({1, 0}, {}), Tensor(), Tensor(), Int64s({2}, {1, 3})}, {}, 19), "empty axis");
+  ExpectError(RunOp("Resize", {Floats({1, 0}, {}), Tensor(), Tensor(), Int64s({2}, {1, 3})}, {}, 19),
+              "empty axis");
 }
 
 TEST(ShapeOpsTest, GridSampleChecksTheGridShape) {
   Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
   ExpectError(RunOp("GridSample", {x, Floats({1, 1, 1, 3}, {0, 0, 0})}), "does not fit");
-  absl::StatusOr<Tensor> y = RunOp("GridSample", {x, Floats({1, 1, 1, 2}, {0, 0})}, {AttrInt("align_corners", 1)}, 20);
+  absl::StatusOr<Tensor> y =
+      RunOp("GridSample", {x, Floats({1, 1, 1, 2}, {0, 0})}, {AttrInt("align_corners", 1)}, 20);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_FLOAT_EQ(Values<float>(*y)[0], 2.5f);
 }
@@ -451,7 +481,8 @@ TEST(ShapeOpsTest, SeededRandomNodesRepeatTheirDraws) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(Values<float>(*a), Values<float>(*b));
   for (float v : Values<float>(*a)) EXPECT_TRUE(v >= 0 && v < 1) << v;
-  absl::StatusOr<Tensor> m = RunOp("Multinomial", {Floats({1, 2}, {-1e30f, 0})}, {AttrInt("sample_size", 3), AttrFloat("seed", 1)});
+  absl::StatusOr<Tensor> m =
+      RunOp("Multinomial", {Floats({1, 2}, {-1e30f, 0})}, {AttrInt("sample_size", 3), AttrFloat("seed", 1)});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(Values<int32_t>(*m), (std::vector<int32_t>{1, 1, 1}));
 }

@@ -1,7 +1,10 @@
-// Shape functions of attention-style ops: Attention (3-D and 4-D inputs,
-// past/present key and value caches), FlexAttention, LinearAttention,
-// CausalConvWithState.
+// Shape functions of sequence models: RNN, GRU, LSTM (layout 0 and 1,
+// forward/reverse/bidirectional), Attention (3-D and 4-D inputs, past/present
+// key and value caches), FlexAttention, LinearAttention, CausalConvWithState.
 //
+//   LSTM(X [7, 2, 10], hidden_size=16, direction=bidirectional)
+//     -> Y [7, 2, 2, 16], Y_h [2, 2, 16], Y_c [2, 2, 16]
+//   LSTM(X [7, 10]) -> E0601 input X must have rank 3
 //   Attention(Q [B, 4, 8, 16], K [B, 2, 6, 16], V [B, 2, 6, 32]) -> Y [B, 4, 8, 32]
 //   Attention(Q [B, S, 48], q_num_heads=3, kv_num_heads=3, K [B, L, 48], V [B, L, 30])
 //     -> Y [B, S, 30]
@@ -93,6 +96,9 @@ void ShapeLinearAttention(NodeContext& ctx) {
   if (ctx.failed()) return;
   ctx.set_shape(0, {(*q)[0], (*q)[1], q_heads > 0 ? ctx.Mul(Dim::Of(q_heads), dv) : Dim::Unknown()});
   ctx.set_shape(1, {(*q)[0], kv_heads > 0 ? Dim::Of(kv_heads) : Dim::Unknown(), dk, dv});
+  // Without past_state the state type S is bound by nothing: it is the
+  // query's type.
+  if (ctx.output(1) != nullptr && ctx.output(1)->type.elem_type == 0) ctx.PropagateElem(0, 1);
 }
 
 // CausalConvWithState: output shaped like the input [B, C, T]; the state
@@ -104,6 +110,39 @@ void ShapeCausalConvWithState(NodeContext& ctx) {
   if (x == nullptr || w == nullptr || x->size() != 3 || w->empty()) return;
   const Dim& kernel = w->back();
   ctx.set_shape(1, {(*x)[0], (*x)[1], kernel.value && *kernel.value > 0 ? Dim::Of(*kernel.value - 1) : Dim::Unknown()});
+}
+
+void ShapeRecurrent(NodeContext& ctx) {
+  const Dims* x = ctx.input_shape(0);
+  if (x == nullptr) return;
+  if (x->size() != 3) {
+    ctx.Fail(absl::StrCat("input X must have rank 3 ([seq_length, batch_size, input_size]), got rank ",
+                          x->size()));
+    return;
+  }
+  const bool batch_first = ctx.attr_int("layout", 0) != 0;
+  const Dim& seq = (*x)[batch_first ? 1 : 0];
+  const Dim& batch = (*x)[batch_first ? 0 : 1];
+  const Dim dirs = Dim::Of(ctx.attr_string("direction", "forward") == "bidirectional" ? 2 : 1);
+  Dim hidden = Dim::Unknown();
+  if (std::optional<int64_t> h = ctx.node().GetInt("hidden_size")) {
+    if (*h < 0) {
+      ctx.Fail(absl::StrCat("attribute 'hidden_size' is negative (", *h, ")"));
+      return;
+    }
+    hidden = Dim::Of(*h);
+  } else if (const Dims* r = ctx.input_shape(2); r != nullptr && r->size() == 3) {
+    hidden = (*r)[2];
+  }
+  if (batch_first) {
+    ctx.set_shape(0, {batch, seq, dirs, hidden});
+    ctx.set_shape(1, {batch, dirs, hidden});
+    ctx.set_shape(2, {batch, dirs, hidden});
+  } else {
+    ctx.set_shape(0, {seq, dirs, batch, hidden});
+    ctx.set_shape(1, {dirs, batch, hidden});
+    ctx.set_shape(2, {dirs, batch, hidden});
+  }
 }
 
 }  // namespace onnxkit::checker::infer
