@@ -33,10 +33,19 @@ bool KernelContext::OutputRequested(int i) const {
 }
 
 absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, int32_t dtype, std::vector<int64_t> shape) {
+  return AllocateOutputImpl(i, dtype, std::move(shape), true);
+}
+
+absl::StatusOr<Tensor*> KernelContext::AllocateOutputUninitialized(int i, int32_t dtype, std::vector<int64_t> shape) {
+  return AllocateOutputImpl(i, dtype, std::move(shape), false);
+}
+
+absl::StatusOr<Tensor*> KernelContext::AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
+                                                          bool zero_fill) {
   if (i < 0 || i >= num_outputs()) {
     return absl::InvalidArgumentError(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
   }
-  auto t = Tensor::Allocate(dtype, std::move(shape));
+  auto t = zero_fill ? Tensor::Allocate(dtype, std::move(shape)) : Tensor::AllocateUninitialized(dtype, std::move(shape));
   if (!t.ok()) return t.status();
   (*outputs_)[static_cast<size_t>(i)] = RtValue::FromTensor(std::move(*t));
   return &(*outputs_)[static_cast<size_t>(i)].mutable_tensor();

@@ -70,12 +70,16 @@ class KernelContext {
   bool OutputRequested(int i) const;
   // Allocates output i (zero-filled) and returns it for writing.
   absl::StatusOr<Tensor*> AllocateOutput(int i, int32_t dtype, std::vector<int64_t> shape);
+  // The same without zero-filling: for kernels that write every element.
+  absl::StatusOr<Tensor*> AllocateOutputUninitialized(int i, int32_t dtype, std::vector<int64_t> shape);
   // Sets output i to a value (a tensor view of an input, a sequence...).
   absl::Status SetOutput(int i, RtValue value);
 
   SubgraphRunner* subgraphs() const { return subgraphs_; }
 
  private:
+  absl::StatusOr<Tensor*> AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape, bool zero_fill);
+
   const ir::Node& node_;
   int64_t opset_;
   std::vector<const RtValue*> inputs_;
@@ -92,6 +96,7 @@ class Kernel {
 // What a factory knows at creation.
 struct KernelInfo {
   int64_t opset = 0;  // imported opset of the node's domain
+  int threads = 1;    // threads the backend may use
 };
 
 using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node, const KernelInfo& info);

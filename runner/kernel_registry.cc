@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/strings.h"
+#include "runner/cpu/families.h"
 #include "runner/reference/families.h"
 
 namespace onnxkit::runner {
@@ -16,6 +17,12 @@ constexpr KernelEntry kReferenceKernels[] = {
 #undef ONNXKIT_KERNEL
 };
 
+constexpr KernelEntry kCpuKernels[] = {
+#define ONNXKIT_KERNEL(domain, op, since, until, factory) {domain, op, since, until, cpu::factory},
+#include "runner/cpu/all_kernels.def"
+#undef ONNXKIT_KERNEL
+};
+
 std::string_view Canonical(std::string_view domain) { return domain == "ai.onnx" ? "" : domain; }
 
 }  // namespace
@@ -24,6 +31,8 @@ std::span<const KernelEntry> KernelTable(Backend backend) {
   switch (backend) {
     case Backend::kReference:
       return kReferenceKernels;
+    case Backend::kCpu:
+      return kCpuKernels;
     default:
       return {};
   }
@@ -47,6 +56,8 @@ absl::StatusOr<const KernelEntry*> FindKernel(Backend backend, std::string_view 
     op_known = true;
     if (opset >= e.since && opset <= e.until) return &e;
   }
+  // The cpu backend runs what it has no kernel for on the reference kernels.
+  if (backend == Backend::kCpu) return FindKernel(Backend::kReference, domain, op, opset);
   std::string what = absl::StrCat(domain.empty() ? "ai.onnx" : Sv(domain), "::", Sv(op));
   if (op_known) {
     return absl::UnimplementedError(absl::StrCat("the ", Sv(BackendName(backend)), " backend has no kernel for ",

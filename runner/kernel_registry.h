@@ -30,7 +30,8 @@ struct KernelEntry {
 std::span<const KernelEntry> KernelTable(Backend backend);
 
 // The kernel for `op` at `opset` of `domain` ("" and "ai.onnx" are the same);
-// Unimplemented naming the op, opset and backend when there is none.
+// Unimplemented naming the op, opset and backend when there is none. The cpu
+// backend falls back to the reference kernels for ops it does not cover.
 absl::StatusOr<const KernelEntry*> FindKernel(Backend backend, std::string_view domain, std::string_view op,
                                               int64_t opset);
 

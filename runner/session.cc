@@ -10,6 +10,7 @@
 #include "lib/base/strings.h"
 #include "lib/ops/type_string.h"
 #include "runner/convert.h"
+#include "runner/cpu/threads.h"
 #include "runner/function_kernel.h"
 
 namespace onnxkit::runner {
@@ -160,6 +161,7 @@ Session::~Session() = default;
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded, SessionOptions options) {
   auto session = std::unique_ptr<Session>(new Session());
   session->options_ = std::move(options);
+  if (session->options_.backend == Backend::kCpu) cpu::SetThreads(session->options_.threads);
   session->resolver_ = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
   pb::ModelProto proto = std::move(loaded.proto);
   session->loaded_ = std::move(loaded);
@@ -248,7 +250,7 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node) {
   std::unique_ptr<Kernel> kernel;
   auto entry = FindKernel(options_.backend, node.domain(), node.op_type(), opset);
   if (entry.ok()) {
-    ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset}));
+    ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset, options_.threads}));
   } else {
     const pb::FunctionProto* function = nullptr;
     for (const auto& f : model_->functions()) {

@@ -1,6 +1,8 @@
 // Tensor and Buffer.
 #include "runner/tensor.h"
 
+#include <malloc.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +28,24 @@ void SetMemoryLimit(int64_t bytes) { g_limit = bytes; }
 int64_t LiveTensorBytes() { return g_live; }
 int64_t PeakTensorBytes() { return g_peak; }
 
-std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
+namespace {
+
+// Keeps freed tensor memory in the heap for reuse: by default glibc maps
+// every block over 128 KiB afresh and unmaps it when freed, so each run of a
+// model would page-fault all of its activations in again.
+void TuneAllocator() {
+  static const bool tuned = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    return true;
+  }();
+  (void)tuned;
+}
+
+}  // namespace
+
+std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
+  TuneAllocator();
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   int64_t limit = g_limit;
@@ -45,7 +64,7 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
     return nullptr;
   }
   b->capacity_ = rounded;
-  std::memset(b->data_, 0, rounded);
+  if (zero_fill) std::memset(b->data_, 0, rounded);
   b->size_ = bytes;
   b->owned_ = true;
   return b;
@@ -83,6 +102,14 @@ absl::StatusOr<int64_t> CheckShape(const std::vector<int64_t>& shape) {
 }  // namespace
 
 absl::StatusOr<Tensor> Tensor::Allocate(int32_t dtype, std::vector<int64_t> shape) {
+  return AllocateImpl(dtype, std::move(shape), true);
+}
+
+absl::StatusOr<Tensor> Tensor::AllocateUninitialized(int32_t dtype, std::vector<int64_t> shape) {
+  return AllocateImpl(dtype, std::move(shape), dtype == 8);
+}
+
+absl::StatusOr<Tensor> Tensor::AllocateImpl(int32_t dtype, std::vector<int64_t> shape, bool zero_fill) {
   auto count = CheckShape(shape);
   if (!count.ok()) return count.status();
   Tensor t;
@@ -101,7 +128,7 @@ absl::StatusOr<Tensor> Tensor::Allocate(int32_t dtype, std::vector<int64_t> shap
   if (*bytes > (int64_t{1} << 46)) {
     return absl::ResourceExhaustedError(absl::StrCat("tensor of ", *bytes, " bytes is too large"));
   }
-  t.buffer_ = Buffer::Allocate(static_cast<size_t>(*bytes));
+  t.buffer_ = Buffer::Allocate(static_cast<size_t>(*bytes), zero_fill);
   if (t.buffer_ == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", *bytes, " bytes for a tensor of shape [",
                                                      absl::StrJoin(t.shape_, ", "), "]: memory limit (",

@@ -25,7 +25,7 @@ namespace onnxkit::runner {
 class Buffer {
  public:
   // Zero-filled, 64-byte aligned; nullptr-free even for 0 bytes.
-  static std::shared_ptr<Buffer> Allocate(size_t bytes);
+  static std::shared_ptr<Buffer> Allocate(size_t bytes, bool zero_fill = true);
   static std::shared_ptr<Buffer> View(std::shared_ptr<const void> keepalive, const void* data, size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
@@ -51,6 +51,8 @@ class Tensor {
   // A zero-filled tensor. Fails (ResourceExhausted/InvalidArgument) on a
   // negative dim, an element-count or byte-size overflow, or an unknown type.
   static absl::StatusOr<Tensor> Allocate(int32_t dtype, std::vector<int64_t> shape);
+  // The same, left uninitialized: for writers that set every element.
+  static absl::StatusOr<Tensor> AllocateUninitialized(int32_t dtype, std::vector<int64_t> shape);
   // A tensor over existing bytes (no copy); `buffer` must hold nbytes.
   static absl::StatusOr<Tensor> Wrap(int32_t dtype, std::vector<int64_t> shape, std::shared_ptr<Buffer> buffer);
   // A string tensor.
@@ -94,6 +96,8 @@ class Tensor {
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
  private:
+  static absl::StatusOr<Tensor> AllocateImpl(int32_t dtype, std::vector<int64_t> shape, bool zero_fill);
+
   int32_t dtype_ = 0;
   std::vector<int64_t> shape_;
   int64_t size_ = 0;

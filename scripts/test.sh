@@ -3,7 +3,7 @@
 # ctest, and each fuzz target for a short run when clang is available.
 # Ends with one line "tests: N passed, N failed".
 #
-#   FUZZ_SECONDS=0 scripts/test.sh     skip the fuzz runs (default 30 s each)
+#   FUZZ_SECONDS=0 scripts/test.sh     skip the fuzz runs (default 60 s each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -17,8 +17,8 @@ status=0
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" 2>&1 | tee "$log" || status=$?
 
 fuzz_failed=0
-if [ "${FUZZ_SECONDS:-30}" != 0 ] && command -v clang++ >/dev/null; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh || fuzz_failed=1
+if [ "${FUZZ_SECONDS:-60}" != 0 ] && command -v clang++ >/dev/null; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh || fuzz_failed=1
 fi
 
 summary=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1 || true)

@@ -184,7 +184,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
         if (!mapped.ok()) return mapped.status();
         auto a_value = runner::ValueFromPbBytes((*mapped)->bytes(), value.type());
         if (!a_value.ok()) return a_value.status();
-        layer_metrics[value.name()] = runner::CompareValues(v, *a_value, tolerances.For(value.name(), *a_value));
+        layer_metrics[value.name()] = runner::CompareValues(*a_value, v, tolerances.For(value.name(), v));
         return absl::OkStatus();
       };
     }
@@ -199,7 +199,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
       }
       if (j >= b_out->size()) continue;
       const std::string& name = a_names[i]->name();
-      outputs.push_back({name, "", runner::CompareValues((*b_out)[j], (*a_out)[i], tolerances.For(name, (*a_out)[i]))});
+      outputs.push_back({name, "", runner::CompareValues((*a_out)[i], (*b_out)[j], tolerances.For(name, (*b_out)[j]))});
     }
     for (const auto& [name, producer] : a_layers) {
       auto it = layer_metrics.find(name);
@@ -262,11 +262,11 @@ void RegisterCompare(CLI::App& app, Action& action) {
       "reference outputs (--reference DIR, a test_data_set folder). Exit codes: 0 within tolerance, "
       "1 beyond, 2 usage, 3 a model unreadable or a run failed.");
   sub->add_option("--a", o->a, "Model of side A")->required();
-  sub->add_option("--a-backend", o->a_backend, "Backend of side A (reference)")
-      ->check(CLI::IsMember({"reference"}));
+  sub->add_option("--a-backend", o->a_backend, "Backend of side A: reference (default) or cpu")
+      ->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--b", o->b, "Model of side B (may be the same file with another backend)");
-  sub->add_option("--b-backend", o->b_backend, "Backend of side B (reference)")
-      ->check(CLI::IsMember({"reference"}));
+  sub->add_option("--b-backend", o->b_backend, "Backend of side B: reference (default) or cpu")
+      ->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--reference", o->reference,
                   "A test_data_set folder: expected output_<i>.pb (inputs from its input_<i>.pb unless given)");
   sub->add_option("--inputs", o->inputs.dir, "A test_data_set folder with input_<i>.pb");

@@ -1,4 +1,4 @@
-// `onnxkit run MODEL`: execute a model on the reference backend,
+// `onnxkit run MODEL`: execute a model on the reference or cpu backend,
 // inputs from files or seeded random values, outputs summarized and saved,
 // intermediates dumped, latency benchmarked.
 #include <sys/resource.h>
@@ -232,9 +232,11 @@ void RegisterRun(CLI::App& app, Action& action) {
   sub->add_option("--dump-all", o->dump_all,
                   "Write every intermediate tensor of the main graph into this folder as it is computed "
                   "(<index>_<name>.pb, listed in index.tsv)");
-  sub->add_option("--backend", o->backend, "reference (complete, simple kernels; the only backend so far)")
-      ->check(CLI::IsMember({"reference"}));
-  sub->add_option("--threads", o->threads, "Threads for backends that use them (default 1; the reference backend runs on one)");
+  sub->add_option("--backend", o->backend,
+                  "reference (simple kernels for every op, the oracle; default) or cpu (oneDNN for the heavy ops, "
+                  "the reference kernels for the rest)")
+      ->check(CLI::IsMember({"reference", "cpu"}));
+  sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option("--bench", o->bench, "Time N runs after warm-up and report min/median/p90 latency");
   sub->add_option("--warmup", o->warmup, "Warm-up runs before --bench (default 1; the first run counts)");
   sub->add_flag("--profile", o->profile, "Report time per op type");

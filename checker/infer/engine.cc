@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "checker/infer/shape_fns.h"
 #include "checker/infer/tensor_state.h"
 #include "lib/base/checked_math.h"
@@ -266,6 +267,33 @@ void Engine::CheckGraphOutputs(const ir::Graph& graph) {
   }
 }
 
+// Outputs without a declared type (declared ones are the node rules'
+// business) whose inferred tensor type the schema's formal does not allow.
+void Engine::CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
+  if (ctx.failed()) return;
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    const ir::Value* value = node.output(i);
+    if (value == nullptr || value->name().empty() || value->type() != nullptr) continue;
+    const Type& type = ctx.outputs()[static_cast<size_t>(i)].type;
+    if (!type.is_tensor() || type.elem_type == 0) continue;
+    const ops::FormalParameter* f = FormalAt(schema.outputs(), i);
+    if (f == nullptr) continue;
+    const std::span<const std::string_view> allowed = schema.AllowedTypes(*f);
+    if (allowed.empty()) continue;
+    const pb::TypeProto proto = TypeToProto(TensorOf(type.elem_type));
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || ops::TypeStringMatches(a, proto);
+    if (ok) continue;
+    std::vector<absl::string_view> listed;
+    for (std::string_view a : allowed) listed.push_back(Sv(a));
+    Report(rules::kE0603, NodeLocation(node),
+           absl::StrCat("output '", Sv(value->name()), "' would be ", ops::TypeToString(proto), ", but ",
+                        Sv(node.op_type()), "-", schema.since_version(), " allows ",
+                        f->is_type_parameter() ? absl::StrCat(Sv(f->type_str), " in {") : "{",
+                        absl::StrJoin(listed, ", "), "}"));
+  }
+}
+
 void Engine::InferNode(const ir::Node& node) {
   std::vector<const ValueState*> inputs;
   inputs.reserve(node.inputs().size());
@@ -279,6 +307,7 @@ void Engine::InferNode(const ir::Node& node) {
     if (const ops::OpSchema* schema = ops::FindSchema(node.domain(), node.op_type(), *opset)) {
       InferSchemaTypes(*schema, ctx);
       if (ShapeFn fn = FindShapeFn(node.domain(), node.op_type())) fn(ctx);
+      CheckOutputConstraints(*schema, node, ctx);
     }
   }
   std::string location;

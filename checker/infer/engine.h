@@ -18,6 +18,7 @@
 #include "checker/infer/infer.h"
 #include "checker/infer/types.h"
 #include "lib/ir/model.h"
+#include "lib/ops/schema.h"
 
 namespace onnxkit::checker::infer {
 
@@ -44,6 +45,7 @@ class Engine : public SubgraphInferrer {
   // types; null: the declared types), initializers their tensors' types.
   void InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs);
   void InferNode(const ir::Node& node);
+  void CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx);
   // Stores `inferred` for `value` after comparing it with the declared type.
   void Settle(const ir::Value* value, ValueState inferred, const std::string& location);
   void CheckGraphOutputs(const ir::Graph& graph);

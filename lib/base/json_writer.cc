@@ -113,14 +113,21 @@ std::string JsonWriter::Take() {
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0 if invalid.
+// Length of the valid UTF-8 sequence at s[i], or 0 if invalid: truncated,
+// a stray continuation byte, an overlong form (C0 80 for NUL...), a UTF-16
+// surrogate or a code point beyond U+10FFFF.
 size_t Utf8SequenceLength(std::string_view s, size_t i) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
   if (len == 0 || i + len > s.size()) return 0;
+  uint32_t cp = len == 1 ? c : c & (0x7fu >> len);
   for (size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+    unsigned char d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (d & 0x3fu);
   }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
   return len;
 }
 

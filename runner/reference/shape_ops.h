@@ -33,6 +33,7 @@ absl::Status EyeLike(KernelContext& ctx);
 absl::Status OneHot(KernelContext& ctx);
 absl::Status Trilu(KernelContext& ctx);
 absl::Status CumSum(KernelContext& ctx);
+absl::Status CumProd(KernelContext& ctx);
 
 // shape_ops_layout.cc: copies that rearrange elements.
 absl::Status Transpose(KernelContext& ctx);

@@ -1,5 +1,5 @@
 // Reference kernels that build tensors from shapes and values: Expand,
-// Tile, ConstantOfShape, Range, EyeLike, OneHot, Trilu, CumSum.
+// Tile, ConstantOfShape, Range, EyeLike, OneHot, Trilu, CumSum, CumProd.
 #include <cmath>
 #include <type_traits>
 
@@ -285,8 +285,21 @@ C Add(C a, C b) {
   }
 }
 
-template <typename T>
-void CumSumTyped(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool reverse) {
+// a * b, wrapping for integers (no signed-overflow UB).
+template <typename C>
+C Mul(C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;  // no int promotion
+    return static_cast<C>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
+  } else {
+    return a * b;
+  }
+}
+
+// Running sums (kProduct false) or products along `axis`.
+template <typename T, bool kProduct>
+void CumulateTyped(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool reverse) {
   using C = ComputeT<T>;
   int64_t n = x.dim(static_cast<int>(axis));
   int64_t inner = 1;
@@ -296,28 +309,28 @@ void CumSumTyped(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool 
   T* py = y.mutable_data<T>();
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
-      C sum{};
+      C acc = kProduct ? static_cast<C>(1) : C{};
       for (int64_t s = 0; s < n; ++s) {
         int64_t k = reverse ? n - 1 - s : s;
         int64_t at = (o * n + k) * inner + in;
         C v = static_cast<C>(px[at]);
-        if (!exclusive) sum = Add(sum, v);
-        py[at] = static_cast<T>(sum);
-        if (exclusive) sum = Add(sum, v);
+        if (!exclusive) acc = kProduct ? Mul(acc, v) : Add(acc, v);
+        py[at] = static_cast<T>(acc);
+        if (exclusive) acc = kProduct ? Mul(acc, v) : Add(acc, v);
       }
     }
   }
 }
 
-}  // namespace
-
-absl::Status CumSum(KernelContext& ctx) {
+template <bool kProduct>
+absl::Status Cumulate(KernelContext& ctx) {
+  const char* op = kProduct ? "CumProd" : "CumSum";
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(1));
   if (a->size() != 1 || a->rank() > 1)
     return absl::InvalidArgumentError(absl::StrCat("axis must be a scalar, got ", DescribeTensor(*a)));
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> av, shape_ops::ReadInts(*a, "axis"));
-  if (x->rank() == 0) return absl::InvalidArgumentError("CumSum input must have rank >= 1");
+  if (x->rank() == 0) return absl::InvalidArgumentError(absl::StrCat(op, " input must have rank >= 1"));
   ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(av[0], x->rank()));
   bool exclusive = AttrInt(ctx.node(), "exclusive", 0) != 0;
   bool reverse = AttrInt(ctx.node(), "reverse", 0) != 0;
@@ -325,12 +338,17 @@ absl::Status CumSum(KernelContext& ctx) {
   return VisitNumeric(x->dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      return absl::UnimplementedError("CumSum of bool tensors");
+      return absl::UnimplementedError(absl::StrCat(op, " of bool tensors"));
     } else {
-      CumSumTyped<T>(*x, *y, axis, exclusive, reverse);
+      CumulateTyped<T, kProduct>(*x, *y, axis, exclusive, reverse);
       return absl::OkStatus();
     }
   });
 }
+
+}  // namespace
+
+absl::Status CumSum(KernelContext& ctx) { return Cumulate<false>(ctx); }
+absl::Status CumProd(KernelContext& ctx) { return Cumulate<true>(ctx); }
 
 }  // namespace onnxkit::runner::reference

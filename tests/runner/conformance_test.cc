@@ -1,11 +1,14 @@
-// Runs both ONNX backend suites through the reference backend and holds the
-// result against testdata/conformance/expected_failures.txt: a case that
-// fails but is not listed, or is listed but passes, fails the test.
-// ONNXKIT_UPDATE_CONFORMANCE=1 rewrites the list from the current results
-// (the reason recorded is the first line of the error).
+// Runs both ONNX backend suites through the reference backend and the cpu
+// backend and holds each result against its list,
+// testdata/conformance/expected_failures.txt (reference) and
+// expected_failures_cpu.txt: a case that fails but is not listed, or is
+// listed but passes, fails the test. ONNXKIT_UPDATE_CONFORMANCE=1 rewrites
+// the lists from the current results (the reason recorded is the first line
+// of the error).
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "absl/strings/str_split.h"
 
@@ -38,17 +41,22 @@ std::string FirstLine(std::string_view s) {
 }
 
 // ONNXKIT_CONFORMANCE_FILTER=relu,conv runs only the cases whose id contains
-// one of the words and prints every result instead of checking the list.
+// one of the words and prints every result instead of checking the list
+// (on the cpu backend when ONNXKIT_CONFORMANCE_BACKEND=cpu).
 TEST(ConformanceTest, FilteredCasesReport) {
   const char* filter = std::getenv("ONNXKIT_CONFORMANCE_FILTER");
   if (filter == nullptr) GTEST_SKIP() << "set ONNXKIT_CONFORMANCE_FILTER to run";
   std::vector<std::string> words = absl::StrSplit(filter, ',', absl::SkipEmpty());
+  const char* backend_name = std::getenv("ONNXKIT_CONFORMANCE_BACKEND");
+  runner::Backend backend = backend_name != nullptr && std::string_view(backend_name) == "cpu"
+                                ? runner::Backend::kCpu
+                                : runner::Backend::kReference;
   int passed = 0, total = 0;
   for (const ConformanceCase& c : CollectConformanceCases()) {
     if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return c.id.find(w) != std::string::npos; })) {
       continue;
     }
-    absl::Status status = RunConformanceCase(c, runner::Backend::kReference);
+    absl::Status status = RunConformanceCase(c, backend);
     ++total;
     passed += status.ok();
     std::printf("%s %s%s\n", status.ok() ? "PASS" : "FAIL", c.id.c_str(),
@@ -57,16 +65,17 @@ TEST(ConformanceTest, FilteredCasesReport) {
   std::printf("filtered: %d / %d passed\n", passed, total);
 }
 
-TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
+void CheckAgainstList(runner::Backend backend, const std::string& list_name) {
   if (std::getenv("ONNXKIT_CONFORMANCE_FILTER") != nullptr) GTEST_SKIP() << "filtered run";
   std::vector<ConformanceCase> cases = CollectConformanceCases();
   if (cases.empty()) GTEST_SKIP() << "no backend suite on this machine";
-  std::filesystem::path list_path = TestdataPath("conformance/expected_failures.txt");
+  std::string name(runner::BackendName(backend));
+  std::filesystem::path list_path = TestdataPath("conformance/" + list_name);
   std::map<std::string, std::string> expected = ReadExpectedFailures(list_path);
   std::map<std::string, std::string> failures;
   std::map<std::string, std::pair<int, int>> per_suite;  // passed, total
   for (const ConformanceCase& c : cases) {
-    absl::Status status = RunConformanceCase(c, runner::Backend::kReference);
+    absl::Status status = RunConformanceCase(c, backend);
     std::string suite = c.id.substr(0, c.id.rfind('/'));
     per_suite[suite].second++;
     if (status.ok()) {
@@ -76,11 +85,12 @@ TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
     }
   }
   for (const auto& [suite, counts] : per_suite) {
-    std::printf("conformance %-28s %4d / %4d passed\n", suite.c_str(), counts.first, counts.second);
+    std::printf("conformance %-9s %-28s %4d / %4d passed\n", name.c_str(), suite.c_str(), counts.first,
+                counts.second);
   }
   if (std::getenv("ONNXKIT_UPDATE_CONFORMANCE") != nullptr) {
     std::ofstream out(list_path);
-    out << "# Conformance cases the reference backend fails, with the reason (the error it gives).\n"
+    out << "# Conformance cases the " << name << " backend fails, with the reason (the error it gives).\n"
         << "# Regenerate with ONNXKIT_UPDATE_CONFORMANCE=1 after fixing kernels; review the diff.\n";
     for (const auto& [id, reason] : failures) {
       auto it = expected.find(id);
@@ -103,8 +113,16 @@ TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
       ADD_FAILURE() << "now passes, remove it from the list: " << id;
     }
   }
-  std::printf("conformance: %zu cases, %zu expected failures, %d unexpected failures, %d unexpected passes\n",
-              cases.size(), failures.size(), unexpected_failures, unexpected_passes);
+  std::printf("conformance %s: %zu cases, %zu expected failures, %d unexpected failures, %d unexpected passes\n",
+              name.c_str(), cases.size(), failures.size(), unexpected_failures, unexpected_passes);
+}
+
+TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
+  CheckAgainstList(runner::Backend::kReference, "expected_failures.txt");
+}
+
+TEST(ConformanceTest, CpuBackendMatchesItsExpectedFailureList) {
+  CheckAgainstList(runner::Backend::kCpu, "expected_failures_cpu.txt");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -16,21 +18,9 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64(int64_t v) { return Make<int64_t>(pb::kInt64, {}, {v}); }
-Tensor Bool(bool v) { return Make<uint8_t>(pb::kBool, {}, {static_cast<uint8_t>(v)}); }
+Tensor Int64(int64_t v) { return MakeTensor<int64_t>(pb::kInt64, {}, {v}); }
+Tensor Bool(bool v) { return MakeTensor<uint8_t>(pb::kBool, {}, {static_cast<uint8_t>(v)}); }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 absl::StatusOr<std::vector<RtValue>> RunModel(pb::GraphProto graph, std::vector<std::pair<std::string, RtValue>> feeds,
                                               int64_t opset = 17, double timeout = 0) {
@@ -65,7 +55,7 @@ TEST(IfTest, RunsTheChosenBranchWithOuterValues) {
 }
 
 TEST(IfTest, ConditionMustBeOneBool) {
-  auto out = RunModel(IfGraph(), {{"c", RtValue::FromTensor(Make<uint8_t>(pb::kBool, {2}, {1, 0}))},
+  auto out = RunModel(IfGraph(), {{"c", RtValue::FromTensor(MakeTensor<uint8_t>(pb::kBool, {2}, {1, 0}))},
                                   {"x", RtValue::FromTensor(Floats({1}, {1}))}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("one element"), absl::string_view::npos) << out.status();
@@ -286,7 +276,7 @@ TEST(ScanTest, Opset8BatchesWithSequenceLengthsAndZeroPadding) {
                          .Build();
   // batch 2, 3 steps of [1]; row 0 uses 2 steps (reversed: x[1], x[0]), row 1 all 3.
   auto out = RunModel(g,
-                      {{"lens", RtValue::FromTensor(Make<int64_t>(pb::kInt64, {2}, {2, 3}))},
+                      {{"lens", RtValue::FromTensor(MakeTensor<int64_t>(pb::kInt64, {2}, {2, 3}))},
                        {"init", RtValue::FromTensor(Floats({2, 1}, {0, 100}))},
                        {"xs", RtValue::FromTensor(Floats({2, 3, 1}, {1, 2, 3, 10, 20, 30}))}},
                       8);
@@ -307,7 +297,7 @@ TEST(ScanTest, Opset8SequenceLengthOutOfRange) {
                          .Output("ys", pb::kFloat)
                          .Build();
   auto out = RunModel(g,
-                      {{"lens", RtValue::FromTensor(Make<int64_t>(pb::kInt64, {1}, {4}))},
+                      {{"lens", RtValue::FromTensor(MakeTensor<int64_t>(pb::kInt64, {1}, {4}))},
                        {"init", RtValue::FromTensor(Floats({1, 1}, {0}))},
                        {"xs", RtValue::FromTensor(Floats({1, 3, 1}, {1, 2, 3}))}},
                       8);

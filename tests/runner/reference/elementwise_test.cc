@@ -13,6 +13,8 @@
 #include "runner/reference/float_types.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -20,54 +22,17 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
-  for (size_t i = 0; i < values.size(); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
 
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) { return Make<int32_t>(pb::kInt32, shape, v); }
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
-Tensor Strings(std::vector<int64_t> shape, std::vector<std::string> v) {
-  return *Tensor::Strings(std::move(shape), std::move(v));
-}
 
 // Runs one node `op` on the given inputs (named x0, x1...; an undefined
 // tensor leaves that input out) at `opset`; returns output 0.
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                              std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    std::string name = "x" + std::to_string(i);
-    g.Input(name, inputs[i].dtype());
-    names.push_back(name);
-    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
-  }
-  g.Node(op, names, {"y"}, std::move(attrs));
-  g.Output("y", 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
+  absl::StatusOr<std::vector<Tensor>> out = RunSingleNodeTensors(op, inputs, std::move(attrs), opset);
   if (!out.ok()) return out.status();
-  return (*out)[0].tensor();
+  return (*out)[0];
 }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 std::vector<uint8_t> Bytes(const Tensor& t) {
   const uint8_t* p = static_cast<const uint8_t*>(t.raw());
@@ -265,8 +230,8 @@ TEST(ElementwiseLogicTest, ComparisonsAndStrings) {
 
 TEST(ElementwiseLogicTest, BoolBytesOtherThanOneAreTrue) {
   // Raw data may hold any byte in a bool tensor; every nonzero byte is true.
-  Tensor odd = Make<uint8_t>(pb::kBool, {2}, {2, 0});
-  absl::StatusOr<Tensor> y = RunOp("And", {odd, Make<uint8_t>(pb::kBool, {2}, {1, 1})});
+  Tensor odd = MakeTensor<uint8_t>(pb::kBool, {2}, {2, 0});
+  absl::StatusOr<Tensor> y = RunOp("And", {odd, MakeTensor<uint8_t>(pb::kBool, {2}, {1, 1})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{1, 0}));
   y = RunOp("Not", {odd});
@@ -278,12 +243,12 @@ TEST(ElementwiseLogicTest, BoolBytesOtherThanOneAreTrue) {
 }
 
 TEST(ElementwiseLogicTest, BitShiftBeyondTheWidthGivesZero) {
-  absl::StatusOr<Tensor> y = RunOp("BitShift", {Make<uint8_t>(pb::kUint8, {3}, {1, 255, 16}),
-                                                Make<uint8_t>(pb::kUint8, {3}, {7, 8, 200})},
+  absl::StatusOr<Tensor> y = RunOp("BitShift", {MakeTensor<uint8_t>(pb::kUint8, {3}, {1, 255, 16}),
+                                                MakeTensor<uint8_t>(pb::kUint8, {3}, {7, 8, 200})},
                                    {AttrString("direction", "LEFT")});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<uint8_t>(*y), (std::vector<uint8_t>{128, 0, 0}));
-  EXPECT_EQ(RunOp("BitShift", {Make<uint8_t>(pb::kUint8, {1}, {1}), Make<uint8_t>(pb::kUint8, {1}, {1})},
+  EXPECT_EQ(RunOp("BitShift", {MakeTensor<uint8_t>(pb::kUint8, {1}, {1}), MakeTensor<uint8_t>(pb::kUint8, {1}, {1})},
                   {AttrString("direction", "UP")})
                 .status()
                 .code(),
@@ -291,7 +256,7 @@ TEST(ElementwiseLogicTest, BitShiftBeyondTheWidthGivesZero) {
 }
 
 TEST(ElementwiseLogicTest, WhereBroadcastsAnyType) {
-  Tensor cond = Make<bool>(pb::kBool, {2, 1}, {true, false});
+  Tensor cond = MakeTensor<bool>(pb::kBool, {2, 1}, {true, false});
   absl::StatusOr<Tensor> y = RunOp("Where", {cond, Strings({2}, {"a", "b"}), Strings({}, {"z"})});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 2}));
@@ -319,7 +284,7 @@ TEST(ElementwiseCastTest, NumbersToStringsAsNumpyPrintsThem) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->strings(),
             (std::vector<std::string>{"0.1", "100.0", "1e-05", "1.5e+16", "-0.0", "nan", "-inf", "1e-04"}));
-  y = RunOp("Cast", {Make<runner::Float16>(pb::kFloat16, {1}, {runner::Float16(0.1f)})}, {AttrInt("to", pb::kString)});
+  y = RunOp("Cast", {MakeTensor<runner::Float16>(pb::kFloat16, {1}, {runner::Float16(0.1f)})}, {AttrInt("to", pb::kString)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->strings(), (std::vector<std::string>{"0.1"}));
   y = RunOp("Cast", {Int64s({2}, {-5, 1234567890123})}, {AttrInt("to", pb::kString)});
@@ -407,13 +372,13 @@ TEST(ElementwiseCastTest, DoubleToFloat16RoundsOnce) {
   // Just above the halfway point between two float16 values, but rounding to
   // float first lands exactly on it and then ties to even (down).
   double x = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
-  absl::StatusOr<Tensor> y = RunOp("Cast", {Make<double>(pb::kDouble, {1}, {x})}, {AttrInt("to", pb::kFloat16)});
+  absl::StatusOr<Tensor> y = RunOp("Cast", {MakeTensor<double>(pb::kDouble, {1}, {x})}, {AttrInt("to", pb::kFloat16)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->data<runner::Float16>()[0].bits, 0x3c01);
 }
 
 TEST(ElementwiseCastTest, OutOfRangeFloatsBecomeInfinities) {
-  Tensor x = Make<double>(pb::kDouble, {3}, {1e300, -1e300, 70000});
+  Tensor x = MakeTensor<double>(pb::kDouble, {3}, {1e300, -1e300, 70000});
   absl::StatusOr<Tensor> y = RunOp("Cast", {x}, {AttrInt("to", pb::kFloat)});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<float>(*y), (std::vector<float>{INFINITY, -INFINITY, 70000}));
@@ -443,7 +408,7 @@ TEST(ElementwiseCastTest, BitCastKeepsTheBits) {
   absl::StatusOr<Tensor> y = RunOp("BitCast", {Floats({2}, {1, -2})}, {AttrInt("to", pb::kInt32)}, 26);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{0x3f800000, static_cast<int32_t>(0xc0000000)}));
-  y = RunOp("BitCast", {Make<uint8_t>(pb::kUint8, {3}, {0, 1, 7})}, {AttrInt("to", pb::kBool)}, 26);
+  y = RunOp("BitCast", {MakeTensor<uint8_t>(pb::kUint8, {3}, {0, 1, 7})}, {AttrInt("to", pb::kBool)}, 26);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Bytes(*y), (std::vector<uint8_t>{0, 1, 1}));  // normalized to valid bools
   EXPECT_EQ(RunOp("BitCast", {Floats({1}, {1})}, {AttrInt("to", pb::kInt64)}, 26).status().code(),

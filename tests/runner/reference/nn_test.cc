@@ -11,6 +11,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -18,17 +20,7 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
 
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
 
 std::vector<float> Random(int64_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -41,31 +33,7 @@ std::vector<float> Random(int64_t n, std::mt19937& rng) {
 // that input out) at `opset`; returns all `num_outputs` outputs.
 absl::StatusOr<std::vector<Tensor>> RunOpN(const std::string& op, const std::vector<Tensor>& inputs,
                                            std::vector<pb::AttributeProto> attrs, int64_t opset, int num_outputs) {
-  GraphBuilder g("g");
-  std::vector<std::string> names, outs;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    std::string name = "x" + std::to_string(i);
-    g.Input(name, inputs[i].dtype());
-    names.push_back(name);
-    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
-  }
-  for (int i = 0; i < num_outputs; ++i) outs.push_back("y" + std::to_string(i));
-  g.Node(op, names, outs, std::move(attrs));
-  for (const std::string& o : outs) g.Output(o, 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
-  if (!out.ok()) return out.status();
-  std::vector<Tensor> result;
-  for (const RtValue& v : *out) result.push_back(v.tensor());
-  return result;
+  return RunSingleNodeTensors(op, inputs, std::move(attrs), opset, num_outputs);
 }
 
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
@@ -272,23 +240,23 @@ TEST(NnGemmTest, TransposesScalesAndBroadcastsC) {
 }
 
 TEST(NnGemmTest, IntegerMatMulWrapsLikeTheNarrowType) {
-  Tensor a = Make<int32_t>(pb::kInt32, {1, 2}, {0x40000000, 0x40000000});
-  Tensor b = Make<int32_t>(pb::kInt32, {2, 1}, {2, 2});
+  Tensor a = MakeTensor<int32_t>(pb::kInt32, {1, 2}, {0x40000000, 0x40000000});
+  Tensor b = MakeTensor<int32_t>(pb::kInt32, {2, 1}, {2, 2});
   absl::StatusOr<Tensor> y = RunOp("MatMul", {a, b});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->data<int32_t>()[0], 0);  // 2^32 wraps to 0
 }
 
 TEST(NnGemmTest, MatMulIntegerSubtractsPerRowZeroPoints) {
-  Tensor a = Make<uint8_t>(pb::kUint8, {2, 2}, {11, 12, 23, 24});
-  Tensor b = Make<uint8_t>(pb::kUint8, {2, 1}, {1, 1});
-  Tensor azp = Make<uint8_t>(pb::kUint8, {2}, {10, 20});
+  Tensor a = MakeTensor<uint8_t>(pb::kUint8, {2, 2}, {11, 12, 23, 24});
+  Tensor b = MakeTensor<uint8_t>(pb::kUint8, {2, 1}, {1, 1});
+  Tensor azp = MakeTensor<uint8_t>(pb::kUint8, {2}, {10, 20});
   absl::StatusOr<Tensor> y = RunOp("MatMulInteger", {a, b, azp}, {}, 10);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->dtype(), pb::kInt32);
   EXPECT_EQ(y->data<int32_t>()[0], 3);
   EXPECT_EQ(y->data<int32_t>()[1], 7);
-  ExpectInvalid(RunOp("MatMulInteger", {a, b, Make<uint8_t>(pb::kUint8, {3}, {1, 2, 3})}, {}, 10), "zero point");
+  ExpectInvalid(RunOp("MatMulInteger", {a, b, MakeTensor<uint8_t>(pb::kUint8, {3}, {1, 2, 3})}, {}, 10), "zero point");
 }
 
 TEST(NnGemmTest, DetOfBatchedMatrices) {
@@ -426,7 +394,7 @@ TEST(NnRnnTest, GruWithZeroWeightsKeepsHalfTheState) {
 TEST(NnAttentionTest, FullyMaskedRowsAttendToNothing) {
   // One head, 2 queries, 2 keys; the bool mask hides every key from query 0.
   Tensor q = Floats({1, 1, 2, 1}, {1, 1}), k = Floats({1, 1, 2, 1}, {1, 1}), v = Floats({1, 1, 2, 1}, {2, 4});
-  Tensor mask = Make<bool>(pb::kBool, {2, 2}, {false, false, true, true});
+  Tensor mask = MakeTensor<bool>(pb::kBool, {2, 2}, {false, false, true, true});
   absl::StatusOr<Tensor> y = RunOp("Attention", {q, k, v, mask}, {}, 23);
   ASSERT_TRUE(y.ok()) << y.status();
   ExpectNear(Values(*y), {0, 3});

@@ -9,6 +9,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -16,48 +18,14 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Uint8s(std::vector<int64_t> shape, const std::vector<uint8_t>& v) { return Make<uint8_t>(pb::kUint8, shape, v); }
-Tensor Int8s(std::vector<int64_t> shape, const std::vector<int8_t>& v) { return Make<int8_t>(pb::kInt8, shape, v); }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 // Runs one node on `inputs` (an undefined tensor is an omitted input);
 // returns all its outputs.
 absl::StatusOr<std::vector<RtValue>> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                                            std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21,
                                            int outputs = 1) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    names.push_back("x" + std::to_string(i));
-    g.Input(names.back(), inputs[i].dtype());
-    feeds.emplace_back(names.back(), RtValue::FromTensor(inputs[i]));
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < outputs; ++i) outs.push_back("y" + std::to_string(i));
-  g.Node(op, names, outs, std::move(attrs));
-  for (const std::string& o : outs) g.Output(o, 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  auto session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  return (*session)->Run(std::move(feeds));
+  return RunSingleNode(op, inputs, std::move(attrs), opset, outputs);
 }
 
 TEST(QuantizeLinearTest, RoundsHalfToEvenAndSaturates) {

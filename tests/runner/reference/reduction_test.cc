@@ -11,6 +11,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -18,50 +20,17 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
 
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
 
 // Runs one node `op` on the inputs (x0, x1...; an undefined tensor leaves
 // that input out) at `opset`; returns output 0.
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                              std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 18) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    std::string name = "x" + std::to_string(i);
-    g.Input(name, inputs[i].dtype());
-    names.push_back(name);
-    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
-  }
-  g.Node(op, names, {"y"}, std::move(attrs));
-  g.Output("y", 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
+  absl::StatusOr<std::vector<Tensor>> out = RunSingleNodeTensors(op, inputs, std::move(attrs), opset);
   if (!out.ok()) return out.status();
-  return (*out)[0].tensor();
+  return (*out)[0];
 }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 // [[1, 2, 3], [4, 5, 6]]
 Tensor X() { return Floats({2, 3}, {1, 2, 3, 4, 5, 6}); }
@@ -110,11 +79,11 @@ TEST(ReductionTest, EmptySetsGiveTheIdentityOfTheOperation) {
 }
 
 TEST(ReductionTest, IntegersWrapAndBoolsReduce) {
-  Tensor big = Make<int32_t>(pb::kInt32, {2}, {std::numeric_limits<int32_t>::max(), 1});
+  Tensor big = MakeTensor<int32_t>(pb::kInt32, {2}, {std::numeric_limits<int32_t>::max(), 1});
   absl::StatusOr<Tensor> sum = RunOp("ReduceSum", {big});
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(Values<int32_t>(*sum), (std::vector<int32_t>{std::numeric_limits<int32_t>::min()}));
-  Tensor flags = Make<bool>(pb::kBool, {2, 2}, {true, false, true, true});
+  Tensor flags = MakeTensor<bool>(pb::kBool, {2, 2}, {true, false, true, true});
   absl::StatusOr<Tensor> any = RunOp("ReduceMax", {flags, Int64s({1}, {1})}, {}, 20);
   absl::StatusOr<Tensor> all = RunOp("ReduceMin", {flags, Int64s({1}, {1})}, {}, 20);
   ASSERT_TRUE(any.ok() && all.ok());

@@ -8,6 +8,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -15,31 +17,12 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) { return Make<int64_t>(pb::kInt64, shape, v); }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 // Runs `g` (inputs named in `feeds`, declared untyped) at `opset`.
 absl::StatusOr<std::vector<RtValue>> RunGraph(GraphBuilder& g, std::vector<std::pair<std::string, Tensor>> feeds,
                                          int64_t opset = 18) {
-  std::vector<std::pair<std::string, RtValue>> values;
-  for (auto& [name, t] : feeds) values.emplace_back(name, RtValue::FromTensor(t));
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  auto session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  return (*session)->Run(std::move(values));
+  return RunGraphOn(runner::Backend::kReference, g.Build(), feeds, opset);
 }
 
 // A graph with inputs a [2], b [2] (float) and `nodes` added by the caller.

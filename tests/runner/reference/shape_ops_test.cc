@@ -15,6 +15,8 @@
 #include "runner/session.h"
 #include "runner/tensor.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -25,31 +27,7 @@ using runner::Tensor;
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->size(), static_cast<int64_t>(values.size()));
-  if (!values.empty()) std::memcpy(t->mutable_raw(), values.data(), values.size() * sizeof(T));
-  return *t;
-}
 
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) {
-  return Make<float>(pb::kFloat, shape, v);
-}
-Tensor Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
-  return Make<int64_t>(pb::kInt64, shape, v);
-}
-Tensor Int32s(std::vector<int64_t> shape, const std::vector<int32_t>& v) {
-  return Make<int32_t>(pb::kInt32, shape, v);
-}
-Tensor Bools(std::vector<int64_t> shape, const std::vector<bool>& v) {
-  std::vector<uint8_t> bytes(v.begin(), v.end());
-  return Make<uint8_t>(pb::kBool, shape, bytes);
-}
-Tensor Strings(std::vector<int64_t> shape, std::vector<std::string> v) {
-  return *Tensor::Strings(std::move(shape), std::move(v));
-}
 // A packed 4-bit tensor (int4 = 22, uint4 = 21) holding the low nibbles.
 Tensor Nibbles(int32_t dtype, std::vector<int64_t> shape, const std::vector<uint8_t>& v) {
   absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
@@ -70,32 +48,7 @@ std::vector<uint8_t> NibbleValues(const Tensor& t) {
 absl::StatusOr<std::vector<Tensor>> RunNode(const std::string& op, const std::vector<Tensor>& inputs,
                                             std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 21,
                                             int num_outputs = 1) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    std::string name = "x" + std::to_string(i);
-    g.Input(name, inputs[i].dtype());
-    names.push_back(name);
-    feeds.emplace_back(name, RtValue::FromTensor(inputs[i]));
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) outs.push_back("y" + std::to_string(i));
-  g.Node(op, names, outs, std::move(attrs));
-  for (const std::string& o : outs) g.Output(o, 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  absl::StatusOr<std::vector<RtValue>> out = (*session)->Run(std::move(feeds));
-  if (!out.ok()) return out.status();
-  std::vector<Tensor> tensors;
-  for (const RtValue& v : *out) tensors.push_back(v.tensor());
-  return tensors;
+  return RunSingleNodeTensors(op, inputs, std::move(attrs), opset, num_outputs);
 }
 
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
@@ -105,10 +58,6 @@ absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& i
   return (*out)[0];
 }
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.size());
-}
 
 // Caps tensor memory for the test's duration, so a wrong size check fails
 // with ResourceExhausted instead of touching terabytes.

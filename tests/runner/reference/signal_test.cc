@@ -9,6 +9,8 @@
 #include "lib/io/model_io.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -16,40 +18,15 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-template <typename T>
-Tensor Make(int32_t dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
-  absl::StatusOr<Tensor> t = Tensor::Allocate(dtype, std::move(shape));
-  EXPECT_TRUE(t.ok()) << t.status();
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t->size()); ++i) t->mutable_data<T>()[i] = values[i];
-  return *t;
-}
-Tensor Floats(std::vector<int64_t> shape, const std::vector<float>& v) { return Make<float>(pb::kFloat, shape, v); }
-Tensor Int64(int64_t v) { return Make<int64_t>(pb::kInt64, {}, {v}); }
-Tensor Int32(int32_t v) { return Make<int32_t>(pb::kInt32, {}, {v}); }
+Tensor Int64(int64_t v) { return MakeTensor<int64_t>(pb::kInt64, {}, {v}); }
+Tensor Int32(int32_t v) { return MakeTensor<int32_t>(pb::kInt32, {}, {v}); }
 
 // Runs one node on `inputs` (an undefined tensor is an omitted input).
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                              std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 17) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, RtValue>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    names.push_back("x" + std::to_string(i));
-    g.Input(names.back(), inputs[i].dtype());
-    feeds.emplace_back(names.back(), RtValue::FromTensor(inputs[i]));
-  }
-  g.Node(op, names, {"y"}, std::move(attrs)).Output("y", 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), opset);
-  auto session = runner::Session::Create(std::move(loaded));
-  if (!session.ok()) return session.status();
-  auto out = (*session)->Run(std::move(feeds));
+  absl::StatusOr<std::vector<Tensor>> out = RunSingleNodeTensors(op, inputs, std::move(attrs), opset);
   if (!out.ok()) return out.status();
-  return (*out)[0].tensor();
+  return (*out)[0];
 }
 
 void ExpectNear(const Tensor& t, const std::vector<double>& want) {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Latency of onnxkit (reference and cpu backends) against ONNX Runtime, same run.
+
+Each model gets the same seeded inputs on both sides (written as .npz for
+onnxkit and as JSON for bench/ort_bench.js). Prints one table row per model
+with median latencies and the ratio onnxkit-cpu / ORT, and writes all the
+figures as JSON (--json-out).
+
+  /usr/bin/python3 bench/ort_compare.py --runs 20 --threads 1
+  ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
+
+Models: bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
+bench/export_torch_models.py) and the light models of the onnx backend data.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def graph_inputs(path):
+    model = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim]
+        out.append((vi.name, t.elem_type, dims))
+    return out
+
+
+def make_inputs(name, path, seed):
+    """Seeded inputs: token ids in [0, 1000), attention masks of ones,
+    token types of zeros, floats in [-1, 1)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for input_name, elem_type, dims in graph_inputs(path):
+        shape = [d if d > 0 else (128 if i == 1 else 1) for i, d in enumerate(dims)]
+        if elem_type == onnx.TensorProto.INT64:
+            if "mask" in input_name:
+                feeds[input_name] = np.ones(shape, np.int64)
+            elif "type" in input_name:
+                feeds[input_name] = np.zeros(shape, np.int64)
+            else:
+                feeds[input_name] = rng.integers(0, 1000, size=shape, dtype=np.int64)
+        elif elem_type == onnx.TensorProto.FLOAT:
+            feeds[input_name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        else:
+            sys.exit(f"{name}: input {input_name} has element type {elem_type}, not handled")
+    return feeds
+
+
+def run_onnxkit(binary, model, npz, backend, runs, threads):
+    cmd = [binary, "run", model, "--backend", backend, "--bench", str(runs), "--warmup", "3",
+           "--threads", str(threads), "--json", "-q", "--profile"]
+    if npz:
+        cmd += ["--input", npz]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-400:]}
+    out = json.loads(res.stdout)
+    return {"latency_ms": out["latency_ms"], "peak_rss_mb": out.get("peak_rss_mb"),
+            "profile_ms": out.get("profile_ms")}
+
+
+def run_ort(model, spec_path, runs, threads):
+    res = subprocess.run(["node", os.path.join(HERE, "ort_bench.js"), model, spec_path, str(runs), str(threads)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-400:]}
+    return {"latency_ms": json.loads(res.stdout.strip().splitlines()[-1])}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,light",
+                    help="comma-separated names; 'light' means every light model")
+    ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
+    ap.add_argument("--backends", default="cpu,reference")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--reference-runs", type=int, default=3, help="runs for the (slow) reference backend")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    if "ORT_NODE" not in os.environ:
+        sys.exit("set ORT_NODE to the onnxruntime-node 1.30 package folder")
+
+    models = []
+    for name in args.models.split(","):
+        if name == "light":
+            for f in sorted(os.listdir(args.light_dir)):
+                if f.endswith(".onnx"):
+                    models.append((f[:-5], os.path.join(args.light_dir, f)))
+        else:
+            models.append((name, os.path.join(HERE, "models", name + ".onnx")))
+
+    results = {}
+    print(f"{'model':24} {'ort ms':>9} " + " ".join(f"{b + ' ms':>13}" for b in args.backends.split(",")) +
+          f" {'cpu/ort':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in models:
+            if not os.path.exists(path):
+                print(f"{name:24} missing ({path})")
+                continue
+            feeds = make_inputs(name, path, seed=1)
+            npz = None
+            spec = {}
+            if feeds:
+                npz = os.path.join(tmp, name + ".npz")
+                np.savez(npz, **feeds)
+                for k, v in feeds.items():
+                    spec[k] = {"dtype": "int64" if v.dtype == np.int64 else "float32", "shape": list(v.shape),
+                               "values": v.ravel().tolist()}
+            spec_path = os.path.join(tmp, name + ".json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            row = {"ort": run_ort(path, spec_path, args.runs, args.threads)}
+            for backend in args.backends.split(","):
+                runs = args.runs if backend != "reference" else args.reference_runs
+                row[backend] = run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads)
+            results[name] = row
+
+            def med(r):
+                return r["latency_ms"]["median"] if "latency_ms" in r else float("nan")
+
+            ratio = med(row.get("cpu", {})) / med(row["ort"]) if "cpu" in row else float("nan")
+            print(f"{name:24} {med(row['ort']):9.2f} " +
+                  " ".join(f"{med(row[b]):13.2f}" for b in args.backends.split(",")) + f" {ratio:8.2f}",
+                  flush=True)
+            for k, r in row.items():
+                if "error" in r:
+                    print(f"  {k}: {r['error']}")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,629 @@
+// cpu Conv and ConvTranspose (oneDNN convolution / deconvolution on float32
+// tensors of rank 3 to 5: 1-D to 3-D, any group, stride, dilation, padding
+// and auto_pad), and QLinearConv / ConvInteger (oneDNN int8 convolution).
+// The geometry is the reference kernels' (resolved per input shape);
+// everything oneDNN does not cover falls back to them.
+//
+// Layouts: the runner's tensors are plain (NCHW). Pointwise convolutions
+// over at least 100 positions run plain (oneDNN's GEMM path beats a blocked
+// convolution plus reorders there); depthwise ones run channel-blocked
+// (nChw16c: the cheapest reorders and oneDNN's fastest depthwise kernel);
+// the others let oneDNN choose (format_tag::any, NHWC here). The source is
+// reordered in and the destination out, which costs less than the plain
+// path loses on spatial kernels. Constant weights are reordered once.
+#include "runner/cpu/conv.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/nn.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+using dnnl::memory;
+using reference::Window;
+using reference::WindowAttrs;
+
+// A convolution-like primitive for one set of input shapes. *_user are the
+// plain layouts of the runner's tensors (wei_user may be strided), src, dst
+// and wei the primitive's.
+struct ConvPlan {
+  dnnl::memory::desc src_user, dst_user, wei_user;
+  dnnl::memory::desc bias;  // zero when there is no bias
+  dnnl::memory::desc src, dst, wei;
+  std::vector<int64_t> y_shape;
+  dnnl::primitive primitive;
+  dnnl::reorder src_in, dst_out;  // empty where the layouts agree
+  // Arguments fixed at planning (zero points) and the values they hold.
+  std::unordered_map<int, dnnl::memory> extra_args;
+  std::vector<int32_t> zero_points = std::vector<int32_t>(2, 0);
+  // Non-constant weights are reordered here on every run.
+  dnnl::reorder wei_in;
+  dnnl::memory wei_memory;
+
+  // Takes the layouts the primitive chose and creates the reorders it needs.
+  // Throws dnnl::error: call inside Guard.
+  template <typename PrimitiveDesc>
+  void Finish(const PrimitiveDesc& pd, dnnl::primitive p);
+};
+
+// Base of the convolution kernels: input 0 is the source, input
+// `weight_input` the weights. Subclasses plan in Build and run through
+// RunPlan.
+class ConvLikeKernel : public CpuKernel {
+ public:
+  ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input = 1);
+
+ protected:
+  // Fills `plan` for the inputs of `ctx`; false when oneDNN does not cover
+  // them (then the reference kernel runs, and reports any error).
+  virtual bool Build(KernelContext& ctx, ConvPlan& plan) = 0;
+
+  // The plan for the inputs of `ctx`, rebuilt when an input's type or shape
+  // changed since the last call; null when there is none.
+  ConvPlan* PlanFor(KernelContext& ctx);
+
+  // Allocates output 0 (`y_dtype`, plan's shape) and runs the plan on x, w
+  // and the optional bias b.
+  absl::Status RunPlan(KernelContext& ctx, ConvPlan& plan, const Tensor& x, const Tensor& w, const Tensor* b,
+                       int32_t y_dtype);
+
+ private:
+  bool constant_weights_;
+  bool built_ = false;
+  bool supported_ = false;
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;  // per input: type and shape (type 0: omitted)
+  ConvPlan plan_;
+  PreparedWeight weight_;
+};
+
+template <typename PrimitiveDesc>
+void ConvPlan::Finish(const PrimitiveDesc& pd, dnnl::primitive p) {
+  src = pd.src_desc();
+  dst = pd.dst_desc();
+  wei = pd.weights_desc();
+  primitive = std::move(p);
+  if (src != src_user) src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_user, Engine(), src));
+  if (dst != dst_user) dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_user));
+}
+
+// Pointwise convolutions with at least this many output positions per
+// image run on plain tensors.
+constexpr int64_t kPlainPointwiseMinPositions = 100;
+
+bool AllEqual(const std::vector<int64_t>& v, int64_t value) {
+  return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == value; });
+}
+
+memory::dims Minus1(const std::vector<int64_t>& v) {
+  memory::dims d;
+  for (int64_t x : v) d.push_back(x - 1);
+  return d;
+}
+
+// The channel-blocked (16) layout of activations of `rank` 3..5.
+memory::format_tag Blocked16Tag(int rank) {
+  return rank == 3   ? memory::format_tag::nCw16c
+         : rank == 4 ? memory::format_tag::nChw16c
+                     : memory::format_tag::nCdhw16c;
+}
+
+// True when oneDNN picked its generic reference implementation.
+bool IsReference(const dnnl::primitive_desc_base& pd) {
+  std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) == 0;
+}
+
+// Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
+memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::vector<int64_t>& kernel) {
+  memory::dims d;
+  if (group > 1) d.push_back(group);
+  d.push_back(out_c / group);
+  d.push_back(in_c / group);
+  d.insert(d.end(), kernel.begin(), kernel.end());
+  return d;
+}
+
+// Inputs x, w and the optional bias b of a float convolution; true when x
+// and w are non-empty float32 tensors of one rank in 3..5 and b, when
+// present, a float32 vector.
+bool FloatOperands(KernelContext& ctx, const Tensor** x, const Tensor** w, const Tensor** b) {
+  absl::StatusOr<const Tensor*> xs = ctx.Input(0), ws = ctx.Input(1), bs = ctx.OptionalInput(2);
+  if (!xs.ok() || !ws.ok() || !bs.ok()) return false;
+  *x = *xs;
+  *w = *ws;
+  *b = *bs;
+  if ((*x)->dtype() != pb::kFloat || (*w)->dtype() != pb::kFloat) return false;
+  if ((*x)->rank() < 3 || (*x)->rank() > 5 || (*w)->rank() != (*x)->rank()) return false;
+  if ((*x)->size() == 0 || (*w)->size() == 0) return false;
+  return *b == nullptr || ((*b)->dtype() == pb::kFloat && (*b)->rank() == 1);
+}
+
+// --- Shared machinery ---
+
+struct ScratchSlot {
+  void* data = nullptr;
+  size_t size = 0;
+  ~ScratchSlot() { std::free(data); }
+};
+
+// A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
+// for activations reordered in and out of a primitive's layout. Slots 0 and
+// 1 are distinct buffers; each keeps its largest size across calls, and its
+// contents are only valid until the next call for the same slot. Null when
+// the allocation fails.
+void* ThreadScratch(int slot, size_t bytes) {
+  thread_local ScratchSlot slots[2];
+  ScratchSlot& s = slots[slot == 0 ? 0 : 1];
+  if (s.data != nullptr && s.size >= bytes) return s.data;
+  std::free(s.data);
+  size_t rounded = (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
+  s.data = std::aligned_alloc(64, rounded);
+  s.size = s.data != nullptr ? rounded : 0;
+  return s.data;
+}
+
+ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input)
+    : CpuKernel(std::move(fallback)), constant_weights_(IsConstantInput(node, weight_input)) {}
+
+ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx) {
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+    if (!t.ok()) return nullptr;
+    key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
+                     *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
+  }
+  if (!built_ || key != key_) {
+    plan_ = ConvPlan();
+    supported_ = Build(ctx, plan_);
+    built_ = true;
+    key_ = std::move(key);
+  }
+  return supported_ ? &plan_ : nullptr;
+}
+
+absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tensor& x, const Tensor& w,
+                                     const Tensor* b, int32_t y_dtype) {
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_dtype, p.y_shape));
+  memory wei;
+  if (constant_weights_) {
+    ONNXKIT_ASSIGN_OR_RETURN(wei, weight_.Get(w, p.wei_user, p.wei));
+  }
+  void* src_buffer = p.src_in ? ThreadScratch(0, p.src.get_size()) : nullptr;
+  void* dst_buffer = p.dst_out ? ThreadScratch(1, p.dst.get_size()) : nullptr;
+  if ((p.src_in && src_buffer == nullptr) || (p.dst_out && dst_buffer == nullptr)) {
+    return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+  }
+  std::unordered_map<int, memory> args = p.extra_args;
+  memory x_user, y_user, w_user;
+  ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
+    x_user = UserMemory(x, p.src_user);
+    y_user = UserMemory(*y, p.dst_user);
+    args[DNNL_ARG_SRC] = p.src_in ? memory(p.src, Engine(), src_buffer) : x_user;
+    args[DNNL_ARG_DST] = p.dst_out ? memory(p.dst, Engine(), dst_buffer) : y_user;
+    if (b != nullptr) args[DNNL_ARG_BIAS] = UserMemory(*b, p.bias);
+    if (!constant_weights_) {
+      w_user = UserMemory(w, p.wei_user);
+      if (p.wei == p.wei_user) {
+        wei = w_user;
+      } else if (!p.wei_in) {
+        p.wei_memory = memory(p.wei, Engine());
+        p.wei_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), p.wei_user, Engine(), p.wei));
+      }
+    }
+  }));
+  if (!constant_weights_ && p.wei_in) {
+    ONNXKIT_RETURN_IF_ERROR(
+        Execute("weight reorder", p.wei_in, {{DNNL_ARG_FROM, w_user}, {DNNL_ARG_TO, p.wei_memory}}));
+    wei = p.wei_memory;
+  }
+  args[DNNL_ARG_WEIGHTS] = wei;
+  if (p.src_in) {
+    ONNXKIT_RETURN_IF_ERROR(
+        Execute("source reorder", p.src_in, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}}));
+  }
+  ONNXKIT_RETURN_IF_ERROR(Execute("convolution", p.primitive, args));
+  if (p.dst_out) {
+    ONNXKIT_RETURN_IF_ERROR(Execute("destination reorder", p.dst_out,
+                                    {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, y_user}}));
+  }
+  return absl::OkStatus();
+}
+
+// A float Conv/ConvTranspose kernel: plans, runs, or falls back.
+class FloatConvKernel : public ConvLikeKernel {
+ public:
+  using ConvLikeKernel::ConvLikeKernel;
+
+  absl::Status Run(KernelContext& ctx) override {
+    ConvPlan* plan = PlanFor(ctx);
+    if (plan == nullptr) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.OptionalInput(2));
+    return RunPlan(ctx, *plan, *x, *w, b, pb::kFloat);
+  }
+};
+
+// --- Conv ---
+
+class ConvKernel : public FloatConvKernel {
+ public:
+  ConvKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, WindowAttrs attrs)
+      : FloatConvKernel(node, std::move(fallback)),
+        attrs_(std::move(attrs)),
+        group_(reference::AttrInt(node, "group", 1)) {}
+
+ protected:
+  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+    const Tensor *px, *pw, *b;
+    if (!FloatOperands(ctx, &px, &pw, &b)) return false;
+    const Tensor &x = *px, &w = *pw;
+    int64_t c = x.dim(1), m = w.dim(0);
+    if (group_ < 1 || c != w.dim(1) * group_ || m % group_ != 0 || (b != nullptr && b->dim(0) != m))
+      return false;
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
+    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
+    absl::StatusOr<Window> win = reference::ResolveWindow(attrs_, in, kernel);
+    if (!win.ok() || win->out_size == 0) return false;
+    std::vector<int64_t> y_shape = {x.dim(0), m};
+    y_shape.insert(y_shape.end(), win->out.begin(), win->out.end());
+
+    memory::dims wdims = WeightDims(group_, m, c, kernel);
+    plan.src_user = PlainDesc(x.shape(), memory::data_type::f32);
+    plan.dst_user = PlainDesc(y_shape, memory::data_type::f32);
+    plan.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
+    if (b != nullptr) plan.bias = PlainDesc(b->shape(), memory::data_type::f32);
+    plan.y_shape = y_shape;
+    bool pointwise = group_ == 1 && AllEqual(kernel, 1) && AllEqual(win->pad_begin, 0) &&
+                     AllEqual(win->pad_end, 0) && win->out_size >= kPlainPointwiseMinPositions;
+    bool depthwise = group_ > 1 && group_ == c;
+    std::vector<memory::format_tag> tags = {memory::format_tag::any};
+    if (pointwise) tags = {PlainTag(x.rank())};
+    if (depthwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
+    for (size_t i = 0; i < tags.size(); ++i) {
+      bool last = i + 1 == tags.size();
+      bool planned = false;
+      absl::Status s = Guard("convolution", [&] {
+        memory::desc src(Dims(x.shape()), memory::data_type::f32, tags[i]);
+        memory::desc dst(Dims(y_shape), memory::data_type::f32, tags[i]);
+        memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
+        dnnl::convolution_forward::desc d(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, plan.bias, dst,
+            Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
+        dnnl::convolution_forward::primitive_desc pd(d, Engine());
+        if (!last && IsReference(pd)) return;  // a slow generic kernel: try the next layout
+        plan.Finish(pd, dnnl::convolution_forward(pd));
+        planned = true;
+      });
+      if (s.ok() && planned) return true;
+    }
+    return false;
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t group_;
+};
+
+// --- ConvTranspose ---
+
+// The output spatial dims and the pads of a ConvTranspose, resolved as the
+// reference kernel does: pad_end is ONNX's end pad less output_padding.
+struct DeconvGeometry {
+  std::vector<int64_t> out, strides, dilations, pad_begin, pad_end;
+};
+
+class ConvTransposeKernel : public FloatConvKernel {
+ public:
+  ConvTransposeKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback,
+                      WindowAttrs attrs)
+      : FloatConvKernel(node, std::move(fallback)),
+        attrs_(std::move(attrs)),
+        group_(reference::AttrInt(node, "group", 1)),
+        output_padding_(reference::AttrInts(node, "output_padding")),
+        output_shape_(reference::AttrInts(node, "output_shape")) {}
+
+ protected:
+  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+    const Tensor *px, *pw, *b;
+    if (!FloatOperands(ctx, &px, &pw, &b)) return false;
+    const Tensor &x = *px, &w = *pw;
+    int64_t c = x.dim(1), mg = w.dim(1);
+    if (group_ < 1 || w.dim(0) != c || c % group_ != 0 || mg > (int64_t{1} << 40) / group_) return false;
+    int64_t m = mg * group_;
+    if (m == 0 || (b != nullptr && b->dim(0) != m)) return false;
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
+    std::optional<DeconvGeometry> g = Resolve(x, kernel);
+    if (!g) return false;
+    std::vector<int64_t> y_shape = {x.dim(0), m};
+    y_shape.insert(y_shape.end(), g->out.begin(), g->out.end());
+
+    // ONNX weights are [C, M/G, k...]: as oneDNN's [G, M/G, C/G, k...] the
+    // input-channel dim is the outer one.
+    memory::dims wdims = WeightDims(group_, m, c, kernel);
+    int64_t taps = 1;
+    for (int64_t k : kernel) taps *= k;
+    memory::dims wstrides(wdims.size());
+    size_t o = group_ > 1 ? 1 : 0;
+    for (size_t i = wdims.size(); i-- > o + 2;)
+      wstrides[i] = i + 1 < wdims.size() ? wstrides[i + 1] * wdims[i + 1] : 1;
+    wstrides[o] = taps;
+    wstrides[o + 1] = mg * taps;
+    if (group_ > 1) wstrides[0] = (c / group_) * mg * taps;
+    plan.src_user = PlainDesc(x.shape(), memory::data_type::f32);
+    plan.dst_user = PlainDesc(y_shape, memory::data_type::f32);
+    plan.wei_user = memory::desc(wdims, memory::data_type::f32, wstrides);
+    if (b != nullptr) plan.bias = PlainDesc(b->shape(), memory::data_type::f32);
+    plan.y_shape = y_shape;
+    absl::Status s = Guard("deconvolution", [&] {
+      memory::desc src(Dims(x.shape()), memory::data_type::f32, memory::format_tag::any);
+      memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
+      memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
+      dnnl::deconvolution_forward::desc d(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei, plan.bias, dst,
+          Dims(g->strides), Minus1(g->dilations), Dims(g->pad_begin), Dims(g->pad_end));
+      dnnl::deconvolution_forward::primitive_desc pd(d, Engine());
+      plan.Finish(pd, dnnl::deconvolution_forward(pd));
+    });
+    return s.ok();
+  }
+
+ private:
+  std::optional<DeconvGeometry> Resolve(const Tensor& x, const std::vector<int64_t>& kernel) const {
+    size_t r = kernel.size();
+    auto fits = [&](const std::vector<int64_t>& v, size_t n) { return v.empty() || v.size() == n; };
+    if (!fits(attrs_.strides, r) || !fits(attrs_.dilations, r) || !fits(output_padding_, r) ||
+        !fits(attrs_.pads, 2 * r)) {
+      return std::nullopt;
+    }
+    if (!output_shape_.empty() && output_shape_.size() != r && output_shape_.size() != r + 2)
+      return std::nullopt;
+    bool same = attrs_.auto_pad == "SAME_UPPER" || attrs_.auto_pad == "SAME_LOWER";
+    constexpr int64_t kLimit = int64_t{1} << 40;  // keeps the arithmetic below far from overflow
+    DeconvGeometry g;
+    g.strides = attrs_.strides.empty() ? std::vector<int64_t>(r, 1) : attrs_.strides;
+    g.dilations = attrs_.dilations.empty() ? std::vector<int64_t>(r, 1) : attrs_.dilations;
+    for (size_t d = 0; d < r; ++d) {
+      int64_t in = x.dim(static_cast<int>(d) + 2), k = kernel[d], s = g.strides[d], dil = g.dilations[d];
+      int64_t op = output_padding_.empty() ? 0 : output_padding_[d];
+      if (op < 0 || op > kLimit || in > kLimit || k > kLimit || s > kLimit / in || dil > kLimit / k)
+        return std::nullopt;
+      int64_t full = s * (in - 1) + (k - 1) * dil + op + 1;
+      int64_t begin = 0, end = 0, out = 0;
+      if (!output_shape_.empty() || same) {
+        out = !output_shape_.empty() ? output_shape_[output_shape_.size() - r + d] : in * s;
+        if (out <= 0 || out > kLimit) return std::nullopt;
+        int64_t total = full - out;
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor
+        begin = attrs_.auto_pad == "SAME_UPPER" ? half : total - half;
+        end = total - begin;
+      } else {
+        if (!attrs_.pads.empty()) {
+          begin = attrs_.pads[d];
+          end = attrs_.pads[d + r];
+        }
+        if (begin > kLimit || end > kLimit) return std::nullopt;
+        out = full - begin - end;
+        if (out <= 0) return std::nullopt;
+      }
+      g.out.push_back(out);
+      g.pad_begin.push_back(begin);
+      g.pad_end.push_back(end - op);
+    }
+    return g;
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_;
+  std::vector<int64_t> output_padding_;
+  std::vector<int64_t> output_shape_;
+};
+
+// --- QLinearConv and ConvInteger ---
+
+// Where the operands of an integer convolution are (-1: none).
+struct IntegerConvInputs {
+  int x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias;
+};
+constexpr IntegerConvInputs kQLinearConvInputs = {1, 2, 3, 4, 5, 6, 7, 8};
+constexpr IntegerConvInputs kConvIntegerInputs = {-1, 2, 1, -1, 3, -1, -1, -1};
+
+bool IsInt8(const Tensor& t) { return t.dtype() == pb::kInt8 || t.dtype() == pb::kUint8; }
+
+// True when oneDNN's int8 kernels accumulate u8 x s8 products exactly: with
+// VNNI (or AMX). Without it they sum pairs of products in saturating int16.
+bool ExactInt8Products() {
+  auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto has = [&](dnnl::cpu_isa want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
+  return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
+}
+
+int32_t Int8At(const Tensor& t, int64_t i) {
+  return t.dtype() == pb::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
+}
+
+// The single float value of a scale tensor with 1 or `n` elements, or all.
+bool ReadScales(const Tensor* t, int64_t n, std::vector<double>& out) {
+  if (t == nullptr || t->dtype() != pb::kFloat || t->rank() > 1 || (t->size() != 1 && t->size() != n)) return false;
+  out.assign(t->data<float>(), t->data<float>() + t->size());
+  return true;
+}
+
+// oneDNN's int8 convolution (s8 weights; src and dst zero points; constant
+// output scales). Weights must be s8 without zero point, or u8 with zero
+// point 128 (shifted to s8 exactly); scales and zero points must be
+// constant for the session, and the CPU must have VNNI. Everything else
+// falls back. QLinearConv's requantization runs in float: an output may
+// differ from the reference's (double) by one where it falls near a tie.
+class IntegerConvKernel : public ConvLikeKernel {
+ public:
+  IntegerConvKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, WindowAttrs attrs,
+                    IntegerConvInputs in)
+      : ConvLikeKernel(node, std::move(fallback), in.w), attrs_(std::move(attrs)),
+        group_(reference::AttrInt(node, "group", 1)), in_(in) {
+    for (int i : {in.x_scale, in.x_zp, in.w, in.w_scale, in.w_zp, in.y_scale, in.y_zp}) {
+      if (i >= 0 && i < node.num_inputs() && node.inputs()[static_cast<size_t>(i)] != nullptr) {
+        parameters_constant_ = parameters_constant_ && IsConstantInput(node, i);
+      }
+    }
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    ConvPlan* plan = parameters_constant_ ? PlanFor(ctx) : nullptr;
+    if (plan == nullptr) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(in_.w));
+    const Tensor* b = nullptr;
+    if (in_.bias >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(b, ctx.OptionalInput(in_.bias));
+    }
+    return RunPlan(ctx, *plan, *x, shifted_.defined() ? shifted_ : *w, b, y_dtype_);
+  }
+
+ protected:
+  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+    auto get = [&](int i) -> const Tensor* {
+      if (i < 0) return nullptr;
+      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+      return t.ok() ? *t : nullptr;
+    };
+    const Tensor *x = get(0), *w = get(in_.w), *x_zp = get(in_.x_zp), *w_zp = get(in_.w_zp);
+    const Tensor *y_zp = get(in_.y_zp), *b = get(in_.bias);
+    if (x == nullptr || w == nullptr || !IsInt8(*x) || !IsInt8(*w) || !ExactInt8Products()) return false;
+    if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || x->size() == 0 || w->size() == 0) return false;
+    int64_t c = x->dim(1), m = w->dim(0);
+    if (group_ < 1 || c != w->dim(1) * group_ || m % group_ != 0) return false;
+    std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
+    std::vector<int64_t> in(x->shape().begin() + 2, x->shape().end());
+    absl::StatusOr<Window> win = reference::ResolveWindow(attrs_, in, kernel);
+    if (!win.ok() || win->out_size == 0) return false;
+    // Zero points: scalar src/dst ones; weights' must make them s8 exactly.
+    if (x_zp != nullptr && (x_zp->dtype() != x->dtype() || x_zp->size() != 1 || x_zp->rank() > 1)) return false;
+    int32_t w_shift = w->dtype() == pb::kUint8 ? 128 : 0;
+    if (w_zp == nullptr ? w_shift != 0 : (w_zp->dtype() != w->dtype() || w_zp->rank() > 1)) return false;
+    for (int64_t i = 0; w_zp != nullptr && i < w_zp->size(); ++i) {
+      if (Int8At(*w_zp, i) != w_shift || (w_zp->size() != 1 && w_zp->size() != m)) return false;
+    }
+    std::vector<float> scales;
+    if (in_.y_scale >= 0) {
+      std::vector<double> xs, ws, ys;
+      if (!ReadScales(get(in_.x_scale), 1, xs) || !ReadScales(get(in_.w_scale), m, ws) ||
+          !ReadScales(get(in_.y_scale), 1, ys)) {
+        return false;
+      }
+      if (y_zp != nullptr && (!IsInt8(*y_zp) || y_zp->size() != 1 || y_zp->rank() > 1)) return false;
+      // As the reference rounds it: (x_scale * w_scale) / y_scale, each in float.
+      for (double v : ws) scales.push_back(static_cast<float>(static_cast<float>(xs[0] * v) / ys[0]));
+      y_dtype_ = y_zp != nullptr ? y_zp->dtype() : x->dtype();
+      if (b != nullptr && (b->dtype() != pb::kInt32 || b->rank() != 1 || b->dim(0) != m)) return false;
+    } else {
+      y_dtype_ = pb::kInt32;
+    }
+    if (w_shift != 0 && !Shift(*w)) return false;
+    std::vector<int64_t> y_shape = {x->dim(0), m};
+    y_shape.insert(y_shape.end(), win->out.begin(), win->out.end());
+    memory::dims wdims = WeightDims(group_, m, c, kernel);
+    memory::data_type xt = *DnnlType(x->dtype()), yt = *DnnlType(y_dtype_), s8 = memory::data_type::s8;
+    plan.src_user = PlainDesc(x->shape(), xt);
+    plan.dst_user = PlainDesc(y_shape, yt);
+    plan.wei_user = memory::desc(wdims, s8, PlainTag(static_cast<int>(wdims.size())));
+    if (b != nullptr) plan.bias = PlainDesc(b->shape(), memory::data_type::s32);
+    plan.y_shape = y_shape;
+    plan.zero_points = {x_zp != nullptr ? Int8At(*x_zp, 0) : 0, y_zp != nullptr ? Int8At(*y_zp, 0) : 0};
+    absl::Status s = Guard("integer convolution", [&] {
+      dnnl::primitive_attr attr;
+      if (!scales.empty()) attr.set_output_scales(scales.size() > 1 ? 1 << 1 : 0, scales);
+      memory::desc zp_desc({1}, memory::data_type::s32, memory::format_tag::a);
+      if (plan.zero_points[0] != 0) {
+        attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = memory(zp_desc, Engine(), &plan.zero_points[0]);
+      }
+      if (plan.zero_points[1] != 0) {
+        attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = memory(zp_desc, Engine(), &plan.zero_points[1]);
+      }
+      memory::desc src(Dims(x->shape()), xt, memory::format_tag::any);
+      memory::desc dst(Dims(y_shape), yt, memory::format_tag::any);
+      memory::desc wei(wdims, s8, memory::format_tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                        wei, plan.bias, dst, Dims(win->strides), Minus1(win->dilations),
+                                        Dims(win->pad_begin), Dims(win->pad_end));
+      dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
+      plan.Finish(pd, dnnl::convolution_forward(pd));
+    });
+    return s.ok();
+  }
+
+ private:
+  // u8 weights with zero point 128 as the s8 values w - 128, computed once
+  // per weight buffer (the weights are constant).
+  bool Shift(const Tensor& w) {
+    if (shifted_.defined() && shifted_from_ == w.raw()) return true;
+    absl::StatusOr<Tensor> t = Tensor::AllocateUninitialized(pb::kInt8, w.shape());
+    if (!t.ok()) return false;
+    for (int64_t i = 0; i < w.size(); ++i) {
+      t->mutable_data<int8_t>()[i] = static_cast<int8_t>(static_cast<int32_t>(w.data<uint8_t>()[i]) - 128);
+    }
+    shifted_ = *std::move(t);
+    shifted_from_ = w.raw();
+    return true;
+  }
+
+  WindowAttrs attrs_;
+  int64_t group_;
+  IntegerConvInputs in_;
+  bool parameters_constant_ = true;
+  int32_t y_dtype_ = 0;
+  Tensor shifted_;
+  const void* shifted_from_ = nullptr;
+};
+
+template <typename K>
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConvLike(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  ONNXKIT_ASSIGN_OR_RETURN(WindowAttrs attrs, reference::ParseWindowAttrs(node));
+  attrs.ceil_mode = false;  // not a convolution attribute
+  return std::unique_ptr<Kernel>(new K(node, info, std::move(fallback), std::move(attrs)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const KernelInfo& info) {
+  return MakeConvLike<ConvKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const ir::Node& node, const KernelInfo& info) {
+  return MakeConvLike<ConvTransposeKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeQLinearConv(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  ONNXKIT_ASSIGN_OR_RETURN(WindowAttrs attrs, reference::ParseWindowAttrs(node));
+  attrs.ceil_mode = false;
+  return std::unique_ptr<Kernel>(new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kQLinearConvInputs));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConvInteger(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  ONNXKIT_ASSIGN_OR_RETURN(WindowAttrs attrs, reference::ParseWindowAttrs(node));
+  attrs.ceil_mode = false;
+  return std::unique_ptr<Kernel>(new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kConvIntegerInputs));
+}
+
+}  // namespace onnxkit::runner::cpu

@@ -1,0 +1,30 @@
+// Factories of the cpu convolution/pooling/normalization kernels (conv.def).
+#ifndef ONNXKIT_RUNNER_CPU_CONV_H_
+#define ONNXKIT_RUNNER_CPU_CONV_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runner/kernel.h"
+
+namespace onnxkit::runner::cpu {
+
+using Factory = absl::StatusOr<std::unique_ptr<Kernel>>(const ir::Node& node, const KernelInfo& info);
+
+// conv.cc
+Factory MakeConv;
+Factory MakeConvTranspose;
+Factory MakeQLinearConv;
+Factory MakeConvInteger;
+// pool.cc
+Factory MakeMaxPool;
+Factory MakeAveragePool;
+Factory MakeGlobalAveragePool;
+Factory MakeGlobalMaxPool;
+// norm.cc
+Factory MakeBatchNormalization;
+Factory MakeLRN;
+
+}  // namespace onnxkit::runner::cpu
+
+#endif  // ONNXKIT_RUNNER_CPU_CONV_H_

@@ -1,0 +1,39 @@
+// Factories of the cpu math kernels (math.def). Factories serving several
+// ops pick the operation from the node's op type.
+#ifndef ONNXKIT_RUNNER_CPU_MATH_H_
+#define ONNXKIT_RUNNER_CPU_MATH_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runner/kernel.h"
+
+namespace onnxkit::runner::cpu {
+
+using Factory = absl::StatusOr<std::unique_ptr<Kernel>>(const ir::Node& node, const KernelInfo& info);
+
+// matmul.cc
+Factory MakeMatMul;
+Factory MakeGemm;
+// matmul_integer.cc
+Factory MakeMatMulInteger;
+Factory MakeQLinearMatMul;
+// eltwise.cc: Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Reciprocal,
+// Elu, LeakyRelu, Softplus, HardSwish, Round, Gelu; Clip; Erf.
+Factory MakeEltwise;
+Factory MakeClip;
+Factory MakeErf;
+// binary.cc: Add, Sub, Mul, Div, Pow, Max, Min.
+Factory MakeBinary;
+// softmax_norm.cc: Softmax, LogSoftmax; LayerNormalization.
+Factory MakeSoftmax;
+Factory MakeLayerNorm;
+// reduce.cc: ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare.
+Factory MakeReduce;
+// layout.cc
+Factory MakeTranspose;
+Factory MakeConcat;
+
+}  // namespace onnxkit::runner::cpu
+
+#endif  // ONNXKIT_RUNNER_CPU_MATH_H_

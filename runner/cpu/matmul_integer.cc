@@ -1,0 +1,203 @@
+// cpu MatMulInteger and QLinearMatMul on oneDNN's int8 matmul: A uint8 or
+// int8 (any rank >= 2, its batch folded into M), B a 2-D int8 matrix, exact
+// int32 accumulation with one-element zero points passed at run time. A
+// constant B is reordered once into the layout oneDNN prefers (AMX where
+// present). QLinearMatMul requantizes the int32 results with the reference's
+// arithmetic (multiplier rounded to float, final multiply in double, half to
+// even), so both backends agree exactly. uint8 B (oneDNN 2.6 has no u8
+// weights), per-row / per-column parameters, non-float scales, empty tensors
+// and very long rows (int32 could overflow) run on the reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
+#include "runner/reference/float_types.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// |(a - za) * (b - zb)| <= 255 * 255: rows up to this length cannot
+// overflow the int32 accumulator.
+constexpr int64_t kMaxK = 32768;
+
+// The value of a one-element int8/uint8 zero point of type `dtype`; false
+// when it is another type or size.
+bool ScalarZeroPoint(const Tensor* zp, int32_t dtype, int32_t& value) {
+  value = 0;
+  if (zp == nullptr) return true;
+  if (zp->dtype() != dtype || zp->size() != 1) return false;
+  value = dtype == pb::kInt8 ? zp->data<int8_t>()[0] : zp->data<uint8_t>()[0];
+  return true;
+}
+
+// acc = (A - za) x (B - zb) in int32 for A [.., K] and B [K, N].
+class Int8MatMul {
+ public:
+  explicit Int8MatMul(bool constant_b) : constant_b_(constant_b) {}
+
+  // False when the operands are not covered (the caller falls back).
+  bool Covers(const Tensor& a, const Tensor& b, const Tensor* a_zp, const Tensor* b_zp) {
+    bool types = (a.dtype() == pb::kUint8 || a.dtype() == pb::kInt8) && b.dtype() == pb::kInt8;
+    if (!types || a.rank() < 2 || a.rank() > 6 || b.rank() != 2 || a.size() == 0 || b.size() == 0 ||
+        b.dim(0) > kMaxK || !ScalarZeroPoint(a_zp, a.dtype(), za_) ||
+        !ScalarZeroPoint(b_zp, b.dtype(), zb_)) {
+      return false;
+    }
+    std::vector<std::vector<int64_t>> key = {
+        a.shape(), b.shape(), {a.dtype(), a_zp != nullptr, b_zp != nullptr}};
+    if (key != key_) {
+      key_ = key;
+      ok_ = Build(a, b, a_zp != nullptr, b_zp != nullptr);
+    }
+    return ok_;
+  }
+
+  // A's shape with the last dim N.
+  const std::vector<int64_t>& out_shape() const { return out_shape_; }
+
+  // Runs on the operands last passed to Covers; writes int32 into `acc`.
+  absl::Status Run(const Tensor& a, const Tensor& b, void* acc) {
+    dnnl::memory w, zpa, zpb, dst;
+    if (constant_b_) {
+      ONNXKIT_ASSIGN_OR_RETURN(w, prepared_.Get(b, weights_user_, weights_));
+    } else {
+      w = UserMemory(b, weights_user_);
+    }
+    ONNXKIT_RETURN_IF_ERROR(Guard("int8 matmul memory", [&] {
+      zpa = dnnl::memory({{1}, dt::s32, tag::a}, Engine(), &za_);
+      zpb = dnnl::memory({{1}, dt::s32, tag::a}, Engine(), &zb_);
+      dst = dnnl::memory(dst_, Engine(), acc);
+    }));
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, UserMemory(a, src_)}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+    if (key_[2][1] != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zpa;
+    if (key_[2][2] != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS] = zpb;
+    return Execute("int8 matmul", primitive_, args);
+  }
+
+ private:
+  bool Build(const Tensor& a, const Tensor& b, bool with_a_zp, bool with_b_zp) {
+    int64_t k = a.dim(a.rank() - 1), n = b.dim(1);
+    if (k != b.dim(0)) return false;
+    int64_t rows = a.size() / k;
+    out_shape_ = a.shape();
+    out_shape_.back() = n;
+    src_ = PlainDesc({rows, k}, *DnnlType(a.dtype()));
+    weights_user_ = PlainDesc({k, n}, dt::s8);
+    dst_ = PlainDesc({rows, n}, dt::s32);
+    return Guard("int8 matmul",
+                 [&] {
+                   dnnl::primitive_attr attr;
+                   if (with_a_zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+                   if (with_b_zp) attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
+                   dnnl::memory::desc want =
+                       constant_b_ ? dnnl::memory::desc({k, n}, dt::s8, tag::any) : weights_user_;
+                   dnnl::matmul::desc d(src_, want, dst_);
+                   dnnl::matmul::primitive_desc pd(d, attr, Engine());
+                   weights_ = pd.weights_desc();
+                   primitive_ = dnnl::matmul(pd);
+                 })
+        .ok();
+  }
+
+  bool constant_b_;
+  bool ok_ = false;
+  int32_t za_ = 0, zb_ = 0;
+  std::vector<std::vector<int64_t>> key_;
+  std::vector<int64_t> out_shape_;
+  dnnl::memory::desc src_, weights_user_, weights_, dst_;
+  dnnl::matmul primitive_;
+  PreparedWeight prepared_;
+};
+
+class MatMulIntegerKernel : public CpuKernel {
+ public:
+  MatMulIntegerKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), matmul_(IsConstantInput(node, 1)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a_zp, ctx.OptionalInput(2));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b_zp, ctx.OptionalInput(3));
+    if (!matmul_.Covers(*a, *b, a_zp, b_zp)) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kInt32, matmul_.out_shape()));
+    return matmul_.Run(*a, *b, y->mutable_raw());
+  }
+
+ private:
+  Int8MatMul matmul_;
+};
+
+// A one-element float32 scale; nullopt otherwise.
+std::optional<float> ScalarScale(const Tensor& t) {
+  if (t.dtype() != pb::kFloat || t.size() != 1 || t.rank() > 1) return std::nullopt;
+  return t.data<float>()[0];
+}
+
+class QLinearMatMulKernel : public CpuKernel {
+ public:
+  QLinearMatMulKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), matmul_(IsConstantInput(node, 3)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a_scale, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a_zp, ctx.OptionalInput(2));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(3));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b_scale, ctx.Input(4));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b_zp, ctx.OptionalInput(5));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* y_scale, ctx.Input(6));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* y_zp, ctx.OptionalInput(7));
+    std::optional<float> sa = ScalarScale(*a_scale), sb = ScalarScale(*b_scale), sy = ScalarScale(*y_scale);
+    int32_t y_type = y_zp != nullptr ? y_zp->dtype() : a->dtype();
+    int32_t zy = 0;
+    if (!sa || !sb || !sy || !ScalarZeroPoint(y_zp, y_type, zy) ||
+        (y_type != pb::kUint8 && y_type != pb::kInt8) || !matmul_.Covers(*a, *b, a_zp, b_zp)) {
+      return Fallback(ctx);
+    }
+    acc_.resize(static_cast<size_t>(a->size() / a->dim(a->rank() - 1) * b->dim(1)));
+    ONNXKIT_RETURN_IF_ERROR(matmul_.Run(*a, *b, acc_.data()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, y_type, matmul_.out_shape()));
+    // The reference's multiplier: the scale product and quotient in float.
+    double product = DoubleToFloat(static_cast<double>(*sa) * static_cast<double>(*sb));
+    double multiplier = DoubleToFloat(product / static_cast<double>(*sy));
+    double lo = y_type == pb::kUint8 ? 0 : -128, hi = y_type == pb::kUint8 ? 255 : 127;
+    for (size_t i = 0; i < acc_.size(); ++i) {
+      double r = std::nearbyint(static_cast<double>(acc_[i]) * multiplier + static_cast<double>(zy));
+      if (std::isnan(r)) r = zy;
+      r = std::clamp(r, lo, hi);
+      if (y_type == pb::kUint8) {
+        y->mutable_data<uint8_t>()[i] = static_cast<uint8_t>(r);
+      } else {
+        y->mutable_data<int8_t>()[i] = static_cast<int8_t>(r);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Int8MatMul matmul_;
+  std::vector<int32_t> acc_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMulInteger(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<MatMulIntegerKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeQLinearMatMul(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<QLinearMatMulKernel>(node, info);
+}
+
+}  // namespace onnxkit::runner::cpu

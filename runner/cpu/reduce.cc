@@ -1,0 +1,135 @@
+// cpu ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare on oneDNN's reduction
+// primitive (float32): the destination keeps the input's rank with 1 on the
+// reduced axes; keepdims=0 only changes the output shape. Axes come from
+// the attribute, or from the axes input (read per run, any int64 tensor).
+// Empty inputs, empty axes with noop_with_empty_axes, invalid axes (the
+// reference reports them), other types, NaN or infinite inputs of ReduceMax
+// and ReduceMin, and axes oneDNN only has slow reference code for run on the
+// reference kernels.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
+#include "runner/reference/dispatch.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+struct ReduceSpec {
+  dnnl::algorithm alg;
+  float p = 0;
+};
+
+std::optional<ReduceSpec> SpecOf(const std::string& op) {
+  using a = dnnl::algorithm;
+  if (op == "ReduceMean") return ReduceSpec{a::reduction_mean};
+  if (op == "ReduceSum") return ReduceSpec{a::reduction_sum};
+  if (op == "ReduceMax") return ReduceSpec{a::reduction_max};
+  if (op == "ReduceMin") return ReduceSpec{a::reduction_min};
+  if (op == "ReduceProd") return ReduceSpec{a::reduction_mul};
+  if (op == "ReduceL1") return ReduceSpec{a::reduction_norm_lp_power_p_sum, 1.f};
+  if (op == "ReduceL2") return ReduceSpec{a::reduction_norm_lp_sum, 2.f};
+  if (op == "ReduceSumSquare") return ReduceSpec{a::reduction_norm_lp_power_p_sum, 2.f};
+  return std::nullopt;
+}
+
+// True when x holds a NaN or an infinity: oneDNN's max / min skip NaN (the
+// reference propagates it) and start from the lowest finite float (a row of
+// -inf gives -3.4e38 instead of -inf), so such inputs fall back.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool HasNonFinite(const float* x, int64_t n) {
+  int found = 0;
+#pragma omp simd reduction(| : found)
+  for (int64_t i = 0; i < n; ++i) found |= !(x[i] - x[i] == 0.f);
+  return found != 0;
+}
+
+class ReduceKernel : public CpuKernel {
+ public:
+  ReduceKernel(const ir::Node& node, const KernelInfo& info, ReduceSpec spec,
+               std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        spec_(spec),
+        axes_input_(info.opset >= (node.op_type() == "ReduceSum" ? 13 : 18)),
+        axes_attr_(reference::AttrInts(node, "axes")),
+        keepdims_(reference::AttrInt(node, "keepdims", 1) != 0),
+        noop_(axes_input_ && reference::AttrInt(node, "noop_with_empty_axes", 0) != 0) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != pb::kFloat || x->rank() < 1 || x->rank() > 6 || x->size() == 0) return Fallback(ctx);
+    bool max_min = spec_.alg == dnnl::algorithm::reduction_max || spec_.alg == dnnl::algorithm::reduction_min;
+    if (max_min && HasNonFinite(x->data<float>(), x->size())) return Fallback(ctx);
+    std::vector<int64_t> axes = axes_attr_;
+    if (axes_input_) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.OptionalInput(1));
+      axes.clear();
+      if (a != nullptr) {
+        if (a->dtype() != pb::kInt64 || a->rank() > 1) return Fallback(ctx);
+        axes.assign(a->data<int64_t>(), a->data<int64_t>() + a->size());
+      }
+    }
+    if (axes.empty() && noop_) return Fallback(ctx);
+    std::vector<int64_t> kept = x->shape();
+    std::vector<bool> reduced(kept.size(), axes.empty());
+    for (int64_t axis : axes) {
+      if (axis < -x->rank() || axis >= x->rank()) return Fallback(ctx);
+      size_t i = static_cast<size_t>(axis < 0 ? axis + x->rank() : axis);
+      if (reduced[i] && !axes.empty()) return Fallback(ctx);  // repeated
+      reduced[i] = true;
+    }
+    std::vector<int64_t> out_shape;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      if (reduced[i]) kept[i] = 1;
+      if (!reduced[i] || keepdims_) out_shape.push_back(kept[i]);
+    }
+    if (kept == x->shape()) return Fallback(ctx);  // nothing to reduce: a copy
+    if (x->shape() != src_shape_ || kept != dst_shape_ || !built_) {
+      built_ = true;
+      src_shape_ = x->shape();
+      dst_shape_ = kept;
+      src_ = PlainDesc(x->shape(), dt::f32);
+      dst_ = PlainDesc(kept, dt::f32);
+      bool reference_impl = false;  // oneDNN's reference code: slower than the reference kernel
+      absl::Status s = Guard("reduction", [&] {
+        dnnl::reduction::desc d(spec_.alg, src_, dst_, spec_.p, 0.f);
+        dnnl::reduction::primitive_desc pd(d, Engine());
+        reference_impl = std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
+        primitive_ = dnnl::reduction(pd);
+      });
+      ok_ = s.ok() && !reference_impl;
+    }
+    if (!ok_) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, out_shape));
+    return Execute("reduction", primitive_,
+                   {{DNNL_ARG_SRC, UserMemory(*x, src_)}, {DNNL_ARG_DST, UserMemory(*y, dst_)}});
+  }
+
+ private:
+  ReduceSpec spec_;
+  bool axes_input_;
+  std::vector<int64_t> axes_attr_;
+  bool keepdims_, noop_;
+  bool built_ = false, ok_ = false;
+  std::vector<int64_t> src_shape_, dst_shape_;
+  dnnl::memory::desc src_, dst_;
+  dnnl::reduction primitive_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeReduce(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  std::optional<ReduceSpec> spec = SpecOf(node.op_type());
+  if (!spec) return fallback;
+  return std::unique_ptr<Kernel>(new ReduceKernel(node, info, *spec, std::move(fallback)));
+}
+
+}  // namespace onnxkit::runner::cpu

@@ -1,0 +1,187 @@
+// The cpu backend's pooling kernels against the reference kernels: random
+// windows (1-D to 3-D, strides, dilations, pads, auto_pad, ceil_mode,
+// count_include_pad), global pooling, int8 MaxPool, repeated runs with
+// changing shapes, and the cases that fall back.
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+
+namespace onnxkit::testing {
+namespace {
+
+std::string Join(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (int64_t x : v) s += std::to_string(x) + ",";
+  return s + "]";
+}
+
+// A random pooling node of `op` over `spatial` dims and its input shape.
+struct PoolCase {
+  std::vector<int64_t> shape;
+  std::vector<pb::AttributeProto> attrs;
+  std::string text;
+};
+
+PoolCase RandomPool(std::mt19937& rng, const std::string& op, int spatial) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  PoolCase c;
+  c.shape = {pick(1, 2), pick(1, 5)};
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  bool dilate = pick(0, 2) == 0;
+  for (int d = 0; d < spatial; ++d) {
+    int64_t k = pick(1, 4), dil = dilate ? pick(1, 2) : 1;
+    kernel.push_back(k);
+    strides.push_back(pick(1, 3));
+    dilations.push_back(dil);
+    c.shape.push_back((k - 1) * dil + 1 + pick(0, spatial == 3 ? 4 : 8));
+  }
+  // Pads below the kernel extent, as ONNX requires.
+  for (int i = 0; i < 2 * spatial; ++i) {
+    int64_t d = i % spatial;
+    pads.push_back(pick(0, (kernel[static_cast<size_t>(d)] - 1) * dilations[static_cast<size_t>(d)] / 2));
+  }
+  c.attrs = {AttrInts("kernel_shape", kernel), AttrInts("strides", strides)};
+  if (dilate) c.attrs.push_back(AttrInts("dilations", dilations));
+  static const char* kAutoPads[] = {"SAME_UPPER", "SAME_LOWER", "VALID"};
+  int64_t pad_kind = pick(0, 4);
+  std::string auto_pad = "NOTSET";
+  if (pad_kind < 3) {
+    auto_pad = kAutoPads[pad_kind];
+    c.attrs.push_back(AttrString("auto_pad", auto_pad));
+  } else if (pad_kind == 3) {
+    c.attrs.push_back(AttrInts("pads", pads));
+  }
+  int64_t ceil = pick(0, 1);
+  c.attrs.push_back(AttrInt("ceil_mode", ceil));
+  int64_t include = pick(0, 1);
+  if (op == "AveragePool") c.attrs.push_back(AttrInt("count_include_pad", include));
+  c.text = op + " x=" + Join(c.shape) + " kernel=" + Join(kernel) + " strides=" + Join(strides) +
+           " dilations=" + (dilate ? Join(dilations) : "-") + " pads=" + (pad_kind == 3 ? Join(pads) : "-") +
+           " auto_pad=" + auto_pad + " ceil=" + std::to_string(ceil) + " include=" + std::to_string(include);
+  return c;
+}
+
+void ExpectPoolMatches(const std::string& op, const PoolCase& c, uint32_t seed) {
+  SCOPED_TRACE(c.text);
+  GraphBuilder g("g");
+  g.Input("x").Node(op, {"x"}, {"y"}, c.attrs).Output("y");
+  ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(c.shape, seed)}}, 19, 1e-5, 1e-4);
+}
+
+TEST(CpuPoolTest, MaxPoolMatchesReferenceOnRandomWindows) {
+  std::mt19937 rng(11);
+  for (uint32_t i = 0; i < 50; ++i) ExpectPoolMatches("MaxPool", RandomPool(rng, "MaxPool", 2), i);
+  for (uint32_t i = 0; i < 15; ++i) ExpectPoolMatches("MaxPool", RandomPool(rng, "MaxPool", 1), i);
+  for (uint32_t i = 0; i < 10; ++i) ExpectPoolMatches("MaxPool", RandomPool(rng, "MaxPool", 3), i);
+}
+
+TEST(CpuPoolTest, AveragePoolMatchesReferenceOnRandomWindows) {
+  std::mt19937 rng(12);
+  for (uint32_t i = 0; i < 60; ++i) ExpectPoolMatches("AveragePool", RandomPool(rng, "AveragePool", 2), i);
+  for (uint32_t i = 0; i < 15; ++i) ExpectPoolMatches("AveragePool", RandomPool(rng, "AveragePool", 1), i);
+  for (uint32_t i = 0; i < 10; ++i) ExpectPoolMatches("AveragePool", RandomPool(rng, "AveragePool", 3), i);
+}
+
+TEST(CpuPoolTest, CeilModeWithCountIncludePadMatchesReference) {
+  // The ceil_mode window is partly outside the padded input: its divisor
+  // counts only the explicit padding.
+  PoolCase c;
+  c.shape = {1, 2, 6, 6};
+  c.attrs = {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1}),
+             AttrInt("ceil_mode", 1), AttrInt("count_include_pad", 1)};
+  ExpectPoolMatches("AveragePool", c, 3);
+  c.attrs.back() = AttrInt("count_include_pad", 0);
+  ExpectPoolMatches("AveragePool", c, 4);
+  c.attrs.pop_back();
+  ExpectPoolMatches("MaxPool", c, 5);
+}
+
+TEST(CpuPoolTest, GlobalPoolsMatchReference) {
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{2, 3, 7}, {1, 16, 7, 7}, {2, 4, 3, 5, 2}, {1, 3}}) {
+      GraphBuilder g("g");
+      g.Input("x").Node(op, {"x"}, {"y"}).Output("y");
+      ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, 9)}});
+    }
+  }
+}
+
+TEST(CpuPoolTest, MaxPoolOnInt8AndUint8MatchesReference) {
+  for (int32_t dtype : {pb::kInt8, pb::kUint8}) {
+    GraphBuilder g("g");
+    g.Input("x", dtype)
+        .Node("MaxPool", {"x"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
+                                        AttrInts("pads", {1, 1, 1, 1})})
+        .Output("y", dtype);
+    ExpectCpuMatchesReference(g.Build(), {{"x", RandomInts(dtype, {1, 3, 9, 8}, 4, dtype == pb::kInt8 ? -128 : 0,
+                                                           dtype == pb::kInt8 ? 127 : 255)}});
+  }
+}
+
+TEST(CpuPoolTest, FallbackCasesMatchReference) {
+  // Indices requested.
+  GraphBuilder g("g");
+  g.Input("x")
+      .Node("MaxPool", {"x"}, {"y", "i"}, {AttrInts("kernel_shape", {2, 2}), AttrInt("storage_order", 1)})
+      .Output("y")
+      .Output("i", pb::kInt64);
+  ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats({1, 2, 5, 4}, 1)}});
+  // Windows wholly in the padding (-inf for MaxPool, NaN for AveragePool).
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    GraphBuilder p("g");
+    p.Input("x").Node(op, {"x"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("pads", {3, 0, 0, 3})}).Output("y");
+    ExpectCpuMatchesReference(p.Build(), {{"x", RandomFloats({1, 2, 3, 3}, 2)}});
+  }
+  // 4 spatial dims, and an empty batch.
+  GraphBuilder r("g");
+  r.Input("x").Node("AveragePool", {"x"}, {"y"}, {AttrInts("kernel_shape", {2, 2, 1, 2})}).Output("y");
+  ExpectCpuMatchesReference(r.Build(), {{"x", RandomFloats({1, 2, 3, 3, 2, 3}, 3)}});
+  ExpectCpuMatchesReference(r.Build(), {{"x", RandomFloats({0, 2, 3, 3, 2, 3}, 3)}});
+  // A window larger than the input: the reference's error.
+  GraphBuilder e("g");
+  e.Input("x").Node("MaxPool", {"x"}, {"y"}, {AttrInts("kernel_shape", {5, 5})}).Output("y");
+  auto ref = RunGraphOn(runner::Backend::kReference, e.Build(), {{"x", RandomFloats({1, 1, 3, 3}, 4)}});
+  auto cpu = RunGraphOn(runner::Backend::kCpu, e.Build(), {{"x", RandomFloats({1, 1, 3, 3}, 4)}});
+  ASSERT_FALSE(ref.ok());
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(ref.status().code(), cpu.status().code());
+}
+
+TEST(CpuPoolTest, RepeatedRunsWithChangingShapes) {
+  GraphBuilder g("g");
+  g.Input("x")
+      .Node("AveragePool", {"x"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
+                                          AttrString("auto_pad", "SAME_LOWER")})
+      .Output("y");
+  std::unique_ptr<runner::Session> sessions[2];
+  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
+  for (int i = 0; i < 2; ++i) {
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(g.Build(), 18);
+    runner::SessionOptions options;
+    options.backend = backends[i];
+    auto s = runner::Session::Create(std::move(loaded), options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sessions[i] = std::move(*s);
+  }
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{1, 2, 8, 8}, {2, 3, 5, 11}, {1, 2, 8, 8}}) {
+    runner::Tensor x = RandomFloats(shape, static_cast<uint32_t>(shape[3]));
+    std::vector<runner::RtValue> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      auto o = sessions[i]->Run({{"x", runner::RtValue::FromTensor(x)}});
+      ASSERT_TRUE(o.ok()) << o.status();
+      outs[i] = std::move(*o);
+    }
+    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-5, 1e-4, "y");
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

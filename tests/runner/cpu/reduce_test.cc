@@ -1,0 +1,111 @@
+// The cpu backend's Reduce* ops against the reference kernels: axes as an
+// attribute (before opset 18; ReduceSum 13) or an input, keepdims,
+// noop_with_empty_axes, and the fallbacks (empty inputs, bad axes, types).
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+
+namespace onnxkit::testing {
+namespace {
+
+const char* const kOps[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                            "ReduceProd", "ReduceL1",  "ReduceL2",  "ReduceSumSquare"};
+
+const std::vector<std::vector<int64_t>>& AxesCases() {
+  static const auto* cases =
+      new std::vector<std::vector<int64_t>>{{}, {0}, {-1}, {1, 2}, {0, 3}, {0, 1, 2, 3}, {2, -4}};
+  return *cases;
+}
+
+TEST(CpuReduceTest, AxesAttributeMatchesReference) {
+  uint32_t seed = 1;
+  for (const char* op : kOps) {
+    for (const std::vector<int64_t>& axes : AxesCases()) {
+      for (int64_t keepdims : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << op << " axes " << axes.size() << " keepdims " << keepdims);
+        std::vector<pb::AttributeProto> attrs = {AttrInt("keepdims", keepdims)};
+        if (!axes.empty()) attrs.push_back(AttrInts("axes", axes));
+        GraphBuilder g("g");
+        g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
+        ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats({2, 3, 4, 5}, seed++, 0.5f, 1.5f)}}, 11,
+                                  1e-4, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(CpuReduceTest, AxesInputMatchesReference) {
+  uint32_t seed = 200;
+  for (const char* op : kOps) {
+    for (const std::vector<int64_t>& axes : AxesCases()) {
+      for (int64_t noop : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << op << " axes " << axes.size() << " noop " << noop);
+        GraphBuilder g("g");
+        g.Input("x").Input("axes", pb::kInt64);
+        g.Node(op, {"x", "axes"}, {"y"}, {AttrInt("noop_with_empty_axes", noop)}).Output("y");
+        ExpectCpuMatchesReference(g.Build(),
+                                  {{"x", RandomFloats({2, 3, 4, 5}, seed++, 0.5f, 1.5f)},
+                                   {"axes", Int64Tensor({static_cast<int64_t>(axes.size())}, axes)}},
+                                  18, 1e-4, 1e-4);
+      }
+      // Axes omitted.
+      GraphBuilder o("g");
+      o.Input("x").Node(op, {"x"}, {"y"}, {AttrInt("keepdims", 0)}).Output("y");
+      ExpectCpuMatchesReference(o.Build(), {{"x", RandomFloats({3, 4}, seed++, 0.5f, 1.5f)}}, 18, 1e-4, 1e-4);
+    }
+  }
+}
+
+TEST(CpuReduceTest, FallsBackForEmptyInputsBadAxesAndOtherTypes) {
+  GraphBuilder g("g");
+  g.Input("x").Input("axes", pb::kInt64).Node("ReduceSum", {"x", "axes"}, {"y"}).Output("y");
+  pb::GraphProto graph = g.Build();
+  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({0, 3}, 1)}, {"axes", Int64Tensor({1}, {0})}});
+  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({2, 1}, 1)}, {"axes", Int64Tensor({1}, {1})}});
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{{2}, {0, 0}, {-3}}) {
+    auto feeds =
+        Feeds{{"x", RandomFloats({2, 3}, 1)}, {"axes", Int64Tensor({static_cast<int64_t>(bad.size())}, bad)}};
+    EXPECT_FALSE(RunGraphOn(runner::Backend::kReference, graph, feeds).ok());
+    EXPECT_FALSE(RunGraphOn(runner::Backend::kCpu, graph, feeds).ok());
+  }
+  GraphBuilder i("g");
+  i.Input("x", pb::kInt64).Node("ReduceMax", {"x"}, {"y"}, {AttrInt("keepdims", 0)}).Output("y", pb::kInt64);
+  ExpectCpuMatchesReference(i.Build(), {{"x", Int64Tensor({2, 2}, {1, 5, -3, 2})}});
+}
+
+TEST(CpuReduceTest, NaNAndInfinityFollowTheReference) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  runner::Tensor x = FloatTensor({4, 3}, {nan, 1.f, 2.f, inf, 1.f, -inf, 3.f, -1.f, 0.f, -inf, -2.f, -3.f});
+  for (const char* op : kOps) {
+    for (int64_t axis : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << op << " axis " << axis);
+      GraphBuilder g("g");
+      g.Input("x").Node(op, {"x"}, {"y"}, {AttrInts("axes", {axis})}).Output("y");
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}}, 11);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", x}}, 11);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      const runner::Tensor& r = (*ref)[0].tensor();
+      const runner::Tensor& c = (*cpu)[0].tensor();
+      ASSERT_EQ(r.shape(), c.shape());
+      for (int64_t i = 0; i < r.size(); ++i) {
+        float rv = r.data<float>()[i], cv = c.data<float>()[i];
+        if (std::isnan(rv)) {
+          EXPECT_TRUE(std::isnan(cv)) << "element " << i << " is " << cv;
+        } else if (std::isinf(rv)) {
+          EXPECT_EQ(rv, cv) << "element " << i;
+        } else {
+          EXPECT_NEAR(rv, cv, 1e-5) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
