@@ -1,6 +1,8 @@
 // KernelContext.
 #include "runner/kernel.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace onnxkit::runner {
@@ -57,6 +59,25 @@ absl::Status KernelContext::SetOutput(int i, RtValue value) {
   }
   (*outputs_)[static_cast<size_t>(i)] = std::move(value);
   return absl::OkStatus();
+}
+
+namespace {
+thread_local const std::vector<const ir::Value*>* g_folded = nullptr;
+}  // namespace
+
+SessionConstantsScope::SessionConstantsScope(const std::vector<const ir::Value*>* folded) : saved_(g_folded) {
+  g_folded = folded;
+}
+SessionConstantsScope::~SessionConstantsScope() { g_folded = saved_; }
+
+bool IsSessionConstantInput(const ir::Node& node, int i) {
+  if (i < 0 || i >= node.num_inputs()) return false;
+  const ir::Value* v = node.inputs()[static_cast<size_t>(i)];
+  if (v == nullptr) return false;
+  if (v->kind() == ir::ValueKind::kInitializer) return v->IsConstant();
+  if (v->kind() != ir::ValueKind::kNodeOutput || v->producer() == nullptr) return false;
+  if (v->producer()->op_type() == "Constant" && v->producer()->domain().empty()) return true;
+  return g_folded != nullptr && std::find(g_folded->begin(), g_folded->end(), v) != g_folded->end();
 }
 
 }  // namespace onnxkit::runner

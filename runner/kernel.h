@@ -101,6 +101,25 @@ struct KernelInfo {
 
 using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node, const KernelInfo& info);
 
+// True when input i of `node` has the same value in every run of the
+// session: an initializer that is not also a graph input (those can be fed),
+// a Constant node's output, or a value the session computed once when it was
+// created (constant folding). Meant for kernel factories and constructors,
+// which run while the session sets the folded values (SessionConstantsScope).
+bool IsSessionConstantInput(const ir::Node& node, int i);
+
+// While alive, IsSessionConstantInput on this thread also counts `folded`.
+class SessionConstantsScope {
+ public:
+  explicit SessionConstantsScope(const std::vector<const ir::Value*>* folded);
+  ~SessionConstantsScope();
+  SessionConstantsScope(const SessionConstantsScope&) = delete;
+  SessionConstantsScope& operator=(const SessionConstantsScope&) = delete;
+
+ private:
+  const std::vector<const ir::Value*>* saved_;
+};
+
 // A kernel that is one function (no state beyond the node).
 using KernelFn = absl::Status (*)(KernelContext& ctx);
 class FnKernel : public Kernel {

@@ -1,7 +1,9 @@
 // Session: planning and execution.
 #include "runner/session.h"
 
+#include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -58,12 +60,15 @@ class Session::Executor : public SubgraphRunner {
     ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, session_->PlanFor(graph));
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
-      ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame), absl::StrCat("node ", ir::NodeLabel(node)));
+      const bool folded = is_main && use_folding_ && session_->folded_nodes_.contains(&node);
+      if (!folded) {
+        ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame), absl::StrCat("node ", ir::NodeLabel(node)));
+      }
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
           if (out == nullptr || out->name().empty()) continue;
-          auto it = frame.values.find(out);
-          if (it != frame.values.end()) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, it->second));
+          const RtValue* value = Lookup(frame, out);
+          if (value != nullptr) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, *value));
         }
       }
       for (const ir::Value* v : plan->release_after[step]) frame.values.erase(v);
@@ -106,6 +111,7 @@ class Session::Executor : public SubgraphRunner {
   }
 
  private:
+  friend class Session;
   absl::Status CheckDeadline() const {
     if (has_deadline_ && Clock::now() > deadline_) {
       return absl::DeadlineExceededError(
@@ -114,6 +120,7 @@ class Session::Executor : public SubgraphRunner {
     return absl::OkStatus();
   }
 
+  // Runs one node in `frame` (its outputs are added to it).
   absl::Status RunNode(const ir::Node& node, Frame& frame) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs;
@@ -151,6 +158,7 @@ class Session::Executor : public SubgraphRunner {
   }
 
   Session* session_;
+  bool use_folding_ = true;
   Clock::time_point deadline_;
   bool has_deadline_;
   const Frame* current_ = nullptr;
@@ -172,7 +180,72 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   });
   ONNXKIT_RETURN_IF_ERROR(status);
   ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
+  session->FoldConstants();
   return session;
+}
+
+namespace {
+
+// Ops whose result may differ between runs (random) or that need more than
+// their inputs (subgraphs): never folded.
+bool Foldable(const ir::Node& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.ml") return false;
+  static constexpr std::string_view kRandom[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                 "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  for (std::string_view op : kRandom) {
+    if (node.op_type() == op) return false;
+  }
+  for (const ir::Attribute& a : node.attributes()) {
+    if (a.g != nullptr || !a.graphs.empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Session::FoldConstants() {
+  auto plan = PlanFor(model_->graph());
+  if (!plan.ok()) return;
+  // Folding gets the budget of one run: past it, the remaining nodes run in
+  // Run as usual (where the timeout then applies to them).
+  const bool has_deadline = options_.timeout_seconds > 0;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
+  Executor executor(this, deadline, has_deadline);
+  for (const ir::Node* node : (*plan)->order) {
+    if (!Foldable(*node)) continue;
+    bool constant = true;
+    bool stable = true;
+    for (int i = 0; i < node->num_inputs() && constant; ++i) {
+      const ir::Value* v = node->input(i);
+      if (v == nullptr) continue;
+      if (v->kind() == ir::ValueKind::kInitializer && v->graph() == &model_->graph()) {
+        constant = constants_.contains(v);
+        stable = stable && v->IsConstant();
+      } else if (std::find(folded_values_.begin(), folded_values_.end(), v) != folded_values_.end()) {
+        stable = stable && std::find(stable_folded_values_.begin(), stable_folded_values_.end(), v) !=
+                               stable_folded_values_.end();
+      } else {
+        constant = false;
+      }
+    }
+    if (!constant) continue;
+    // A node that fails here (bad input, memory) is left to fail in Run,
+    // where the error is reported with the run's context.
+    Executor::Frame frame;
+    if (!executor.RunNode(*node, frame).ok()) continue;
+    for (const ir::Value* out : node->outputs()) {
+      if (out == nullptr || out->name().empty()) continue;
+      auto it = frame.values.find(out);
+      if (it == frame.values.end()) continue;
+      constants_[out] = std::move(it->second);
+      folded_values_.push_back(out);
+      if (stable) stable_folded_values_.push_back(out);
+    }
+    folded_nodes_.insert(node);
+    uses_feedable_folded_ = uses_feedable_folded_ || !stable;
+  }
 }
 
 absl::Status Session::PrepareConstants(const ir::Graph& graph) {
@@ -250,6 +323,7 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node) {
   std::unique_ptr<Kernel> kernel;
   auto entry = FindKernel(options_.backend, node.domain(), node.op_type(), opset);
   if (entry.ok()) {
+    SessionConstantsScope scope(&stable_folded_values_);
     ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset, options_.threads}));
   } else {
     const pb::FunctionProto* function = nullptr;
@@ -341,6 +415,10 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
   Executor executor(this, deadline, has_deadline);
+  // Feeding an initializer that folded values came from: compute them anew.
+  for (const auto& [value, v] : frame.values) {
+    if (uses_feedable_folded_ && value->kind() == ir::ValueKind::kInitializer) executor.use_folding_ = false;
+  }
   ONNXKIT_RETURN_IF_ERROR(executor.RunGraph(main, frame, /*is_main=*/true));
   std::vector<RtValue> outputs;
   for (const ir::Value* o : main.outputs()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "lib/io/external_data.h"
 #include "lib/io/model_io.h"
@@ -67,12 +68,25 @@ class Session {
   absl::StatusOr<Kernel*> KernelFor(const ir::Node& node);
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
   absl::Status PrepareConstants(const ir::Graph& graph);
+  // Runs once the main-graph nodes whose inputs are all constant (weights
+  // made by ConstantOfShape, transposed or reshaped initializers...) and
+  // keeps their outputs as constants; Run skips those nodes.
+  void FoldConstants();
 
   io::LoadedModel loaded_;
   std::unique_ptr<ir::Model> model_;
   SessionOptions options_;
   std::unique_ptr<io::ExternalDataResolver> resolver_;
   absl::flat_hash_map<const ir::Value*, RtValue> constants_;
+  // Values computed by FoldConstants, and the nodes that computed them.
+  // Values derived from initializers that are also graph inputs (IR < 4
+  // models list every initializer as an input) are folded too, but kernels
+  // do not treat them as constant, and a Run that feeds such an input runs
+  // every node (uses_feedable_folded_).
+  std::vector<const ir::Value*> folded_values_;
+  std::vector<const ir::Value*> stable_folded_values_;
+  absl::flat_hash_set<const ir::Node*> folded_nodes_;
+  bool uses_feedable_folded_ = false;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
   absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_;
   // Opset imports of graphs that are not part of the model (function bodies).

@@ -116,7 +116,7 @@ class BinaryKernel : public CpuKernel {
       ok_ = Build();
     }
     if (!ok_) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, shapes_.out));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shapes_.out));
     if (loop_) {
       Loop(a->data<float>(), b->data<float>(), y->mutable_data<float>());
       return absl::OkStatus();
@@ -203,7 +203,7 @@ class PowKernel : public CpuKernel {
     if (exponent != std::nearbyint(exponent) && HasNegativeInfinity(x->data<float>(), x->size())) {
       return Fallback(ctx);
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     dnnl::memory::desc desc = PlainDesc(x->shape(), dt::f32);
     if (!primitive_ || desc != desc_ || exponent != exponent_) {
       ONNXKIT_RETURN_IF_ERROR(Guard("pow", [&] {
@@ -236,7 +236,7 @@ class MaxMinKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(1));
     Broadcast s;
     if (!Covered(*a) || !Covered(*b) || !ResolveBroadcast(a->shape(), b->shape(), s)) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, s.out));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, s.out));
     float* py = y->mutable_data<float>();
     if (max_) {
       ForEachPair(s, a->data<float>(), b->data<float>(), py, [](float x, float z) {

@@ -108,14 +108,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReferenceKernel(const ir::Node& node
   return (*entry)->factory(node, info);
 }
 
-bool IsConstantInput(const ir::Node& node, int i) {
-  if (i < 0 || i >= node.num_inputs()) return false;
-  const ir::Value* v = node.inputs()[static_cast<size_t>(i)];
-  if (v == nullptr) return false;
-  if (v->kind() == ir::ValueKind::kInitializer) return true;
-  return v->kind() == ir::ValueKind::kNodeOutput && v->producer() != nullptr &&
-         v->producer()->op_type() == "Constant" && v->producer()->domain().empty();
-}
+bool IsConstantInput(const ir::Node& node, int i) { return IsSessionConstantInput(node, i); }
 
 void SetThreads(int threads) { omp_set_num_threads(threads < 1 ? 1 : threads); }
 

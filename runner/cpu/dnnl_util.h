@@ -105,7 +105,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeCpu(const ir::Node& node, const Kern
   return std::unique_ptr<Kernel>(new K(node, info, std::move(*fallback)));
 }
 
-// True when input i of `node` is an initializer or a Constant node's output.
+// True when input i of `node` is the same in every run: see
+// IsSessionConstantInput (runner/kernel.h).
 bool IsConstantInput(const ir::Node& node, int i);
 
 }  // namespace onnxkit::runner::cpu

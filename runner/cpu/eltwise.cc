@@ -82,7 +82,7 @@ class EltwiseKernel : public CpuKernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (!Covered(*x)) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
     return primitive_.Run(*x, *y, alg_, alpha_, beta_);
   }
 
@@ -117,7 +117,7 @@ class ClipKernel : public CpuKernel {
     }
     // lo > hi gives hi everywhere, which clip_v2 does not.
     if (std::isnan(lo) || std::isnan(hi) || lo > hi) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
     return primitive_.Run(*x, *y, alg::eltwise_clip_v2, lo, hi);
   }
 
@@ -175,7 +175,7 @@ class ErfKernel : public CpuKernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (x->dtype() != pb::kFloat || x->size() == 0) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
     const float* px = x->data<float>();
     float* py = y->mutable_data<float>();
     constexpr int64_t kChunk = 16384;

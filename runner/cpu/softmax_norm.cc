@@ -58,7 +58,7 @@ class SoftmaxKernel : public CpuKernel {
       ok_ = Build();
     }
     if (!ok_) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     return Execute("softmax", primitive_,
                    {{DNNL_ARG_SRC, UserMemory(*x, desc_)}, {DNNL_ARG_DST, UserMemory(*y, desc_)}});
   }
@@ -144,7 +144,7 @@ class LayerNormKernel : public CpuKernel {
       }));
       desc_ = desc;
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, pb::kFloat, x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     dnnl::memory::desc param = PlainDesc({inner}, dt::f32);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, UserMemory(*x, desc)},
                                                   {DNNL_ARG_DST, UserMemory(*y, desc)},
