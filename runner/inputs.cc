@@ -17,6 +17,7 @@
 #include "lib/ops/type_string.h"
 #include "lib/tensor/tensor_file.h"
 #include "runner/convert.h"
+#include "runner/reference/dispatch.h"
 #include "runner/reference/float_types.h"
 
 namespace onnxkit::runner {
@@ -224,24 +225,8 @@ absl::Status SaveOutputs(const fs::path& dir, const std::vector<const ir::Value*
 TensorStats StatsOf(const Tensor& t) {
   TensorStats s;
   if (t.is_string() || t.size() == 0) return s;
-  auto at = [&](int64_t i) -> std::optional<double> {
-    switch (t.dtype()) {
-      case 1: return t.data<float>()[i];
-      case 2: return t.data<uint8_t>()[i];
-      case 3: return t.data<int8_t>()[i];
-      case 4: return t.data<uint16_t>()[i];
-      case 5: return t.data<int16_t>()[i];
-      case 6: return t.data<int32_t>()[i];
-      case 7: return static_cast<double>(t.data<int64_t>()[i]);
-      case 9: return t.data<uint8_t>()[i];
-      case 10: return static_cast<float>(t.data<Float16>()[i]);
-      case 11: return t.data<double>()[i];
-      case 12: return t.data<uint32_t>()[i];
-      case 13: return static_cast<double>(t.data<uint64_t>()[i]);
-      case 16: return static_cast<float>(t.data<BFloat16>()[i]);
-      default: return std::nullopt;
-    }
-  };
+  if (!reference::IsStandardNumeric(t.dtype())) return s;
+  auto at = [&](int64_t i) { return reference::ElementAsDouble(t, i); };
   if (!at(0)) return s;
   s.min = s.max = *at(0);
   double sum = 0;

@@ -1,7 +1,6 @@
 // KernelContext.
 #include "runner/kernel.h"
 
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
@@ -62,10 +61,10 @@ absl::Status KernelContext::SetOutput(int i, RtValue value) {
 }
 
 namespace {
-thread_local const std::vector<const ir::Value*>* g_folded = nullptr;
+thread_local const absl::flat_hash_set<const ir::Value*>* g_folded = nullptr;
 }  // namespace
 
-SessionConstantsScope::SessionConstantsScope(const std::vector<const ir::Value*>* folded) : saved_(g_folded) {
+SessionConstantsScope::SessionConstantsScope(const absl::flat_hash_set<const ir::Value*>* folded) : saved_(g_folded) {
   g_folded = folded;
 }
 SessionConstantsScope::~SessionConstantsScope() { g_folded = saved_; }
@@ -77,7 +76,7 @@ bool IsSessionConstantInput(const ir::Node& node, int i) {
   if (v->kind() == ir::ValueKind::kInitializer) return v->IsConstant();
   if (v->kind() != ir::ValueKind::kNodeOutput || v->producer() == nullptr) return false;
   if (v->producer()->op_type() == "Constant" && v->producer()->domain().empty()) return true;
-  return g_folded != nullptr && std::find(g_folded->begin(), g_folded->end(), v) != g_folded->end();
+  return g_folded != nullptr && g_folded->contains(v);
 }
 
 }  // namespace onnxkit::runner

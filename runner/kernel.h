@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/ir/ir.h"
@@ -111,13 +112,13 @@ bool IsSessionConstantInput(const ir::Node& node, int i);
 // While alive, IsSessionConstantInput on this thread also counts `folded`.
 class SessionConstantsScope {
  public:
-  explicit SessionConstantsScope(const std::vector<const ir::Value*>* folded);
+  explicit SessionConstantsScope(const absl::flat_hash_set<const ir::Value*>* folded);
   ~SessionConstantsScope();
   SessionConstantsScope(const SessionConstantsScope&) = delete;
   SessionConstantsScope& operator=(const SessionConstantsScope&) = delete;
 
  private:
-  const std::vector<const ir::Value*>* saved_;
+  const absl::flat_hash_set<const ir::Value*>* saved_;
 };
 
 // A kernel that is one function (no state beyond the node).

@@ -1,7 +1,6 @@
 // Session: planning and execution.
 #include "runner/session.h"
 
-#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -223,9 +222,8 @@ void Session::FoldConstants() {
       if (v->kind() == ir::ValueKind::kInitializer && v->graph() == &model_->graph()) {
         constant = constants_.contains(v);
         stable = stable && v->IsConstant();
-      } else if (std::find(folded_values_.begin(), folded_values_.end(), v) != folded_values_.end()) {
-        stable = stable && std::find(stable_folded_values_.begin(), stable_folded_values_.end(), v) !=
-                               stable_folded_values_.end();
+      } else if (v->kind() == ir::ValueKind::kNodeOutput && constants_.contains(v)) {  // folded
+        stable = stable && stable_folded_values_.contains(v);
       } else {
         constant = false;
       }
@@ -240,8 +238,7 @@ void Session::FoldConstants() {
       auto it = frame.values.find(out);
       if (it == frame.values.end()) continue;
       constants_[out] = std::move(it->second);
-      folded_values_.push_back(out);
-      if (stable) stable_folded_values_.push_back(out);
+      if (stable) stable_folded_values_.insert(out);
     }
     folded_nodes_.insert(node);
     uses_feedable_folded_ = uses_feedable_folded_ || !stable;

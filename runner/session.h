@@ -78,13 +78,13 @@ class Session {
   SessionOptions options_;
   std::unique_ptr<io::ExternalDataResolver> resolver_;
   absl::flat_hash_map<const ir::Value*, RtValue> constants_;
-  // Values computed by FoldConstants, and the nodes that computed them.
-  // Values derived from initializers that are also graph inputs (IR < 4
-  // models list every initializer as an input) are folded too, but kernels
-  // do not treat them as constant, and a Run that feeds such an input runs
-  // every node (uses_feedable_folded_).
-  std::vector<const ir::Value*> folded_values_;
-  std::vector<const ir::Value*> stable_folded_values_;
+  // FoldConstants keeps the values it computes in constants_ (node outputs
+  // there are folded values) and the nodes that computed them. Values
+  // derived from initializers that are also graph inputs (IR < 4 models list
+  // every initializer as an input) are folded too, but kernels do not treat
+  // them as constant (only stable_folded_values_ are), and a Run that feeds
+  // such an input runs every node (uses_feedable_folded_).
+  absl::flat_hash_set<const ir::Value*> stable_folded_values_;
   absl::flat_hash_set<const ir::Node*> folded_nodes_;
   bool uses_feedable_folded_ = false;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;

@@ -9,34 +9,15 @@
 #include "absl/strings/str_format.h"
 #include "lib/base/data_type.h"
 #include "lib/base/strings.h"
-#include "runner/reference/float_types.h"
+#include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner {
 namespace {
 
 // Element i of a numeric tensor as a double (integers exactly up to 2^53).
-double ElementAt(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case 1: return t.data<float>()[i];
-    case 2: return t.data<uint8_t>()[i];
-    case 3: return t.data<int8_t>()[i];
-    case 4: return t.data<uint16_t>()[i];
-    case 5: return t.data<int16_t>()[i];
-    case 6: return t.data<int32_t>()[i];
-    case 7: return static_cast<double>(t.data<int64_t>()[i]);
-    case 9: return t.data<uint8_t>()[i] != 0 ? 1 : 0;
-    case 10: return static_cast<float>(t.data<Float16>()[i]);
-    case 11: return t.data<double>()[i];
-    case 12: return t.data<uint32_t>()[i];
-    case 13: return static_cast<double>(t.data<uint64_t>()[i]);
-    case 16: return static_cast<float>(t.data<BFloat16>()[i]);
-    default: return 0;
-  }
-}
+double ElementAt(const Tensor& t, int64_t i) { return reference::ElementAsDouble(t, i).value_or(0); }
 
-bool Supported(int32_t dtype) {
-  return (dtype >= 1 && dtype <= 7) || (dtype >= 9 && dtype <= 13) || dtype == 16;
-}
+bool Supported(int32_t dtype) { return reference::IsStandardNumeric(dtype); }
 
 class Accumulator {
  public:

@@ -190,7 +190,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool HasNegativeInf
 class PowKernel : public CpuKernel {
  public:
   PowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), constant_exponent_(IsConstantInput(node, 1)) {}
+      : CpuKernel(std::move(fallback)), constant_exponent_(IsSessionConstantInput(node, 1)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));

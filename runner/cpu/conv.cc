@@ -175,7 +175,7 @@ void* ThreadScratch(int slot, size_t bytes) {
 }
 
 ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input)
-    : CpuKernel(std::move(fallback)), constant_weights_(IsConstantInput(node, weight_input)) {}
+    : CpuKernel(std::move(fallback)), constant_weights_(IsSessionConstantInput(node, weight_input)) {}
 
 ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx) {
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
@@ -478,7 +478,7 @@ class IntegerConvKernel : public ConvLikeKernel {
         group_(reference::AttrInt(node, "group", 1)), in_(in) {
     for (int i : {in.x_scale, in.x_zp, in.w, in.w_scale, in.w_zp, in.y_scale, in.y_zp}) {
       if (i >= 0 && i < node.num_inputs() && node.inputs()[static_cast<size_t>(i)] != nullptr) {
-        parameters_constant_ = parameters_constant_ && IsConstantInput(node, i);
+        parameters_constant_ = parameters_constant_ && IsSessionConstantInput(node, i);
       }
     }
   }

@@ -108,7 +108,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReferenceKernel(const ir::Node& node
   return (*entry)->factory(node, info);
 }
 
-bool IsConstantInput(const ir::Node& node, int i) { return IsSessionConstantInput(node, i); }
 
 void SetThreads(int threads) { omp_set_num_threads(threads < 1 ? 1 : threads); }
 

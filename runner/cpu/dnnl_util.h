@@ -65,8 +65,8 @@ absl::Status Execute(std::string_view what, const dnnl::primitive& p,
 
 // A weight prepared once (reordered into the layout a primitive wants) and
 // reused while the source tensor's buffer and the wanted layout are
-// unchanged. Only for inputs that are constant for the session (initializers,
-// Constant outputs: see IsConstantInput), whose buffers never change.
+// unchanged. Only for inputs that are constant for the session (see
+// IsSessionConstantInput in runner/kernel.h), whose buffers never change.
 class PreparedWeight {
  public:
   // The memory for `src` in layout `want`; reorders on the first call and
@@ -105,9 +105,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeCpu(const ir::Node& node, const Kern
   return std::unique_ptr<Kernel>(new K(node, info, std::move(*fallback)));
 }
 
-// True when input i of `node` is the same in every run: see
-// IsSessionConstantInput (runner/kernel.h).
-bool IsConstantInput(const ir::Node& node, int i);
 
 }  // namespace onnxkit::runner::cpu
 

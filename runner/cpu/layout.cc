@@ -1,6 +1,6 @@
 // cpu layout kernels: Transpose as a oneDNN reorder into a destination desc
-// with permuted strides (8-byte types move as pairs of int32; the result of
-// a constant input is computed once and shared by later runs), and Concat on
+// with permuted strides (8-byte types move as pairs of int32; a Transpose of
+// a constant is folded by the session, so it never runs here), and Concat on
 // oneDNN's concat primitive with plain layouts. Types oneDNN cannot move,
 // ranks above 6, empty tensors and invalid attributes (the reference
 // reports them) run on the reference kernels.
@@ -33,14 +33,10 @@ std::optional<std::pair<dt, int64_t>> MoveType(int32_t dtype) {
 class TransposeKernel : public CpuKernel {
  public:
   TransposeKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)),
-        perm_(node.GetInts("perm")),
-        constant_input_(IsConstantInput(node, 0)) {}
+      : CpuKernel(std::move(fallback)), perm_(node.GetInts("perm")) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    if (cached_.defined() && cached_source_ == x->raw())
-      return ctx.SetOutput(0, RtValue::FromTensor(cached_));
     std::optional<std::pair<dt, int64_t>> move = MoveType(x->dtype());
     int rank = x->rank();
     if (!move || x->size() == 0 || rank < 1 || rank + (move->second > 1 ? 1 : 0) > 6) return Fallback(ctx);
@@ -61,12 +57,7 @@ class TransposeKernel : public CpuKernel {
       src = dnnl::memory(src_, Engine(), const_cast<void*>(x->raw()));
       dst = dnnl::memory(dst_, Engine(), y->mutable_raw());
     }));
-    ONNXKIT_RETURN_IF_ERROR(Execute("transpose", primitive_, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}}));
-    if (constant_input_) {  // the input's buffer never changes: neither does the result
-      cached_ = *y;
-      cached_source_ = x->raw();
-    }
-    return absl::OkStatus();
+    return Execute("transpose", primitive_, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
   }
 
  private:
@@ -111,9 +102,6 @@ class TransposeKernel : public CpuKernel {
   }
 
   std::optional<std::vector<int64_t>> perm_;
-  bool constant_input_;
-  Tensor cached_;
-  const void* cached_source_ = nullptr;
   std::vector<int64_t> shape_;
   int32_t dtype_ = 0;
   dnnl::memory::desc src_, dst_;

@@ -31,17 +31,6 @@ struct MatMulPlan {
   dnnl::matmul primitive;
 };
 
-// True when input i of `node` stays the same for the session: a constant,
-// or a cpu Transpose of a constant (which computes its result once and
-// hands the same buffer to every run; see layout.cc).
-bool IsSessionConstant(const ir::Node& node, int i) {
-  if (IsConstantInput(node, i)) return true;
-  if (i < 0 || i >= node.num_inputs()) return false;
-  const ir::Value* v = node.inputs()[static_cast<size_t>(i)];
-  const ir::Node* p = v != nullptr && v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
-  return p != nullptr && p->op_type() == "Transpose" && p->domain().empty() && IsConstantInput(*p, 0);
-}
-
 // Row-major strides of `dims`.
 dnnl::memory::dims RowMajorStrides(const dnnl::memory::dims& dims) {
   dnnl::memory::dims strides(dims.size(), 1);
@@ -103,7 +92,7 @@ bool BroadcastBatch(const std::vector<int64_t>& a, const std::vector<int64_t>& b
 class MatMulKernel : public CpuKernel {
  public:
   MatMulKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), constant_b_(IsSessionConstant(node, 1)) {}
+      : CpuKernel(std::move(fallback)), constant_b_(IsSessionConstantInput(node, 1)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
@@ -170,7 +159,7 @@ class GemmKernel : public CpuKernel {
  public:
   GemmKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
-        constant_b_(IsSessionConstant(node, 1)),
+        constant_b_(IsSessionConstantInput(node, 1)),
         alpha_(reference::AttrFloat(node, "alpha", 1.f)),
         beta_(reference::AttrFloat(node, "beta", 1.f)),
         trans_a_(reference::AttrInt(node, "transA", 0) != 0),

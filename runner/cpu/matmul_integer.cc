@@ -122,7 +122,7 @@ class Int8MatMul {
 class MatMulIntegerKernel : public CpuKernel {
  public:
   MatMulIntegerKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), matmul_(IsConstantInput(node, 1)) {}
+      : CpuKernel(std::move(fallback)), matmul_(IsSessionConstantInput(node, 1)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
@@ -147,7 +147,7 @@ std::optional<float> ScalarScale(const Tensor& t) {
 class QLinearMatMulKernel : public CpuKernel {
  public:
   QLinearMatMulKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), matmul_(IsConstantInput(node, 3)) {}
+      : CpuKernel(std::move(fallback)), matmul_(IsSessionConstantInput(node, 3)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));

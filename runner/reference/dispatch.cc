@@ -2,6 +2,7 @@
 #include "runner/reference/dispatch.h"
 
 #include "absl/strings/str_join.h"
+#include "runner/reference/float_types.h"
 
 namespace onnxkit::runner::reference {
 
@@ -104,6 +105,35 @@ absl::StatusOr<std::vector<int64_t>> ReadInt64s(const Tensor& t) {
     return absl::InvalidArgumentError(absl::StrCat("expected an int64 or int32 tensor, got ", DescribeTensor(t)));
   }
   return out;
+}
+
+std::optional<double> ElementAsDouble(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case 1: return t.data<float>()[i];
+    case 2: return t.data<uint8_t>()[i];
+    case 3: return t.data<int8_t>()[i];
+    case 4: return t.data<uint16_t>()[i];
+    case 5: return t.data<int16_t>()[i];
+    case 6: return t.data<int32_t>()[i];
+    case 7: return static_cast<double>(t.data<int64_t>()[i]);
+    case 9: return t.data<uint8_t>()[i] != 0 ? 1 : 0;
+    case 10: return static_cast<float>(t.data<Float16>()[i]);
+    case 11: return t.data<double>()[i];
+    case 12: return t.data<uint32_t>()[i];
+    case 13: return static_cast<double>(t.data<uint64_t>()[i]);
+    case 16: return static_cast<float>(t.data<BFloat16>()[i]);
+    case 17: return MiniFloatToDouble(kFloat8E4M3FN, t.data<uint8_t>()[i]);
+    case 18: return MiniFloatToDouble(kFloat8E4M3FNUZ, t.data<uint8_t>()[i]);
+    case 19: return MiniFloatToDouble(kFloat8E5M2, t.data<uint8_t>()[i]);
+    case 20: return MiniFloatToDouble(kFloat8E5M2FNUZ, t.data<uint8_t>()[i]);
+    case 21: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 4, i), 4, false));
+    case 22: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 4, i), 4, true));
+    case 23: return MiniFloatToDouble(kFloat4E2M1, GetPackedBits(t.raw(), 4, i));
+    case 24: return Float8E8M0ToFloat(t.data<uint8_t>()[i]);
+    case 25: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 2, i), 2, false));
+    case 26: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 2, i), 2, true));
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace onnxkit::runner::reference

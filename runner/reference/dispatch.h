@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <cstring>
 #include <span>
 #include <string>
@@ -88,6 +89,16 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& shape);
 absl::StatusOr<std::vector<int64_t>> ReadInt64s(const Tensor& t);
 
 // --- Type-generic element access, for data-movement kernels ---
+
+// Element i of a numeric tensor of any ONNX numeric type (integers exactly
+// up to 2^53, bool as 0/1, float16/bfloat16/float8/float4/int4/int2 decoded)
+// as a double; nullopt for strings and unknown types.
+std::optional<double> ElementAsDouble(const Tensor& t, int64_t i);
+// The numeric types stored as plain C++ values (integers, bool, float16,
+// float, double, bfloat16): those summaries and comparisons read.
+inline bool IsStandardNumeric(int32_t dtype) {
+  return (dtype >= 1 && dtype <= 7) || (dtype >= 9 && dtype <= 13) || dtype == 16;
+}
 
 // Bits of element i of a packed sub-byte buffer (`bits` 2 or 4 per element,
 // low bits first, as ONNX raw data packs int4/uint4/float4e2m1/int2/uint2).

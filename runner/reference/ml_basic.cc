@@ -16,6 +16,7 @@
 #include "runner/convert.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/ml.h"
+#include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
 namespace {
@@ -23,21 +24,11 @@ namespace {
 bool IsIntType(int32_t t) { return t == 2 || t == 3 || t == 4 || t == 5 || t == 6 || t == 7 || t == 12 || t == 13; }
 bool IsFloatType(int32_t t) { return t == 1 || t == 10 || t == 11 || t == 16; }
 
-// Element i of a numeric tensor as a double.
-double LoadNumber(const Tensor& t, int64_t i) {
-  double out = 0;
-  (void)VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
-    using T = decltype(tag);
-    out = static_cast<double>(static_cast<ComputeT<T>>(t.data<T>()[i]));
-    return absl::OkStatus();
-  });
-  return out;
-}
 
 // A map key for element i of a string, integer or float tensor.
 std::string KeyOf(const Tensor& t, int64_t i) {
   if (t.is_string()) return "s" + t.strings()[static_cast<size_t>(i)];
-  double v = LoadNumber(t, i);
+  double v = shape_ops::LoadDouble(t, i);
   if (IsIntType(t.dtype())) return absl::StrCat("i", static_cast<int64_t>(v));
   if (std::isnan(v)) return "fnan";
   if (v == 0) v = 0;  // -0.0 == 0.0
@@ -216,7 +207,7 @@ absl::Status Binarizer(KernelContext& ctx) {
   return VisitNumeric(x->dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     for (int64_t i = 0; i < x->size(); ++i) {
-      y->mutable_data<T>()[i] = static_cast<T>(static_cast<ComputeT<T>>(LoadNumber(*x, i) > threshold ? 1 : 0));
+      y->mutable_data<T>()[i] = static_cast<T>(static_cast<ComputeT<T>>(shape_ops::LoadDouble(*x, i) > threshold ? 1 : 0));
     }
     return absl::OkStatus();
   });

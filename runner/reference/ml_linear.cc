@@ -19,19 +19,11 @@
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/ml.h"
+#include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
 namespace {
 
-double Load(const Tensor& t, int64_t i) {
-  double out = 0;
-  (void)VisitNumeric(t.dtype(), [&](auto tag) -> absl::Status {
-    using T = decltype(tag);
-    out = static_cast<double>(static_cast<ComputeT<T>>(t.data<T>()[i]));
-    return absl::OkStatus();
-  });
-  return out;
-}
 
 // X as rows x cols of a numeric tensor ([C] is one row).
 absl::Status RowsCols(const Tensor& x, int64_t* rows, int64_t* cols) {
@@ -70,7 +62,7 @@ absl::StatusOr<std::vector<double>> LinearScores(KernelContext& ctx, const Tenso
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t t = 0; t < targets; ++t) {
       double acc = 0;
-      for (int64_t c = 0; c < cols; ++c) acc += Load(x, r * cols + c) * coef[static_cast<size_t>(t * cols + c)];
+      for (int64_t c = 0; c < cols; ++c) acc += shape_ops::LoadDouble(x, r * cols + c) * coef[static_cast<size_t>(t * cols + c)];
       if (!icpt.empty()) acc += icpt[static_cast<size_t>(t)];
       scores[static_cast<size_t>(r * targets + t)] = single ? static_cast<double>(DoubleToFloat(acc)) : acc;
     }
@@ -99,7 +91,7 @@ absl::Status Normalizer(KernelContext& ctx) {
     double* row = v.data() + r * cols;
     double mx = 0;
     for (int64_t c = 0; c < cols; ++c) {
-      row[c] = Load(*x, r * cols + c);
+      row[c] = shape_ops::LoadDouble(*x, r * cols + c);
       mx = std::max(mx, std::fabs(row[c]));
     }
     for (int64_t c = 0; c < cols && mx != 0; ++c) row[c] /= mx;
@@ -121,7 +113,7 @@ absl::Status Scaler(KernelContext& ctx) {
   std::vector<double> v(static_cast<size_t>(x->size()));
   for (int64_t i = 0; i < x->size(); ++i) {
     size_t c = static_cast<size_t>(i % cols);
-    v[static_cast<size_t>(i)] = (Load(*x, i) - offset[c]) * scale[c];
+    v[static_cast<size_t>(i)] = (shape_ops::LoadDouble(*x, i) - offset[c]) * scale[c];
   }
   return StoreFloats(ctx, 0, x->shape(), v);
 }
@@ -148,7 +140,7 @@ absl::Status Imputer(KernelContext& ctx) {
   return VisitNumeric(x->dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     for (int64_t i = 0; i < x->size(); ++i) {
-      double v = Load(*x, i);
+      double v = shape_ops::LoadDouble(*x, i);
       bool hit = std::isnan(replaced) ? std::isnan(v) : v == replaced;
       double out = hit ? imputed[imputed.size() == 1 ? 0 : static_cast<size_t>(i % cols)] : v;
       y->mutable_data<T>()[i] = hit ? static_cast<T>(out) : x->data<T>()[i];
@@ -175,7 +167,7 @@ absl::Status OneHotEncoder(KernelContext& ctx) {
     int64_t hit = -1;
     for (int64_t c = 0; c < n && hit < 0; ++c) {
       bool eq = x->is_string() ? x->strings()[static_cast<size_t>(i)] == cats_str[static_cast<size_t>(c)]
-                               : Load(*x, i) == static_cast<double>(cats_int[static_cast<size_t>(c)]);
+                               : shape_ops::LoadDouble(*x, i) == static_cast<double>(cats_int[static_cast<size_t>(c)]);
       if (eq) hit = c;
     }
     if (hit < 0 && !zeros) return absl::InvalidArgumentError(absl::StrCat("element ", i, " of X is not a category"));
@@ -267,7 +259,7 @@ absl::Status ZipMap(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<RtValue> values;
     for (int64_t c = 0; c < cols; ++c) {
-      values.push_back(RtValue::FromTensor(Tensor::Scalar<float>(1, DoubleToFloat(Load(*x, r * cols + c)))));
+      values.push_back(RtValue::FromTensor(Tensor::Scalar<float>(1, DoubleToFloat(shape_ops::LoadDouble(*x, r * cols + c)))));
     }
     maps.push_back(RtValue::FromMap(keys, RtValue::FromSequence(std::move(values), 1)));
   }

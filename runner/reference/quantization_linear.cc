@@ -51,30 +51,7 @@ absl::StatusOr<QType> QuantType(int32_t dtype) {
 }
 
 // Element i of a tensor of any numeric, quantized or float type, as a double.
-double Load(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case 1: return t.data<float>()[i];
-    case 2: return t.data<uint8_t>()[i];
-    case 3: return t.data<int8_t>()[i];
-    case 4: return t.data<uint16_t>()[i];
-    case 5: return t.data<int16_t>()[i];
-    case 6: return t.data<int32_t>()[i];
-    case 10: return static_cast<float>(t.data<Float16>()[i]);
-    case 11: return t.data<double>()[i];
-    case 16: return static_cast<float>(t.data<BFloat16>()[i]);
-    case 17: return MiniFloatToDouble(kFloat8E4M3FN, t.data<uint8_t>()[i]);
-    case 18: return MiniFloatToDouble(kFloat8E4M3FNUZ, t.data<uint8_t>()[i]);
-    case 19: return MiniFloatToDouble(kFloat8E5M2, t.data<uint8_t>()[i]);
-    case 20: return MiniFloatToDouble(kFloat8E5M2FNUZ, t.data<uint8_t>()[i]);
-    case 21: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 4, i), 4, false));
-    case 22: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 4, i), 4, true));
-    case 23: return MiniFloatToDouble(kFloat4E2M1, GetPackedBits(t.raw(), 4, i));
-    case 24: return Float8E8M0ToFloat(t.data<uint8_t>()[i]);
-    case 25: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 2, i), 2, false));
-    case 26: return static_cast<double>(SubByteValue(GetPackedBits(t.raw(), 2, i), 2, true));
-    default: return 0;
-  }
-}
+double Load(const Tensor& t, int64_t i) { return ElementAsDouble(t, i).value_or(0); }
 
 // Writes the quantized value of quotient `q` with zero point `zp`.
 void StoreQuantized(Tensor& y, const QType& qt, int64_t i, double q, double zp, bool saturate) {

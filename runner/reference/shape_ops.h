@@ -101,6 +101,8 @@ absl::StatusOr<int64_t> CheckedCount(const std::vector<int64_t>& shape, std::str
 absl::Status StoreDouble(Tensor& t, int64_t i, double value);
 // Element i of a numeric tensor as a double.
 double LoadDouble(const Tensor& t, int64_t i);
+// Product of dims [from, to) of `shape` (1 for an empty range).
+int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to);
 
 // The random stream of numpy's legacy RandomState: MT19937 seeded like
 // np.random.seed(seed), doubles like random_sample and normals like

@@ -103,4 +103,10 @@ double LoadDouble(const Tensor& t, int64_t i) {
   return out;
 }
 
+int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
 }  // namespace onnxkit::runner::reference::shape_ops

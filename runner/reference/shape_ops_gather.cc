@@ -10,15 +10,13 @@
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
+
+using shape_ops::DimProduct;
+
 namespace {
 
 using shape_ops::ShapeString;
 
-int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
 
 // An index into an axis of size dim, negative counting from the end.
 absl::StatusOr<int64_t> CheckIndex(int64_t index, int64_t dim, std::string_view what) {

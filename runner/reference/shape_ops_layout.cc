@@ -11,18 +11,9 @@
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
-namespace {
 
+using shape_ops::DimProduct;
 using shape_ops::ShapeString;
-
-// Product of dims [from, to).
-int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-}  // namespace
 
 absl::Status Transpose(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));

@@ -15,6 +15,9 @@
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
+
+using shape_ops::DimProduct;
+
 namespace {
 
 // Compares elements a and b of a tensor: -1, 0 or 1. Strings compare
@@ -47,11 +50,6 @@ absl::StatusOr<ElementCompare> MakeCompare(const Tensor& t) {
   return cmp;
 }
 
-int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
 
 }  // namespace
 

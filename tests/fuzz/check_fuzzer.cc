@@ -22,6 +22,7 @@
 #include "checker/diagnostic.h"
 #include "checker/report.h"
 #include "lib/io/proto_codec.h"
+#include "tests/util/utf8.h"
 
 namespace {
 
@@ -54,25 +55,6 @@ const fs::path& BaseDir() {
   return *base_dir;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
-    uint32_t cp = extra == 0 ? c : c & (0x3f >> extra);
-    for (int k = 1; k <= extra; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -100,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<onnxkit::checker::CheckResult> results;
   results.push_back(std::move(result));
-  if (!IsValidUtf8(onnxkit::checker::RenderJson(results))) __builtin_trap();
+  if (!onnxkit::testing::IsValidUtf8(onnxkit::checker::RenderJson(results))) __builtin_trap();
   (void)onnxkit::checker::RenderText(results);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "lib/base/data_type.h"
 #include "lib/io/model_io.h"
+#include "runner/reference/dispatch.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 
@@ -20,23 +21,13 @@ runner::Tensor Allocate(int32_t dtype, std::vector<int64_t> shape) {
   return t.ok() ? *std::move(t) : runner::Tensor();
 }
 
-// Element i of a numeric tensor as double; nullopt for types not compared
-// numerically here.
+// Element i of a numeric tensor as double; nullopt for the types compared
+// byte for byte here (float16, bfloat16, float8, sub-byte, strings).
 std::optional<double> At(const runner::Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case pb::kFloat: return t.data<float>()[i];
-    case pb::kDouble: return t.data<double>()[i];
-    case pb::kInt8: return t.data<int8_t>()[i];
-    case pb::kUint8: return t.data<uint8_t>()[i];
-    case pb::kBool: return t.data<uint8_t>()[i];
-    case pb::kInt16: return t.data<int16_t>()[i];
-    case pb::kUint16: return t.data<uint16_t>()[i];
-    case pb::kInt32: return t.data<int32_t>()[i];
-    case pb::kUint32: return t.data<uint32_t>()[i];
-    case pb::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case pb::kUint64: return static_cast<double>(t.data<uint64_t>()[i]);
-    default: return std::nullopt;
+  if (!runner::reference::IsStandardNumeric(t.dtype()) || t.dtype() == pb::kFloat16 || t.dtype() == pb::kBfloat16) {
+    return std::nullopt;
   }
+  return runner::reference::ElementAsDouble(t, i);
 }
 
 bool IsFloating(int32_t dtype) { return dtype == pb::kFloat || dtype == pb::kDouble; }
@@ -126,20 +117,6 @@ runner::Tensor RandomInts(int32_t dtype, std::vector<int64_t> shape, uint32_t se
       default: ADD_FAILURE() << "RandomInts: unsupported type " << dtype; return t;
     }
   }
-  return t;
-}
-
-runner::Tensor FloatTensor(std::vector<int64_t> shape, const std::vector<float>& values) {
-  runner::Tensor t = Allocate(pb::kFloat, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.size()), values.size());
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.size()); ++i) t.mutable_data<float>()[i] = values[i];
-  return t;
-}
-
-runner::Tensor Int64Tensor(std::vector<int64_t> shape, const std::vector<int64_t>& values) {
-  runner::Tensor t = Allocate(pb::kInt64, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.size()), values.size());
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.size()); ++i) t.mutable_data<int64_t>()[i] = values[i];
   return t;
 }
 

@@ -47,10 +47,7 @@ absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(const std::stri
 runner::Tensor RandomFloats(std::vector<int64_t> shape, uint32_t seed, float lo = -1.f, float hi = 1.f);
 // A tensor of `dtype` (int8, uint8, int32, int64) with values uniform in [lo, hi].
 runner::Tensor RandomInts(int32_t dtype, std::vector<int64_t> shape, uint32_t seed, int64_t lo, int64_t hi);
-// A float tensor with the given values.
-runner::Tensor FloatTensor(std::vector<int64_t> shape, const std::vector<float>& values);
-// An int64 tensor with the given values.
-runner::Tensor Int64Tensor(std::vector<int64_t> shape, const std::vector<int64_t>& values);
+// Tensors with given values: Floats, Int64s... in tests/util/tensors.h.
 
 // Runs `graph` on the reference and the cpu backend and expects each output
 // to have the same type and shape, and values within atol + rtol * |ref|

@@ -29,7 +29,7 @@ pb::TensorProto Decoded(const std::string& name) {
   return t.ok() ? *t : pb::TensorProto();
 }
 
-pb::TensorProto FloatTensor(std::vector<int64_t> dims, std::vector<float> values) {
+pb::TensorProto Floats(std::vector<int64_t> dims, std::vector<float> values) {
   pb::TensorProto t;
   t.name = "w";
   t.data_type = pb::kFloat;
@@ -51,19 +51,19 @@ std::string Pattern(int32_t data_type, int64_t count) {
 // --- ElementCount ----------------------------------------------------------
 
 TEST(TensorDataTest, ElementCount) {
-  EXPECT_EQ(*ElementCount(FloatTensor({}, {})), 1);
-  EXPECT_EQ(*ElementCount(FloatTensor({2, 3}, {})), 6);
-  EXPECT_EQ(*ElementCount(FloatTensor({0, 5}, {})), 0);
+  EXPECT_EQ(*ElementCount(Floats({}, {})), 1);
+  EXPECT_EQ(*ElementCount(Floats({2, 3}, {})), 6);
+  EXPECT_EQ(*ElementCount(Floats({0, 5}, {})), 0);
 }
 
 TEST(TensorDataTest, ElementCountRejectsNegativeOverflowAndRank) {
-  auto neg = ElementCount(FloatTensor({2, -1}, {}));
+  auto neg = ElementCount(Floats({2, -1}, {}));
   EXPECT_EQ(neg.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(neg.status().message(), HasSubstr("negative dim -1"));
-  auto overflow = ElementCount(FloatTensor({int64_t{1} << 40, int64_t{1} << 40}, {}));
+  auto overflow = ElementCount(Floats({int64_t{1} << 40, int64_t{1} << 40}, {}));
   EXPECT_EQ(overflow.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(overflow.status().message(), HasSubstr("overflows"));
-  auto rank = ElementCount(FloatTensor(std::vector<int64_t>(65, 1), {}));
+  auto rank = ElementCount(Floats(std::vector<int64_t>(65, 1), {}));
   EXPECT_EQ(rank.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
@@ -152,9 +152,9 @@ TEST(TensorDataTest, Int32DataKeepsLowBitsAndNormalizesBool) {
 // --- Validation ------------------------------------------------------------
 
 TEST(TensorDataTest, ValidAcceptsRawTypedAndEmpty) {
-  EXPECT_TRUE(ValidateTensorData(FloatTensor({2}, {1, 2})).ok());
+  EXPECT_TRUE(ValidateTensorData(Floats({2}, {1, 2})).ok());
   EXPECT_TRUE(ValidateTensorData(FromRawBytes("r", pb::kFloat, {2}, std::string(8, '\0'))).ok());
-  EXPECT_TRUE(ValidateTensorData(FloatTensor({0, 4}, {})).ok());
+  EXPECT_TRUE(ValidateTensorData(Floats({0, 4}, {})).ok());
   EXPECT_TRUE(ValidateTensorData(FromStrings("s", {2}, {"a", ""})).ok());
 }
 
@@ -166,16 +166,16 @@ TEST(TensorDataTest, RawSizeMismatchNamesTensorAndCounts) {
 }
 
 TEST(TensorDataTest, TypedCountMismatch) {
-  absl::Status st = ValidateTensorData(FloatTensor({2, 3}, {1, 2, 3, 4, 5}));
+  absl::Status st = ValidateTensorData(Floats({2, 3}, {1, 2, 3, 4, 5}));
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("float_data has 5 entries, expected 6"));
-  pb::TensorProto c = FloatTensor({2}, {1, 2});
+  pb::TensorProto c = Floats({2}, {1, 2});
   c.data_type = pb::kComplex64;  // two floats per element
   EXPECT_THAT(ValidateTensorData(c).message(), HasSubstr("float_data has 2 entries, expected 4"));
 }
 
 TEST(TensorDataTest, WrongFieldForType) {
-  pb::TensorProto t = FloatTensor({2}, {1, 2});
+  pb::TensorProto t = Floats({2}, {1, 2});
   t.data_type = pb::kInt64;
   absl::Status st = ValidateTensorData(t);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -183,14 +183,14 @@ TEST(TensorDataTest, WrongFieldForType) {
 }
 
 TEST(TensorDataTest, SeveralFieldsMissingDataAndBadTypes) {
-  pb::TensorProto both = FloatTensor({1}, {1});
+  pb::TensorProto both = Floats({1}, {1});
   both.raw_data = Bytes::Copy(std::string(4, '\0'));
   EXPECT_THAT(ValidateTensorData(both).message(), HasSubstr("data in both raw_data and float_data"));
-  EXPECT_THAT(ValidateTensorData(FloatTensor({3}, {})).message(),
+  EXPECT_THAT(ValidateTensorData(Floats({3}, {})).message(),
               HasSubstr("no data, expected 3 elements in float_data or raw_data"));
   pb::TensorProto s = FromRawBytes("s", pb::kString, {1}, "x");
   EXPECT_THAT(ValidateTensorData(s).message(), HasSubstr("string data must be in string_data"));
-  pb::TensorProto undefined = FloatTensor({1}, {1});
+  pb::TensorProto undefined = Floats({1}, {1});
   undefined.data_type = 0;
   EXPECT_THAT(ValidateTensorData(undefined).message(), HasSubstr("data_type is undefined"));
   undefined.data_type = 99;
@@ -198,12 +198,12 @@ TEST(TensorDataTest, SeveralFieldsMissingDataAndBadTypes) {
 }
 
 TEST(TensorDataTest, ExternalAndSegmentedAreReported) {
-  pb::TensorProto ext = FloatTensor({2}, {});
+  pb::TensorProto ext = Floats({2}, {});
   ext.data_location = 1;
   absl::Status st = ValidateTensorData(ext);
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(st.message(), HasSubstr("external"));
-  pb::TensorProto seg = FloatTensor({1}, {1});
+  pb::TensorProto seg = Floats({1}, {1});
   seg.segment = pb::TensorProto::Segment();
   EXPECT_EQ(ValidateTensorData(seg).code(), absl::StatusCode::kUnimplemented);
 }
@@ -211,7 +211,7 @@ TEST(TensorDataTest, ExternalAndSegmentedAreReported) {
 // --- ToRawBytes / FromRawBytes ----------------------------------------------
 
 TEST(TensorDataTest, ToRawBytesExternal) {
-  pb::TensorProto ext = FloatTensor({2}, {});
+  pb::TensorProto ext = Floats({2}, {});
   ext.data_location = 1;
   EXPECT_EQ(ToRawBytes(ext).status().code(), absl::StatusCode::kFailedPrecondition);
   Bytes eight = Bytes::Copy(std::string(8, '\x01'));
@@ -260,9 +260,9 @@ TEST(TensorDataTest, EveryTypeRoundTripsThroughPb) {
 }
 
 TEST(TensorDataTest, DataFieldInUse) {
-  EXPECT_EQ(*DataFieldInUse(FloatTensor({1}, {1})), DataField::kFloat);
+  EXPECT_EQ(*DataFieldInUse(Floats({1}, {1})), DataField::kFloat);
   EXPECT_EQ(*DataFieldInUse(FromRawBytes("r", pb::kFloat, {0}, "")), DataField::kRaw);
-  EXPECT_EQ(*DataFieldInUse(FloatTensor({0}, {})), DataField::kNone);
+  EXPECT_EQ(*DataFieldInUse(Floats({0}, {})), DataField::kNone);
   EXPECT_EQ(DataFieldName(DataField::kUint64), "uint64_data");
 }
 

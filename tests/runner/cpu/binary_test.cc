@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -48,8 +49,8 @@ TEST(CpuBinaryTest, ArithmeticMatchesReferenceOnBroadcasts) {
 
 TEST(CpuBinaryTest, SpecialValuesFollowTheReference) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  runner::Tensor a = FloatTensor({6}, {1.f, -1.f, 0.f, nan, 2.f, nan});
-  runner::Tensor b = FloatTensor({6}, {0.f, 0.f, 0.f, 1.f, nan, inf});
+  runner::Tensor a = Floats({6}, {1.f, -1.f, 0.f, nan, 2.f, nan});
+  runner::Tensor b = Floats({6}, {0.f, 0.f, 0.f, 1.f, nan, inf});
   for (const char* op : {"Div", "Max", "Min", "Add", "Mul"}) {
     SCOPED_TRACE(op);
     GraphBuilder g("g");
@@ -73,7 +74,7 @@ TEST(CpuBinaryTest, SpecialValuesFollowTheReference) {
 TEST(CpuBinaryTest, FallsBackForOtherTypesEmptyTensorsVariadicsAndMismatches) {
   GraphBuilder i("g");
   i.Input("a", pb::kInt64).Input("b", pb::kInt64).Node("Div", {"a", "b"}, {"y"}).Output("y", pb::kInt64);
-  ExpectCpuMatchesReference(i.Build(), {{"a", Int64Tensor({3}, {7, -7, 9})}, {"b", Int64Tensor({1}, {2})}});
+  ExpectCpuMatchesReference(i.Build(), {{"a", Int64s({3}, {7, -7, 9})}, {"b", Int64s({1}, {2})}});
   GraphBuilder e("g");
   e.Input("a").Input("b").Node("Add", {"a", "b"}, {"y"}).Output("y");
   ExpectCpuMatchesReference(e.Build(), {{"a", RandomFloats({0, 3}, 1)}, {"b", RandomFloats({3}, 2)}});
@@ -115,7 +116,7 @@ TEST(CpuBinaryTest, PowWithConstantExponentMatchesReference) {
     exponent.data_type = pb::kFloat;
     exponent.float_data = {e};
     g.Input("x").Initializer(exponent).Node("Pow", {"x", "e"}, {"y"}).Output("y");
-    runner::Tensor x = FloatTensor({5}, {nan, inf, -inf, 0.f, -0.f});
+    runner::Tensor x = Floats({5}, {nan, inf, -inf, 0.f, -0.f});
     auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}});
     auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", x}});
     ASSERT_TRUE(ref.ok()) << ref.status();

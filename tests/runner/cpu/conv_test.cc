@@ -14,6 +14,7 @@
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -275,7 +276,7 @@ TEST(CpuConvTest, InvalidInputsGiveTheReferenceErrors) {
 // --- QLinearConv and ConvInteger ---
 
 pb::TensorProto FloatInitializer(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-  return Initializer(name, FloatTensor(std::move(dims), values));
+  return Initializer(name, Floats(std::move(dims), values));
 }
 
 pb::TensorProto IntInitializer(const std::string& name, int32_t dtype, std::vector<int64_t> dims, int64_t lo,
@@ -364,7 +365,7 @@ TEST(CpuConvTest, QLinearConvUnsupportedParametersFallBack) {
     g.Initializer(IntInitializer("yz", pb::kUint8, {}, 128, 128, 0));
     g.Node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"}).Output("y", pb::kUint8);
     Feeds feeds = {{"x", RandomInts(pb::kUint8, {1, 3, 6, 6}, 2, 0, 255)}};
-    if (runtime_scale) feeds.push_back({"xs", FloatTensor({}, {0.02f})});
+    if (runtime_scale) feeds.push_back({"xs", Floats({}, {0.02f})});
     ExpectCpuMatchesReference(g.Build(), feeds);
   }
 }

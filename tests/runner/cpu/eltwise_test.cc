@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -23,7 +24,7 @@ TEST(CpuEltwiseTest, ReluMatchesReferenceOnSeveralRanks) {
 TEST(CpuEltwiseTest, ReluFallsBackForOtherTypesAndEmptyTensors) {
   GraphBuilder g("g");
   g.Input("x", pb::kInt64).Node("Relu", {"x"}, {"y"}).Output("y", pb::kInt64);
-  ExpectCpuMatchesReference(g.Build(), {{"x", Int64Tensor({4}, {-2, -1, 0, 3})}});
+  ExpectCpuMatchesReference(g.Build(), {{"x", Int64s({4}, {-2, -1, 0, 3})}});
   GraphBuilder e("g");
   e.Input("x").Node("Relu", {"x"}, {"y"}).Output("y");
   ExpectCpuMatchesReference(e.Build(), {{"x", RandomFloats({0, 3}, 1)}});
@@ -32,9 +33,9 @@ TEST(CpuEltwiseTest, ReluFallsBackForOtherTypesAndEmptyTensors) {
 TEST(CpuEltwiseTest, ReluGivesTheRightValues) {
   GraphBuilder g("g");
   g.Input("x").Node("Relu", {"x"}, {"y"}).Output("y");
-  auto out = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", FloatTensor({4}, {-1.5f, 0.f, 2.f, -0.f})}});
+  auto out = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", Floats({4}, {-1.5f, 0.f, 2.f, -0.f})}});
   ASSERT_TRUE(out.ok()) << out.status();
-  ExpectTensorsClose(FloatTensor({4}, {0.f, 0.f, 2.f, 0.f}), (*out)[0].tensor(), 0, 0, "y");
+  ExpectTensorsClose(Floats({4}, {0.f, 0.f, 2.f, 0.f}), (*out)[0].tensor(), 0, 0, "y");
 }
 
 struct UnaryCase {
@@ -102,7 +103,7 @@ void ExpectSameSpecials(const pb::GraphProto& graph, const runner::Tensor& x, in
 
 TEST(CpuEltwiseTest, SpecialValuesFollowTheReference) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  runner::Tensor x = FloatTensor({9}, {nan, inf, -inf, 0.f, -0.f, -1.f, 1.f, 100.f, -100.f});
+  runner::Tensor x = Floats({9}, {nan, inf, -inf, 0.f, -0.f, -1.f, 1.f, 100.f, -100.f});
   const std::vector<UnaryCase> cases = {
       {"Relu", {}},
       {"Sigmoid", {}},
@@ -134,7 +135,7 @@ TEST(CpuEltwiseTest, SpecialValuesFollowTheReference) {
 TEST(CpuEltwiseTest, RoundHalvesToEven) {
   GraphBuilder g("g");
   g.Input("x").Node("Round", {"x"}, {"y"}).Output("y");
-  ExpectCpuMatchesReference(g.Build(), {{"x", FloatTensor({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})}}, 18,
+  ExpectCpuMatchesReference(g.Build(), {{"x", Floats({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})}}, 18,
                             0, 0);
 }
 
@@ -151,9 +152,9 @@ TEST(CpuEltwiseTest, ErfIsCloseToStdErfOnALargeRange) {
   }
   EXPECT_LT(worst, 1e-6);
   const float inf = std::numeric_limits<float>::infinity();
-  runner::Tensor special = FloatTensor({5}, {inf, -inf, 0.f, -0.f, 1e-20f});
+  runner::Tensor special = Floats({5}, {inf, -inf, 0.f, -0.f, 1e-20f});
   ExpectCpuMatchesReference(g.Build(), {{"x", special}}, 18, 1e-7, 0);
-  auto nan = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", FloatTensor({1}, {std::nanf("")})}});
+  auto nan = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", Floats({1}, {std::nanf("")})}});
   ASSERT_TRUE(nan.ok()) << nan.status();
   EXPECT_TRUE(std::isnan((*nan)[0].tensor().data<float>()[0]));
 }
@@ -169,12 +170,12 @@ TEST(CpuEltwiseTest, ClipWithBoundInputs) {
     if (bounds & 1) {
       g.Input("lo");
       inputs[1] = "lo";
-      feeds.emplace_back("lo", FloatTensor({}, {-0.5f}));
+      feeds.emplace_back("lo", Floats({}, {-0.5f}));
     }
     if (bounds & 2) {
       g.Input("hi");
       inputs[2] = "hi";
-      feeds.emplace_back("hi", FloatTensor({1}, {0.25f}));
+      feeds.emplace_back("hi", Floats({1}, {0.25f}));
     }
     g.Node("Clip", inputs, {"y"}).Output("y");
     ExpectCpuMatchesReference(g.Build(), feeds, 18, 0, 0);
@@ -184,11 +185,11 @@ TEST(CpuEltwiseTest, ClipWithBoundInputs) {
   g.Input("x").Input("lo").Input("hi").Node("Clip", {"x", "lo", "hi"}, {"y"}).Output("y");
   ExpectCpuMatchesReference(
       g.Build(),
-      {{"x", RandomFloats({9}, 2)}, {"lo", FloatTensor({}, {0.5f})}, {"hi", FloatTensor({}, {-0.5f})}}, 18, 0,
+      {{"x", RandomFloats({9}, 2)}, {"lo", Floats({}, {0.5f})}, {"hi", Floats({}, {-0.5f})}}, 18, 0,
       0);
   ExpectCpuMatchesReference(
       g.Build(),
-      {{"x", RandomFloats({9}, 2)}, {"lo", FloatTensor({}, {-inf})}, {"hi", FloatTensor({}, {inf})}}, 18, 0,
+      {{"x", RandomFloats({9}, 2)}, {"lo", Floats({}, {-inf})}, {"hi", Floats({}, {inf})}}, 18, 0,
       0);
 }
 
@@ -196,7 +197,7 @@ TEST(CpuEltwiseTest, UnaryOpsFallBackForOtherTypesAndEmptyTensors) {
   for (const char* op : {"Abs", "Neg"}) {
     GraphBuilder g("g");
     g.Input("x", pb::kInt64).Node(op, {"x"}, {"y"}).Output("y", pb::kInt64);
-    ExpectCpuMatchesReference(g.Build(), {{"x", Int64Tensor({4}, {-2, -1, 0, 3})}});
+    ExpectCpuMatchesReference(g.Build(), {{"x", Int64s({4}, {-2, -1, 0, 3})}});
   }
   for (const char* op : {"Sigmoid", "Erf", "Clip"}) {
     GraphBuilder e("g");

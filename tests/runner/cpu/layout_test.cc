@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -34,7 +35,7 @@ TEST(CpuTransposeTest, MovesInt64AndFallsBackOtherwise) {
   g.Input("x", pb::kInt64)
       .Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {1, 0})})
       .Output("y", pb::kInt64);
-  ExpectCpuMatchesReference(g.Build(), {{"x", Int64Tensor({2, 3}, {1, -2, 3, 1LL << 40, 5, -(1LL << 50)})}});
+  ExpectCpuMatchesReference(g.Build(), {{"x", Int64s({2, 3}, {1, -2, 3, 1LL << 40, 5, -(1LL << 50)})}});
   GraphBuilder e("g");
   e.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {1, 0})}).Output("y");
   ExpectCpuMatchesReference(e.Build(), {{"x", RandomFloats({0, 3}, 1)}});
@@ -81,7 +82,7 @@ TEST(CpuConcatTest, FallsBackForEmptyInputsMismatchesAndOtherTypes) {
   GraphBuilder i("g");
   i.Input("a", pb::kInt64).Input("b", pb::kInt64).Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 0)});
   i.Output("y", pb::kInt64);
-  ExpectCpuMatchesReference(i.Build(), {{"a", Int64Tensor({1}, {4})}, {"b", Int64Tensor({2}, {5, 6})}});
+  ExpectCpuMatchesReference(i.Build(), {{"a", Int64s({1}, {4})}, {"b", Int64s({2}, {5, 6})}});
 }
 
 }  // namespace

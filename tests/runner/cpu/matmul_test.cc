@@ -11,6 +11,7 @@
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -78,7 +79,7 @@ TEST(CpuMatMulTest, FallsBackForMismatchesOtherTypesAndEmptyTensors) {
   GraphBuilder i("g");
   i.Input("a", pb::kInt64).Input("b", pb::kInt64).Node("MatMul", {"a", "b"}, {"y"}).Output("y", pb::kInt64);
   ExpectCpuMatchesReference(i.Build(),
-                            {{"a", Int64Tensor({2, 2}, {1, 2, 3, 4})}, {"b", Int64Tensor({2, 1}, {5, 6})}});
+                            {{"a", Int64s({2, 2}, {1, 2, 3, 4})}, {"b", Int64s({2, 1}, {5, 6})}});
 }
 
 void ExpectGemm(std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> c, bool trans_a,
@@ -139,7 +140,7 @@ TEST(CpuGemmTest, FallsBackForBadCShapesAndOtherTypes) {
   GraphBuilder i("g");
   i.Input("a", pb::kInt64).Input("b", pb::kInt64).Node("Gemm", {"a", "b"}, {"y"}).Output("y", pb::kInt64);
   ExpectCpuMatchesReference(i.Build(),
-                            {{"a", Int64Tensor({1, 2}, {1, 2})}, {"b", Int64Tensor({2, 1}, {5, 6})}});
+                            {{"a", Int64s({1, 2}, {1, 2})}, {"b", Int64s({2, 1}, {5, 6})}});
 }
 
 // Runs one cpu session on several feeds (shapes change between runs) and
@@ -290,7 +291,7 @@ void ExpectQLinearMatMul(int32_t a_type, int32_t y_type, std::vector<int64_t> a,
   GraphBuilder g("g");
   g.Input("a", a_type).Input("sa").Input("za", a_type);
   Feeds feeds = {{"a", RandomInts(a_type, a, seed, lo(a_type), hi(a_type))},
-                 {"sa", FloatTensor({}, {0.02f})},
+                 {"sa", Floats({}, {0.02f})},
                  {"za", RandomInts(a_type, {}, seed + 1, lo(a_type), hi(a_type))}};
   runner::Tensor tb = RandomInts(pb::kInt8, b, seed + 2, -128, 127);
   if (constant_b) {
@@ -300,9 +301,9 @@ void ExpectQLinearMatMul(int32_t a_type, int32_t y_type, std::vector<int64_t> a,
     feeds.emplace_back("b", tb);
   }
   g.Input("sb").Input("zb", pb::kInt8).Input("sy").Input("zy", y_type);
-  feeds.emplace_back("sb", FloatTensor({1}, {0.013f}));
+  feeds.emplace_back("sb", Floats({1}, {0.013f}));
   feeds.emplace_back("zb", RandomInts(pb::kInt8, {}, seed + 3, -5, 5));
-  feeds.emplace_back("sy", FloatTensor({}, {0.7f}));
+  feeds.emplace_back("sy", Floats({}, {0.7f}));
   feeds.emplace_back("zy", RandomInts(y_type, {}, seed + 4, lo(y_type) + 50, hi(y_type) - 50));
   g.Node("QLinearMatMul", {"a", "sa", "za", "b", "sb", "zb", "sy", "zy"}, {"y"}).Output("y", y_type);
   ExpectCpuMatchesReference(g.Build(), feeds);
@@ -323,12 +324,12 @@ TEST(CpuQLinearMatMulTest, MatchesReferenceExactly) {
   g.Input("zb", pb::kUint8).Input("sy").Input("zy", pb::kUint8);
   g.Node("QLinearMatMul", {"a", "sa", "za", "b", "sb", "zb", "sy", "zy"}, {"y"}).Output("y", pb::kUint8);
   ExpectCpuMatchesReference(g.Build(), {{"a", RandomInts(pb::kUint8, {3, 4}, 1, 0, 255)},
-                                        {"sa", FloatTensor({}, {0.1f})},
+                                        {"sa", Floats({}, {0.1f})},
                                         {"za", RandomInts(pb::kUint8, {}, 2, 0, 255)},
                                         {"b", RandomInts(pb::kUint8, {4, 2}, 3, 0, 255)},
-                                        {"sb", FloatTensor({2}, {0.1f, 0.2f})},
+                                        {"sb", Floats({2}, {0.1f, 0.2f})},
                                         {"zb", RandomInts(pb::kUint8, {2}, 4, 0, 255)},
-                                        {"sy", FloatTensor({}, {0.5f})},
+                                        {"sy", Floats({}, {0.5f})},
                                         {"zy", RandomInts(pb::kUint8, {}, 5, 0, 255)}});
 }
 

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -50,7 +51,7 @@ TEST(CpuReduceTest, AxesInputMatchesReference) {
         g.Node(op, {"x", "axes"}, {"y"}, {AttrInt("noop_with_empty_axes", noop)}).Output("y");
         ExpectCpuMatchesReference(g.Build(),
                                   {{"x", RandomFloats({2, 3, 4, 5}, seed++, 0.5f, 1.5f)},
-                                   {"axes", Int64Tensor({static_cast<int64_t>(axes.size())}, axes)}},
+                                   {"axes", Int64s({static_cast<int64_t>(axes.size())}, axes)}},
                                   18, 1e-4, 1e-4);
       }
       // Axes omitted.
@@ -65,22 +66,22 @@ TEST(CpuReduceTest, FallsBackForEmptyInputsBadAxesAndOtherTypes) {
   GraphBuilder g("g");
   g.Input("x").Input("axes", pb::kInt64).Node("ReduceSum", {"x", "axes"}, {"y"}).Output("y");
   pb::GraphProto graph = g.Build();
-  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({0, 3}, 1)}, {"axes", Int64Tensor({1}, {0})}});
-  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({2, 1}, 1)}, {"axes", Int64Tensor({1}, {1})}});
+  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({0, 3}, 1)}, {"axes", Int64s({1}, {0})}});
+  ExpectCpuMatchesReference(graph, {{"x", RandomFloats({2, 1}, 1)}, {"axes", Int64s({1}, {1})}});
   for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{{2}, {0, 0}, {-3}}) {
     auto feeds =
-        Feeds{{"x", RandomFloats({2, 3}, 1)}, {"axes", Int64Tensor({static_cast<int64_t>(bad.size())}, bad)}};
+        Feeds{{"x", RandomFloats({2, 3}, 1)}, {"axes", Int64s({static_cast<int64_t>(bad.size())}, bad)}};
     EXPECT_FALSE(RunGraphOn(runner::Backend::kReference, graph, feeds).ok());
     EXPECT_FALSE(RunGraphOn(runner::Backend::kCpu, graph, feeds).ok());
   }
   GraphBuilder i("g");
   i.Input("x", pb::kInt64).Node("ReduceMax", {"x"}, {"y"}, {AttrInt("keepdims", 0)}).Output("y", pb::kInt64);
-  ExpectCpuMatchesReference(i.Build(), {{"x", Int64Tensor({2, 2}, {1, 5, -3, 2})}});
+  ExpectCpuMatchesReference(i.Build(), {{"x", Int64s({2, 2}, {1, 5, -3, 2})}});
 }
 
 TEST(CpuReduceTest, NaNAndInfinityFollowTheReference) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  runner::Tensor x = FloatTensor({4, 3}, {nan, 1.f, 2.f, inf, 1.f, -inf, 3.f, -1.f, 0.f, -inf, -2.f, -3.f});
+  runner::Tensor x = Floats({4, 3}, {nan, 1.f, 2.f, inf, 1.f, -inf, 3.f, -1.f, 0.f, -inf, -2.f, -3.f});
   for (const char* op : kOps) {
     for (int64_t axis : {0, 1}) {
       SCOPED_TRACE(::testing::Message() << op << " axis " << axis);

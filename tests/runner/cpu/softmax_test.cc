@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -94,7 +95,7 @@ TEST(CpuLayerNormTest, StatisticsOutputsAndBroadcastParamsFallBack) {
 
 TEST(CpuSoftmaxTest, NaNAndInfinityFollowTheReference) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  runner::Tensor x = FloatTensor({4, 3}, {nan, 1.f, 2.f, inf, 1.f, 0.f, -inf, -1.f, 0.f, -inf, -inf, -inf});
+  runner::Tensor x = Floats({4, 3}, {nan, 1.f, 2.f, inf, 1.f, 0.f, -inf, -1.f, 0.f, -inf, -inf, -inf});
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     SCOPED_TRACE(op);
     GraphBuilder g("g");
