@@ -1,10 +1,13 @@
 // cpu broadcasting binary kernels on float tensors: Add, Sub, Mul, Div on
 // oneDNN's binary primitive (ranks padded with leading 1s; a broadcasting
 // loop where oneDNN has only its slow reference code), Pow with a
-// one-element constant exponent on eltwise_pow, and two-input Max / Min on
-// a broadcasting loop (NaN propagates, which oneDNN's max/min does not
-// promise). Other types, ranks above 6, empty tensors, shapes that do not
-// broadcast and variadic Max / Min run on the reference kernels.
+// one-element constant exponent on eltwise_pow, two-input Max / Min on a
+// broadcasting loop (NaN propagates, which oneDNN's max/min does not
+// promise), and Sum of equally shaped inputs on an element loop. Other
+// types, ranks above 6, empty tensors, shapes that do not broadcast,
+// variadic Max / Min and broadcasting Sum run on the reference kernels.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -254,6 +257,62 @@ class MaxMinKernel : public CpuKernel {
   bool max_;
 };
 
+// y[i] = x0[i] + x1[i], then y[i] += xk[i] for each further input: the
+// reference's left-to-right order, so the sums are bit-identical.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SumChunk(const float* const* xs,
+                                                                           int64_t inputs, int64_t offset,
+                                                                           float* y, int64_t n) {
+  const float* a = xs[0] + offset;
+  const float* b = xs[1] + offset;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  for (int64_t k = 2; k < inputs; ++k) {
+    const float* c = xs[k] + offset;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] += c[i];
+  }
+}
+
+// Sum of float tensors of one shape, in chunks that stay in the L1 cache
+// while each input is added; large tensors split the chunks across OpenMP
+// threads. One input is the output itself. Broadcasting and other types run
+// on the reference kernel.
+class SumKernel : public CpuKernel {
+ public:
+  SumKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    int inputs = ctx.num_inputs();
+    if (inputs < 1) return Fallback(ctx);
+    std::vector<const float*> xs(static_cast<size_t>(inputs));
+    const Tensor* first = nullptr;
+    for (int i = 0; i < inputs; ++i) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(i));
+      if (first == nullptr) first = x;
+      if (x->dtype() != pb::kFloat || x->shape() != first->shape()) return Fallback(ctx);
+      xs[static_cast<size_t>(i)] = x->data<float>();
+    }
+    if (inputs == 1) return ctx.SetOutput(0, RtValue::FromTensor(*first));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, first->shape()));
+    constexpr int64_t kChunk = 4096;             // floats per pass over the inputs
+    constexpr int64_t kMinChunksPerThread = 16;  // keeps small tensors on the calling thread
+    int64_t total = y->size(), chunks = (total + kChunk - 1) / kChunk;
+    float* py = y->mutable_data<float>();
+    const float* const* px = xs.data();
+    int64_t threads = std::min<int64_t>(omp_get_max_threads(), chunks / kMinChunksPerThread);
+    if (threads <= 1) {
+      for (int64_t c = 0; c < chunks; ++c)
+        SumChunk(px, inputs, c * kChunk, py + c * kChunk, std::min(kChunk, total - c * kChunk));
+      return absl::OkStatus();
+    }
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c)
+      SumChunk(px, inputs, c * kChunk, py + c * kChunk, std::min(kChunk, total - c * kChunk));
+    return absl::OkStatus();
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeBinary(const ir::Node& node, const KernelInfo& info) {
@@ -266,6 +325,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBinary(const ir::Node& node, const K
   if (op == "Div") k = new BinaryKernel(dnnl::algorithm::binary_div, false, std::move(fallback));
   if (op == "Max" || op == "Min") k = new MaxMinKernel(op == "Max", std::move(fallback));
   if (op == "Pow") k = new PowKernel(node, info, std::move(fallback));
+  if (op == "Sum") k = new SumKernel(node, info, std::move(fallback));
   if (k == nullptr) return fallback;
   return std::unique_ptr<Kernel>(k);
 }

@@ -1,13 +1,18 @@
 // cpu layout kernels: Transpose as a oneDNN reorder into a destination desc
 // with permuted strides (8-byte types move as pairs of int32; a Transpose of
-// a constant is folded by the session, so it never runs here), and Concat on
-// oneDNN's concat primitive with plain layouts. Types oneDNN cannot move,
-// ranks above 6, empty tensors and invalid attributes (the reference
-// reports them) run on the reference kernels.
+// a constant is folded by the session, so it never runs here), Concat as
+// block copies, and inference Dropout as its input. Types the kernels cannot
+// move, Transpose of ranks above 6 or empty tensors, and invalid attributes
+// (the reference reports them) run on the reference kernels.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
@@ -108,6 +113,33 @@ class TransposeKernel : public CpuKernel {
   dnnl::reorder primitive_;
 };
 
+// One input's part of each output row: its bytes and the size of its block
+// (axis extent x inner elements).
+struct ConcatBlock {
+  const char* data;
+  int64_t bytes;
+};
+
+// Copies bytes [begin, end) of a Concat output whose rows (`row` bytes) are
+// the inputs' blocks in input order.
+void CopyConcatRange(const std::vector<ConcatBlock>& blocks, int64_t row, char* y, int64_t begin,
+                     int64_t end) {
+  for (int64_t o = begin / row; o * row < end; ++o) {
+    int64_t at = o * row;  // output offset of the current block
+    for (const ConcatBlock& b : blocks) {
+      int64_t from = std::max(at, begin), to = std::min(at + b.bytes, end);
+      if (from < to) {
+        std::memcpy(y + from, b.data + o * b.bytes + (from - at), static_cast<size_t>(to - from));
+      }
+      at += b.bytes;
+    }
+  }
+}
+
+// Concat of any fixed-size element type of at least one byte as memcpy of
+// each input's block per outer index; large outputs split into contiguous
+// byte ranges, one per OpenMP thread. Strings, sub-byte types, opset 1..3
+// (optional axis) and invalid inputs run on the reference kernel.
 class ConcatKernel : public CpuKernel {
  public:
   ConcatKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
@@ -121,46 +153,122 @@ class ConcatKernel : public CpuKernel {
       xs.push_back(x);
     }
     const Tensor& first = *xs[0];
-    std::optional<dt> type = DnnlType(first.dtype());
     int64_t rank = first.rank();
-    if (!type || rank < 1 || rank > 6 || *axis_ < -rank || *axis_ >= rank) return Fallback(ctx);
+    int bits = first.is_string() ? 0 : DataTypeBits(first.dtype());
+    if (bits < 8 || bits % 8 != 0 || rank < 1 || *axis_ < -rank || *axis_ >= rank) return Fallback(ctx);
     size_t axis = static_cast<size_t>(*axis_ < 0 ? *axis_ + rank : *axis_);
     std::vector<int64_t> out_shape = first.shape();
     out_shape[axis] = 0;
-    std::vector<std::vector<int64_t>> key;
     for (const Tensor* x : xs) {
-      if (x->dtype() != first.dtype() || x->rank() != rank || x->size() == 0) return Fallback(ctx);
+      if (x->dtype() != first.dtype() || x->is_string() || x->rank() != rank) return Fallback(ctx);
       for (size_t d = 0; d < out_shape.size(); ++d) {
         if (d != axis && x->shape()[d] != first.shape()[d]) return Fallback(ctx);
       }
       out_shape[axis] += x->shape()[axis];
-      key.push_back(x->shape());
     }
-    key.push_back({first.dtype()});
-    if (key != key_ || !primitive_) {
-      std::vector<dnnl::memory::desc> srcs;
-      for (const Tensor* x : xs) srcs.push_back(PlainDesc(x->shape(), *type));
-      dst_ = PlainDesc(out_shape, *type);
-      ONNXKIT_RETURN_IF_ERROR(Guard("concat", [&] {
-        primitive_ = dnnl::concat(dnnl::concat::primitive_desc(dst_, static_cast<int>(axis), srcs, Engine()));
-      }));
-      srcs_ = srcs;
-      key_ = key;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, first.dtype(), out_shape));
+    if (y->size() == 0) return absl::OkStatus();
+    int64_t inner_bytes = bits / 8;
+    for (size_t d = axis + 1; d < out_shape.size(); ++d) inner_bytes *= out_shape[d];
+    std::vector<ConcatBlock> blocks;
+    blocks.reserve(xs.size());
+    for (const Tensor* x : xs) {
+      int64_t bytes = x->shape()[axis] * inner_bytes;
+      if (bytes > 0) blocks.push_back({static_cast<const char*>(x->raw()), bytes});
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, first.dtype(), out_shape));
-    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_DST, UserMemory(*y, dst_)}};
-    for (size_t i = 0; i < xs.size(); ++i) {
-      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = UserMemory(*xs[i], srcs_[i]);
+    int64_t row = out_shape[axis] * inner_bytes;
+    int64_t total = static_cast<int64_t>(y->nbytes());
+    char* out = static_cast<char*>(y->mutable_raw());
+    // At least kMinBytesPerThread bytes per thread, so that small outputs
+    // stay on the calling thread.
+    constexpr int64_t kMinBytesPerThread = int64_t{1} << 18;
+    int64_t threads = std::min<int64_t>(omp_get_max_threads(), total / kMinBytesPerThread);
+    if (threads <= 1) {
+      CopyConcatRange(blocks, row, out, 0, total);
+      return absl::OkStatus();
     }
-    return Execute("concat", primitive_, args);
+#pragma omp parallel num_threads(static_cast <int>(threads))
+    {
+      // 64-byte aligned range boundaries keep threads off each other's cache lines.
+      int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      int64_t begin = t == 0 ? 0 : total / n * t / 64 * 64;
+      int64_t end = t + 1 == n ? total : total / n * (t + 1) / 64 * 64;
+      CopyConcatRange(blocks, row, out, begin, end);
+    }
+    return absl::OkStatus();
   }
 
  private:
   std::optional<int64_t> axis_;
-  std::vector<std::vector<int64_t>> key_;
-  std::vector<dnnl::memory::desc> srcs_;
-  dnnl::memory::desc dst_;
-  dnnl::concat primitive_;
+};
+
+// Fills `mask` with ones of its type (bool, float, double, float16,
+// bfloat16); false for other types.
+bool FillOnes(Tensor& mask) {
+  int64_t n = mask.size();
+  switch (mask.dtype()) {
+    case pb::kBool:
+      std::memset(mask.mutable_raw(), 1, static_cast<size_t>(n));
+      return true;
+    case pb::kFloat:
+      std::fill_n(mask.mutable_data<float>(), n, 1.f);
+      return true;
+    case pb::kDouble:
+      std::fill_n(mask.mutable_data<double>(), n, 1.0);
+      return true;
+    case pb::kFloat16:
+      std::fill_n(mask.mutable_data<uint16_t>(), n, uint16_t{0x3c00});
+      return true;
+    case pb::kBfloat16:
+      std::fill_n(mask.mutable_data<uint16_t>(), n, uint16_t{0x3f80});
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Dropout in inference (opsets before 12 always; from 12 when training_mode
+// is absent or false): the output is the input itself, and a requested mask
+// all ones (the input's type before opset 10, bool from 10). Training,
+// malformed ratio / training_mode inputs and masks of other types run on the
+// reference kernel.
+class DropoutKernel : public CpuKernel {
+ public:
+  DropoutKernel(const ir::Node&, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), opset_(info.opset) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    int32_t mask_type = opset_ < 10 ? x->dtype() : pb::kBool;
+    bool mask = ctx.OutputRequested(1);
+    if (mask && mask_type != pb::kBool && mask_type != pb::kFloat && mask_type != pb::kDouble &&
+        mask_type != pb::kFloat16 && mask_type != pb::kBfloat16) {
+      return Fallback(ctx);
+    }
+    if (opset_ >= 12) {
+      absl::StatusOr<const Tensor*> ratio = ctx.OptionalInput(1);
+      if (!ratio.ok()) return Fallback(ctx);
+      if (*ratio != nullptr) {
+        int32_t type = (*ratio)->dtype();
+        bool floating =
+            type == pb::kFloat || type == pb::kDouble || type == pb::kFloat16 || type == pb::kBfloat16;
+        if (!floating || (*ratio)->size() != 1) return Fallback(ctx);
+      }
+      absl::StatusOr<const Tensor*> training = ctx.OptionalInput(2);
+      if (!training.ok()) return Fallback(ctx);
+      const Tensor* t = *training;
+      if (t != nullptr && (t->dtype() != pb::kBool || t->size() != 1 || t->data<bool>()[0]))
+        return Fallback(ctx);
+    }
+    if (mask) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * m, ctx.AllocateOutputUninitialized(1, mask_type, x->shape()));
+      if (!FillOnes(*m)) return absl::InternalError("unexpected Dropout mask type");
+    }
+    return ctx.SetOutput(0, RtValue::FromTensor(*x));
+  }
+
+ private:
+  int64_t opset_;
 };
 
 }  // namespace
@@ -171,6 +279,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTranspose(const ir::Node& node, cons
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConcat(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<ConcatKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDropout(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<DropoutKernel>(node, info);
 }
 
 }  // namespace onnxkit::runner::cpu

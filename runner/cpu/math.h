@@ -23,7 +23,7 @@ Factory MakeQLinearMatMul;
 Factory MakeEltwise;
 Factory MakeClip;
 Factory MakeErf;
-// binary.cc: Add, Sub, Mul, Div, Pow, Max, Min.
+// binary.cc: Add, Sub, Mul, Div, Pow, Max, Min, Sum.
 Factory MakeBinary;
 // softmax_norm.cc: Softmax, LogSoftmax; LayerNormalization.
 Factory MakeSoftmax;
@@ -33,6 +33,7 @@ Factory MakeReduce;
 // layout.cc
 Factory MakeTranspose;
 Factory MakeConcat;
+Factory MakeDropout;
 
 }  // namespace onnxkit::runner::cpu
 
