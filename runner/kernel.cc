@@ -1,7 +1,6 @@
 // KernelContext.
 #include "runner/kernel.h"
 
-
 #include "absl/strings/str_cat.h"
 
 namespace onnxkit::runner {
@@ -20,7 +19,8 @@ absl::StatusOr<const Tensor*> KernelContext::OptionalInput(int i) const {
   if (v == nullptr || !v->defined()) return nullptr;
   if (v->is_optional()) {
     if (!v->has_value()) return nullptr;
-    if (!v->value().is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
+    if (!v->value().is_tensor())
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
     return &v->value().tensor();
   }
   if (!v->is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input ", i, " is not a tensor"));
@@ -37,16 +37,19 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(int i, int32_t dtype, std:
   return AllocateOutputImpl(i, dtype, std::move(shape), true);
 }
 
-absl::StatusOr<Tensor*> KernelContext::AllocateOutputUninitialized(int i, int32_t dtype, std::vector<int64_t> shape) {
+absl::StatusOr<Tensor*> KernelContext::AllocateOutputUninitialized(int i, int32_t dtype,
+                                                                   std::vector<int64_t> shape) {
   return AllocateOutputImpl(i, dtype, std::move(shape), false);
 }
 
 absl::StatusOr<Tensor*> KernelContext::AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
                                                           bool zero_fill) {
   if (i < 0 || i >= num_outputs()) {
-    return absl::InvalidArgumentError(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
   }
-  auto t = zero_fill ? Tensor::Allocate(dtype, std::move(shape)) : Tensor::AllocateUninitialized(dtype, std::move(shape));
+  auto t = zero_fill ? Tensor::Allocate(dtype, std::move(shape))
+                     : Tensor::AllocateUninitialized(dtype, std::move(shape));
   if (!t.ok()) return t.status();
   (*outputs_)[static_cast<size_t>(i)] = RtValue::FromTensor(std::move(*t));
   return &(*outputs_)[static_cast<size_t>(i)].mutable_tensor();
@@ -54,7 +57,8 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutputImpl(int i, int32_t dtype, 
 
 absl::Status KernelContext::SetOutput(int i, RtValue value) {
   if (i < 0 || i >= num_outputs()) {
-    return absl::InvalidArgumentError(absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
   }
   (*outputs_)[static_cast<size_t>(i)] = std::move(value);
   return absl::OkStatus();
@@ -64,7 +68,8 @@ namespace {
 thread_local const absl::flat_hash_set<const ir::Value*>* g_folded = nullptr;
 }  // namespace
 
-SessionConstantsScope::SessionConstantsScope(const absl::flat_hash_set<const ir::Value*>* folded) : saved_(g_folded) {
+SessionConstantsScope::SessionConstantsScope(const absl::flat_hash_set<const ir::Value*>* folded)
+    : saved_(g_folded) {
   g_folded = folded;
 }
 SessionConstantsScope::~SessionConstantsScope() { g_folded = saved_; }
@@ -73,7 +78,8 @@ bool IsSessionConstantInput(const ir::Node& node, int i) {
   if (i < 0 || i >= node.num_inputs()) return false;
   const ir::Value* v = node.inputs()[static_cast<size_t>(i)];
   if (v == nullptr) return false;
-  if (v->kind() == ir::ValueKind::kInitializer) return v->IsConstant();
+  if (v->kind() == ir::ValueKind::kInitializer)
+    return v->IsConstant() || (g_folded != nullptr && g_folded->contains(v));
   if (v->kind() != ir::ValueKind::kNodeOutput || v->producer() == nullptr) return false;
   if (v->producer()->op_type() == "Constant" && v->producer()->domain().empty()) return true;
   return g_folded != nullptr && g_folded->contains(v);

@@ -42,7 +42,8 @@ class SubgraphRunner {
                                                            std::vector<RtValue> inputs) = 0;
   // Runs a function body in a fresh scope: it sees no value of the caller's
   // graphs. Omitted optional inputs are passed as undefined values.
-  virtual absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph, std::vector<RtValue> inputs) = 0;
+  virtual absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph,
+                                                           std::vector<RtValue> inputs) = 0;
 };
 
 class KernelContext {
@@ -79,7 +80,8 @@ class KernelContext {
   SubgraphRunner* subgraphs() const { return subgraphs_; }
 
  private:
-  absl::StatusOr<Tensor*> AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape, bool zero_fill);
+  absl::StatusOr<Tensor*> AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
+                                             bool zero_fill);
 
   const ir::Node& node_;
   int64_t opset_;
@@ -100,16 +102,19 @@ struct KernelInfo {
   int threads = 1;    // threads the backend may use
 };
 
-using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node, const KernelInfo& info);
+using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node,
+                                                                  const KernelInfo& info);
 
 // True when input i of `node` has the same value in every run of the
-// session: an initializer that is not also a graph input (those can be fed),
-// a Constant node's output, or a value the session computed once when it was
-// created (constant folding). Meant for kernel factories and constructors,
+// session: an initializer that is not also a graph input, a Constant node's
+// output, or a value the scope below names (values the session computed
+// once when it was created, and initializers listed as graph inputs, which
+// the session treats as constant in runs that do not feed them). Meant for kernel factories and constructors,
 // which run while the session sets the folded values (SessionConstantsScope).
 bool IsSessionConstantInput(const ir::Node& node, int i);
 
-// While alive, IsSessionConstantInput on this thread also counts `folded`.
+// While alive, IsSessionConstantInput on this thread also counts the values
+// of `folded`.
 class SessionConstantsScope {
  public:
   explicit SessionConstantsScope(const absl::flat_hash_set<const ir::Value*>* folded);

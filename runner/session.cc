@@ -11,6 +11,7 @@
 #include "lib/base/strings.h"
 #include "lib/ops/type_string.h"
 #include "runner/convert.h"
+#include "runner/cpu/conv.h"
 #include "runner/cpu/threads.h"
 #include "runner/function_kernel.h"
 
@@ -56,11 +57,19 @@ class Session::Executor : public SubgraphRunner {
   }
 
   absl::Status RunGraph(const ir::Graph& graph, Frame& frame, bool is_main) {
-    ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, session_->PlanFor(graph));
+    const GraphPlan* plan = is_main && !strict_ ? session_->fused_plan_.get() : nullptr;
+    if (plan == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(plan, session_->PlanFor(graph));
+    }
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = is_main && use_folding_ && session_->folded_nodes_.contains(&node);
-      if (!folded) {
+      if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
+        ONNXKIT_RETURN_IF_ERROR_CTX(
+            RunChain(*chain, frame),
+            absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
+                         chain->nodes.size() - 1, " nodes after it)"));
+      } else if (!folded) {
         ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame), absl::StrCat("node ", ir::NodeLabel(node)));
       }
       if (is_main && session_->options_.observer) {
@@ -75,13 +84,14 @@ class Session::Executor : public SubgraphRunner {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<RtValue>> RunSubgraph(const ir::Graph& graph, std::vector<RtValue> inputs) override {
+  absl::StatusOr<std::vector<RtValue>> RunSubgraph(const ir::Graph& graph,
+                                                   std::vector<RtValue> inputs) override {
     // Also checked here, not only before each node: a Loop whose body has no
     // nodes would otherwise spin past the timeout.
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     if (inputs.size() != graph.inputs().size()) {
-      return absl::InvalidArgumentError(absl::StrCat("subgraph '", graph.name(), "' takes ", graph.inputs().size(),
-                                                     " inputs, got ", inputs.size()));
+      return absl::InvalidArgumentError(absl::StrCat("subgraph '", graph.name(), "' takes ",
+                                                     graph.inputs().size(), " inputs, got ", inputs.size()));
     }
     Frame child;
     child.parent = current_;
@@ -101,7 +111,8 @@ class Session::Executor : public SubgraphRunner {
     return outputs;
   }
 
-  absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph, std::vector<RtValue> inputs) override {
+  absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph,
+                                                   std::vector<RtValue> inputs) override {
     const Frame* saved = current_;
     current_ = nullptr;
     auto result = RunSubgraph(graph, std::move(inputs));
@@ -135,15 +146,42 @@ class Session::Executor : public SubgraphRunner {
       }
       inputs.push_back(value);
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node));
+    ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
+    return RunKernel(*kernel, node, node, std::move(inputs), frame);
+  }
+
+  // Runs a fused chain: its kernel takes the inputs of every node of the
+  // chain and produces the last node's outputs.
+  absl::Status RunChain(const FusionChain& chain, Frame& frame) {
+    ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+    std::vector<const RtValue*> inputs(static_cast<size_t>(chain.num_inputs), nullptr);
+    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+      const ir::Node& node = *chain.nodes[k];
+      for (int j = 0; j < node.num_inputs(); ++j) {
+        const ir::Value* v = node.input(j);
+        if (v == nullptr || j == chain.chained_input[k]) continue;
+        const RtValue* value = Lookup(frame, v);
+        if (value == nullptr)
+          return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+        inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
+    return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame);
+  }
+
+  // Runs `kernel` as `node` (whose outputs it produces into `frame`),
+  // reporting its time under `timed`.
+  absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
+                         std::vector<const RtValue*> inputs, Frame& frame) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
     current_ = &frame;
     Clock::time_point start = session_->options_.on_node_done ? Clock::now() : Clock::time_point();
-    ONNXKIT_RETURN_IF_ERROR(kernel->Run(ctx));
+    ONNXKIT_RETURN_IF_ERROR(kernel.Run(ctx));
     if (session_->options_.on_node_done) {
-      session_->options_.on_node_done(node, std::chrono::duration<double>(Clock::now() - start).count());
+      session_->options_.on_node_done(timed, std::chrono::duration<double>(Clock::now() - start).count());
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const ir::Value* out = node.output(static_cast<int>(i));
@@ -157,6 +195,9 @@ class Session::Executor : public SubgraphRunner {
   }
 
   Session* session_;
+  // Strict runs feed an initializer: they use the plain plan and kernels
+  // that treat only unchangeable values as constant.
+  bool strict_ = false;
   bool use_folding_ = true;
   Clock::time_point deadline_;
   bool has_deadline_;
@@ -180,6 +221,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   ONNXKIT_RETURN_IF_ERROR(status);
   ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
   session->FoldConstants();
+  for (const auto& [value, v] : session->constants_) session->run_constants_.insert(value);
+  session->PlanFusion();
   return session;
 }
 
@@ -189,8 +232,9 @@ namespace {
 // their inputs (subgraphs): never folded.
 bool Foldable(const ir::Node& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.ml") return false;
-  static constexpr std::string_view kRandom[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                 "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  static constexpr std::string_view kRandom[] = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",     "Dropout"};
   for (std::string_view op : kRandom) {
     if (node.op_type() == op) return false;
   }
@@ -212,6 +256,7 @@ void Session::FoldConstants() {
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
   Executor executor(this, deadline, has_deadline);
+  executor.strict_ = true;  // the kernels of folded nodes only run again in strict runs
   for (const ir::Node* node : (*plan)->order) {
     if (!Foldable(*node)) continue;
     bool constant = true;
@@ -260,14 +305,68 @@ absl::Status Session::PrepareConstants(const ir::Graph& graph) {
 absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& graph) {
   auto it = plans_.find(&graph);
   if (it != plans_.end()) return it->second.get();
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<ir::Node*> order, ir::TopologicalOrder(graph));
+  std::unique_ptr<GraphPlan> plan = BuildPlan(graph, order, {});
+  const GraphPlan* result = plan.get();
+  plans_[&graph] = std::move(plan);
+  return result;
+}
+
+void Session::PlanFusion() {
+  if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
+  const ir::Graph& main = model_->graph();
+  auto plan = PlanFor(main);
+  if (!plan.ok()) return;
+  std::vector<FusionChain> found = FindConvChains(
+      (*plan)->order, main, [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); },
+      [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+  if (found.empty()) return;
+  absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
+  for (FusionChain& chain : found) {
+    chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
+    by_tail[&chains_.back()->tail()] = chains_.back().get();
+  }
+  fused_plan_ = BuildPlan(main, (*plan)->order, by_tail);
+}
+
+std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
+    const ir::Graph& graph, const std::vector<ir::Node*>& order,
+    const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains) {
   auto plan = std::make_unique<GraphPlan>();
-  ONNXKIT_ASSIGN_OR_RETURN(plan->order, ir::TopologicalOrder(graph));
+  absl::flat_hash_set<const ir::Node*> absorbed;
+  for (const auto& [tail, chain] : chains) {
+    for (const ir::Node* n : chain->nodes) {
+      if (n != tail) absorbed.insert(n);
+    }
+  }
+  for (ir::Node* n : order) {
+    if (absorbed.contains(n)) continue;
+    plan->order.push_back(n);
+    auto c = chains.find(n);
+    plan->chain.push_back(c == chains.end() ? nullptr : c->second);
+  }
+  // The values a step reads: a chain's values between its nodes never exist.
+  auto step_uses = [&](size_t step, std::vector<const ir::Value*>* uses) {
+    uses->clear();
+    const FusionChain* chain = plan->chain[step];
+    if (chain == nullptr) {
+      CollectUses(*plan->order[step], graph, uses);
+      return;
+    }
+    std::vector<const ir::Value*> node_uses;
+    for (size_t k = 0; k < chain->nodes.size(); ++k) {
+      node_uses.clear();
+      CollectUses(*chain->nodes[k], graph, &node_uses);
+      for (const ir::Value* v : node_uses) {
+        if (k == 0 || v != chain->nodes[k - 1]->output(0)) uses->push_back(v);
+      }
+    }
+  };
   absl::flat_hash_map<const ir::Value*, size_t> last_use;
   std::vector<const ir::Value*> uses;
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const ir::Node& node = *plan->order[step];
-    uses.clear();
-    CollectUses(node, graph, &uses);
+    step_uses(step, &uses);
     for (const ir::Value* v : uses) last_use[v] = step;
     for (const ir::Value* out : node.outputs()) {
       if (out != nullptr && !out->name().empty() && !last_use.contains(out)) last_use[out] = step;
@@ -278,8 +377,7 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
   // Release in a deterministic order: by step, then by node order of outputs/inputs.
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const ir::Node& node = *plan->order[step];
-    uses.clear();
-    CollectUses(node, graph, &uses);
+    step_uses(step, &uses);
     for (const ir::Value* out : node.outputs()) {
       if (out != nullptr && !out->name().empty()) uses.push_back(out);
     }
@@ -292,9 +390,7 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
       }
     }
   }
-  const GraphPlan* result = plan.get();
-  plans_[&graph] = std::move(plan);
-  return result;
+  return plan;
 }
 
 absl::StatusOr<int64_t> Session::OpsetOf(const ir::Node& node) const {
@@ -313,19 +409,33 @@ absl::StatusOr<int64_t> Session::OpsetOf(const ir::Node& node) const {
       absl::StrCat("the model imports no opset for domain '", domain.empty() ? "ai.onnx" : Sv(domain), "'"));
 }
 
-absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node) {
-  auto it = kernels_.find(&node);
-  if (it != kernels_.end()) return it->second.get();
+absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
+  auto it = chain_kernels_.find(&chain);
+  if (it != chain_kernels_.end()) return it->second.get();
+  ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(chain.head()));
+  SessionConstantsScope scope(&run_constants_);
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
+                           cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
+  Kernel* raw = kernel.get();
+  chain_kernels_[&chain] = std::move(kernel);
+  return raw;
+}
+
+absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
+  auto& kernels = kernels_[strict ? 1 : 0];
+  auto it = kernels.find(&node);
+  if (it != kernels.end()) return it->second.get();
   ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(node));
   std::unique_ptr<Kernel> kernel;
   auto entry = FindKernel(options_.backend, node.domain(), node.op_type(), opset);
   if (entry.ok()) {
-    SessionConstantsScope scope(&stable_folded_values_);
+    SessionConstantsScope scope(strict ? &stable_folded_values_ : &run_constants_);
     ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset, options_.threads}));
   } else {
     const pb::FunctionProto* function = nullptr;
     for (const auto& f : model_->functions()) {
-      if (f.name == node.op_type() && f.domain == node.domain() && f.overload == node.overload()) function = &f;
+      if (f.name == node.op_type() && f.domain == node.domain() && f.overload == node.overload())
+        function = &f;
     }
     if (function == nullptr) return entry.status();
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> body, InstantiateFunction(*function, node));
@@ -334,7 +444,7 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node) {
     function_bodies_.push_back(std::move(body));
   }
   Kernel* raw = kernel.get();
-  kernels_[&node] = std::move(kernel);
+  kernels[&node] = std::move(kernel);
   return raw;
 }
 
@@ -357,28 +467,31 @@ namespace {
 absl::Status CheckFeed(const ir::Value& input, const RtValue& value) {
   const pb::TypeProto* type = input.type();
   if (type == nullptr || !type->tensor_type) return absl::OkStatus();
-  if (!value.is_tensor()) return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be a tensor"));
+  if (!value.is_tensor())
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be a tensor"));
   const Tensor& t = value.tensor();
   int32_t want = type->tensor_type->elem_type;
   if (want != 0 && want != t.dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be ", ops::TypeToString(*type),
-                                                   ", got ", DescribeTensor(t)));
+    return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must be ",
+                                                   ops::TypeToString(*type), ", got ", DescribeTensor(t)));
   }
   if (type->tensor_type->shape) {
     const auto& dims = type->tensor_type->shape->dim;
     bool ok = dims.size() == t.shape().size();
     for (size_t i = 0; ok && i < dims.size(); ++i) {
-      if (dims[i].kind == pb::TensorShapeProto::Dimension::kValue && dims[i].dim_value != t.shape()[i]) ok = false;
+      if (dims[i].kind == pb::TensorShapeProto::Dimension::kValue && dims[i].dim_value != t.shape()[i])
+        ok = false;
     }
     if (!ok) {
       std::vector<std::string> want_dims;
       for (const auto& d : dims) {
-        want_dims.push_back(d.kind == pb::TensorShapeProto::Dimension::kValue ? std::to_string(d.dim_value)
+        want_dims.push_back(d.kind == pb::TensorShapeProto::Dimension::kValue   ? std::to_string(d.dim_value)
                             : d.kind == pb::TensorShapeProto::Dimension::kParam ? d.dim_param
                                                                                 : "?");
       }
       return absl::InvalidArgumentError(absl::StrCat("input '", input.name(), "' must have shape [",
-                                                     absl::StrJoin(want_dims, ", "), "], got ", DescribeTensor(t)));
+                                                     absl::StrJoin(want_dims, ", "), "], got ",
+                                                     DescribeTensor(t)));
     }
   }
   return absl::OkStatus();
@@ -397,8 +510,8 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
     if (input == nullptr) {
       std::vector<std::string> names;
       for (const ir::Value* v : FeedInputs()) names.push_back(v->name());
-      return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not an input of the model; inputs: ",
-                                                     absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", name, "' is not an input of the model; inputs: ", absl::StrJoin(names, ", ")));
     }
     ONNXKIT_RETURN_IF_ERROR(CheckFeed(*input, value));
     frame.values[input] = std::move(value);
@@ -409,13 +522,15 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
     }
   }
   bool has_deadline = options_.timeout_seconds > 0;
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                     has_deadline ? options_.timeout_seconds : 0));
   Executor executor(this, deadline, has_deadline);
-  // Feeding an initializer that folded values came from: compute them anew.
+  // Feeding an initializer: kernels must not treat it as constant, and the
+  // folded values that came from it are computed anew.
   for (const auto& [value, v] : frame.values) {
-    if (uses_feedable_folded_ && value->kind() == ir::ValueKind::kInitializer) executor.use_folding_ = false;
+    if (value->kind() == ir::ValueKind::kInitializer) executor.strict_ = true;
   }
+  executor.use_folding_ = !(executor.strict_ && uses_feedable_folded_);
   ONNXKIT_RETURN_IF_ERROR(executor.RunGraph(main, frame, /*is_main=*/true));
   std::vector<RtValue> outputs;
   for (const ir::Value* o : main.outputs()) {

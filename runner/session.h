@@ -17,6 +17,7 @@
 #include "lib/io/external_data.h"
 #include "lib/io/model_io.h"
 #include "lib/ir/ir.h"
+#include "runner/fusion.h"
 #include "runner/kernel.h"
 #include "runner/kernel_registry.h"
 #include "runner/value.h"
@@ -34,7 +35,11 @@ struct SessionOptions {
   // execution order), before it may be freed. An error stops the run.
   std::function<absl::Status(const ir::Value& value, const RtValue& v)> observer;
   // Called after every node (subgraph nodes included) with its run time.
+  // (A fused chain of nodes reports its time once, under its first node.)
   std::function<void(const ir::Node& node, double seconds)> on_node_done;
+  // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
+  // intermediate values are never computed. Off while an observer is set.
+  bool fuse = true;
 };
 
 class Session {
@@ -59,13 +64,27 @@ class Session {
   Session() = default;
 
   struct GraphPlan {
+    // One node per step, or the last node of a fused chain.
     std::vector<ir::Node*> order;
+    // For each step, the chain it runs (null: the node alone).
+    std::vector<const FusionChain*> chain;
     // For each step, the values whose last use is that step.
     std::vector<std::vector<const ir::Value*>> release_after;
   };
 
   absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);
-  absl::StatusOr<Kernel*> KernelFor(const ir::Node& node);
+  // The plan of `graph` in topological order `order`, running each chain of
+  // `chains` (keyed by its last node) as one step.
+  static std::unique_ptr<GraphPlan> BuildPlan(
+      const ir::Graph& graph, const std::vector<ir::Node*>& order,
+      const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains);
+  // Kernels of runs that feed no initializer (`strict` false: initializers
+  // listed as graph inputs and every folded value count as constant) and of
+  // runs that feed one (only values that cannot change count).
+  absl::StatusOr<Kernel*> KernelFor(const ir::Node& node, bool strict);
+  absl::StatusOr<Kernel*> ChainKernelFor(const FusionChain& chain);
+  // Finds the cpu backend's chains of the main graph and plans it with them.
+  void PlanFusion();
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
   absl::Status PrepareConstants(const ir::Graph& graph);
   // Runs once the main-graph nodes whose inputs are all constant (weights
@@ -87,8 +106,14 @@ class Session {
   absl::flat_hash_set<const ir::Value*> stable_folded_values_;
   absl::flat_hash_set<const ir::Node*> folded_nodes_;
   bool uses_feedable_folded_ = false;
+  // Every value of constants_: what kernels of non-strict runs treat as constant.
+  absl::flat_hash_set<const ir::Value*> run_constants_;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
-  absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_;
+  // The main graph's plan with fused chains (non-strict runs), when any.
+  std::vector<std::unique_ptr<FusionChain>> chains_;
+  std::unique_ptr<GraphPlan> fused_plan_;
+  absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_[2];
+  absl::flat_hash_map<const FusionChain*, std::unique_ptr<Kernel>> chain_kernels_;
   // Opset imports of graphs that are not part of the model (function bodies).
   absl::flat_hash_map<const ir::Graph*, std::vector<pb::OperatorSetIdProto>> body_opsets_;
   std::vector<std::unique_ptr<ir::Graph>> function_bodies_;

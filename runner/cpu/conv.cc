@@ -14,7 +14,11 @@
 #include "runner/cpu/conv.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +49,14 @@ struct ConvPlan {
   std::vector<int64_t> y_shape;
   dnnl::primitive primitive;
   dnnl::reorder src_in, dst_out;  // empty where the layouts agree
+  // With a sum post-op (a fused residual Add) the destination starts as the
+  // residual: dst_in reorders it in where the layouts differ.
+  bool sum = false;
+  dnnl::reorder dst_in;
+  // The kernel applies a chain's activations and residual itself, after the
+  // primitive (oneDNN's GEMM convolution on plain layouts runs eltwise
+  // post-ops one element at a time).
+  bool own_post_ops = false;
   // Arguments fixed at planning (zero points) and the values they hold.
   std::unordered_map<int, dnnl::memory> extra_args;
   std::vector<int32_t> zero_points = std::vector<int32_t>(2, 0);
@@ -75,9 +87,13 @@ class ConvLikeKernel : public CpuKernel {
   ConvPlan* PlanFor(KernelContext& ctx);
 
   // Allocates output 0 (`y_dtype`, plan's shape) and runs the plan on x, w
-  // and the optional bias b.
+  // and the optional bias b; with a sum post-op, `residual` (of the output's
+  // type and shape) is what the convolution's result is added to.
   absl::Status RunPlan(KernelContext& ctx, ConvPlan& plan, const Tensor& x, const Tensor& w, const Tensor* b,
-                       int32_t y_dtype);
+                       int32_t y_dtype, const Tensor* residual = nullptr);
+
+  // Called by RunPlan with the computed output.
+  virtual absl::Status AfterRun(KernelContext&, const ConvPlan&, Tensor&) { return absl::OkStatus(); }
 
  private:
   bool constant_weights_;
@@ -94,8 +110,12 @@ void ConvPlan::Finish(const PrimitiveDesc& pd, dnnl::primitive p) {
   dst = pd.dst_desc();
   wei = pd.weights_desc();
   primitive = std::move(p);
-  if (src != src_user) src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_user, Engine(), src));
-  if (dst != dst_user) dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_user));
+  if (src != src_user)
+    src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_user, Engine(), src));
+  if (dst != dst_user)
+    dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_user));
+  if (sum && dst != dst_user)
+    dst_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_user, Engine(), dst));
 }
 
 // Pointwise convolutions with at least this many output positions per
@@ -135,11 +155,14 @@ memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::v
   return d;
 }
 
-// Inputs x, w and the optional bias b of a float convolution; true when x
-// and w are non-empty float32 tensors of one rank in 3..5 and b, when
-// present, a float32 vector.
-bool FloatOperands(KernelContext& ctx, const Tensor** x, const Tensor** w, const Tensor** b) {
-  absl::StatusOr<const Tensor*> xs = ctx.Input(0), ws = ctx.Input(1), bs = ctx.OptionalInput(2);
+// Inputs x, w and the optional bias b of a float convolution node with
+// `node_inputs` inputs (the first of ctx's); true when x and w are
+// non-empty float32 tensors of one rank in 3..5 and b, when present, a
+// float32 vector.
+bool FloatOperands(KernelContext& ctx, int node_inputs, const Tensor** x, const Tensor** w,
+                   const Tensor** b) {
+  absl::StatusOr<const Tensor*> xs = ctx.Input(0), ws = ctx.Input(1);
+  absl::StatusOr<const Tensor*> bs = node_inputs > 2 ? ctx.OptionalInput(2) : nullptr;
   if (!xs.ok() || !ws.ok() || !bs.ok()) return false;
   *x = *xs;
   *w = *ws;
@@ -159,13 +182,15 @@ struct ScratchSlot {
 };
 
 // A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
-// for activations reordered in and out of a primitive's layout. Slots 0 and
-// 1 are distinct buffers; each keeps its largest size across calls, and its
+// for activations reordered in and out of a primitive's layout or passed
+// between the convolutions of a sequence. Slots 0 .. kScratchSlots - 1 are
+// distinct buffers; each keeps its largest size across calls, and its
 // contents are only valid until the next call for the same slot. Null when
 // the allocation fails.
+constexpr int kScratchSlots = 4;
 void* ThreadScratch(int slot, size_t bytes) {
-  thread_local ScratchSlot slots[2];
-  ScratchSlot& s = slots[slot == 0 ? 0 : 1];
+  thread_local ScratchSlot slots[kScratchSlots];
+  ScratchSlot& s = slots[slot < 0 || slot >= kScratchSlots ? 0 : slot];
   if (s.data != nullptr && s.size >= bytes) return s.data;
   std::free(s.data);
   size_t rounded = (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
@@ -195,7 +220,7 @@ ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx) {
 }
 
 absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tensor& x, const Tensor& w,
-                                     const Tensor* b, int32_t y_dtype) {
+                                     const Tensor* b, int32_t y_dtype, const Tensor* residual) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_dtype, p.y_shape));
   memory wei;
   if (constant_weights_) {
@@ -230,6 +255,19 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
     wei = p.wei_memory;
   }
   args[DNNL_ARG_WEIGHTS] = wei;
+  if (p.sum) {
+    if (residual == nullptr || residual->dtype() != y->dtype() || residual->shape() != y->shape()) {
+      return absl::InternalError("convolution residual does not match the output");
+    }
+    if (p.dst_in) {
+      memory r_user;
+      ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] { r_user = UserMemory(*residual, p.dst_user); }));
+      ONNXKIT_RETURN_IF_ERROR(Execute("residual reorder", p.dst_in,
+                                      {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, args[DNNL_ARG_DST]}}));
+    } else {
+      std::memcpy(y->mutable_raw(), residual->raw(), static_cast<size_t>(y->size()) * sizeof(float));
+    }
+  }
   if (p.src_in) {
     ONNXKIT_RETURN_IF_ERROR(
         Execute("source reorder", p.src_in, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}}));
@@ -239,48 +277,227 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
     ONNXKIT_RETURN_IF_ERROR(Execute("destination reorder", p.dst_out,
                                     {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, y_user}}));
   }
-  return absl::OkStatus();
+  return AfterRun(ctx, p, *y);
 }
 
 // A float Conv/ConvTranspose kernel: plans, runs, or falls back.
 class FloatConvKernel : public ConvLikeKernel {
  public:
-  using ConvLikeKernel::ConvLikeKernel;
+  FloatConvKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback)
+      : ConvLikeKernel(node, std::move(fallback)), node_inputs_(node.num_inputs()) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ConvPlan* plan = PlanFor(ctx);
     if (plan == nullptr) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(1));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.OptionalInput(2));
-    return RunPlan(ctx, *plan, *x, *w, b, pb::kFloat);
+    const Tensor *x, *w, *b;
+    if (!FloatOperands(ctx, node_inputs_, &x, &w, &b)) return Fallback(ctx);
+    return RunPlanned(ctx, *plan, *x, *w, b);
   }
+
+ protected:
+  // Runs the plan (subclasses may substitute operands).
+  virtual absl::Status RunPlanned(KernelContext& ctx, ConvPlan& plan, const Tensor& x, const Tensor& w,
+                                  const Tensor* b) {
+    return RunPlan(ctx, plan, x, w, b, pb::kFloat);
+  }
+
+  int node_inputs_;
 };
 
 // --- Conv ---
 
+// What follows a Conv in a fused chain (runner/fusion.h), as indices into
+// the fused kernel's inputs.
+struct ConvChainSpec {
+  // A BatchNormalization folded into the weights: its scale, B, mean and
+  // var are inputs bn_input .. bn_input + 3.
+  int bn_input = -1;
+  double bn_epsilon = 1e-5;
+  struct PostOp {
+    bool sum = false;  // a residual Add (input `residual`), else an activation
+    dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+    float alpha = 0, beta = 0;
+    int lo_input = -1, hi_input = -1;  // Clip's bound inputs (opset 11+)
+    int residual = -1;
+  };
+  std::vector<PostOp> ops;
+};
+
+// A post-op with its parameters read (Clip's bounds) for one plan.
+struct ResolvedPostOp {
+  bool sum = false;
+  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+  float alpha = 0, beta = 0;
+};
+
+// y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], or
+// + residual. NaN stays NaN, as in the reference kernels.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsChunk(
+    float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
+  for (size_t k = 0; k < num_ops; ++k) {
+    const ResolvedPostOp& op = ops[k];
+    if (op.sum) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] += residual[i];
+    } else if (op.alg == dnnl::algorithm::eltwise_relu && op.alpha == 0) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
+    } else if (op.alg == dnnl::algorithm::eltwise_relu) {
+      float a = op.alpha;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? a * y[i] : y[i];
+    } else {
+      float lo = op.alpha, hi = op.beta;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        float v = y[i] < lo ? lo : y[i];
+        y[i] = v > hi ? hi : v;
+      }
+    }
+  }
+}
+
+void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {
+  constexpr int64_t kChunk = 4096;
+  int64_t total = y.size(), chunks = (total + kChunk - 1) / kChunk;
+  float* py = y.mutable_data<float>();
+  const float* pr = residual != nullptr ? residual->data<float>() : nullptr;
+#pragma omp parallel for if (chunks > 16)
+  for (int64_t c = 0; c < chunks; ++c) {
+    ApplyPostOpsChunk(py + c * kChunk, pr != nullptr ? pr + c * kChunk : nullptr,
+                      std::min(kChunk, total - c * kChunk), ops.data(), ops.size());
+  }
+}
+
+// The geometry of a float convolution of X (`x_shape`) by w (and bias b).
+struct ConvGeometry {
+  std::vector<int64_t> kernel;  // spatial kernel dims
+  Window window;
+  std::vector<int64_t> y_shape;
+};
+
+// Nullopt when w, b and the group do not fit X or the window is empty (the
+// reference kernel then reports the error).
+std::optional<ConvGeometry> ResolveConv(const std::vector<int64_t>& x_shape, const Tensor& w, const Tensor* b,
+                                        int64_t group, const WindowAttrs& attrs) {
+  int64_t c = x_shape[1], m = w.dim(0);
+  if (group < 1 || c != w.dim(1) * group || m % group != 0 || (b != nullptr && b->dim(0) != m))
+    return std::nullopt;
+  ConvGeometry g;
+  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != g.kernel) return std::nullopt;
+  std::vector<int64_t> in(x_shape.begin() + 2, x_shape.end());
+  absl::StatusOr<Window> win = reference::ResolveWindow(attrs, in, g.kernel);
+  if (!win.ok() || win->out_size == 0) return std::nullopt;
+  g.window = *std::move(win);
+  g.y_shape = {x_shape[0], m};
+  g.y_shape.insert(g.y_shape.end(), g.window.out.begin(), g.window.out.end());
+  return g;
+}
+
+// With s = scale / sqrt(var + eps) of the BatchNormalization whose scale, B,
+// mean and var are inputs bn_input .. bn_input + 3: w' = w * s and b' =
+// (b - mean) * s + B per output channel. False when a parameter is not a
+// float vector of the output channels.
+bool FoldBatchNormInto(KernelContext& ctx, int bn_input, double epsilon, const Tensor& w, const Tensor* b,
+                       Tensor* folded_w, Tensor* folded_b) {
+  int64_t m = w.dim(0);
+  const Tensor* p[4];
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<const Tensor*> t = ctx.Input(bn_input + i);
+    if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->size() != m) return false;
+    p[i] = *t;
+  }
+  absl::StatusOr<Tensor> fw = Tensor::AllocateUninitialized(pb::kFloat, w.shape());
+  absl::StatusOr<Tensor> fb = Tensor::AllocateUninitialized(pb::kFloat, {m});
+  if (!fw.ok() || !fb.ok()) return false;
+  int64_t per_channel = w.size() / m;
+  const float* src = w.data<float>();
+  float* dst = fw->mutable_data<float>();
+  float* bias = fb->mutable_data<float>();
+  for (int64_t o = 0; o < m; ++o) {
+    double scale = p[0]->data<float>()[o], shift = p[1]->data<float>()[o];
+    double mean = p[2]->data<float>()[o], var = p[3]->data<float>()[o];
+    double s = scale / std::sqrt(var + epsilon);
+    for (int64_t i = 0; i < per_channel; ++i) {
+      dst[o * per_channel + i] = static_cast<float>(src[o * per_channel + i] * s);
+    }
+    double conv_bias = b != nullptr ? b->data<float>()[o] : 0.0;
+    bias[o] = static_cast<float>((conv_bias - mean) * s + shift);
+  }
+  *folded_w = *std::move(fw);
+  *folded_b = *std::move(fb);
+  return true;
+}
+
+// Reads the post-ops of `spec` for one plan (Clip's bounds); false when a
+// bound or the residual is not what a fused kernel can take.
+bool ResolveChainPostOps(KernelContext& ctx, const ConvChainSpec& spec, const std::vector<int64_t>& y_shape,
+                         std::vector<ResolvedPostOp>* resolved) {
+  resolved->clear();
+  for (const ConvChainSpec::PostOp& op : spec.ops) {
+    ResolvedPostOp r{op.sum, op.alg, op.alpha, op.beta};
+    if (op.sum) {
+      absl::StatusOr<const Tensor*> t = ctx.Input(op.residual);
+      if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->shape() != y_shape) return false;
+    }
+    for (int i : {op.lo_input, op.hi_input}) {
+      if (i < 0) continue;
+      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+      if (!t.ok()) return false;
+      if (*t == nullptr) continue;
+      if ((*t)->dtype() != pb::kFloat || (*t)->size() != 1) return false;
+      (i == op.lo_input ? r.alpha : r.beta) = (*t)->data<float>()[0];
+    }
+    // lo > hi gives hi everywhere in ONNX, which clip_v2 does not.
+    if (!op.sum && op.alg == dnnl::algorithm::eltwise_clip_v2 &&
+        (std::isnan(r.alpha) || std::isnan(r.beta) || r.alpha > r.beta))
+      return false;
+    resolved->push_back(r);
+  }
+  return true;
+}
+
+// The post-ops as oneDNN's. Throws dnnl::error: call inside Guard.
+dnnl::post_ops DnnlPostOps(const std::vector<ResolvedPostOp>& ops) {
+  dnnl::post_ops post_ops;
+  for (const ResolvedPostOp& op : ops) {
+    if (op.sum) {
+      post_ops.append_sum(1.0f);
+    } else {
+      post_ops.append_eltwise(1.0f, op.alg, op.alpha, op.beta);
+    }
+  }
+  return post_ops;
+}
+
 class ConvKernel : public FloatConvKernel {
  public:
-  ConvKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, WindowAttrs attrs)
+  ConvKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, WindowAttrs attrs,
+             ConvChainSpec chain = {})
       : FloatConvKernel(node, std::move(fallback)),
         attrs_(std::move(attrs)),
-        group_(reference::AttrInt(node, "group", 1)) {}
+        group_(reference::AttrInt(node, "group", 1)),
+        chain_(std::move(chain)) {}
 
  protected:
   bool Build(KernelContext& ctx, ConvPlan& plan) override {
     const Tensor *px, *pw, *b;
-    if (!FloatOperands(ctx, &px, &pw, &b)) return false;
+    if (!FloatOperands(ctx, node_inputs_, &px, &pw, &b)) return false;
     const Tensor &x = *px, &w = *pw;
+    std::optional<ConvGeometry> geometry = ResolveConv(x.shape(), w, b, group_, attrs_);
+    if (!geometry) return false;
     int64_t c = x.dim(1), m = w.dim(0);
-    if (group_ < 1 || c != w.dim(1) * group_ || m % group_ != 0 || (b != nullptr && b->dim(0) != m))
-      return false;
-    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
-    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
-    std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
-    absl::StatusOr<Window> win = reference::ResolveWindow(attrs_, in, kernel);
-    if (!win.ok() || win->out_size == 0) return false;
-    std::vector<int64_t> y_shape = {x.dim(0), m};
-    y_shape.insert(y_shape.end(), win->out.begin(), win->out.end());
+    const std::vector<int64_t>& kernel = geometry->kernel;
+    const Window* win = &geometry->window;
+    const std::vector<int64_t>& y_shape = geometry->y_shape;
+    if (chain_.bn_input >= 0) {
+      if (!FoldBatchNorm(ctx, w, b)) return false;
+      b = &folded_b_;
+    }
+    if (!ResolvePostOps(ctx, y_shape)) return false;
+    dnnl::post_ops post_ops;
+    if (!Guard("post-ops", [&] { post_ops = DnnlPostOps(resolved_); }).ok()) return false;
 
     memory::dims wdims = WeightDims(group_, m, c, kernel);
     plan.src_user = PlainDesc(x.shape(), memory::data_type::f32);
@@ -292,7 +509,7 @@ class ConvKernel : public FloatConvKernel {
                      AllEqual(win->pad_end, 0) && win->out_size >= kPlainPointwiseMinPositions;
     bool depthwise = group_ > 1 && group_ == c;
     std::vector<memory::format_tag> tags = {memory::format_tag::any};
-    if (pointwise) tags = {PlainTag(x.rank())};
+    if (pointwise) tags = {PlainTag(x.rank()), memory::format_tag::any};
     if (depthwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
     for (size_t i = 0; i < tags.size(); ++i) {
       bool last = i + 1 == tags.size();
@@ -304,8 +521,17 @@ class ConvKernel : public FloatConvKernel {
         dnnl::convolution_forward::desc d(
             dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, plan.bias, dst,
             Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
-        dnnl::convolution_forward::primitive_desc pd(d, Engine());
+        // Plain layouts, and chains of three post-ops (oneDNN 2.6's jit
+        // convolutions drop the activation of eltwise + sum + eltwise): the
+        // post-ops run after the primitive (ApplyPostOps).
+        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || resolved_.size() > 2);
+        dnnl::primitive_attr attr;
+        if (!own) attr.set_post_ops(post_ops);
+        dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
         if (!last && IsReference(pd)) return;  // a slow generic kernel: try the next layout
+        plan.own_post_ops = own;
+        plan.sum = !own && std::any_of(resolved_.begin(), resolved_.end(),
+                                       [](const ResolvedPostOp& op) { return op.sum; });
         plan.Finish(pd, dnnl::convolution_forward(pd));
         planned = true;
       });
@@ -314,9 +540,305 @@ class ConvKernel : public FloatConvKernel {
     return false;
   }
 
+  absl::Status RunPlanned(KernelContext& ctx, ConvPlan& plan, const Tensor& x, const Tensor& w,
+                          const Tensor* b) override {
+    const Tensor* residual = nullptr;
+    for (const ConvChainSpec::PostOp& op : chain_.ops) {
+      if (op.sum) {
+        ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(op.residual));
+      }
+    }
+    if (plan.own_post_ops) residual = nullptr;  // added by AfterRun
+    if (chain_.bn_input >= 0) return RunPlan(ctx, plan, x, folded_w_, &folded_b_, pb::kFloat, residual);
+    return RunPlan(ctx, plan, x, w, b, pb::kFloat, residual);
+  }
+
+  absl::Status AfterRun(KernelContext& ctx, const ConvPlan& plan, Tensor& y) override {
+    if (!plan.own_post_ops) return absl::OkStatus();
+    const Tensor* residual = nullptr;
+    for (const ConvChainSpec::PostOp& op : chain_.ops) {
+      if (op.sum) {
+        ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(op.residual));
+      }
+    }
+    if (residual != nullptr && (residual->dtype() != pb::kFloat || residual->shape() != y.shape())) {
+      return absl::InternalError("convolution residual does not match the output");
+    }
+    ApplyPostOps(y, residual, resolved_);
+    return absl::OkStatus();
+  }
+
  private:
+  // Folds the BatchNormalization into folded_w_ / folded_b_ (once: its
+  // parameters and the weights are constant).
+  bool FoldBatchNorm(KernelContext& ctx, const Tensor& w, const Tensor* b) {
+    if (folded_from_ == w.raw() && folded_w_.defined()) return true;
+    if (!FoldBatchNormInto(ctx, chain_.bn_input, chain_.bn_epsilon, w, b, &folded_w_, &folded_b_))
+      return false;
+    folded_from_ = w.raw();
+    return true;
+  }
+
+  bool ResolvePostOps(KernelContext& ctx, const std::vector<int64_t>& y_shape) {
+    return ResolveChainPostOps(ctx, chain_, y_shape, &resolved_);
+  }
+
   WindowAttrs attrs_;
   int64_t group_;
+  ConvChainSpec chain_;
+  std::vector<ResolvedPostOp> resolved_;
+  Tensor folded_w_, folded_b_;
+  const void* folded_from_ = nullptr;
+};
+
+// --- Conv sequences ---
+
+// One convolution of a sequence: its node's inputs start at `base` of the
+// fused kernel's inputs; the chain nodes after it until the next Conv are
+// its post-ops.
+struct SequenceStage {
+  int base = 0;
+  int node_inputs = 0;
+  int64_t group = 1;
+  WindowAttrs attrs;
+  ConvChainSpec spec;
+  // Prepared once (the weights are constant).
+  Tensor folded_w, folded_b;
+  const void* folded_from = nullptr;
+  PreparedWeight weight;
+  // Per plan.
+  std::vector<ResolvedPostOp> resolved;
+  std::vector<int64_t> y_shape;
+  memory::desc src, dst, wei, wei_user, bias;
+  dnnl::primitive primitive;
+  dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
+  int residual = -1;          // input index of a residual (sum post-op)
+  dnnl::reorder residual_in;  // plain residual into dst, where dst is not plain
+};
+
+// A chain of several Convs, each taking the previous one's result (after
+// its post-ops) as X: the values between them stay in the layouts oneDNN
+// picks (channel-blocked or channels-last), so only the first source and
+// the last result are reordered. Weights must be constant. Cases oneDNN
+// does not cover run the chain node by node.
+class ConvSequenceKernel : public CpuKernel {
+ public:
+  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), stages_(std::move(stages)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+      if (!t.ok()) return Fallback(ctx);
+      key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
+                       *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
+    }
+    if (!built_ || key != key_) {
+      supported_ = Build(ctx);
+      built_ = true;
+      key_ = std::move(key);
+    }
+    if (!supported_) return Fallback(ctx);
+    return Execute(ctx);
+  }
+
+ private:
+  // The weights and bias of stage `s` (folded when it has a BatchNormalization).
+  bool Operands(KernelContext& ctx, SequenceStage& s, const Tensor** w, const Tensor** b) {
+    absl::StatusOr<const Tensor*> ws = ctx.Input(s.base + 1);
+    absl::StatusOr<const Tensor*> bs = s.node_inputs > 2 ? ctx.OptionalInput(s.base + 2) : nullptr;
+    if (!ws.ok() || !bs.ok()) return false;
+    *w = *ws;
+    *b = *bs;
+    if ((*w)->dtype() != pb::kFloat || (*w)->size() == 0) return false;
+    if (*b != nullptr && ((*b)->dtype() != pb::kFloat || (*b)->rank() != 1)) return false;
+    if (s.spec.bn_input >= 0) {
+      if (s.folded_from != (*w)->raw() || !s.folded_w.defined()) {
+        if ((*w)->rank() < 1 || (*w)->dim(0) == 0 ||
+            !FoldBatchNormInto(ctx, s.spec.bn_input, s.spec.bn_epsilon, **w, *b, &s.folded_w, &s.folded_b)) {
+          return false;
+        }
+        s.folded_from = (*w)->raw();
+      }
+      *w = &s.folded_w;
+      *b = &s.folded_b;
+    }
+    return true;
+  }
+
+  bool Build(KernelContext& ctx) {
+    absl::StatusOr<const Tensor*> xs = ctx.Input(0);
+    if (!xs.ok() || (*xs)->dtype() != pb::kFloat || (*xs)->rank() < 3 || (*xs)->rank() > 5 ||
+        (*xs)->size() == 0)
+      return false;
+    std::vector<int64_t> x_shape = (*xs)->shape();
+    const int rank = static_cast<int>(x_shape.size());
+    memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
+    for (size_t k = 0; k < stages_.size(); ++k) {
+      SequenceStage& s = stages_[k];
+      const bool last = k + 1 == stages_.size();
+      const Tensor *w, *b;
+      if (!Operands(ctx, s, &w, &b) || w->rank() != rank) return false;
+      std::optional<ConvGeometry> geometry = ResolveConv(x_shape, *w, b, s.group, s.attrs);
+      if (!geometry) return false;
+      int64_t c = x_shape[1], m = w->dim(0);
+      const std::vector<int64_t>& kernel = geometry->kernel;
+      const Window* win = &geometry->window;
+      s.y_shape = geometry->y_shape;
+      if (!ResolveChainPostOps(ctx, s.spec, s.y_shape, &s.resolved)) return false;
+      // Three post-ops need ApplyPostOps (see ConvKernel), on plain data only.
+      if (s.resolved.size() > 2 && !last) return false;
+      own_post_ops_ = last && s.resolved.size() > 2;
+      s.residual = -1;
+      for (const ConvChainSpec::PostOp& op : s.spec.ops) {
+        if (op.sum) s.residual = op.residual;
+      }
+      memory::dims wdims = WeightDims(s.group, m, c, kernel);
+      s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
+      s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
+      bool depthwise = s.group > 1 && s.group == c;
+      std::vector<memory::format_tag> tags = {memory::format_tag::any};
+      if (depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
+      bool planned = false;
+      for (size_t i = 0; i < tags.size() && !planned; ++i) {
+        bool last_tag = i + 1 == tags.size();
+        absl::Status status = Guard("convolution", [&] {
+          memory::desc src(Dims(x_shape), memory::data_type::f32, tags[i]);
+          memory::desc dst(Dims(s.y_shape), memory::data_type::f32, tags[i]);
+          memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
+          dnnl::convolution_forward::desc d(
+              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, s.bias, dst,
+              Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
+          dnnl::primitive_attr attr;
+          if (!own_post_ops_ || !last) attr.set_post_ops(DnnlPostOps(s.resolved));
+          dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
+          if (!last_tag && IsReference(pd)) return;
+          s.src = pd.src_desc();
+          s.dst = pd.dst_desc();
+          s.wei = pd.weights_desc();
+          s.primitive = dnnl::convolution_forward(pd);
+          s.src_in = s.src != current
+                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
+                         : dnnl::reorder();
+          memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
+          bool sum = s.residual >= 0 && !(own_post_ops_ && last);
+          s.residual_in =
+              sum && s.dst != plain_y
+                  ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
+                  : dnnl::reorder();
+          planned = true;
+        });
+        if (!status.ok()) return false;
+      }
+      if (!planned) return false;
+      current = s.dst;
+      x_shape = s.y_shape;
+    }
+    y_plain_ = PlainDesc(x_shape, memory::data_type::f32);
+    dst_out_ = Guard("reorder", [&] {
+                 dst_out_primitive_ =
+                     current != y_plain_
+                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), y_plain_))
+                         : dnnl::reorder();
+               }).ok();
+    return dst_out_;
+  }
+
+  // The lowest scratch slot not in `busy`.
+  static int FreeSlot(std::initializer_list<int> busy) {
+    for (int slot = 0; slot < kScratchSlots; ++slot) {
+      if (std::find(busy.begin(), busy.end(), slot) == busy.end()) return slot;
+    }
+    return -1;
+  }
+
+  absl::Status Execute(KernelContext& ctx) {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    const SequenceStage& final_stage = stages_.back();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
+    memory current;
+    int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
+    ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
+      current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
+    }));
+    for (size_t k = 0; k < stages_.size(); ++k) {
+      SequenceStage& s = stages_[k];
+      const bool last = k + 1 == stages_.size();
+      const Tensor *w, *b;
+      if (!Operands(ctx, s, &w, &b)) return absl::InternalError("convolution operands changed");
+      ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
+      int src_slot = current_slot;
+      memory src = current;
+      if (s.src_in) {
+        src_slot = FreeSlot({current_slot});
+        void* buffer = ThreadScratch(src_slot, s.src.get_size());
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
+        ONNXKIT_RETURN_IF_ERROR(
+            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
+      }
+      // The last stage writes Y directly where its layout is plain.
+      memory dst;
+      int dst_slot = -1;
+      if (last && !dst_out_primitive_) {
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, y_plain_); }));
+      } else {
+        dst_slot = FreeSlot({current_slot, src_slot});
+        void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
+      }
+      if (s.residual >= 0 && !(last && own_post_ops_)) {
+        ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
+        if (r->dtype() != pb::kFloat || r->shape() != s.y_shape)
+          return absl::InternalError("residual changed");
+        if (s.residual_in) {
+          memory r_user;
+          ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] {
+            r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32));
+          }));
+          ONNXKIT_RETURN_IF_ERROR(
+              cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+        } else {
+          std::memcpy(dst.get_data_handle(), r->raw(), static_cast<size_t>(r->size()) * sizeof(float));
+        }
+      }
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+      if (b != nullptr) {
+        ONNXKIT_RETURN_IF_ERROR(
+            Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
+      }
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
+      current = dst;
+      current_slot = dst_slot;
+    }
+    if (dst_out_primitive_) {
+      memory y_user;
+      ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, y_plain_); }));
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", dst_out_primitive_,
+                                           {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
+    }
+    if (own_post_ops_) {
+      const Tensor* residual = nullptr;
+      if (final_stage.residual >= 0) {
+        ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
+      }
+      ApplyPostOps(*y, residual, final_stage.resolved);
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<SequenceStage> stages_;
+  bool built_ = false, supported_ = false;
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
+  bool own_post_ops_ = false;  // the last stage's post-ops run after the reorder out
+  memory::desc y_plain_;
+  bool dst_out_ = false;
+  dnnl::reorder dst_out_primitive_;
 };
 
 // --- ConvTranspose ---
@@ -340,7 +862,7 @@ class ConvTransposeKernel : public FloatConvKernel {
  protected:
   bool Build(KernelContext& ctx, ConvPlan& plan) override {
     const Tensor *px, *pw, *b;
-    if (!FloatOperands(ctx, &px, &pw, &b)) return false;
+    if (!FloatOperands(ctx, node_inputs_, &px, &pw, &b)) return false;
     const Tensor &x = *px, &w = *pw;
     int64_t c = x.dim(1), mg = w.dim(1);
     if (group_ < 1 || w.dim(0) != c || c % group_ != 0 || mg > (int64_t{1} << 40) / group_) return false;
@@ -449,7 +971,9 @@ bool IsInt8(const Tensor& t) { return t.dtype() == pb::kInt8 || t.dtype() == pb:
 // VNNI (or AMX). Without it they sum pairs of products in saturating int16.
 bool ExactInt8Products() {
   auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  auto has = [&](dnnl::cpu_isa want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
+  auto has = [&](dnnl::cpu_isa want) {
+    return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+  };
   return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
 }
 
@@ -459,7 +983,8 @@ int32_t Int8At(const Tensor& t, int64_t i) {
 
 // The single float value of a scale tensor with 1 or `n` elements, or all.
 bool ReadScales(const Tensor* t, int64_t n, std::vector<double>& out) {
-  if (t == nullptr || t->dtype() != pb::kFloat || t->rank() > 1 || (t->size() != 1 && t->size() != n)) return false;
+  if (t == nullptr || t->dtype() != pb::kFloat || t->rank() > 1 || (t->size() != 1 && t->size() != n))
+    return false;
   out.assign(t->data<float>(), t->data<float>() + t->size());
   return true;
 }
@@ -474,8 +999,10 @@ class IntegerConvKernel : public ConvLikeKernel {
  public:
   IntegerConvKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, WindowAttrs attrs,
                     IntegerConvInputs in)
-      : ConvLikeKernel(node, std::move(fallback), in.w), attrs_(std::move(attrs)),
-        group_(reference::AttrInt(node, "group", 1)), in_(in) {
+      : ConvLikeKernel(node, std::move(fallback), in.w),
+        attrs_(std::move(attrs)),
+        group_(reference::AttrInt(node, "group", 1)),
+        in_(in) {
     for (int i : {in.x_scale, in.x_zp, in.w, in.w_scale, in.w_zp, in.y_scale, in.y_zp}) {
       if (i >= 0 && i < node.num_inputs() && node.inputs()[static_cast<size_t>(i)] != nullptr) {
         parameters_constant_ = parameters_constant_ && IsSessionConstantInput(node, i);
@@ -505,7 +1032,8 @@ class IntegerConvKernel : public ConvLikeKernel {
     const Tensor *x = get(0), *w = get(in_.w), *x_zp = get(in_.x_zp), *w_zp = get(in_.w_zp);
     const Tensor *y_zp = get(in_.y_zp), *b = get(in_.bias);
     if (x == nullptr || w == nullptr || !IsInt8(*x) || !IsInt8(*w) || !ExactInt8Products()) return false;
-    if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || x->size() == 0 || w->size() == 0) return false;
+    if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || x->size() == 0 || w->size() == 0)
+      return false;
     int64_t c = x->dim(1), m = w->dim(0);
     if (group_ < 1 || c != w->dim(1) * group_ || m % group_ != 0) return false;
     std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
@@ -514,7 +1042,8 @@ class IntegerConvKernel : public ConvLikeKernel {
     absl::StatusOr<Window> win = reference::ResolveWindow(attrs_, in, kernel);
     if (!win.ok() || win->out_size == 0) return false;
     // Zero points: scalar src/dst ones; weights' must make them s8 exactly.
-    if (x_zp != nullptr && (x_zp->dtype() != x->dtype() || x_zp->size() != 1 || x_zp->rank() > 1)) return false;
+    if (x_zp != nullptr && (x_zp->dtype() != x->dtype() || x_zp->size() != 1 || x_zp->rank() > 1))
+      return false;
     int32_t w_shift = w->dtype() == pb::kUint8 ? 128 : 0;
     if (w_zp == nullptr ? w_shift != 0 : (w_zp->dtype() != w->dtype() || w_zp->rank() > 1)) return false;
     for (int64_t i = 0; w_zp != nullptr && i < w_zp->size(); ++i) {
@@ -552,18 +1081,20 @@ class IntegerConvKernel : public ConvLikeKernel {
       memory::desc zp_desc({1}, memory::data_type::s32, memory::format_tag::a);
       if (plan.zero_points[0] != 0) {
         attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = memory(zp_desc, Engine(), &plan.zero_points[0]);
+        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] =
+            memory(zp_desc, Engine(), &plan.zero_points[0]);
       }
       if (plan.zero_points[1] != 0) {
         attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = memory(zp_desc, Engine(), &plan.zero_points[1]);
+        plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] =
+            memory(zp_desc, Engine(), &plan.zero_points[1]);
       }
       memory::desc src(Dims(x->shape()), xt, memory::format_tag::any);
       memory::desc dst(Dims(y_shape), yt, memory::format_tag::any);
       memory::desc wei(wdims, s8, memory::format_tag::any);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-                                        wei, plan.bias, dst, Dims(win->strides), Minus1(win->dilations),
-                                        Dims(win->pad_begin), Dims(win->pad_end));
+      dnnl::convolution_forward::desc d(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, plan.bias, dst,
+          Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
       dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
       plan.Finish(pd, dnnl::convolution_forward(pd));
     });
@@ -608,6 +1139,63 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const Ker
   return MakeConvLike<ConvKernel>(node, info);
 }
 
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
+  std::vector<SequenceStage> stages;
+  for (size_t k = 0; k < chain.nodes.size(); ++k) {
+    const ir::Node& node = *chain.nodes[k];
+    int offset = chain.input_offset[k];
+    const std::string& op = node.op_type();
+    if (op == "Conv") {
+      SequenceStage stage;
+      stage.base = offset;
+      stage.node_inputs = node.num_inputs();
+      stage.group = reference::AttrInt(node, "group", 1);
+      ONNXKIT_ASSIGN_OR_RETURN(stage.attrs, reference::ParseWindowAttrs(node));
+      stage.attrs.ceil_mode = false;
+      stages.push_back(std::move(stage));
+      continue;
+    }
+    if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
+    ConvChainSpec& spec = stages.back().spec;
+    ConvChainSpec::PostOp post;
+    if (op == "BatchNormalization") {
+      spec.bn_input = offset + 1;
+      spec.bn_epsilon = node.GetFloat("epsilon").value_or(1e-5f);
+      continue;
+    }
+    if (op == "Relu") {
+      post.alg = dnnl::algorithm::eltwise_relu;
+    } else if (op == "LeakyRelu") {
+      post.alg = dnnl::algorithm::eltwise_relu;
+      post.alpha = node.GetFloat("alpha").value_or(0.01f);
+    } else if (op == "Clip") {
+      post.alg = dnnl::algorithm::eltwise_clip_v2;
+      // Opset 6-10 bounds default to the float range; opset 1 left them open.
+      float open = std::numeric_limits<float>::infinity();
+      float bound = info.opset >= 6 ? FLT_MAX : open;
+      post.alpha = info.opset < 11 ? node.GetFloat("min").value_or(-bound) : -open;
+      post.beta = info.opset < 11 ? node.GetFloat("max").value_or(bound) : open;
+      if (info.opset >= 11) {
+        if (node.num_inputs() > 1) post.lo_input = offset + 1;
+        if (node.num_inputs() > 2) post.hi_input = offset + 2;
+      }
+    } else if (op == "Add" || op == "Sum") {
+      post.sum = true;
+      post.residual = offset + (chain.chained_input[k] == 0 ? 1 : 0);
+    } else {
+      return absl::InternalError(absl::StrCat("a Conv chain cannot take ", op));
+    }
+    spec.ops.push_back(post);
+  }
+  if (stages.size() > 1) {
+    return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
+  }
+  const ir::Node& head = chain.head();
+  return std::unique_ptr<Kernel>(
+      new ConvKernel(head, info, std::move(fallback), std::move(stages[0].attrs), std::move(stages[0].spec)));
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const ir::Node& node, const KernelInfo& info) {
   return MakeConvLike<ConvTransposeKernel>(node, info);
 }
@@ -616,14 +1204,16 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQLinearConv(const ir::Node& node, co
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
   ONNXKIT_ASSIGN_OR_RETURN(WindowAttrs attrs, reference::ParseWindowAttrs(node));
   attrs.ceil_mode = false;
-  return std::unique_ptr<Kernel>(new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kQLinearConvInputs));
+  return std::unique_ptr<Kernel>(
+      new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kQLinearConvInputs));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvInteger(const ir::Node& node, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
   ONNXKIT_ASSIGN_OR_RETURN(WindowAttrs attrs, reference::ParseWindowAttrs(node));
   attrs.ceil_mode = false;
-  return std::unique_ptr<Kernel>(new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kConvIntegerInputs));
+  return std::unique_ptr<Kernel>(
+      new IntegerConvKernel(node, std::move(fallback), std::move(attrs), kConvIntegerInputs));
 }
 
 }  // namespace onnxkit::runner::cpu

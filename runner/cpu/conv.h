@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "runner/fusion.h"
 #include "runner/kernel.h"
 
 namespace onnxkit::runner::cpu {
@@ -16,6 +17,11 @@ Factory MakeConv;
 Factory MakeConvTranspose;
 Factory MakeQLinearConv;
 Factory MakeConvInteger;
+// A kernel running `chain` (a float Conv, then a folded BatchNormalization,
+// activations and a residual Add as oneDNN post-ops; see runner/fusion.h)
+// as one convolution; for inputs oneDNN does not cover it runs the chain
+// node by node.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info);
 // pool.cc
 Factory MakeMaxPool;
 Factory MakeAveragePool;

@@ -1,0 +1,197 @@
+// Finding Conv chains, and running a chain node by node.
+#include "runner/fusion.h"
+
+#include <atomic>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+
+namespace onnxkit::runner {
+namespace {
+
+bool InDefaultDomain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+// The one node of `graph` that uses `v`, using it once; null when `v` is a
+// graph output or has any other number of uses.
+const ir::Node* SoleConsumer(const ir::Value* v, const ir::Graph& graph) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 1 || v->IsGraphOutput()) return nullptr;
+  const ir::Node* n = v->uses()[0].node;
+  return n->graph() == &graph && InDefaultDomain(*n) ? n : nullptr;
+}
+
+// True when every output but the first is omitted.
+bool OnlyFirstOutput(const ir::Node& node) {
+  for (int i = 1; i < node.num_outputs(); ++i) {
+    const ir::Value* out = node.output(i);
+    if (out != nullptr && !out->name().empty()) return false;
+  }
+  return node.num_outputs() >= 1;
+}
+
+// Inputs [first, end) of `node`, where present, are constant.
+bool InputsConstant(const ir::Node& node, int first,
+                    const std::function<bool(const ir::Value*)>& is_constant) {
+  for (int i = first; i < node.num_inputs(); ++i) {
+    if (node.input(i) != nullptr && !is_constant(node.input(i))) return false;
+  }
+  return true;
+}
+
+bool IsActivation(const ir::Node& node, int64_t opset,
+                  const std::function<bool(const ir::Value*)>& is_constant) {
+  if (node.op_type() == "Relu" || node.op_type() == "LeakyRelu") return node.num_inputs() == 1;
+  // Clip's bounds are attributes before opset 11, optional inputs since.
+  if (node.op_type() == "Clip")
+    return opset < 11 ? node.num_inputs() == 1 : InputsConstant(node, 1, is_constant);
+  return false;
+}
+
+// A BatchNormalization the reference runs in inference mode with per-channel
+// constant parameters, after a Conv whose weights (and bias) are constant.
+bool IsFoldableBatchNorm(const ir::Node& bn, const ir::Node& conv, int64_t opset,
+                         const std::function<bool(const ir::Value*)>& is_constant) {
+  if (bn.op_type() != "BatchNormalization" || bn.num_inputs() != 5) return false;
+  if (opset >= 14 && bn.GetInt("training_mode").value_or(0) != 0) return false;
+  if (opset < 9 && bn.GetInt("spatial").value_or(1) == 0) return false;
+  return InputsConstant(bn, 1, is_constant) && InputsConstant(conv, 1, is_constant);
+}
+
+// A Conv taking `v` as X, with constant weights (and bias): the next
+// convolution of a sequence.
+bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
+                    const std::function<bool(const ir::Value*)>& is_constant) {
+  return node.op_type() == "Conv" && node.num_outputs() == 1 && node.num_inputs() >= 2 &&
+         node.input(0) == v && node.input(1) != v && (node.num_inputs() < 3 || node.input(2) != v) &&
+         InputsConstant(node, 1, is_constant);
+}
+
+}  // namespace
+
+std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                        const std::function<bool(const ir::Value*)>& is_constant,
+                                        const std::function<bool(const ir::Node*)>& skip) {
+  std::vector<FusionChain> chains;
+  const ir::Model* model = graph.model();
+  int64_t opset = 0;
+  if (model != nullptr) opset = model->OpsetVersion("").value_or(0);
+  if (opset == 0) return chains;
+  absl::flat_hash_set<const ir::Node*> taken;  // nodes of a chain found earlier
+  for (const ir::Node* head : order) {
+    if (head->op_type() != "Conv" || !InDefaultDomain(*head) || skip(head) || head->num_outputs() != 1 ||
+        taken.contains(head)) {
+      continue;
+    }
+    FusionChain chain;
+    chain.nodes = {head};
+    chain.chained_input = {-1};
+    // Stages: 0 after the Conv, 1 after a BatchNormalization, 2 after an
+    // activation, 3 after the Add, 4 after an activation that follows it.
+    int stage = 0;
+    const ir::Node* last = head;
+    const ir::Node* conv = head;  // the convolution of the current stage
+    // Convolutions after the first need every weight constant (prepared once).
+    const bool head_constant = InputsConstant(*head, 1, is_constant);
+    while (OnlyFirstOutput(*last)) {
+      const ir::Value* v = last->output(0);
+      const ir::Node* next = SoleConsumer(v, graph);
+      if (next == nullptr || skip(next)) break;
+      int slot = -1;
+      int next_stage = -1;
+      if (stage == 0 && IsFoldableBatchNorm(*next, *conv, opset, is_constant)) {
+        slot = 0;
+        next_stage = 1;
+      } else if (stage != 2 && stage != 4 && IsActivation(*next, opset, is_constant)) {
+        slot = 0;
+        next_stage = stage == 3 ? 4 : 2;
+      } else if (stage < 3 && (next->op_type() == "Add" || next->op_type() == "Sum") &&
+                 next->num_inputs() == 2 && next->input(0) != nullptr && next->input(1) != nullptr &&
+                 next->input(0) != next->input(1)) {
+        slot = next->input(0) == v ? 0 : 1;
+        next_stage = 3;
+      }
+      if (next_stage < 0 && head_constant && IsSequenceConv(*next, v, is_constant)) {
+        slot = 0;
+        next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
+        conv = next;
+      }
+      if (next_stage < 0 || next->input(slot) != v) break;
+      chain.nodes.push_back(next);
+      chain.chained_input.push_back(slot);
+      last = next;
+      stage = next_stage;
+    }
+    if (chain.nodes.size() < 2) continue;
+    // The tail's extra outputs (a BatchNormalization's) must be omitted too.
+    if (!OnlyFirstOutput(chain.tail())) continue;
+    for (const ir::Node* n : chain.nodes) {
+      taken.insert(n);
+      chain.input_offset.push_back(chain.num_inputs);
+      chain.num_inputs += n->num_inputs();
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+namespace {
+
+std::atomic<int64_t> g_fallback_runs{0};
+
+class ChainKernel : public Kernel {
+ public:
+  ChainKernel(const FusionChain& chain, std::vector<std::unique_ptr<Kernel>> kernels)
+      : chain_(chain), kernels_(std::move(kernels)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
+    RtValue previous;
+    for (size_t k = 0; k < chain_.nodes.size(); ++k) {
+      const ir::Node& node = *chain_.nodes[k];
+      std::vector<const RtValue*> inputs(static_cast<size_t>(node.num_inputs()));
+      for (int j = 0; j < node.num_inputs(); ++j) {
+        inputs[static_cast<size_t>(j)] =
+            j == chain_.chained_input[k] ? &previous : ctx.Value(chain_.input_offset[k] + j);
+      }
+      std::vector<RtValue> outputs(static_cast<size_t>(node.num_outputs()));
+      KernelContext sub(node, ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+      ONNXKIT_RETURN_IF_ERROR_CTX(kernels_[k]->Run(sub), absl::StrCat("node ", ir::NodeLabel(node)));
+      if (k + 1 < chain_.nodes.size()) {
+        if (outputs.empty() || !outputs[0].defined()) {
+          return absl::InternalError(absl::StrCat("node ", ir::NodeLabel(node), " produced no output"));
+        }
+        previous = std::move(outputs[0]);
+        continue;
+      }
+      for (size_t i = 0; i < outputs.size() && static_cast<int>(i) < ctx.num_outputs(); ++i) {
+        if (outputs[i].defined())
+          ONNXKIT_RETURN_IF_ERROR(ctx.SetOutput(static_cast<int>(i), std::move(outputs[i])));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  FusionChain chain_;
+  std::vector<std::unique_ptr<Kernel>> kernels_;
+};
+
+}  // namespace
+
+int64_t ChainFallbackRuns() { return g_fallback_runs.load(std::memory_order_relaxed); }
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
+                                                        const KernelInfo& info) {
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  for (const ir::Node* node : chain.nodes) {
+    ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
+                             FindKernel(backend, node->domain(), node->op_type(), info.opset));
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, entry->factory(*node, info));
+    kernels.push_back(std::move(kernel));
+  }
+  return std::unique_ptr<Kernel>(new ChainKernel(chain, std::move(kernels)));
+}
+
+}  // namespace onnxkit::runner

@@ -1,0 +1,60 @@
+// Node chains the cpu backend runs as one kernel: a Conv and the nodes that
+// follow it one by one (BatchNormalization folded into its weights,
+// Relu / LeakyRelu / Clip and a residual Add, or Sum of two, as post-ops).
+//
+//   %c = Conv(%x, %w, %b); %n = BatchNormalization(%c, ...); %y = Relu(%n)
+//
+// becomes one step producing %y; %c and %n never exist. The session finds
+// chains once (FindConvChains) and, in runs that use them, executes the
+// chain at the position of its last node, with the inputs of every node of
+// the chain concatenated (FusionChain::input_offset). A kernel that cannot
+// run a chain fused for some inputs runs it node by node (MakeChainKernel).
+#ifndef ONNXKIT_RUNNER_FUSION_H_
+#define ONNXKIT_RUNNER_FUSION_H_
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/ir/ir.h"
+#include "runner/kernel.h"
+#include "runner/kernel_registry.h"
+
+namespace onnxkit::runner {
+
+struct FusionChain {
+  // Head first; node k > 0 takes node k-1's output 0 as its input
+  // chained_input[k]. The chain's result is the last node's output 0.
+  std::vector<const ir::Node*> nodes;
+  std::vector<int> chained_input;  // -1 for the head
+  // Node k's input j is input input_offset[k] + j of the fused kernel (the
+  // chained slot is passed as omitted).
+  std::vector<int> input_offset;
+  int num_inputs = 0;
+
+  const ir::Node& head() const { return *nodes.front(); }
+  const ir::Node& tail() const { return *nodes.back(); }
+};
+
+// Chains of `graph` (in its topological order `order`) the cpu backend can
+// fuse. `is_constant` tells which values are the same in every run; nodes
+// for which `skip` is true (folded ones) are never part of a chain. Every
+// value inside a chain has one use (the next node) and is not a graph output.
+std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                        const std::function<bool(const ir::Value*)>& is_constant,
+                                        const std::function<bool(const ir::Node*)>& skip);
+
+// A kernel that runs the nodes of `chain` one after another with their own
+// kernels of `backend` (the fallback of a fused kernel), taking the fused
+// kernel's inputs and producing the last node's outputs.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
+                                                        const KernelInfo& info);
+
+// How many times, in this process, a chain ran node by node (its fused
+// kernel could not take the inputs): for tests.
+int64_t ChainFallbackRuns();
+
+}  // namespace onnxkit::runner
+
+#endif  // ONNXKIT_RUNNER_FUSION_H_

@@ -1,0 +1,471 @@
+// Conv chains the cpu backend fuses (runner/fusion.h): each chain shape on
+// each convolution path (plain pointwise, depthwise, spatial) against the
+// reference kernels; that the chain really runs as one step; the cases that
+// must not fuse; fused kernels falling back node by node; and runs that
+// feed an initializer the fused kernel treated as constant.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+pb::TensorProto Initializer(const std::string& name, const runner::Tensor& t) {
+  pb::TensorProto p;
+  p.name = name;
+  p.data_type = t.dtype();
+  p.dims = t.shape();
+  p.raw_data =
+      Bytes::Own(std::string(reinterpret_cast<const char*>(t.raw()), static_cast<size_t>(t.size()) * 4));
+  return p;
+}
+
+// A convolution geometry: channels in and out, group, kernel, image size.
+struct ConvCase {
+  std::string name;
+  int64_t c, m, group, k, hw;
+};
+
+const ConvCase kCases[] = {
+    {"pointwise", 8, 16, 1, 1, 12},  // 144 positions: plain layout, post-ops applied by the kernel
+    {"depthwise", 16, 16, 16, 3, 9},
+    {"spatial", 5, 16, 1, 3, 7},
+    {"small_pointwise", 16, 16, 1, 1, 5},  // 25 positions: oneDNN's layout
+};
+
+// Adds x -> Conv (weights w, bias b) -> "conv" to `g`.
+void AddConv(GraphBuilder& g, const ConvCase& cc, bool bias, uint32_t seed) {
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, cc.c, cc.hw, cc.hw});
+  g.Initializer(Initializer("w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, seed)));
+  std::vector<std::string> inputs = {"x", "w"};
+  if (bias) {
+    g.Initializer(Initializer("b", RandomFloats({cc.m}, seed + 1)));
+    inputs.push_back("b");
+  }
+  int64_t p = cc.k / 2;
+  g.Node("Conv", inputs, {"conv"}, {AttrInt("group", cc.group), AttrInts("pads", {p, p, p, p})}, "conv");
+}
+
+// Adds BatchNormalization "bn" of `in` with random constant parameters.
+void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out, int64_t m, uint32_t seed) {
+  g.Initializer(Initializer("scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
+      .Initializer(Initializer("shift", RandomFloats({m}, seed + 1)))
+      .Initializer(Initializer("mean", RandomFloats({m}, seed + 2)))
+      .Initializer(Initializer("var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
+      .Node("BatchNormalization", {in, "scale", "shift", "mean", "var"}, {out}, {AttrFloat("epsilon", 1e-3f)},
+            "bn");
+}
+
+std::vector<int64_t> OutShape(const ConvCase& cc) { return {1, cc.m, cc.hw, cc.hw}; }
+
+struct Result {
+  std::vector<runner::Tensor> outputs;
+  std::vector<std::string> ran;  // node names reported per run, in order
+};
+
+absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
+                           int64_t opset = 18, int64_t ir_version = 9) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, opset, ir_version);
+  Result result;
+  runner::SessionOptions options;
+  options.backend = backend;
+  options.on_node_done = [&](const ir::Node& node, double) { result.ran.push_back(node.name()); };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  if (!session.ok()) return session.status();
+  std::vector<std::pair<std::string, runner::RtValue>> in;
+  for (const auto& [name, t] : feeds) in.emplace_back(name, runner::RtValue::FromTensor(t));
+  auto out = (*session)->Run(std::move(in));
+  if (!out.ok()) return out.status();
+  for (const runner::RtValue& v : *out) result.outputs.push_back(v.tensor());
+  return result;
+}
+
+// Runs `graph` on both backends: the outputs agree and the cpu backend
+// reports the nodes `cpu_ran` (a fused chain once, under its Conv).
+// `node_by_node`: the fused kernels are expected to fall back (run their
+// chain node by node) rather than run fused.
+void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vector<std::string>& cpu_ran,
+                 int64_t opset = 18, bool node_by_node = false) {
+  auto ref = Run(graph, runner::Backend::kReference, feeds, opset);
+  int64_t fallbacks = runner::ChainFallbackRuns();
+  auto cpu = Run(graph, runner::Backend::kCpu, feeds, opset);
+  EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, node_by_node);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(ref->outputs.size(), cpu->outputs.size());
+  for (size_t i = 0; i < ref->outputs.size(); ++i) {
+    ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 1e-4, 1e-4, "output " + std::to_string(i));
+  }
+  EXPECT_EQ(cpu->ran, cpu_ran);
+}
+
+TEST(CpuFusionTest, ConvBatchNormRelu) {
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    for (bool bias : {false, true}) {
+      GraphBuilder g("g");
+      AddConv(g, cc, bias, 1);
+      AddBatchNorm(g, "conv", "norm", cc.m, 10);
+      g.Node("Relu", {"norm"}, {"y"}, {}, "relu").Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 2)}}, {"conv"});
+    }
+  }
+}
+
+TEST(CpuFusionTest, ConvReluAddAndConvAddRelu) {
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    for (bool add_first : {false, true}) {
+      for (bool residual_first : {false, true}) {
+        GraphBuilder g("g");
+        AddConv(g, cc, true, 3);
+        g.Input("r", pb::kFloat, OutShape(cc));
+        std::string first = add_first ? "Add" : "Relu";
+        auto add_inputs = [&](const std::string& v) {
+          return residual_first ? std::vector<std::string>{"r", v} : std::vector<std::string>{v, "r"};
+        };
+        if (add_first) {
+          g.Node("Add", add_inputs("conv"), {"t"}, {}, "add").Node("Relu", {"t"}, {"y"}, {}, "relu");
+        } else {
+          g.Node("Relu", {"conv"}, {"t"}, {}, "relu").Node("Add", add_inputs("t"), {"y"}, {}, "add");
+        }
+        g.Output("y");
+        ExpectFused(
+            g.Build(),
+            {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 4)}, {"r", RandomFloats(OutShape(cc), 5, -2, 2)}},
+            {"conv"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, BatchNormActivationAddActivationAndSum) {
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    GraphBuilder g("g");
+    AddConv(g, cc, false, 6);
+    AddBatchNorm(g, "conv", "norm", cc.m, 20);
+    g.Input("r", pb::kFloat, OutShape(cc))
+        .Node("LeakyRelu", {"norm"}, {"a"}, {AttrFloat("alpha", 0.2f)}, "leaky")
+        .Node("Sum", {"r", "a"}, {"s"}, {}, "sum")
+        .Node("Relu", {"s"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectFused(
+        g.Build(),
+        {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 7)}, {"r", RandomFloats(OutShape(cc), 8, -2, 2)}},
+        {"conv"});
+  }
+}
+
+TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    {
+      GraphBuilder g("g");
+      AddConv(g, cc, true, 9);
+      g.Initializer(Initializer("lo", Floats({}, {-0.25f})))
+          .Initializer(Initializer("hi", Floats({}, {0.5f})))
+          .Node("Clip", {"conv", "lo", "hi"}, {"y"}, {}, "clip")
+          .Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 10)}}, {"conv"});
+    }
+    {
+      GraphBuilder g("g");
+      AddConv(g, cc, true, 11);
+      g.Initializer(Initializer("hi", Floats({}, {0.5f})))
+          .Node("Clip", {"conv", "", "hi"}, {"y"}, {}, "clip")
+          .Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 12)}}, {"conv"});
+    }
+    {
+      GraphBuilder g("g");
+      AddConv(g, cc, true, 13);
+      g.Node("Clip", {"conv"}, {"y"}, {AttrFloat("min", 0.0f), AttrFloat("max", 0.3f)}, "clip").Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 14)}}, {"conv"}, /*opset=*/10);
+    }
+  }
+}
+
+TEST(CpuFusionTest, ClipWithCrossedBoundsRunsNodeByNode) {
+  // min > max gives max everywhere: the fused kernel falls back, still one step.
+  const ConvCase& cc = kCases[0];
+  GraphBuilder g("g");
+  AddConv(g, cc, true, 15);
+  g.Initializer(Initializer("lo", Floats({}, {0.5f})))
+      .Initializer(Initializer("hi", Floats({}, {-0.5f})))
+      .Node("Clip", {"conv", "lo", "hi"}, {"y"}, {}, "clip")
+      .Output("y");
+  ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 16)}}, {"conv"}, 18,
+              /*node_by_node=*/true);
+}
+
+TEST(CpuFusionTest, BroadcastResidualRunsNodeByNode) {
+  const ConvCase& cc = kCases[2];
+  GraphBuilder g("g");
+  AddConv(g, cc, true, 17);
+  g.Input("r", pb::kFloat, std::vector<int64_t>{1, cc.m, 1, 1})
+      .Node("Relu", {"conv"}, {"t"}, {}, "relu")
+      .Node("Add", {"t", "r"}, {"y"}, {}, "add")
+      .Output("y");
+  ExpectFused(g.Build(),
+              {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 18)}, {"r", RandomFloats({1, cc.m, 1, 1}, 19)}},
+              {"conv"}, 18, /*node_by_node=*/true);
+}
+
+TEST(CpuFusionTest, ValuesUsedTwiceOrReturnedAreNotFused) {
+  const ConvCase& cc = kCases[0];
+  Feeds feeds = {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 20)}};
+  {
+    // conv feeds Relu and is a graph output: nothing fuses.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 21);
+    g.Node("Relu", {"conv"}, {"y"}, {}, "relu").Output("y").Output("conv");
+    ExpectFused(g.Build(), feeds, {"conv", "relu"});
+  }
+  {
+    // t feeds both Add inputs: Conv+Relu fuse, the Add stays.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 22);
+    g.Node("Relu", {"conv"}, {"t"}, {}, "relu").Node("Add", {"t", "t"}, {"y"}, {}, "add").Output("y");
+    ExpectFused(g.Build(), feeds, {"conv", "add"});
+  }
+  {
+    // conv has two consumers.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 23);
+    g.Node("Relu", {"conv"}, {"a"}, {}, "relu")
+        .Node("Sigmoid", {"conv"}, {"s"}, {}, "sigmoid")
+        .Node("Add", {"a", "s"}, {"y"}, {}, "add")
+        .Output("y");
+    ExpectFused(g.Build(), feeds, {"conv", "relu", "sigmoid", "add"});
+  }
+}
+
+TEST(CpuFusionTest, BatchNormThatCannotFoldIsNotFused) {
+  const ConvCase& cc = kCases[2];
+  Feeds feeds = {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 24)}};
+  {
+    // A fed scale: not constant.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 25);
+    g.Input("scale", pb::kFloat, std::vector<int64_t>{cc.m})
+        .Initializer(Initializer("shift", RandomFloats({cc.m}, 26)))
+        .Initializer(Initializer("mean", RandomFloats({cc.m}, 27)))
+        .Initializer(Initializer("var", RandomFloats({cc.m}, 28, 0.5f, 1.5f)))
+        .Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, {"n"}, {}, "bn")
+        .Node("Relu", {"n"}, {"y"}, {}, "relu")
+        .Output("y");
+    Feeds f = feeds;
+    f.emplace_back("scale", RandomFloats({cc.m}, 29));
+    ExpectFused(g.Build(), f, {"conv", "bn", "relu"});
+  }
+  {
+    // Training mode (opset 14+) uses the batch's statistics.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 30);
+    AddBatchNorm(g, "conv", "n", cc.m, 31);
+    g.graph().node.back().attribute.push_back(AttrInt("training_mode", 1));
+    g.Node("Relu", {"n"}, {"y"}, {}, "relu").Output("y");
+    ExpectFused(g.Build(), feeds, {"conv", "bn", "relu"});
+  }
+}
+
+TEST(CpuFusionTest, FeedingAnInitializerTheChainFoldedUsesTheFedValue) {
+  // IR 3: initializers are graph inputs too. Runs that do not feed them use
+  // the fused kernel with the BatchNormalization folded; a run feeding new
+  // weights must see them.
+  const ConvCase& cc = kCases[2];
+  GraphBuilder g("g");
+  AddConv(g, cc, true, 32);
+  AddBatchNorm(g, "conv", "n", cc.m, 33);
+  g.Node("Relu", {"n"}, {"y"}, {}, "relu").Output("y");
+  pb::GraphProto graph = g.Build();
+  for (const pb::TensorProto& t : graph.initializer) {
+    pb::ValueInfoProto in = MakeValueInfo(t.name, pb::kFloat, t.dims);
+    graph.input.push_back(std::move(in));
+  }
+  runner::Tensor x = RandomFloats({1, cc.c, cc.hw, cc.hw}, 34);
+  runner::Tensor w2 = RandomFloats({cc.m, cc.c, cc.k, cc.k}, 35);
+  runner::Tensor mean2 = RandomFloats({cc.m}, 36, 2, 3);
+  std::unique_ptr<runner::Session> sessions[2];
+  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
+  for (int i = 0; i < 2; ++i) {
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(graph, 9, 3);
+    runner::SessionOptions options;
+    options.backend = backends[i];
+    auto s = runner::Session::Create(std::move(loaded), options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sessions[i] = std::move(*s);
+  }
+  std::vector<Feeds> runs = {{{"x", x}}, {{"x", x}, {"w", w2}}, {{"x", x}, {"mean", mean2}}, {{"x", x}}};
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::vector<runner::RtValue> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::pair<std::string, runner::RtValue>> feeds;
+      for (const auto& [name, t] : runs[r]) feeds.emplace_back(name, runner::RtValue::FromTensor(t));
+      auto o = sessions[i]->Run(std::move(feeds));
+      ASSERT_TRUE(o.ok()) << o.status();
+      outs[i] = std::move(*o);
+    }
+    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-4, 1e-4, "run " + std::to_string(r));
+  }
+}
+
+// Adds Conv `name` of `in` (c -> m channels, group, k x k, stride) with
+// constant weights and bias.
+void AddStage(GraphBuilder& g, const std::string& name, const std::string& in, const std::string& out,
+              int64_t c, int64_t m, int64_t group, int64_t k, int64_t stride, uint32_t seed) {
+  g.Initializer(Initializer(name + "_w", RandomFloats({m, c / group, k, k}, seed, -0.5f, 0.5f)))
+      .Initializer(Initializer(name + "_b", RandomFloats({m}, seed + 1)));
+  int64_t p = k / 2;
+  g.Node("Conv", {in, name + "_w", name + "_b"}, {out},
+         {AttrInt("group", group), AttrInts("pads", {p, p, p, p}), AttrInts("strides", {stride, stride})},
+         name);
+}
+
+// An inverted residual block (expand 1x1 + Clip, depthwise 3x3 + Clip,
+// project 1x1 + residual Add), then a second block with stride 2 and
+// BatchNormalization: one sequence, or two when the first block's result is
+// also a graph output.
+pb::GraphProto InvertedResidualGraph(int64_t c, int64_t hw, bool block_output = false) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+      .Initializer(Initializer("lo", Floats({}, {0.0f})))
+      .Initializer(Initializer("hi", Floats({}, {6.0f})));
+  AddStage(g, "expand", "x", "e", c, 6 * c, 1, 1, 1, 40);
+  g.Node("Clip", {"e", "lo", "hi"}, {"e6"}, {}, "clip1");
+  AddStage(g, "dw", "e6", "d", 6 * c, 6 * c, 6 * c, 3, 1, 42);
+  g.Node("Clip", {"d", "lo", "hi"}, {"d6"}, {}, "clip2");
+  AddStage(g, "project", "d6", "p", 6 * c, c, 1, 1, 1, 44);
+  g.Node("Add", {"x", "p"}, {"block"}, {}, "add");
+  AddStage(g, "expand2", "block", "f", c, 4 * c, 1, 1, 1, 46);
+  AddBatchNorm(g, "f", "fn", 4 * c, 48);
+  g.Node("Relu", {"fn"}, {"f6"}, {}, "relu");
+  AddStage(g, "dw2", "f6", "y", 4 * c, 4 * c, 4 * c, 3, 2, 50);
+  g.Output("y");
+  if (block_output) g.Output("block");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ConvSequencesKeepBlockedLayoutsBetweenConvolutions) {
+  for (int64_t c : {8, 12}) {     // 12: channel counts that do not fill 16-channel blocks
+    for (int64_t hw : {14, 5}) {  // 5: small images
+      SCOPED_TRACE(::testing::Message() << "c " << c << " hw " << hw);
+      for (bool block_output : {false, true}) {
+        ExpectFused(InvertedResidualGraph(c, hw, block_output), {{"x", RandomFloats({1, c, hw, hw}, 52)}},
+                    block_output ? std::vector<std::string>{"expand", "expand2"}
+                                 : std::vector<std::string>{"expand"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ConvSequenceFollowsShapeChangesBetweenRuns) {
+  pb::GraphProto graph = InvertedResidualGraph(8, 10);
+  graph.input[0] = MakeValueInfo("x", pb::kFloat, std::vector<int64_t>{-1, 8, -1, -1});
+  std::unique_ptr<runner::Session> sessions[2];
+  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
+  for (int i = 0; i < 2; ++i) {
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(graph, 18);
+    runner::SessionOptions options;
+    options.backend = backends[i];
+    auto s = runner::Session::Create(std::move(loaded), options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sessions[i] = std::move(*s);
+  }
+  std::vector<std::vector<int64_t>> shapes = {{1, 8, 10, 10}, {2, 8, 7, 9}, {1, 8, 10, 10}};
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    runner::Tensor x = RandomFloats(shapes[r], 60 + static_cast<uint32_t>(r));
+    std::vector<runner::RtValue> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      auto o = sessions[i]->Run({{"x", runner::RtValue::FromTensor(x)}});
+      ASSERT_TRUE(o.ok()) << o.status();
+      outs[i] = std::move(*o);
+    }
+    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-4, 1e-4, "run " + std::to_string(r));
+  }
+}
+
+TEST(CpuFusionTest, ConvSequenceEdgeCases) {
+  {
+    // The second Conv's weights are fed: it starts no sequence; each Conv
+    // fuses its own activation.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 9, 9})
+        .Input("w2", pb::kFloat, std::vector<int64_t>{8, 8, 3, 3});
+    AddStage(g, "c1", "x", "a", 4, 8, 1, 3, 1, 70);
+    g.Node("Relu", {"a"}, {"a1"}, {}, "r1")
+        .Node("Conv", {"a1", "w2"}, {"b"}, {AttrInts("pads", {1, 1, 1, 1})}, "c2");
+    g.Node("Relu", {"b"}, {"y"}, {}, "r2").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 9, 9}, 71)}, {"w2", RandomFloats({8, 8, 3, 3}, 72)}},
+                {"c1", "c2"});
+  }
+  {
+    // Three post-ops on an inner stage: the sequence runs node by node.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 9, 9})
+        .Input("r", pb::kFloat, std::vector<int64_t>{1, 8, 9, 9});
+    AddStage(g, "c1", "x", "a", 4, 8, 1, 3, 1, 73);
+    g.Node("Relu", {"a"}, {"a1"}, {}, "r1").Node("Add", {"a1", "r"}, {"a2"}, {}, "add");
+    g.Node("Relu", {"a2"}, {"a3"}, {}, "r2");
+    AddStage(g, "c2", "a3", "y", 8, 8, 1, 1, 1, 74);
+    g.Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 9, 9}, 75)}, {"r", RandomFloats({1, 8, 9, 9}, 76)}},
+                {"c1"}, 18, /*node_by_node=*/true);
+  }
+  {
+    // A plain Conv -> Conv pair and a 1-D sequence.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 30});
+    g.Initializer(Initializer("w1", RandomFloats({16, 16, 3}, 77)))
+        .Initializer(Initializer("w2", RandomFloats({4, 16, 1}, 78)));
+    g.Node("Conv", {"x", "w1"}, {"a"}, {AttrInts("pads", {1, 1})}, "c1")
+        .Node("Conv", {"a", "w2"}, {"y"}, {}, "c2");
+    g.Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, 30}, 79)}}, {"c1"});
+  }
+}
+
+TEST(CpuFusionTest, ObserverSeesEveryValueAndFusionCanBeTurnedOff) {
+  const ConvCase& cc = kCases[0];
+  GraphBuilder g("g");
+  AddConv(g, cc, true, 37);
+  g.Node("Relu", {"conv"}, {"y"}, {}, "relu").Output("y");
+  for (bool observe : {false, true}) {
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(g.Build(), 18);
+    std::vector<std::string> seen, ran;
+    runner::SessionOptions options;
+    options.backend = runner::Backend::kCpu;
+    options.fuse = observe;  // off without an observer; an observer turns it off anyway
+    if (observe) {
+      options.observer = [&](const ir::Value& v, const runner::RtValue&) {
+        seen.push_back(v.name());
+        return absl::OkStatus();
+      };
+    }
+    options.on_node_done = [&](const ir::Node& node, double) { ran.push_back(node.name()); };
+    auto s = runner::Session::Create(std::move(loaded), options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE(
+        (*s)->Run({{"x", runner::RtValue::FromTensor(RandomFloats({1, cc.c, cc.hw, cc.hw}, 38))}}).ok());
+    EXPECT_EQ(ran, (std::vector<std::string>{"conv", "relu"}));
+    if (observe) {
+      EXPECT_EQ(seen, (std::vector<std::string>{"conv", "y"}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
