@@ -59,6 +59,16 @@ bool IsFoldableBatchNorm(const ir::Node& bn, const ir::Node& conv, int64_t opset
   return InputsConstant(bn, 1, is_constant) && InputsConstant(conv, 1, is_constant);
 }
 
+// A Mul or Add of `v` by a constant, after a Conv with constant weights
+// (and bias): folded into them (the kernel checks that the constant varies
+// only along the channels, else the chain runs node by node).
+bool IsFoldableAffine(const ir::Node& node, const ir::Value* v, const ir::Node& conv,
+                      const std::function<bool(const ir::Value*)>& is_constant) {
+  if ((node.op_type() != "Mul" && node.op_type() != "Add") || node.num_inputs() != 2) return false;
+  const ir::Value* other = node.input(0) == v ? node.input(1) : node.input(0);
+  return other != nullptr && other != v && is_constant(other) && InputsConstant(conv, 1, is_constant);
+}
+
 // A Conv taking `v` as X, with constant weights (and bias): the next
 // convolution of a sequence.
 bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
@@ -87,8 +97,10 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     FusionChain chain;
     chain.nodes = {head};
     chain.chained_input = {-1};
-    // Stages: 0 after the Conv, 1 after a BatchNormalization, 2 after an
-    // activation, 3 after the Add, 4 after an activation that follows it.
+    // Stages: 0 after the Conv and the nodes folded into it
+    // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
+    // activation, 3 after the residual Add, 4 after an activation that
+    // follows it.
     int stage = 0;
     const ir::Node* last = head;
     const ir::Node* conv = head;  // the convolution of the current stage
@@ -100,9 +112,10 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       if (next == nullptr || skip(next)) break;
       int slot = -1;
       int next_stage = -1;
-      if (stage == 0 && IsFoldableBatchNorm(*next, *conv, opset, is_constant)) {
-        slot = 0;
-        next_stage = 1;
+      if (stage == 0 && (IsFoldableBatchNorm(*next, *conv, opset, is_constant) ||
+                         IsFoldableAffine(*next, v, *conv, is_constant))) {
+        slot = next->input(0) == v ? 0 : 1;
+        next_stage = 0;
       } else if (stage != 2 && stage != 4 && IsActivation(*next, opset, is_constant)) {
         slot = 0;
         next_stage = stage == 3 ? 4 : 2;

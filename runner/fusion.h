@@ -1,6 +1,7 @@
 // Node chains the cpu backend runs as one kernel: a Conv and the nodes that
-// follow it one by one (BatchNormalization folded into its weights,
-// Relu / LeakyRelu / Clip and a residual Add, or Sum of two, as post-ops).
+// follow it one by one (BatchNormalization and Mul / Add by per-channel
+// constants folded into its weights, Relu / LeakyRelu / Clip and a residual
+// Add, or Sum of two, as post-ops, then possibly further Convs).
 //
 //   %c = Conv(%x, %w, %b); %n = BatchNormalization(%c, ...); %y = Relu(%n)
 //

@@ -309,10 +309,16 @@ class FloatConvKernel : public ConvLikeKernel {
 // What follows a Conv in a fused chain (runner/fusion.h), as indices into
 // the fused kernel's inputs.
 struct ConvChainSpec {
-  // A BatchNormalization folded into the weights: its scale, B, mean and
-  // var are inputs bn_input .. bn_input + 3.
-  int bn_input = -1;
-  double bn_epsilon = 1e-5;
+  // Per-channel affine nodes folded into the weights and bias, in order: a
+  // BatchNormalization (scale, B, mean and var are inputs input .. input +
+  // 3), or a Mul / Add by a constant (input `input`) that varies only along
+  // the channels.
+  struct LinearOp {
+    enum class Kind { kBatchNorm, kMul, kAdd } kind = Kind::kBatchNorm;
+    int input = -1;
+    double epsilon = 1e-5;
+  };
+  std::vector<LinearOp> linear;
   struct PostOp {
     bool sum = false;  // a residual Add (input `residual`), else an activation
     dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
@@ -395,18 +401,58 @@ std::optional<ConvGeometry> ResolveConv(const std::vector<int64_t>& x_shape, con
   return g;
 }
 
-// With s = scale / sqrt(var + eps) of the BatchNormalization whose scale, B,
-// mean and var are inputs bn_input .. bn_input + 3: w' = w * s and b' =
-// (b - mean) * s + B per output channel. False when a parameter is not a
-// float vector of the output channels.
-bool FoldBatchNormInto(KernelContext& ctx, int bn_input, double epsilon, const Tensor& w, const Tensor* b,
-                       Tensor* folded_w, Tensor* folded_b) {
+// The values of `t` as one per channel of an output of rank `rank` with `m`
+// channels, when broadcasting `t` to it varies along the channels only (a
+// scalar, [m, 1, 1], [1, m, 1, 1]...); nullopt otherwise.
+std::optional<std::vector<double>> PerChannel(const Tensor& t, int rank, int64_t m) {
+  if (t.dtype() != pb::kFloat || t.rank() > rank) return std::nullopt;
+  for (int a = 0; a < t.rank(); ++a) {
+    int axis = rank - t.rank() + a;
+    if (t.dim(a) != 1 && (axis != 1 || t.dim(a) != m)) return std::nullopt;
+  }
+  std::vector<double> v(static_cast<size_t>(m));
+  for (int64_t o = 0; o < m; ++o) v[static_cast<size_t>(o)] = t.data<float>()[t.size() == 1 ? 0 : o];
+  return v;
+}
+
+// Folds the linear nodes of `spec` (after a convolution with weights w and
+// bias b, output rank `rank`) into folded_w / folded_b: per output channel
+// o, y = conv * scale[o] + shift[o], accumulated in double in node order
+// (BatchNormalization: s = scale / sqrt(var + eps), then (y - mean) * s + B).
+// False when a parameter is not per channel or not float.
+bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, const Tensor& w, const Tensor* b,
+                    Tensor* folded_w, Tensor* folded_b) {
   int64_t m = w.dim(0);
-  const Tensor* p[4];
-  for (int i = 0; i < 4; ++i) {
-    absl::StatusOr<const Tensor*> t = ctx.Input(bn_input + i);
-    if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->size() != m) return false;
-    p[i] = *t;
+  std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
+  for (int64_t o = 0; b != nullptr && o < m; ++o) shift[static_cast<size_t>(o)] = b->data<float>()[o];
+  for (const ConvChainSpec::LinearOp& op : spec.linear) {
+    if (op.kind == ConvChainSpec::LinearOp::Kind::kBatchNorm) {
+      const Tensor* p[4];
+      for (int i = 0; i < 4; ++i) {
+        absl::StatusOr<const Tensor*> t = ctx.Input(op.input + i);
+        if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->size() != m) return false;
+        p[i] = *t;
+      }
+      for (size_t o = 0; o < scale.size(); ++o) {
+        double s =
+            p[0]->data<float>()[o] / std::sqrt(static_cast<double>(p[3]->data<float>()[o]) + op.epsilon);
+        scale[o] *= s;
+        shift[o] = (shift[o] - p[2]->data<float>()[o]) * s + p[1]->data<float>()[o];
+      }
+      continue;
+    }
+    absl::StatusOr<const Tensor*> t = ctx.Input(op.input);
+    if (!t.ok()) return false;
+    std::optional<std::vector<double>> c = PerChannel(**t, rank, m);
+    if (!c) return false;
+    for (size_t o = 0; o < scale.size(); ++o) {
+      if (op.kind == ConvChainSpec::LinearOp::Kind::kMul) {
+        scale[o] *= (*c)[o];
+        shift[o] *= (*c)[o];
+      } else {
+        shift[o] += (*c)[o];
+      }
+    }
   }
   absl::StatusOr<Tensor> fw = Tensor::AllocateUninitialized(pb::kFloat, w.shape());
   absl::StatusOr<Tensor> fb = Tensor::AllocateUninitialized(pb::kFloat, {m});
@@ -414,16 +460,11 @@ bool FoldBatchNormInto(KernelContext& ctx, int bn_input, double epsilon, const T
   int64_t per_channel = w.size() / m;
   const float* src = w.data<float>();
   float* dst = fw->mutable_data<float>();
-  float* bias = fb->mutable_data<float>();
   for (int64_t o = 0; o < m; ++o) {
-    double scale = p[0]->data<float>()[o], shift = p[1]->data<float>()[o];
-    double mean = p[2]->data<float>()[o], var = p[3]->data<float>()[o];
-    double s = scale / std::sqrt(var + epsilon);
-    for (int64_t i = 0; i < per_channel; ++i) {
+    double s = scale[static_cast<size_t>(o)];
+    for (int64_t i = 0; i < per_channel; ++i)
       dst[o * per_channel + i] = static_cast<float>(src[o * per_channel + i] * s);
-    }
-    double conv_bias = b != nullptr ? b->data<float>()[o] : 0.0;
-    bias[o] = static_cast<float>((conv_bias - mean) * s + shift);
+    fb->mutable_data<float>()[o] = static_cast<float>(shift[static_cast<size_t>(o)]);
   }
   *folded_w = *std::move(fw);
   *folded_b = *std::move(fb);
@@ -491,8 +532,8 @@ class ConvKernel : public FloatConvKernel {
     const std::vector<int64_t>& kernel = geometry->kernel;
     const Window* win = &geometry->window;
     const std::vector<int64_t>& y_shape = geometry->y_shape;
-    if (chain_.bn_input >= 0) {
-      if (!FoldBatchNorm(ctx, w, b)) return false;
+    if (!chain_.linear.empty()) {
+      if (!FoldLinear(ctx, x.rank(), w, b)) return false;
       b = &folded_b_;
     }
     if (!ResolvePostOps(ctx, y_shape)) return false;
@@ -549,7 +590,7 @@ class ConvKernel : public FloatConvKernel {
       }
     }
     if (plan.own_post_ops) residual = nullptr;  // added by AfterRun
-    if (chain_.bn_input >= 0) return RunPlan(ctx, plan, x, folded_w_, &folded_b_, pb::kFloat, residual);
+    if (!chain_.linear.empty()) return RunPlan(ctx, plan, x, folded_w_, &folded_b_, pb::kFloat, residual);
     return RunPlan(ctx, plan, x, w, b, pb::kFloat, residual);
   }
 
@@ -569,12 +610,11 @@ class ConvKernel : public FloatConvKernel {
   }
 
  private:
-  // Folds the BatchNormalization into folded_w_ / folded_b_ (once: its
+  // Folds the linear nodes into folded_w_ / folded_b_ (once: their
   // parameters and the weights are constant).
-  bool FoldBatchNorm(KernelContext& ctx, const Tensor& w, const Tensor* b) {
+  bool FoldLinear(KernelContext& ctx, int rank, const Tensor& w, const Tensor* b) {
     if (folded_from_ == w.raw() && folded_w_.defined()) return true;
-    if (!FoldBatchNormInto(ctx, chain_.bn_input, chain_.bn_epsilon, w, b, &folded_w_, &folded_b_))
-      return false;
+    if (!FoldLinearInto(ctx, chain_, rank, w, b, &folded_w_, &folded_b_)) return false;
     folded_from_ = w.raw();
     return true;
   }
@@ -653,10 +693,10 @@ class ConvSequenceKernel : public CpuKernel {
     *b = *bs;
     if ((*w)->dtype() != pb::kFloat || (*w)->size() == 0) return false;
     if (*b != nullptr && ((*b)->dtype() != pb::kFloat || (*b)->rank() != 1)) return false;
-    if (s.spec.bn_input >= 0) {
+    if (!s.spec.linear.empty()) {
       if (s.folded_from != (*w)->raw() || !s.folded_w.defined()) {
         if ((*w)->rank() < 1 || (*w)->dim(0) == 0 ||
-            !FoldBatchNormInto(ctx, s.spec.bn_input, s.spec.bn_epsilon, **w, *b, &s.folded_w, &s.folded_b)) {
+            !FoldLinearInto(ctx, s.spec, (*w)->rank(), **w, *b, &s.folded_w, &s.folded_b)) {
           return false;
         }
         s.folded_from = (*w)->raw();
@@ -1142,11 +1182,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const Ker
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
   std::vector<SequenceStage> stages;
+  int conv_index = 0;  // the chain node of the current stage's Conv
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
     int offset = chain.input_offset[k];
     const std::string& op = node.op_type();
     if (op == "Conv") {
+      conv_index = static_cast<int>(k);
       SequenceStage stage;
       stage.base = offset;
       stage.node_inputs = node.num_inputs();
@@ -1159,9 +1201,20 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
     ConvChainSpec& spec = stages.back().spec;
     ConvChainSpec::PostOp post;
+    using Linear = ConvChainSpec::LinearOp;
     if (op == "BatchNormalization") {
-      spec.bn_input = offset + 1;
-      spec.bn_epsilon = node.GetFloat("epsilon").value_or(1e-5f);
+      spec.linear.push_back({Linear::Kind::kBatchNorm, offset + 1, node.GetFloat("epsilon").value_or(1e-5f)});
+      continue;
+    }
+    // Mul, and Add before any post-op, by a constant: folded (see FindConvChains).
+    int other = chain.chained_input[k] == 0 ? 1 : 0;
+    const ir::Node& conv = *chain.nodes[static_cast<size_t>(conv_index)];
+    bool conv_constant =
+        IsSessionConstantInput(conv, 1) &&
+        (conv.num_inputs() < 3 || conv.input(2) == nullptr || IsSessionConstantInput(conv, 2));
+    if ((op == "Mul" || op == "Add") && spec.ops.empty() && conv_constant &&
+        IsSessionConstantInput(node, other)) {
+      spec.linear.push_back({op == "Mul" ? Linear::Kind::kMul : Linear::Kind::kAdd, offset + other, 0});
       continue;
     }
     if (op == "Relu") {

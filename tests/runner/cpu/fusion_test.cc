@@ -166,6 +166,47 @@ TEST(CpuFusionTest, BatchNormActivationAddActivationAndSum) {
   }
 }
 
+TEST(CpuFusionTest, PerChannelMulAndAddFoldIntoTheWeights) {
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    // Scale and shift as [M, 1, 1], [1, M, 1, 1] and scalars, in both operand orders.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 80);
+    g.Initializer(Initializer("s1", RandomFloats({cc.m, 1, 1}, 81, 0.5f, 2.0f)))
+        .Initializer(Initializer("t1", RandomFloats({1, cc.m, 1, 1}, 82)))
+        .Initializer(Initializer("s2", Floats({}, {1.5f})))
+        .Initializer(Initializer("t2", Floats({1}, {-0.25f})))
+        .Node("Mul", {"conv", "s1"}, {"a"}, {}, "mul1")
+        .Node("Add", {"t1", "a"}, {"a2"}, {}, "add1")
+        .Node("Mul", {"s2", "a2"}, {"c"}, {}, "mul2")
+        .Node("Add", {"c", "t2"}, {"d"}, {}, "add2")
+        .Node("Relu", {"d"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 83)}}, {"conv"});
+  }
+  {
+    // A constant that varies along the image: the chain runs node by node.
+    const ConvCase& cc = kCases[2];
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 84);
+    g.Initializer(Initializer("s", RandomFloats({cc.m, cc.hw, 1}, 85)))
+        .Node("Mul", {"conv", "s"}, {"y"}, {}, "mul")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 86)}}, {"conv"}, 18,
+                /*node_by_node=*/true);
+  }
+  {
+    // A fed operand is a residual, not a fold.
+    const ConvCase& cc = kCases[2];
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 87);
+    g.Input("r", pb::kFloat, OutShape(cc)).Node("Add", {"conv", "r"}, {"y"}, {}, "add").Output("y");
+    ExpectFused(g.Build(),
+                {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 88)}, {"r", RandomFloats(OutShape(cc), 89)}},
+                {"conv"});
+  }
+}
+
 TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
   for (const ConvCase& cc : kCases) {
     SCOPED_TRACE(cc.name);
