@@ -51,12 +51,17 @@ bool IsActivation(const ir::Node& node, int64_t opset,
 
 // A BatchNormalization the reference runs in inference mode with per-channel
 // constant parameters, after a Conv whose weights (and bias) are constant.
-bool IsFoldableBatchNorm(const ir::Node& bn, const ir::Node& conv, int64_t opset,
-                         const std::function<bool(const ir::Value*)>& is_constant) {
-  if (bn.op_type() != "BatchNormalization" || bn.num_inputs() != 5) return false;
+bool IsInferenceBatchNorm(const ir::Node& bn, int64_t opset,
+                          const std::function<bool(const ir::Value*)>& is_constant) {
+  if (bn.op_type() != "BatchNormalization" || bn.num_inputs() != 5 || !InDefaultDomain(bn)) return false;
   if (opset >= 14 && bn.GetInt("training_mode").value_or(0) != 0) return false;
   if (opset < 9 && bn.GetInt("spatial").value_or(1) == 0) return false;
-  return InputsConstant(bn, 1, is_constant) && InputsConstant(conv, 1, is_constant);
+  return InputsConstant(bn, 1, is_constant);
+}
+
+bool IsFoldableBatchNorm(const ir::Node& bn, const ir::Node& conv, int64_t opset,
+                         const std::function<bool(const ir::Value*)>& is_constant) {
+  return IsInferenceBatchNorm(bn, opset, is_constant) && InputsConstant(conv, 1, is_constant);
 }
 
 // A Mul or Add of `v` by a constant, after a Conv with constant weights
@@ -90,7 +95,10 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
   if (opset == 0) return chains;
   absl::flat_hash_set<const ir::Node*> taken;  // nodes of a chain found earlier
   for (const ir::Node* head : order) {
-    if (head->op_type() != "Conv" || !InDefaultDomain(*head) || skip(head) || head->num_outputs() != 1 ||
+    // Heads: a Conv, or a BatchNormalization that an affine chain (Mul / Add
+    // by constants, an activation) follows.
+    const bool bn_head = IsInferenceBatchNorm(*head, opset, is_constant);
+    if ((head->op_type() != "Conv" && !bn_head) || !InDefaultDomain(*head) || skip(head) ||
         taken.contains(head)) {
       continue;
     }
@@ -112,8 +120,16 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       if (next == nullptr || skip(next)) break;
       int slot = -1;
       int next_stage = -1;
-      if (stage == 0 && (IsFoldableBatchNorm(*next, *conv, opset, is_constant) ||
-                         IsFoldableAffine(*next, v, *conv, is_constant))) {
+      if (bn_head) {
+        if (stage == 0 && IsFoldableAffine(*next, v, *head, is_constant)) {
+          slot = next->input(0) == v ? 0 : 1;
+          next_stage = 0;
+        } else if (stage == 0 && IsActivation(*next, opset, is_constant)) {
+          slot = 0;
+          next_stage = 4;  // the end of an affine chain
+        }
+      } else if (stage == 0 && (IsFoldableBatchNorm(*next, *conv, opset, is_constant) ||
+                                IsFoldableAffine(*next, v, *conv, is_constant))) {
         slot = next->input(0) == v ? 0 : 1;
         next_stage = 0;
       } else if (stage != 2 && stage != 4 && IsActivation(*next, opset, is_constant)) {
@@ -125,7 +141,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         slot = next->input(0) == v ? 0 : 1;
         next_stage = 3;
       }
-      if (next_stage < 0 && head_constant && IsSequenceConv(*next, v, is_constant)) {
+      if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
         slot = 0;
         next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
         conv = next;

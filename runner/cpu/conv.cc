@@ -420,11 +420,12 @@ std::optional<std::vector<double>> PerChannel(const Tensor& t, int rank, int64_t
 // o, y = conv * scale[o] + shift[o], accumulated in double in node order
 // (BatchNormalization: s = scale / sqrt(var + eps), then (y - mean) * s + B).
 // False when a parameter is not per channel or not float.
-bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, const Tensor& w, const Tensor* b,
-                    Tensor* folded_w, Tensor* folded_b) {
-  int64_t m = w.dim(0);
-  std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
-  for (int64_t o = 0; b != nullptr && o < m; ++o) shift[static_cast<size_t>(o)] = b->data<float>()[o];
+// The per-channel map y = x * scale[o] + shift[o] of the linear nodes of
+// `spec` applied, in order, to a value of rank `rank` with `m` channels
+// (scale and shift come in as the map so far). False when a parameter is not
+// per channel or not float.
+bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int64_t m,
+                   std::vector<double>& scale, std::vector<double>& shift) {
   for (const ConvChainSpec::LinearOp& op : spec.linear) {
     if (op.kind == ConvChainSpec::LinearOp::Kind::kBatchNorm) {
       const Tensor* p[4];
@@ -454,6 +455,15 @@ bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, con
       }
     }
   }
+  return true;
+}
+
+bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, const Tensor& w, const Tensor* b,
+                    Tensor* folded_w, Tensor* folded_b) {
+  int64_t m = w.dim(0);
+  std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
+  for (int64_t o = 0; b != nullptr && o < m; ++o) shift[static_cast<size_t>(o)] = b->data<float>()[o];
+  if (!ChannelAffine(ctx, spec, rank, m, scale, shift)) return false;
   absl::StatusOr<Tensor> fw = Tensor::AllocateUninitialized(pb::kFloat, w.shape());
   absl::StatusOr<Tensor> fb = Tensor::AllocateUninitialized(pb::kFloat, {m});
   if (!fw.ok() || !fb.ok()) return false;
@@ -1179,67 +1189,139 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const Ker
   return MakeConvLike<ConvKernel>(node, info);
 }
 
+// Adds chain node k (not a Conv) to `spec`, the description of what follows
+// a Conv (or heads an affine chain). `linear_ok`: the node may fold into the
+// weights (the Conv's weights are constant) or the channel map.
+absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, bool linear_ok,
+                          ConvChainSpec& spec) {
+  const ir::Node& node = *chain.nodes[k];
+  int offset = chain.input_offset[k];
+  const std::string& op = node.op_type();
+  using Linear = ConvChainSpec::LinearOp;
+  if (op == "BatchNormalization") {
+    spec.linear.push_back({Linear::Kind::kBatchNorm, offset + 1, node.GetFloat("epsilon").value_or(1e-5f)});
+    return absl::OkStatus();
+  }
+  // Mul, and Add before any post-op, by a constant: folded (see FindConvChains).
+  int other = chain.chained_input[k] == 0 ? 1 : 0;
+  if ((op == "Mul" || op == "Add") && spec.ops.empty() && linear_ok && IsSessionConstantInput(node, other)) {
+    spec.linear.push_back({op == "Mul" ? Linear::Kind::kMul : Linear::Kind::kAdd, offset + other, 0});
+    return absl::OkStatus();
+  }
+  ConvChainSpec::PostOp post;
+  if (op == "Relu") {
+    post.alg = dnnl::algorithm::eltwise_relu;
+  } else if (op == "LeakyRelu") {
+    post.alg = dnnl::algorithm::eltwise_relu;
+    post.alpha = node.GetFloat("alpha").value_or(0.01f);
+  } else if (op == "Clip") {
+    post.alg = dnnl::algorithm::eltwise_clip_v2;
+    // Opset 6-10 bounds default to the float range; opset 1 left them open.
+    float open = std::numeric_limits<float>::infinity();
+    float bound = opset >= 6 ? FLT_MAX : open;
+    post.alpha = opset < 11 ? node.GetFloat("min").value_or(-bound) : -open;
+    post.beta = opset < 11 ? node.GetFloat("max").value_or(bound) : open;
+    if (opset >= 11) {
+      if (node.num_inputs() > 1) post.lo_input = offset + 1;
+      if (node.num_inputs() > 2) post.hi_input = offset + 2;
+    }
+  } else if (op == "Add" || op == "Sum") {
+    post.sum = true;
+    post.residual = offset + other;
+  } else {
+    return absl::InternalError(absl::StrCat("a fused chain cannot take ", op));
+  }
+  spec.ops.push_back(post);
+  return absl::OkStatus();
+}
+
+// A BatchNormalization (inference), Mul / Add by per-channel constants and
+// an activation as one pass over float tensors of rank >= 2:
+// y = act(x * scale[c] + shift[c]), the channel map accumulated in double
+// once (the parameters are constant). Anything else runs node by node.
+class AffineChainKernel : public CpuKernel {
+ public:
+  AffineChainKernel(ConvChainSpec spec, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), spec_(std::move(spec)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != pb::kFloat || x->rank() < 2 || x->size() == 0) return Fallback(ctx);
+    if (x->shape() != shape_) {
+      supported_ = Build(ctx, *x);
+      shape_ = x->shape();
+    }
+    if (!supported_) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    int64_t channels = x->dim(1), planes = x->dim(0) * channels, inner = x->size() / planes;
+    const float* px = x->data<float>();
+    float* py = y->mutable_data<float>();
+    const ResolvedPostOp* ops = resolved_.data();
+    size_t num_ops = resolved_.size();
+#pragma omp parallel for schedule(static) if (planes > 1 && x->size() > 65536)
+    for (int64_t p = 0; p < planes; ++p) {
+      size_t c = static_cast<size_t>(p % channels);
+      AffineRow(px + p * inner, py + p * inner, inner, scale_[c], shift_[c]);
+      ApplyPostOpsChunk(py + p * inner, nullptr, inner, ops, num_ops);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  __attribute__((target_clones("avx512f", "avx2", "default"))) static void AffineRow(const float* x, float* y,
+                                                                                     int64_t n, float a,
+                                                                                     float b) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+  }
+
+  bool Build(KernelContext& ctx, const Tensor& x) {
+    int64_t m = x.dim(1);
+    std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
+    if (!ChannelAffine(ctx, spec_, x.rank(), m, scale, shift)) return false;
+    if (!ResolveChainPostOps(ctx, spec_, x.shape(), &resolved_)) return false;
+    for (const ResolvedPostOp& op : resolved_) {
+      if (op.sum) return false;
+    }
+    scale_.assign(scale.begin(), scale.end());
+    shift_.assign(shift.begin(), shift.end());
+    return true;
+  }
+
+  ConvChainSpec spec_;
+  std::vector<int64_t> shape_;
+  bool supported_ = false;
+  std::vector<float> scale_, shift_;
+  std::vector<ResolvedPostOp> resolved_;
+};
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
+  if (chain.head().op_type() == "BatchNormalization") {
+    ConvChainSpec spec;
+    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+      ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, /*linear_ok=*/true, spec));
+    }
+    return std::unique_ptr<Kernel>(new AffineChainKernel(std::move(spec), std::move(fallback)));
+  }
   std::vector<SequenceStage> stages;
-  int conv_index = 0;  // the chain node of the current stage's Conv
+  bool conv_constant = false;  // the current stage's weights (and bias) are constant
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
-    int offset = chain.input_offset[k];
-    const std::string& op = node.op_type();
-    if (op == "Conv") {
-      conv_index = static_cast<int>(k);
+    if (node.op_type() == "Conv") {
       SequenceStage stage;
-      stage.base = offset;
+      stage.base = chain.input_offset[k];
       stage.node_inputs = node.num_inputs();
       stage.group = reference::AttrInt(node, "group", 1);
       ONNXKIT_ASSIGN_OR_RETURN(stage.attrs, reference::ParseWindowAttrs(node));
       stage.attrs.ceil_mode = false;
       stages.push_back(std::move(stage));
+      conv_constant = IsSessionConstantInput(node, 1) &&
+                      (node.num_inputs() < 3 || node.input(2) == nullptr || IsSessionConstantInput(node, 2));
       continue;
     }
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
-    ConvChainSpec& spec = stages.back().spec;
-    ConvChainSpec::PostOp post;
-    using Linear = ConvChainSpec::LinearOp;
-    if (op == "BatchNormalization") {
-      spec.linear.push_back({Linear::Kind::kBatchNorm, offset + 1, node.GetFloat("epsilon").value_or(1e-5f)});
-      continue;
-    }
-    // Mul, and Add before any post-op, by a constant: folded (see FindConvChains).
-    int other = chain.chained_input[k] == 0 ? 1 : 0;
-    const ir::Node& conv = *chain.nodes[static_cast<size_t>(conv_index)];
-    bool conv_constant =
-        IsSessionConstantInput(conv, 1) &&
-        (conv.num_inputs() < 3 || conv.input(2) == nullptr || IsSessionConstantInput(conv, 2));
-    if ((op == "Mul" || op == "Add") && spec.ops.empty() && conv_constant &&
-        IsSessionConstantInput(node, other)) {
-      spec.linear.push_back({op == "Mul" ? Linear::Kind::kMul : Linear::Kind::kAdd, offset + other, 0});
-      continue;
-    }
-    if (op == "Relu") {
-      post.alg = dnnl::algorithm::eltwise_relu;
-    } else if (op == "LeakyRelu") {
-      post.alg = dnnl::algorithm::eltwise_relu;
-      post.alpha = node.GetFloat("alpha").value_or(0.01f);
-    } else if (op == "Clip") {
-      post.alg = dnnl::algorithm::eltwise_clip_v2;
-      // Opset 6-10 bounds default to the float range; opset 1 left them open.
-      float open = std::numeric_limits<float>::infinity();
-      float bound = info.opset >= 6 ? FLT_MAX : open;
-      post.alpha = info.opset < 11 ? node.GetFloat("min").value_or(-bound) : -open;
-      post.beta = info.opset < 11 ? node.GetFloat("max").value_or(bound) : open;
-      if (info.opset >= 11) {
-        if (node.num_inputs() > 1) post.lo_input = offset + 1;
-        if (node.num_inputs() > 2) post.hi_input = offset + 2;
-      }
-    } else if (op == "Add" || op == "Sum") {
-      post.sum = true;
-      post.residual = offset + (chain.chained_input[k] == 0 ? 1 : 0);
-    } else {
-      return absl::InternalError(absl::StrCat("a Conv chain cannot take ", op));
-    }
-    spec.ops.push_back(post);
+    ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
   }
   if (stages.size() > 1) {
     return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));

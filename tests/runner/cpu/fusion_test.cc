@@ -207,6 +207,53 @@ TEST(CpuFusionTest, PerChannelMulAndAddFoldIntoTheWeights) {
   }
 }
 
+TEST(CpuFusionTest, BatchNormalizationMulAddActivationRunAsOnePass) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{2, 6, 5, 7}, {3, 6}, {1, 6, 11}, {1, 6, 300, 300}}) {
+    SCOPED_TRACE(shape.size());
+    std::vector<int64_t> channel_shape(shape.size() - 1, 1);
+    channel_shape[0] = 6;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, shape);
+    AddBatchNorm(g, "x", "n", 6, 90);
+    g.Initializer(Initializer("s", RandomFloats(channel_shape, 91, 0.5f, 2.0f)))
+        .Initializer(Initializer("t", RandomFloats(channel_shape, 92)))
+        .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
+        .Node("Add", {"t", "a"}, {"c"}, {}, "add")
+        .Node("Relu", {"c"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats(shape, 93, -3, 3)}}, {"bn"});
+  }
+  {
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 3, 3});
+    AddBatchNorm(g, "x", "n", 4, 94);
+    g.Node("Clip", {"n"}, {"y"}, {AttrFloat("min", -0.5f), AttrFloat("max", 0.5f)}, "clip").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 3, 3}, 95, -3, 3)}}, {"bn"}, /*opset=*/10);
+  }
+  {
+    // A Mul whose constant varies along the image: node by node.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 3, 3});
+    AddBatchNorm(g, "x", "n", 4, 96);
+    g.Initializer(Initializer("s", RandomFloats({4, 3, 3}, 97)))
+        .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
+        .Node("Relu", {"a"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 3, 3}, 98)}}, {"bn"}, 18, /*node_by_node=*/true);
+  }
+  {
+    // A BatchNormalization alone keeps its own kernel; a fed Mul operand ends the chain.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 3, 3})
+        .Input("s", pb::kFloat, std::vector<int64_t>{4, 1, 1});
+    AddBatchNorm(g, "x", "n", 4, 99);
+    g.Node("Mul", {"n", "s"}, {"y"}, {}, "mul").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 3, 3}, 100)}, {"s", RandomFloats({4, 1, 1}, 101)}},
+                {"bn", "mul"});
+  }
+}
+
 TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
   for (const ConvCase& cc : kCases) {
     SCOPED_TRACE(cc.name);
