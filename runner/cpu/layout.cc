@@ -1,6 +1,7 @@
-// cpu layout kernels: Transpose as a oneDNN reorder into a destination desc
-// with permuted strides (8-byte types move as pairs of int32; a Transpose of
-// a constant is folded by the session, so it never runs here), Concat as
+// cpu layout kernels: Transpose as block copies where trailing axes of at
+// least 64 bytes stay in place, else as a oneDNN reorder into a destination
+// desc with permuted strides (8-byte types move as pairs of int32; a
+// Transpose of a constant is folded by the session, so it never runs here), Concat as
 // block copies, and inference Dropout as its input. Types the kernels cannot
 // move, Transpose of ranks above 6 or empty tensors, and invalid attributes
 // (the reference reports them) run on the reference kernels.
@@ -53,10 +54,21 @@ class TransposeKernel : public CpuKernel {
     std::vector<int64_t> out_shape(static_cast<size_t>(rank));
     for (int i = 0; i < rank; ++i)
       out_shape[static_cast<size_t>(i)] = x->dim(static_cast<int>(perm[static_cast<size_t>(i)]));
+    // Permutations that keep trailing axes in place move contiguous blocks.
+    int kept = rank;
+    while (kept > 0 && perm[static_cast<size_t>(kept - 1)] == kept - 1) --kept;
+    int64_t block_bytes = static_cast<int64_t>(DataTypeBits(x->dtype()) / 8);
+    for (int i = kept; i < rank; ++i) block_bytes *= x->dim(i);
+    if (kept < rank && block_bytes >= kMinBlockBytes && DataTypeBits(x->dtype()) % 8 == 0 &&
+        !x->is_string()) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), out_shape));
+      MoveBlocks(*x, perm, out_shape, kept, block_bytes, *y);
+      return absl::OkStatus();
+    }
     if (x->shape() != shape_ || x->dtype() != dtype_ || !primitive_) {
       ONNXKIT_RETURN_IF_ERROR(Build(*x, perm, out_shape, *move));
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), out_shape));
     dnnl::memory src, dst;
     ONNXKIT_RETURN_IF_ERROR(Guard("transpose", [&] {
       src = dnnl::memory(src_, Engine(), const_cast<void*>(x->raw()));
@@ -66,6 +78,39 @@ class TransposeKernel : public CpuKernel {
   }
 
  private:
+  // Blocks of at least this many bytes are copied with memcpy.
+  static constexpr int64_t kMinBlockBytes = 64;
+
+  // y = transpose(x) where the axes from `kept` on stay in place: one
+  // memcpy of `block_bytes` per index of the leading output axes, in output
+  // order, from the source offset the permuted strides give.
+  static void MoveBlocks(const Tensor& x, const std::vector<int64_t>& perm,
+                         const std::vector<int64_t>& out_shape, int kept, int64_t block_bytes, Tensor& y) {
+    std::vector<int64_t> x_stride(static_cast<size_t>(kept));  // in blocks
+    int64_t stride = 1;
+    for (int i = kept; i-- > 0;) {
+      x_stride[static_cast<size_t>(i)] = stride;
+      stride *= x.dim(i);
+    }
+    std::vector<int64_t> step(static_cast<size_t>(kept));  // source step of output axis i
+    for (int i = 0; i < kept; ++i)
+      step[static_cast<size_t>(i)] = x_stride[static_cast<size_t>(perm[static_cast<size_t>(i)])];
+    const char* src = static_cast<const char*>(x.raw());
+    char* dst = static_cast<char*>(y.mutable_raw());
+    std::vector<int64_t> index(static_cast<size_t>(kept), 0);
+    int64_t blocks = stride, from = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      std::memcpy(dst + b * block_bytes, src + from * block_bytes, static_cast<size_t>(block_bytes));
+      for (int i = kept; i-- > 0;) {  // next output index (odometer)
+        size_t u = static_cast<size_t>(i);
+        from += step[u];
+        if (++index[u] < out_shape[u]) break;
+        from -= step[u] * out_shape[u];
+        index[u] = 0;
+      }
+    }
+  }
+
   static bool IsPermutation(const std::vector<int64_t>& perm, int rank) {
     if (static_cast<int>(perm.size()) != rank) return false;
     std::vector<bool> seen(static_cast<size_t>(rank), false);

@@ -84,6 +84,30 @@ TEST(CpuTransposeTest, EveryPermutationMatchesReference) {
   ExpectCpuMatchesReference(b.Build(), {{"x", RandomFloats({1, 128, 12, 64}, 8)}}, 18, 0, 0);
 }
 
+TEST(CpuTransposeTest, PermutationsKeepingTrailingAxesMoveBlocks) {
+  // Trailing axes of 64 bytes and more that stay in place are copied as
+  // blocks: every permutation of rank 5 (with and without kept axes), the
+  // channel shuffle of grouped convolutions, and 1- and 8-byte types.
+  uint32_t seed = 20;
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{2, 3, 2, 4, 16}, {3, 2, 2, 8, 8}}) {
+    std::vector<int64_t> perm(shape.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      GraphBuilder g("g");
+      g.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", perm)}).Output("y");
+      ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++)}}, 18, 0, 0);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  GraphBuilder shuffle("g");
+  shuffle.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {0, 2, 1, 3, 4})}).Output("y");
+  ExpectCpuMatchesReference(shuffle.Build(), {{"x", RandomFloats({1, 3, 80, 28, 28}, 3)}}, 18, 0, 0);
+  for (int32_t dtype : {pb::kUint8, pb::kInt64}) {
+    GraphBuilder g("g");
+    g.Input("x", dtype).Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {1, 0, 2})}).Output("y", dtype);
+    ExpectCpuMatchesReference(g.Build(), {{"x", RandomInts(dtype, {3, 5, 64}, 4, 0, 100)}});
+  }
+}
+
 TEST(CpuTransposeTest, MovesInt64AndFallsBackOtherwise) {
   GraphBuilder g("g");
   g.Input("x", pb::kInt64)
