@@ -42,6 +42,19 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutputUninitialized(int i, int32_
   return AllocateOutputImpl(i, dtype, std::move(shape), false);
 }
 
+absl::StatusOr<Tensor*> KernelContext::AllocateOutputReusing(int out, int in, int32_t dtype,
+                                                             std::vector<int64_t> shape) {
+  const RtValue* v = Value(in);
+  if (in >= 0 && static_cast<size_t>(in) < reusable_.size() && reusable_[static_cast<size_t>(in)] &&
+      v != nullptr && v->is_tensor() && v->tensor().dtype() == dtype && v->tensor().shape() == shape &&
+      out >= 0 && out < num_outputs()) {
+    reusable_[static_cast<size_t>(in)] = false;
+    (*outputs_)[static_cast<size_t>(out)] = *v;  // shares the buffer the input is about to release
+    return &(*outputs_)[static_cast<size_t>(out)].mutable_tensor();
+  }
+  return AllocateOutputImpl(out, dtype, std::move(shape), false);
+}
+
 absl::StatusOr<Tensor*> KernelContext::AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
                                                           bool zero_fill) {
   if (i < 0 || i >= num_outputs()) {

@@ -74,6 +74,14 @@ class KernelContext {
   absl::StatusOr<Tensor*> AllocateOutput(int i, int32_t dtype, std::vector<int64_t> shape);
   // The same without zero-filling: for kernels that write every element.
   absl::StatusOr<Tensor*> AllocateOutputUninitialized(int i, int32_t dtype, std::vector<int64_t> shape);
+  // Like AllocateOutputUninitialized, but output `out` takes over the buffer
+  // of input `in` (computing in place) when the session marked that input
+  // reusable (this is its last use and nothing else holds its buffer) and it
+  // has `dtype` and `shape`. A kernel calling this must read each input
+  // element no later than it writes the output element at the same index.
+  absl::StatusOr<Tensor*> AllocateOutputReusing(int out, int in, int32_t dtype, std::vector<int64_t> shape);
+  // Set by the session before Run: which inputs a kernel may compute in place.
+  void set_reusable_inputs(std::vector<bool> reusable) { reusable_ = std::move(reusable); }
   // Sets output i to a value (a tensor view of an input, a sequence...).
   absl::Status SetOutput(int i, RtValue value);
 
@@ -88,6 +96,7 @@ class KernelContext {
   std::vector<const RtValue*> inputs_;
   std::vector<RtValue>* outputs_;
   SubgraphRunner* subgraphs_;
+  std::vector<bool> reusable_;
 };
 
 class Kernel {

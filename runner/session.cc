@@ -1,7 +1,9 @@
 // Session: planning and execution.
 #include "runner/session.h"
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string_view>
 
 #include "absl/container/flat_hash_set.h"
@@ -70,7 +72,8 @@ class Session::Executor : public SubgraphRunner {
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
-        ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame), absl::StrCat("node ", ir::NodeLabel(node)));
+        ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame, &plan->release_after[step]),
+                                    absl::StrCat("node ", ir::NodeLabel(node)));
       }
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
@@ -130,8 +133,10 @@ class Session::Executor : public SubgraphRunner {
     return absl::OkStatus();
   }
 
-  // Runs one node in `frame` (its outputs are added to it).
-  absl::Status RunNode(const ir::Node& node, Frame& frame) {
+  // Runs one node in `frame` (its outputs are added to it). `releasing`:
+  // the values this step uses for the last time, if known.
+  absl::Status RunNode(const ir::Node& node, Frame& frame,
+                       const std::vector<const ir::Value*>* releasing = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs;
     inputs.reserve(node.inputs().size());
@@ -147,7 +152,32 @@ class Session::Executor : public SubgraphRunner {
       inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
-    return RunKernel(*kernel, node, node, std::move(inputs), frame);
+    return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing));
+  }
+
+  // Which inputs of `node` a kernel may compute in place: tensors of this
+  // frame used once by the node, for the last time, whose buffer nothing
+  // else holds (not a view of the model file, a fed value the caller kept,
+  // or a value another value shares). Empty when none.
+  static std::vector<bool> ReusableInputs(const ir::Node& node, const Frame& frame,
+                                          const std::vector<const ir::Value*>* releasing) {
+    std::vector<bool> reusable;
+    if (releasing == nullptr || releasing->empty()) return reusable;
+    bool has_subgraph = false;
+    node.ForEachSubgraph([&](ir::Graph*) { has_subgraph = true; });
+    if (has_subgraph) return reusable;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      const ir::Value* v = node.input(i);
+      if (v == nullptr || std::count(node.inputs().begin(), node.inputs().end(), v) != 1) continue;
+      if (std::find(releasing->begin(), releasing->end(), v) == releasing->end()) continue;
+      auto it = frame.values.find(v);
+      if (it == frame.values.end() || !it->second.is_tensor()) continue;
+      const std::shared_ptr<Buffer>& buffer = it->second.tensor().buffer();
+      if (buffer == nullptr || !buffer->owned() || buffer.use_count() != 1) continue;
+      if (reusable.empty()) reusable.assign(static_cast<size_t>(node.num_inputs()), false);
+      reusable[static_cast<size_t>(i)] = true;
+    }
+    return reusable;
   }
 
   // Runs a fused chain: its kernel takes the inputs of every node of the
@@ -173,10 +203,11 @@ class Session::Executor : public SubgraphRunner {
   // Runs `kernel` as `node` (whose outputs it produces into `frame`),
   // reporting its time under `timed`.
   absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
-                         std::vector<const RtValue*> inputs, Frame& frame) {
+                         std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {}) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
+    ctx.set_reusable_inputs(std::move(reusable));
     current_ = &frame;
     Clock::time_point start = session_->options_.on_node_done ? Clock::now() : Clock::time_point();
     ONNXKIT_RETURN_IF_ERROR(kernel.Run(ctx));

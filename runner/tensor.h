@@ -34,6 +34,8 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t size() const { return size_; }
+  // True for memory this buffer allocated (not a view of a mapped file).
+  bool owned() const { return owned_; }
 
  private:
   Buffer() = default;

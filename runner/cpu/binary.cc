@@ -119,7 +119,10 @@ class BinaryKernel : public CpuKernel {
       ok_ = Build();
     }
     if (!ok_) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shapes_.out));
+    // oneDNN's binary may write over its first source (in place).
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y,
+                             loop_ ? ctx.AllocateOutputUninitialized(0, pb::kFloat, shapes_.out)
+                                   : ctx.AllocateOutputReusing(0, swapped_ ? 1 : 0, pb::kFloat, shapes_.out));
     if (loop_) {
       Loop(a->data<float>(), b->data<float>(), y->mutable_data<float>());
       return absl::OkStatus();
@@ -294,7 +297,7 @@ class SumKernel : public CpuKernel {
       xs[static_cast<size_t>(i)] = x->data<float>();
     }
     if (inputs == 1) return ctx.SetOutput(0, RtValue::FromTensor(*first));
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, first->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputReusing(0, 0, pb::kFloat, first->shape()));
     constexpr int64_t kChunk = 4096;             // floats per pass over the inputs
     constexpr int64_t kMinChunksPerThread = 16;  // keeps small tensors on the calling thread
     int64_t total = y->size(), chunks = (total + kChunk - 1) / kChunk;

@@ -82,7 +82,10 @@ class EltwiseKernel : public CpuKernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (!Covered(*x)) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
+    // In place only where no NaN pass reads x after the primitive wrote y.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, KeepsNaN(alg_)
+                                             ? ctx.AllocateOutputReusing(0, 0, x->dtype(), x->shape())
+                                             : ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
     return primitive_.Run(*x, *y, alg_, alpha_, beta_);
   }
 
@@ -175,7 +178,7 @@ class ErfKernel : public CpuKernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (x->dtype() != pb::kFloat || x->size() == 0) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputReusing(0, 0, x->dtype(), x->shape()));
     const float* px = x->data<float>();
     float* py = y->mutable_data<float>();
     constexpr int64_t kChunk = 16384;
