@@ -731,6 +731,16 @@ class ConvSequenceKernel : public CpuKernel {
     std::vector<int64_t> x_shape = (*xs)->shape();
     const int rank = static_cast<int>(x_shape.size());
     memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
+    bool has_depthwise = false;
+    {
+      int64_t channels = x_shape[1];
+      for (SequenceStage& s : stages_) {
+        absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
+        if (!w.ok() || (*w)->rank() < 2) return false;
+        if (s.group > 1 && s.group == channels) has_depthwise = true;
+        channels = (*w)->dim(0);
+      }
+    }
     for (size_t k = 0; k < stages_.size(); ++k) {
       SequenceStage& s = stages_[k];
       const bool last = k + 1 == stages_.size();
@@ -753,9 +763,11 @@ class ConvSequenceKernel : public CpuKernel {
       memory::dims wdims = WeightDims(s.group, m, c, kernel);
       s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
       s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
-      bool depthwise = s.group > 1 && s.group == c;
+      // Sequences with a depthwise convolution run channel-blocked
+      // throughout (its fastest layout, no reorders between stages); the
+      // others in the layout oneDNN picks (NHWC here).
       std::vector<memory::format_tag> tags = {memory::format_tag::any};
-      if (depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
+      if (has_depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
       bool planned = false;
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
         bool last_tag = i + 1 == tags.size();
