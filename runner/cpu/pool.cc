@@ -1,15 +1,29 @@
-// cpu MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool: oneDNN
-// pooling_v2 (dilations) on plain tensors of rank 3 to 5 (oneDNN's plain
-// pooling kernels beat a reorder to blocked layouts here). The window is the
-// reference kernels' (auto_pad, pads, ceil_mode resolved per input shape);
-// ceil_mode becomes extra end padding.
+// cpu MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool. Float
+// MaxPool and AveragePool over NCHW (2 spatial dims) run on the loops below:
+// one plane at a time (planes in parallel), each output row split into
+// border columns (windows touching padding, bounds from per-column tap
+// ranges) and interior columns (blocks of 16, 8 or 4 outputs computed in
+// vector registers). Taps are visited in the reference's order (kernel rows,
+// then kernel columns), so MaxPool equals the reference (ties keep the first
+// tap; a block that meets a NaN is redone by the checked path, which keeps
+// the first NaN) and AveragePool's float sums are the reference's.
+// The rest (1-D and 3-D windows, global pooling, int8/uint8 MaxPool) runs on
+// oneDNN pooling_v2 (dilations) over plain tensors of rank 3 to 5 (oneDNN's
+// plain pooling kernels beat a reorder to blocked layouts here). The window
+// is the reference kernels' (auto_pad, pads, ceil_mode resolved per input
+// shape); for oneDNN, ceil_mode becomes extra end padding.
 //
 // Falls back to the reference kernel when MaxPool's Indices output is
 // requested, for types other than float32 (and int8/uint8 for MaxPool), when
 // an output window holds no input element (the reference gives -inf/NaN
 // there), and for AveragePool with count_include_pad where ceil_mode added
 // padding (oneDNN would count it in the divisor; ONNX does not).
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -45,6 +59,282 @@ bool EveryWindowReadsInput(const Window& w, size_t d) {
   return true;
 }
 
+// The geometry of a 2-D pooling, resolved once per input shape: per output
+// row and column the kernel taps that read input, the interior columns and
+// the AveragePool divisors.
+struct Pool2d {
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_h = 0, pad_w = 0;
+  // Kernel rows [row_begin[oh], row_end[oh]) of output row oh read input
+  // rows; the same for columns.
+  std::vector<int64_t> row_begin, row_end, col_begin, col_end;
+  // Output columns [interior_begin, interior_end) read every kernel column.
+  int64_t interior_begin = 0, interior_end = 0;
+  // AveragePool divides output (oh, ow) by row_div[oh] * col_div[ow].
+  std::vector<float> row_div, col_div;
+};
+
+// Fills the tap ranges and divisors of spatial dim d of `w`; the divisor
+// counts the taps inside the input, or with count_include_pad the taps
+// inside the explicitly padded input (as the reference does).
+void ResolveDim(const Window& w, size_t d, bool count_include_pad, std::vector<int64_t>& begin,
+                std::vector<int64_t>& end, std::vector<float>& div) {
+  int64_t padded = w.in[d] + w.pad_begin[d] + w.pad_end[d];
+  for (int64_t o = 0; o < w.out[d]; ++o) {
+    int64_t start = o * w.strides[d] - w.pad_begin[d];
+    int64_t b = 0, e = w.kernel[d], inside_padded = 0;
+    while (b < e && start + b * w.dilations[d] < 0) ++b;
+    while (e > b && start + (e - 1) * w.dilations[d] >= w.in[d]) --e;
+    for (int64_t k = 0; k < w.kernel[d]; ++k) inside_padded += o * w.strides[d] + k * w.dilations[d] < padded;
+    begin.push_back(b);
+    end.push_back(e);
+    div.push_back(static_cast<float>(count_include_pad ? inside_padded : e - b));
+  }
+}
+
+Pool2d MakePool2d(const Window& w, bool count_include_pad) {
+  Pool2d g;
+  g.in_h = w.in[0];
+  g.in_w = w.in[1];
+  g.out_h = w.out[0];
+  g.out_w = w.out[1];
+  g.kernel_w = w.kernel[1];
+  g.stride_h = w.strides[0];
+  g.stride_w = w.strides[1];
+  g.dilation_h = w.dilations[0];
+  g.dilation_w = w.dilations[1];
+  g.pad_h = w.pad_begin[0];
+  g.pad_w = w.pad_begin[1];
+  ResolveDim(w, 0, count_include_pad, g.row_begin, g.row_end, g.row_div);
+  ResolveDim(w, 1, count_include_pad, g.col_begin, g.col_end, g.col_div);
+  int64_t first = -1, last = -1;
+  for (int64_t o = 0; o < g.out_w; ++o) {
+    if (g.col_begin[static_cast<size_t>(o)] == 0 && g.col_end[static_cast<size_t>(o)] == g.kernel_w) {
+      if (first < 0) first = o;
+      last = o;
+    }
+  }
+  if (first >= 0) {
+    g.interior_begin = first;
+    g.interior_end = last + 1;
+  }
+  return g;
+}
+
+// One tap of a window: MaxPool keeps the first of equal values and the
+// first NaN (as the reference kernel), AveragePool sums.
+template <PoolMode kMode>
+inline float Accumulate(float acc, float v) {
+  if constexpr (kMode == PoolMode::kMax) {
+    bool take = (v > acc) | ((v != v) & (acc == acc));
+    return take ? v : acc;
+  } else {
+    return acc + v;
+  }
+}
+
+template <PoolMode kMode>
+inline float Finish(float acc, float divisor) {
+  if constexpr (kMode == PoolMode::kMax) {
+    return acc;
+  } else {
+    return acc / divisor;
+  }
+}
+
+typedef float Floats16 __attribute__((vector_size(16 * sizeof(float))));
+typedef float Floats8 __attribute__((vector_size(8 * sizeof(float))));
+typedef float Floats4 __attribute__((vector_size(4 * sizeof(float))));
+
+// One tap of a block of kBlock outputs reading v[l * step]: AveragePool
+// sums; MaxPool keeps the larger value (the earlier one on ties) and flags
+// NaN in `nan`.
+template <PoolMode kMode, int64_t kBlock>
+[[gnu::always_inline]] inline void BlockTap(float* acc, int32_t* nan, const float* v, int64_t step) {
+#pragma omp simd
+  for (int64_t l = 0; l < kBlock; ++l) {
+    float t = v[l * step];
+    if constexpr (kMode == PoolMode::kMax) {
+      acc[l] = t > acc[l] ? t : acc[l];
+      nan[l] |= t != t;
+    } else {
+      acc[l] += t;
+    }
+  }
+}
+
+// Pools the kBlock interior outputs yr[o, o + kBlock) of an output row
+// whose window starts at input row row0 and reads kernel rows
+// [k_begin, k_end). Under stride 2 each tap copies 2 * kBlock floats, one
+// past the last it uses. False (nothing stored) when a MaxPool window holds
+// a NaN: the checked path then gives the reference's NaN.
+template <PoolMode kMode, int64_t kStride, int64_t kBlock>
+[[gnu::always_inline]] inline bool PoolBlock(const Pool2d& g, const float* x, int64_t row0, int64_t k_begin,
+                                             int64_t k_end, float row_div, int64_t o, float* yr) {
+  constexpr float kInit = kMode == PoolMode::kMax ? -std::numeric_limits<float>::infinity() : 0.f;
+  const int64_t stride_w = kStride > 0 ? kStride : g.stride_w;
+  float acc[kBlock];
+  int32_t nan[kBlock];
+  for (int64_t l = 0; l < kBlock; ++l) {
+    acc[l] = kInit;
+    nan[l] = 0;
+  }
+  for (int64_t k = k_begin; k < k_end; ++k) {
+    const float* xr = x + (row0 + k * g.dilation_h) * g.in_w + o * stride_w - g.pad_w;
+    for (int64_t j = 0; j < g.kernel_w; ++j) {
+      const float* xs = xr + j * g.dilation_w;
+      if constexpr (kStride == 2) {
+        // The even floats of xs[0, 2 * kBlock), deinterleaved in registers.
+        float in[kBlock];
+        if constexpr (kBlock == 16) {
+          Floats16 lo, hi, even;
+          std::memcpy(&lo, xs, sizeof lo);
+          std::memcpy(&hi, xs + kBlock, sizeof hi);
+          even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+          std::memcpy(in, &even, sizeof in);
+        } else if constexpr (kBlock == 8) {
+          Floats8 lo, hi, even;
+          std::memcpy(&lo, xs, sizeof lo);
+          std::memcpy(&hi, xs + kBlock, sizeof hi);
+          even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+          std::memcpy(in, &even, sizeof in);
+        } else {
+          Floats4 lo, hi, even;
+          std::memcpy(&lo, xs, sizeof lo);
+          std::memcpy(&hi, xs + kBlock, sizeof hi);
+          even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+          std::memcpy(in, &even, sizeof in);
+        }
+        BlockTap<kMode, kBlock>(acc, nan, in, 1);
+      } else {
+        BlockTap<kMode, kBlock>(acc, nan, xs, stride_w);
+      }
+    }
+  }
+  if constexpr (kMode == PoolMode::kMax) {
+    int32_t any_nan = 0;
+    for (int64_t l = 0; l < kBlock; ++l) any_nan |= nan[l];
+    if (any_nan != 0) return false;
+  }
+  const float* col_div = g.col_div.data() + o;
+#pragma omp simd
+  for (int64_t l = 0; l < kBlock; ++l) yr[o + l] = Finish<kMode>(acc[l], row_div * col_div[l]);
+  return true;
+}
+
+// Pools one plane x (in_h x in_w) into y (out_h x out_w). kStride is the
+// column stride when known at compile time (1 or 2), else 0 (read from g).
+// x_end bounds what may be read: the end of the input tensor.
+template <PoolMode kMode, int64_t kStride>
+[[gnu::always_inline]] inline void PoolPlane(const Pool2d& g, const float* x, const float* x_end, float* y) {
+  constexpr float kInit = kMode == PoolMode::kMax ? -std::numeric_limits<float>::infinity() : 0.f;
+  const int64_t stride_w = kStride > 0 ? kStride : g.stride_w;
+  const int64_t interior = g.interior_end - g.interior_begin;
+  // Interior outputs go in blocks of 16, 8 or 4 (the widest that fits).
+  const int64_t block = interior >= 16 ? 16 : interior >= 8 ? 8 : interior >= 4 ? 4 : 0;
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const int64_t k_begin = g.row_begin[static_cast<size_t>(oh)], k_end = g.row_end[static_cast<size_t>(oh)];
+    const int64_t row0 = oh * g.stride_h - g.pad_h;
+    const float row_div = g.row_div[static_cast<size_t>(oh)];
+    float* yr = y + oh * g.out_w;
+    // One output column with its tap range checked.
+    auto column = [&](int64_t ow) {
+      const int64_t j_begin = g.col_begin[static_cast<size_t>(ow)],
+                    j_end = g.col_end[static_cast<size_t>(ow)];
+      const int64_t col0 = ow * stride_w - g.pad_w;
+      float acc = kInit;
+      for (int64_t k = k_begin; k < k_end; ++k) {
+        const float* xr = x + (row0 + k * g.dilation_h) * g.in_w + col0;
+        for (int64_t j = j_begin; j < j_end; ++j) acc = Accumulate<kMode>(acc, xr[j * g.dilation_w]);
+      }
+      yr[ow] = Finish<kMode>(acc, row_div * g.col_div[static_cast<size_t>(ow)]);
+    };
+    for (int64_t ow = 0; ow < g.interior_begin; ++ow) column(ow);
+    for (int64_t ow = g.interior_end; ow < g.out_w; ++ow) column(ow);
+    if (block == 0) {
+      for (int64_t ow = g.interior_begin; ow < g.interior_end; ++ow) column(ow);
+      continue;
+    }
+    // The last block overlaps the one before it when the block size does
+    // not divide the interior.
+    for (int64_t b = 0; b < interior; b += block) {
+      const int64_t o = g.interior_begin + std::min(b, interior - block);
+      if (kStride == 2) {
+        // A block whose stride-2 copies would pass x_end takes the checked path.
+        const float* last = x + (row0 + (k_end - 1) * g.dilation_h) * g.in_w + o * kStride - g.pad_w +
+                            (g.kernel_w - 1) * g.dilation_w;
+        if (x_end - last < kStride * block) {
+          for (int64_t ow = o; ow < o + block; ++ow) column(ow);
+          continue;
+        }
+      }
+      bool stored = block == 16  ? PoolBlock<kMode, kStride, 16>(g, x, row0, k_begin, k_end, row_div, o, yr)
+                    : block == 8 ? PoolBlock<kMode, kStride, 8>(g, x, row0, k_begin, k_end, row_div, o, yr)
+                                 : PoolBlock<kMode, kStride, 4>(g, x, row0, k_begin, k_end, row_div, o, yr);
+      if (!stored) {
+        for (int64_t ow = o; ow < o + block; ++ow) column(ow);
+      }
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolPlane(const Pool2d& g,
+                                                                               const float* x,
+                                                                               const float* x_end, float* y) {
+  switch (g.stride_w) {
+    case 1:
+      PoolPlane<PoolMode::kMax, 1>(g, x, x_end, y);
+      break;
+    case 2:
+      PoolPlane<PoolMode::kMax, 2>(g, x, x_end, y);
+      break;
+    default:
+      PoolPlane<PoolMode::kMax, 0>(g, x, x_end, y);
+      break;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AveragePoolPlane(const Pool2d& g,
+                                                                                   const float* x,
+                                                                                   const float* x_end,
+                                                                                   float* y) {
+  switch (g.stride_w) {
+    case 1:
+      PoolPlane<PoolMode::kAverage, 1>(g, x, x_end, y);
+      break;
+    case 2:
+      PoolPlane<PoolMode::kAverage, 2>(g, x, x_end, y);
+      break;
+    default:
+      PoolPlane<PoolMode::kAverage, 0>(g, x, x_end, y);
+      break;
+  }
+}
+
+// Pools every plane of x (planes of in_h x in_w floats) into y, planes in
+// parallel when there is enough work for more than one thread.
+void Pool2dPlanes(const Pool2d& g, PoolMode mode, int64_t planes, int64_t taps_per_plane, const float* x,
+                  float* y) {
+  constexpr int64_t kMinTapsPerThread = 1 << 16;  // keeps small pools on the calling thread
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const float* x_end = x + planes * in_plane;
+  auto run = [&](int64_t p) {
+    if (mode == PoolMode::kMax) {
+      MaxPoolPlane(g, x + p * in_plane, x_end, y + p * out_plane);
+    } else {
+      AveragePoolPlane(g, x + p * in_plane, x_end, y + p * out_plane);
+    }
+  };
+  int64_t threads =
+      std::min<int64_t>({omp_get_max_threads(), planes, planes * taps_per_plane / kMinTapsPerThread});
+  if (threads <= 1) {
+    for (int64_t p = 0; p < planes; ++p) run(p);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+  for (int64_t p = 0; p < planes; ++p) run(p);
+}
+
 class PoolKernel : public CpuKernel {
  public:
   PoolKernel(std::unique_ptr<Kernel> fallback, PoolMode mode, bool global, bool count_include_pad,
@@ -67,6 +357,11 @@ class PoolKernel : public CpuKernel {
     }
     if (!supported_) return Fallback(ctx);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), y_shape_));
+    if (own_) {
+      Pool2dPlanes(pool2d_, mode_, x->dim(0) * x->dim(1), pool2d_.out_h * pool2d_.out_w * taps_,
+                   x->data<float>(), y->mutable_data<float>());
+      return absl::OkStatus();
+    }
     std::unordered_map<int, memory> args;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
       args[DNNL_ARG_SRC] = UserMemory(*x, src_);
@@ -100,6 +395,12 @@ class PoolKernel : public CpuKernel {
     }
     y_shape_ = {x.dim(0), x.dim(1)};
     y_shape_.insert(y_shape_.end(), w.out.begin(), w.out.end());
+    own_ = !global_ && x.dtype() == pb::kFloat && x.rank() == 4;
+    if (own_) {
+      pool2d_ = MakePool2d(w, count_include_pad_);
+      taps_ = w.kernel_size;
+      return true;
+    }
     src_ = PlainDesc(x.shape(), *dt);
     dst_ = PlainDesc(y_shape_, *dt);
     dnnl::algorithm alg = mode_ == PoolMode::kMax ? dnnl::algorithm::pooling_max
@@ -121,6 +422,9 @@ class PoolKernel : public CpuKernel {
   WindowAttrs attrs_;
   bool built_ = false;
   bool supported_ = false;
+  bool own_ = false;  // runs on the loops above, not oneDNN
+  Pool2d pool2d_;
+  int64_t taps_ = 0;
   std::vector<int64_t> shape_;
   int32_t dtype_ = 0;
   std::vector<int64_t> y_shape_;

@@ -1,7 +1,10 @@
 // The cpu backend's pooling kernels against the reference kernels: random
 // windows (1-D to 3-D, strides, dilations, pads, auto_pad, ceil_mode,
-// count_include_pad), global pooling, int8 MaxPool, repeated runs with
-// changing shapes, and the cases that fall back.
+// count_include_pad), wider random 2-D windows on images large and small,
+// NaN and infinities in MaxPool, 2 threads, global pooling, int8 MaxPool,
+// repeated runs with changing shapes, and the cases that fall back.
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -89,6 +92,130 @@ TEST(CpuPoolTest, AveragePoolMatchesReferenceOnRandomWindows) {
   for (uint32_t i = 0; i < 10; ++i) ExpectPoolMatches("AveragePool", RandomPool(rng, "AveragePool", 3), i);
 }
 
+// A random 2-D pooling: kernels 1..7, strides 1..3, dilations 1..2,
+// asymmetric pads, auto_pad, ceil_mode, count_include_pad, batch up to 3;
+// `small` images are at most one kernel extent (plus 2) wide, so windows
+// cover all of them, the others have room for interior columns.
+PoolCase RandomPool2d(std::mt19937& rng, const std::string& op, bool small) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  PoolCase c;
+  c.shape = {pick(1, 3), pick(1, 4)};
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  for (int d = 0; d < 2; ++d) {
+    int64_t k = pick(1, 7), dil = pick(1, 2), extent = (k - 1) * dil + 1;
+    kernel.push_back(k);
+    strides.push_back(pick(1, 3));
+    dilations.push_back(dil);
+    c.shape.push_back(small ? extent + pick(0, 2) : extent + pick(0, d == 0 ? 12 : 60));
+  }
+  for (int i = 0; i < 4; ++i) {
+    size_t d = static_cast<size_t>(i % 2);
+    pads.push_back(pick(0, (kernel[d] - 1) * dilations[d]));
+  }
+  c.attrs = {AttrInts("kernel_shape", kernel), AttrInts("strides", strides),
+             AttrInts("dilations", dilations)};
+  static const char* kAutoPads[] = {"SAME_UPPER", "SAME_LOWER", "VALID"};
+  int64_t pad_kind = pick(0, 5);
+  std::string auto_pad = "NOTSET";
+  if (pad_kind < 3) {
+    auto_pad = kAutoPads[pad_kind];
+    c.attrs.push_back(AttrString("auto_pad", auto_pad));
+  } else if (pad_kind < 5) {
+    c.attrs.push_back(AttrInts("pads", pads));
+  }
+  int64_t ceil = pick(0, 1);
+  c.attrs.push_back(AttrInt("ceil_mode", ceil));
+  int64_t include = pick(0, 1);
+  if (op == "AveragePool") c.attrs.push_back(AttrInt("count_include_pad", include));
+  c.text = op + " x=" + Join(c.shape) + " kernel=" + Join(kernel) + " strides=" + Join(strides) +
+           " dilations=" + Join(dilations) + " pads=" + (pad_kind >= 3 && pad_kind < 5 ? Join(pads) : "-") +
+           " auto_pad=" + auto_pad + " ceil=" + std::to_string(ceil) + " include=" + std::to_string(include);
+  return c;
+}
+
+TEST(CpuPoolTest, Pool2dMatchesReferenceOnWideRandomWindows) {
+  std::mt19937 rng(13);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (uint32_t i = 0; i < 120; ++i) ExpectPoolMatches(op, RandomPool2d(rng, op, false), i);
+    for (uint32_t i = 0; i < 40; ++i) ExpectPoolMatches(op, RandomPool2d(rng, op, true), i);
+  }
+}
+
+TEST(CpuPoolTest, Pool2dCommonWindowsMatchReference) {
+  // The windows of the usual image models, interior blocks included.
+  struct Common {
+    std::vector<int64_t> shape, kernel, strides, pads;
+    int64_t ceil;
+  };
+  for (const Common& w : std::vector<Common>{{{1, 8, 14, 14}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0},
+                                             {{1, 4, 112, 112}, {3, 3}, {2, 2}, {0, 0, 1, 1}, 0},
+                                             {{1, 4, 55, 55}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 1},
+                                             {{2, 3, 57, 40}, {2, 2}, {2, 2}, {0, 0, 0, 0}, 0},
+                                             {{1, 5, 35, 35}, {5, 5}, {1, 1}, {2, 2, 2, 2}, 0},
+                                             {{1, 2, 9, 33}, {7, 7}, {3, 3}, {3, 3, 3, 3}, 1}}) {
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      for (int64_t include : {0, 1}) {
+        PoolCase c;
+        c.shape = w.shape;
+        c.attrs = {AttrInts("kernel_shape", w.kernel), AttrInts("strides", w.strides),
+                   AttrInts("pads", w.pads), AttrInt("ceil_mode", w.ceil)};
+        if (std::string(op) == "AveragePool") c.attrs.push_back(AttrInt("count_include_pad", include));
+        c.text = std::string(op) + " x=" + Join(w.shape) + " kernel=" + Join(w.kernel) +
+                 " strides=" + Join(w.strides) + " pads=" + Join(w.pads) + " ceil=" + std::to_string(w.ceil) +
+                 " include=" + std::to_string(include);
+        ExpectPoolMatches(op, c, static_cast<uint32_t>(w.shape[2] + include));
+      }
+    }
+  }
+}
+
+TEST(CpuPoolTest, MaxPoolPropagatesNaNAndInfinitiesAsReference) {
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(14);
+  for (std::vector<int64_t> strides : std::vector<std::vector<int64_t>>{{1, 1}, {2, 2}, {1, 3}}) {
+    for (int64_t ceil : {0, 1}) {
+      runner::Tensor x = RandomFloats({2, 3, 23, 41}, static_cast<uint32_t>(strides[1] + ceil));
+      float* p = x.mutable_data<float>();
+      std::uniform_int_distribution<int64_t> at(0, x.size() - 1);
+      for (int i = 0; i < 12; ++i) p[at(rng)] = kNaN;
+      for (int i = 0; i < 12; ++i) p[at(rng)] = kInf;
+      for (int i = 0; i < 40; ++i) p[at(rng)] = -kInf;
+      for (int i = 0; i < 20; ++i) p[at(rng)] = i % 2 == 0 ? 0.f : -0.f;
+      // A plane of -inf, and one of -inf with a NaN in a corner.
+      for (int64_t i = 0; i < 23 * 41; ++i) p[23 * 41 + i] = p[2 * 23 * 41 + i] = -kInf;
+      p[2 * 23 * 41] = kNaN;
+      GraphBuilder g("g");
+      g.Input("x")
+          .Node("MaxPool", {"x"}, {"y"},
+                {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", strides),
+                 AttrInts("pads", {1, 0, 1, 2}), AttrInt("ceil_mode", ceil)})
+          .Output("y");
+      SCOPED_TRACE("strides " + Join(strides) + " ceil " + std::to_string(ceil));
+      ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, 0, 0);
+    }
+  }
+}
+
+TEST(CpuPoolTest, Pool2dOnTwoThreadsMatchesReference) {
+  std::mt19937 rng(15);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (uint32_t i = 0; i < 12; ++i) {
+      PoolCase c = RandomPool2d(rng, op, false);
+      c.shape[0] = 2;
+      c.shape[1] = 24;
+      SCOPED_TRACE(c.text);
+      GraphBuilder g("g");
+      g.Input("x").Node(op, {"x"}, {"y"}, c.attrs).Output("y");
+      Feeds feeds = {{"x", RandomFloats(c.shape, i)}};
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18, 2);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, 2);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-5, 1e-4, "y");
+    }
+  }
+}
+
 TEST(CpuPoolTest, CeilModeWithCountIncludePadMatchesReference) {
   // The ceil_mode window is partly outside the padded input: its divisor
   // counts only the explicit padding.
@@ -105,7 +232,8 @@ TEST(CpuPoolTest, CeilModeWithCountIncludePadMatchesReference) {
 
 TEST(CpuPoolTest, GlobalPoolsMatchReference) {
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{2, 3, 7}, {1, 16, 7, 7}, {2, 4, 3, 5, 2}, {1, 3}}) {
+    for (std::vector<int64_t> shape :
+         std::vector<std::vector<int64_t>>{{2, 3, 7}, {1, 16, 7, 7}, {2, 4, 3, 5, 2}, {1, 3}}) {
       GraphBuilder g("g");
       g.Input("x").Node(op, {"x"}, {"y"}).Output("y");
       ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, 9)}});
@@ -117,11 +245,12 @@ TEST(CpuPoolTest, MaxPoolOnInt8AndUint8MatchesReference) {
   for (int32_t dtype : {pb::kInt8, pb::kUint8}) {
     GraphBuilder g("g");
     g.Input("x", dtype)
-        .Node("MaxPool", {"x"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
-                                        AttrInts("pads", {1, 1, 1, 1})})
+        .Node("MaxPool", {"x"}, {"y"},
+              {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})})
         .Output("y", dtype);
-    ExpectCpuMatchesReference(g.Build(), {{"x", RandomInts(dtype, {1, 3, 9, 8}, 4, dtype == pb::kInt8 ? -128 : 0,
-                                                           dtype == pb::kInt8 ? 127 : 255)}});
+    ExpectCpuMatchesReference(g.Build(),
+                              {{"x", RandomInts(dtype, {1, 3, 9, 8}, 4, dtype == pb::kInt8 ? -128 : 0,
+                                                dtype == pb::kInt8 ? 127 : 255)}});
   }
 }
 
@@ -136,7 +265,9 @@ TEST(CpuPoolTest, FallbackCasesMatchReference) {
   // Windows wholly in the padding (-inf for MaxPool, NaN for AveragePool).
   for (const char* op : {"MaxPool", "AveragePool"}) {
     GraphBuilder p("g");
-    p.Input("x").Node(op, {"x"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("pads", {3, 0, 0, 3})}).Output("y");
+    p.Input("x")
+        .Node(op, {"x"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("pads", {3, 0, 0, 3})})
+        .Output("y");
     ExpectCpuMatchesReference(p.Build(), {{"x", RandomFloats({1, 2, 3, 3}, 2)}});
   }
   // 4 spatial dims, and an empty batch.
@@ -157,30 +288,16 @@ TEST(CpuPoolTest, FallbackCasesMatchReference) {
 TEST(CpuPoolTest, RepeatedRunsWithChangingShapes) {
   GraphBuilder g("g");
   g.Input("x")
-      .Node("AveragePool", {"x"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
-                                          AttrString("auto_pad", "SAME_LOWER")})
+      .Node("AveragePool", {"x"}, {"y"},
+            {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
+             AttrString("auto_pad", "SAME_LOWER")})
       .Output("y");
-  std::unique_ptr<runner::Session> sessions[2];
-  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
-  for (int i = 0; i < 2; ++i) {
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(g.Build(), 18);
-    runner::SessionOptions options;
-    options.backend = backends[i];
-    auto s = runner::Session::Create(std::move(loaded), options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sessions[i] = std::move(*s);
+  std::vector<Feeds> runs;
+  for (std::vector<int64_t> shape :
+       std::vector<std::vector<int64_t>>{{1, 2, 8, 8}, {2, 3, 5, 11}, {1, 2, 8, 8}}) {
+    runs.push_back({{"x", RandomFloats(shape, static_cast<uint32_t>(shape[3]))}});
   }
-  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{1, 2, 8, 8}, {2, 3, 5, 11}, {1, 2, 8, 8}}) {
-    runner::Tensor x = RandomFloats(shape, static_cast<uint32_t>(shape[3]));
-    std::vector<runner::RtValue> outs[2];
-    for (int i = 0; i < 2; ++i) {
-      auto o = sessions[i]->Run({{"x", runner::RtValue::FromTensor(x)}});
-      ASSERT_TRUE(o.ok()) << o.status();
-      outs[i] = std::move(*o);
-    }
-    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-5, 1e-4, "y");
-  }
+  ExpectRepeatedRunsMatch(g.Build(), runs, 1e-5);
 }
 
 }  // namespace
