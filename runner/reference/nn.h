@@ -43,20 +43,24 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeNonMaxSuppression(const ir::Node& no
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDeformConv(const ir::Node& node, const KernelInfo& info);
 // nn_norm.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNormalization(const ir::Node& node, const KernelInfo& info);
-absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNormalization(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNormalization(const ir::Node& node,
+                                                                  const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLayerNormalization(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGroupNormalization(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRMSNormalization(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLRN(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLpNormalization(const ir::Node& node, const KernelInfo& info);
-absl::StatusOr<std::unique_ptr<Kernel>> MakeMeanVarianceNormalization(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMeanVarianceNormalization(const ir::Node& node,
+                                                                      const KernelInfo& info);
 // nn_softmax.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLogSoftmax(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeHardmax(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeShrink(const ir::Node& node, const KernelInfo& info);
-absl::StatusOr<std::unique_ptr<Kernel>> MakeNegativeLogLikelihoodLoss(const ir::Node& node, const KernelInfo& info);
-absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmaxCrossEntropyLoss(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeNegativeLogLikelihoodLoss(const ir::Node& node,
+                                                                      const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmaxCrossEntropyLoss(const ir::Node& node,
+                                                                    const KernelInfo& info);
 // nn_rnn.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRNN(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGRU(const ir::Node& node, const KernelInfo& info);
@@ -80,8 +84,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeEinsum(const ir::Node& node, const K
 // uint64_t (integer products wrap modulo 2^64, which is what a cast back to a
 // narrower two's-complement type needs).
 template <typename C>
-void MatMulAccumulate(int64_t m, int64_t n, int64_t k_dim, const C* a, int64_t a_row, int64_t a_col, const C* b,
-                      int64_t ldb, C* c, int64_t ldc, bool accumulate);
+void MatMulAccumulate(int64_t m, int64_t n, int64_t k_dim, const C* a, int64_t a_row, int64_t a_col,
+                      const C* b, int64_t ldb, C* c, int64_t ldc, bool accumulate);
 
 // A tensor's elements as the accumulation type C: no copy when the element
 // type already is C, else converted into `storage`.
@@ -102,6 +106,10 @@ const C* ElementsAs(const Tensor& t, std::vector<C>& storage) {
     return storage.data();
   }
 }
+
+// The elements of a float tensor (float16, float, double, bfloat16) as
+// doubles; empty for other types.
+std::vector<double> FloatsAsDoubles(const Tensor& t);
 
 // A zero-filled scratch buffer of `count` elements of C (float, double,
 // int64_t or uint64_t), held as a tensor so it counts against the memory
@@ -136,7 +144,7 @@ struct Window {
   std::vector<int64_t> in;  // input spatial dims
   std::vector<int64_t> kernel, strides, dilations;
   std::vector<int64_t> pad_begin, pad_end;
-  std::vector<int64_t> out;  // output spatial dims
+  std::vector<int64_t> out;                            // output spatial dims
   int64_t in_size = 1, kernel_size = 1, out_size = 1;  // products
 };
 

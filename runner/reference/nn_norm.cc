@@ -15,19 +15,6 @@ namespace {
 
 bool IsFloat(int32_t dtype) { return dtype == 1 || dtype == 10 || dtype == 11 || dtype == 16; }
 
-// Any float tensor as doubles.
-std::vector<double> ToDoubles(const Tensor& t) {
-  std::vector<double> out;
-  (void)VisitFloat(t.dtype(), [&](auto tag) -> absl::Status {
-    using T = decltype(tag);
-    std::vector<double> storage;
-    const double* p = ElementsAs<T, double>(t, storage);
-    out.assign(p, p + t.size());
-    return absl::OkStatus();
-  });
-  return out;
-}
-
 // Allocates output i with `dtype` and `shape` and stores `values` in it.
 absl::Status StoreOutput(KernelContext& ctx, int i, int32_t dtype, const std::vector<int64_t>& shape,
                          const std::vector<double>& values) {
@@ -76,7 +63,7 @@ absl::StatusOr<std::vector<double>> BroadcastParam(const Tensor& p, const std::v
     return absl::InvalidArgumentError(
         absl::StrCat(Sv(name), " ", DescribeTensor(p), " does not broadcast to ", ShapeString(shape)));
   }
-  std::vector<double> v = ToDoubles(p);
+  std::vector<double> v = FloatsAsDoubles(p);
   std::vector<int64_t> idx = BroadcastIndices(p.shape(), shape);
   std::vector<double> out(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) out[i] = v[static_cast<size_t>(idx[i])];
@@ -97,25 +84,29 @@ class BatchNormKernel : public Kernel {
       ONNXKIT_RETURN_IF_ERROR(CheckFloat(*in[i], "input"));
     }
     const Tensor& x = *in[0];
-    if (x.rank() < 2) return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(x), " needs rank >= 2"));
+    if (x.rank() < 2)
+      return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(x), " needs rank >= 2"));
     // Parameters are per channel, or (spatial = 0, opset < 9) per element of
     // one batch item.
     std::vector<int64_t> param_shape(x.shape().begin() + 1, x.shape().end());
     if (spatial_) param_shape.resize(1);
     for (int i = 1; i < 5; ++i) {
       if (in[i]->size() != CheckedElementCount(param_shape).value_or(-1)) {
-        return absl::InvalidArgumentError(absl::StrCat("BatchNormalization input ", i, " ", DescribeTensor(*in[i]),
-                                                       " must have ", ShapeString(param_shape), " elements"));
+        return absl::InvalidArgumentError(absl::StrCat("BatchNormalization input ", i, " ",
+                                                       DescribeTensor(*in[i]), " must have ",
+                                                       ShapeString(param_shape), " elements"));
       }
     }
     int64_t channels = x.dim(1);
     int64_t inner = x.size() / std::max<int64_t>(x.dim(0), 1) / std::max<int64_t>(channels, 1);
     int64_t per_item = spatial_ ? channels : in[1]->size();
     int64_t repeat = spatial_ ? inner : 1;  // elements sharing one parameter within an item
-    std::vector<double> xv = ToDoubles(x), scale = ToDoubles(*in[1]), bias = ToDoubles(*in[2]);
-    std::vector<double> mean = ToDoubles(*in[3]), var = ToDoubles(*in[4]);
+    std::vector<double> xv = FloatsAsDoubles(x), scale = FloatsAsDoubles(*in[1]),
+                        bias = FloatsAsDoubles(*in[2]);
+    std::vector<double> mean = FloatsAsDoubles(*in[3]), var = FloatsAsDoubles(*in[4]);
     std::vector<int64_t> group(xv.size());
-    for (size_t i = 0; i < xv.size(); ++i) group[i] = (static_cast<int64_t>(i) / repeat) % std::max<int64_t>(per_item, 1);
+    for (size_t i = 0; i < xv.size(); ++i)
+      group[i] = (static_cast<int64_t>(i) / repeat) % std::max<int64_t>(per_item, 1);
     bool training = training_ || (opset_ < 14 && (ctx.OutputRequested(3) || ctx.OutputRequested(4)));
     std::vector<double> use_mean = mean, use_var = var;
     if (training) GroupMoments(xv, group, per_item, use_mean, use_var);
@@ -155,8 +146,8 @@ struct BlockNorm {
 
 // Normalizes each contiguous block of `x`: y = (x - mean) * inv_std (no mean
 // when rms), returning per-block mean and inverse standard deviation.
-void NormalizeBlocks(const std::vector<double>& x, BlockNorm b, double epsilon, bool rms, std::vector<double>& y,
-                     std::vector<double>& mean, std::vector<double>& inv_std) {
+void NormalizeBlocks(const std::vector<double>& x, BlockNorm b, double epsilon, bool rms,
+                     std::vector<double>& y, std::vector<double>& mean, std::vector<double>& inv_std) {
   y.resize(x.size());
   mean.assign(static_cast<size_t>(b.outer), 0);
   inv_std.assign(static_cast<size_t>(b.outer), 0);
@@ -187,8 +178,9 @@ class AxisNormKernel : public Kernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bias, kind_ == NormKind::kLayer ? ctx.OptionalInput(2)
-                                                                          : absl::StatusOr<const Tensor*>(nullptr));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bias, kind_ == NormKind::kLayer
+                                                     ? ctx.OptionalInput(2)
+                                                     : absl::StatusOr<const Tensor*>(nullptr));
     ONNXKIT_RETURN_IF_ERROR(CheckFloat(*x, "X"));
     ONNXKIT_RETURN_IF_ERROR(CheckFloat(*scale, "scale"));
     if (bias != nullptr) ONNXKIT_RETURN_IF_ERROR(CheckFloat(*bias, "B"));
@@ -196,7 +188,7 @@ class AxisNormKernel : public Kernel {
     BlockNorm b{1, 1};
     for (int i = 0; i < x->rank(); ++i) (i < axis ? b.outer : b.inner) *= x->dim(i);
     std::vector<double> y, mean, inv_std;
-    NormalizeBlocks(ToDoubles(*x), b, epsilon_, kind_ == NormKind::kRms, y, mean, inv_std);
+    NormalizeBlocks(FloatsAsDoubles(*x), b, epsilon_, kind_ == NormKind::kRms, y, mean, inv_std);
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> s, BroadcastParam(*scale, x->shape(), "scale"));
     for (size_t i = 0; i < y.size(); ++i) y[i] *= s[i];
     if (bias != nullptr) {
@@ -235,7 +227,8 @@ class GroupNormKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bias, ctx.Input(2));
     for (const Tensor* t : {x, scale, bias}) ONNXKIT_RETURN_IF_ERROR(CheckFloat(*t, "input"));
-    if (x->rank() < 2) return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(*x), " needs rank >= 2"));
+    if (x->rank() < 2)
+      return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(*x), " needs rank >= 2"));
     int64_t channels = x->dim(1);
     int64_t groups = num_groups_ == 0 ? channels : num_groups_;
     if (groups < 1 || channels % groups != 0) {
@@ -245,14 +238,15 @@ class GroupNormKernel : public Kernel {
     int64_t params = per_channel_scale_ ? channels : groups;
     for (const Tensor* t : {scale, bias}) {
       if (t->rank() != 1 || t->dim(0) != params) {
-        return absl::InvalidArgumentError(absl::StrCat("scale and bias must be [", params, "], got ", DescribeTensor(*t)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scale and bias must be [", params, "], got ", DescribeTensor(*t)));
       }
     }
     int64_t spatial = channels == 0 ? 0 : x->size() / std::max<int64_t>(x->dim(0), 1) / channels;
     BlockNorm b{x->dim(0) * groups, channels / groups * spatial};
     std::vector<double> y, mean, inv_std;
-    NormalizeBlocks(ToDoubles(*x), b, epsilon_, false, y, mean, inv_std);
-    std::vector<double> s = ToDoubles(*scale), bv = ToDoubles(*bias);
+    NormalizeBlocks(FloatsAsDoubles(*x), b, epsilon_, false, y, mean, inv_std);
+    std::vector<double> s = FloatsAsDoubles(*scale), bv = FloatsAsDoubles(*bias);
     for (size_t i = 0; i < y.size(); ++i) {
       int64_t c = spatial == 0 ? 0 : (static_cast<int64_t>(i) / spatial) % channels;
       size_t p = static_cast<size_t>(per_channel_scale_ ? c : c / (channels / groups));
@@ -271,15 +265,17 @@ class GroupNormKernel : public Kernel {
 
 class LrnKernel : public Kernel {
  public:
-  LrnKernel(double alpha, double beta, double bias, int64_t size) : alpha_(alpha), beta_(beta), bias_(bias), size_(size) {}
+  LrnKernel(double alpha, double beta, double bias, int64_t size)
+      : alpha_(alpha), beta_(beta), bias_(bias), size_(size) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     ONNXKIT_RETURN_IF_ERROR(CheckFloat(*x, "X"));
-    if (x->rank() < 2) return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(*x), " needs rank >= 2"));
+    if (x->rank() < 2)
+      return absl::InvalidArgumentError(absl::StrCat("X ", DescribeTensor(*x), " needs rank >= 2"));
     int64_t channels = x->dim(1);
     int64_t inner = channels == 0 ? 0 : x->size() / std::max<int64_t>(x->dim(0), 1) / channels;
-    std::vector<double> xv = ToDoubles(*x), y(xv.size());
+    std::vector<double> xv = FloatsAsDoubles(*x), y(xv.size());
     int64_t lo = (size_ - 1) / 2, hi = size_ - 1 - lo;  // window [c - lo, c + hi]
     for (int64_t n = 0; n < x->dim(0); ++n) {
       for (int64_t c = 0; c < channels; ++c) {
@@ -327,8 +323,9 @@ class LpNormKernel : public Kernel {
     reduced[static_cast<size_t>(axis)] = true;
     int64_t groups = 0;
     std::vector<int64_t> group = ReducedGroups(x->shape(), reduced, &groups);
-    std::vector<double> xv = ToDoubles(*x), norm(static_cast<size_t>(groups), 0), y(xv.size());
-    for (size_t i = 0; i < xv.size(); ++i) norm[static_cast<size_t>(group[i])] += p_ == 1 ? std::abs(xv[i]) : xv[i] * xv[i];
+    std::vector<double> xv = FloatsAsDoubles(*x), norm(static_cast<size_t>(groups), 0), y(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i)
+      norm[static_cast<size_t>(group[i])] += p_ == 1 ? std::abs(xv[i]) : xv[i] * xv[i];
     if (p_ == 2) {
       for (double& n : norm) n = std::sqrt(n);
     }
@@ -357,7 +354,7 @@ class MvnKernel : public Kernel {
     }
     int64_t groups = 0;
     std::vector<int64_t> group = ReducedGroups(x->shape(), reduced, &groups);
-    std::vector<double> xv = ToDoubles(*x), mean, var, y(xv.size());
+    std::vector<double> xv = FloatsAsDoubles(*x), mean, var, y(xv.size());
     GroupMoments(xv, group, groups, mean, var);
     // As the function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
     for (size_t i = 0; i < xv.size(); ++i) {
@@ -373,11 +370,23 @@ class MvnKernel : public Kernel {
 
 }  // namespace
 
+std::vector<double> FloatsAsDoubles(const Tensor& t) {
+  std::vector<double> out;
+  (void)VisitFloat(t.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    std::vector<double> storage;
+    const double* p = ElementsAs<T, double>(t, storage);
+    out.assign(p, p + t.size());
+    return absl::OkStatus();
+  });
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNormalization(const ir::Node& node, const KernelInfo& info) {
   bool spatial = info.opset >= 9 || AttrInt(node, "spatial", 1) != 0;
   bool training = info.opset >= 14 && AttrInt(node, "training_mode", 0) != 0;
-  return std::unique_ptr<Kernel>(new BatchNormKernel(AttrFloat(node, "epsilon", 1e-5f), AttrFloat(node, "momentum", 0.9f),
-                                                     spatial, training, info.opset));
+  return std::unique_ptr<Kernel>(new BatchNormKernel(
+      AttrFloat(node, "epsilon", 1e-5f), AttrFloat(node, "momentum", 0.9f), spatial, training, info.opset));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNormalization(const ir::Node& node, const KernelInfo&) {
@@ -398,15 +407,17 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRMSNormalization(const ir::Node& nod
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGroupNormalization(const ir::Node& node, const KernelInfo& info) {
   auto groups = node.GetInt("num_groups");
-  if (!groups || *groups < 1) return absl::InvalidArgumentError("num_groups is required and must be positive");
-  return std::unique_ptr<Kernel>(new GroupNormKernel(*groups, AttrFloat(node, "epsilon", 1e-5f), info.opset >= 21));
+  if (!groups || *groups < 1)
+    return absl::InvalidArgumentError("num_groups is required and must be positive");
+  return std::unique_ptr<Kernel>(
+      new GroupNormKernel(*groups, AttrFloat(node, "epsilon", 1e-5f), info.opset >= 21));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLRN(const ir::Node& node, const KernelInfo&) {
   auto size = node.GetInt("size");
   if (!size || *size < 1) return absl::InvalidArgumentError("size is required and must be positive");
-  return std::unique_ptr<Kernel>(new LrnKernel(AttrFloat(node, "alpha", 1e-4f), AttrFloat(node, "beta", 0.75f),
-                                               AttrFloat(node, "bias", 1.0f), *size));
+  return std::unique_ptr<Kernel>(new LrnKernel(
+      AttrFloat(node, "alpha", 1e-4f), AttrFloat(node, "beta", 0.75f), AttrFloat(node, "bias", 1.0f), *size));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLpNormalization(const ir::Node& node, const KernelInfo&) {
@@ -415,7 +426,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeLpNormalization(const ir::Node& node
   return std::unique_ptr<Kernel>(new LpNormKernel(AttrInt(node, "axis", -1), p));
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeMeanVarianceNormalization(const ir::Node& node, const KernelInfo&) {
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMeanVarianceNormalization(const ir::Node& node,
+                                                                      const KernelInfo&) {
   return std::unique_ptr<Kernel>(new MvnKernel(AttrInts(node, "axes", {0, 2, 3})));
 }
 

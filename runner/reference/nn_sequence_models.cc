@@ -53,19 +53,6 @@ double Sigmoid(double x) {
   return e / (1 + e);
 }
 
-// A float tensor's elements as doubles.
-std::vector<double> ToDoubles(const Tensor& t) {
-  std::vector<double> out;
-  (void)VisitFloat(t.dtype(), [&](auto tag) -> absl::Status {
-    using T = decltype(tag);
-    std::vector<double> storage;
-    const double* p = ElementsAs<T, double>(t, storage);
-    out.assign(p, p + t.size());
-    return absl::OkStatus();
-  });
-  return out;
-}
-
 // `v` rounded to the float type `dtype`.
 double RoundTo(int32_t dtype, double v) {
   switch (dtype) {
@@ -106,7 +93,7 @@ class SwiGluKernel : public Kernel {
     std::vector<std::vector<int64_t>> shapes = {a->shape(), b->shape()};
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, BroadcastShapes(shapes));
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, a->dtype(), out_shape));
-    std::vector<double> av = ToDoubles(*a), bv = ToDoubles(*b);
+    std::vector<double> av = FloatsAsDoubles(*a), bv = FloatsAsDoubles(*b);
     const int32_t dtype = a->dtype();
     return VisitFloat(dtype, [&](auto tag) -> absl::Status {
       using T = decltype(tag);
@@ -175,9 +162,9 @@ class CausalConvKernel : public Kernel {
                              ctx.AllocateOutputUninitialized(1, dtype, {batch, channels, state_len}));
     ONNXKIT_ASSIGN_OR_RETURN(Tensor padded_t, Scratch<double>(*padded_count));
     double* padded = padded_t.mutable_data<double>();
-    std::vector<double> xv = ToDoubles(*x), wv = ToDoubles(*w);
-    std::vector<double> bv = bias != nullptr ? ToDoubles(*bias) : std::vector<double>();
-    std::vector<double> pv = past != nullptr ? ToDoubles(*past) : std::vector<double>();
+    std::vector<double> xv = FloatsAsDoubles(*x), wv = FloatsAsDoubles(*w);
+    std::vector<double> bv = bias != nullptr ? FloatsAsDoubles(*bias) : std::vector<double>();
+    std::vector<double> pv = past != nullptr ? FloatsAsDoubles(*past) : std::vector<double>();
     // padded[row] = past_state[row] (or zeros) then input[row].
     for (int64_t r = 0; r < *rows; ++r) {
       double* dst = padded + r * *padded_len;
@@ -307,12 +294,12 @@ class LinearAttentionKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor state_t, Scratch<double>(*state_count));
     double* state = state_t.mutable_data<double>();
     if (past != nullptr) {
-      std::vector<double> pv = ToDoubles(*past);
+      std::vector<double> pv = FloatsAsDoubles(*past);
       std::copy(pv.begin(), pv.end(), state);
     }
-    std::vector<double> qv = ToDoubles(q), kv = ToDoubles(k), vv = ToDoubles(v);
-    std::vector<double> gv = decay != nullptr ? ToDoubles(*decay) : std::vector<double>();
-    std::vector<double> bv = beta != nullptr ? ToDoubles(*beta) : std::vector<double>();
+    std::vector<double> qv = FloatsAsDoubles(q), kv = FloatsAsDoubles(k), vv = FloatsAsDoubles(v);
+    std::vector<double> gv = decay != nullptr ? FloatsAsDoubles(*decay) : std::vector<double>();
+    std::vector<double> bv = beta != nullptr ? FloatsAsDoubles(*beta) : std::vector<double>();
     std::vector<double> out(static_cast<size_t>(y->size()));
     std::vector<double> write(static_cast<size_t>(dv));
     const double scale = a_.scale != 0 ? a_.scale : 1.0 / std::sqrt(static_cast<double>(dk));

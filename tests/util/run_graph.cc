@@ -2,8 +2,10 @@
 #include "tests/util/run_graph.h"
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "lib/base/data_type.h"
@@ -24,7 +26,8 @@ runner::Tensor Allocate(int32_t dtype, std::vector<int64_t> shape) {
 // Element i of a numeric tensor as double; nullopt for the types compared
 // byte for byte here (float16, bfloat16, float8, sub-byte, strings).
 std::optional<double> At(const runner::Tensor& t, int64_t i) {
-  if (!runner::reference::IsStandardNumeric(t.dtype()) || t.dtype() == pb::kFloat16 || t.dtype() == pb::kBfloat16) {
+  if (!runner::reference::IsStandardNumeric(t.dtype()) || t.dtype() == pb::kFloat16 ||
+      t.dtype() == pb::kBfloat16) {
     return std::nullopt;
   }
   return runner::reference::ElementAsDouble(t, i);
@@ -49,7 +52,8 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
   runner::SessionOptions options;
   options.backend = backend;
   options.threads = threads;
-  absl::StatusOr<std::unique_ptr<runner::Session>> session = runner::Session::Create(std::move(loaded), options);
+  absl::StatusOr<std::unique_ptr<runner::Session>> session =
+      runner::Session::Create(std::move(loaded), options);
   if (!session.ok()) return session.status();
   std::vector<std::pair<std::string, runner::RtValue>> values;
   for (const auto& [name, t] : feeds) values.emplace_back(name, runner::RtValue::FromTensor(t));
@@ -58,8 +62,9 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
 
 absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(const std::string& op,
                                                            const std::vector<runner::Tensor>& inputs,
-                                                           std::vector<pb::AttributeProto> attributes, int64_t opset,
-                                                           int num_outputs, const std::string& domain,
+                                                           std::vector<pb::AttributeProto> attributes,
+                                                           int64_t opset, int num_outputs,
+                                                           const std::string& domain,
                                                            runner::Backend backend) {
   GraphBuilder g("g");
   std::vector<std::string> names;
@@ -85,7 +90,8 @@ absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(const std::stri
                                                                  const std::vector<runner::Tensor>& inputs,
                                                                  std::vector<pb::AttributeProto> attributes,
                                                                  int64_t opset, int num_outputs) {
-  absl::StatusOr<std::vector<runner::RtValue>> out = RunSingleNode(op, inputs, std::move(attributes), opset, num_outputs);
+  absl::StatusOr<std::vector<runner::RtValue>> out =
+      RunSingleNode(op, inputs, std::move(attributes), opset, num_outputs);
   if (!out.ok()) return out.status();
   std::vector<runner::Tensor> tensors;
   for (const runner::RtValue& v : *out) {
@@ -110,18 +116,28 @@ runner::Tensor RandomInts(int32_t dtype, std::vector<int64_t> shape, uint32_t se
   for (int64_t i = 0; i < t.size(); ++i) {
     int64_t v = dist(rng);
     switch (dtype) {
-      case pb::kInt8: t.mutable_data<int8_t>()[i] = static_cast<int8_t>(v); break;
-      case pb::kUint8: t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-      case pb::kInt32: t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
-      case pb::kInt64: t.mutable_data<int64_t>()[i] = v; break;
-      default: ADD_FAILURE() << "RandomInts: unsupported type " << dtype; return t;
+      case pb::kInt8:
+        t.mutable_data<int8_t>()[i] = static_cast<int8_t>(v);
+        break;
+      case pb::kUint8:
+        t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v);
+        break;
+      case pb::kInt32:
+        t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case pb::kInt64:
+        t.mutable_data<int64_t>()[i] = v;
+        break;
+      default:
+        ADD_FAILURE() << "RandomInts: unsupported type " << dtype;
+        return t;
     }
   }
   return t;
 }
 
-void ExpectTensorsClose(const runner::Tensor& expected, const runner::Tensor& actual, double atol, double rtol,
-                        const std::string& what) {
+void ExpectTensorsClose(const runner::Tensor& expected, const runner::Tensor& actual, double atol,
+                        double rtol, const std::string& what) {
   ASSERT_EQ(DataTypeName(expected.dtype()), DataTypeName(actual.dtype())) << what;
   ASSERT_EQ(expected.shape(), actual.shape()) << what;
   if (expected.is_string()) {
@@ -153,14 +169,16 @@ void ExpectTensorsClose(const runner::Tensor& expected, const runner::Tensor& ac
     }
   }
   if (bad > 0) {
-    ADD_FAILURE() << what << ": " << bad << " of " << expected.size() << " elements beyond tolerance; worst at flat index "
-                  << worst << ": expected " << *At(expected, worst) << ", got " << *At(actual, worst);
+    ADD_FAILURE() << what << ": " << bad << " of " << expected.size()
+                  << " elements beyond tolerance; worst at flat index " << worst << ": expected "
+                  << *At(expected, worst) << ", got " << *At(actual, worst);
   }
 }
 
 void ExpectCpuMatchesReference(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset, double atol,
                                double rtol) {
-  absl::StatusOr<std::vector<runner::RtValue>> ref = RunGraphOn(runner::Backend::kReference, graph, feeds, opset);
+  absl::StatusOr<std::vector<runner::RtValue>> ref =
+      RunGraphOn(runner::Backend::kReference, graph, feeds, opset);
   ASSERT_TRUE(ref.ok()) << "reference: " << ref.status();
   absl::StatusOr<std::vector<runner::RtValue>> cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, opset);
   ASSERT_TRUE(cpu.ok()) << "cpu: " << cpu.status();
@@ -169,6 +187,45 @@ void ExpectCpuMatchesReference(const pb::GraphProto& graph, const Feeds& feeds, 
     ASSERT_TRUE((*ref)[i].is_tensor() && (*cpu)[i].is_tensor()) << "output " << i;
     ExpectTensorsClose((*ref)[i].tensor(), (*cpu)[i].tensor(), atol, rtol, "output " + std::to_string(i));
   }
+}
+
+void ExpectRepeatedRunsMatch(const pb::GraphProto& graph, const std::vector<Feeds>& runs, double atol,
+                             int64_t opset, int64_t ir_version) {
+  std::unique_ptr<runner::Session> sessions[2];
+  const runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
+  for (int i = 0; i < 2; ++i) {
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(graph, opset, ir_version);
+    runner::SessionOptions options;
+    options.backend = backends[i];
+    auto s = runner::Session::Create(std::move(loaded), options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sessions[i] = std::move(*s);
+  }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::vector<runner::RtValue> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::pair<std::string, runner::RtValue>> feeds;
+      for (const auto& [name, t] : runs[r]) feeds.emplace_back(name, runner::RtValue::FromTensor(t));
+      auto o = sessions[i]->Run(std::move(feeds));
+      ASSERT_TRUE(o.ok()) << "run " << r << ": " << o.status();
+      outs[i] = std::move(*o);
+    }
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    for (size_t k = 0; k < outs[0].size(); ++k) {
+      ExpectTensorsClose(outs[0][k].tensor(), outs[1][k].tensor(), atol, 1e-4,
+                         "run " + std::to_string(r) + ", output " + std::to_string(k));
+    }
+  }
+}
+
+pb::TensorProto InitializerFrom(const std::string& name, const runner::Tensor& t) {
+  pb::TensorProto p;
+  p.name = name;
+  p.data_type = t.dtype();
+  p.dims = t.shape();
+  p.raw_data = Bytes::Own(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  return p;
 }
 
 }  // namespace onnxkit::testing

@@ -26,22 +26,20 @@ using Feeds = std::vector<std::pair<std::string, runner::Tensor>>;
 // Runs `graph` (opset `opset` of ai.onnx, plus ai.onnx.ml 5 and
 // com.microsoft 1 imports) on `backend` with `feeds`; the graph outputs.
 absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend, const pb::GraphProto& graph,
-                                                        const Feeds& feeds, int64_t opset = 18, int threads = 1);
+                                                        const Feeds& feeds, int64_t opset = 18,
+                                                        int threads = 1);
 
 // Runs one node `op` (of `domain`) on `inputs`, named x0, x1... (an
 // undefined tensor leaves that input out), at `opset`; returns its
 // `num_outputs` outputs y0, y1...
-absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(const std::string& op,
-                                                           const std::vector<runner::Tensor>& inputs,
-                                                           std::vector<pb::AttributeProto> attributes = {},
-                                                           int64_t opset = 21, int num_outputs = 1,
-                                                           const std::string& domain = "",
-                                                           runner::Backend backend = runner::Backend::kReference);
+absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(
+    const std::string& op, const std::vector<runner::Tensor>& inputs,
+    std::vector<pb::AttributeProto> attributes = {}, int64_t opset = 21, int num_outputs = 1,
+    const std::string& domain = "", runner::Backend backend = runner::Backend::kReference);
 // The same, returning the outputs as tensors (an error when one is not).
-absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(const std::string& op,
-                                                                 const std::vector<runner::Tensor>& inputs,
-                                                                 std::vector<pb::AttributeProto> attributes = {},
-                                                                 int64_t opset = 21, int num_outputs = 1);
+absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(
+    const std::string& op, const std::vector<runner::Tensor>& inputs,
+    std::vector<pb::AttributeProto> attributes = {}, int64_t opset = 21, int num_outputs = 1);
 
 // A float tensor of `shape` with values uniform in [lo, hi), fixed by `seed`.
 runner::Tensor RandomFloats(std::vector<int64_t> shape, uint32_t seed, float lo = -1.f, float hi = 1.f);
@@ -55,9 +53,19 @@ runner::Tensor RandomInts(int32_t dtype, std::vector<int64_t> shape, uint32_t se
 void ExpectCpuMatchesReference(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset = 18,
                                double atol = 1e-5, double rtol = 1e-4);
 
+// Runs one session per backend (reference and cpu) on each feed set in
+// turn, for kernels that cache per input shape or treat initializers as
+// constant, and expects every output close as above. The model imports
+// ai.onnx `opset` and has `ir_version` (IR < 4 lists initializers as inputs).
+void ExpectRepeatedRunsMatch(const pb::GraphProto& graph, const std::vector<Feeds>& runs, double atol = 1e-4,
+                             int64_t opset = 18, int64_t ir_version = 9);
+
+// An initializer named `name` holding `t` (raw data).
+pb::TensorProto InitializerFrom(const std::string& name, const runner::Tensor& t);
+
 // Expects two tensors equal in type and shape and close as above.
-void ExpectTensorsClose(const runner::Tensor& expected, const runner::Tensor& actual, double atol, double rtol,
-                        const std::string& what);
+void ExpectTensorsClose(const runner::Tensor& expected, const runner::Tensor& actual, double atol,
+                        double rtol, const std::string& what);
 
 }  // namespace onnxkit::testing
 

@@ -19,45 +19,6 @@
 namespace onnxkit::testing {
 namespace {
 
-pb::TensorProto Initializer(const std::string& name, const runner::Tensor& t) {
-  pb::TensorProto p;
-  p.name = name;
-  p.data_type = t.dtype();
-  p.dims = t.shape();
-  p.raw_data = Bytes::Own(std::string(reinterpret_cast<const char*>(t.raw()), t.nbytes()));
-  return p;
-}
-
-// One session per backend, run on each feed set in turn (primitives cached
-// by shape must be rebuilt when the shapes change).
-void ExpectRepeatedRunsMatch(const pb::GraphProto& graph, const std::vector<Feeds>& runs, double atol = 1e-4) {
-  std::unique_ptr<runner::Session> sessions[2];
-  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
-  for (int i = 0; i < 2; ++i) {
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(graph, 18);
-    runner::SessionOptions options;
-    options.backend = backends[i];
-    auto s = runner::Session::Create(std::move(loaded), options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sessions[i] = std::move(*s);
-  }
-  for (size_t r = 0; r < runs.size(); ++r) {
-    std::vector<runner::RtValue> outs[2];
-    for (int i = 0; i < 2; ++i) {
-      std::vector<std::pair<std::string, runner::RtValue>> feeds;
-      for (const auto& [name, t] : runs[r]) feeds.emplace_back(name, runner::RtValue::FromTensor(t));
-      auto o = sessions[i]->Run(std::move(feeds));
-      ASSERT_TRUE(o.ok()) << "run " << r << ": " << o.status();
-      outs[i] = std::move(*o);
-    }
-    ASSERT_EQ(outs[0].size(), outs[1].size());
-    for (size_t k = 0; k < outs[0].size(); ++k) {
-      ExpectTensorsClose(outs[0][k].tensor(), outs[1][k].tensor(), atol, 1e-4, "run " + std::to_string(r));
-    }
-  }
-}
-
 struct ConvCase {
   int spatial = 2;
   int64_t n = 1, group = 1, cg = 2, mg = 3;
@@ -67,9 +28,9 @@ struct ConvCase {
 };
 
 std::string Describe(const ConvCase& c) {
-  std::string s = "n=" + std::to_string(c.n) + " group=" + std::to_string(c.group) + " cg=" + std::to_string(c.cg) +
-                  " mg=" + std::to_string(c.mg) + " auto_pad=" + c.auto_pad + " bias=" + std::to_string(c.bias) +
-                  " constant_w=" + std::to_string(c.constant_w);
+  std::string s = "n=" + std::to_string(c.n) + " group=" + std::to_string(c.group) +
+                  " cg=" + std::to_string(c.cg) + " mg=" + std::to_string(c.mg) + " auto_pad=" + c.auto_pad +
+                  " bias=" + std::to_string(c.bias) + " constant_w=" + std::to_string(c.constant_w);
   auto list = [&](const char* name, const std::vector<int64_t>& v) {
     s += std::string(" ") + name + "=[";
     for (int64_t x : v) s += std::to_string(x) + ",";
@@ -90,8 +51,8 @@ void ExpectConvMatches(const ConvCase& c, bool transpose, uint32_t seed, int* in
   SCOPED_TRACE(Describe(c));
   std::vector<int64_t> x_shape = {c.n, c.group * c.cg};
   x_shape.insert(x_shape.end(), c.in.begin(), c.in.end());
-  std::vector<int64_t> w_shape = transpose ? std::vector<int64_t>{c.group * c.cg, c.mg}
-                                           : std::vector<int64_t>{c.group * c.mg, c.cg};
+  std::vector<int64_t> w_shape =
+      transpose ? std::vector<int64_t>{c.group * c.cg, c.mg} : std::vector<int64_t>{c.group * c.mg, c.cg};
   w_shape.insert(w_shape.end(), c.kernel.begin(), c.kernel.end());
   std::vector<pb::AttributeProto> attrs = {AttrInt("group", c.group), AttrString("auto_pad", c.auto_pad)};
   if (c.kernel.size() == c.in.size() && seed % 2 == 0) attrs.push_back(AttrInts("kernel_shape", c.kernel));
@@ -105,7 +66,7 @@ void ExpectConvMatches(const ConvCase& c, bool transpose, uint32_t seed, int* in
   Feeds feeds = {{"x", RandomFloats(x_shape, seed)}};
   runner::Tensor w = RandomFloats(w_shape, seed + 1);
   if (c.constant_w) {
-    g.Initializer(Initializer("w", w));
+    g.Initializer(InitializerFrom("w", w));
   } else {
     g.Input("w");
     feeds.push_back({"w", w});
@@ -171,7 +132,9 @@ ConvCase RandomCase(std::mt19937& rng, int spatial, bool transpose) {
         c.output_padding.push_back(pick(0, std::max<int64_t>(s, dil) - 1));
       }
     } else if (extra == 2) {
-      for (int d = 0; d < spatial; ++d) c.output_shape.push_back(c.in[static_cast<size_t>(d)] * c.strides[static_cast<size_t>(d)] + pick(-1, 1));
+      for (int d = 0; d < spatial; ++d)
+        c.output_shape.push_back(c.in[static_cast<size_t>(d)] * c.strides[static_cast<size_t>(d)] +
+                                 pick(-1, 1));
     }
   }
   return c;
@@ -194,10 +157,20 @@ TEST(CpuConvTest, LargeConvolutionsInBothLayoutsMatchReference) {
   ExpectConvMatches(pointwise, false, 1);
   ConvCase spatial{.cg = 32, .mg = 40, .in = {17, 19}, .kernel = {3, 3}, .pads = {1, 1, 1, 1}, .bias = true};
   ExpectConvMatches(spatial, false, 2);
-  ConvCase depthwise{.group = 48, .cg = 1, .mg = 1, .in = {15, 15}, .kernel = {3, 3}, .strides = {2, 2},
+  ConvCase depthwise{.group = 48,
+                     .cg = 1,
+                     .mg = 1,
+                     .in = {15, 15},
+                     .kernel = {3, 3},
+                     .strides = {2, 2},
                      .auto_pad = "SAME_UPPER"};
   ExpectConvMatches(depthwise, false, 3);
-  ConvCase first{.cg = 3, .mg = 16, .in = {32, 32}, .kernel = {7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3},
+  ConvCase first{.cg = 3,
+                 .mg = 16,
+                 .in = {32, 32},
+                 .kernel = {7, 7},
+                 .strides = {2, 2},
+                 .pads = {3, 3, 3, 3},
                  .constant_w = false};
   ExpectConvMatches(first, false, 4);
 }
@@ -226,7 +199,7 @@ TEST(CpuConvTest, RepeatedRunsWithChangingShapes) {
     Feeds base;
     runner::Tensor w = RandomFloats({8, 3, 3, 3}, 5);
     if (constant_w) {
-      g.Initializer(Initializer("w", w));
+      g.Initializer(InitializerFrom("w", w));
     } else {
       g.Input("w");
       base.push_back({"w", w});
@@ -234,8 +207,8 @@ TEST(CpuConvTest, RepeatedRunsWithChangingShapes) {
     g.Node("Conv", {"x", "w"}, {"y"}, {AttrString("auto_pad", "SAME_UPPER"), AttrInts("strides", {2, 2})})
         .Output("y");
     std::vector<Feeds> runs;
-    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{1, 3, 10, 10}, {2, 3, 7, 9}, {1, 3, 10, 10},
-                                                                        {1, 3, 31, 5}}) {
+    for (std::vector<int64_t> shape :
+         std::vector<std::vector<int64_t>>{{1, 3, 10, 10}, {2, 3, 7, 9}, {1, 3, 10, 10}, {1, 3, 31, 5}}) {
       Feeds f = base;
       f.push_back({"x", RandomFloats(shape, static_cast<uint32_t>(shape[2]))});
       runs.push_back(f);
@@ -251,7 +224,8 @@ TEST(CpuConvTest, UnsupportedCasesFallBack) {
   // Empty batch.
   GraphBuilder g("g");
   g.Input("x").Input("w").Node("Conv", {"x", "w"}, {"y"}).Output("y");
-  ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats({0, 2, 4, 4}, 1)}, {"w", RandomFloats({3, 2, 3, 3}, 2)}});
+  ExpectCpuMatchesReference(g.Build(),
+                            {{"x", RandomFloats({0, 2, 4, 4}, 1)}, {"w", RandomFloats({3, 2, 3, 3}, 2)}});
 }
 
 TEST(CpuConvTest, InvalidInputsGiveTheReferenceErrors) {
@@ -275,13 +249,14 @@ TEST(CpuConvTest, InvalidInputsGiveTheReferenceErrors) {
 
 // --- QLinearConv and ConvInteger ---
 
-pb::TensorProto FloatInitializer(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-  return Initializer(name, Floats(std::move(dims), values));
+pb::TensorProto FloatInitializer(const std::string& name, std::vector<int64_t> dims,
+                                 std::vector<float> values) {
+  return InitializerFrom(name, Floats(std::move(dims), values));
 }
 
 pb::TensorProto IntInitializer(const std::string& name, int32_t dtype, std::vector<int64_t> dims, int64_t lo,
                                int64_t hi, uint32_t seed) {
-  return Initializer(name, RandomInts(dtype, std::move(dims), seed, lo, hi));
+  return InitializerFrom(name, RandomInts(dtype, std::move(dims), seed, lo, hi));
 }
 
 // Runs both backends; expects the same type and shape and values within 1
@@ -328,13 +303,14 @@ TEST(CpuConvTest, QLinearConvMatchesReference) {
     for (int64_t j = 0; j < ws_n; ++j) ws.push_back(0.003f + 0.0005f * static_cast<float>(j));
     g.Initializer(FloatInitializer("ws", per_channel ? std::vector<int64_t>{m} : std::vector<int64_t>{}, ws));
     if (w_u8) {
-      g.Initializer(IntInitializer("wz", pb::kUint8, per_channel ? std::vector<int64_t>{m} : std::vector<int64_t>{},
-                                   128, 128, 0));
+      g.Initializer(IntInitializer(
+          "wz", pb::kUint8, per_channel ? std::vector<int64_t>{m} : std::vector<int64_t>{}, 128, 128, 0));
     } else {
       g.Initializer(IntInitializer("wz", pb::kInt8, {}, 0, 0, 0));
     }
     g.Initializer(FloatInitializer("ys", {}, {0.05f + 0.01f * static_cast<float>(i % 5)}));
-    g.Initializer(IntInitializer("yz", yt, {}, yt == pb::kUint8 ? 100 : -20, yt == pb::kUint8 ? 150 : 20, i + 2));
+    g.Initializer(
+        IntInitializer("yz", yt, {}, yt == pb::kUint8 ? 100 : -20, yt == pb::kUint8 ? 150 : 20, i + 2));
     std::vector<std::string> inputs = {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"};
     if (bias) {
       g.Initializer(IntInitializer("b", pb::kInt32, {m}, -2000, 2000, i + 3));
@@ -343,7 +319,8 @@ TEST(CpuConvTest, QLinearConvMatchesReference) {
     g.Node("QLinearConv", inputs, {"y"},
            {AttrInt("group", group), AttrInts("strides", {stride, stride}), AttrInts("pads", {1, 0, 0, 1})})
         .Output("y", yt);
-    ExpectQuantizedClose(g.Build(), {{"x", RandomInts(xt, {pick(1, 2), group * cg, h, h + 2}, i, x_lo, x_hi)}});
+    ExpectQuantizedClose(g.Build(),
+                         {{"x", RandomInts(xt, {pick(1, 2), group * cg, h, h + 2}, i, x_lo, x_hi)}});
   }
 }
 
@@ -360,7 +337,8 @@ TEST(CpuConvTest, QLinearConvUnsupportedParametersFallBack) {
     g.Initializer(IntInitializer("xz", pb::kUint8, {}, 120, 120, 0));
     g.Initializer(IntInitializer("w", pb::kUint8, {4, 3, 3, 3}, 0, 255, 1));
     g.Initializer(FloatInitializer("ws", {}, {0.004f}));
-    g.Initializer(IntInitializer("wz", pb::kUint8, {}, runtime_scale ? 128 : 100, runtime_scale ? 128 : 100, 0));
+    g.Initializer(
+        IntInitializer("wz", pb::kUint8, {}, runtime_scale ? 128 : 100, runtime_scale ? 128 : 100, 0));
     g.Initializer(FloatInitializer("ys", {}, {0.1f}));
     g.Initializer(IntInitializer("yz", pb::kUint8, {}, 128, 128, 0));
     g.Node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"}).Output("y", pb::kUint8);

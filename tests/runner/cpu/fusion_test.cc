@@ -18,16 +18,6 @@
 namespace onnxkit::testing {
 namespace {
 
-pb::TensorProto Initializer(const std::string& name, const runner::Tensor& t) {
-  pb::TensorProto p;
-  p.name = name;
-  p.data_type = t.dtype();
-  p.dims = t.shape();
-  p.raw_data =
-      Bytes::Own(std::string(reinterpret_cast<const char*>(t.raw()), static_cast<size_t>(t.size()) * 4));
-  return p;
-}
-
 // A convolution geometry: channels in and out, group, kernel, image size.
 struct ConvCase {
   std::string name;
@@ -44,10 +34,10 @@ const ConvCase kCases[] = {
 // Adds x -> Conv (weights w, bias b) -> "conv" to `g`.
 void AddConv(GraphBuilder& g, const ConvCase& cc, bool bias, uint32_t seed) {
   g.Input("x", pb::kFloat, std::vector<int64_t>{1, cc.c, cc.hw, cc.hw});
-  g.Initializer(Initializer("w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, seed)));
+  g.Initializer(InitializerFrom("w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, seed)));
   std::vector<std::string> inputs = {"x", "w"};
   if (bias) {
-    g.Initializer(Initializer("b", RandomFloats({cc.m}, seed + 1)));
+    g.Initializer(InitializerFrom("b", RandomFloats({cc.m}, seed + 1)));
     inputs.push_back("b");
   }
   int64_t p = cc.k / 2;
@@ -56,10 +46,10 @@ void AddConv(GraphBuilder& g, const ConvCase& cc, bool bias, uint32_t seed) {
 
 // Adds BatchNormalization "bn" of `in` with random constant parameters.
 void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out, int64_t m, uint32_t seed) {
-  g.Initializer(Initializer("scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
-      .Initializer(Initializer("shift", RandomFloats({m}, seed + 1)))
-      .Initializer(Initializer("mean", RandomFloats({m}, seed + 2)))
-      .Initializer(Initializer("var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
+  g.Initializer(InitializerFrom("scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
+      .Initializer(InitializerFrom("shift", RandomFloats({m}, seed + 1)))
+      .Initializer(InitializerFrom("mean", RandomFloats({m}, seed + 2)))
+      .Initializer(InitializerFrom("var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
       .Node("BatchNormalization", {in, "scale", "shift", "mean", "var"}, {out}, {AttrFloat("epsilon", 1e-3f)},
             "bn");
 }
@@ -172,10 +162,10 @@ TEST(CpuFusionTest, PerChannelMulAndAddFoldIntoTheWeights) {
     // Scale and shift as [M, 1, 1], [1, M, 1, 1] and scalars, in both operand orders.
     GraphBuilder g("g");
     AddConv(g, cc, true, 80);
-    g.Initializer(Initializer("s1", RandomFloats({cc.m, 1, 1}, 81, 0.5f, 2.0f)))
-        .Initializer(Initializer("t1", RandomFloats({1, cc.m, 1, 1}, 82)))
-        .Initializer(Initializer("s2", Floats({}, {1.5f})))
-        .Initializer(Initializer("t2", Floats({1}, {-0.25f})))
+    g.Initializer(InitializerFrom("s1", RandomFloats({cc.m, 1, 1}, 81, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom("t1", RandomFloats({1, cc.m, 1, 1}, 82)))
+        .Initializer(InitializerFrom("s2", Floats({}, {1.5f})))
+        .Initializer(InitializerFrom("t2", Floats({1}, {-0.25f})))
         .Node("Mul", {"conv", "s1"}, {"a"}, {}, "mul1")
         .Node("Add", {"t1", "a"}, {"a2"}, {}, "add1")
         .Node("Mul", {"s2", "a2"}, {"c"}, {}, "mul2")
@@ -189,7 +179,7 @@ TEST(CpuFusionTest, PerChannelMulAndAddFoldIntoTheWeights) {
     const ConvCase& cc = kCases[2];
     GraphBuilder g("g");
     AddConv(g, cc, true, 84);
-    g.Initializer(Initializer("s", RandomFloats({cc.m, cc.hw, 1}, 85)))
+    g.Initializer(InitializerFrom("s", RandomFloats({cc.m, cc.hw, 1}, 85)))
         .Node("Mul", {"conv", "s"}, {"y"}, {}, "mul")
         .Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 86)}}, {"conv"}, 18,
@@ -216,8 +206,8 @@ TEST(CpuFusionTest, BatchNormalizationMulAddActivationRunAsOnePass) {
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, shape);
     AddBatchNorm(g, "x", "n", 6, 90);
-    g.Initializer(Initializer("s", RandomFloats(channel_shape, 91, 0.5f, 2.0f)))
-        .Initializer(Initializer("t", RandomFloats(channel_shape, 92)))
+    g.Initializer(InitializerFrom("s", RandomFloats(channel_shape, 91, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom("t", RandomFloats(channel_shape, 92)))
         .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
         .Node("Add", {"t", "a"}, {"c"}, {}, "add")
         .Node("Relu", {"c"}, {"y"}, {}, "relu")
@@ -236,7 +226,7 @@ TEST(CpuFusionTest, BatchNormalizationMulAddActivationRunAsOnePass) {
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 3, 3});
     AddBatchNorm(g, "x", "n", 4, 96);
-    g.Initializer(Initializer("s", RandomFloats({4, 3, 3}, 97)))
+    g.Initializer(InitializerFrom("s", RandomFloats({4, 3, 3}, 97)))
         .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
         .Node("Relu", {"a"}, {"y"}, {}, "relu")
         .Output("y");
@@ -260,8 +250,8 @@ TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
     {
       GraphBuilder g("g");
       AddConv(g, cc, true, 9);
-      g.Initializer(Initializer("lo", Floats({}, {-0.25f})))
-          .Initializer(Initializer("hi", Floats({}, {0.5f})))
+      g.Initializer(InitializerFrom("lo", Floats({}, {-0.25f})))
+          .Initializer(InitializerFrom("hi", Floats({}, {0.5f})))
           .Node("Clip", {"conv", "lo", "hi"}, {"y"}, {}, "clip")
           .Output("y");
       ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 10)}}, {"conv"});
@@ -269,7 +259,7 @@ TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
     {
       GraphBuilder g("g");
       AddConv(g, cc, true, 11);
-      g.Initializer(Initializer("hi", Floats({}, {0.5f})))
+      g.Initializer(InitializerFrom("hi", Floats({}, {0.5f})))
           .Node("Clip", {"conv", "", "hi"}, {"y"}, {}, "clip")
           .Output("y");
       ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 12)}}, {"conv"});
@@ -288,8 +278,8 @@ TEST(CpuFusionTest, ClipWithCrossedBoundsRunsNodeByNode) {
   const ConvCase& cc = kCases[0];
   GraphBuilder g("g");
   AddConv(g, cc, true, 15);
-  g.Initializer(Initializer("lo", Floats({}, {0.5f})))
-      .Initializer(Initializer("hi", Floats({}, {-0.5f})))
+  g.Initializer(InitializerFrom("lo", Floats({}, {0.5f})))
+      .Initializer(InitializerFrom("hi", Floats({}, {-0.5f})))
       .Node("Clip", {"conv", "lo", "hi"}, {"y"}, {}, "clip")
       .Output("y");
   ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 16)}}, {"conv"}, 18,
@@ -346,9 +336,9 @@ TEST(CpuFusionTest, BatchNormThatCannotFoldIsNotFused) {
     GraphBuilder g("g");
     AddConv(g, cc, true, 25);
     g.Input("scale", pb::kFloat, std::vector<int64_t>{cc.m})
-        .Initializer(Initializer("shift", RandomFloats({cc.m}, 26)))
-        .Initializer(Initializer("mean", RandomFloats({cc.m}, 27)))
-        .Initializer(Initializer("var", RandomFloats({cc.m}, 28, 0.5f, 1.5f)))
+        .Initializer(InitializerFrom("shift", RandomFloats({cc.m}, 26)))
+        .Initializer(InitializerFrom("mean", RandomFloats({cc.m}, 27)))
+        .Initializer(InitializerFrom("var", RandomFloats({cc.m}, 28, 0.5f, 1.5f)))
         .Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, {"n"}, {}, "bn")
         .Node("Relu", {"n"}, {"y"}, {}, "relu")
         .Output("y");
@@ -384,37 +374,17 @@ TEST(CpuFusionTest, FeedingAnInitializerTheChainFoldedUsesTheFedValue) {
   runner::Tensor x = RandomFloats({1, cc.c, cc.hw, cc.hw}, 34);
   runner::Tensor w2 = RandomFloats({cc.m, cc.c, cc.k, cc.k}, 35);
   runner::Tensor mean2 = RandomFloats({cc.m}, 36, 2, 3);
-  std::unique_ptr<runner::Session> sessions[2];
-  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
-  for (int i = 0; i < 2; ++i) {
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(graph, 9, 3);
-    runner::SessionOptions options;
-    options.backend = backends[i];
-    auto s = runner::Session::Create(std::move(loaded), options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sessions[i] = std::move(*s);
-  }
-  std::vector<Feeds> runs = {{{"x", x}}, {{"x", x}, {"w", w2}}, {{"x", x}, {"mean", mean2}}, {{"x", x}}};
-  for (size_t r = 0; r < runs.size(); ++r) {
-    std::vector<runner::RtValue> outs[2];
-    for (int i = 0; i < 2; ++i) {
-      std::vector<std::pair<std::string, runner::RtValue>> feeds;
-      for (const auto& [name, t] : runs[r]) feeds.emplace_back(name, runner::RtValue::FromTensor(t));
-      auto o = sessions[i]->Run(std::move(feeds));
-      ASSERT_TRUE(o.ok()) << o.status();
-      outs[i] = std::move(*o);
-    }
-    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-4, 1e-4, "run " + std::to_string(r));
-  }
+  ExpectRepeatedRunsMatch(graph, {{{"x", x}}, {{"x", x}, {"w", w2}}, {{"x", x}, {"mean", mean2}}, {{"x", x}}},
+                          1e-4,
+                          /*opset=*/9, /*ir_version=*/3);
 }
 
 // Adds Conv `name` of `in` (c -> m channels, group, k x k, stride) with
 // constant weights and bias.
 void AddStage(GraphBuilder& g, const std::string& name, const std::string& in, const std::string& out,
               int64_t c, int64_t m, int64_t group, int64_t k, int64_t stride, uint32_t seed) {
-  g.Initializer(Initializer(name + "_w", RandomFloats({m, c / group, k, k}, seed, -0.5f, 0.5f)))
-      .Initializer(Initializer(name + "_b", RandomFloats({m}, seed + 1)));
+  g.Initializer(InitializerFrom(name + "_w", RandomFloats({m, c / group, k, k}, seed, -0.5f, 0.5f)))
+      .Initializer(InitializerFrom(name + "_b", RandomFloats({m}, seed + 1)));
   int64_t p = k / 2;
   g.Node("Conv", {in, name + "_w", name + "_b"}, {out},
          {AttrInt("group", group), AttrInts("pads", {p, p, p, p}), AttrInts("strides", {stride, stride})},
@@ -428,8 +398,8 @@ void AddStage(GraphBuilder& g, const std::string& name, const std::string& in, c
 pb::GraphProto InvertedResidualGraph(int64_t c, int64_t hw, bool block_output = false) {
   GraphBuilder g("g");
   g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
-      .Initializer(Initializer("lo", Floats({}, {0.0f})))
-      .Initializer(Initializer("hi", Floats({}, {6.0f})));
+      .Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
+      .Initializer(InitializerFrom("hi", Floats({}, {6.0f})));
   AddStage(g, "expand", "x", "e", c, 6 * c, 1, 1, 1, 40);
   g.Node("Clip", {"e", "lo", "hi"}, {"e6"}, {}, "clip1");
   AddStage(g, "dw", "e6", "d", 6 * c, 6 * c, 6 * c, 3, 1, 42);
@@ -461,28 +431,11 @@ TEST(CpuFusionTest, ConvSequencesKeepBlockedLayoutsBetweenConvolutions) {
 TEST(CpuFusionTest, ConvSequenceFollowsShapeChangesBetweenRuns) {
   pb::GraphProto graph = InvertedResidualGraph(8, 10);
   graph.input[0] = MakeValueInfo("x", pb::kFloat, std::vector<int64_t>{-1, 8, -1, -1});
-  std::unique_ptr<runner::Session> sessions[2];
-  runner::Backend backends[2] = {runner::Backend::kReference, runner::Backend::kCpu};
-  for (int i = 0; i < 2; ++i) {
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(graph, 18);
-    runner::SessionOptions options;
-    options.backend = backends[i];
-    auto s = runner::Session::Create(std::move(loaded), options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    sessions[i] = std::move(*s);
-  }
+  std::vector<Feeds> runs;
   std::vector<std::vector<int64_t>> shapes = {{1, 8, 10, 10}, {2, 8, 7, 9}, {1, 8, 10, 10}};
-  for (size_t r = 0; r < shapes.size(); ++r) {
-    runner::Tensor x = RandomFloats(shapes[r], 60 + static_cast<uint32_t>(r));
-    std::vector<runner::RtValue> outs[2];
-    for (int i = 0; i < 2; ++i) {
-      auto o = sessions[i]->Run({{"x", runner::RtValue::FromTensor(x)}});
-      ASSERT_TRUE(o.ok()) << o.status();
-      outs[i] = std::move(*o);
-    }
-    ExpectTensorsClose(outs[0][0].tensor(), outs[1][0].tensor(), 1e-4, 1e-4, "run " + std::to_string(r));
-  }
+  for (size_t r = 0; r < shapes.size(); ++r)
+    runs.push_back({{"x", RandomFloats(shapes[r], 60 + static_cast<uint32_t>(r))}});
+  ExpectRepeatedRunsMatch(graph, runs);
 }
 
 TEST(CpuFusionTest, ConvSequenceEdgeCases) {
@@ -516,8 +469,8 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
     // A plain Conv -> Conv pair and a 1-D sequence.
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 30});
-    g.Initializer(Initializer("w1", RandomFloats({16, 16, 3}, 77)))
-        .Initializer(Initializer("w2", RandomFloats({4, 16, 1}, 78)));
+    g.Initializer(InitializerFrom("w1", RandomFloats({16, 16, 3}, 77)))
+        .Initializer(InitializerFrom("w2", RandomFloats({4, 16, 1}, 78)));
     g.Node("Conv", {"x", "w1"}, {"a"}, {AttrInts("pads", {1, 1})}, "c1")
         .Node("Conv", {"a", "w2"}, {"y"}, {}, "c2");
     g.Output("y");
