@@ -27,6 +27,7 @@ Factory MakeMaxPool;
 Factory MakeAveragePool;
 Factory MakeGlobalAveragePool;
 Factory MakeGlobalMaxPool;
+Factory MakeResize;  // resize.cc
 // norm.cc
 Factory MakeBatchNormalization;
 Factory MakeLRN;

@@ -13,48 +13,12 @@
 #include "absl/strings/str_join.h"
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/resize_geometry.h"
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
+namespace resize {
 namespace {
-
-enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord {
-  kHalfPixel,
-  kHalfPixelSymmetric,
-  kPytorchHalfPixel,
-  kAlignCorners,
-  kAsymmetric,
-  kTfHalfPixelForNn,
-  kTfCropAndResize
-};
-enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
-enum class Policy { kStretch, kNotLarger, kNotSmaller };
-// Where the scales come from: Upsample-1 attributes, Upsample-7 attribute,
-// a scales input (Upsample-9/10, Resize-10), or Resize-11+ inputs.
-enum class Form { kUpsample1, kUpsample7, kScalesInput, kResize };
-
-struct Config {
-  Form form = Form::kResize;
-  Mode mode = Mode::kNearest;
-  Coord coord = Coord::kHalfPixel;
-  Rounding rounding = Rounding::kRoundPreferFloor;
-  Policy policy = Policy::kStretch;
-  double cubic_a = -0.75;
-  double extrapolation = 0;
-  bool exclude_outside = false;
-  bool antialias = false;
-  std::optional<std::vector<int64_t>> axes;
-  std::vector<float> attr_scales;  // Upsample-1/7
-};
-
-// The input positions and weights of one output coordinate of an axis;
-// `outside` when tf_crop_and_resize maps it outside the input.
-struct Taps {
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-  bool outside = false;
-};
 
 // Interpolation weights for the neighbors base + first, base + first + 1...
 // of an original coordinate whose fraction past `base` is ratio in (0, 1].
@@ -145,6 +109,8 @@ double Original(const Config& c, double x, int64_t in, int64_t out, double scale
   return x;
 }
 
+}  // namespace
+
 std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scale, double roi_start,
                            double roi_end) {
   std::vector<Taps> taps(static_cast<size_t>(out));
@@ -182,6 +148,8 @@ std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scal
   return taps;
 }
 
+namespace {
+
 class ResizeKernel : public Kernel {
  public:
   explicit ResizeKernel(Config c) : c_(std::move(c)) {}
@@ -189,9 +157,8 @@ class ResizeKernel : public Kernel {
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     size_t rank = x->shape().size();
-    std::vector<double> scales(rank, 1.0), roi_start(rank, 0.0), roi_end(rank, 1.0);
-    std::vector<int64_t> out_shape = x->shape();
-    ONNXKIT_RETURN_IF_ERROR(OutputGeometry(ctx, *x, scales, out_shape, roi_start, roi_end));
+    ONNXKIT_ASSIGN_OR_RETURN(Geometry g, ResolveGeometry(ctx, c_, *x));
+    const std::vector<int64_t>& out_shape = g.out_shape;
     for (size_t d = 0; d < rank; ++d) {
       if (x->shape()[d] == 0 && out_shape[d] > 0) {
         return absl::InvalidArgumentError(
@@ -202,7 +169,7 @@ class ResizeKernel : public Kernel {
     if (y->size() == 0) return absl::OkStatus();
     std::vector<std::vector<Taps>> taps(rank);
     for (size_t d = 0; d < rank; ++d) {
-      taps[d] = AxisTaps(c_, x->shape()[d], out_shape[d], scales[d], roi_start[d], roi_end[d]);
+      taps[d] = AxisTaps(c_, x->shape()[d], out_shape[d], g.scales[d], g.roi_start[d], g.roi_end[d]);
     }
     return c_.mode == Mode::kNearest ? RunNearest(*x, *y, taps) : RunWeighted(*x, *y, taps);
   }
@@ -268,37 +235,42 @@ class ResizeKernel : public Kernel {
     return status;
   }
 
-  // Fills the scale, output size and roi of every axis from the inputs.
-  absl::Status OutputGeometry(KernelContext& ctx, const Tensor& x, std::vector<double>& scales,
-                              std::vector<int64_t>& out_shape, std::vector<double>& roi_start,
-                              std::vector<double>& roi_end) const;
-
   Config c_;
 };
 
-absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, std::vector<double>& scales,
-                                          std::vector<int64_t>& out_shape, std::vector<double>& roi_start,
-                                          std::vector<double>& roi_end) const {
+}  // namespace
+
+absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, const Tensor& x) {
   int64_t rank = x.rank();
+  size_t urank = static_cast<size_t>(rank);
+  Geometry g;
+  g.scales.assign(urank, 1.0);
+  g.roi_start.assign(urank, 0.0);
+  g.roi_end.assign(urank, 1.0);
+  g.out_shape = x.shape();
+  std::vector<double>& scales = g.scales;
+  std::vector<int64_t>& out_shape = g.out_shape;
+  std::vector<double>& roi_start = g.roi_start;
+  std::vector<double>& roi_end = g.roi_end;
   std::vector<int64_t> axes;
-  if (c_.axes) {
-    ONNXKIT_ASSIGN_OR_RETURN(axes, shape_ops::NormalizeAxes(*c_.axes, rank));
+  if (c.axes) {
+    ONNXKIT_ASSIGN_OR_RETURN(axes, shape_ops::NormalizeAxes(*c.axes, rank));
   } else {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   std::vector<double> given_scales;
   std::optional<std::vector<int64_t>> sizes;
-  if (c_.form == Form::kUpsample1 || c_.form == Form::kUpsample7) {
-    given_scales.assign(c_.attr_scales.begin(), c_.attr_scales.end());
+  if (c.form == Form::kUpsample1 || c.form == Form::kUpsample7) {
+    given_scales.assign(c.attr_scales.begin(), c.attr_scales.end());
   } else {
-    int scales_input = c_.form == Form::kScalesInput ? 1 : 2;
+    int scales_input = c.form == Form::kScalesInput ? 1 : 2;
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.OptionalInput(scales_input));
     if (s != nullptr && s->size() > 0) {
       if (s->dtype() != 1)
         return absl::InvalidArgumentError(absl::StrCat("scales must be float, got ", DescribeTensor(*s)));
       for (int64_t i = 0; i < s->size(); ++i) given_scales.push_back(s->data<float>()[i]);
     }
-    if (c_.form == Form::kResize) {
+    if (c.form == Form::kResize) {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* z, ctx.OptionalInput(3));
       if (z != nullptr && z->size() > 0) {
         ONNXKIT_ASSIGN_OR_RETURN(sizes, shape_ops::ReadInts(*z, "sizes"));
@@ -311,7 +283,7 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
   size_t n = axes.size();
   if ((sizes && sizes->size() != n) || (!sizes && given_scales.size() != n)) {
     return absl::InvalidArgumentError(absl::StrCat("scales/sizes must have ", n, " values for input ",
-                                                   DescribeTensor(x), c_.axes ? " and the axes given" : ""));
+                                                   DescribeTensor(x), c.axes ? " and the axes given" : ""));
   }
   if (sizes) {
     for (size_t i = 0; i < n; ++i) {
@@ -321,11 +293,11 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
       scales[a] = static_cast<double>((*sizes)[i]) / static_cast<double>(x.shape()[a]);
       out_shape[a] = (*sizes)[i];
     }
-    if (c_.policy != Policy::kStretch) {
+    if (c.policy != Policy::kStretch) {
       double s = scales[static_cast<size_t>(axes[0])];
       for (int64_t a : axes) {
         double v = scales[static_cast<size_t>(a)];
-        s = c_.policy == Policy::kNotLarger ? std::min(s, v) : std::max(s, v);
+        s = c.policy == Policy::kNotLarger ? std::min(s, v) : std::max(s, v);
       }
       for (int64_t a : axes) {
         scales[static_cast<size_t>(a)] = s;
@@ -346,7 +318,7 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
       out_shape[a] = static_cast<int64_t>(size);
     }
   }
-  if (c_.coord == Coord::kTfCropAndResize) {
+  if (c.coord == Coord::kTfCropAndResize) {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* roi, ctx.OptionalInput(1));
     if (roi == nullptr) return absl::InvalidArgumentError("tf_crop_and_resize needs the roi input");
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> r, shape_ops::ReadDoubles(*roi, "roi"));
@@ -359,8 +331,10 @@ absl::Status ResizeKernel::OutputGeometry(KernelContext& ctx, const Tensor& x, s
       roi_end[static_cast<size_t>(axes[i])] = r[n + i];
     }
   }
-  return absl::OkStatus();
+  return g;
 }
+
+namespace {
 
 // Parses a string attribute into one of `names` (index), or an error.
 absl::StatusOr<int> Choice(const ir::Node& node, std::string_view attr, std::string def,
@@ -381,14 +355,14 @@ absl::StatusOr<Mode> ParseMode(const ir::Node& node) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
+absl::StatusOr<Config> ParseResize(const ir::Node& node, int64_t opset) {
   Config c;
   ONNXKIT_ASSIGN_OR_RETURN(c.mode, ParseMode(node));
-  if (info.opset < 11) {
+  if (opset < 11) {
     c.form = Form::kScalesInput;
     c.coord = Coord::kAsymmetric;
     c.rounding = Rounding::kFloor;
-    return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+    return c;
   }
   ONNXKIT_ASSIGN_OR_RETURN(
       int coord, Choice(node, "coordinate_transformation_mode", "half_pixel",
@@ -407,29 +381,41 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const K
   c.exclude_outside = AttrInt(node, "exclude_outside", 0) != 0;
   c.antialias = AttrInt(node, "antialias", 0) != 0 && c.mode != Mode::kNearest;
   c.axes = node.GetInts("axes");
-  return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+  return c;
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeUpsample(const ir::Node& node, const KernelInfo& info) {
+absl::StatusOr<Config> ParseUpsample(const ir::Node& node, int64_t opset) {
   Config c;
   ONNXKIT_ASSIGN_OR_RETURN(c.mode, ParseMode(node));
   if (c.mode == Mode::kCubic) return absl::InvalidArgumentError("Upsample mode must be nearest or linear");
   c.coord = Coord::kAsymmetric;
   c.rounding = Rounding::kFloor;
-  if (info.opset < 7) {
+  if (opset < 7) {
     auto h = node.GetFloat("height_scale");
     auto w = node.GetFloat("width_scale");
     if (!h || !w) return absl::InvalidArgumentError("Upsample-1 needs height_scale and width_scale");
     c.form = Form::kUpsample1;
     c.attr_scales = {1.0f, 1.0f, *h, *w};
-  } else if (info.opset < 9) {
+  } else if (opset < 9) {
     c.form = Form::kUpsample7;
     c.attr_scales = AttrFloats(node, "scales");
     if (c.attr_scales.empty()) return absl::InvalidArgumentError("Upsample-7 needs the scales attribute");
   } else {
     c.form = Form::kScalesInput;
   }
-  return std::unique_ptr<Kernel>(new ResizeKernel(std::move(c)));
+  return c;
+}
+
+}  // namespace resize
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(resize::Config c, resize::ParseResize(node, info.opset));
+  return std::unique_ptr<Kernel>(new resize::ResizeKernel(std::move(c)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeUpsample(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(resize::Config c, resize::ParseUpsample(node, info.opset));
+  return std::unique_ptr<Kernel>(new resize::ResizeKernel(std::move(c)));
 }
 
 }  // namespace onnxkit::runner::reference
