@@ -72,8 +72,11 @@ class Session::Executor : public SubgraphRunner {
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
-        ONNXKIT_RETURN_IF_ERROR_CTX(RunNode(node, frame, &plan->release_after[step]),
-                                    absl::StrCat("node ", ir::NodeLabel(node)));
+        absl::Status status = RunNode(node, frame, &plan->release_after[step]);
+        // Past the nesting limit only the outermost node is named (the path
+        // through every level would repeat the same nodes over and over).
+        if (!status.ok() && nesting_exceeded_ && !is_main) return status;
+        ONNXKIT_RETURN_IF_ERROR_CTX(status, absl::StrCat("node ", ir::NodeLabel(node)));
       }
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
@@ -92,6 +95,21 @@ class Session::Executor : public SubgraphRunner {
     // Also checked here, not only before each node: a Loop whose body has no
     // nodes would otherwise spin past the timeout.
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+    // Subgraphs and function calls nest at most kMaxNesting deep (a function
+    // that calls itself would otherwise exhaust the stack).
+    if (nesting_ >= kMaxNesting) {
+      nesting_exceeded_ = true;
+      return absl::InvalidArgumentError(absl::StrCat("subgraphs and function calls nest deeper than ",
+                                                     kMaxNesting, " (a function that calls itself?)"));
+    }
+    ++nesting_;
+    absl::StatusOr<std::vector<RtValue>> result = RunSubgraphAtDepth(graph, std::move(inputs));
+    --nesting_;
+    return result;
+  }
+
+  absl::StatusOr<std::vector<RtValue>> RunSubgraphAtDepth(const ir::Graph& graph,
+                                                          std::vector<RtValue> inputs) {
     if (inputs.size() != graph.inputs().size()) {
       return absl::InvalidArgumentError(absl::StrCat("subgraph '", graph.name(), "' takes ",
                                                      graph.inputs().size(), " inputs, got ", inputs.size()));
@@ -218,13 +236,17 @@ class Session::Executor : public SubgraphRunner {
       const ir::Value* out = node.output(static_cast<int>(i));
       if (out == nullptr || out->name().empty()) continue;
       if (!outputs[i].defined()) {
-        return absl::InternalError(absl::StrCat("output ", i, " ('", out->name(), "') was not produced"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("output ", i, " ('", out->name(), "') is not produced by this op or by its kernel"));
       }
       frame.values[out] = std::move(outputs[i]);
     }
     return absl::OkStatus();
   }
 
+  static constexpr int kMaxNesting = 128;
+  int nesting_ = 0;
+  bool nesting_exceeded_ = false;
   Session* session_;
   // Strict runs feed an initializer: they use the plain plan and kernels
   // that treat only unchangeable values as constant.
