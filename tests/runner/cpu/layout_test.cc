@@ -65,16 +65,22 @@ pb::GraphProto ConcatGraph(int inputs, int32_t dtype, int64_t axis) {
   return g.Build();
 }
 
+// Transposes a random float tensor of `shape` by every permutation on both
+// backends; the results must be identical.
+void ExpectEveryPermutationMatches(const std::vector<int64_t>& shape, uint32_t& seed) {
+  std::vector<int64_t> perm(shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  do {
+    GraphBuilder g("g");
+    g.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", perm)}).Output("y");
+    ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++)}}, 18, 0, 0);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
 TEST(CpuTransposeTest, EveryPermutationMatchesReference) {
   uint32_t seed = 1;
   for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{5}, {3, 4}, {2, 3, 4}, {2, 3, 1, 4}}) {
-    std::vector<int64_t> perm(shape.size());
-    std::iota(perm.begin(), perm.end(), 0);
-    do {
-      GraphBuilder g("g");
-      g.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", perm)}).Output("y");
-      ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++)}}, 18, 0, 0);
-    } while (std::next_permutation(perm.begin(), perm.end()));
+    ExpectEveryPermutationMatches(shape, seed);
   }
   GraphBuilder d("g");
   d.Input("x").Node("Transpose", {"x"}, {"y"}).Output("y");
@@ -90,13 +96,7 @@ TEST(CpuTransposeTest, PermutationsKeepingTrailingAxesMoveBlocks) {
   // channel shuffle of grouped convolutions, and 1- and 8-byte types.
   uint32_t seed = 20;
   for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{2, 3, 2, 4, 16}, {3, 2, 2, 8, 8}}) {
-    std::vector<int64_t> perm(shape.size());
-    std::iota(perm.begin(), perm.end(), 0);
-    do {
-      GraphBuilder g("g");
-      g.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", perm)}).Output("y");
-      ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++)}}, 18, 0, 0);
-    } while (std::next_permutation(perm.begin(), perm.end()));
+    ExpectEveryPermutationMatches(shape, seed);
   }
   GraphBuilder shuffle("g");
   shuffle.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {0, 2, 1, 3, 4})}).Output("y");
