@@ -1,10 +1,14 @@
 // Session: planning and execution.
 #include "runner/session.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string_view>
+#include <unordered_map>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -55,7 +59,15 @@ class Session::Executor : public SubgraphRunner {
       if (it != f->values.end()) return &it->second;
     }
     auto c = session_->constants_.find(v);
-    return c == session_->constants_.end() ? nullptr : &c->second;
+    if (c != session_->constants_.end()) return &c->second;
+    if (!session_->released_.contains(v)) return nullptr;
+    // An initializer released after folding, read by a run that recomputes
+    // folded nodes: converted again for this run.
+    auto m = materialized_.find(v);
+    if (m != materialized_.end()) return &m->second;
+    absl::StatusOr<Tensor> t = TensorFromProto(*v->initializer(), session_->resolver_.get());
+    if (!t.ok()) return nullptr;
+    return &materialized_.emplace(v, RtValue::FromTensor(*std::move(t))).first->second;
   }
 
   absl::Status RunGraph(const ir::Graph& graph, Frame& frame, bool is_main) {
@@ -247,6 +259,9 @@ class Session::Executor : public SubgraphRunner {
   static constexpr int kMaxNesting = 128;
   int nesting_ = 0;
   bool nesting_exceeded_ = false;
+  // Released initializers converted again in this run (node-based: the
+  // pointers Lookup returns stay valid).
+  mutable std::unordered_map<const ir::Value*, RtValue> materialized_;
   Session* session_;
   // Strict runs feed an initializer: they use the plain plan and kernels
   // that treat only unchangeable values as constant.
@@ -274,6 +289,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   ONNXKIT_RETURN_IF_ERROR(status);
   ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
   session->FoldConstants();
+  session->ReleaseFoldedSources();
   for (const auto& [value, v] : session->constants_) session->run_constants_.insert(value);
   session->PlanFusion();
   return session;
@@ -340,6 +356,38 @@ void Session::FoldConstants() {
     }
     folded_nodes_.insert(node);
     uses_feedable_folded_ = uses_feedable_folded_ || !stable;
+  }
+}
+
+void Session::ReleaseFoldedSources() {
+  if (folded_nodes_.empty()) return;
+  std::string_view file = loaded_.mapping != nullptr ? loaded_.mapping->bytes() : std::string_view();
+  const uintptr_t file_begin = reinterpret_cast<uintptr_t>(file.data());
+  const uintptr_t file_end = file_begin + file.size();
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
+  // Drops the whole pages of [data, data + size) when they lie in the
+  // read-only private mapping of the model file (they come back from the
+  // file if read again).
+  auto drop_pages = [&](const void* data, size_t size) {
+    uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
+    if (data == nullptr || file.empty() || begin < file_begin || end > file_end) return;
+    uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  };
+  for (const ir::Value* v : model_->graph().initializers()) {
+    if (!v->has_uses() || v->IsGraphOutput() || v->initializer() == nullptr) continue;
+    bool only_folded = std::all_of(v->uses().begin(), v->uses().end(),
+                                   [&](const ir::Use& use) { return folded_nodes_.contains(use.node); });
+    auto it = constants_.find(v);
+    if (!only_folded || it == constants_.end()) continue;
+    const pb::TensorProto& proto = *v->initializer();
+    drop_pages(proto.raw_data.data(), proto.raw_data.size());
+    if (it->second.is_tensor() && it->second.tensor().buffer() != nullptr &&
+        it->second.tensor().buffer()->owned()) {
+      constants_.erase(it);  // a copy (unaligned raw data): converted again when needed
+      released_.insert(v);
+    }
   }
 }
 

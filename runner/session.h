@@ -91,6 +91,10 @@ class Session {
   // made by ConstantOfShape, transposed or reshaped initializers...) and
   // keeps their outputs as constants; Run skips those nodes.
   void FoldConstants();
+  // Releases initializers only folded nodes read (runs that fold never read
+  // them again): their copies, and the pages of the mapped model file that
+  // hold them. A run that recomputes folded nodes converts them anew.
+  void ReleaseFoldedSources();
 
   io::LoadedModel loaded_;
   std::unique_ptr<ir::Model> model_;
@@ -106,6 +110,8 @@ class Session {
   absl::flat_hash_set<const ir::Value*> stable_folded_values_;
   absl::flat_hash_set<const ir::Node*> folded_nodes_;
   bool uses_feedable_folded_ = false;
+  // Initializers ReleaseFoldedSources dropped from constants_.
+  absl::flat_hash_set<const ir::Value*> released_;
   // Every value of constants_: what kernels of non-strict runs treat as constant.
   absl::flat_hash_set<const ir::Value*> run_constants_;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;

@@ -1,6 +1,7 @@
 // Constant folding in the session: nodes whose inputs are all constant run
 // once at creation; overridable initializers (also graph inputs), random ops
 // and failing nodes are left to Run.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
+#include "tests/util/test_paths.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -118,6 +120,55 @@ TEST(SessionFoldTest, RandomOpsAreNotFolded) {
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Run({}).ok());
   EXPECT_EQ(ran, (std::vector<std::string>{"random"}));
+}
+
+TEST(SessionFoldTest, InitializersOnlyFoldedNodesReadAreReleasedAndConvertedAgainWhenNeeded) {
+  // IR 3 (initializers are inputs too) from a file: w1 and w2 only feed
+  // Transposes that fold, so the session drops them; a run that feeds b
+  // recomputes the Transposes and must read w1 and w2 again, right.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{3, 1031})
+      .Initializer(RawFloatTensor("w1", {1031, 3}, 0.5f))
+      .Initializer(RawFloatTensor("w2", {1031, 3}, -7.0f))
+      .Initializer(RawFloatTensor("b", {1}, 1.0f))
+      .Node("Transpose", {"w1"}, {"t1"}, {}, "transpose1")
+      .Node("Transpose", {"w2"}, {"t2"}, {}, "transpose2")
+      .Node("Add", {"x", "t1"}, {"s"})
+      .Node("Add", {"s", "t2"}, {"u"})
+      .Node("Add", {"u", "b"}, {"y"})
+      .Output("y");
+  pb::GraphProto graph = g.Build();
+  for (const char* name : {"w1", "w2", "b"}) graph.input.push_back(MakeValueInfo(name, pb::kFloat));
+  std::filesystem::path dir = MakeTempDir();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(graph, 13, 3), dir, dir / "m.onnx").ok());
+  std::vector<float> x(3 * 1031, 0.25f);
+  // y[i][j] = 0.25 + w1[j][i] + w2[j][i] + b with w1 = 0.5 + k, w2 = -7 + k, k = j * 3 + i.
+  auto expected = [&](float b, int64_t i, int64_t j) {
+    float k = static_cast<float>(j * 3 + i);
+    return 0.25f + (0.5f + k) + (-7.0f + k) + b;
+  };
+  for (runner::Backend backend : {runner::Backend::kReference, runner::Backend::kCpu}) {
+    auto loaded = io::LoadModel(dir / "m.onnx");
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    runner::SessionOptions options;
+    options.backend = backend;
+    auto session = runner::Session::Create(*std::move(loaded), options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    for (float b : {1.0f, 3.0f, 1.0f}) {
+      std::vector<std::pair<std::string, runner::RtValue>> feeds = {
+          {"x", runner::RtValue::FromTensor(Floats({3, 1031}, x))}};
+      if (b != 1.0f) feeds.emplace_back("b", runner::RtValue::FromTensor(Floats({1}, {b})));
+      auto out = (*session)->Run(std::move(feeds));
+      ASSERT_TRUE(out.ok()) << out.status();
+      std::vector<float> y = Values<float>((*out)[0].tensor());
+      ASSERT_EQ(y.size(), x.size());
+      for (int64_t i = 0; i < 3; ++i) {
+        for (int64_t j = 0; j < 1031; j += 103)
+          EXPECT_EQ(y[static_cast<size_t>(i * 1031 + j)], expected(b, i, j));
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
