@@ -181,28 +181,21 @@ bool FloatOperands(KernelContext& ctx, int node_inputs, const Tensor** x, const 
 
 // --- Shared machinery ---
 
-struct ScratchSlot {
-  void* data = nullptr;
-  size_t size = 0;
-  ~ScratchSlot() { std::free(data); }
-};
-
 // A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
 // for activations reordered in and out of a primitive's layout or passed
 // between the convolutions of a sequence. Slots 0 .. kScratchSlots - 1 are
 // distinct buffers; each keeps its largest size across calls, and its
-// contents are only valid until the next call for the same slot. Null when
-// the allocation fails.
+// contents are only valid until the next call for the same slot. The
+// buffers are tensor buffers: they count against the memory limit. Null when
+// the allocation fails or would pass the limit.
 constexpr int kScratchSlots = 4;
 void* ThreadScratch(int slot, size_t bytes) {
-  thread_local ScratchSlot slots[kScratchSlots];
-  ScratchSlot& s = slots[slot < 0 || slot >= kScratchSlots ? 0 : slot];
-  if (s.data != nullptr && s.size >= bytes) return s.data;
-  std::free(s.data);
-  size_t rounded = (std::max<size_t>(bytes, 64) + 63) / 64 * 64;
-  s.data = std::aligned_alloc(64, rounded);
-  s.size = s.data != nullptr ? rounded : 0;
-  return s.data;
+  thread_local std::shared_ptr<Buffer> slots[kScratchSlots];
+  std::shared_ptr<Buffer>& s = slots[slot < 0 || slot >= kScratchSlots ? 0 : slot];
+  if (s != nullptr && s->size() >= bytes) return s->data();
+  s.reset();  // release before allocating the larger one
+  s = Buffer::Allocate(bytes, /*zero_fill=*/false);
+  return s != nullptr ? s->data() : nullptr;
 }
 
 ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input)

@@ -478,6 +478,26 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
   }
 }
 
+TEST(CpuFusionTest, SequenceIntermediatesCountAgainstTheMemoryLimit) {
+  // The first Conv's huge pads make a 1.1 GB intermediate that only the
+  // sequence's scratch would hold; the limit refuses it cleanly.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 4, 4})
+      .Initializer(InitializerFrom("w1", RandomFloats({8, 4, 1, 1}, 110)))
+      .Initializer(InitializerFrom("w2", RandomFloats({2, 8, 1, 1}, 111)))
+      .Node("Conv", {"x", "w1"}, {"a"}, {AttrInts("pads", {3000, 3000, 3000, 3000})}, "c1")
+      .Node("Relu", {"a"}, {"r"}, {}, "relu")
+      .Node("Conv", {"r", "w2"}, {"y"}, {AttrInts("strides", {1000, 1000})}, "c2")
+      .Output("y");
+  runner::SetMemoryLimit(int64_t{256} << 20);
+  for (runner::Backend backend : {runner::Backend::kReference, runner::Backend::kCpu}) {
+    auto out = RunGraphOn(backend, g.Build(), {{"x", RandomFloats({1, 4, 4, 4}, 112)}});
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+  }
+  runner::SetMemoryLimit(0);
+}
+
 TEST(CpuFusionTest, ObserverSeesEveryValueAndFusionCanBeTurnedOff) {
   const ConvCase& cc = kCases[0];
   GraphBuilder g("g");
