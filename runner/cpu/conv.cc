@@ -161,6 +161,21 @@ memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::v
   return d;
 }
 
+// An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
+// window `win`: source and destination in layout `tag`, weights in the
+// layout oneDNN picks. Throws dnnl::error: call inside Guard.
+dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
+                                         const std::vector<int64_t>& y_shape, const memory::dims& wdims,
+                                         const memory::desc& bias, const Window& win, memory::data_type xt,
+                                         memory::data_type wt, memory::data_type yt, memory::format_tag tag) {
+  memory::desc src(Dims(x_shape), xt, tag);
+  memory::desc dst(Dims(y_shape), yt, tag);
+  memory::desc wei(wdims, wt, memory::format_tag::any);
+  return dnnl::convolution_forward::desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
+      Dims(win.strides), Minus1(win.dilations), Dims(win.pad_begin), Dims(win.pad_end));
+}
+
 // Inputs x, w and the optional bias b of a float convolution node with
 // `node_inputs` inputs (the first of ctx's); true when x and w are
 // non-empty float32 tensors of one rank in 3..5 and b, when present, a
@@ -565,12 +580,9 @@ class ConvKernel : public FloatConvKernel {
       bool last = i + 1 == tags.size();
       bool planned = false;
       absl::Status s = Guard("convolution", [&] {
-        memory::desc src(Dims(x.shape()), memory::data_type::f32, tags[i]);
-        memory::desc dst(Dims(y_shape), memory::data_type::f32, tags[i]);
-        memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
-        dnnl::convolution_forward::desc d(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, plan.bias, dst,
-            Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
+        dnnl::convolution_forward::desc d =
+            ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, memory::data_type::f32,
+                     memory::data_type::f32, memory::data_type::f32, tags[i]);
         // Plain layouts, and chains of three post-ops (oneDNN 2.6's jit
         // convolutions drop the activation of eltwise + sum + eltwise): the
         // post-ops run after the primitive (ApplyPostOps).
@@ -765,12 +777,9 @@ class ConvSequenceKernel : public CpuKernel {
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
         bool last_tag = i + 1 == tags.size();
         absl::Status status = Guard("convolution", [&] {
-          memory::desc src(Dims(x_shape), memory::data_type::f32, tags[i]);
-          memory::desc dst(Dims(s.y_shape), memory::data_type::f32, tags[i]);
-          memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
-          dnnl::convolution_forward::desc d(
-              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, s.bias, dst,
-              Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
+          dnnl::convolution_forward::desc d =
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
+                       memory::data_type::f32, memory::data_type::f32, tags[i]);
           dnnl::primitive_attr attr;
           if (!own_post_ops_ || !last) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -1150,12 +1159,8 @@ class IntegerConvKernel : public ConvLikeKernel {
         plan.extra_args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] =
             memory(zp_desc, Engine(), &plan.zero_points[1]);
       }
-      memory::desc src(Dims(x->shape()), xt, memory::format_tag::any);
-      memory::desc dst(Dims(y_shape), yt, memory::format_tag::any);
-      memory::desc wei(wdims, s8, memory::format_tag::any);
-      dnnl::convolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, plan.bias, dst,
-          Dims(win->strides), Minus1(win->dilations), Dims(win->pad_begin), Dims(win->pad_end));
+      dnnl::convolution_forward::desc d =
+          ConvDesc(x->shape(), y_shape, wdims, plan.bias, *win, xt, s8, yt, memory::format_tag::any);
       dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
       plan.Finish(pd, dnnl::convolution_forward(pd));
     });
