@@ -11,16 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "checker/rules/rules.h"
 #include "lib/base/strings.h"
+#include "lib/infer/infer.h"
 #include "lib/io/model_io.h"
 
-// --full: type and shape inference lives in checker/infer (being written
-// alongside); until its header exists, --full adds a note instead.
-#if __has_include("checker/infer/infer.h")
-#include "checker/infer/infer.h"
-#define ONNXKIT_CHECKER_HAS_INFER 1
-#else
-#define ONNXKIT_CHECKER_HAS_INFER 0
-#endif
 
 namespace onnxkit::checker {
 namespace {
@@ -72,16 +65,22 @@ void ReportLoadError(const absl::Status& status, const std::string& path, intern
   }
 }
 
+// The checker rule of an inference issue.
+rules::RuleId RuleOf(infer::IssueKind kind) {
+  switch (kind) {
+    case infer::IssueKind::kTypeConflict: return rules::kE0600;
+    case infer::IssueKind::kImpossibleShape: return rules::kE0601;
+    case infer::IssueKind::kShapeConflict: return rules::kE0602;
+    case infer::IssueKind::kTypeConstraint: return rules::kE0603;
+  }
+  return rules::kE0601;
+}
+
 // Type and shape inference (--full), run only on a structurally valid model.
 void RunInference(const pb::ModelProto& model, internal::Sink* sink) {
-#if ONNXKIT_CHECKER_HAS_INFER
   for (infer::InferenceIssue& issue : infer::InferModel(model)) {
-    sink->Report(issue.rule, std::move(issue.location), std::move(issue.message));
+    sink->Report(RuleOf(issue.rule), std::move(issue.location), std::move(issue.message));
   }
-#else
-  (void)model;
-  sink->Note("--full was requested, but type and shape inference is not built into this onnxkit yet");
-#endif
 }
 
 }  // namespace
