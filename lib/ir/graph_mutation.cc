@@ -308,7 +308,11 @@ absl::Status Graph::RemoveInitializer(Value* value) {
         absl::StrCat(Label(), ": cannot remove initializer '", Sv(value->name()), "': it is used"));
   }
   auto& list = value->tensor_ ? initializers_ : sparse_initializers_;
-  list.erase(std::find(list.begin(), list.end(), value));
+  auto it = std::find(list.begin(), list.end(), value);
+  if (it == list.end()) {
+    return absl::InternalError(absl::StrCat(Label(), ": initializer '", Sv(value->name()), "' is not listed"));
+  }
+  list.erase(it);
   value->tensor_.reset();
   value->sparse_.reset();
   if (deleting) {

@@ -1,6 +1,8 @@
 // ir::Node and ir::Attribute: attribute access and subgraph attachment.
 #include "lib/ir/node.h"
 
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "lib/base/strings.h"
 #include "lib/ir/graph.h"
@@ -12,6 +14,12 @@ Attribute::Attribute(pb::AttributeProto p) : proto(std::move(p)) {}
 Attribute::Attribute(Attribute&&) noexcept = default;
 Attribute& Attribute::operator=(Attribute&&) noexcept = default;
 Attribute::~Attribute() = default;
+
+namespace {
+std::atomic<uint64_t> next_node_serial{1};
+}  // namespace
+
+Node::Node(Graph* graph) : graph_(graph), serial_(next_node_serial.fetch_add(1, std::memory_order_relaxed)) {}
 
 Node::~Node() = default;
 

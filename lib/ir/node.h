@@ -65,6 +65,10 @@ class Node {
 
   // The owning graph.
   Graph* graph() const { return graph_; }
+  // A number no other node created in this process has (counting up from
+  // 1): tells a node that survived a rewrite from a new one at a reused
+  // address. Not part of the model.
+  uint64_t serial() const { return serial_; }
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   Value* input(int i) const { return inputs_[static_cast<size_t>(i)]; }
@@ -113,7 +117,7 @@ class Node {
  private:
   friend class Graph;
   friend class Importer;
-  explicit Node(Graph* graph) : graph_(graph) {}
+  explicit Node(Graph* graph);
   // Drops the uses made by the nodes of `a`'s subgraphs (about to go).
   static void DropAttributeUses(Attribute& a);
 
@@ -125,6 +129,7 @@ class Node {
   std::vector<pb::StringStringEntryProto> metadata_props_;
   pb::MessageBase extra_;
   Graph* graph_;
+  uint64_t serial_;
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   std::vector<Attribute> attributes_;
