@@ -45,6 +45,7 @@ int Main(int argc, char** argv) {
   RegisterRun(app, action);
   RegisterCompare(app, action);
   RegisterCheck(app, action);
+  RegisterOptimize(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

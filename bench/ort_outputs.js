@@ -1,0 +1,27 @@
+// ONNX Runtime's outputs of one model (the judge of bench/optimize_compare.py).
+// Usage: node bench/ort_outputs.js MODEL INPUTS.json OUT.json [optlevel]
+// INPUTS.json as bench/ort_bench.js reads it; OUT.json gets
+// [{"name", "dtype", "dims", "values"}] in output order.
+const ort = require(process.env.ORT_NODE || 'onnxruntime-node');
+const fs = require('fs');
+
+async function main() {
+  const [model, inputsPath, outPath, level] = process.argv.slice(2);
+  const spec = JSON.parse(fs.readFileSync(inputsPath, 'utf8'));
+  const feeds = {};
+  for (const name of Object.keys(spec)) {
+    const {dtype, shape, values} = spec[name];
+    const data = dtype === 'int64' ? BigInt64Array.from(values.map((v) => BigInt(v))) : Float32Array.from(values);
+    feeds[name] = new ort.Tensor(dtype, data, shape);
+  }
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: level || 'disabled'});
+  const result = await session.run(feeds);
+  const out = session.outputNames.map((name) => {
+    const t = result[name];
+    const values = Array.from(t.data, (v) => (typeof v === 'bigint' ? Number(v) : v));
+    return {name, dtype: t.type, dims: t.dims, values};
+  });
+  fs.writeFileSync(outPath, JSON.stringify(out));
+}
+main().catch((e) => { console.error(String(e)); process.exit(1); });

@@ -1,0 +1,232 @@
+// Helpers shared by the passes (see util.h).
+#include "passes/util.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "runner/convert.h"
+#include "runner/kernel_registry.h"
+
+namespace onnxkit::passes {
+
+std::vector<ir::Node*> SnapshotNodes(const ir::Graph& graph) {
+  std::vector<ir::Node*> out;
+  out.reserve(static_cast<size_t>(graph.num_nodes()));
+  for (ir::Node* n : graph.nodes()) out.push_back(n);
+  return out;
+}
+
+bool IsLive(const ir::Graph& graph, const ir::Node* node) {
+  for (ir::Node* n : graph.nodes()) {
+    if (n == node) return true;
+  }
+  return false;
+}
+
+namespace {
+
+const ir::Node* ConstantNodeOf(const ir::Value& value) {
+  const ir::Node* p = value.producer();
+  if (p == nullptr || p->op_type() != "Constant" || !(p->domain().empty() || p->domain() == "ai.onnx")) {
+    return nullptr;
+  }
+  if (p->attributes().size() != 1 || p->num_outputs() != 1) return nullptr;
+  return p;
+}
+
+}  // namespace
+
+const pb::TensorProto* ConstantProto(const ir::Value& value) {
+  if (value.IsConstant()) return value.initializer();
+  const ir::Node* c = ConstantNodeOf(value);
+  if (c == nullptr) return nullptr;
+  const pb::AttributeProto& a = c->attributes()[0].proto;
+  if (a.name == "value" && a.t) return a.t.get();
+  return nullptr;
+}
+
+bool IsConstantValue(const ir::Value& value) {
+  if (value.IsConstant()) return value.initializer() != nullptr;
+  const ir::Node* c = ConstantNodeOf(value);
+  if (c == nullptr) return false;
+  const std::string& n = c->attributes()[0].proto.name;
+  return n == "value" || n == "value_float" || n == "value_floats" || n == "value_int" || n == "value_ints" ||
+         n == "value_string" || n == "value_strings";
+}
+
+absl::StatusOr<runner::Tensor> ConstantTensor(const ir::Value& value, PassContext& ctx) {
+  if (value.IsConstant() && value.initializer() != nullptr) {
+    return runner::TensorFromProto(*value.initializer(), ctx.resolver());
+  }
+  const ir::Node* c = ConstantNodeOf(value);
+  if (c == nullptr || !IsConstantValue(value)) {
+    return absl::NotFoundError(absl::StrCat("value '", value.name(), "' is not constant"));
+  }
+  const pb::AttributeProto& a = c->attributes()[0].proto;
+  if (a.name == "value" && a.t) return runner::TensorFromProto(*a.t, ctx.resolver());
+  // The other value_* forms: the reference Constant kernel builds them.
+  int64_t opset = ctx.Opset("");
+  ONNXKIT_ASSIGN_OR_RETURN(const runner::KernelEntry* entry,
+                           runner::FindKernel(runner::Backend::kReference, "", "Constant", opset));
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Kernel> kernel, entry->factory(*c, runner::KernelInfo{opset, 1}));
+  std::vector<runner::RtValue> outputs(1);
+  runner::KernelContext kctx(*c, opset, {}, &outputs, nullptr);
+  ONNXKIT_RETURN_IF_ERROR(kernel->Run(kctx));
+  if (!outputs[0].is_tensor()) return absl::InternalError("Constant produced no tensor");
+  return outputs[0].tensor();
+}
+
+std::optional<double> ConstantScalar(const ir::Value& value, PassContext& ctx) {
+  if (!IsConstantValue(value)) return std::nullopt;
+  auto t = ConstantTensor(value, ctx);
+  if (!t.ok() || t->size() != 1 || t->is_string()) return std::nullopt;
+  switch (t->dtype()) {
+    case pb::kFloat: return static_cast<double>(*t->data<float>());
+    case pb::kDouble: return *t->data<double>();
+    case pb::kInt32: return static_cast<double>(*t->data<int32_t>());
+    case pb::kInt64: return static_cast<double>(*t->data<int64_t>());
+    case pb::kInt8: return static_cast<double>(*t->data<int8_t>());
+    case pb::kUint8: return static_cast<double>(*t->data<uint8_t>());
+    case pb::kBool: return *t->data<uint8_t>() != 0 ? 1.0 : 0.0;
+    case pb::kFloat16: {
+      uint16_t h = *t->data<uint16_t>();
+      uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+      double v;
+      if (exp == 0) {
+        v = std::ldexp(static_cast<double>(man), -24);
+      } else if (exp == 31) {
+        v = man ? std::nan("") : HUGE_VAL;
+      } else {
+        v = std::ldexp(static_cast<double>(man | 0x400), static_cast<int>(exp) - 25);
+      }
+      return sign ? -v : v;
+    }
+    default: return std::nullopt;
+  }
+}
+
+absl::StatusOr<ir::Value*> AddConstant(ir::Graph& graph, std::string_view hint, const runner::Tensor& t) {
+  std::string name = graph.FreshName(hint);
+  pb::TensorProto proto = runner::TensorToProto(t, name);
+  if (graph.Root()->model() != nullptr) return graph.AddInitializer(std::move(proto));
+  // A function body holds no initializers: a Constant node at its start.
+  proto.name.clear();
+  pb::AttributeProto value;
+  value.name = "value";
+  value.type = pb::kAttrTensor;
+  value.t = std::move(proto);
+  ir::NodeSpec spec{.op_type = "Constant", .outputs = {name}, .attributes = {std::move(value)}};
+  ir::Position where = graph.num_nodes() > 0 ? ir::Position::Before(*graph.nodes().begin()) : ir::Position::End();
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * node, graph.AddNode(std::move(spec), where));
+  return node->output(0);
+}
+
+bool CanReplace(const ir::Value& old_value, const ir::Value& replacement) {
+  if (&old_value == &replacement) return false;
+  if (!old_value.IsGraphOutput()) return true;
+  // The producer must go away with the replacement (no other output of it
+  // in use), and the replacement must be able to take over the name.
+  const ir::Node* producer = old_value.producer();
+  if (producer == nullptr) return false;
+  for (const ir::Value* out : producer->outputs()) {
+    if (out != nullptr && out != &old_value && (out->has_uses() || out->IsGraphOutput())) return false;
+  }
+  return replacement.kind() == ir::ValueKind::kNodeOutput && replacement.graph() == old_value.graph() &&
+         !replacement.IsGraphOutput();
+}
+
+absl::Status ReplaceValue(ir::Graph& graph, ir::Value* old_value, ir::Value* replacement) {
+  if (!CanReplace(*old_value, *replacement)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot replace '", old_value->name(), "' by '", replacement->name(), "'"));
+  }
+  bool was_output = old_value->IsGraphOutput();
+  std::string name = old_value->name();
+  ir::Node* producer = old_value->producer();
+  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old_value, replacement));
+  if (producer != nullptr && producer->graph() == &graph) {
+    ONNXKIT_RETURN_IF_ERROR(RemoveIfDead(graph, producer).status());
+  }
+  if (was_output) {
+    if (graph.FindLocalValue(name) != nullptr) {
+      return absl::InternalError(absl::StrCat("graph output '", name, "' still has a producer after its replacement"));
+    }
+    ONNXKIT_RETURN_IF_ERROR(replacement->graph()->RenameValue(replacement, name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> RemoveIfDead(ir::Graph& graph, ir::Node* node) {
+  for (ir::Value* out : node->outputs()) {
+    if (out != nullptr && (out->has_uses() || out->IsGraphOutput())) return false;
+  }
+  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
+  return true;
+}
+
+std::optional<int32_t> ElemType(const ir::Value& value, const PassContext& ctx) {
+  if (const infer::ValueState* s = ctx.State(value); s != nullptr && s->type.is_tensor() && s->type.elem_type != 0) {
+    return s->type.elem_type;
+  }
+  if (const pb::TensorProto* t = ConstantProto(value)) return t->data_type;
+  const pb::TypeProto* type = value.type();
+  if (type != nullptr && type->tensor_type && type->tensor_type->elem_type != 0) return type->tensor_type->elem_type;
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> KnownShape(const ir::Value& value, const PassContext& ctx) {
+  if (const pb::TensorProto* t = ConstantProto(value)) return t->dims;
+  if (const infer::ValueState* s = ctx.State(value); s != nullptr && s->type.is_tensor() && s->type.shape) {
+    std::vector<int64_t> dims;
+    for (const infer::Dim& d : *s->type.shape) dims.push_back(d.known() ? *d.value : -1);
+    return dims;
+  }
+  const pb::TypeProto* type = value.type();
+  if (type == nullptr || !type->tensor_type || !type->tensor_type->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : type->tensor_type->shape->dim) {
+    dims.push_back(d.kind == pb::TensorShapeProto::Dimension::kValue && d.dim_value >= 0 ? d.dim_value : -1);
+  }
+  return dims;
+}
+
+ir::Node* SoleConsumer(const ir::Value& value) {
+  if (value.IsGraphOutput() || value.uses().size() != 1) return nullptr;
+  return value.uses()[0].node;
+}
+
+pb::AttributeProto IntAttr(std::string name, int64_t v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrInt;
+  a.i = v;
+  return a;
+}
+
+pb::AttributeProto FloatAttr(std::string name, float v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrFloat;
+  a.f = v;
+  return a;
+}
+
+pb::AttributeProto IntsAttr(std::string name, std::vector<int64_t> v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+pb::AttributeProto StringAttr(std::string name, std::string v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrString;
+  a.s = std::move(v);
+  return a;
+}
+
+}  // namespace onnxkit::passes

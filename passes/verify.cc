@@ -1,0 +1,141 @@
+// Verification by execution (see verify.h).
+#include "passes/verify.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/base/status_macros.h"
+#include "lib/ir/ir.h"
+#include "runner/session.h"
+
+namespace onnxkit::passes {
+namespace {
+
+// "NAME=2x3x4" for an input whose declared shape has symbolic or unknown
+// dims, with those dims from `dims` or the default; "" when the shape is
+// fixed or unknown in rank.
+std::string ShapeFlagFor(const ir::Value& input, const VerifyOptions& options) {
+  const pb::TypeProto* type = input.type();
+  if (type == nullptr || !type->tensor_type || !type->tensor_type->shape) return "";
+  bool symbolic = false;
+  std::vector<std::string> parts;
+  for (const auto& d : type->tensor_type->shape->dim) {
+    if (d.kind == pb::TensorShapeProto::Dimension::kValue && d.dim_value >= 0) {
+      parts.push_back(absl::StrCat(d.dim_value));
+      continue;
+    }
+    symbolic = true;
+    auto it = d.kind == pb::TensorShapeProto::Dimension::kParam ? options.dims.find(d.dim_param) : options.dims.end();
+    parts.push_back(absl::StrCat(it != options.dims.end() ? it->second : options.default_dim));
+  }
+  if (!symbolic) return "";
+  if (parts.empty()) return "";
+  return absl::StrCat(input.name(), "=", absl::StrJoin(parts, "x"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel& original, VerifyOptions options) {
+  std::unique_ptr<Verifier> v(new Verifier());
+  v->source_.path = original.path;
+  v->source_.base_dir = original.base_dir;
+  v->source_.mapping = original.mapping;
+  if (options.inputs.dir.empty() && options.inputs.files.empty()) options.inputs.random = true;
+  v->options_ = options;
+
+  io::LoadedModel copy = v->source_;
+  copy.proto = original.proto;
+  runner::SessionOptions session_options;
+  session_options.backend = options.backend;
+  session_options.timeout_seconds = options.timeout_seconds;
+  auto session = runner::Session::Create(std::move(copy), session_options);
+  if (!session.ok()) return AnnotateStatus(session.status(), "the original model cannot run");
+  runner::InputSpec spec = options.inputs;
+  std::vector<std::string> given_shapes;
+  for (const std::string& s : spec.shapes) given_shapes.push_back(s.substr(0, s.find('=')));
+  for (const ir::Value* input : (*session)->FeedInputs()) {
+    if (std::find(given_shapes.begin(), given_shapes.end(), input->name()) != given_shapes.end()) continue;
+    std::string flag = ShapeFlagFor(*input, options);
+    if (!flag.empty()) spec.shapes.push_back(flag);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(v->feeds_, runner::PrepareInputs((*session)->FeedInputs(), spec));
+  for (const ir::Value* out : (*session)->Outputs()) v->output_names_.push_back(out->name());
+  auto outputs = (*session)->Run(v->feeds_);
+  if (!outputs.ok()) return AnnotateStatus(outputs.status(), "the original model fails on the verification inputs");
+  v->expected_ = std::move(*outputs);
+  if (!options.inputs.dir.empty()) {
+    v->input_description_ = absl::StrCat("inputs from ", options.inputs.dir);
+  } else if (!options.inputs.files.empty()) {
+    v->input_description_ = absl::StrCat("inputs from ", absl::StrJoin(options.inputs.files, ", "));
+  } else {
+    v->input_description_ = absl::StrCat("random inputs, seed ", options.inputs.seed);
+  }
+  return v;
+}
+
+absl::StatusOr<std::vector<runner::RtValue>> Verifier::Execute(const pb::ModelProto& model,
+                                                               std::vector<std::string>* output_names) const {
+  io::LoadedModel copy = source_;
+  copy.proto = model;
+  runner::SessionOptions session_options;
+  session_options.backend = options_.backend;
+  session_options.timeout_seconds = options_.timeout_seconds;
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> session,
+                           runner::Session::Create(std::move(copy), session_options));
+  for (const ir::Value* out : session->Outputs()) output_names->push_back(out->name());
+  // Feed what the candidate still takes (a pass may drop unused inputs).
+  std::vector<std::pair<std::string, runner::RtValue>> feeds;
+  for (const ir::Value* in : session->FeedInputs()) {
+    bool found = false;
+    for (const auto& [name, value] : feeds_) {
+      if (name == in->name()) {
+        feeds.emplace_back(name, value);
+        found = true;
+      }
+    }
+    if (!found) return absl::InvalidArgumentError(absl::StrCat("the new model has an input '", in->name(),
+                                                               "' the original does not have"));
+  }
+  return session->Run(std::move(feeds));
+}
+
+absl::StatusOr<VerifyResult> Verifier::Check(const pb::ModelProto& candidate) const {
+  VerifyResult result;
+  std::vector<std::string> names;
+  auto outputs = Execute(candidate, &names);
+  if (!outputs.ok()) {
+    result.ok = false;
+    result.error = std::string(outputs.status().message());
+    result.summary = absl::StrCat("the new model fails to run: ", result.error);
+    return result;
+  }
+  if (outputs->size() != expected_.size()) {
+    result.ok = false;
+    result.summary = absl::StrCat("the new model has ", outputs->size(), " outputs, the original ", expected_.size());
+    return result;
+  }
+  double worst = -1;
+  std::string worst_text;
+  for (size_t i = 0; i < expected_.size(); ++i) {
+    runner::Metrics m = runner::CompareValues((*outputs)[i], expected_[i], runner::Tolerance{options_.atol, options_.rtol});
+    if (!m.comparable || !m.within_tolerance) {
+      if (result.ok) {
+        result.summary = absl::StrCat("output '", output_names_[i], "' differs: ",
+                                      m.comparable ? runner::FormatMetrics(m) : m.mismatch);
+      }
+      result.ok = false;
+    } else if (m.max_abs > worst) {
+      worst = m.max_abs;
+      worst_text = absl::StrCat("worst: '", output_names_[i], "' max abs ", m.max_abs);
+    }
+    result.outputs.push_back(OutputCheck{i < names.size() ? names[i] : output_names_[i], std::move(m)});
+  }
+  if (result.ok) {
+    result.summary = expected_.empty() ? "no outputs to compare" : absl::StrCat("outputs match (", worst_text, ")");
+  }
+  return result;
+}
+
+}  // namespace onnxkit::passes

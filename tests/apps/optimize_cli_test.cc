@@ -1,0 +1,156 @@
+// End-to-end tests of `onnxkit optimize`: a model optimized, verified and
+// written; JSON; the pass list; a verification failure that names the
+// rewrite and writes nothing; --bisect-limit; every error path.
+#include <filesystem>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "tests/apps/cli_runner.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/test_paths.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+pb::TensorProto Floats(std::string name, std::vector<int64_t> dims, std::vector<float> values) {
+  pb::TensorProto t;
+  t.name = std::move(name);
+  t.data_type = pb::kFloat;
+  t.dims = std::move(dims);
+  t.float_data = std::move(values);
+  return t;
+}
+
+// x[1,2,4,4] -> Conv(2->2, 1x1) -> BatchNormalization -> Identity -> y; a
+// dead Neg on the side.
+std::string WriteConvBnModel(const fs::path& dir) {
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{1, 2, 4, 4}})
+      .Initializer(Floats("w", {2, 2, 1, 1}, {0.5f, -1.25f, 2.0f, 0.75f}))
+      .Initializer(Floats("s", {2}, {1.5f, 0.25f}))
+      .Initializer(Floats("o", {2}, {0.1f, -0.2f}))
+      .Initializer(Floats("m", {2}, {0.3f, 0.05f}))
+      .Initializer(Floats("v", {2}, {2.0f, 0.5f}))
+      .Node("Conv", {"x", "w"}, {"c"}, {}, "conv")
+      .Node("BatchNormalization", {"c", "s", "o", "m", "v"}, {"bn"}, {}, "bn")
+      .Node("Identity", {"bn"}, {"y"}, {}, "id")
+      .Node("Neg", {"x"}, {"dead"}, {}, "dead")
+      .Output("y", pb::kFloat, {{1, 2, 4, 4}});
+  std::string path = (dir / "convbn.onnx").string();
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, path).ok());
+  return path;
+}
+
+TEST(OptimizeCliTest, OptimizesVerifiesAndWrites) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteConvBnModel(dir);
+  std::string out = (dir / "out.onnx").string();
+  CliResult r = RunCli({"optimize", in, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("outputs match"));
+  EXPECT_THAT(r.out, HasSubstr("4 -> 1 nodes"));
+  EXPECT_TRUE(fs::exists(out));
+  CliResult check = RunCli({"check", "--full", out});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  // Deterministic: the same input and flags give the same bytes.
+  std::string out2 = (dir / "out2.onnx").string();
+  ASSERT_EQ(RunCli({"optimize", in, "-o", out2, "-q"}).exit_code, 0);
+  EXPECT_EQ(ReadFileOrEmpty(out), ReadFileOrEmpty(out2));
+  // Optimizing the result again changes nothing.
+  CliResult again = RunCli({"optimize", out, "-o", out2, "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("\"rewrites\": 0"));
+}
+
+TEST(OptimizeCliTest, JsonReportsPassesHistogramsAndVerification) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteConvBnModel(dir);
+  CliResult r = RunCli({"optimize", in, "-o", (dir / "o.onnx").string(), "--json", "--print-rewrites"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"\"passes\"", "\"nodes_before\": 4", "\"nodes_after\": 1", "\"ops_before\"",
+                          "\"BatchNormalization\": 1", "\"file_bytes_after\"", "\"verification\"", "\"ok\": true",
+                          "\"rewrite_list\"", "\"fuse-conv-bn\""}) {
+    EXPECT_THAT(r.out, HasSubstr(key));
+  }
+}
+
+TEST(OptimizeCliTest, OutputsThatMoveExitOneNameTheRewriteAndWriteNothing) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteConvBnModel(dir);
+  std::string out = (dir / "o.onnx").string();
+  // Folding the BatchNormalization into the weights rounds differently: with
+  // zero tolerance the verification must catch it.
+  CliResult r = RunCli({"optimize", in, "-o", out, "--atol", "0", "--rtol", "0", "--passes", "fuse-conv-bn"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("first rewrite that moves the outputs: #1 fuse-conv-bn"));
+  EXPECT_THAT(r.out, HasSubstr("nothing written"));
+  EXPECT_FALSE(fs::exists(out));
+  CliResult each = RunCli({"optimize", in, "-o", out, "--atol", "0", "--rtol", "0", "--verify-each", "--json"});
+  EXPECT_EQ(each.exit_code, 1);
+  EXPECT_THAT(each.out, HasSubstr("\"pass\": \"fuse-conv-bn\""));
+}
+
+TEST(OptimizeCliTest, BisectLimitAndSkip) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteConvBnModel(dir);
+  CliResult r = RunCli({"optimize", in, "-o", (dir / "o.onnx").string(), "--bisect-limit", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"rewrites\": 0"));
+  EXPECT_THAT(r.out, HasSubstr("\"bisect_limit_reached\": true"));
+  CliResult s = RunCli({"optimize", in, "-o", (dir / "o.onnx").string(), "--skip", "fuse-conv-bn", "--json"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_THAT(s.out, HasSubstr("\"BatchNormalization\": 1"));
+}
+
+TEST(OptimizeCliTest, ListPasses) {
+  CliResult r = RunCli({"optimize", "--list-passes"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("fuse-conv-bn"));
+  EXPECT_THAT(r.out, HasSubstr("prune-inputs"));
+}
+
+TEST(OptimizeCliTest, ErrorPaths) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteConvBnModel(dir);
+  std::string out = (dir / "o.onnx").string();
+  EXPECT_EQ(RunCli({"optimize", (dir / "missing.onnx").string(), "-o", out}).exit_code, 3);
+  EXPECT_EQ(RunCli({"optimize", in}).exit_code, 2);
+  CliResult bad_pass = RunCli({"optimize", in, "-o", out, "--passes", "fold,nope"});
+  EXPECT_EQ(bad_pass.exit_code, 2);
+  EXPECT_THAT(bad_pass.err, HasSubstr("valid passes"));
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "x"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "nope=1x2"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "x=1x2"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--no-such-flag"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", dir.string(), "-o", out}).exit_code, 3);
+  std::string garbage = (dir / "garbage.onnx").string();
+  ASSERT_TRUE(io::WriteFileAtomically(garbage, "not a model at all").ok());
+  EXPECT_EQ(RunCli({"optimize", garbage, "-o", out}).exit_code, 3);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(OptimizeCliTest, PinsSymbolicInputDims) {
+  fs::path dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{-1, 3}})
+      .Node("Shape", {"x"}, {"s"})
+      .Node("Reshape", {"x", "s"}, {"y"})
+      .Output("y", pb::kFloat);
+  std::string in = (dir / "dyn.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  std::string out = (dir / "o.onnx").string();
+  CliResult r = RunCli({"optimize", in, "-o", out, "--input-shape", "x=2x3"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pinned input x: [2, 3]"));
+  CliResult info = RunCli({"inspect", out, "--json"});
+  EXPECT_THAT(info.out, HasSubstr("\"shape\": [\n        2,\n        3\n      ]"));
+  // Shape folded: the Reshape reads a constant.
+  EXPECT_THAT(info.out, HasSubstr("\"node_count\": 1,"));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
