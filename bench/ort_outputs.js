@@ -11,7 +11,11 @@ async function main() {
   const feeds = {};
   for (const name of Object.keys(spec)) {
     const {dtype, shape, values} = spec[name];
-    const data = dtype === 'int64' ? BigInt64Array.from(values.map((v) => BigInt(v))) : Float32Array.from(values);
+    const arrays = {float32: Float32Array, float64: Float64Array, int32: Int32Array, int8: Int8Array, uint8: Uint8Array};
+    let data;
+    if (dtype === 'int64') data = BigInt64Array.from(values.map((v) => BigInt(v)));
+    else if (dtype === 'bool') data = Uint8Array.from(values.map((v) => (v ? 1 : 0)));
+    else data = arrays[dtype].from(values);
     feeds[name] = new ort.Tensor(dtype, data, shape);
   }
   const session = await ort.InferenceSession.create(model, {

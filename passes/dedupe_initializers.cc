@@ -13,7 +13,8 @@
 //     their encoded string_data.
 //   - Fast on big models: tensors are grouped by (data_type, dims) first and
 //     only groups of two or more are read; within a group a hash of the
-//     bytes picks candidates, and only equal hashes are compared in full.
+//     size and both ends of the bytes picks candidates, and only equal
+//     hashes are compared in full.
 //   - Equal Constant nodes merge in cse (equal attribute bytes).
 //   - Allow is anchored at the first node using the duplicate; unused
 //     initializers are left to dce.
@@ -54,6 +55,15 @@ absl::StatusOr<Bytes> ContentBytes(const pb::TensorProto& t, PassContext& ctx) {
   return Bytes::Own(std::move(raw));
 }
 
+// A hash of the size and of up to 256 bytes at each end: cheap on 100 MB
+// weights, and enough to tell apart tensors that differ (equal samples are
+// compared in full).
+size_t SampleHash(std::string_view bytes) {
+  constexpr size_t kSample = 256;
+  if (bytes.size() <= 2 * kSample) return absl::HashOf(bytes);
+  return absl::HashOf(bytes.size(), bytes.substr(0, kSample), bytes.substr(bytes.size() - kSample));
+}
+
 struct Entry {
   ir::Value* value;
   Bytes bytes;
@@ -88,7 +98,7 @@ class DedupeInitializers : public Pass {
     for (ir::Value* v : group) {
       absl::StatusOr<Bytes> bytes = ContentBytes(*v->initializer(), ctx);
       if (!bytes.ok()) continue;  // unreadable data: left for check to report
-      size_t hash = absl::HashOf(bytes->view());
+      size_t hash = SampleHash(bytes->view());
       const Entry* same = nullptr;
       for (const Entry& e : kept) {
         if (e.hash == hash && e.bytes.view() == bytes->view()) {

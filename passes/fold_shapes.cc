@@ -171,14 +171,7 @@ std::optional<std::vector<runner::Tensor>> Match(const ir::Node& node, const Pas
 absl::StatusOr<ir::Value*> MakeConstant(ir::Graph& graph, ir::Node* anchor, const std::string& hint,
                                         const runner::Tensor& t, bool initializers) {
   if (initializers) return AddConstant(graph, hint, t);
-  pb::AttributeProto value;
-  value.name = "value";
-  value.type = pb::kAttrTensor;
-  value.t = runner::TensorToProto(t, "");
-  ir::NodeSpec spec{
-      .op_type = "Constant", .outputs = {graph.FreshName(hint)}, .attributes = {std::move(value)}};
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * c, graph.AddNode(std::move(spec), ir::Position::Before(anchor)));
-  return c->output(0);
+  return AddConstantNode(graph, anchor, hint, t);
 }
 
 // What a run made and removed: pointers it must not follow again.

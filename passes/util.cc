@@ -108,17 +108,19 @@ std::optional<double> ConstantScalar(const ir::Value& value, PassContext& ctx) {
 }
 
 absl::StatusOr<ir::Value*> AddConstant(ir::Graph& graph, std::string_view hint, const runner::Tensor& t) {
-  std::string name = graph.FreshName(hint);
-  pb::TensorProto proto = runner::TensorToProto(t, name);
-  if (graph.Root()->model() != nullptr) return graph.AddInitializer(std::move(proto));
+  if (graph.Root()->model() != nullptr) return graph.AddInitializer(runner::TensorToProto(t, graph.FreshName(hint)));
   // A function body holds no initializers: a Constant node at its start.
-  proto.name.clear();
+  return AddConstantNode(graph, graph.num_nodes() > 0 ? *graph.nodes().begin() : nullptr, hint, t);
+}
+
+absl::StatusOr<ir::Value*> AddConstantNode(ir::Graph& graph, ir::Node* anchor, std::string_view hint,
+                                           const runner::Tensor& t) {
   pb::AttributeProto value;
   value.name = "value";
   value.type = pb::kAttrTensor;
-  value.t = std::move(proto);
-  ir::NodeSpec spec{.op_type = "Constant", .outputs = {name}, .attributes = {std::move(value)}};
-  ir::Position where = graph.num_nodes() > 0 ? ir::Position::Before(*graph.nodes().begin()) : ir::Position::End();
+  value.t = runner::TensorToProto(t, "");
+  ir::NodeSpec spec{.op_type = "Constant", .outputs = {graph.FreshName(hint)}, .attributes = {std::move(value)}};
+  ir::Position where = anchor != nullptr ? ir::Position::Before(anchor) : ir::Position::End();
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * node, graph.AddNode(std::move(spec), where));
   return node->output(0);
 }

@@ -41,6 +41,12 @@ std::optional<double> ConstantScalar(const ir::Value& value, PassContext& ctx);
 // (in a model-local function body, which holds no initializers, a Constant
 // node at the start of the body).
 absl::StatusOr<ir::Value*> AddConstant(ir::Graph& graph, std::string_view hint, const runner::Tensor& t);
+// A Constant node holding `t`, placed before `anchor` (at the end when
+// null), its output named from `hint`: for graphs that cannot take a new
+// initializer (function bodies; IR < 4 graphs, which list every initializer
+// as an input).
+absl::StatusOr<ir::Value*> AddConstantNode(ir::Graph& graph, ir::Node* anchor, std::string_view hint,
+                                           const runner::Tensor& t);
 
 // Whether `old_value` (an output of a node of `graph`) can be replaced by
 // `replacement` everywhere: always when old_value is no graph output; when

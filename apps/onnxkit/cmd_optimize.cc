@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <system_error>
@@ -73,6 +75,18 @@ int64_t FileBytes(const fs::path& model, const pb::ModelProto* proto) {
     if (!ec) total += static_cast<int64_t>(size);
   }
   return total;
+}
+
+// Peak resident memory of this process in MiB (VmHWM: counted from the
+// process's own start, unlike getrusage, which inherits the parent's peak
+// across exec).
+double PeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
 }
 
 void ListPasses(bool json) {
@@ -164,6 +178,7 @@ void WriteJson(const OptimizeFlags& f, const passes::OptimizeResult& r, int64_t 
   WriteHistogram(w, "ops_after", r.ops_after);
   w.KeyInt("file_bytes_before", bytes_before);
   w.KeyInt("file_bytes_after", bytes_after);
+  w.KeyDouble("peak_rss_mb", PeakRssMb());
   w.Key("verification");
   if (!r.verification) {
     w.Null();

@@ -583,12 +583,8 @@ absl::Status SaveModel(const pb::ModelProto& model, const fs::path& source_base_
     ONNXKIT_RETURN_IF_ERROR(WriteDataFile(data_file.get(), pieces));
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> model_file, TempFile::Create(path));
-  {
-    std::string encoded;
-    encoded.reserve(size);
-    EncodeTo(copy, &encoded);
-    ONNXKIT_RETURN_IF_ERROR(model_file->Write(encoded));
-  }
+  ONNXKIT_RETURN_IF_ERROR(
+      EncodeToSink(copy, [&](std::string_view piece) { return model_file->Write(piece); }));
   ONNXKIT_RETURN_IF_ERROR(model_file->Finish());
   if (data_file) ONNXKIT_RETURN_IF_ERROR(data_file->Commit());
   ONNXKIT_RETURN_IF_ERROR(model_file->Commit());

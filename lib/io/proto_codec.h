@@ -10,6 +10,7 @@
 #ifndef ONNXKIT_LIB_IO_PROTO_CODEC_H_
 #define ONNXKIT_LIB_IO_PROTO_CODEC_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,11 @@ uint64_t EncodedSize(const pb::TensorProto& m);
 
 // Appends the encoding of a message to `out`.
 void EncodeTo(const pb::ModelProto& m, std::string* out);
+// Encodes `m` as a sequence of pieces handed to `sink` in order (the same
+// bytes as EncodeTo); long byte fields such as tensor data are passed on
+// without a copy, so memory stays bounded. Stops at the sink's first error
+// and returns it.
+absl::Status EncodeToSink(const pb::ModelProto& m, const std::function<absl::Status(std::string_view)>& sink);
 void EncodeTo(const pb::TensorProto& m, std::string* out);
 void EncodeTo(const pb::SequenceProto& m, std::string* out);
 void EncodeTo(const pb::MapProto& m, std::string* out);

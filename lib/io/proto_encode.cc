@@ -5,6 +5,7 @@
 // way protobuf's generated serializers order fields. Unknown fields follow the
 // known ones verbatim.
 #include <cstring>
+#include <functional>
 #include <type_traits>
 
 #include "lib/io/proto_codec.h"
@@ -351,7 +352,63 @@ void EncodeAny(const T& m, std::string* out) {
   Walk(m, e);
 }
 
+// A writer that hands bytes to a sink in pieces of about kChunk bytes;
+// long byte fields (tensor data) go to the sink as they are, uncopied.
+class ChunkWriter {
+ public:
+  explicit ChunkWriter(const std::function<absl::Status(std::string_view)>& sink) : sink_(sink) {
+    buf_.reserve(kChunk);
+  }
+  void Varint(uint64_t v) {
+    wire::ByteWriter(&buf_).Varint(v);
+    MaybeFlush();
+  }
+  void Fixed32(uint32_t v) {
+    wire::ByteWriter(&buf_).Fixed32(v);
+    MaybeFlush();
+  }
+  void Fixed64(uint64_t v) {
+    wire::ByteWriter(&buf_).Fixed64(v);
+    MaybeFlush();
+  }
+  void Bytes(std::string_view b) {
+    if (b.size() < kDirect) {
+      buf_.append(b.data(), b.size());
+      MaybeFlush();
+      return;
+    }
+    Flush();
+    if (status_.ok()) status_ = sink_(b);
+  }
+  void Reserve(uint64_t) {}
+  absl::Status Finish() {
+    Flush();
+    return status_;
+  }
+
+ private:
+  static constexpr size_t kChunk = size_t{1} << 20;
+  static constexpr size_t kDirect = size_t{64} << 10;
+  void MaybeFlush() {
+    if (buf_.size() >= kChunk) Flush();
+  }
+  void Flush() {
+    if (status_.ok() && !buf_.empty()) status_ = sink_(buf_);
+    buf_.clear();
+  }
+  const std::function<absl::Status(std::string_view)>& sink_;
+  std::string buf_;
+  absl::Status status_;
+};
+
 }  // namespace
+
+absl::Status EncodeToSink(const pb::ModelProto& m, const std::function<absl::Status(std::string_view)>& sink) {
+  ChunkWriter writer(sink);
+  Emitter<ChunkWriter> e(writer);
+  Walk(m, e);
+  return writer.Finish();
+}
 
 uint64_t EncodedSize(const pb::ModelProto& m) { return SizeOf(m); }
 uint64_t EncodedSize(const pb::TensorProto& m) { return SizeOf(m); }

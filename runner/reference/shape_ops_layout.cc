@@ -67,9 +67,9 @@ absl::Status Transpose(KernelContext& ctx) {
     out_shape[i] = x->shape()[static_cast<size_t>(perm[i])];
     src_strides[i] = in_strides[static_cast<size_t>(perm[i])];
   }
-  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
   int bits = x->is_string() ? 0 : DataTypeBits(x->dtype());
-  if (rank > 0 && y->size() > 0 && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
+  if (rank > 0 && x->size() > 0 && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), out_shape));
     // Whole elements: an odometer over the output, source offset updated
     // incrementally, typed loads and stores.
     switch (bits) {
@@ -80,6 +80,7 @@ absl::Status Transpose(KernelContext& ctx) {
     }
     return absl::OkStatus();
   }
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
   ElementCopier copy(*x, *y);
   int64_t out = 0;
   ForEachIndex(out_shape, [&](const std::vector<int64_t>& c) {

@@ -106,6 +106,25 @@ TEST(OptimizeCliTest, BisectLimitAndSkip) {
   EXPECT_THAT(s.out, HasSubstr("\"BatchNormalization\": 1"));
 }
 
+TEST(OptimizeCliTest, IrThreeWeightsListedAsInputsCountAsConstants) {
+  fs::path dir = MakeTempDir();
+  std::string in = TestdataPath("models/light/light_squeezenet.onnx").string();
+  std::string out = (dir / "o.onnx").string();
+  CliResult r = RunCli({"optimize", in, "-o", out, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"nodes_before\": 105"));
+  EXPECT_THAT(r.out, HasSubstr("\"ok\": true"));
+  // Still IR 3: every initializer, new ones included, is a typed input.
+  CliResult check = RunCli({"check", "--full", out});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  CliResult info = RunCli({"inspect", out});
+  EXPECT_THAT(info.out, HasSubstr("ir version:   3"));
+  // Treated as feedable inputs, nothing that reads them folds.
+  CliResult keep = RunCli({"optimize", in, "-o", out, "--json", "--keep-initializer-inputs"});
+  ASSERT_EQ(keep.exit_code, 0) << keep.err;
+  EXPECT_THAT(keep.out, HasSubstr("\"ConstantOfShape\": 39"));
+}
+
 TEST(OptimizeCliTest, ListPasses) {
   CliResult r = RunCli({"optimize", "--list-passes"});
   ASSERT_EQ(r.exit_code, 0);

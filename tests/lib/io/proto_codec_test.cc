@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx-data.pb.h"
+#include "tests/util/model_builder.h"
 #include "tests/util/test_paths.h"
 
 namespace onnxkit::io {
@@ -82,6 +83,31 @@ TEST(ProtoCodecTest, EveryBackendModelReencodesLikeProtobuf) {
     }
   }
   std::printf("codec: %d of %zu models re-encode byte-identically to protobuf\n", identical, files.size());
+}
+
+TEST(ProtoCodecTest, EncodingToASinkGivesTheSameBytesInPieces) {
+  // Tensors around the size where the sink gets data uncopied.
+  pb::ModelProto m = ::onnxkit::testing::MinimalModel({::onnxkit::testing::RawFloatTensor("small", {3}),
+                                            ::onnxkit::testing::RawFloatTensor("big", {40000}, 1),
+                                            ::onnxkit::testing::RawFloatTensor("bigger", {300000}, 2)});
+  std::string whole = Encode(m);
+  std::string pieces;
+  int calls = 0;
+  ASSERT_TRUE(EncodeToSink(m, [&](std::string_view piece) {
+                ++calls;
+                pieces.append(piece);
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(pieces, whole);
+  EXPECT_GT(calls, 2);
+  // The sink's first error stops the encoding and is returned.
+  int failing_calls = 0;
+  absl::Status s = EncodeToSink(m, [&](std::string_view) {
+    ++failing_calls;
+    return absl::ResourceExhaustedError("disk full");
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(failing_calls, 1);
 }
 
 TEST(ProtoCodecTest, EveryBackendTensorFileReencodesLikeProtobuf) {
