@@ -46,6 +46,8 @@ int Main(int argc, char** argv) {
   RegisterCompare(app, action);
   RegisterCheck(app, action);
   RegisterOptimize(app, action);
+  RegisterBisect(app, action);
+  RegisterQuantize(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,52 @@
+// `onnxkit bisect` as a library call: load the model, record golden values,
+// check that the original is interesting, reduce, and write the reproducer
+// bundle (model.onnx, test_data_set_0/, repro.sh, report.json).
+//
+//   BisectOptions o; o.model_path = "m.onnx"; o.oracle.kind = OracleKind::kNan;
+//   o.output_dir = "repro";
+//   ONNXKIT_ASSIGN_OR_RETURN(BisectOutcome r, RunBisect(o));
+//   if (!r.interesting) ... r.why ...
+#ifndef ONNXKIT_BISECT_BISECT_H_
+#define ONNXKIT_BISECT_BISECT_H_
+
+#include <filesystem>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bisect/oracle.h"
+#include "bisect/reducer.h"
+#include "runner/inputs.h"
+
+namespace onnxkit::bisect {
+
+struct BisectOptions {
+  std::string model_path;
+  OracleOptions oracle;
+  runner::InputSpec inputs;  // nothing given: random, seed 0
+  ReduceOptions reduce;
+  std::filesystem::path output_dir;
+  std::string onnxkit_binary = "onnxkit";  // used in repro.sh
+};
+
+struct BisectOutcome {
+  bool interesting = false;  // false: the original is not; nothing written
+  std::string why;
+  std::string oracle;        // Describe()
+  ReduceResult result;
+  bool reproduces = false;   // the written model was re-tested interesting
+};
+
+// Errors: the model cannot be loaded (its load error: exit 3), a bad oracle
+// option or inputs (InvalidArgument), the output folder cannot be written.
+absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options);
+
+// Writes the bundle for `outcome` into options.output_dir.
+absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome, const GoldenStore& golden,
+                         const std::filesystem::path& base_dir);
+
+// The shell command repro.sh runs (paths relative to the bundle via $here).
+std::string ReproCommand(const BisectOptions& options);
+
+}  // namespace onnxkit::bisect
+
+#endif  // ONNXKIT_BISECT_BISECT_H_

@@ -1,0 +1,132 @@
+// The reproducer bundle: model.onnx, test_data_set_0/ (inputs from the
+// golden run and, where the golden run computed them, expected outputs),
+// repro.sh and report.json.
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "bisect/bisect.h"
+#include "bisect/candidate.h"
+#include "lib/base/json_writer.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "lib/io/model_io.h"
+#include "runner/convert.h"
+
+namespace onnxkit::bisect {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string BackendFlag(runner::Backend b) { return b == runner::Backend::kCpu ? "cpu" : "reference"; }
+
+std::string Quote(const std::string& s) { return "'" + absl::StrReplaceAll(s, {{"'", "'\\''"}}) + "'"; }
+
+std::string ReportJson(const BisectOptions& options, const BisectOutcome& o) {
+  const ReduceResult& r = o.result;
+  JsonWriter w;
+  w.BeginObject();
+  w.KeyString("model", options.model_path);
+  w.KeyString("oracle", o.oracle);
+  w.KeyBool("reproduces", o.reproduces);
+  w.KeyInt("oracle_calls", r.calls);
+  w.KeyInt("invalid_candidates", r.invalid);
+  w.KeyDouble("seconds", r.seconds);
+  w.KeyInt("nodes_before", r.nodes_before);
+  w.KeyInt("nodes_after", r.nodes_after);
+  w.KeyBool("one_minimal", r.one_minimal);
+  w.KeyBool("budget_hit", r.budget_hit);
+  w.KeyInt("rounds", r.rounds);
+  w.KeyString("detail", r.detail);
+  w.Key("strategies");
+  w.BeginArray();
+  for (const StrategyEffect& e : r.effects) {
+    w.BeginObject();
+    w.KeyString("name", e.name);
+    w.KeyInt("calls", e.calls);
+    w.KeyInt("accepted", e.accepted);
+    w.KeyInt("nodes_before", e.nodes_before);
+    w.KeyInt("nodes_after", e.nodes_after);
+    w.KeyDouble("seconds", e.seconds);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("nodes");
+  w.BeginArray();
+  if (r.model.graph) {
+    for (const pb::NodeProto& n : r.model.graph->node) {
+      w.BeginObject();
+      w.KeyString("name", n.name);
+      w.KeyString("op_type", n.op_type);
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.Take() + "\n";
+}
+
+}  // namespace
+
+std::string ReproCommand(const BisectOptions& options) {
+  const OracleOptions& o = options.oracle;
+  std::string bin = Quote(options.onnxkit_binary);
+  std::string model = "\"$here/model.onnx\"";
+  std::string inputs = "--inputs \"$here/test_data_set_0\"";
+  switch (o.kind) {
+    case OracleKind::kCheckFails:
+      return absl::StrCat(bin, " check --full ", model, o.pattern.empty() ? "" : "  # expect " + o.pattern);
+    case OracleKind::kRunFails:
+    case OracleKind::kNan:
+      return absl::StrCat(bin, " run ", model, " ", inputs, " --backend ", BackendFlag(o.a_backend));
+    case OracleKind::kMismatch:
+      return absl::StrCat(bin, " compare --a ", model, " --a-backend ", BackendFlag(o.a_backend), " --b-backend ",
+                          BackendFlag(o.b_backend), " ", inputs,
+                          o.atol ? absl::StrCat(" --atol ", *o.atol) : "", o.rtol ? absl::StrCat(" --rtol ", *o.rtol) : "");
+    case OracleKind::kCommand: {
+      std::string cmd = o.command;
+      if (cmd.find("{model}") != std::string::npos) return absl::StrReplaceAll(cmd, {{"{model}", model}});
+      return absl::StrCat(cmd, " ", model);
+    }
+  }
+  return "";
+}
+
+absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome, const GoldenStore& golden,
+                         const fs::path& base_dir) {
+  const fs::path& dir = options.output_dir;
+  std::error_code ec;
+  fs::create_directories(dir / "test_data_set_0", ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  const pb::ModelProto& model = outcome.result.model;
+  ONNXKIT_RETURN_IF_ERROR(io::SaveModel(model, base_dir, dir / "model.onnx"));
+  auto feeds = GoldenFeeds(model, golden);
+  if (feeds.ok()) {
+    for (size_t i = 0; i < feeds->size(); ++i) {
+      ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(dir / "test_data_set_0" / absl::StrCat("input_", i, ".pb"),
+                                                      runner::ValueToPbBytes((*feeds)[i].second, (*feeds)[i].first)));
+    }
+  }
+  if (model.graph && outcome.oracle.rfind("mismatch", 0) != 0) {
+    // Expected outputs: the reference backend's values (not for a mismatch,
+    // where which side is right is the question).
+    bool all = true;
+    for (const auto& out : model.graph->output) all = all && golden.Has(out.name);
+    for (size_t i = 0; all && i < model.graph->output.size(); ++i) {
+      const std::string& name = model.graph->output[i].name;
+      auto v = golden.Load(name);
+      if (!v.ok()) break;
+      ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(dir / "test_data_set_0" / absl::StrCat("output_", i, ".pb"),
+                                                      runner::ValueToPbBytes(*v, name)));
+    }
+  }
+  std::string script = absl::StrCat("#!/bin/sh\n# Reproduces: ", outcome.oracle, "\n# ", absl::StrReplaceAll(outcome.result.detail.substr(0, 200), {{"\n", " "}}),
+                                    "\nhere=$(cd \"$(dirname \"$0\")\" && pwd)\n", ReproCommand(options), "\n");
+  absl::StrReplaceAll({{"\n# \n", "\n"}}, &script);
+  fs::path repro = dir / "repro.sh";
+  ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(repro, script));
+  chmod(repro.c_str(), 0755);
+  return io::WriteFileAtomically(dir / "report.json", ReportJson(options, outcome));
+}
+
+}  // namespace onnxkit::bisect

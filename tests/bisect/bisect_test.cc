@@ -1,0 +1,159 @@
+// End-to-end tests of RunBisect: each oracle on a chain model with one
+// planted fault; the reproducer is small, holds the planted node, and still
+// fails when re-tested; hostile input gives an error, not a crash.
+#include <filesystem>
+#include <fstream>
+
+#include "bisect/bisect.h"
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/convert.h"
+#include "tests/util/model_builder.h"
+
+namespace onnxkit::bisect {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::GraphBuilder;
+
+// A 30-node float chain x[2,4] -> ... -> y with `fault` planted as node
+// "planted" at position 17: "attr" (an attribute Relu does not have),
+// "reshape" (Reshape to 5x5), "nan" (Sqrt of a negative tensor).
+pb::ModelProto Planted(const std::string& fault) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}});
+  std::string prev = "x";
+  for (int i = 0; i < 30; ++i) {
+    std::string out = i == 29 ? "y" : "t" + std::to_string(i);
+    std::string name = i == 17 ? "planted" : "n" + std::to_string(i);
+    if (i == 17 && fault == "attr") {
+      b.Node("Relu", {prev}, {out}, {testing::AttrInt("bogus", 1)}, name);
+    } else if (i == 17 && fault == "reshape") {
+      pb::TensorProto shape;
+      shape.name = "bad_shape";
+      shape.data_type = pb::kInt64;
+      shape.dims = {2};
+      shape.int64_data = {5, 5};
+      b.Initializer(shape);
+      b.Node("Reshape", {prev, "bad_shape"}, {out}, {}, name);
+    } else if (i == 17 && fault == "nan") {
+      b.Node("Sqrt", {prev}, {out}, {}, name);
+    } else if (i == 16) {
+      b.Node("Neg", {prev}, {out}, {}, name);  // negative values before the fault
+    } else {
+      b.Node(i % 2 ? "Sigmoid" : "Abs", {prev}, {out}, {}, name);
+    }
+    prev = out;
+  }
+  b.Output("y", pb::kFloat, std::nullopt);
+  return testing::ModelFromGraph(b.Build());
+}
+
+class BisectTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("bisect_test_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  BisectOutcome Bisect(const pb::ModelProto& model, OracleOptions oracle) {
+    EXPECT_TRUE(io::SaveModel(model, {}, dir_ / "m.onnx").ok());
+    BisectOptions o;
+    o.model_path = (dir_ / "m.onnx").string();
+    o.oracle = std::move(oracle);
+    o.output_dir = dir_ / "out";
+    auto r = RunBisect(o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : BisectOutcome{};
+  }
+
+  static bool HasNode(const BisectOutcome& o, const std::string& name) {
+    for (const auto& n : o.result.model.graph->node) {
+      if (n.name == name) return true;
+    }
+    return false;
+  }
+
+  void ExpectSmallRepro(const BisectOutcome& o) {
+    ASSERT_TRUE(o.interesting) << o.why;
+    EXPECT_TRUE(o.reproduces);
+    EXPECT_LE(o.result.nodes_after, 3);
+    EXPECT_TRUE(HasNode(o, "planted"));
+    EXPECT_LE(o.result.calls, 300);
+    EXPECT_TRUE(fs::exists(dir_ / "out" / "model.onnx"));
+    EXPECT_TRUE(fs::exists(dir_ / "out" / "repro.sh"));
+    EXPECT_TRUE(fs::exists(dir_ / "out" / "report.json"));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(BisectTest, CheckFailsKeepsTheBadAttribute) {
+  BisectOutcome o = Bisect(Planted("attr"), {OracleKind::kCheckFails, "E0404"});
+  ExpectSmallRepro(o);
+  EXPECT_EQ(o.result.nodes_after, 1);
+}
+
+TEST_F(BisectTest, RunFailsKeepsTheImpossibleReshape) {
+  BisectOutcome o = Bisect(Planted("reshape"), {OracleKind::kRunFails, "reshape|Reshape"});
+  ExpectSmallRepro(o);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "test_data_set_0" / "input_0.pb"));
+}
+
+TEST_F(BisectTest, NanKeepsTheNodeThatMakesNan) {
+  BisectOutcome o = Bisect(Planted("nan"), {OracleKind::kNan});
+  ExpectSmallRepro(o);
+  EXPECT_EQ(o.result.nodes_after, 1);
+  EXPECT_TRUE(o.result.one_minimal);
+}
+
+TEST_F(BisectTest, CommandOracleInParallel) {
+  OracleOptions oracle{OracleKind::kCommand};
+  oracle.command = "grep -q planted {model} && exit 1; exit 0";
+  oracle.jobs = 2;
+  BisectOutcome o = Bisect(Planted("none"), oracle);
+  ExpectSmallRepro(o);
+}
+
+TEST_F(BisectTest, MismatchAgainstReferenceOutputs) {
+  pb::ModelProto m = Planted("none");
+  fs::create_directories(dir_ / "ref");
+  auto t = runner::Tensor::Allocate(pb::kFloat, {2, 4});
+  ASSERT_TRUE(t.ok());
+  std::ofstream(dir_ / "ref" / "output_0.pb", std::ios::binary)
+      << runner::ValueToPbBytes(runner::RtValue::FromTensor(*t), "y");
+  OracleOptions oracle{OracleKind::kMismatch};
+  oracle.reference_dir = (dir_ / "ref").string();
+  BisectOutcome o = Bisect(m, oracle);
+  ASSERT_TRUE(o.interesting) << o.why;
+  EXPECT_EQ(o.result.nodes_after, 1);  // the node computing y, its input fed golden values
+}
+
+TEST_F(BisectTest, OriginalNotInterestingIsReported) {
+  BisectOutcome o = Bisect(Planted("none"), {OracleKind::kNan});
+  EXPECT_FALSE(o.interesting);
+  EXPECT_FALSE(o.why.empty());
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "model.onnx"));
+}
+
+TEST_F(BisectTest, MalformedModelIsAnError) {
+  std::ofstream(dir_ / "bad.onnx") << "this is not a model";
+  BisectOptions o;
+  o.model_path = (dir_ / "bad.onnx").string();
+  o.oracle.kind = OracleKind::kCheckFails;
+  o.output_dir = dir_ / "out";
+  EXPECT_FALSE(RunBisect(o).ok());
+  o.model_path = (dir_ / "missing.onnx").string();
+  EXPECT_FALSE(RunBisect(o).ok());
+}
+
+TEST_F(BisectTest, BadRegexIsInvalidArgument) {
+  EXPECT_FALSE(MakeOracle({OracleKind::kRunFails, "("}, nullptr).ok());
+  EXPECT_FALSE(MakeOracle({OracleKind::kCheckFails, "E9999"}, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace onnxkit::bisect

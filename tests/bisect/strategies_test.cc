@@ -1,0 +1,136 @@
+// Tests of the reduction strategies with an in-memory oracle (a predicate
+// on the candidate's nodes), and of candidate construction.
+#include <set>
+
+#include "bisect/candidate.h"
+#include "bisect/reducer.h"
+#include "bisect/strategies.h"
+#include "gtest/gtest.h"
+#include "tests/util/model_builder.h"
+
+namespace onnxkit::bisect {
+namespace {
+
+using testing::GraphBuilder;
+using testing::ModelFromGraph;
+
+// x -> n0 -> n1 -> ... -> n{count-1} -> y (Relu/Neg alternating), with a
+// LeakyRelu (attribute alpha) at `attr_at`.
+pb::ModelProto Chain(int count, int attr_at = -1) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}});
+  std::string prev = "x";
+  for (int i = 0; i < count; ++i) {
+    std::string out = i + 1 == count ? "y" : "t" + std::to_string(i);
+    if (i == attr_at) {
+      b.Node("LeakyRelu", {prev}, {out}, {testing::AttrFloat("alpha", 0.2f)}, "n" + std::to_string(i));
+    } else {
+      b.Node(i % 2 ? "Neg" : "Relu", {prev}, {out}, {}, "n" + std::to_string(i));
+    }
+    prev = out;
+  }
+  b.Output("y", pb::kFloat, {{2, 4}});
+  return ModelFromGraph(b.Build());
+}
+
+// Interesting when every node named in `needed` is present (and, when
+// `no_if`, no If remains).
+class FakeOracle : public Oracle {
+ public:
+  explicit FakeOracle(std::set<std::string> needed) : needed_(std::move(needed)) {}
+  std::string Describe() const override { return "fake"; }
+  absl::StatusOr<bool> Prepare(const pb::ModelProto& m, std::string*) override { return Test(m); }
+  absl::StatusOr<bool> Test(const pb::ModelProto& m) override {
+    std::set<std::string> seen;
+    for (const auto& n : m.graph->node) seen.insert(n.name);
+    for (const auto& n : needed_) {
+      if (seen.count(n) == 0) return false;
+    }
+    return true;
+  }
+  bool Valid(const pb::ModelProto&) const override { return true; }
+
+ private:
+  std::set<std::string> needed_;
+};
+
+ReduceResult Reduce(const pb::ModelProto& model, Oracle& oracle, std::vector<std::string> strategies) {
+  GoldenStore golden("/tmp/unused");
+  TypeSource types(&golden, {});
+  ReduceOptions options;
+  options.strategies = std::move(strategies);
+  Reducer r(model, &oracle, &golden, &types, OracleOptions{}, options);
+  auto result = r.Run();
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : ReduceResult{};
+}
+
+TEST(KeepNodes, CutTensorsBecomeInputsAndSinksOutputs) {
+  pb::ModelProto m = Chain(5);
+  GoldenStore golden("/tmp/unused");
+  TypeSource types(&golden, {});
+  auto c = KeepNodes(m, {2}, types);
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->graph->node.size(), 1u);
+  ASSERT_EQ(c->graph->input.size(), 1u);
+  EXPECT_EQ(c->graph->input[0].name, "t1");
+  ASSERT_EQ(c->graph->output.size(), 1u);
+  EXPECT_EQ(c->graph->output[0].name, "t2");
+  EXPECT_FALSE(KeepNodes(m, {9}, types).ok());
+}
+
+TEST(ConeOf, FollowsProducersBackwards) {
+  pb::ModelProto m = Chain(6);
+  EXPECT_EQ(ConeOf(*m.graph, {"t2"}), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(ConeOf(*m.graph, {"x"}).empty());
+}
+
+TEST(Ddmin, FindsNonContiguousPairAndIsOneMinimal) {
+  FakeOracle oracle({"n3", "n27"});
+  ReduceResult r = Reduce(Chain(40), oracle, {"ddmin"});
+  EXPECT_EQ(r.nodes_after, 2);
+  EXPECT_TRUE(r.one_minimal);
+  EXPECT_LT(r.calls, 120);
+}
+
+TEST(PrefixSuffix, BaselineKeepsTheWholeRange) {
+  FakeOracle oracle({"n3", "n27"});
+  ReduceResult r = Reduce(Chain(40), oracle, {"prefix-suffix"});
+  EXPECT_EQ(r.nodes_after, 25);  // n3..n27
+}
+
+TEST(Attributes, DropsOptionalAttribute) {
+  FakeOracle oracle({"n2"});
+  ReduceResult r = Reduce(Chain(4, 2), oracle, {"ddmin", "attributes"});
+  ASSERT_EQ(r.model.graph->node.size(), 1u);
+  EXPECT_TRUE(r.model.graph->node[0].attribute.empty());
+}
+
+TEST(Initializers, ZeroesWeights) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 3}}).Initializer(testing::RawFloatTensor("w", {2, 3}, 1));
+  b.Node("Add", {"x", "w"}, {"y"}, {}, "add").Output("y", pb::kFloat, {{2, 3}});
+  FakeOracle oracle({"add"});
+  ReduceResult r = Reduce(ModelFromGraph(b.Build()), oracle, {"initializers"});
+  ASSERT_EQ(r.model.graph->initializer.size(), 1u);
+  EXPECT_EQ(r.model.graph->initializer[0].raw_data.str(), std::string(24, '\0'));
+}
+
+TEST(Subgraphs, InlinesIfBranch) {
+  pb::ModelProto m = testing::IfModelWithOuterRefs();
+  FakeOracle oracle({"add"});
+  ReduceResult r = Reduce(m, oracle, {"subgraphs"});
+  bool has_if = false;
+  for (const auto& n : r.model.graph->node) has_if = has_if || n.op_type == "If";
+  EXPECT_FALSE(has_if);
+}
+
+TEST(Strategies, UnknownNameListsValidOnes) {
+  auto r = ParseStrategies({"ddmin,nope"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("prefix-suffix"), std::string::npos);
+  EXPECT_EQ(ParseStrategies({}).value().size(), 6u);
+}
+
+}  // namespace
+}  // namespace onnxkit::bisect
