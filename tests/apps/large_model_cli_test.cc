@@ -1,5 +1,5 @@
 // A model over 2 GiB in total (weights in external data) goes through
-// inspect, extract and save end to end. The weights file is sparse, so the
+// inspect, extract, optimize and save end to end. The weights file is sparse, so the
 // test costs disk writes of the extracted copy only.
 #include <fcntl.h>
 #include <unistd.h>
@@ -58,6 +58,16 @@ TEST(LargeModelCliTest, ModelOver2GiBInspectsExtractsAndSaves) {
   auto bytes = resolver.Read(loaded->proto.graph->initializer[0]);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(bytes->size(), static_cast<size_t>(kWeightElements * 4));
+  std::filesystem::remove_all(out_dir);
+
+  // optimize: passes over a 2.25 GiB weight (too big to fold under the
+  // default budget), written with its data re-homed next to the output.
+  std::filesystem::create_directories(out_dir);
+  std::string opt = (out_dir / "opt.onnx").string();
+  CliResult o = RunCli({"optimize", model_path, "-o", opt, "--no-verify", "--json"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("\"nodes_after\": 2"));
+  EXPECT_EQ(std::filesystem::file_size(out_dir / "opt.onnx.data"), static_cast<uintmax_t>(kWeightElements * 4));
   std::filesystem::remove_all(dir);
 }
 
