@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "bisect/oracle.h"
@@ -23,6 +24,11 @@ struct BisectOptions {
   std::string model_path;
   OracleOptions oracle;
   runner::InputSpec inputs;  // nothing given: random, seed 0
+  // Several samples: each folder is a test_data_set (input_<i>.pb), or holds
+  // test_data_set_* folders (each one sample, in name order). The first
+  // sample on which the original is interesting is the one reduced with.
+  // Empty: `inputs` is the one sample.
+  std::vector<std::string> input_dirs;
   ReduceOptions reduce;
   std::filesystem::path output_dir;
   std::string onnxkit_binary = "onnxkit";  // used in repro.sh
@@ -32,17 +38,23 @@ struct BisectOutcome {
   bool interesting = false;  // false: the original is not; nothing written
   std::string why;
   std::string oracle;        // Describe()
+  std::string sample;        // the inputs reduced with ("random", or a folder)
+  int samples_tried = 0;     // Prepare calls: samples looked at
   ReduceResult result;
   bool reproduces = false;   // the written model was re-tested interesting
 };
 
 // Errors: the model cannot be loaded (its load error: exit 3), a bad oracle
-// option or inputs (InvalidArgument), the output folder cannot be written.
+// option or inputs (InvalidArgument: a sample's inputs cannot be prepared,
+// an --inputs folder without inputs), the output folder cannot be written.
 absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options);
 
 // Writes the bundle for `outcome` into options.output_dir.
 absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome, const GoldenStore& golden,
                          const std::filesystem::path& base_dir);
+
+// The input specs of the samples of `options` (see input_dirs).
+absl::StatusOr<std::vector<runner::InputSpec>> SampleSpecs(const BisectOptions& options);
 
 // The shell command repro.sh runs (paths relative to the bundle via $here).
 std::string ReproCommand(const BisectOptions& options);

@@ -29,6 +29,8 @@ std::string ReportJson(const BisectOptions& options, const BisectOutcome& o) {
   w.KeyString("model", options.model_path);
   w.KeyString("oracle", o.oracle);
   w.KeyBool("reproduces", o.reproduces);
+  w.KeyString("sample", o.sample);
+  w.KeyInt("samples_tried", o.samples_tried);
   w.KeyInt("oracle_calls", r.calls);
   w.KeyInt("invalid_candidates", r.invalid);
   w.KeyDouble("seconds", r.seconds);

@@ -1,6 +1,8 @@
 // GoldenStore: records a reference run value by value into a scratch folder.
 #include "bisect/golden.h"
 
+#include <stdlib.h>
+
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -11,6 +13,16 @@
 #include "runner/session.h"
 
 namespace onnxkit::bisect {
+
+ScratchDir::ScratchDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "onnxkit-bisect-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
 
 pb::TypeProto TypeOfValue(const runner::RtValue& v) {
   pb::TypeProto type;

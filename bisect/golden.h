@@ -54,6 +54,21 @@ class GoldenStore {
   std::vector<std::pair<std::string, runner::RtValue>> feeds_;
 };
 
+// A fresh private scratch folder under the temp folder (path() empty when
+// it cannot be made), removed with everything in it when this goes out of
+// scope.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // The TypeProto describing a runtime value (tensors: dtype and shape;
 // other kinds: an empty type).
 pb::TypeProto TypeOfValue(const runner::RtValue& v);

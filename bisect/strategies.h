@@ -4,6 +4,7 @@
 //   divergence     cut at the first tensor where the backends diverge (--mismatch)
 //   ddmin          delta debugging over node sets (any subset, not ranges)
 //   subgraphs      inline an If's then/else branch in place of the If
+//   bodies         remove dead nodes from Loop/Scan bodies
 //   initializers   replace weights by zeros
 //   attributes     drop node attributes
 //   prefix-suffix  contiguous range search (the baseline; not in the default list)
@@ -34,6 +35,7 @@ absl::Status ReduceOutputs(Reducer& r);
 absl::Status CutAtDivergence(Reducer& r);
 absl::Status Ddmin(Reducer& r);
 absl::Status InlineSubgraphs(Reducer& r);
+absl::Status RemoveDeadBodyNodes(Reducer& r);
 absl::Status ZeroInitializers(Reducer& r);
 absl::Status DropAttributes(Reducer& r);
 absl::Status PrefixSuffix(Reducer& r);

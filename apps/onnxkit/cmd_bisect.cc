@@ -32,6 +32,7 @@ struct BisectFlags {
   double timeout = 60;
   int jobs = 1;
   runner::InputSpec inputs;
+  std::vector<std::string> input_dirs;
   std::vector<std::string> strategies;
   bool list_strategies = false;
   int64_t max_calls = 2000;
@@ -68,11 +69,18 @@ absl::StatusOr<int> RunOptimizeMode(const BisectFlags& f) {
   auto without = passes::WithoutPasses(*pipeline, f.skip);
   if (!without.ok()) return UsageError(StdSv(without.status().message()));
   options.pipeline = *without;
+  if (f.input_dirs.size() > 1) return UsageError("--optimize takes one --inputs folder");
   options.verify_options.inputs = f.inputs;
+  if (!f.input_dirs.empty()) options.verify_options.inputs.dir = f.input_dirs[0];
   if (f.atol) options.verify_options.atol = *f.atol;
   if (f.rtol) options.verify_options.rtol = *f.rtol;
   options.verify_options.backend = BackendOf(f.a_backend);
-  auto r = bisect::BisectOptimize(f.model, options, f.output, "onnxkit");
+  std::string flags = absl::StrCat("--passes '", f.passes, "'");
+  for (const std::string& s : f.skip) absl::StrAppend(&flags, " --skip '", s, "'");
+  if (f.atol) absl::StrAppend(&flags, " --atol ", *f.atol);
+  if (f.rtol) absl::StrAppend(&flags, " --rtol ", *f.rtol);
+  if (f.a_backend != "reference") absl::StrAppend(&flags, " --verify-backend ", f.a_backend);
+  auto r = bisect::BisectOptimize(f.model, options, f.output, "onnxkit", flags);
   if (!r.ok()) return AnnotateStatus(r.status(), f.model);
   if (!r->culprit) {
     std::cerr << "onnxkit: the original is not interesting: the optimized model's outputs match\n";
@@ -86,13 +94,20 @@ absl::StatusOr<int> RunOptimizeMode(const BisectFlags& f) {
     w.KeyInt("rewrite", c.rewrite);
     w.KeyString("node", c.record.node);
     w.KeyString("summary", c.summary);
+    w.KeyBool("shrunk", r->shrunk);
+    w.KeyInt("nodes_before", r->nodes_before);
+    w.KeyInt("nodes_after", r->nodes_after);
     w.KeyString("output", f.output);
     w.EndObject();
     std::cout << w.Take() << "\n";
   } else {
     std::cout << absl::StrCat("first rewrite that moves the outputs: #", c.rewrite, " ", c.pass, " at ", c.record.node,
-                              " (", c.record.what, ")\n", c.summary, "\nwrote ", f.output,
-                              "/{before,after}.onnx, repro.sh, report.json\n");
+                              " (", c.record.what, ")\n", c.summary, "\n",
+                              r->shrunk ? absl::StrCat("model.onnx: ", r->nodes_before, " -> ", r->nodes_after,
+                                                       " nodes around the rewrite, still moved by the pipeline\n")
+                                        : "model.onnx: after.onnx (no smaller model around the rewrite moves)\n",
+                              "wrote ", f.output, "/{before,after,model}.onnx, ",
+                              r->shrunk ? "test_data_set_0, " : "", "repro.sh, report.json\n");
   }
   return kExitOk;
 }
@@ -117,6 +132,7 @@ absl::StatusOr<int> RunBisectCmd(const BisectFlags& f) {
   o.model_path = f.model;
   o.output_dir = f.output;
   o.inputs = f.inputs;
+  o.input_dirs = f.input_dirs;
   o.reduce.strategies = f.strategies;
   o.reduce.max_calls = f.max_calls;
   o.reduce.time_limit_seconds = f.time_limit;
@@ -156,6 +172,7 @@ absl::StatusOr<int> RunBisectCmd(const BisectFlags& f) {
     std::ifstream in(std::filesystem::path(f.output) / "report.json");
     std::cout << in.rdbuf();
   } else {
+    if (outcome->samples_tried > 1) std::cout << "failing sample: " << outcome->sample << "\n";
     std::cout << absl::StrFormat("%s: %d -> %d nodes in %d oracle calls, %.2f s%s%s\n", outcome->oracle, r.nodes_before,
                                  r.nodes_after, r.calls, r.seconds, r.one_minimal ? " (1-minimal)" : "",
                                  outcome->reproduces ? "" : " (WARNING: the result no longer reproduces)");
@@ -195,7 +212,9 @@ void RegisterBisect(CLI::App& app, Action& action) {
   sub->add_option("--rtol", f->rtol, "--mismatch: relative tolerance (default by element type)");
   sub->add_option("--timeout", f->timeout, "Seconds per oracle call (default 60)");
   sub->add_option("-j,--jobs", f->jobs, "--command: candidates tested in parallel (default 1)");
-  sub->add_option("--inputs", f->inputs.dir, "A test_data_set folder: input_<i>.pb in graph-input order");
+  sub->add_option("--inputs", f->input_dirs,
+                  "A test_data_set folder (input_<i>.pb in graph-input order), or a folder of test_data_set_* "
+                  "folders; repeatable: the first sample on which the original fails is used");
   sub->add_option("--input", f->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz; repeatable");
   sub->add_flag("--random", f->inputs.random, "Seeded random inputs (the default when none are given)");
   sub->add_option("--seed", f->inputs.seed, "Seed of --random (default 0)");

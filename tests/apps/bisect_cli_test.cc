@@ -72,12 +72,100 @@ TEST_F(BisectCliTest, UsageErrors) {
   EXPECT_EQ(RunCli({"bisect", model_, "--nan", "--strategies", "nope", "-o", (dir_ / "o").string()}).exit_code, 2);
   EXPECT_EQ(RunCli({"bisect", model_, "--run-fails", "(", "-o", (dir_ / "o").string()}).exit_code, 2);
   EXPECT_EQ(RunCli({"bisect", model_, "--nan"}).exit_code, 2);  // no -o
+  // --inputs: not a folder; --optimize takes one.
+  EXPECT_EQ(RunCli({"bisect", model_, "--nan", "--inputs", (dir_ / "missing").string(), "-o", (dir_ / "o").string()})
+                .exit_code,
+            2);
+  fs::create_directories(dir_ / "s1");
+  fs::create_directories(dir_ / "s2");
+  EXPECT_EQ(RunCli({"bisect", model_, "--optimize", "--inputs", (dir_ / "s1").string(), "--inputs",
+                    (dir_ / "s2").string(), "-o", (dir_ / "o").string()})
+                .exit_code,
+            2);
 }
 
 TEST_F(BisectCliTest, UnreadableModelExits3) {
   std::ofstream(dir_ / "bad.onnx") << "garbage";
   EXPECT_EQ(RunCli({"bisect", (dir_ / "bad.onnx").string(), "--nan", "-o", (dir_ / "o").string()}).exit_code, 3);
   EXPECT_EQ(RunCli({"bisect", (dir_ / "missing.onnx").string(), "--nan", "-o", (dir_ / "o").string()}).exit_code, 3);
+}
+
+pb::TensorProto Floats(std::string name, std::vector<int64_t> dims, std::vector<float> values) {
+  pb::TensorProto t;
+  t.name = std::move(name);
+  t.data_type = pb::kFloat;
+  t.dims = std::move(dims);
+  t.float_data = std::move(values);
+  return t;
+}
+
+// x -> Sigmoid -> Conv -> BatchNormalization -> Relu -> Neg -> y; with
+// `nan`, x -> Sigmoid -> Sub(10) -> Sqrt -> Conv -> Relu -> Neg -> y: the
+// NaNs that Sqrt makes come out of the cpu backend's fused Conv+Relu as
+// numbers and stay NaN on the reference backend.
+std::string WriteConvModel(const fs::path& dir, bool nan) {
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{1, 2, 4, 4}})
+      .Initializer(Floats("ten", {}, {10.0f}))
+      .Initializer(Floats("w", {2, 2, 1, 1}, {0.5f, -1.25f, 2.0f, 0.75f}))
+      .Initializer(Floats("s", {2}, {1.5f, 0.25f}))
+      .Initializer(Floats("o", {2}, {0.1f, -0.2f}))
+      .Initializer(Floats("m", {2}, {0.3f, 0.05f}))
+      .Initializer(Floats("v", {2}, {2.0f, 0.5f}))
+      .Node("Sigmoid", {"x"}, {"a"}, {}, "pre");
+  std::string conv_in = "a";
+  if (nan) {
+    g.Node("Sub", {"a", "ten"}, {"d"}, {}, "sub").Node("Sqrt", {"d"}, {"q"}, {}, "sqrt");
+    conv_in = "q";
+  }
+  g.Node("Conv", {conv_in, "w"}, {"c"}, {}, "conv");
+  if (!nan) g.Node("BatchNormalization", {"c", "s", "o", "m", "v"}, {"bn"}, {}, "bn");
+  g.Node("Relu", {nan ? "c" : "bn"}, {"r"}, {}, "relu")
+      .Node("Neg", {"r"}, {"y"}, {}, "post")
+      .Output("y", pb::kFloat, {{1, 2, 4, 4}});
+  std::string path = (dir / (nan ? "nanconv.onnx" : "convbn.onnx")).string();
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, path).ok());
+  return path;
+}
+
+TEST_F(BisectCliTest, OptimizeNamesTheRewriteAndShrinksAroundIt) {
+  std::string in = WriteConvModel(dir_, false);
+  fs::path out = dir_ / "opt";
+  CliResult r = RunCli({"bisect", in, "--optimize", "--passes", "fuse-conv-bn", "--atol", "0", "--rtol", "0", "-o",
+                        out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("first rewrite that moves the outputs: #1 fuse-conv-bn"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes around the rewrite"), std::string::npos) << r.out;
+  for (const char* f : {"before.onnx", "after.onnx", "model.onnx", "repro.sh", "report.json"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+  // The small model with its inputs still moves under the same flags.
+  CliResult again = RunCli({"optimize", (out / "model.onnx").string(), "-o", (dir_ / "o.onnx").string(), "--inputs",
+                            (out / "test_data_set_0").string(), "--passes", "fuse-conv-bn", "--atol", "0", "--rtol",
+                            "0"});
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  CliResult json = RunCli({"bisect", in, "--optimize", "--atol", "0", "--rtol", "0", "-o", out.string(), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"pass\": \"fuse-conv-bn\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"shrunk\": true"), std::string::npos) << json.out;
+  // Default tolerance: nothing moves, so the original is not interesting.
+  EXPECT_EQ(RunCli({"bisect", in, "--optimize", "-o", (dir_ / "none").string()}).exit_code, 2);
+  EXPECT_EQ(RunCli({"bisect", in, "--optimize", "--passes", "nope", "-o", (dir_ / "none").string()}).exit_code, 2);
+}
+
+TEST_F(BisectCliTest, MismatchBetweenCpuAndReference) {
+  std::string in = WriteConvModel(dir_, true);
+  fs::path out = dir_ / "mm";
+  CliResult r = RunCli({"bisect", in, "--mismatch", "--a-backend", "cpu", "--b-backend", "reference", "-o",
+                        out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"reproduces\": true"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"name\": \"conv\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"name\": \"post\""), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out / "test_data_set_0" / "input_0.pb"));
+  // The same backend on both sides agrees: not interesting.
+  EXPECT_EQ(RunCli({"bisect", in, "--mismatch", "--a-backend", "cpu", "--b-backend", "cpu", "-o",
+                    (dir_ / "none").string()}).exit_code, 2);
 }
 
 TEST_F(BisectCliTest, ListStrategies) {

@@ -132,6 +132,99 @@ TEST_F(BisectTest, MismatchAgainstReferenceOutputs) {
   EXPECT_EQ(o.result.nodes_after, 1);  // the node computing y, its input fed golden values
 }
 
+// x[2] -> Abs -> Loop(3 times) { x_out = Abs(x_in); dead: Neg, Sin, and a
+// Relu with an attribute it does not have } -> Neg -> y.
+pb::ModelProto LoopWithBadDeadBodyNode() {
+  GraphBuilder body("body");
+  body.Input("i", pb::kInt64, {{}}).Input("c", pb::kBool, {{}}).Input("x_in", pb::kFloat, {{2}});
+  body.Node("Identity", {"c"}, {"c_out"}, {}, "keep_cond")
+      .Node("Abs", {"x_in"}, {"x_out"}, {}, "abs")
+      .Node("Neg", {"x_in"}, {"d0"}, {}, "dead0")
+      .Node("Sin", {"d0"}, {"d1"}, {}, "dead1")
+      .Node("Relu", {"x_in"}, {"k"}, {testing::AttrInt("bogus", 1)}, "planted")
+      .Output("c_out", pb::kBool, {{}})
+      .Output("x_out", pb::kFloat, {{2}});
+  GraphBuilder b("main");
+  pb::TensorProto trip;
+  trip.name = "trip";
+  trip.data_type = pb::kInt64;
+  trip.int64_data = {3};
+  pb::TensorProto cond;
+  cond.name = "cond";
+  cond.data_type = pb::kBool;
+  cond.int32_data = {1};
+  b.Input("x", pb::kFloat, {{2}}).Initializer(trip).Initializer(cond);
+  b.Node("Abs", {"x"}, {"a"}, {}, "pre");
+  b.Node("Loop", {"trip", "cond", "a"}, {"l"}, {testing::AttrGraph("body", body.Build())}, "loop");
+  b.Node("Neg", {"l"}, {"y"}, {}, "post");
+  b.Output("y", pb::kFloat, {{2}});
+  return testing::ModelFromGraph(b.Build());
+}
+
+TEST_F(BisectTest, CheckFailsShrinksInsideALoopBody) {
+  BisectOutcome o = Bisect(LoopWithBadDeadBodyNode(), {OracleKind::kCheckFails, "E0404"});
+  ASSERT_TRUE(o.interesting) << o.why;
+  EXPECT_TRUE(o.reproduces);
+  ASSERT_EQ(o.result.nodes_after, 1);
+  const pb::NodeProto& loop = o.result.model.graph->node[0];
+  ASSERT_EQ(loop.op_type, "Loop");
+  std::vector<std::string> body;
+  for (const auto& n : loop.attribute[0].g->node) body.push_back(n.name);
+  EXPECT_EQ(body, (std::vector<std::string>{"keep_cond", "abs", "planted"}));
+}
+
+// y = Abs(Neg(Sqrt(x))) (the Sqrt named "planted"), y2 = Sigmoid(Abs(x)):
+// NaN only on a sample where x has a negative element.
+pb::ModelProto SqrtOfInput() {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}});
+  b.Node("Abs", {"x"}, {"a"}, {}, "side0").Node("Sigmoid", {"a"}, {"y2"}, {}, "side1");
+  b.Node("Sqrt", {"x"}, {"q"}, {}, "planted").Node("Neg", {"q"}, {"n"}, {}, "post0");
+  b.Node("Abs", {"n"}, {"y"}, {}, "post1");
+  b.Output("y", pb::kFloat, std::nullopt).Output("y2", pb::kFloat, std::nullopt);
+  return testing::ModelFromGraph(b.Build());
+}
+
+void WriteSample(const fs::path& dir, float first) {
+  fs::create_directories(dir);
+  auto t = runner::Tensor::Allocate(pb::kFloat, {2, 4});
+  ASSERT_TRUE(t.ok());
+  float* data = t->mutable_data<float>();
+  for (int i = 0; i < 8; ++i) data[i] = i == 0 ? first : 0.5f;
+  std::ofstream(dir / "input_0.pb", std::ios::binary) << runner::ValueToPbBytes(runner::RtValue::FromTensor(*t), "x");
+}
+
+TEST_F(BisectTest, SeveralSamplesUseTheFirstOnWhichTheOriginalFails) {
+  WriteSample(dir_ / "samples" / "test_data_set_0", 1.0f);
+  WriteSample(dir_ / "samples" / "test_data_set_1", 2.0f);
+  WriteSample(dir_ / "samples" / "test_data_set_2", -4.0f);  // Sqrt(-4): NaN
+  ASSERT_TRUE(io::SaveModel(SqrtOfInput(), {}, dir_ / "m.onnx").ok());
+  BisectOptions o;
+  o.model_path = (dir_ / "m.onnx").string();
+  o.oracle.kind = OracleKind::kNan;
+  o.input_dirs = {(dir_ / "samples").string()};
+  o.output_dir = dir_ / "out";
+  auto r = RunBisect(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->interesting) << r->why;
+  EXPECT_EQ(r->samples_tried, 3);
+  EXPECT_NE(r->sample.find("test_data_set_2"), std::string::npos) << r->sample;
+  EXPECT_TRUE(r->reproduces);
+  EXPECT_EQ(r->result.nodes_after, 1);
+  EXPECT_TRUE(HasNode(*r, "planted"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "test_data_set_0" / "input_0.pb"));
+  // Only the passing samples: not interesting on any; a folder without
+  // inputs is an error.
+  o.input_dirs = {(dir_ / "samples" / "test_data_set_0").string(), (dir_ / "samples" / "test_data_set_1").string()};
+  o.output_dir = dir_ / "out2";
+  auto none = RunBisect(o);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->interesting);
+  EXPECT_EQ(none->samples_tried, 2);
+  o.input_dirs = {(dir_ / "missing").string()};
+  EXPECT_FALSE(RunBisect(o).ok());
+}
+
 TEST_F(BisectTest, OriginalNotInterestingIsReported) {
   BisectOutcome o = Bisect(Planted("none"), {OracleKind::kNan});
   EXPECT_FALSE(o.interesting);

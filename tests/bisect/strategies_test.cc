@@ -125,11 +125,93 @@ TEST(Subgraphs, InlinesIfBranch) {
   EXPECT_FALSE(has_if);
 }
 
+// y = Loop(trip, cond, x) with body (i, c, x_in) -> (c_out, x_out):
+// c_out = Identity(c), x_out = Abs(x_in), and a dead d1 = Sin(Neg(x_in))
+// and k = Cos(x_in) (named "keep_me").
+pb::ModelProto LoopWithDeadBodyNodes() {
+  GraphBuilder body("body");
+  body.Input("i", pb::kInt64, {{}}).Input("c", pb::kBool, {{}}).Input("x_in", pb::kFloat, {{2}});
+  body.Node("Identity", {"c"}, {"c_out"}, {}, "keep_cond")
+      .Node("Abs", {"x_in"}, {"x_out"}, {}, "abs")
+      .Node("Neg", {"x_in"}, {"d0"}, {}, "dead0")
+      .Node("Sin", {"d0"}, {"d1"}, {}, "dead1")
+      .Node("Cos", {"x_in"}, {"k"}, {}, "keep_me")
+      .Output("c_out", pb::kBool, {{}})
+      .Output("x_out", pb::kFloat, {{2}});
+  GraphBuilder b("main");
+  pb::TensorProto trip;
+  trip.name = "trip";
+  trip.data_type = pb::kInt64;
+  trip.int64_data = {3};
+  pb::TensorProto cond;
+  cond.name = "cond";
+  cond.data_type = pb::kBool;
+  cond.int32_data = {1};
+  b.Input("x", pb::kFloat, {{2}}).Initializer(trip).Initializer(cond);
+  b.Node("Loop", {"trip", "cond", "x"}, {"y"}, {testing::AttrGraph("body", body.Build())}, "loop");
+  b.Output("y", pb::kFloat, {{2}});
+  return ModelFromGraph(b.Build());
+}
+
+// Interesting when a Loop body holds a node named `name`.
+class BodyOracle : public FakeOracle {
+ public:
+  explicit BodyOracle(std::string name) : FakeOracle({"loop"}), name_(std::move(name)) {}
+  absl::StatusOr<bool> Test(const pb::ModelProto& m) override {
+    for (const auto& n : m.graph->node) {
+      for (const auto& a : n.attribute) {
+        if (!a.g) continue;
+        for (const auto& b : a.g->node) {
+          if (b.name == name_) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::string name_;
+};
+
+std::vector<std::string> BodyNames(const pb::ModelProto& m) {
+  std::vector<std::string> names;
+  for (const auto& n : m.graph->node) {
+    for (const auto& a : n.attribute) {
+      if (a.g) {
+        for (const auto& b : a.g->node) names.push_back(b.name);
+      }
+    }
+  }
+  return names;
+}
+
+TEST(Bodies, RemovesDeadLoopBodyNodesButKeepsTheInterestingOne) {
+  BodyOracle oracle("keep_me");
+  ReduceResult r = Reduce(LoopWithDeadBodyNodes(), oracle, {"bodies"});
+  EXPECT_EQ(BodyNames(r.model), (std::vector<std::string>{"keep_cond", "abs", "keep_me"}));
+  EXPECT_LE(r.calls, 10);
+}
+
+TEST(Bodies, RemovesEveryDeadNodeAtOnceWhenTheFailureIsElsewhere) {
+  BodyOracle oracle("abs");
+  ReduceResult r = Reduce(LoopWithDeadBodyNodes(), oracle, {"bodies"});
+  EXPECT_EQ(BodyNames(r.model), (std::vector<std::string>{"keep_cond", "abs"}));
+  // A second run finds nothing to do.
+  ReduceResult again = Reduce(r.model, oracle, {"bodies"});
+  EXPECT_EQ(BodyNames(again.model), BodyNames(r.model));
+}
+
+TEST(Bodies, NoLoopNothingToDo) {
+  FakeOracle oracle({"n1"});
+  ReduceResult r = Reduce(Chain(3), oracle, {"bodies"});
+  EXPECT_EQ(r.nodes_after, 3);
+}
+
 TEST(Strategies, UnknownNameListsValidOnes) {
   auto r = ParseStrategies({"ddmin,nope"});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("prefix-suffix"), std::string::npos);
-  EXPECT_EQ(ParseStrategies({}).value().size(), 6u);
+  EXPECT_EQ(ParseStrategies({}).value().size(), 7u);
 }
 
 }  // namespace
