@@ -1,0 +1,100 @@
+// Scales, zero points, weight and bias quantization (see params.h).
+#include "quantization/params.h"
+
+#include <algorithm>
+#include <cfenv>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+
+namespace onnxkit::quant {
+namespace {
+
+double RoundEven(double x) { return std::nearbyint(x); }  // FE_TONEAREST is the default mode
+
+}  // namespace
+
+int32_t QTypeDtype(QType t) { return t == QType::kInt8 ? pb::kInt8 : pb::kUint8; }
+
+QParams ActivationParams(Range r, QType type) {
+  QParams p;
+  double lo = std::min(r.lo, 0.0), hi = std::max(r.hi, 0.0);
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return p;
+  if (type == QType::kInt8) {
+    double a = std::max(-lo, hi);
+    double s = a / 127.0;
+    if (s < std::numeric_limits<float>::min()) return p;
+    p.scale = static_cast<float>(s);
+    return p;
+  }
+  double s = (hi - lo) / 255.0;
+  if (s < std::numeric_limits<float>::min()) return p;
+  p.scale = static_cast<float>(s);
+  p.zero_point = static_cast<int64_t>(std::clamp(RoundEven(-lo / static_cast<double>(p.scale)), 0.0, 255.0));
+  return p;
+}
+
+absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type) {
+  if (w.dtype() != pb::kFloat) return absl::InvalidArgumentError("weight is not float");
+  if (axis >= w.rank()) return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " out of range"));
+  QuantizedWeight q;
+  q.axis = axis;
+  ONNXKIT_ASSIGN_OR_RETURN(q.data, runner::Tensor::Allocate(QTypeDtype(type), w.shape()));
+  int64_t channels = axis < 0 ? 1 : w.dim(axis);
+  int64_t inner = 1;
+  for (int d = axis + 1; d < w.rank() && axis >= 0; ++d) inner *= w.dim(d);
+  const float* src = w.data<float>();
+  // Element i belongs to channel (i / inner) % channels.
+  auto channel_of = [&](int64_t i) { return axis < 0 ? 0 : (i / inner) % channels; };
+  std::vector<double> lo(static_cast<size_t>(channels), 0.0), hi(static_cast<size_t>(channels), 0.0);
+  for (int64_t i = 0; i < w.size(); ++i) {
+    if (!std::isfinite(src[i])) continue;
+    auto c = static_cast<size_t>(channel_of(i));
+    lo[c] = std::min<double>(lo[c], src[i]);
+    hi[c] = std::max<double>(hi[c], src[i]);
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    QParams p = ActivationParams(Range{lo[static_cast<size_t>(c)], hi[static_cast<size_t>(c)]}, type);
+    q.scales.push_back(p.scale);
+    q.zero_points.push_back(p.zero_point);
+  }
+  const double qmin = type == QType::kInt8 ? -127 : 0, qmax = type == QType::kInt8 ? 127 : 255;
+  for (int64_t i = 0; i < w.size(); ++i) {
+    auto c = static_cast<size_t>(channel_of(i));
+    double v = std::isfinite(src[i]) ? src[i] : 0.0;
+    double r = std::clamp(RoundEven(v / q.scales[c]) + static_cast<double>(q.zero_points[c]), qmin, qmax);
+    if (type == QType::kInt8) {
+      q.data.mutable_data<int8_t>()[i] = static_cast<int8_t>(r);
+    } else {
+      q.data.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(r);
+    }
+  }
+  return q;
+}
+
+std::optional<runner::Tensor> QuantizeBias(const runner::Tensor& b, float input_scale,
+                                           const std::vector<float>& weight_scales,
+                                           std::vector<float>* bias_scales) {
+  if (b.dtype() != pb::kFloat || b.rank() != 1) return std::nullopt;
+  int64_t n = b.size();
+  if (weight_scales.size() != 1 && static_cast<int64_t>(weight_scales.size()) != n) return std::nullopt;
+  auto out = runner::Tensor::Allocate(pb::kInt32, {n});
+  if (!out.ok()) return std::nullopt;
+  bias_scales->clear();
+  for (int64_t c = 0; c < n; ++c) {
+    float s = input_scale * weight_scales[weight_scales.size() == 1 ? 0 : static_cast<size_t>(c)];
+    bias_scales->push_back(s);
+    double v = b.data<float>()[c];
+    if (!std::isfinite(v) || s <= 0) return std::nullopt;
+    double q = RoundEven(v / s);
+    // The guard: int32 minus one step of headroom on each side.
+    if (std::fabs(q) > 2147483646.0) return std::nullopt;
+    out->mutable_data<int32_t>()[c] = static_cast<int32_t>(q);
+  }
+  return std::move(*out);
+}
+
+}  // namespace onnxkit::quant

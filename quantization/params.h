@@ -1,0 +1,52 @@
+// Scales and zero points: activations from a calibrated range (uint8
+// asymmetric or int8 symmetric), weights per channel or per tensor, and the
+// int32 bias with its overflow guard. Rounding is ONNX's QuantizeLinear:
+// to nearest, ties to even.
+#ifndef ONNXKIT_QUANTIZATION_PARAMS_H_
+#define ONNXKIT_QUANTIZATION_PARAMS_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "quantization/calibrators.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::quant {
+
+enum class QType { kInt8, kUint8 };
+
+int32_t QTypeDtype(QType t);
+
+struct QParams {
+  float scale = 1;
+  int64_t zero_point = 0;
+};
+
+// uint8: asymmetric over [min(lo, 0), max(hi, 0)]; int8: symmetric over
+// max(|lo|, |hi|) with zero point 0 (range [-127, 127]). A zero range gives
+// scale 1.
+QParams ActivationParams(Range r, QType type);
+
+struct QuantizedWeight {
+  runner::Tensor data;            // int8 / uint8, the weight's shape
+  std::vector<float> scales;      // one per channel (one when per tensor)
+  std::vector<int64_t> zero_points;
+  int axis = -1;                  // -1: per tensor
+};
+
+// Quantizes a float weight: int8 symmetric per channel along `axis` (or
+// per tensor when axis < 0); uint8 asymmetric per channel.
+absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type);
+
+// The int32 bias b / (s_x * s_w[c]) per channel; nullopt when a value would
+// not fit int32 (the caller keeps the float bias), or when the shapes do
+// not match (bias of length C, scales of length C or 1).
+std::optional<runner::Tensor> QuantizeBias(const runner::Tensor& b, float input_scale,
+                                           const std::vector<float>& weight_scales,
+                                           std::vector<float>* bias_scales);
+
+}  // namespace onnxkit::quant
+
+#endif  // ONNXKIT_QUANTIZATION_PARAMS_H_

@@ -1,0 +1,308 @@
+// QDQ insertion (see qdq.h): a plan over the main graph, then the rewrite.
+#include "quantization/qdq.h"
+
+#include <algorithm>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "passes/util.h"
+#include "quantization/rules.h"
+#include "runner/convert.h"
+
+namespace onnxkit::quant {
+namespace {
+
+struct WeightJob {
+  ir::Node* node;
+  int input;
+  int axis;
+  int bias_input;
+  std::string activation;  // input 0's name (its scale scales the bias)
+};
+
+absl::StatusOr<std::regex> CompileRegex(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("--exclude-nodes '", pattern, "': ", e.what()));
+  }
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+class Inserter {
+ public:
+  Inserter(ir::Model& model, const Calibration& cal, const QdqOptions& options, const std::filesystem::path& base)
+      : model_(model), graph_(model.graph()), cal_(cal), options_(options), resolver_(base) {}
+
+  // Decides which nodes are quantized and how.
+  absl::Status Plan(QdqResult* result) {
+    std::optional<int64_t> opset = model_.OpsetVersion("");
+    if (!opset || *opset < 10) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("quantize needs ai.onnx opset >= 10 (QuantizeLinear); the model imports ", opset.value_or(0)));
+    }
+    per_channel_ = options_.per_channel && *opset >= 13;
+    if (options_.per_channel && *opset < 13) {
+      result->warnings.push_back(absl::StrCat("opset ", *opset, " < 13: weights quantized per tensor"));
+    }
+    std::optional<std::regex> re;
+    if (!options_.exclude_nodes.empty()) {
+      ONNXKIT_ASSIGN_OR_RETURN(std::regex r, CompileRegex(options_.exclude_nodes));
+      re = std::move(r);
+    }
+    int index = 0;
+    for (ir::Node* node : passes::SnapshotNodes(graph_)) {
+      std::string key = NodeKey(*node, index++);
+      const Rule* rule = (node->domain().empty() || node->domain() == "ai.onnx") ? FindRule(node->op_type()) : nullptr;
+      if (rule == nullptr) continue;
+      if (!options_.op_types.empty() && !Contains(options_.op_types, node->op_type())) continue;
+      if (Contains(options_.exclude_ops, node->op_type())) continue;
+      if (re && std::regex_search(key, *re)) continue;
+      if (options_.keep_float.count(key)) continue;
+      if (PlanNode(*node, *rule, key, *opset)) result->quantized_nodes.push_back(key);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(QdqResult* result) {
+    for (ActivationRecord& a : records_) ONNXKIT_RETURN_IF_ERROR(InsertPair(a));
+    for (const WeightJob& job : weights_) ONNXKIT_RETURN_IF_ERROR(QuantizeWeightInput(job, result));
+    result->activations = records_;
+    return absl::OkStatus();
+  }
+
+ private:
+  bool Calibrated(const ir::Value* v) const {
+    return v != nullptr && !v->IsConstant() && v->graph() == &graph_ && cal_.tensors.count(v->name()) > 0;
+  }
+
+  // The calibration entry whose range quantizes `v`: with uint8 activations,
+  // a sole Relu consumer (or Clip from 0) narrows it to that op's output.
+  const TensorRange& RangeSource(const ir::Value& v, bool* narrowed) const {
+    const TensorRange& own = cal_.tensors.at(v.name());
+    if (options_.act_type != QType::kUint8) return own;
+    ir::Node* next = passes::SoleConsumer(v);
+    if (next == nullptr || next->num_outputs() < 1 || next->output(0) == nullptr) return own;
+    auto it = cal_.tensors.find(next->output(0)->name());
+    if (it == cal_.tensors.end()) return own;
+    *narrowed = true;
+    if (next->op_type() == "Relu") return it->second;
+    if (next->op_type() == "Clip" && it->second.min >= 0 && own.min < 0) {
+      bool from_zero = next->GetFloat("min").value_or(-1) == 0;
+      if (next->num_inputs() > 1 && next->input(1) != nullptr) {
+        const pb::TensorProto* p = passes::ConstantProto(*next->input(1));
+        auto t = p ? runner::TensorFromProto(*p) : absl::StatusOr<runner::Tensor>(absl::NotFoundError(""));
+        from_zero = t.ok() && t->dtype() == pb::kFloat && t->size() == 1 && t->data<float>()[0] == 0.f;
+      }
+      if (from_zero) return it->second;
+    }
+    *narrowed = false;
+    return own;
+  }
+
+  // Plans QDQ on `v` (once); false when it cannot be quantized.
+  bool Activation(const ir::Value* v, const std::string& key, const ActivationRecord* share = nullptr) {
+    if (!Calibrated(v)) return false;
+    if (planned_.count(v->name())) return true;
+    ActivationRecord a;
+    a.tensor = v->name();
+    a.node = key;
+    const TensorRange& own = cal_.tensors.at(v->name());
+    a.observed_min = own.min;
+    a.observed_max = own.max;
+    if (share != nullptr) {
+      a.params = share->params;
+      a.range = share->range;
+      a.shared = true;
+    } else {
+      CalibratorOptions co = options_.calibrator;
+      co.symmetric = options_.act_type == QType::kInt8;
+      a.range = ComputeRange(RangeSource(*v, &a.narrowed), co);
+      a.params = ActivationParams(a.range, options_.act_type);
+    }
+    planned_[v->name()] = records_.size();
+    records_.push_back(a);
+    return true;
+  }
+
+  bool PlanNode(ir::Node& node, const Rule& rule, const std::string& key, int64_t opset) {
+    if (node.num_inputs() < 1 || node.num_outputs() < 1) return false;
+    ir::Value* in = node.input(0);
+    ir::Value* out = node.output(0);
+    switch (rule.family) {
+      case Family::kSameScale: {
+        auto it = in ? planned_.find(in->name()) : planned_.end();
+        if (it == planned_.end()) return false;
+        ActivationRecord share = records_[it->second];
+        return Activation(out, key, &share);
+      }
+      case Family::kPool:
+        if (!Activation(in, key)) return false;
+        Activation(out, key);
+        return true;
+      case Family::kElementwise: {
+        bool any = false;
+        for (ir::Value* v : node.inputs()) any |= Activation(v, key);
+        if (any) Activation(out, key);
+        return any;
+      }
+      case Family::kWeighted:
+        return PlanWeighted(node, rule, key, opset);
+    }
+    return false;
+  }
+
+  bool PlanWeighted(ir::Node& node, const Rule& rule, const std::string& key, int64_t opset) {
+    if (node.num_inputs() <= rule.weight_input) return false;
+    ir::Value* w = node.input(rule.weight_input);
+    const pb::TensorProto* wp = w ? passes::ConstantProto(*w) : nullptr;
+    bool weight = wp != nullptr && w->IsConstant() && wp->data_type == pb::kFloat;
+    if (!Calibrated(node.input(0))) return false;
+    if (!weight && !(node.op_type() == "MatMul" && Calibrated(w))) return false;
+    Activation(node.input(0), key);
+    if (!weight) {
+      Activation(w, key);
+    } else {
+      int axis = rule.per_channel_axis;
+      int64_t rank = static_cast<int64_t>(wp->dims.size());
+      if (node.op_type() == "Gemm") axis = node.GetInt("transB").value_or(0) != 0 ? 0 : 1;
+      if (node.op_type() == "MatMul") axis = rank >= 2 ? static_cast<int>(rank - 1) : -1;
+      if (!per_channel_ || rank < 1 || axis >= rank) axis = -1;
+      int bias = rule.bias_input;
+      if (node.op_type() == "Gemm" && node.GetFloat("beta").value_or(1.f) != 1.f) bias = -1;
+      weights_.push_back(WeightJob{&node, rule.weight_input, axis, bias, node.input(0)->name()});
+    }
+    Activation(node.output(0), key);
+    (void)opset;
+    return true;
+  }
+
+  absl::StatusOr<ir::Value*> Scalar(const std::string& hint, runner::Tensor t) {
+    return passes::AddConstant(graph_, hint, t);
+  }
+
+  absl::Status InsertPair(ActivationRecord& a) {
+    ir::Value* v = graph_.FindLocalValue(a.tensor);
+    if (v == nullptr) return absl::InternalError(absl::StrCat("tensor '", a.tensor, "' vanished"));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Scalar(a.tensor + "_scale", runner::Tensor::Scalar<float>(pb::kFloat, a.params.scale)));
+    runner::Tensor zt = options_.act_type == QType::kInt8
+                            ? runner::Tensor::Scalar<int8_t>(pb::kInt8, static_cast<int8_t>(a.params.zero_point))
+                            : runner::Tensor::Scalar<uint8_t>(pb::kUint8, static_cast<uint8_t>(a.params.zero_point));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Scalar(a.tensor + "_zero_point", zt));
+    ir::Position where = v->producer() ? ir::Position::After(v->producer())
+                         : graph_.num_nodes() > 0 ? ir::Position::Before(*graph_.nodes().begin())
+                                                  : ir::Position::End();
+    std::vector<ir::Use> uses = v->uses();
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * q, graph_.AddNode({.op_type = "QuantizeLinear",
+                                                           .name = graph_.FreshName(a.tensor + "_QuantizeLinear"),
+                                                           .inputs = {v, s, z},
+                                                           .outputs = {graph_.FreshName(a.tensor + "_QuantizeLinear_Output")}},
+                                                          where));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * dq, graph_.AddNode({.op_type = "DequantizeLinear",
+                                                            .name = graph_.FreshName(a.tensor + "_DequantizeLinear"),
+                                                            .inputs = {q->output(0), s, z},
+                                                            .outputs = {graph_.FreshName(a.tensor + "_DequantizeLinear_Output")}},
+                                                           ir::Position::After(q)));
+    a.dq_output = dq->output(0)->name();
+    for (const ir::Use& u : uses) ONNXKIT_RETURN_IF_ERROR(u.node->graph()->SetInput(u.node, u.input_index, dq->output(0)));
+    return absl::OkStatus();
+  }
+
+  // DequantizeLinear(data, scale, zero point) before `node`, feeding input `index`.
+  absl::StatusOr<ir::Value*> AddDq(ir::Node* node, const std::string& hint, const runner::Tensor& data,
+                                   const runner::Tensor& scale, const runner::Tensor& zp, int axis) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, passes::AddConstant(graph_, hint + "_quantized", data));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, passes::AddConstant(graph_, hint + "_scale", scale));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, passes::AddConstant(graph_, hint + "_zero_point", zp));
+    ir::NodeSpec spec{.op_type = "DequantizeLinear",
+                      .name = graph_.FreshName(hint + "_DequantizeLinear"),
+                      .inputs = {d, s, z},
+                      .outputs = {graph_.FreshName(hint + "_DequantizeLinear_Output")}};
+    if (axis >= 0) spec.attributes.push_back(passes::IntAttr("axis", axis));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * dq, graph_.AddNode(std::move(spec), ir::Position::Before(node)));
+    return dq->output(0);
+  }
+
+  // Scale / zero-point tensors: a scalar per tensor, 1-D per channel.
+  template <typename T>
+  static absl::StatusOr<runner::Tensor> Params(int32_t dtype, const std::vector<T>& v, bool vector) {
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, vector ? runner::Tensor::Allocate(dtype, {static_cast<int64_t>(v.size())})
+                                                      : runner::Tensor::Allocate(dtype, {}));
+    for (size_t i = 0; i < (vector ? v.size() : 1); ++i) t.mutable_data<T>()[i] = v[i];
+    return t;
+  }
+
+  absl::Status QuantizeWeightInput(const WeightJob& job, QdqResult* result) {
+    ir::Value* w = job.node->input(job.input);
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*w->initializer(), &resolver_));
+    ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeWeight(wt, job.axis, options_.weight_type));
+    bool vec = job.axis >= 0;
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor scale, Params<float>(pb::kFloat, q.scales, vec));
+    std::vector<int8_t> z8(q.zero_points.begin(), q.zero_points.end());
+    std::vector<uint8_t> zu8(q.zero_points.begin(), q.zero_points.end());
+    auto zp = options_.weight_type == QType::kInt8 ? Params<int8_t>(pb::kInt8, z8, vec) : Params<uint8_t>(pb::kUint8, zu8, vec);
+    if (!zp.ok()) return zp.status();
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dq, AddDq(job.node, w->name(), q.data, scale, *zp, job.axis));
+    ONNXKIT_RETURN_IF_ERROR(graph_.SetInput(job.node, job.input, dq));
+    ONNXKIT_RETURN_IF_ERROR(DropIfUnused(w));
+    result->weights += 1;
+    result->per_channel_weights += vec ? 1 : 0;
+    if (job.bias_input < 0 || job.node->num_inputs() <= job.bias_input) return absl::OkStatus();
+    ir::Value* b = job.node->input(job.bias_input);
+    auto it = planned_.find(job.activation);
+    if (b == nullptr || !b->IsConstant() || it == planned_.end()) return absl::OkStatus();
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor bt, runner::TensorFromProto(*b->initializer(), &resolver_));
+    std::vector<float> bias_scales;
+    std::optional<runner::Tensor> bq = QuantizeBias(bt, records_[it->second].params.scale, q.scales, &bias_scales);
+    if (!bq) {
+      result->float_biases.push_back(b->name());
+      return absl::OkStatus();
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor bs, Params<float>(pb::kFloat, bias_scales, vec));
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor bz, Params<int32_t>(pb::kInt32, std::vector<int32_t>(bias_scales.size(), 0), vec));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * bdq, AddDq(job.node, b->name(), *bq, bs, bz, vec ? 0 : -1));
+    ONNXKIT_RETURN_IF_ERROR(graph_.SetInput(job.node, job.bias_input, bdq));
+    ONNXKIT_RETURN_IF_ERROR(DropIfUnused(b));
+    result->int32_biases += 1;
+    return absl::OkStatus();
+  }
+
+  absl::Status DropIfUnused(ir::Value* v) {
+    if (v->has_uses() || v->IsGraphOutput() || v->is_graph_input()) return absl::OkStatus();
+    return graph_.RemoveInitializer(v);
+  }
+
+  ir::Model& model_;
+  ir::Graph& graph_;
+  const Calibration& cal_;
+  const QdqOptions& options_;
+  io::ExternalDataResolver resolver_;
+  bool per_channel_ = true;
+  std::vector<ActivationRecord> records_;
+  std::map<std::string, size_t> planned_;
+  std::vector<WeightJob> weights_;
+};
+
+}  // namespace
+
+std::string NodeKey(const ir::Node& node, int index) {
+  return node.name().empty() ? absl::StrCat("#", index, " (", node.op_type(), ")") : node.name();
+}
+
+absl::StatusOr<QdqResult> InsertQdq(const io::LoadedModel& model, const Calibration& calibration,
+                                    const QdqOptions& options) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, ir::FromProto(model.proto));
+  QdqResult result;
+  Inserter inserter(*m, calibration, options, model.base_dir);
+  ONNXKIT_RETURN_IF_ERROR(inserter.Plan(&result));
+  ONNXKIT_RETURN_IF_ERROR(inserter.Apply(&result));
+  result.model = ir::ToProto(std::move(m));
+  return result;
+}
+
+}  // namespace onnxkit::quant

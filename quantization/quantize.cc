@@ -1,0 +1,195 @@
+// The quantize driver (see quantize.h).
+#include "quantization/quantize.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "passes/manager.h"
+#include "passes/registry.h"
+#include "quantization/dynamic.h"
+
+namespace onnxkit::quant {
+namespace {
+
+void SetMetadata(pb::ModelProto& m, const std::vector<std::pair<std::string, std::string>>& entries) {
+  for (const auto& [key, value] : entries) {
+    bool found = false;
+    for (pb::StringStringEntryProto& e : m.metadata_props) {
+      if (e.key == key) {
+        e.value = value;
+        found = true;
+      }
+    }
+    if (!found) {
+      pb::StringStringEntryProto e;
+      e.key = key;
+      e.value = value;
+      m.metadata_props.push_back(std::move(e));
+    }
+  }
+}
+
+class Driver {
+ public:
+  Driver(const io::LoadedModel& model, const QuantizeOptions& options) : model_(model), options_(options) {}
+
+  absl::StatusOr<QuantizeResult> Run(const SampleSource* samples) {
+    QuantizeResult r;
+    std::unique_ptr<SampleSource> calib, held;
+    if (samples != nullptr) {
+      int n = samples->count();
+      int h = std::max(1, options_.holdout);
+      r.samples = samples->Describe();
+      if (n > h) {
+        calib = SliceSamples(samples, 0, n - h);
+        held = SliceSamples(samples, n - h, n);
+      } else {
+        calib = SliceSamples(samples, 0, n);
+        held = SliceSamples(samples, 0, n);
+        r.warnings.push_back(absl::StrCat("only ", n, " sample(s): the error is measured on calibration data"));
+      }
+      r.holdout_samples = held->count();
+    }
+    if (options_.dynamic) {
+      ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeDynamic(model_, options_.qdq));
+      if (held == nullptr) return Finish(r);
+      held = SliceSamples(samples, 0, samples->count());  // nothing is calibrated on
+      r.holdout_samples = held->count();
+      ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
+      ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
+      r.target_met = !options_.target_sqnr_db || r.report.min_output_sqnr() >= *options_.target_sqnr_db;
+      return Finish(r);
+    }
+    if (options_.calibration) {
+      r.calibration = *options_.calibration;
+    } else {
+      if (calib == nullptr) return absl::InvalidArgumentError("no calibration samples");
+      CalibrateOptions co;
+      co.backend = options_.backend;
+      co.bins = options_.bins;
+      co.histograms = options_.qdq.calibrator.method != Method::kMinMax;
+      if (options_.progress) {
+        co.progress = [this](int pass, int i, int total) {
+          options_.progress(absl::StrCat("calibration pass ", pass), i, total);
+        };
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(r.calibration, Calibrate(model_, *calib, co));
+    }
+    r.calibration_samples = r.calibration.samples;
+    ONNXKIT_ASSIGN_OR_RETURN(r.qdq, InsertQdq(model_, r.calibration, options_.qdq));
+    if (held == nullptr) return Finish(r);
+    ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
+    ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
+    if (options_.target_sqnr_db && r.report.min_output_sqnr() < *options_.target_sqnr_db) {
+      ONNXKIT_RETURN_IF_ERROR(Fallback(r));
+    }
+    if (options_.report_tensors) {
+      ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, &r.qdq.activations));
+    }
+    held_ = std::move(held);
+    calib_ = std::move(calib);
+    return Finish(r);
+  }
+
+ private:
+  absl::StatusOr<std::pair<QdqResult, double>> Try(const std::set<std::string>& keep) {
+    QdqOptions o = options_.qdq;
+    o.keep_float = keep;
+    ONNXKIT_ASSIGN_OR_RETURN(QdqResult q, InsertQdq(model_, calib_result_ ? *calib_result_ : Calibration{}, o));
+    ONNXKIT_ASSIGN_OR_RETURN(ErrorReport rep, evaluator_->Evaluate(q.model, nullptr));
+    return std::make_pair(std::move(q), rep.min_output_sqnr());
+  }
+
+  // Greedy fallback: rank nodes by the output SQNR reached with each alone
+  // left in float, then keep the k best-ranked in float, with the smallest
+  // k that meets the target found by bisection (the SQNR grows with k, up
+  // to noise); the best model measured wins.
+  absl::Status Fallback(QuantizeResult& r) {
+    calib_result_ = &r.calibration;
+    const double target = *options_.target_sqnr_db;
+    std::vector<std::string> nodes = r.qdq.quantized_nodes;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (options_.progress) options_.progress("sensitivity", static_cast<int>(i), static_cast<int>(nodes.size()));
+      ONNXKIT_ASSIGN_OR_RETURN(auto t, Try({nodes[i]}));
+      r.sensitivity.push_back(Sensitivity{nodes[i], t.second});
+    }
+    std::stable_sort(r.sensitivity.begin(), r.sensitivity.end(),
+                     [](const Sensitivity& a, const Sensitivity& b) { return a.sqnr_db > b.sqnr_db; });
+    double best = r.report.min_output_sqnr();
+    size_t best_k = 0;
+    auto attempt = [&](size_t k) -> absl::StatusOr<bool> {
+      std::set<std::string> keep;
+      for (size_t i = 0; i < k; ++i) keep.insert(r.sensitivity[i].node);
+      ONNXKIT_ASSIGN_OR_RETURN(auto t, Try(keep));
+      bool met = t.second >= target;
+      // Prefer a model that meets the target with fewer float layers, else the highest SQNR.
+      bool better = met ? (best < target || k < best_k) : (best < target && t.second > best);
+      if (better) {
+        best = t.second;
+        best_k = k;
+        r.qdq = std::move(t.first);
+      }
+      return met;
+    };
+    size_t lo = 0, hi = r.sensitivity.size();  // keeping lo fails; hi is tried first
+    ONNXKIT_ASSIGN_OR_RETURN(bool all_met, attempt(hi));
+    if (all_met) {
+      while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        ONNXKIT_ASSIGN_OR_RETURN(bool met, attempt(mid));
+        (met ? hi : lo) = mid;
+      }
+    }
+    for (size_t i = 0; i < best_k; ++i) r.kept_float.push_back(r.sensitivity[i].node);
+    r.target_met = best >= target;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<QuantizeResult> Finish(QuantizeResult& r) {
+    SetMetadata(r.qdq.model, options_.metadata);
+    for (const std::string& w : r.qdq.warnings) r.warnings.push_back(w);
+    return std::move(r);
+  }
+
+  const io::LoadedModel& model_;
+  const QuantizeOptions& options_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<SampleSource> held_, calib_;
+  const Calibration* calib_result_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,
+                                        const QuantizeOptions& options) {
+  if (samples == nullptr && !options.calibration && !options.dynamic) {
+    return absl::InvalidArgumentError("no calibration data");
+  }
+  // Initializers listed as graph inputs (IR < 4 style) become constants:
+  // a quantized weight is baked into the model and cannot be fed anyway.
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, ir::FromProto(model.proto));
+  std::vector<ir::Value*> listed;
+  for (ir::Value* v : m->graph().inputs()) {
+    if (v->kind() == ir::ValueKind::kInitializer) listed.push_back(v);
+  }
+  for (ir::Value* v : listed) ONNXKIT_RETURN_IF_ERROR(m->graph().RemoveInput(v));
+  if (!listed.empty() && m->ir_version() < 4) m->set_ir_version(4);
+  if (!options.preprocess.empty()) {
+    auto pipeline = passes::ParsePipeline(options.preprocess);
+    if (!pipeline.ok()) return absl::InvalidArgumentError(absl::StrCat("--preprocess: ", pipeline.status().message()));
+    passes::ManagerOptions mo;
+    mo.base_dir = model.base_dir;
+    // Weights made at run time (ConstantOfShape, Tile...) fold whatever
+    // their size: quantization stores every weight anyway.
+    mo.pass.fold_limit_bytes = int64_t{1} << 31;
+    ONNXKIT_RETURN_IF_ERROR(passes::RunPipeline(m, *pipeline, mo).status());
+  }
+  io::LoadedModel pre = model;
+  pre.proto = ir::ToProto(std::move(m));
+  Driver d(pre, options);
+  return d.Run(samples);
+}
+
+}  // namespace onnxkit::quant

@@ -1,0 +1,66 @@
+// The quantize driver behind `onnxkit quantize`: calibrate (or take a
+// saved calibration), insert QDQ, measure the error on held-out samples,
+// and with a target SQNR keep the most sensitive layers in float until it
+// is met (the best model found is returned either way).
+#ifndef ONNXKIT_QUANTIZATION_QUANTIZE_H_
+#define ONNXKIT_QUANTIZATION_QUANTIZE_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/io/model_io.h"
+#include "quantization/calibration.h"
+#include "quantization/qdq.h"
+#include "quantization/report.h"
+
+namespace onnxkit::quant {
+
+struct QuantizeOptions {
+  QdqOptions qdq;
+  // Passes run before calibrating (passes/passes.def names; empty: none).
+  // The default only folds constants (weights behind Identity/Transpose
+  // become initializers that can be stored int8) and changes no number.
+  std::string preprocess = "fold,eliminate-identity,dce";
+  // --mode dynamic: MatMul weights int8 + DynamicQuantizeLinear/MatMulInteger;
+  // no calibration (samples, when given, only measure the error).
+  bool dynamic = false;
+  int holdout = 2;  // the last N samples measure the error (not calibrated on)
+  std::optional<double> target_sqnr_db;
+  std::optional<Calibration> calibration;  // --load-calibration: skip calibrating
+  runner::Backend backend = runner::Backend::kCpu;  // calibration and float runs
+  int bins = 2048;
+  bool report_tensors = true;
+  std::vector<std::pair<std::string, std::string>> metadata;  // added to metadata_props
+  std::function<void(const std::string& stage, int index, int total)> progress;
+};
+
+struct Sensitivity {
+  std::string node;
+  double sqnr_db = 0;  // output SQNR with this node alone left in float
+};
+
+struct QuantizeResult {
+  QdqResult qdq;
+  Calibration calibration;
+  ErrorReport report;
+  std::vector<std::string> kept_float;  // --target-sqnr fallback, in the order chosen
+  std::vector<Sensitivity> sensitivity;
+  bool target_met = true;
+  int calibration_samples = 0, holdout_samples = 0;
+  std::string samples;  // description
+  std::vector<std::string> warnings;
+};
+
+// `samples` may be null only with options.calibration or dynamic, and then no error is
+// measured. Errors: InvalidArgument (options, samples), FailedPrecondition
+// (opset), the model failing to run (its status).
+absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,
+                                        const QuantizeOptions& options);
+
+}  // namespace onnxkit::quant
+
+#endif  // ONNXKIT_QUANTIZATION_QUANTIZE_H_

@@ -1,0 +1,100 @@
+// CLI tests of `onnxkit quantize`: every exit code, the report, random
+// calibration refused without its flag, saved calibration re-used.
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "tests/apps/cli_runner.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/test_paths.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+std::string WriteModel(const fs::path& dir, int64_t opset = 13) {
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2, 4}})
+      .Initializer(RawFloatTensor("w", {4, 3}, -5))
+      .Node("MatMul", {"x", "w"}, {"m"}, {}, "mm")
+      .Node("Relu", {"m"}, {"y"}, {}, "relu")
+      .Output("y", pb::kFloat, {{2, 3}});
+  std::string path = (dir / "m.onnx").string();
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), opset), dir, path).ok());
+  return path;
+}
+
+TEST(QuantizeCliTest, RandomCalibrationWritesModelAndReport) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "q.onnx").string(), rep = (dir / "r.json").string(), cal = (dir / "c.json").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "6", "--method",
+                        "percentile", "--report", rep, "--save-calibration", cal});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("RANDOM"));
+  EXPECT_THAT(r.out, HasSubstr("output y: sqnr"));
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_TRUE(fs::exists(rep));
+  CliResult c = RunCli({"check", "--full", out});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  CliResult l = RunCli({"quantize", in, "-o", (dir / "q2.onnx").string(), "--load-calibration", cal, "--json",
+                        "--act-type", "int8"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_THAT(l.out, HasSubstr("\"weights\": 1"));
+}
+
+TEST(QuantizeCliTest, DynamicModeNeedsNoCalibration) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "d.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--mode", "dynamic", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"weights\": 1"));
+  EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "fast"}).exit_code, 2);
+}
+
+TEST(QuantizeCliTest, UsageErrorsExit2) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "q.onnx").string();
+  CliResult none = RunCli({"quantize", in, "-o", out});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("--allow-random-calibration"));
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--method", "kl"}).exit_code, 2);
+  CliResult op = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--op-types", "Conv,Softmax"});
+  EXPECT_EQ(op.exit_code, 2);
+  EXPECT_THAT(op.err, HasSubstr("valid: Conv"));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--act-type", "int4"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--exclude-nodes", "("}).exit_code, 2);
+}
+
+TEST(QuantizeCliTest, UnreadableInputsExit3) {
+  fs::path dir = MakeTempDir();
+  std::string out = (dir / "q.onnx").string();
+  EXPECT_EQ(RunCli({"quantize", (dir / "missing.onnx").string(), "-o", out, "--allow-random-calibration"}).exit_code, 3);
+  std::string in = WriteModel(dir);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--calibration", (dir / "nope").string()}).exit_code, 3);
+  std::string old = WriteModel(dir / "", 9);
+  EXPECT_EQ(RunCli({"quantize", old, "-o", out, "--allow-random-calibration"}).exit_code, 3);
+  std::ofstream(dir / "bad.json") << "{\"tensors\": [";
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "bad.json").string()}).exit_code, 3);
+}
+
+TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "q.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-sqnr", "500", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"target_met\": false"));
+  EXPECT_TRUE(fs::exists(out));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

@@ -1,0 +1,154 @@
+// QDQ insertion per op family: the result is valid (check --full), its
+// outputs stay close to float, weights are int8 per channel, the int32 bias
+// overflow guard falls back to float, and exclusion flags are honoured.
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "quantization/quantize.h"
+#include "tests/passes/pass_test_util.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+
+namespace onnxkit::quant {
+namespace {
+
+using testing::GraphBuilder;
+using testing::InitializerFrom;
+using testing::RandomFloats;
+
+io::LoadedModel Loaded(pb::GraphProto g, int64_t opset = 13) {
+  io::LoadedModel m;
+  m.proto = testing::ModelFromGraph(std::move(g), opset);
+  return m;
+}
+
+pb::GraphProto ConvNet(float bias_value = 0.1f) {
+  runner::Tensor b = RandomFloats({8}, 7, -0.5f, 0.5f);
+  b.mutable_data<float>()[0] = bias_value;
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{1, 3, 8, 8}})
+      .Initializer(InitializerFrom("w", RandomFloats({8, 3, 3, 3}, 5)))
+      .Initializer(InitializerFrom("b", b))
+      .Initializer(InitializerFrom("w2", RandomFloats({8, 4}, 6)))
+      .Node("Conv", {"x", "w", "b"}, {"c"}, {testing::AttrInts("pads", {1, 1, 1, 1})}, "conv")
+      .Node("Relu", {"c"}, {"r"}, {}, "relu")
+      .Node("MaxPool", {"r"}, {"p"}, {testing::AttrInts("kernel_shape", {2, 2}), testing::AttrInts("strides", {2, 2})}, "pool")
+      .Node("GlobalAveragePool", {"p"}, {"gap"}, {}, "gap")
+      .Node("Flatten", {"gap"}, {"f"}, {}, "flat")
+      .Node("Concat", {"f", "f"}, {"cat"}, {testing::AttrInt("axis", 1)}, "cat")
+      .Node("Reshape", {"cat", "shape"}, {"rs"}, {}, "reshape")
+      .Node("MatMul", {"rs", "w2"}, {"mm"}, {}, "matmul")
+      .Node("Add", {"mm", "mm"}, {"y"}, {}, "add")
+      .Output("y", pb::kFloat, {{2, 4}});
+  runner::Tensor shape = runner::Tensor::Allocate(pb::kInt64, {2}).value();
+  shape.mutable_data<int64_t>()[0] = 2;
+  shape.mutable_data<int64_t>()[1] = 8;
+  g.Initializer(InitializerFrom("shape", shape));
+  return g.Build();
+}
+
+QuantizeOptions Options() {
+  QuantizeOptions o;
+  o.backend = runner::Backend::kReference;
+  o.holdout = 2;
+  return o;
+}
+
+int CountOp(const pb::ModelProto& m, const std::string& op) { return testing::OpCount(m, op); }
+
+TEST(QdqTest, EveryFamilyGivesAValidModelCloseToFloat) {
+  io::LoadedModel m = Loaded(ConvNet());
+  auto samples = RandomSamples(10, 1, -1, 1, {});
+  for (Method method : {Method::kMinMax, Method::kPercentile, Method::kEntropy, Method::kMse}) {
+    for (QType act : {QType::kUint8, QType::kInt8}) {
+      QuantizeOptions o = Options();
+      o.qdq.calibrator.method = method;
+      o.qdq.act_type = act;
+      auto r = Quantize(m, samples.get(), o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      testing::ExpectValid(r->qdq.model);
+      EXPECT_GE(CountOp(r->qdq.model, "QuantizeLinear"), 6);
+      EXPECT_EQ(r->qdq.weights, 2);
+      EXPECT_EQ(r->qdq.per_channel_weights, 2);
+      EXPECT_EQ(r->qdq.int32_biases, 1);
+      EXPECT_GT(r->report.min_output_sqnr(), 20) << MethodName(method);
+      ASSERT_EQ(r->report.outputs.size(), 1u);
+      EXPECT_GT(r->report.outputs[0].stats.cosine(), 0.99);
+      EXPECT_FALSE(r->report.tensors.empty());
+      for (const TensorError& t : r->report.tensors) EXPECT_GT(t.stats.sqnr_db(), 15) << t.record->tensor;
+    }
+  }
+}
+
+TEST(QdqTest, WeightsAreStoredInt8AndTheFloatCopyIsGone) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto r = Quantize(Loaded(ConvNet()), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  bool float_w = false, int8_w = false;
+  for (const pb::TensorProto& t : r->qdq.model.graph->initializer) {
+    if (t.name == "w") float_w = true;
+    if (t.data_type == pb::kInt8 && t.dims.size() == 4) int8_w = true;
+  }
+  EXPECT_FALSE(float_w);
+  EXPECT_TRUE(int8_w);
+}
+
+TEST(QdqTest, BiasThatOverflowsInt32StaysFloat) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto r = Quantize(Loaded(ConvNet(3e30f)), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->qdq.int32_biases, 0);
+  ASSERT_EQ(r->qdq.float_biases.size(), 1u);
+  EXPECT_EQ(r->qdq.float_biases[0], "b");
+  testing::ExpectValid(r->qdq.model);
+}
+
+TEST(QdqTest, ExclusionFlags) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  QuantizeOptions o = Options();
+  o.qdq.exclude_ops = {"Conv"};
+  o.qdq.exclude_nodes = "^mat";
+  auto r = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->qdq.weights, 0);
+  for (const std::string& n : r->qdq.quantized_nodes) {
+    EXPECT_NE(n, "conv");
+    EXPECT_NE(n, "matmul");
+  }
+  o = Options();
+  o.qdq.op_types = {"Add"};
+  r = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->qdq.quantized_nodes.size(), 1u);
+  EXPECT_EQ(r->qdq.quantized_nodes[0], "add");
+  o.qdq.exclude_nodes = "(";
+  EXPECT_EQ(Quantize(Loaded(ConvNet()), samples.get(), o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(QdqTest, OpsetRules) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto old = Quantize(Loaded(ConvNet(), 9), samples.get(), Options());
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto r = Quantize(Loaded(ConvNet(), 11), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->qdq.per_channel_weights, 0);
+  EXPECT_EQ(r->qdq.weights, 2);
+  EXPECT_FALSE(r->warnings.empty());
+  testing::ExpectValid(r->qdq.model);
+}
+
+TEST(QdqTest, TargetSqnrKeepsLayersInFloat) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  QuantizeOptions o = Options();
+  o.target_sqnr_db = 150;  // only float layers reach it
+  auto r = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->target_met);
+  EXPECT_GE(r->report.min_output_sqnr(), 150);
+  EXPECT_FALSE(r->kept_float.empty());
+  EXPECT_FALSE(r->sensitivity.empty());
+  testing::ExpectValid(r->qdq.model);
+}
+
+}  // namespace
+}  // namespace onnxkit::quant
