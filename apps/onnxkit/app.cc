@@ -47,6 +47,7 @@ int Main(int argc, char** argv) {
   RegisterCheck(app, action);
   RegisterOptimize(app, action);
   RegisterBisect(app, action);
+  RegisterConvert(app, action);
   RegisterQuantize(app, action);
   try {
     app.parse(argc, argv);

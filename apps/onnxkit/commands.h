@@ -42,6 +42,7 @@ void RegisterCompare(CLI::App& app, Action& action);
 void RegisterCheck(CLI::App& app, Action& action);
 void RegisterOptimize(CLI::App& app, Action& action);
 void RegisterBisect(CLI::App& app, Action& action);
+void RegisterConvert(CLI::App& app, Action& action);
 void RegisterQuantize(CLI::App& app, Action& action);
 
 // The whole program: parse, dispatch, print errors, return the exit code.

@@ -1,0 +1,92 @@
+// The adapter interface of `onnxkit convert`: one adapter moves one node
+// across one version step of its operator (the since_version where ONNX
+// changed it), up or down. Adapters are listed in adapters.def; a step
+// without a row gets the generic check (steps.cc): types must be allowed at
+// the target, added attributes must hold their defaults, inputs and outputs
+// must fit the target's signature.
+//
+// An adapter that cannot convert its node returns Block(reason) and leaves
+// the node untouched; the driver collects every blocked node.
+#ifndef ONNXKIT_PASSES_CONVERT_ADAPTER_H_
+#define ONNXKIT_PASSES_CONVERT_ADAPTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "lib/ir/ir.h"
+#include "lib/ops/schema.h"
+#include "passes/pass.h"
+
+namespace onnxkit::passes::convert {
+
+enum class Direction { kUp, kDown };
+
+// One step of one node: from the schema `from` to the schema `to` (adjacent
+// versions of the op; `to` is null when the op does not exist at the
+// target side of the step, e.g. Gelu below 20).
+struct Step {
+  ir::Graph* graph = nullptr;
+  ir::Node* node = nullptr;
+  PassContext* ctx = nullptr;
+  Direction direction = Direction::kUp;
+  int64_t boundary = 0;  // since_version of the newer schema of the step
+  const ops::OpSchema* from = nullptr;
+  const ops::OpSchema* to = nullptr;
+  // Nodes an adapter created that still have to be converted further (an
+  // expansion going down), with the opset they are written for.
+  std::vector<ir::Node*>* created = nullptr;
+  // Set by an adapter that removed `node` (replaced it by other nodes).
+  bool replaced = false;
+  // The generic step blocks when an input's formal name changes; adapters
+  // that know the rename is harmless clear this.
+  bool check_names = true;
+};
+
+// The status an adapter returns for a node it cannot convert.
+absl::Status Block(std::string reason);
+bool IsBlock(const absl::Status& status);
+
+using AdapterFn = absl::Status (*)(Step& step);
+
+struct AdapterRow {
+  std::string_view op;
+  int64_t boundary;  // since_version of the newer schema
+  Direction direction;
+  std::string_view name;  // kebab-case, reported in --json
+  AdapterFn fn;
+};
+
+// The rows of adapters.def.
+const std::vector<AdapterRow>& AllAdapters();
+// The row for (op, boundary, direction); null when none.
+const AdapterRow* FindAdapter(std::string_view op, int64_t boundary, Direction direction);
+
+// The generic step (no adapter row): checks and no-op edits only.
+absl::Status GenericStep(Step& step);
+
+// --- Helpers adapters share (helpers.cc) ---
+
+// Adds an int64 1-D initializer (or Constant in a function body).
+absl::StatusOr<ir::Value*> AddInts(Step& step, std::string_view hint, const std::vector<int64_t>& v);
+// Adds a scalar constant of `dtype` holding `v` (float or int types).
+absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v);
+// The int64 values of constant input `i`; nullopt if absent or not constant.
+std::optional<std::vector<int64_t>> ConstInts(Step& step, int i);
+// Adds a node before step.node, with fresh output names from `hint`.
+absl::StatusOr<ir::Node*> AddBefore(Step& step, std::string op, std::vector<ir::Value*> inputs, int num_outputs,
+                                    std::vector<pb::AttributeProto> attrs = {});
+// Rank of `value` when known.
+std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
+// Replaces step.node by a chain whose final value is `result` (output 0):
+// every use of node output 0 goes to `result`, and the node is removed.
+absl::Status ReplaceNodeOutput(Step& step, ir::Value* result);
+// Trims trailing omitted inputs of the node.
+absl::Status TrimInputs(Step& step);
+
+}  // namespace onnxkit::passes::convert
+
+#endif  // ONNXKIT_PASSES_CONVERT_ADAPTER_H_

@@ -1,0 +1,114 @@
+// Expansions of ops that do not exist below their first opset into older
+// ops, as the ONNX spec defines them:
+//   Gelu (20, approximate="none"):  0.5 * x * (1 + Erf(x / sqrt(2)))
+//   HardSwish (14):                 x * HardSigmoid[alpha=1/6, beta=0.5](x)
+//   Mish (18):                      x * Tanh(Softplus(x))
+//   LayerNormalization (17):        (x - mean) / sqrt(var + eps) * scale + B
+//                                   over axes [axis, rank)
+// The new nodes are converted further down like any other.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes::convert {
+namespace {
+
+absl::Status Finish(Step& step, ir::Node* last) {
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, last->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> ElemOf(Step& step) {
+  std::optional<int32_t> e = ElemType(*step.node->input(0), *step.ctx);
+  if (!e || (*e != pb::kFloat && *e != pb::kDouble)) return Block("the expansion needs a float or double input");
+  return *e;
+}
+
+}  // namespace
+
+absl::Status ExpandGelu(Step& step) {
+  std::string approx = step.node->GetString("approximate").value_or("none");
+  if (approx != "none") return Block("approximate='tanh' is not expanded");
+  ONNXKIT_ASSIGN_OR_RETURN(int32_t t, ElemOf(step));
+  ir::Value* x = step.node->input(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sqrt2, AddScalar(step, "sqrt2", t, std::sqrt(2.0)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", t, 1.0));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, AddScalar(step, "half", t, 0.5));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * d, AddBefore(step, "Div", {x, sqrt2}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * e, AddBefore(step, "Erf", {d->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * a, AddBefore(step, "Add", {e->output(0), one}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * m, AddBefore(step, "Mul", {x, a->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {m->output(0), half}, 1));
+  return Finish(step, y);
+}
+
+absl::Status ExpandHardSwish(Step& step) {
+  ir::Value* x = step.node->input(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * h, AddBefore(step, "HardSigmoid", {x}, 1,
+                                                   {FloatAttr("alpha", 1.0f / 6), FloatAttr("beta", 0.5f)}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {x, h->output(0)}, 1));
+  return Finish(step, y);
+}
+
+absl::Status ExpandMish(Step& step) {
+  ir::Value* x = step.node->input(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * s, AddBefore(step, "Softplus", {x}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * t, AddBefore(step, "Tanh", {s->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {x, t->output(0)}, 1));
+  return Finish(step, y);
+}
+
+absl::Status ExpandLayerNorm(Step& step) {
+  if (step.node->GetInt("stash_type").value_or(1) != 1) return Block("stash_type other than float");
+  ONNXKIT_ASSIGN_OR_RETURN(int32_t t, ElemOf(step));
+  std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+  int64_t axis = step.node->GetInt("axis").value_or(-1);
+  if (!rank) return Block("the expansion needs the input rank");
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank) return Block("axis out of range");
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < *rank; ++a) axes.push_back(a);
+  float eps = step.node->GetFloat("epsilon").value_or(1e-5f);
+  ir::Value* x = step.node->input(0);
+  ir::Value* scale = step.node->input(1);
+  ir::Value* bias = step.node->num_inputs() > 2 ? step.node->input(2) : nullptr;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e, AddScalar(step, "epsilon", t, eps));
+  // Written for opset 16: ReduceMean takes axes as an attribute.
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mean, AddBefore(step, "ReduceMean", {x}, 1, {IntsAttr("axes", axes)}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * d, AddBefore(step, "Sub", {x, mean->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sq, AddBefore(step, "Mul", {d->output(0), d->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * var, AddBefore(step, "ReduceMean", {sq->output(0)}, 1, {IntsAttr("axes", axes)}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * ve, AddBefore(step, "Add", {var->output(0), e}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sd, AddBefore(step, "Sqrt", {ve->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, "Div", {d->output(0), sd->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {n->output(0), scale}, 1));
+  if (bias != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * b, AddBefore(step, "Add", {y->output(0), bias}, 1));
+    y = b;
+  }
+  // Mean and InvStdDev, when used: the reduced mean and 1 / sqrt(var + eps);
+  // graph outputs get their names back once the node is gone.
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  for (int i : {1, 2}) {
+    if (i >= step.node->num_outputs()) break;
+    ir::Value* o = step.node->output(i);
+    if (o->name().empty() || (!o->has_uses() && !o->IsGraphOutput())) continue;
+    ir::Value* r = mean->output(0);
+    if (i == 2) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * inv, AddBefore(step, "Reciprocal", {sd->output(0)}, 1));
+      r = inv->output(0);
+    }
+    if (!CanReplace(*o, *r)) return Block("output Mean/InvStdDev cannot be rerouted");
+    if (o->IsGraphOutput()) renames.emplace_back(r, o->name());
+    ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(o, r));
+  }
+  ONNXKIT_RETURN_IF_ERROR(Finish(step, y));
+  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::passes::convert

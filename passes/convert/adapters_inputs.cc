@@ -1,0 +1,111 @@
+// Adapters for scalars and lists that moved from attributes to inputs at
+// opsets 11/12: Pad (pads, value), Clip (min, max), Dropout (ratio).
+// Before (up):  %y = Clip[min=0, max=6](%x)             (opset 10)
+// After:        %y = Clip(%x, %min = 0, %max = 6)       (opset 11)
+// Going down, the inputs must be constant.
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes::convert {
+namespace {
+
+// The constant scalar of input `i` (absent: nullopt with *present false).
+absl::StatusOr<std::optional<double>> ConstScalarInput(Step& step, int i) {
+  if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return std::optional<double>();
+  std::optional<double> v = ConstantScalar(*step.node->input(i), *step.ctx);
+  if (!v) return Block(absl::StrCat("input '", step.node->input(i)->name(), "' is not a constant scalar"));
+  return v;
+}
+
+absl::Status SetOrAppend(Step& step, int index, ir::Value* v) {
+  while (step.node->num_inputs() < index) ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, nullptr));
+  if (step.node->num_inputs() == index) return step.graph->AppendInput(step.node, v);
+  return step.graph->SetInput(step.node, index, v);
+}
+
+}  // namespace
+
+absl::Status PadAttrsToInputs(Step& step) {
+  std::optional<std::vector<int64_t>> pads = step.node->GetInts("pads");
+  if (!pads) return Block("attribute pads missing");
+  float value = step.node->GetFloat("value").value_or(0.0f);
+  ir::Value* cv = nullptr;
+  if (value != 0.0f) {
+    std::optional<int32_t> elem = ElemType(*step.node->input(0), *step.ctx);
+    if (!elem) return Block("value != 0 needs the data's element type");
+    ONNXKIT_ASSIGN_OR_RETURN(cv, AddScalar(step, "pad_value", *elem, value));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * p, AddInts(step, "pads", *pads));
+  ONNXKIT_RETURN_IF_ERROR(SetOrAppend(step, 1, p));
+  if (cv != nullptr) ONNXKIT_RETURN_IF_ERROR(SetOrAppend(step, 2, cv));
+  step.node->RemoveAttribute("pads");
+  step.node->RemoveAttribute("value");
+  return GenericStep(step);
+}
+
+absl::Status PadInputsToAttrs(Step& step) {
+  std::optional<std::vector<int64_t>> pads = ConstInts(step, 1);
+  if (!pads) return Block("input pads is not constant");
+  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> value, ConstScalarInput(step, 2));
+  step.node->SetAttribute(IntsAttr("pads", *pads));
+  if (value && *value != 0) step.node->SetAttribute(FloatAttr("value", static_cast<float>(*value)));
+  if (step.node->num_inputs() > 2) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 2));
+  ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
+  return GenericStep(step);
+}
+
+absl::Status ClipAttrsToInputs(Step& step) {
+  std::optional<float> lo = step.node->GetFloat("min");
+  std::optional<float> hi = step.node->GetFloat("max");
+  if (lo || hi) {
+    std::optional<int32_t> elem = ElemType(*step.node->input(0), *step.ctx);
+    if (!elem) return Block("min/max need the input's element type");
+    if (lo) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, AddScalar(step, "clip_min", *elem, *lo));
+      ONNXKIT_RETURN_IF_ERROR(SetOrAppend(step, 1, v));
+    }
+    if (hi) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, AddScalar(step, "clip_max", *elem, *hi));
+      ONNXKIT_RETURN_IF_ERROR(SetOrAppend(step, 2, v));
+    }
+  }
+  step.node->RemoveAttribute("min");
+  step.node->RemoveAttribute("max");
+  return GenericStep(step);
+}
+
+absl::Status ClipInputsToAttrs(Step& step) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> lo, ConstScalarInput(step, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> hi, ConstScalarInput(step, 2));
+  while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
+  if (lo) step.node->SetAttribute(FloatAttr("min", static_cast<float>(*lo)));
+  if (hi) step.node->SetAttribute(FloatAttr("max", static_cast<float>(*hi)));
+  return GenericStep(step);
+}
+
+// Dropout in inference is the identity whatever the ratio: the ratio
+// attribute becomes the input only to keep it visible.
+absl::Status DropoutUp12(Step& step) {
+  std::optional<float> ratio = step.node->GetFloat("ratio");
+  if (ratio) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, AddScalar(step, "ratio", pb::kFloat, *ratio));
+    ONNXKIT_RETURN_IF_ERROR(SetOrAppend(step, 1, v));
+    step.node->RemoveAttribute("ratio");
+  }
+  return GenericStep(step);
+}
+
+absl::Status DropoutDown12(Step& step) {
+  if (step.node->num_inputs() > 2 && step.node->input(2) != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> training, ConstScalarInput(step, 2));
+    if (training && *training != 0) return Block("training_mode=true has no Dropout-10 equivalent");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> ratio, ConstScalarInput(step, 1));
+  while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
+  if (ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(*ratio)));
+  return GenericStep(step);
+}
+
+}  // namespace onnxkit::passes::convert

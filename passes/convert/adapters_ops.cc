@@ -1,0 +1,101 @@
+// Adapters for small ops whose newer forms are written with older ones
+// going down:
+//   Shape-15 start/end        -> Shape, then Slice of the shape
+//   CastLike (15)             -> Cast[to = element type of target_type]
+//   Constant-12 value_float/int/floats/ints/string(s) -> value tensor
+//   LessOrEqual (12)          -> Or(Less(a, b), Equal(a, b)); GreaterOrEqual alike
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes::convert {
+
+absl::Status ShapeDown15(Step& step) {
+  std::optional<int64_t> start = step.node->GetInt("start");
+  std::optional<int64_t> end = step.node->GetInt("end");
+  step.node->RemoveAttribute("start");
+  step.node->RemoveAttribute("end");
+  if ((!start || *start == 0) && !end) return GenericStep(step);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * shape, AddBefore(step, "Shape", {step.node->input(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, AddInts(step, "start", {start.value_or(0)}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e,
+                           AddInts(step, "end", {end.value_or(std::numeric_limits<int64_t>::max())}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * slice, AddBefore(step, "Slice", {shape->output(0), s, e}, 1));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, slice->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status ExpandCastLike(Step& step) {
+  std::optional<int32_t> to = ElemType(*step.node->input(1), *step.ctx);
+  if (!to) return Block("the element type of target_type is unknown");
+  std::vector<pb::AttributeProto> attrs = {IntAttr("to", *to)};
+  if (std::optional<int64_t> sat = step.node->GetInt("saturate")) attrs.push_back(IntAttr("saturate", *sat));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddBefore(step, "Cast", {step.node->input(0)}, 1, std::move(attrs)));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, cast->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status ConstantDown12(Step& step) {
+  pb::TensorProto t;
+  bool found = false;
+  for (const ir::Attribute& a : step.node->attributes()) {
+    const pb::AttributeProto& p = a.proto;
+    found = true;
+    if (p.name == "value_float") {
+      t.data_type = pb::kFloat;
+      t.float_data = {p.f};
+    } else if (p.name == "value_floats") {
+      t.data_type = pb::kFloat;
+      t.dims = {static_cast<int64_t>(p.floats.size())};
+      t.float_data = p.floats;
+    } else if (p.name == "value_int") {
+      t.data_type = pb::kInt64;
+      t.int64_data = {p.i};
+    } else if (p.name == "value_ints") {
+      t.data_type = pb::kInt64;
+      t.dims = {static_cast<int64_t>(p.ints.size())};
+      t.int64_data = p.ints;
+    } else if (p.name == "value_string") {
+      t.data_type = pb::kString;
+      t.string_data = {p.s};
+    } else if (p.name == "value_strings") {
+      t.data_type = pb::kString;
+      t.dims = {static_cast<int64_t>(p.strings.size())};
+      t.string_data = p.strings;
+    } else {
+      found = false;
+    }
+    if (found) {
+      std::string name = p.name;
+      step.node->RemoveAttribute(name);
+      break;
+    }
+  }
+  if (found) {
+    pb::AttributeProto value;
+    value.name = "value";
+    value.type = pb::kAttrTensor;
+    value.t = std::move(t);
+    step.node->SetAttribute(std::move(value));
+  }
+  return GenericStep(step);
+}
+
+absl::Status ExpandOrEqual(Step& step) {
+  std::string strict = step.node->op_type() == "LessOrEqual" ? "Less" : "Greater";
+  ir::Value* a = step.node->input(0);
+  ir::Value* b = step.node->input(1);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * lt, AddBefore(step, strict, {a, b}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * eq, AddBefore(step, "Equal", {a, b}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * o, AddBefore(step, "Or", {lt->output(0), eq->output(0)}, 1));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, o->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::passes::convert

@@ -1,0 +1,104 @@
+// Adapters for version steps whose meaning changed without the signature
+// saying so (found by running the backend suites through convert):
+//   DFT 20:               axis attribute (default 1) -> axis input (default -2)
+//   GridSample 20:        mode names bilinear/bicubic -> linear/cubic; 16 is 4-D only
+//   OneHot 11:            negative indices and axis only from 11
+//   ScatterElements/ScatterND 18: reduction max/min only from 18
+//   QuantizeLinear/DequantizeLinear 13: per-axis scales only from 13
+//   RoiAlign 16:          coordinate_transformation_mode added; the legacy
+//                         behaviour is "output_half_pixel", not the new default
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes::convert {
+
+absl::Status DftUp20(Step& step) {
+  int64_t axis = step.node->GetInt("axis").value_or(1);
+  step.node->RemoveAttribute("axis");
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, AddScalar(step, "dft_axis", pb::kInt64, static_cast<double>(axis)));
+  while (step.node->num_inputs() < 2) ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, nullptr));
+  ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, a));
+  return GenericStep(step);
+}
+
+absl::Status DftDown20(Step& step) {
+  int64_t axis = -2;
+  if (step.node->num_inputs() > 2 && step.node->input(2) != nullptr) {
+    std::optional<std::vector<int64_t>> v = ConstInts(step, 2);
+    if (!v || v->size() != 1) return Block("input axis is not a constant scalar");
+    axis = (*v)[0];
+    ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 2));
+  }
+  if (axis < 0) {
+    std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+    if (!rank) return Block("a negative axis needs the input rank");
+    axis += *rank;
+  }
+  step.node->SetAttribute(IntAttr("axis", axis));
+  return GenericStep(step);
+}
+
+absl::Status GridSampleUp20(Step& step) {
+  std::string mode = step.node->GetString("mode").value_or("bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  step.node->SetAttribute(StringAttr("mode", mode));
+  return GenericStep(step);
+}
+
+absl::Status GridSampleDown20(Step& step) {
+  std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+  if (!rank || *rank != 4) return Block("GridSample-16 takes 4-D inputs only (rank unknown or not 4)");
+  std::string mode = step.node->GetString("mode").value_or("linear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  step.node->SetAttribute(StringAttr("mode", mode));
+  return GenericStep(step);
+}
+
+absl::Status OneHotDown11(Step& step) {
+  std::optional<std::vector<int64_t>> indices = ConstInts(step, 0);
+  if (!indices) return Block("indices must be constant to prove none is negative before opset 11");
+  for (int64_t i : *indices) {
+    if (i < 0) return Block("negative indices are only allowed from opset 11");
+  }
+  int64_t axis = step.node->GetInt("axis").value_or(-1);
+  if (axis < 0) {
+    std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+    if (!rank) return Block("a negative axis needs the indices' rank");
+    step.node->SetAttribute(IntAttr("axis", axis + *rank + 1));
+  }
+  return GenericStep(step);
+}
+
+absl::Status ScatterReductionDown18(Step& step) {
+  std::string r = step.node->GetString("reduction").value_or("none");
+  if (r == "max" || r == "min") return Block(absl::StrCat("reduction '", r, "' exists only from opset 18"));
+  return GenericStep(step);
+}
+
+absl::Status QuantizeDown13(Step& step) {
+  for (int i : {1, 2}) {
+    if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) continue;
+    std::optional<int64_t> rank = RankOf(step, step.node->input(i));
+    if (!rank || *rank != 0) return Block("per-axis (or unknown-rank) scale/zero point needs opset 13");
+  }
+  return GenericStep(step);
+}
+
+absl::Status RoiAlignUp16(Step& step) {
+  step.node->SetAttribute(StringAttr("coordinate_transformation_mode", "output_half_pixel"));
+  return GenericStep(step);
+}
+
+absl::Status RoiAlignDown16(Step& step) {
+  if (step.node->GetString("coordinate_transformation_mode").value_or("half_pixel") != "output_half_pixel") {
+    return Block("RoiAlign before opset 16 behaves as coordinate_transformation_mode='output_half_pixel' only");
+  }
+  step.node->RemoveAttribute("coordinate_transformation_mode");
+  return GenericStep(step);
+}
+
+}  // namespace onnxkit::passes::convert

@@ -1,0 +1,76 @@
+// The convert driver behind `onnxkit convert`: moves a model's ai.onnx
+// opset up or down, one operator version step at a time (adapters.def for
+// the steps that change an op, a checked no-op for the others), in every
+// graph (If/Loop/Scan bodies) and in model-local functions that import
+// ai.onnx; sets the IR version the target opset requires; collects every
+// node that blocks the conversion; proves the result by execution.
+//
+//   ConvertOptions o; o.target_opset = 13;
+//   ONNXKIT_ASSIGN_OR_RETURN(ConvertResult r, Convert(loaded, o));
+//   if (!r.blockers.empty()) ... each names its graph, node and reason
+#ifndef ONNXKIT_PASSES_CONVERT_CONVERT_H_
+#define ONNXKIT_PASSES_CONVERT_CONVERT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/io/model_io.h"
+#include "passes/verify.h"
+
+namespace onnxkit::passes::convert {
+
+inline constexpr int64_t kMinTargetOpset = 7;
+inline constexpr int64_t kMaxTargetOpset = 28;
+
+struct ConvertOptions {
+  int64_t target_opset = 0;
+  // IR version of the result; nullopt: IrVersionForOpset(target_opset)
+  // going down, and at least the model's own going up.
+  std::optional<int64_t> ir_version;
+  // Collect blockers and step counts only: no result model, no verification.
+  bool dry_run = false;
+  bool verify = true;
+  VerifyOptions verify_options;
+};
+
+// A node that cannot be converted.
+struct Blocker {
+  std::string graph;  // "main", "main/'if' (If)/then_branch", "function 'f'"
+  std::string node;   // NodeLabel
+  std::string reason;
+};
+
+struct ConvertResult {
+  pb::ModelProto model;  // the converted model (empty on dry runs or when blocked)
+  int64_t source_opset = 0;
+  int64_t target_opset = 0;
+  int64_t ir_before = 0, ir_after = 0;
+  std::vector<Blocker> blockers;
+  // Steps applied, by "Op vA->vB adapter" ("generic" for checked no-ops).
+  std::map<std::string, int64_t> steps;
+  int64_t nodes_converted = 0;  // ai.onnx nodes visited (all graphs)
+  std::vector<std::string> warnings;  // ops of other domains kept, ...
+  bool verified = false;
+  std::optional<VerifyResult> verification;
+  std::string verify_inputs;
+};
+
+// Converts `loaded` (its proto is copied). Errors: InvalidArgument for a
+// target outside [kMinTargetOpset, kMaxTargetOpset] or a model importing no
+// ai.onnx opset; the original failing to run when verifying; internal
+// errors. Blocked nodes and outputs that differ are not errors: see
+// `blockers` and `verified`.
+absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options);
+
+// The IR version an ai.onnx opset needs (the ONNX release that introduced
+// the opset): 7-8 -> 3, 9 -> 4, 10 -> 5, 11 -> 6, 12-14 -> 7, 15-18 -> 8,
+// 19-20 -> 9, 21-22 -> 10, 23+ -> 11.
+int64_t IrVersionForOpset(int64_t opset);
+
+}  // namespace onnxkit::passes::convert
+
+#endif  // ONNXKIT_PASSES_CONVERT_CONVERT_H_

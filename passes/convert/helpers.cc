@@ -1,0 +1,101 @@
+// Helpers every convert adapter shares (see adapter.h): blocking statuses,
+// constants, nodes added before the node being converted.
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "passes/convert/adapter.h"
+#include "passes/util.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::passes::convert {
+namespace {
+constexpr std::string_view kBlockTag = "convert-block: ";
+}  // namespace
+
+absl::Status Block(std::string reason) {
+  return absl::FailedPreconditionError(absl::StrCat(Sv(kBlockTag), reason));
+}
+
+bool IsBlock(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         absl::StartsWith(status.message(), Sv(kBlockTag));
+}
+
+absl::StatusOr<ir::Value*> AddInts(Step& step, std::string_view hint, const std::vector<int64_t>& v) {
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t,
+                           runner::Tensor::Allocate(pb::kInt64, {static_cast<int64_t>(v.size())}));
+  if (!v.empty()) std::memcpy(t.mutable_raw(), v.data(), v.size() * sizeof(int64_t));
+  return AddConstant(*step.graph, hint, t);
+}
+
+absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v) {
+  runner::Tensor t;
+  switch (dtype) {
+    case pb::kFloat: t = runner::Tensor::Scalar<float>(dtype, static_cast<float>(v)); break;
+    case pb::kDouble: t = runner::Tensor::Scalar<double>(dtype, v); break;
+    case pb::kInt32: t = runner::Tensor::Scalar<int32_t>(dtype, static_cast<int32_t>(v)); break;
+    case pb::kInt64: t = runner::Tensor::Scalar<int64_t>(dtype, static_cast<int64_t>(v)); break;
+    default: return Block(absl::StrCat("no constant of element type ", dtype, " can be built here"));
+  }
+  return AddConstant(*step.graph, hint, t);
+}
+
+std::optional<std::vector<int64_t>> ConstInts(Step& step, int i) {
+  if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return std::nullopt;
+  auto t = ConstantTensor(*step.node->input(i), *step.ctx);
+  if (!t.ok() || t->is_string()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < t->size(); ++k) {
+    if (t->dtype() == pb::kInt64) {
+      out.push_back(t->data<int64_t>()[k]);
+    } else if (t->dtype() == pb::kInt32) {
+      out.push_back(t->data<int32_t>()[k]);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ir::Node*> AddBefore(Step& step, std::string op, std::vector<ir::Value*> inputs, int num_outputs,
+                                    std::vector<pb::AttributeProto> attrs) {
+  ir::NodeSpec spec;
+  spec.op_type = std::move(op);
+  spec.inputs = std::move(inputs);
+  spec.attributes = std::move(attrs);
+  for (int i = 0; i < num_outputs; ++i) spec.outputs.push_back(step.graph->FreshName(spec.op_type + "_out"));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, step.graph->AddNode(std::move(spec), ir::Position::Before(step.node)));
+  if (step.created != nullptr) step.created->push_back(n);
+  return n;
+}
+
+std::optional<int64_t> RankOf(Step& step, const ir::Value* value) {
+  if (value == nullptr) return std::nullopt;
+  auto shape = KnownShape(*value, *step.ctx);
+  if (!shape) return std::nullopt;
+  return static_cast<int64_t>(shape->size());
+}
+
+absl::Status ReplaceNodeOutput(Step& step, ir::Value* result) {
+  ir::Value* old = step.node->output(0);
+  for (int i = 1; i < step.node->num_outputs(); ++i) {
+    ir::Value* o = step.node->output(i);
+    if (o != nullptr && !o->name().empty() && (o->has_uses() || o->IsGraphOutput())) {
+      return Block(absl::StrCat("output ", i, " is used and has no equivalent"));
+    }
+  }
+  if (!CanReplace(*old, *result)) return Block("its output cannot be rerouted");
+  return ReplaceValue(*step.graph, old, result);
+}
+
+absl::Status TrimInputs(Step& step) {
+  while (step.node->num_inputs() > 0 && step.node->input(step.node->num_inputs() - 1) == nullptr) {
+    ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, step.node->num_inputs() - 1));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::passes::convert
