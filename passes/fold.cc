@@ -244,7 +244,19 @@ class Fold : public Pass {
       std::optional<std::vector<runner::Tensor>> values = Compute(*node, ctx);
       if (!values) continue;
       if (!ctx.Allow(*node, absl::StrCat("fold ", node->op_type()))) continue;
+      // The model's own initializers among the inputs (Rewrite deletes only
+      // constants this run made, so these stay valid across it).
+      std::vector<const ir::Value*> weights;
+      for (const ir::Value* in : node->inputs()) {
+        if (in != nullptr && !made.contains(in) && in->IsConstant() && in->initializer() != nullptr) {
+          weights.push_back(in);
+        }
+      }
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, node, *values, initializers, made));
+      // Weights read for the last time: their file pages can go.
+      for (const ir::Value* w : weights) {
+        if (!w->has_uses()) ctx.ReleaseData(*w->initializer());
+      }
       changed = true;
     }
     return changed;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/io/model_io.h"
 #include "lib/ir/ir.h"
 #include "passes/pass.h"
 
@@ -31,6 +32,9 @@ struct ManagerOptions {
   // Folder of the model file: external data resolves from there (empty:
   // the model has no external data to read).
   std::filesystem::path base_dir;
+  // The mapped model file, when the model's raw data views it:
+  // PassContext::ReleaseData returns the pages of such views to the OS.
+  std::shared_ptr<const io::MappedFile> mapping;
   // Called after every pass run that changed the model (for --verify-each),
   // with the pass and the rewrite numbers it applied; an error stops the
   // pipeline and is returned.

@@ -79,6 +79,7 @@ class Driver {
   Driver(const io::LoadedModel& loaded, const OptimizeOptions& options) : loaded_(loaded), options_(options) {
     manager_options_ = options.manager;
     manager_options_.base_dir = loaded.base_dir;
+    manager_options_.mapping = loaded.mapping;
   }
 
   // The model as loaded, with input shapes pinned.

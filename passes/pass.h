@@ -78,6 +78,11 @@ class PassContext {
 
   virtual const PassOptions& options() const = 0;
 
+  // Says that `tensor`'s data will not be read again soon (its value lost
+  // its last use): when the data is a view of the mapped model file, its
+  // pages are returned to the OS (read again, they come back from the file).
+  virtual void ReleaseData(const pb::TensorProto& tensor) { (void)tensor; }
+
   // Asks to apply one rewrite anchored at `node`, described by `what`
   // ("Conv + BatchNormalization"). Numbers the rewrite (1, 2, ... across the
   // whole pipeline, stable for a given model and flags) and returns true,
