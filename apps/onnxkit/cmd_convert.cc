@@ -154,13 +154,8 @@ void RegisterConvert(CLI::App& app, Action& action) {
   sub->add_option("--ir-version", f->ir_version, "IR version of the result (default: what the target opset needs)");
   sub->add_flag("--dry-run", f->dry_run, "List every node that blocks the conversion; write nothing");
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
-  sub->add_option("--inputs", f->inputs.dir, "Verification inputs: a test_data_set folder (input_<i>.pb)");
-  sub->add_option("--input", f->inputs.files, "Verification input NAME=FILE (.pb, .npy) or FILE.npz; repeatable");
-  sub->add_flag("--random", f->inputs.random, "Seeded random verification inputs (the default when none are given)");
-  sub->add_option("--seed", f->inputs.seed, "Seed of the random inputs (default 0)");
+  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol);
   sub->add_option("--input-shape", f->inputs.shapes, "NAME=DIMS for symbolic input dims of random inputs");
-  sub->add_option("--atol", f->atol, "Absolute tolerance of the verification (default 1e-4)");
-  sub->add_option("--rtol", f->rtol, "Relative tolerance of the verification (default 1e-3)");
   sub->add_flag("--json", f->json, "Print one JSON object (steps per op, blockers, verification)");
   sub->add_option("--external-data", f->external_data,
                   "Move tensors of at least this many bytes to OUT.onnx.data (-1: keep where they are)");

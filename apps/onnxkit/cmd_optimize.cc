@@ -351,12 +351,7 @@ void RegisterOptimize(CLI::App& app, Action& action) {
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
   sub->add_flag("--verify-each", f->verify_each,
                 "Verify after every pass that changed the model; stop at the first that moves the outputs");
-  sub->add_option("--inputs", f->inputs.dir, "Verification inputs: a test_data_set folder (input_<i>.pb)");
-  sub->add_option("--input", f->inputs.files, "Verification input NAME=FILE (.pb, .npy) or FILE.npz; repeatable");
-  sub->add_flag("--random", f->inputs.random, "Seeded random verification inputs (the default when none are given)");
-  sub->add_option("--seed", f->inputs.seed, "Seed of the random inputs (default 0)");
-  sub->add_option("--atol", f->atol, "Absolute tolerance of the verification (default 1e-4)");
-  sub->add_option("--rtol", f->rtol, "Relative tolerance of the verification (default 1e-3)");
+  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol);
   sub->add_option("--verify-backend", f->verify_backend, "Backend that runs both models: reference (default) or cpu")
       ->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--bisect-limit", f->bisect_limit, "Apply only the first N rewrites (-1: all)");

@@ -15,6 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+namespace onnxkit::runner {
+struct InputSpec;
+}  // namespace onnxkit::runner
+
 namespace onnxkit::app {
 
 inline constexpr int kExitOk = 0;
@@ -44,6 +48,11 @@ void RegisterOptimize(CLI::App& app, Action& action);
 void RegisterBisect(CLI::App& app, Action& action);
 void RegisterConvert(CLI::App& app, Action& action);
 void RegisterQuantize(CLI::App& app, Action& action);
+
+// The flags that choose the inputs a transformed model is verified on
+// (optimize, convert): --inputs, --input, --random, --seed, and --atol /
+// --rtol (defaults 1e-4 / 1e-3) into `atol` / `rtol`.
+void AddVerificationFlags(CLI::App* sub, runner::InputSpec* inputs, double* atol, double* rtol);
 
 // The whole program: parse, dispatch, print errors, return the exit code.
 int Main(int argc, char** argv);
