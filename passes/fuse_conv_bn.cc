@@ -84,14 +84,12 @@ class FuseConvBn : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node) || !IsOp(node, "Conv")) continue;
+      if (!IsLive(graph, node) || !IsOp(node, "Conv")) continue;
       std::optional<Match> m = MatchAt(graph, node, ctx);
       if (!m) continue;
       if (!ctx.Allow(*node, "Conv + BatchNormalization")) continue;
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, *m));
-      live.Refresh();
       changed = true;
     }
     return changed;

@@ -76,9 +76,8 @@ class FuseConvMulAdd : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node) || !IsOp(node, "Conv") || node->num_outputs() != 1) continue;
+      if (!IsLive(graph, node) || !IsOp(node, "Conv") || node->num_outputs() != 1) continue;
       // Conv -> Mul -> Add: fold one op at a time, re-reading the new weights.
       while (true) {
         if (SoleConsumer(*node->output(0)) == nullptr) break;
@@ -87,7 +86,6 @@ class FuseConvMulAdd : public Pass {
         std::optional<Match> m = MatchAt(graph, node, *cw, ctx);
         if (!m || !ctx.Allow(*node, m->op->op_type() == "Mul" ? "Conv + Mul" : "Conv + Add")) break;
         ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, node, *cw, *m));
-        live.Refresh();
         changed = true;
       }
     }

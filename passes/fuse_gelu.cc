@@ -160,15 +160,13 @@ class FuseGelu : public Pass {
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     if (ctx.Opset("") < 20) return false;
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node)) continue;
+      if (!IsLive(graph, node)) continue;
       std::optional<Match> m;
       if (IsOp(node, "Erf")) m = MatchErf(graph, node, ctx);
       if (IsOp(node, "Tanh")) m = MatchTanh(graph, node, ctx);
       if (!m || !ctx.Allow(*node, m->tanh ? "Gelu (tanh) pattern" : "Gelu (erf) pattern")) continue;
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, *m));
-      live.Refresh();
       changed = true;
     }
     return changed;

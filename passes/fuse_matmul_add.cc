@@ -69,13 +69,11 @@ class FuseMatMulAdd : public Pass {
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     if (ctx.Opset("") < 7) return false;
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node) || !IsOp(node, "MatMul")) continue;
+      if (!IsLive(graph, node) || !IsOp(node, "MatMul")) continue;
       std::optional<Match> m = MatchAt(graph, node, ctx);
       if (!m || !ctx.Allow(*node, "MatMul + Add")) continue;
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, *m));
-      live.Refresh();
       changed = true;
     }
     return changed;

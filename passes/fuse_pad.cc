@@ -140,13 +140,11 @@ class FusePad : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node) || !IsOp(node, "Pad")) continue;
+      if (!IsLive(graph, node) || !IsOp(node, "Pad")) continue;
       std::optional<Match> m = MatchAt(graph, node, ctx);
       if (!m || !ctx.Allow(*node, "Pad + " + m->consumer->op_type())) continue;
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, *m));
-      live.Refresh();
       changed = true;
     }
     return changed;

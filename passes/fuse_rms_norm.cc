@@ -76,13 +76,11 @@ class FuseRmsNorm : public Pass {
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     if (ctx.Opset("") < 23) return false;
     bool changed = false;
-    LiveNodes live(graph);
     for (ir::Node* node : SnapshotNodes(graph)) {
-      if (!live.Contains(node) || !IsOp(node, "ReduceMean")) continue;
+      if (!IsLive(graph, node) || !IsOp(node, "ReduceMean")) continue;
       std::optional<Match> m = MatchAt(graph, node, ctx);
       if (!m || !ctx.Allow(*node, "RMSNormalization pattern")) continue;
       ONNXKIT_RETURN_IF_ERROR(Rewrite(graph, *m, ctx));
-      live.Refresh();
       changed = true;
     }
     return changed;

@@ -13,11 +13,6 @@
 
 namespace onnxkit::passes {
 
-void LiveNodes::Refresh() {
-  nodes_.clear();
-  for (const ir::Node* n : graph_.nodes()) nodes_.insert(n);
-}
-
 bool IsOp(const ir::Node* node, std::string_view op) {
   return node != nullptr && node->op_type() == op && (node->domain().empty() || node->domain() == "ai.onnx");
 }

@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/ir/ir.h"
@@ -19,21 +18,6 @@
 #include "runner/tensor.h"
 
 namespace onnxkit::passes {
-
-// The nodes of a graph as a pointer set, rebuilt after each rewrite: tells
-// which entries of a SnapshotNodes copy are still live without scanning the
-// graph per entry (IsLive). A removed node's address may be reused by a node
-// a rewrite added; such an entry then names that (live) node.
-class LiveNodes {
- public:
-  explicit LiveNodes(const ir::Graph& graph) : graph_(graph) { Refresh(); }
-  bool Contains(const ir::Node* node) const { return nodes_.contains(node); }
-  void Refresh();
-
- private:
-  const ir::Graph& graph_;
-  absl::flat_hash_set<const ir::Node*> nodes_;
-};
 
 // True when `node` is non-null and the ai.onnx op `op`.
 bool IsOp(const ir::Node* node, std::string_view op);

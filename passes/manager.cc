@@ -3,9 +3,6 @@
 // restore and retry on failure), fixed-point iteration and statistics.
 #include "passes/manager.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <optional>
 #include <set>
@@ -44,15 +41,7 @@ class Context : public PassContext {
   const PassOptions& options() const override { return options_.pass; }
 
   void ReleaseData(const pb::TensorProto& tensor) override {
-    if (options_.mapping == nullptr || tensor.raw_data.empty()) return;
-    std::string_view file = options_.mapping->bytes();
-    uintptr_t file_begin = reinterpret_cast<uintptr_t>(file.data()), file_end = file_begin + file.size();
-    uintptr_t begin = reinterpret_cast<uintptr_t>(tensor.raw_data.data()), end = begin + tensor.raw_data.size();
-    if (begin < file_begin || end > file_end) return;
-    long page_size = ::sysconf(_SC_PAGESIZE);
-    uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
-    uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    if (options_.mapping != nullptr) options_.mapping->ReleasePages(tensor.raw_data.data(), tensor.raw_data.size());
   }
 
   bool Allow(const ir::Node& node, std::string_view what) override {

@@ -2,12 +2,12 @@
 #include "passes/util.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "runner/convert.h"
 #include "runner/kernel_registry.h"
+#include "runner/reference/dispatch.h"
 
 namespace onnxkit::passes {
 
@@ -18,12 +18,7 @@ std::vector<ir::Node*> SnapshotNodes(const ir::Graph& graph) {
   return out;
 }
 
-bool IsLive(const ir::Graph& graph, const ir::Node* node) {
-  for (ir::Node* n : graph.nodes()) {
-    if (n == node) return true;
-  }
-  return false;
-}
+bool IsLive(const ir::Graph& graph, const ir::Node* node) { return graph.HasNode(node); }
 
 namespace {
 
@@ -82,29 +77,7 @@ std::optional<double> ConstantScalar(const ir::Value& value, PassContext& ctx) {
   if (!IsConstantValue(value)) return std::nullopt;
   auto t = ConstantTensor(value, ctx);
   if (!t.ok() || t->size() != 1 || t->is_string()) return std::nullopt;
-  switch (t->dtype()) {
-    case pb::kFloat: return static_cast<double>(*t->data<float>());
-    case pb::kDouble: return *t->data<double>();
-    case pb::kInt32: return static_cast<double>(*t->data<int32_t>());
-    case pb::kInt64: return static_cast<double>(*t->data<int64_t>());
-    case pb::kInt8: return static_cast<double>(*t->data<int8_t>());
-    case pb::kUint8: return static_cast<double>(*t->data<uint8_t>());
-    case pb::kBool: return *t->data<uint8_t>() != 0 ? 1.0 : 0.0;
-    case pb::kFloat16: {
-      uint16_t h = *t->data<uint16_t>();
-      uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-      double v;
-      if (exp == 0) {
-        v = std::ldexp(static_cast<double>(man), -24);
-      } else if (exp == 31) {
-        v = man ? std::nan("") : HUGE_VAL;
-      } else {
-        v = std::ldexp(static_cast<double>(man | 0x400), static_cast<int>(exp) - 25);
-      }
-      return sign ? -v : v;
-    }
-    default: return std::nullopt;
-  }
+  return runner::reference::ElementAsDouble(*t, 0);
 }
 
 absl::StatusOr<ir::Value*> AddConstant(ir::Graph& graph, std::string_view hint, const runner::Tensor& t) {

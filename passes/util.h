@@ -20,7 +20,8 @@ namespace onnxkit::passes {
 // The nodes of `graph` in order, as a copy (rewrites may remove nodes).
 // Check IsLive before touching a node a previous rewrite may have removed.
 std::vector<ir::Node*> SnapshotNodes(const ir::Graph& graph);
-// True while `node` is still a node of `graph` (not removed by a rewrite).
+// True while `node` is still a node of `graph` (not removed by a rewrite);
+// constant time (Graph::HasNode).
 bool IsLive(const ir::Graph& graph, const ir::Node* node);
 
 // The constant tensor behind `value`: an initializer that is not also a

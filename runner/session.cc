@@ -1,9 +1,6 @@
 // Session: planning and execution.
 #include "runner/session.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -361,20 +358,6 @@ void Session::FoldConstants() {
 
 void Session::ReleaseFoldedSources() {
   if (folded_nodes_.empty()) return;
-  std::string_view file = loaded_.mapping != nullptr ? loaded_.mapping->bytes() : std::string_view();
-  const uintptr_t file_begin = reinterpret_cast<uintptr_t>(file.data());
-  const uintptr_t file_end = file_begin + file.size();
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  const uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
-  // Drops the whole pages of [data, data + size) when they lie in the
-  // read-only private mapping of the model file (they come back from the
-  // file if read again).
-  auto drop_pages = [&](const void* data, size_t size) {
-    uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
-    if (data == nullptr || file.empty() || begin < file_begin || end > file_end) return;
-    uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-  };
   for (const ir::Value* v : model_->graph().initializers()) {
     if (!v->has_uses() || v->IsGraphOutput() || v->initializer() == nullptr) continue;
     bool only_folded = std::all_of(v->uses().begin(), v->uses().end(),
@@ -382,7 +365,7 @@ void Session::ReleaseFoldedSources() {
     auto it = constants_.find(v);
     if (!only_folded || it == constants_.end()) continue;
     const pb::TensorProto& proto = *v->initializer();
-    drop_pages(proto.raw_data.data(), proto.raw_data.size());
+    if (loaded_.mapping != nullptr) loaded_.mapping->ReleasePages(proto.raw_data.data(), proto.raw_data.size());
     if (it->second.is_tensor() && it->second.tensor().buffer() != nullptr &&
         it->second.tensor().buffer()->owned()) {
       constants_.erase(it);  // a copy (unaligned raw data): converted again when needed

@@ -495,6 +495,16 @@ absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::MapFd(int fd, cons
   return std::shared_ptr<const MappedFile>(std::move(file));
 }
 
+void MappedFile::ReleasePages(const void* data, size_t size) const {
+  const uintptr_t file_begin = reinterpret_cast<uintptr_t>(data_), file_end = file_begin + size_;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data), end = begin + size;
+  if (data == nullptr || size_ == 0 || begin < file_begin || end > file_end) return;
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
 }

@@ -37,6 +37,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::string_view bytes() const { return {data_, size_}; }
+  // Returns to the OS the whole pages of [data, data + size) that lie in
+  // this mapping (read again, they come back from the file); a range not
+  // inside the mapping is ignored.
+  void ReleasePages(const void* data, size_t size) const;
   const std::filesystem::path& path() const { return path_; }
 
  private:

@@ -140,6 +140,7 @@ Node* Graph::NewNode(Position where) {
   if (where.kind == Position::Kind::kBefore) it = where.anchor->pos_;
   if (where.kind == Position::Kind::kAfter) it = std::next(where.anchor->pos_);
   it = nodes_.insert(it, std::unique_ptr<Node>(new Node(this)));
+  node_set_.insert(it->get());
   (*it)->pos_ = it;
   return it->get();
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/io/box.h"
@@ -166,6 +167,10 @@ class Graph {
   Value* FindLocalValue(std::string_view name) const;
   // The first node of this graph named `name` (no subgraphs); null if none.
   Node* FindNode(std::string_view name) const;
+  // True when `node` is a node of this graph (not of a subgraph), in
+  // constant time. A removed node is not, unless a node added since (to
+  // this graph) was given its address.
+  bool HasNode(const Node* node) const { return node_set_.contains(node); }
   // True when a value of this graph tree (root and every subgraph) has `name`.
   bool NameInUse(std::string_view name) const;
   // A fresh name derived from `hint`, unused in the model (all graphs, node
@@ -329,6 +334,7 @@ class Graph {
   Model* model_ = nullptr;
 
   std::list<std::unique_ptr<Node>> nodes_;
+  absl::flat_hash_set<const Node*> node_set_;  // the nodes of nodes_, for HasNode
   std::list<std::unique_ptr<Value>> values_;
   absl::flat_hash_map<std::string, Value*> index_;  // name -> value of this graph
 

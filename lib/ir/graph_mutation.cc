@@ -99,6 +99,7 @@ absl::Status Graph::RemoveNode(Node* node) {
     DropEntries(v, /*overrides_only=*/false);
     DeleteValue(v);
   }
+  node_set_.erase(node);
   nodes_.erase(node->pos_);
   Touch();
   return absl::OkStatus();
@@ -395,6 +396,8 @@ absl::Status Graph::MoveNodeToSubgraph(Node* node, Graph* subgraph) {
   }
   // Move the node, its outputs and their value_info entries.
   subgraph->nodes_.splice(subgraph->nodes_.end(), nodes_, node->pos_);
+  node_set_.erase(node);
+  subgraph->node_set_.insert(node);
   node->graph_ = subgraph;
   node->ForEachSubgraph([&](Graph* sub) { sub->parent_ = subgraph; });
   for (Value* v : node->outputs()) {
