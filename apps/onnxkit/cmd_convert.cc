@@ -19,6 +19,7 @@ struct ConvertFlags {
   std::string model;
   std::string output;
   int64_t opset = 0;
+  int64_t ml_opset = 0;
   int64_t ir_version = 0;
   bool dry_run = false;
   bool no_verify = false;
@@ -38,6 +39,8 @@ void WriteJson(const ConvertFlags& f, const passes::convert::ConvertResult& r, b
   w.KeyBool("written", written);
   w.KeyInt("source_opset", r.source_opset);
   w.KeyInt("target_opset", r.target_opset);
+  w.KeyInt("source_ml_opset", r.source_ml_opset);
+  w.KeyInt("target_ml_opset", r.target_ml_opset);
   w.KeyInt("ir_version_before", r.ir_before);
   w.KeyInt("ir_version_after", r.ir_after);
   w.KeyInt("nodes", r.nodes_converted);
@@ -73,6 +76,16 @@ void WriteJson(const ConvertFlags& f, const passes::convert::ConvertResult& r, b
   std::cout << w.Take();
 }
 
+// "opset 13 -> 17, ai.onnx.ml 5 -> 3" (the parts that apply).
+std::string Change(const passes::convert::ConvertResult& r) {
+  std::string s;
+  if (r.source_opset != 0) s = absl::StrCat("opset ", r.source_opset, " -> ", r.target_opset);
+  if (r.target_ml_opset != r.source_ml_opset) {
+    absl::StrAppend(&s, s.empty() ? "" : ", ", "ai.onnx.ml ", r.source_ml_opset, " -> ", r.target_ml_opset);
+  }
+  return s;
+}
+
 void PrintHuman(const ConvertFlags& f, const passes::convert::ConvertResult& r, bool written) {
   for (const std::string& s : r.warnings) std::cerr << "warning: " << s << "\n";
   for (const auto& b : r.blockers) std::cout << "blocked: " << b.graph << " " << b.node << ": " << b.reason << "\n";
@@ -82,13 +95,12 @@ void PrintHuman(const ConvertFlags& f, const passes::convert::ConvertResult& r, 
     std::cout << "verification (" << r.verify_inputs << "): " << r.verification->summary << "\n";
   }
   if (written) {
-    std::cout << absl::StrCat("wrote ", f.output, ": opset ", r.source_opset, " -> ", r.target_opset, ", IR ",
-                              r.ir_before, " -> ", r.ir_after, "\n");
+    std::cout << absl::StrCat("wrote ", f.output, ": ", Change(r), ", IR ", r.ir_before, " -> ", r.ir_after, "\n");
   } else if (!r.blockers.empty()) {
-    std::cout << absl::StrCat("conversion to opset ", r.target_opset, " is impossible: ", r.blockers.size(),
+    std::cout << absl::StrCat("conversion (", Change(r), ") is impossible: ", r.blockers.size(),
                               " blocking node(s); nothing written\n");
   } else if (f.dry_run) {
-    std::cout << absl::StrCat("dry run: opset ", r.source_opset, " -> ", r.target_opset,
+    std::cout << absl::StrCat("dry run: ", Change(r),
                               " is possible; nothing written\n");
   } else {
     std::cout << "nothing written: the converted model's outputs differ from the original's\n";
@@ -102,11 +114,17 @@ absl::StatusOr<int> RunConvert(const ConvertFlags& f) {
     return UsageError(absl::StrCat("--opset must be in ", passes::convert::kMinTargetOpset, "..",
                                    passes::convert::kMaxTargetOpset));
   }
+  if (f.ml_opset != 0 &&
+      (f.ml_opset < passes::convert::kMinTargetMlOpset || f.ml_opset > passes::convert::kMaxTargetMlOpset)) {
+    return UsageError(absl::StrCat("--ml-opset must be in ", passes::convert::kMinTargetMlOpset, "..",
+                                   passes::convert::kMaxTargetMlOpset));
+  }
   if (f.ir_version != 0 && (f.ir_version < 3 || f.ir_version > 11)) {
     return UsageError("--ir-version must be in 3..11");
   }
   passes::convert::ConvertOptions options;
   options.target_opset = f.opset;
+  if (f.ml_opset != 0) options.target_ml_opset = f.ml_opset;
   if (f.ir_version > 0) options.ir_version = f.ir_version;
   options.dry_run = f.dry_run;
   options.verify = !f.no_verify;
@@ -151,6 +169,8 @@ void RegisterConvert(CLI::App& app, Action& action) {
   sub->add_option("model", f->model, "Model file (.onnx)");
   sub->add_option("-o,--output", f->output, "Where to write the converted model (may equal MODEL)");
   sub->add_option("--opset", f->opset, "Target ai.onnx opset (7..28)")->required();
+  sub->add_option("--ml-opset", f->ml_opset,
+                  "Target ai.onnx.ml opset (1..5; default: ai.onnx.ml nodes stay as they are)");
   sub->add_option("--ir-version", f->ir_version, "IR version of the result (default: what the target opset needs)");
   sub->add_flag("--dry-run", f->dry_run, "List every node that blocks the conversion; write nothing");
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");

@@ -13,18 +13,24 @@
 #include "lib/io/external_data.h"
 #include "lib/ir/ir.h"
 #include "passes/convert/walker.h"
+#include "passes/util.h"
 
 namespace onnxkit::passes::convert {
 namespace {
 
-bool IsOnnxDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+constexpr std::string_view kMl = "ai.onnx.ml";
 
-// Converts every function importing ai.onnx; sets its import to `to`.
-absl::Status ConvertFunctions(ir::Model& model, int64_t to, io::ExternalDataResolver* resolver, WalkStats& stats) {
+bool InDomain(const std::string& d, std::string_view domain) {
+  return domain.empty() ? d.empty() || d == "ai.onnx" : d == domain;
+}
+
+// Converts every function importing `domain`; sets its import to `to`.
+absl::Status ConvertFunctions(ir::Model& model, std::string_view domain, int64_t to,
+                              io::ExternalDataResolver* resolver, WalkStats& stats) {
   for (pb::FunctionProto& f : model.functions()) {
     pb::OperatorSetIdProto* onnx = nullptr;
     for (pb::OperatorSetIdProto& o : f.opset_import) {
-      if (IsOnnxDomain(o.domain) && onnx == nullptr) onnx = &o;
+      if (InDomain(o.domain, domain) && onnx == nullptr) onnx = &o;
     }
     if (onnx == nullptr) continue;
     auto body = ir::FunctionBodyFromProto(f);
@@ -33,12 +39,26 @@ absl::Status ConvertFunctions(ir::Model& model, int64_t to, io::ExternalDataReso
       stats.blockers->push_back({path, "", absl::StrCat("malformed body: ", body.status().message())});
       continue;
     }
-    ConvertContext ctx(onnx->version, nullptr, resolver);
-    ONNXKIT_RETURN_IF_ERROR(ConvertGraph(**body, path, onnx->version, to, ctx, stats));
+    ConvertContext ctx(domain.empty() ? onnx->version : 0, nullptr, resolver, domain.empty() ? 0 : onnx->version);
+    ONNXKIT_RETURN_IF_ERROR(ConvertGraph(**body, path, domain, onnx->version, to, ctx, stats));
     ir::FunctionBodyToProto(**body, &f);
     onnx->version = to;
   }
   return absl::OkStatus();
+}
+
+// Whether `graph` or a body of its nodes holds an ai.onnx node.
+bool HasOnnxNode(const ir::Graph& graph) {
+  for (ir::Node* n : SnapshotNodes(const_cast<ir::Graph&>(graph))) {
+    if (InDomain(n->domain(), "")) return true;
+    for (const ir::Attribute& a : n->attributes()) {
+      if (a.g && HasOnnxNode(*a.g)) return true;
+      for (const auto& g : a.graphs) {
+        if (HasOnnxNode(*g)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 // IR < 4 requires every initializer of the main graph to be a graph input.
@@ -65,19 +85,38 @@ int64_t IrVersionForOpset(int64_t opset) {
   return 11;
 }
 
+int64_t IrVersionForMlOpset(int64_t opset) {
+  if (opset <= 1) return 3;
+  if (opset == 2) return 6;
+  if (opset == 3) return 8;
+  if (opset == 4) return 9;
+  return 10;
+}
+
 absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options) {
   const int64_t to = options.target_opset;
   if (to < kMinTargetOpset || to > kMaxTargetOpset) {
     return absl::InvalidArgumentError(absl::StrCat("--opset ", to, " is outside ", kMinTargetOpset, "..",
                                                    kMaxTargetOpset));
   }
+  if (options.target_ml_opset &&
+      (*options.target_ml_opset < kMinTargetMlOpset || *options.target_ml_opset > kMaxTargetMlOpset)) {
+    return absl::InvalidArgumentError(absl::StrCat("--ml-opset ", *options.target_ml_opset, " is outside ",
+                                                   kMinTargetMlOpset, "..", kMaxTargetMlOpset));
+  }
   ConvertResult result;
   result.target_opset = to;
   result.ir_before = loaded.proto.ir_version;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, ir::FromProto(loaded.proto));
   std::optional<int64_t> from = model->OpsetVersion("");
-  if (!from) return absl::InvalidArgumentError("the model imports no ai.onnx opset");
-  result.source_opset = *from;
+  const std::optional<int64_t> ml_from = model->OpsetVersion(std::string(kMl));
+  // A model of ai.onnx.ml nodes alone converts only its ml opset.
+  const bool onnx_walk = from.has_value();
+  if (!onnx_walk && !(options.target_ml_opset && ml_from)) {
+    return absl::InvalidArgumentError("the model imports no ai.onnx opset");
+  }
+  result.source_opset = from.value_or(0);
+  if (!onnx_walk) result.target_opset = 0;
 
   std::unique_ptr<io::ExternalDataResolver> resolver;
   if (!loaded.base_dir.empty()) resolver = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
@@ -87,18 +126,43 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   std::set<std::string> foreign;
   WalkStats stats{&result.blockers, &result.steps, &foreign};
   for (const pb::FunctionProto& f : model->functions()) stats.local_functions.insert(absl::StrCat(f.domain, "::", f.name));
-  ConvertContext ctx(*from, &states, resolver.get());
-  ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", *from, to, ctx, stats));
-  ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, to, resolver.get(), stats));
+  result.source_ml_opset = ml_from.value_or(0);
+  result.target_ml_opset = result.source_ml_opset;
+  const bool convert_ml = options.target_ml_opset && ml_from;
+  if (convert_ml) stats.converted_domains.insert(std::string(kMl));
+  if (options.target_ml_opset && !ml_from) {
+    result.warnings.push_back("--ml-opset: the model imports no ai.onnx.ml opset; nothing to convert there");
+  }
+  ConvertContext ctx(from.value_or(0), &states, resolver.get(), ml_from.value_or(0));
+  if (onnx_walk) {
+    ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", "", *from, to, ctx, stats));
+    ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, "", to, resolver.get(), stats));
+  }
+  if (convert_ml) {
+    stats.converted_domains = {""};
+    ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", kMl, *ml_from, *options.target_ml_opset, ctx, stats));
+    ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, kMl, *options.target_ml_opset, resolver.get(), stats));
+    model->SetOpsetVersion(std::string(kMl), *options.target_ml_opset);
+    result.target_ml_opset = *options.target_ml_opset;
+  }
   result.nodes_converted = stats.nodes;
   for (const std::string& op : foreign) {
     result.warnings.push_back(absl::StrCat("op ", op, " is not ai.onnx: kept as it is"));
   }
-  model->SetOpsetVersion("", to);
+  if (onnx_walk) {
+    model->SetOpsetVersion("", to);
+  } else if (HasOnnxNode(model->graph())) {
+    // ml adapters added Cast or Add nodes: import the ai.onnx opset released
+    // with the target ml opset.
+    static constexpr int64_t kOnnxForMl[] = {0, 8, 11, 16, 20, 21};
+    model->SetOpsetVersion("", kOnnxForMl[result.target_ml_opset]);
+  }
   // Going up never lowers the IR version; going down sets the one the
   // target opset needs (older runtimes refuse newer IR versions).
-  int64_t needed = IrVersionForOpset(to);
-  if (to >= *from) needed = std::max(needed, result.ir_before);
+  int64_t needed = onnx_walk ? IrVersionForOpset(to) : 3;
+  if (result.target_ml_opset > 0) needed = std::max(needed, IrVersionForMlOpset(result.target_ml_opset));
+  const bool up = (!onnx_walk || to >= *from) && result.target_ml_opset >= result.source_ml_opset;
+  if (up) needed = std::max(needed, result.ir_before);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(*model));

@@ -26,8 +26,13 @@ namespace onnxkit::passes::convert {
 inline constexpr int64_t kMinTargetOpset = 7;
 inline constexpr int64_t kMaxTargetOpset = 28;
 
+inline constexpr int64_t kMinTargetMlOpset = 1;
+inline constexpr int64_t kMaxTargetMlOpset = 5;
+
 struct ConvertOptions {
   int64_t target_opset = 0;
+  // Target ai.onnx.ml opset (1..5); nullopt: ai.onnx.ml nodes stay as they are.
+  std::optional<int64_t> target_ml_opset;
   // IR version of the result; nullopt: IrVersionForOpset(target_opset)
   // going down, and at least the model's own going up.
   std::optional<int64_t> ir_version;
@@ -48,6 +53,8 @@ struct ConvertResult {
   pb::ModelProto model;  // the converted model (empty on dry runs or when blocked)
   int64_t source_opset = 0;
   int64_t target_opset = 0;
+  // ai.onnx.ml opsets (0: the model imports none).
+  int64_t source_ml_opset = 0, target_ml_opset = 0;
   int64_t ir_before = 0, ir_after = 0;
   std::vector<Blocker> blockers;
   // Steps applied, by "Op vA->vB adapter" ("generic" for checked no-ops).
@@ -60,8 +67,9 @@ struct ConvertResult {
 };
 
 // Converts `loaded` (its proto is copied). Errors: InvalidArgument for a
-// target outside [kMinTargetOpset, kMaxTargetOpset] or a model importing no
-// ai.onnx opset; the original failing to run when verifying; internal
+// target outside [kMinTargetOpset, kMaxTargetOpset] (or an ml target outside
+// [kMinTargetMlOpset, kMaxTargetMlOpset]) or a model importing no ai.onnx
+// opset; the original failing to run when verifying; internal
 // errors. Blocked nodes and outputs that differ are not errors: see
 // `blockers` and `verified`.
 absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options);
@@ -70,6 +78,8 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
 // the opset): 7-8 -> 3, 9 -> 4, 10 -> 5, 11 -> 6, 12-14 -> 7, 15-18 -> 8,
 // 19-20 -> 9, 21-22 -> 10, 23+ -> 11.
 int64_t IrVersionForOpset(int64_t opset);
+// The same for ai.onnx.ml: 1 -> 3, 2 -> 6, 3 -> 8, 4 -> 9, 5 -> 10.
+int64_t IrVersionForMlOpset(int64_t opset);
 
 }  // namespace onnxkit::passes::convert
 

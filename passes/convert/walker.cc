@@ -17,12 +17,15 @@
 namespace onnxkit::passes::convert {
 namespace {
 
-bool IsOnnx(const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+// "" and "ai.onnx" are one domain.
+std::string_view Canonical(std::string_view domain) { return domain == "ai.onnx" ? std::string_view() : domain; }
+bool InDomain(const ir::Node& n, std::string_view domain) { return Canonical(n.domain()) == domain; }
 
 // The next step of `op` at opset `cur` towards `to`; false when done.
-bool NextStep(const std::string& op, int64_t cur, int64_t to, const ops::OpSchema* schema, Step* step) {
+bool NextStep(std::string_view domain, const std::string& op, int64_t cur, int64_t to, const ops::OpSchema* schema,
+              Step* step) {
   if (to > cur) {
-    for (const ops::OpSchema* s : ops::SchemaVersions("", op)) {
+    for (const ops::OpSchema* s : ops::SchemaVersions(domain, op)) {
       if (s->since_version() > schema->since_version() && s->since_version() <= to) {
         step->direction = Direction::kUp;
         step->boundary = s->since_version();
@@ -37,7 +40,7 @@ bool NextStep(const std::string& op, int64_t cur, int64_t to, const ops::OpSchem
   step->direction = Direction::kDown;
   step->boundary = schema->since_version();
   step->from = schema;
-  step->to = ops::FindSchema("", op, schema->since_version() - 1);
+  step->to = ops::FindSchema(domain, op, schema->since_version() - 1);
   return true;
 }
 
@@ -48,19 +51,21 @@ std::string StepKey(const Step& s, const std::string& op, std::string_view adapt
 }
 
 // Converts one node (and what its adapters create) from `from` to `to`.
-void ConvertNode(ir::Graph& graph, const std::string& path, ir::Node* first, int64_t from, int64_t to,
-                 ConvertContext& ctx, WalkStats& stats) {
+void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view domain, ir::Node* first, int64_t from,
+                 int64_t to, ConvertContext& ctx, WalkStats& stats) {
   std::deque<std::pair<ir::Node*, int64_t>> work{{first, from}};
   while (!work.empty()) {
     auto [node, cur] = work.front();
     work.pop_front();
-    if (!IsLive(graph, node) || !IsOnnx(*node)) continue;
+    if (!IsLive(graph, node) || !InDomain(*node, domain)) continue;
     stats.nodes += 1;
     while (true) {
       std::string op = node->op_type();
-      const ops::OpSchema* schema = ops::FindSchema("", op, cur);
+      const ops::OpSchema* schema = ops::FindSchema(domain, op, cur);
       if (schema == nullptr) {
-        stats.blockers->push_back({path, ir::NodeLabel(*node), absl::StrCat("op ", op, " is unknown at opset ", cur)});
+        stats.blockers->push_back({path, ir::NodeLabel(*node),
+                                   absl::StrCat("op ", op, " is unknown at ", domain.empty() ? "" : "ai.onnx.ml ",
+                                                "opset ", cur)});
         break;
       }
       std::vector<ir::Node*> created;
@@ -69,7 +74,7 @@ void ConvertNode(ir::Graph& graph, const std::string& path, ir::Node* first, int
       step.node = node;
       step.ctx = &ctx;
       step.created = &created;
-      if (!NextStep(op, cur, to, schema, &step)) break;
+      if (!NextStep(domain, op, cur, to, schema, &step)) break;
       const AdapterRow* row = FindAdapter(op, step.boundary, step.direction);
       std::string label = ir::NodeLabel(*node);
       absl::Status st = row != nullptr ? row->fn(step) : GenericStep(step);
@@ -92,23 +97,26 @@ void ConvertNode(ir::Graph& graph, const std::string& path, ir::Node* first, int
 
 }  // namespace
 
-absl::Status ConvertGraph(ir::Graph& graph, const std::string& path, int64_t from, int64_t to,
-                          ConvertContext& ctx, WalkStats& stats) {
+absl::Status ConvertGraph(ir::Graph& graph, const std::string& path, std::string_view domain, int64_t from,
+                          int64_t to, ConvertContext& ctx, WalkStats& stats) {
+  domain = Canonical(domain);
   for (ir::Node* node : SnapshotNodes(graph)) {
     if (!IsLive(graph, node)) continue;
     for (ir::Attribute& a : node->mutable_attributes()) {
       std::string base = absl::StrCat(path, "/", ir::NodeLabel(*node), "/", a.name());
-      if (a.g) ONNXKIT_RETURN_IF_ERROR(ConvertGraph(*a.g, base, from, to, ctx, stats));
+      if (a.g) ONNXKIT_RETURN_IF_ERROR(ConvertGraph(*a.g, base, domain, from, to, ctx, stats));
       for (size_t i = 0; i < a.graphs.size(); ++i) {
-        ONNXKIT_RETURN_IF_ERROR(ConvertGraph(*a.graphs[i], absl::StrCat(base, "[", i, "]"), from, to, ctx, stats));
+        ONNXKIT_RETURN_IF_ERROR(
+            ConvertGraph(*a.graphs[i], absl::StrCat(base, "[", i, "]"), domain, from, to, ctx, stats));
       }
     }
-    if (!IsOnnx(*node)) {
+    if (!InDomain(*node, domain)) {
       std::string key = absl::StrCat(node->domain(), "::", node->op_type());
-      if (!stats.local_functions.count(key)) stats.foreign_ops->insert(key);
+      bool elsewhere = stats.converted_domains.count(std::string(Canonical(node->domain()))) > 0;
+      if (!elsewhere && !stats.local_functions.count(key)) stats.foreign_ops->insert(key);
       continue;
     }
-    ConvertNode(graph, path, node, from, to, ctx, stats);
+    ConvertNode(graph, path, domain, node, from, to, ctx, stats);
   }
   return absl::OkStatus();
 }

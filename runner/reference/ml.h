@@ -40,8 +40,9 @@ absl::Status Adagrad(KernelContext& ctx);
 absl::Status Momentum(KernelContext& ctx);
 absl::Status Adam(KernelContext& ctx);
 
-// ml_tree.cc: TreeEnsemble (ai.onnx.ml 5).
+// ml_tree.cc: TreeEnsemble (ai.onnx.ml 5), TreeEnsembleRegressor (1, 3).
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleRegressor(const ir::Node& node, const KernelInfo& info);
 
 // Score post-processing shared by the ml models (ml_tree.cc).
 namespace ml_util {

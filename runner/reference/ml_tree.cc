@@ -1,4 +1,5 @@
-// Reference kernel: TreeEnsemble (ai.onnx.ml 5).
+// Reference kernels: TreeEnsemble (ai.onnx.ml 5), and TreeEnsembleRegressor
+// (1, 3) run through its TreeEnsemble form (ml_tree_forms.h).
 //
 // Each tree starts at nodes_*[tree_roots[t]]; a node compares feature
 // nodes_featureids[i] of the row with nodes_splits[i] (modes LEQ, LT, GTE,
@@ -20,6 +21,7 @@
 #include "runner/convert.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/ml.h"
+#include "runner/reference/ml_tree_forms.h"
 
 namespace onnxkit::runner::reference {
 namespace {
@@ -35,6 +37,10 @@ struct Ensemble {
   int64_t aggregate = 1;  // 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX
   int64_t post = 0;       // 0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT
   int32_t dtype = 1;      // of splits and weights
+  // TreeEnsembleRegressor-1/3 run as a TreeEnsemble: X of any numeric type,
+  // a float output, base values added before post_transform.
+  bool regressor = false;
+  std::vector<double> base;
 };
 
 absl::StatusOr<Tensor> RequiredTensor(const ir::Node& node, std::string_view name) {
@@ -101,23 +107,28 @@ void ApplyPostTransform(int64_t post, std::vector<double>& row) {
 
 namespace {
 
+bool RegressorInput(int32_t dtype) {
+  return dtype == pb::kFloat || dtype == pb::kDouble || dtype == pb::kInt64 || dtype == pb::kInt32;
+}
+
 class TreeEnsembleKernel : public Kernel {
  public:
   explicit TreeEnsembleKernel(Ensemble e) : e_(std::move(e)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    if (x->dtype() != e_.dtype || x->rank() > 2) {
-      return absl::InvalidArgumentError(absl::StrCat("X must be [N, F] of the ensemble's type ",
+    if ((e_.regressor ? !RegressorInput(x->dtype()) : x->dtype() != e_.dtype) || x->rank() > 2) {
+      return absl::InvalidArgumentError(absl::StrCat("X must be [N, F] of ", e_.regressor ? "a numeric type, not " : "the ensemble's type ",
                                                      Sv(DataTypeName(e_.dtype)), ", got ", DescribeTensor(*x)));
     }
     const int64_t rows = x->rank() == 2 ? x->dim(0) : 1, width = x->rank() == 0 ? 1 : x->shape().back();
     for (int64_t f : e_.feature) {
       if (f >= width) return absl::OutOfRangeError(absl::StrCat("feature id ", f, " is outside the ", width, " features of X"));
     }
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), {rows, e_.targets}));
+    const int32_t out_dtype = e_.regressor ? pb::kFloat : x->dtype();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, out_dtype, {rows, e_.targets}));
     const std::vector<double> xs = Doubles(*x);
-    const bool single = x->dtype() != 11;  // accumulate in float unless X is double
+    const bool single = e_.dtype != pb::kDouble;  // accumulate in float unless the values are double
     std::vector<double> row;
     for (int64_t r = 0; r < rows; ++r) {
       const double init = e_.aggregate == 2 ? (single ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max())
@@ -136,8 +147,9 @@ class TreeEnsembleKernel : public Kernel {
         }
         if (single) acc = static_cast<double>(DoubleToFloat(acc));
       }
+      for (size_t t = 0; t < e_.base.size(); ++t) row[t] += e_.base[t];
       ml_util::ApplyPostTransform(e_.post, row);
-      ONNXKIT_RETURN_IF_ERROR(VisitFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      ONNXKIT_RETURN_IF_ERROR(VisitFloat(out_dtype, [&](auto tag) -> absl::Status {
         using T = decltype(tag);
         for (int64_t t = 0; t < e_.targets; ++t) y->mutable_data<T>()[r * e_.targets + t] = RoundFromDouble<T>(row[static_cast<size_t>(t)]);
         return absl::OkStatus();
@@ -175,7 +187,9 @@ class TreeEnsembleKernel : public Kernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo&) {
+namespace {
+
+absl::StatusOr<Ensemble> ParseEnsemble(const ir::Node& node) {
   Ensemble e;
   e.feature = AttrInts(node, "nodes_featureids");
   e.true_id = AttrInts(node, "nodes_truenodeids");
@@ -240,6 +254,27 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, c
   for (int64_t r : e.roots) {
     if (r < 0 || static_cast<size_t>(r) >= n) return absl::InvalidArgumentError(absl::StrCat("tree root ", r, " is not a node"));
   }
+  return e;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo&) {
+  ONNXKIT_ASSIGN_OR_RETURN(Ensemble e, ParseEnsemble(node));
+  return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleRegressor(const ir::Node& node, const KernelInfo&) {
+  ONNXKIT_ASSIGN_OR_RETURN(ml_forms::TreeEnsembleForm form, ml_forms::TreeEnsembleFromRegressor(node));
+  ir::Graph scratch;
+  ir::NodeSpec spec;
+  spec.op_type = "TreeEnsemble";
+  spec.domain = "ai.onnx.ml";
+  spec.attributes = std::move(form.attributes);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * as_ensemble, scratch.AddNode(std::move(spec)));
+  ONNXKIT_ASSIGN_OR_RETURN(Ensemble e, ParseEnsemble(*as_ensemble));
+  e.regressor = true;
+  e.base = std::move(form.base_values);
   return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
 }
 

@@ -27,6 +27,8 @@ void CountOps(const pb::GraphProto& g, std::string_view op, int* count, int* nod
   }
 }
 
+}  // namespace
+
 absl::StatusOr<std::vector<runner::RtValue>> RunModel(const pb::ModelProto& model, const Feeds& feeds) {
   io::LoadedModel loaded;
   loaded.proto = model;
@@ -40,8 +42,6 @@ absl::StatusOr<std::vector<runner::RtValue>> RunModel(const pb::ModelProto& mode
   }
   return (*session)->Run(std::move(values));
 }
-
-}  // namespace
 
 absl::StatusOr<PassResult> RunPasses(const pb::ModelProto& model, std::string_view passes,
                                      passes::ManagerOptions options) {

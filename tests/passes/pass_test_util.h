@@ -33,6 +33,9 @@ struct PassResult {
 absl::StatusOr<PassResult> RunPasses(const pb::ModelProto& model, std::string_view passes,
                                      passes::ManagerOptions options = {});
 
+// Runs `model` on the reference backend with the feeds it takes of `feeds`.
+absl::StatusOr<std::vector<runner::RtValue>> RunModel(const pb::ModelProto& model, const Feeds& feeds);
+
 // Occurrences of `op` (ai.onnx) in every graph of the model (bodies too).
 int OpCount(const pb::ModelProto& model, std::string_view op);
 // Nodes of every graph.

@@ -1,0 +1,453 @@
+// Translation between TreeEnsembleRegressor and TreeEnsemble (see
+// ml_tree_forms.h).
+#include "runner/reference/ml_tree_forms.h"
+
+#include <cmath>
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
+#include "runner/convert.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::runner::reference::ml_forms {
+namespace {
+
+constexpr std::string_view kModeNames[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE",
+                                           "BRANCH_GT",  "BRANCH_EQ", "BRANCH_NEQ"};
+constexpr std::string_view kAggregateNames[] = {"AVERAGE", "SUM", "MIN", "MAX"};
+constexpr std::string_view kPostNames[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
+
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(std::move(message)); }
+
+std::vector<int64_t> Ints(const ir::Node& node, std::string_view name) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  return a == nullptr ? std::vector<int64_t>() : a->proto.ints;
+}
+
+int64_t Int(const ir::Node& node, std::string_view name, int64_t def) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  return a == nullptr ? def : a->proto.i;
+}
+
+std::string String(const ir::Node& node, std::string_view name, std::string def) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  return a == nullptr ? def : a->proto.s;
+}
+
+// The values of `name` (floats) or of `name`_as_tensor (a float or double
+// tensor, which wins); `is_double` tells which was read.
+absl::StatusOr<std::vector<double>> Values(const ir::Node& node, std::string_view name, bool* is_double) {
+  *is_double = false;
+  const ir::Attribute* t = node.FindAttribute(absl::StrCat(Sv(name), "_as_tensor"));
+  if (t != nullptr && t->proto.t) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor tensor, TensorFromProto(*t->proto.t));
+    std::vector<double> out(static_cast<size_t>(tensor.size()));
+    if (tensor.dtype() == pb::kDouble) {
+      *is_double = true;
+      for (int64_t i = 0; i < tensor.size(); ++i) out[static_cast<size_t>(i)] = tensor.data<double>()[i];
+    } else if (tensor.dtype() == pb::kFloat) {
+      for (int64_t i = 0; i < tensor.size(); ++i) out[static_cast<size_t>(i)] = tensor.data<float>()[i];
+    } else {
+      return Invalid(absl::StrCat("attribute '", Sv(name), "_as_tensor' must hold float or double values"));
+    }
+    return out;
+  }
+  const ir::Attribute* a = node.FindAttribute(name);
+  std::vector<double> out;
+  if (a != nullptr) out.assign(a->proto.floats.begin(), a->proto.floats.end());
+  return out;
+}
+
+pb::AttributeProto IntA(std::string name, int64_t v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrInt;
+  a.i = v;
+  return a;
+}
+
+pb::AttributeProto IntsA(std::string name, std::vector<int64_t> v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+pb::AttributeProto StringA(std::string name, std::string_view v) {
+  pb::AttributeProto a;
+  a.name = std::move(name);
+  a.type = pb::kAttrString;
+  a.s = std::string(v);
+  return a;
+}
+
+absl::StatusOr<pb::AttributeProto> TensorA(std::string name, int32_t dtype, const std::vector<double>& v) {
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, {static_cast<int64_t>(v.size())}));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dtype == pb::kDouble) {
+      t.mutable_data<double>()[i] = v[i];
+    } else {
+      t.mutable_data<float>()[i] = static_cast<float>(v[i]);
+    }
+  }
+  pb::AttributeProto a;
+  a.name = name;
+  a.type = pb::kAttrTensor;
+  a.t = TensorToProto(t, name);
+  return a;
+}
+
+template <size_t N>
+absl::StatusOr<int64_t> Code(const std::string_view (&names)[N], const std::string& s, std::string_view what) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == s) return static_cast<int64_t>(i);
+  }
+  return Invalid(absl::StrCat(Sv(what), " '", s, "' is not known"));
+}
+
+}  // namespace
+
+absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node) {
+  const std::vector<int64_t> tree_ids = Ints(node, "nodes_treeids"), node_ids = Ints(node, "nodes_nodeids"),
+                             features = Ints(node, "nodes_featureids"), true_ids = Ints(node, "nodes_truenodeids"),
+                             false_ids = Ints(node, "nodes_falsenodeids"), t_trees = Ints(node, "target_treeids"),
+                             t_nodes = Ints(node, "target_nodeids"), t_ids = Ints(node, "target_ids");
+  const size_t n = tree_ids.size();
+  std::vector<int64_t> missing = Ints(node, "nodes_missing_value_tracks_true");
+  if (missing.empty()) missing.assign(n, 0);
+  const ir::Attribute* modes_attr = node.FindAttribute("nodes_modes");
+  const std::vector<std::string> modes = modes_attr == nullptr ? std::vector<std::string>() : modes_attr->proto.strings;
+  bool splits_double = false, weights_double = false, base_double = false;
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> splits, Values(node, "nodes_values", &splits_double));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> weights, Values(node, "target_weights", &weights_double));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> base, Values(node, "base_values", &base_double));
+  if (splits.empty()) splits.assign(n, 0.0);
+  if (n == 0) return Invalid("the regressor has no tree nodes");
+  if (node_ids.size() != n || features.size() != n || true_ids.size() != n || false_ids.size() != n ||
+      missing.size() != n || modes.size() != n || splits.size() != n) {
+    return Invalid("the nodes_* attributes disagree in length");
+  }
+  if (t_nodes.size() != t_trees.size() || t_ids.size() != t_trees.size() || weights.size() != t_trees.size()) {
+    return Invalid("the target_* attributes disagree in length");
+  }
+  const int64_t targets = Int(node, "n_targets", 1);
+  if (targets < 1 || targets > (int64_t{1} << 24)) return Invalid(absl::StrCat("n_targets ", targets, " is invalid"));
+  ONNXKIT_ASSIGN_OR_RETURN(int64_t aggregate, Code(kAggregateNames, String(node, "aggregate_function", "SUM"),
+                                                   "aggregate_function"));
+  ONNXKIT_ASSIGN_OR_RETURN(int64_t post, Code(kPostNames, String(node, "post_transform", "NONE"), "post_transform"));
+
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, size_t> index;
+  std::vector<int64_t> tree_order;
+  for (size_t i = 0; i < n; ++i) {
+    if (!index.emplace(std::make_pair(tree_ids[i], node_ids[i]), i).second) {
+      return Invalid(absl::StrCat("node ", node_ids[i], " of tree ", tree_ids[i], " is listed twice"));
+    }
+    if (tree_order.empty() || std::find(tree_order.begin(), tree_order.end(), tree_ids[i]) == tree_order.end()) {
+      tree_order.push_back(tree_ids[i]);
+    }
+  }
+  std::vector<std::vector<std::pair<int64_t, double>>> leaf_targets(n);
+  for (size_t k = 0; k < t_trees.size(); ++k) {
+    auto it = index.find(std::make_pair(t_trees[k], t_nodes[k]));
+    if (it == index.end()) return Invalid(absl::StrCat("target entry ", k, " names no node"));
+    if (t_ids[k] < 0 || t_ids[k] >= targets) return Invalid(absl::StrCat("target id ", t_ids[k], " is outside n_targets"));
+    leaf_targets[it->second].emplace_back(t_ids[k], weights[k]);
+  }
+
+  // Interior nodes and leaves, each numbered in node order.
+  std::vector<int64_t> interior(n, -1), leaf(n, -1);
+  std::vector<int64_t> mode_codes(n, -1);
+  int64_t n_interior = 0, n_leaves = 0;
+  std::vector<int64_t> leaf_target_ids;
+  std::vector<double> leaf_weights;
+  for (size_t i = 0; i < n; ++i) {
+    if (modes[i] == "LEAF") {
+      const auto& lt = leaf_targets[i];
+      if (lt.size() > 1) {
+        return Invalid(absl::StrCat("leaf ", node_ids[i], " of tree ", tree_ids[i], " feeds ", lt.size(),
+                                    " targets; a TreeEnsemble leaf feeds one"));
+      }
+      if (lt.empty() && aggregate >= 2) {
+        return Invalid(absl::StrCat("leaf ", node_ids[i], " of tree ", tree_ids[i],
+                                    " feeds no target, which MIN/MAX aggregation cannot express as a TreeEnsemble"));
+      }
+      leaf[i] = n_leaves++;
+      leaf_target_ids.push_back(lt.empty() ? 0 : lt[0].first);
+      leaf_weights.push_back(lt.empty() ? 0.0 : lt[0].second);
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(mode_codes[i], Code(kModeNames, modes[i], "node mode"));
+      interior[i] = n_interior++;
+    }
+  }
+  std::vector<int64_t> f_out, t_id, f_id, t_leaf, f_leaf, miss_out, modes_out, roots;
+  std::vector<double> splits_out;
+  std::map<int64_t, std::vector<size_t>> by_tree;
+  std::map<int64_t, std::vector<int64_t>> children;
+  for (size_t i = 0; i < n; ++i) {
+    by_tree[tree_ids[i]].push_back(i);
+    if (interior[i] < 0) continue;
+    f_out.push_back(features[i]);
+    modes_out.push_back(mode_codes[i]);
+    splits_out.push_back(splits[i]);
+    miss_out.push_back(missing[i] != 0 ? 1 : 0);
+    for (int side = 0; side < 2; ++side) {
+      int64_t child = side == 0 ? true_ids[i] : false_ids[i];
+      auto it = index.find(std::make_pair(tree_ids[i], child));
+      if (it == index.end()) {
+        return Invalid(absl::StrCat("node ", node_ids[i], " of tree ", tree_ids[i], " branches to missing node ", child));
+      }
+      children[tree_ids[i]].push_back(child);
+      bool is_leaf = leaf[it->second] >= 0;
+      (side == 0 ? t_leaf : f_leaf).push_back(is_leaf ? 1 : 0);
+      (side == 0 ? t_id : f_id).push_back(is_leaf ? leaf[it->second] : interior[it->second]);
+    }
+  }
+  for (int64_t tree : tree_order) {
+    std::vector<int64_t>& kids = children[tree];
+    std::sort(kids.begin(), kids.end());
+    std::vector<size_t> tops;
+    for (size_t i : by_tree[tree]) {
+      if (!std::binary_search(kids.begin(), kids.end(), node_ids[i])) tops.push_back(i);
+    }
+    if (tops.size() != 1) return Invalid(absl::StrCat("tree ", tree, " has ", tops.size(), " roots"));
+    size_t r = tops[0];
+    if (interior[r] >= 0) {
+      roots.push_back(interior[r]);
+      continue;
+    }
+    // A lone leaf: one node whose branches both reach it.
+    roots.push_back(static_cast<int64_t>(f_out.size()));
+    f_out.push_back(0);
+    modes_out.push_back(0);
+    splits_out.push_back(0.0);
+    miss_out.push_back(0);
+    t_leaf.push_back(1);
+    f_leaf.push_back(1);
+    t_id.push_back(leaf[r]);
+    f_id.push_back(leaf[r]);
+  }
+
+  TreeEnsembleForm form;
+  form.value_dtype = splits_double || weights_double ? pb::kDouble : pb::kFloat;
+  form.post_transform = post;
+  bool any_base = false;
+  for (double b : base) any_base |= b != 0;
+  if (any_base) {
+    if (static_cast<int64_t>(base.size()) != targets) {
+      return Invalid(absl::StrCat("base_values holds ", base.size(), " values for ", targets, " targets"));
+    }
+    form.base_values = base;
+  }
+  std::vector<pb::AttributeProto>& a = form.attributes;
+  a.push_back(IntA("aggregate_function", aggregate));
+  a.push_back(IntsA("leaf_targetids", leaf_target_ids));
+  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto lw, TensorA("leaf_weights", form.value_dtype, leaf_weights));
+  a.push_back(std::move(lw));
+  a.push_back(IntA("n_targets", targets));
+  a.push_back(IntsA("nodes_falseleafs", f_leaf));
+  a.push_back(IntsA("nodes_falsenodeids", f_id));
+  a.push_back(IntsA("nodes_featureids", f_out));
+  a.push_back(IntsA("nodes_missing_value_tracks_true", miss_out));
+  {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor m, Tensor::Allocate(pb::kUint8, {static_cast<int64_t>(modes_out.size())}));
+    for (size_t i = 0; i < modes_out.size(); ++i) m.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(modes_out[i]);
+    pb::AttributeProto ma;
+    ma.name = "nodes_modes";
+    ma.type = pb::kAttrTensor;
+    ma.t = TensorToProto(m, "nodes_modes");
+    a.push_back(std::move(ma));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto sp, TensorA("nodes_splits", form.value_dtype, splits_out));
+  a.push_back(std::move(sp));
+  a.push_back(IntsA("nodes_trueleafs", t_leaf));
+  a.push_back(IntsA("nodes_truenodeids", t_id));
+  a.push_back(IntA("post_transform", post));
+  a.push_back(IntsA("tree_roots", roots));
+  return form;
+}
+
+absl::StatusOr<std::vector<pb::AttributeProto>> RegressorFromTreeEnsemble(const ir::Node& node, bool double_values,
+                                                                          int64_t max_nodes) {
+  const std::vector<int64_t> features = Ints(node, "nodes_featureids"), true_id = Ints(node, "nodes_truenodeids"),
+                             false_id = Ints(node, "nodes_falsenodeids"), true_leaf = Ints(node, "nodes_trueleafs"),
+                             false_leaf = Ints(node, "nodes_falseleafs"), leaf_target = Ints(node, "leaf_targetids"),
+                             roots = Ints(node, "tree_roots");
+  const size_t n = features.size(), leaves = leaf_target.size();
+  std::vector<int64_t> missing = Ints(node, "nodes_missing_value_tracks_true");
+  if (missing.empty()) missing.assign(n, 0);
+  auto tensor_values = [&](std::string_view name) -> absl::StatusOr<std::vector<double>> {
+    const ir::Attribute* a = node.FindAttribute(name);
+    if (a == nullptr || !a->proto.t) return std::vector<double>();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(*a->proto.t));
+    std::vector<double> out(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i) {
+      double v = 0;
+      switch (t.dtype()) {
+        case pb::kFloat: v = t.data<float>()[i]; break;
+        case pb::kDouble: v = t.data<double>()[i]; break;
+        case pb::kUint8: v = t.data<uint8_t>()[i]; break;
+        case pb::kFloat16:
+          return Invalid(absl::StrCat("attribute '", Sv(name), "' holds float16 values, which TreeEnsembleRegressor lacks"));
+        default: return Invalid(absl::StrCat("attribute '", Sv(name), "' has an unexpected element type"));
+      }
+      out[static_cast<size_t>(i)] = v;
+    }
+    return out;
+  };
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> splits, tensor_values("nodes_splits"));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> weights, tensor_values("leaf_weights"));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> mode_values, tensor_values("nodes_modes"));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> members, tensor_values("membership_values"));
+  if (true_id.size() != n || false_id.size() != n || true_leaf.size() != n || false_leaf.size() != n ||
+      missing.size() != n || splits.size() != n || mode_values.size() != n || weights.size() != leaves) {
+    return Invalid("the TreeEnsemble attributes disagree in length");
+  }
+  const int64_t targets = Int(node, "n_targets", 1), aggregate = Int(node, "aggregate_function", 1),
+                post = Int(node, "post_transform", 0);
+  if (targets < 1 || aggregate < 0 || aggregate > 3 || post < 0 || post > 4) {
+    return Invalid("n_targets, aggregate_function or post_transform is invalid");
+  }
+  // Membership sets per node, NaN-separated in node order.
+  std::vector<std::vector<double>> sets(n);
+  size_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (mode_values[i] < 0 || mode_values[i] > 6) return Invalid(absl::StrCat("nodes_modes[", i, "] is not a mode"));
+    if (mode_values[i] != 6) continue;
+    if (next >= members.size()) return Invalid("membership_values has too few sets");
+    while (next < members.size() && !std::isnan(members[next])) sets[i].push_back(members[next++]);
+    ++next;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    bool ok = features[i] >= 0 &&
+              (true_leaf[i] ? true_id[i] >= 0 && static_cast<size_t>(true_id[i]) < leaves
+                            : true_id[i] >= 0 && static_cast<size_t>(true_id[i]) < n) &&
+              (false_leaf[i] ? false_id[i] >= 0 && static_cast<size_t>(false_id[i]) < leaves
+                             : false_id[i] >= 0 && static_cast<size_t>(false_id[i]) < n);
+    if (!ok) return Invalid(absl::StrCat("node ", i, " has an invalid feature id or branch index"));
+  }
+  for (int64_t t : leaf_target) {
+    if (t < 0 || t >= targets) return Invalid(absl::StrCat("leaf target ", t, " is outside n_targets"));
+  }
+
+  std::vector<int64_t> o_tree, o_node, o_feature, o_true, o_false, o_missing, t_tree, t_node, t_ids;
+  std::vector<std::string> o_modes;
+  std::vector<double> o_values, t_weights;
+  for (size_t tree = 0; tree < roots.size(); ++tree) {
+    if (roots[tree] < 0 || static_cast<size_t>(roots[tree]) >= n) {
+      return Invalid(absl::StrCat("tree root ", roots[tree], " is not a node"));
+    }
+    // Each node or leaf reachable from the root gets ids once (shared
+    // subtrees stay shared); a MEMBER node takes one id per set value.
+    std::map<std::pair<bool, int64_t>, int64_t> ids;
+    std::deque<std::pair<bool, int64_t>> work;
+    int64_t next_id = 0;
+    auto id_of = [&](bool is_leaf, int64_t idx) -> absl::StatusOr<int64_t> {
+      auto it = ids.find({is_leaf, idx});
+      if (it != ids.end()) return it->second;
+      int64_t count = !is_leaf && mode_values[static_cast<size_t>(idx)] == 6
+                          ? std::max<int64_t>(1, static_cast<int64_t>(sets[static_cast<size_t>(idx)].size()))
+                          : 1;
+      if (static_cast<int64_t>(o_tree.size()) + next_id + count > max_nodes) {
+        return Invalid(absl::StrCat("the regressor form would exceed ", max_nodes, " nodes"));
+      }
+      int64_t id = next_id;
+      next_id += count;
+      ids[{is_leaf, idx}] = id;
+      work.emplace_back(is_leaf, idx);
+      return id;
+    };
+    ONNXKIT_RETURN_IF_ERROR(id_of(false, roots[tree]).status());
+    auto emit = [&](int64_t id, int64_t feature, std::string_view mode, double value, int64_t t, int64_t f,
+                    int64_t miss) {
+      o_tree.push_back(static_cast<int64_t>(tree));
+      o_node.push_back(id);
+      o_feature.push_back(feature);
+      o_modes.emplace_back(mode);
+      o_values.push_back(value);
+      o_true.push_back(t);
+      o_false.push_back(f);
+      o_missing.push_back(miss);
+    };
+    while (!work.empty()) {
+      auto [is_leaf, idx] = work.front();
+      work.pop_front();
+      const int64_t id = ids[{is_leaf, idx}];
+      const size_t i = static_cast<size_t>(idx);
+      if (is_leaf) {
+        emit(id, 0, "LEAF", 0.0, 0, 0, 0);
+        t_tree.push_back(static_cast<int64_t>(tree));
+        t_node.push_back(id);
+        t_ids.push_back(leaf_target[i]);
+        t_weights.push_back(weights[i]);
+        continue;
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(int64_t t, id_of(true_leaf[i] != 0, true_id[i]));
+      ONNXKIT_ASSIGN_OR_RETURN(int64_t f, id_of(false_leaf[i] != 0, false_id[i]));
+      const int64_t miss = missing[i] != 0 ? 1 : 0;
+      const int mode = static_cast<int>(mode_values[i]);
+      if (mode != 6) {
+        emit(id, features[i], kModeNames[mode], splits[i], t, f, miss);
+        continue;
+      }
+      // MEMBER: x == s0 ? T : (x == s1 ? T : ... F); an empty set matches
+      // nothing (NaN never equals), except through missing_value_tracks_true.
+      const std::vector<double>& s = sets[i];
+      if (s.empty()) {
+        emit(id, features[i], "BRANCH_EQ", std::nan(""), t, f, miss);
+        continue;
+      }
+      for (size_t k = 0; k < s.size(); ++k) {
+        int64_t k_id = id + static_cast<int64_t>(k);
+        emit(k_id, features[i], "BRANCH_EQ", s[k], t, k + 1 < s.size() ? k_id + 1 : f, miss);
+      }
+    }
+  }
+
+  std::vector<pb::AttributeProto> a;
+  a.push_back(StringA("aggregate_function", kAggregateNames[aggregate]));
+  a.push_back(IntA("n_targets", targets));
+  a.push_back(IntsA("nodes_falsenodeids", o_false));
+  a.push_back(IntsA("nodes_featureids", o_feature));
+  a.push_back(IntsA("nodes_missing_value_tracks_true", o_missing));
+  {
+    pb::AttributeProto m;
+    m.name = "nodes_modes";
+    m.type = pb::kAttrStrings;
+    m.strings = o_modes;
+    a.push_back(std::move(m));
+  }
+  a.push_back(IntsA("nodes_nodeids", o_node));
+  a.push_back(IntsA("nodes_treeids", o_tree));
+  a.push_back(IntsA("nodes_truenodeids", o_true));
+  a.push_back(StringA("post_transform", kPostNames[post]));
+  a.push_back(IntsA("target_ids", t_ids));
+  a.push_back(IntsA("target_nodeids", t_node));
+  a.push_back(IntsA("target_treeids", t_tree));
+  if (double_values) {
+    ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto v, TensorA("nodes_values_as_tensor", pb::kDouble, o_values));
+    ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto w, TensorA("target_weights_as_tensor", pb::kDouble, t_weights));
+    a.push_back(std::move(v));
+    a.push_back(std::move(w));
+  } else {
+    pb::AttributeProto v, w;
+    v.name = "nodes_values";
+    v.type = pb::kAttrFloats;
+    for (double d : o_values) v.floats.push_back(static_cast<float>(d));
+    w.name = "target_weights";
+    w.type = pb::kAttrFloats;
+    for (double d : t_weights) w.floats.push_back(static_cast<float>(d));
+    a.push_back(std::move(v));
+    a.push_back(std::move(w));
+  }
+  return a;
+}
+
+}  // namespace onnxkit::runner::reference::ml_forms
