@@ -6,8 +6,15 @@ Debian's libonnx-testdata), every model is converted up to opset 28 (and up to
 17, the highest opset onnx 1.12 knows, for a like-for-like row) and down to
 each lower opset 7..source-1. A pair counts as converted when the tool wrote a
 model, and as proven when that model reproduces the suite's expected outputs
-(`onnxkit compare --a OUT --reference test_data_set_0`). Prints the share of
-pairs converted and proven per direction and tool.
+(`onnxkit compare --a OUT --reference test_data_set_0`). A pair is possible
+when every ai.onnx op of the model (bodies too) exists at the target opset
+(lib/ops/schemas.json: a schema no newer than the target, not deprecated there)
+or has an expansion into older ops (an adapters.def row going down across the
+op's first version), every element type the model holds exists at the target
+(bfloat16 from 13, float8 19, int4 21, float4 23, int2 25), and no input that
+the older op takes as an attribute (Reduce axes, Split sizes, Slice bounds,
+Pad pads, TopK k...) is fed at run time. Prints the share of pairs converted and proven per
+direction and tool, over all pairs and over the possible ones.
 
 Usage: /usr/bin/python3 bench/convert_compare.py [--onnxkit build-conv/apps/onnxkit/onnxkit]
        [--suite DIR ...] [--limit N] [--stride N] [--jobs 2]
@@ -35,6 +42,95 @@ DEFAULT_SUITES = [
     "/usr/share/libonnx-testdata/data/node",
     "/usr/share/libonnx-testdata/data/simple",
 ]
+
+
+def load_facts():
+    """{op: [(since_version, deprecated)]} of ai.onnx, and the ops with an expansion going down."""
+    import json
+    import re
+    with open(os.path.join(ROOT, "lib", "ops", "schemas.json")) as f:
+        schemas = json.load(f)["schemas"]
+    versions = collections.defaultdict(list)
+    for x in schemas:
+        if x["domain"] in ("", "ai.onnx"):
+            versions[x["name"]].append((x["since_version"], x["deprecated"]))
+    for v in versions.values():
+        v.sort()
+    expandable = set()
+    with open(os.path.join(ROOT, "passes", "convert", "adapters.def")) as f:
+        for m in re.finditer(r'ONNXKIT_ADAPTER\("(\w+)", (\d+), kDown', f.read()):
+            op, boundary = m.group(1), int(m.group(2))
+            if versions.get(op) and versions[op][0][0] == boundary:
+                expandable.add(op)
+    return versions, expandable
+
+
+# The first opset whose ops may hold an element type (TensorProto numbering):
+# bfloat16 13, float8 19, int4/uint4 21, float4e2m1 23, float8e8m0 24, int2/uint2 25.
+TYPE_SINCE = {16: 13, 17: 19, 18: 19, 19: 19, 20: 19, 21: 21, 22: 21, 23: 23, 24: 24, 25: 25, 26: 25}
+# Inputs older versions take as attributes: (op, input index, first opset with the input).
+ATTR_INPUTS = [("ReduceSum", 1, 13), ("Split", 1, 13), ("Squeeze", 1, 13), ("Unsqueeze", 1, 13),
+               ("Pad", 1, 11), ("Pad", 2, 11), ("Pad", 3, 18), ("TopK", 1, 10), ("Upsample", 1, 9)]
+ATTR_INPUTS += [(op, 1, 18) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                        "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")]
+ATTR_INPUTS += [("Slice", i, 10) for i in range(1, 5)]
+
+
+def model_facts(path):
+    """(ops, types, runtime_attr_inputs) of a model: its ai.onnx ops, the element types it holds,
+    and (op, first opset) for inputs older versions need as attributes but the model feeds at run time."""
+    if onnx is None:
+        return None
+    try:
+        m = onnx.load(path, load_external_data=False)
+    except Exception:
+        return None
+    ops, types, fed = set(), set(), set()
+
+    def walk(g, outer_fed):
+        inits = {i.name for i in g.initializer}
+        runtime = set(outer_fed) | {i.name for i in g.input if i.name not in inits}
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            if vi.type.HasField("tensor_type"):
+                types.add(vi.type.tensor_type.elem_type)
+        for t in g.initializer:
+            types.add(t.data_type)
+        for n in g.node:
+            if n.domain in ("", "ai.onnx"):
+                ops.add(n.op_type)
+                for op, i, since in ATTR_INPUTS:
+                    if n.op_type == op and i < len(n.input) and n.input[i] in runtime:
+                        fed.add((op, since))
+                for a in n.attribute:
+                    if n.op_type in ("Cast", "EyeLike", "RandomNormal", "RandomUniform") and a.name in ("to", "dtype"):
+                        types.add(a.i)
+            for a in n.attribute:
+                if a.HasField("g"):
+                    walk(a.g, runtime)
+                for sub in a.graphs:
+                    walk(sub, runtime)
+    walk(m.graph, set())
+    return ops, types, fed
+
+
+def possible(facts_of_model, target, facts):
+    """Whether the model can be expressed at `target`: every op exists there (or expands into older
+    ones), every element type exists there, and no input an older op needs as an attribute is fed
+    at run time."""
+    ops, types, fed = facts_of_model
+    if any(TYPE_SINCE.get(t, 0) > target for t in types):
+        return False
+    if any(since > target for _, since in fed):
+        return False
+    versions, expandable = facts
+    for op in ops:
+        known = [d for since, d in versions.get(op, []) if since <= target]
+        if known and not known[-1]:
+            continue
+        if op in expandable:
+            continue
+        return False
+    return True
 
 
 def cases(suites):
@@ -72,8 +168,8 @@ def proven(onnxkit, model, case):
 
 
 def one_pair(args):
-    onnxkit, case, target, direction = args
-    out = {"direction": direction}
+    onnxkit, case, target, direction, is_possible = args
+    out = {"direction": direction, "possible": is_possible}
     with tempfile.TemporaryDirectory() as tmp:
         ours = os.path.join(tmp, "ours.onnx")
         rc = run([onnxkit, "convert", os.path.join(case, "model.onnx"), "--opset", str(target), "-o", ours,
@@ -104,6 +200,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     work = []
+    facts = load_facts()
     for i, case in enumerate(cases(a.suite or DEFAULT_SUITES)):
         if a.limit and i >= a.limit:
             break
@@ -112,24 +209,26 @@ def main():
         s = source_opset(os.path.join(case, "model.onnx"))
         if s is None:
             continue
+        ops = model_facts(os.path.join(case, "model.onnx")) or (set(), set(), set())
         if s < 28:
-            work.append((a.onnxkit, case, 28, "up to 28"))
+            work.append((a.onnxkit, case, 28, "up to 28", possible(ops, 28, facts)))
         if s < 17:
-            work.append((a.onnxkit, case, 17, "up to 17"))
+            work.append((a.onnxkit, case, 17, "up to 17", possible(ops, 17, facts)))
         for t in range(7, s):
-            work.append((a.onnxkit, case, t, "down"))
+            work.append((a.onnxkit, case, t, "down", possible(ops, t, facts)))
     with multiprocessing.Pool(a.jobs) as pool:
         results = pool.map(one_pair, work, chunksize=4)
     table = collections.OrderedDict()
     for r in results:
-        row = table.setdefault(r["direction"], collections.Counter())
-        row["pairs"] += 1
-        for k in ("ours_converted", "ours_proven", "onnx_converted", "onnx_proven"):
-            row[k] += int(r[k])
-    print(f"{'direction':10} {'pairs':>6} {'onnxkit conv':>13} {'onnxkit proven':>15} {'onnx conv':>10} {'onnx proven':>12}")
+        for key in (r["direction"], r["direction"] + " (possible)") if r["possible"] else (r["direction"],):
+            row = table.setdefault(key, collections.Counter())
+            row["pairs"] += 1
+            for k in ("ours_converted", "ours_proven", "onnx_converted", "onnx_proven"):
+                row[k] += int(r[k])
+    print(f"{'direction':21} {'pairs':>6} {'onnxkit conv':>13} {'onnxkit proven':>15} {'onnx conv':>10} {'onnx proven':>12}")
     for d, row in table.items():
         n = max(row["pairs"], 1)
-        print(f"{d:10} {row['pairs']:6d} {100*row['ours_converted']/n:12.1f}% {100*row['ours_proven']/n:14.1f}%"
+        print(f"{d:21} {row['pairs']:6d} {100*row['ours_converted']/n:12.1f}% {100*row['ours_proven']/n:14.1f}%"
               f" {100*row['onnx_converted']/n:9.1f}% {100*row['onnx_proven']/n:11.1f}%")
 
 

@@ -9,6 +9,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/ir/ir.h"
+#include "passes/util.h"
 
 namespace onnxkit::passes {
 namespace {
@@ -102,28 +103,7 @@ class Driver {
   absl::Status Restore(ir::Model& model) const {
     if (options_.keep_initializer_inputs || loaded_.proto.ir_version >= 4) return absl::OkStatus();
     model.set_ir_version(loaded_.proto.ir_version);
-    std::vector<ir::Value*> unlisted;
-    for (ir::Value* v : model.graph().initializers()) {
-      if (!v->is_graph_input()) unlisted.push_back(v);
-    }
-    for (ir::Value* v : unlisted) {
-      // A graph input must be typed: the tensor's element type and dims.
-      if (v->type() == nullptr && v->initializer() != nullptr) {
-        pb::TypeProto type;
-        auto& tensor = type.tensor_type.mutable_value();
-        tensor.elem_type = v->initializer()->data_type;
-        auto& shape = tensor.shape.mutable_value();
-        for (int64_t d : v->initializer()->dims) {
-          pb::TensorShapeProto::Dimension dim;
-          dim.kind = pb::TensorShapeProto::Dimension::kValue;
-          dim.dim_value = d;
-          shape.dim.push_back(dim);
-        }
-        v->set_type(std::move(type));
-      }
-      ONNXKIT_RETURN_IF_ERROR(model.graph().AddInput(v));
-    }
-    return absl::OkStatus();
+    return ListInitializersAsInputs(model.graph());
   }
 
   absl::StatusOr<OptimizeResult> Run() {

@@ -98,6 +98,30 @@ absl::StatusOr<ir::Value*> AddConstantNode(ir::Graph& graph, ir::Node* anchor, s
   return node->output(0);
 }
 
+absl::Status ListInitializersAsInputs(ir::Graph& graph) {
+  std::vector<ir::Value*> unlisted;
+  for (ir::Value* v : graph.initializers()) {
+    if (!v->is_graph_input()) unlisted.push_back(v);
+  }
+  for (ir::Value* v : unlisted) {
+    if (v->type() == nullptr && v->initializer() != nullptr) {
+      pb::TypeProto type;
+      auto& tensor = type.tensor_type.mutable_value();
+      tensor.elem_type = v->initializer()->data_type;
+      auto& shape = tensor.shape.mutable_value();
+      for (int64_t d : v->initializer()->dims) {
+        pb::TensorShapeProto::Dimension dim;
+        dim.kind = pb::TensorShapeProto::Dimension::kValue;
+        dim.dim_value = d;
+        shape.dim.push_back(dim);
+      }
+      v->set_type(std::move(type));
+    }
+    ONNXKIT_RETURN_IF_ERROR(graph.AddInput(v));
+  }
+  return absl::OkStatus();
+}
+
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement) {
   if (&old_value == &replacement) return false;
   if (!old_value.IsGraphOutput()) return true;

@@ -53,6 +53,10 @@ absl::StatusOr<ir::Value*> AddConstantNode(ir::Graph& graph, ir::Node* anchor, s
 // `replacement` everywhere: always when old_value is no graph output; when
 // it is one, only if `replacement` can take over its name (a node output of
 // the same graph that is not itself a graph output).
+// Lists every initializer of `graph` that is not a graph input as one,
+// typed from its tensor where it has no type (IR < 4 requires this).
+absl::Status ListInitializersAsInputs(ir::Graph& graph);
+
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement);
 // Replaces every use of `old_value` by `replacement`, then removes the
 // producer of old_value if none of its outputs is used any more. When

@@ -102,7 +102,9 @@ absl::Status ExpandLayerNorm(Step& step) {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Node * inv, AddBefore(step, "Reciprocal", {sd->output(0)}, 1));
       r = inv->output(0);
     }
-    if (!CanReplace(*o, *r)) return Block("output Mean/InvStdDev cannot be rerouted");
+    // The node goes away whole, so its other outputs being in use is fine
+    // (CanReplace's condition for a lone output).
+    if (r->IsGraphOutput() || r->graph() != o->graph()) return Block("output Mean/InvStdDev cannot be rerouted");
     if (o->IsGraphOutput()) renames.emplace_back(r, o->name());
     ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(o, r));
   }

@@ -76,9 +76,29 @@ absl::Status ClipAttrsToInputs(Step& step) {
   return GenericStep(step);
 }
 
+// Clip with bounds that are not constant scalars: Min(Max(x, min), max),
+// which the older Max and Min compute alike (NaN included).
+absl::Status ClipAsMaxMin(Step& step) {
+  ir::Value* y = step.node->input(0);
+  for (int i : {1, 2}) {
+    if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) continue;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, i == 1 ? "Max" : "Min", {y, step.node->input(i)}, 1));
+    y = n->output(0);
+  }
+  if (y == step.node->input(0)) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, "Identity", {y}, 1));
+    y = n->output(0);
+  }
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
 absl::Status ClipInputsToAttrs(Step& step) {
-  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> lo, ConstScalarInput(step, 1));
-  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> hi, ConstScalarInput(step, 2));
+  auto lo_or = ConstScalarInput(step, 1);
+  auto hi_or = ConstScalarInput(step, 2);
+  if (!lo_or.ok() || !hi_or.ok()) return ClipAsMaxMin(step);
+  std::optional<double> lo = *lo_or, hi = *hi_or;
   while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
   if (lo) step.node->SetAttribute(FloatAttr("min", static_cast<float>(*lo)));
   if (hi) step.node->SetAttribute(FloatAttr("max", static_cast<float>(*hi)));
@@ -105,6 +125,8 @@ absl::Status DropoutDown12(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> ratio, ConstScalarInput(step, 1));
   while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
   if (ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(*ratio)));
+  // Not training: the seed draws nothing.
+  step.node->RemoveAttribute("seed");
   return GenericStep(step);
 }
 

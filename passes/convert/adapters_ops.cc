@@ -4,12 +4,14 @@
 //   CastLike (15)             -> Cast[to = element type of target_type]
 //   Constant-12 value_float/int/floats/ints/string(s) -> value tensor
 //   LessOrEqual (12)          -> Or(Less(a, b), Equal(a, b)); GreaterOrEqual alike
+//   Constant-9 of a non-float type -> an initializer (Constant-1 holds floats only)
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
+#include "runner/convert.h"
 
 namespace onnxkit::passes::convert {
 
@@ -82,6 +84,44 @@ absl::Status ConstantDown12(Step& step) {
     value.type = pb::kAttrTensor;
     value.t = std::move(t);
     step.node->SetAttribute(std::move(value));
+  }
+  return GenericStep(step);
+}
+
+// Constant-1 only holds float types: a constant of another type becomes an
+// initializer of the graph (function bodies have none: it blocks there).
+absl::Status ConstantDown9(Step& step) {
+  std::optional<int32_t> elem = ElemType(*step.node->output(0), *step.ctx);
+  const ir::Attribute* value = step.node->FindAttribute("value");
+  if (value != nullptr && value->proto.t) elem = value->proto.t->data_type;
+  if (!elem || *elem == pb::kFloat || *elem == pb::kFloat16 || *elem == pb::kDouble) return GenericStep(step);
+  if (value == nullptr || !value->proto.t) return Block("only a 'value' tensor can become an initializer");
+  if (step.graph->Root()->model() == nullptr) return Block("a function body holds no initializers");
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::TensorFromProto(*value->proto.t));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * init, AddConstant(*step.graph, step.node->output(0)->name(), t));
+  ir::Value* out = step.node->output(0);
+  const bool graph_output = out->IsGraphOutput();
+  if (graph_output) {
+    // An initializer cannot be renamed onto a graph output here: route it
+    // through an Identity that takes the output's place.
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * id, AddBefore(step, "Identity", {init}, 1));
+    init = id->output(0);
+  }
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, init));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+// Max, Min, Sum and Mean broadcast from opset 8 on; below, every input must
+// have the same shape.
+absl::Status NoBroadcastDown8(Step& step) {
+  std::optional<std::vector<int64_t>> first;
+  for (ir::Value* v : step.node->inputs()) {
+    if (v == nullptr) continue;
+    std::optional<std::vector<int64_t>> shape = KnownShape(*v, *step.ctx);
+    if (!shape) return Block("below opset 8 its inputs must have one shape, and theirs are not known");
+    if (first && *shape != *first) return Block("below opset 8 it does not broadcast, and its input shapes differ");
+    first = shape;
   }
   return GenericStep(step);
 }

@@ -61,16 +61,6 @@ bool HasOnnxNode(const ir::Graph& graph) {
   return false;
 }
 
-// IR < 4 requires every initializer of the main graph to be a graph input.
-absl::Status ListInitializersAsInputs(ir::Model& model) {
-  std::vector<ir::Value*> unlisted;
-  for (ir::Value* v : model.graph().initializers()) {
-    if (!v->is_graph_input()) unlisted.push_back(v);
-  }
-  for (ir::Value* v : unlisted) ONNXKIT_RETURN_IF_ERROR(model.graph().AddInput(v));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 int64_t IrVersionForOpset(int64_t opset) {
@@ -165,7 +155,7 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   if (up) needed = std::max(needed, result.ir_before);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
-  if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(*model));
+  if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
   if (!result.blockers.empty() || options.dry_run) return result;
   result.model = ir::ToProto(std::move(model));
   if (!options.verify) return result;

@@ -10,9 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/infer/types.h"
 #include "lib/ops/registry.h"
+#include "lib/ops/type_string.h"
 #include "passes/convert/adapter.h"
 #include "passes/util.h"
+#include "runner/reference/dispatch.h"
+#include "runner/tensor.h"
 
 namespace onnxkit::passes::convert {
 namespace {
@@ -42,6 +46,220 @@ bool NextStep(std::string_view domain, const std::string& op, int64_t cur, int64
   step->from = schema;
   step->to = ops::FindSchema(domain, op, schema->since_version() - 1);
   return true;
+}
+
+// --- Type widening ---
+// An op whose older version lacks an element type of the node (Max on int8
+// below 12, Celu on float16 below 28, ReduceMax on bool below 20...) runs
+// on a wider type between Casts when the result is the same: integers of 8
+// and 16 bits in int32, uint32 in int64, bool in int32 (for the ops that
+// only pick one of their inputs), float16/bfloat16 in float.
+
+enum class Widen { kNone, kExact, kPick, kCompare, kFloat };
+
+// How `op` may widen: kExact ops give the same result in any wider integer
+// type (modular arithmetic), kPick ops return one of their inputs (bool
+// too) and kCompare ops compare them, so both are exact in any type that
+// holds every value (float for 8- and 16-bit integers, double for 32-bit
+// ones); kFloat ops only widen reduced floats.
+Widen WidenKind(std::string_view op) {
+  // (Not ReduceMax/ReduceMin: an empty reduction yields the lowest value of
+  // its type, which the Cast back does not map to the narrow lowest.)
+  static constexpr std::string_view kPickOps[] = {"Max", "Min", "ArgMax", "ArgMin",
+                                                  "TopK", "Clip", "Where", "Relu", "Abs", "Neg"};
+  static constexpr std::string_view kCompareOps[] = {"Equal", "Less", "Greater"};
+  static constexpr std::string_view kExactOps[] = {"Add", "Sub", "Mul", "Div", "Sum", "Sign", "ReduceSum",
+                                                   "ReduceProd", "Mod"};
+  static constexpr std::string_view kFloatOps[] = {
+      "Celu", "Elu", "Selu", "LeakyRelu", "ThresholdedRelu", "HardSigmoid", "Sigmoid", "Tanh", "Exp", "Log",
+      "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Softplus", "Softsign", "Erf", "Sin", "Cos", "Pow",
+      "Mean", "ReduceMean", "Softmax", "LogSoftmax", "IsNaN", "IsInf", "PRelu", "MatMul", "Gemm"};
+  for (std::string_view o : kPickOps) {
+    if (o == op) return Widen::kPick;
+  }
+  for (std::string_view o : kCompareOps) {
+    if (o == op) return Widen::kCompare;
+  }
+  for (std::string_view o : kExactOps) {
+    if (o == op) return Widen::kExact;
+  }
+  for (std::string_view o : kFloatOps) {
+    if (o == op) return Widen::kFloat;
+  }
+  return Widen::kNone;
+}
+
+// The wider types `elem` may run in for `kind`, narrowest first.
+std::vector<int32_t> WiderTypes(int32_t elem, Widen kind) {
+  const bool holds = kind == Widen::kPick || kind == Widen::kCompare;
+  switch (elem) {
+    case pb::kFloat16:
+    case pb::kBfloat16: return {pb::kFloat};
+    case pb::kInt8:
+    case pb::kInt16:
+    case pb::kUint8:
+    case pb::kUint16:
+      if (kind == Widen::kFloat) return {};
+      if (holds) return {pb::kInt32, pb::kFloat, pb::kDouble};
+      return {pb::kInt32};
+    case pb::kUint32:
+      if (kind == Widen::kFloat) return {};
+      if (holds) return {pb::kInt64, pb::kDouble};
+      return {pb::kInt64};
+    case pb::kInt32: return holds ? std::vector<int32_t>{pb::kDouble} : std::vector<int32_t>{};
+    case pb::kBool: return kind == Widen::kPick ? std::vector<int32_t>{pb::kInt32, pb::kFloat} : std::vector<int32_t>{};
+    default: return {};
+  }
+}
+
+bool Allowed(const ops::OpSchema& schema, std::span<const ops::FormalParameter> formals, size_t i, int32_t elem) {
+  if (formals.empty()) return false;
+  const ops::FormalParameter& f = formals[std::min(i, formals.size() - 1)];
+  pb::TypeProto type = infer::TypeToProto(infer::TensorOf(elem));
+  for (std::string_view t : schema.AllowedTypes(f)) {
+    if (ops::TypeStringMatches(t, type)) return true;
+  }
+  return false;
+}
+
+// Types `value` as a tensor of `elem` with the dims of `like` where known,
+// so later steps (broadcast checks) see through the Casts widening adds.
+void TypeLike(Step& step, ir::Value* value, int32_t elem, const ir::Value* like) {
+  pb::TypeProto type;
+  auto& tensor = type.tensor_type.mutable_value();
+  tensor.elem_type = elem;
+  if (std::optional<std::vector<int64_t>> dims = KnownShape(*like, *step.ctx)) {
+    auto& shape = tensor.shape.mutable_value();
+    for (int64_t d : *dims) {
+      pb::TensorShapeProto::Dimension dim;
+      if (d >= 0) {
+        dim.kind = pb::TensorShapeProto::Dimension::kValue;
+        dim.dim_value = d;
+      }
+      shape.dim.push_back(dim);
+    }
+  }
+  value->set_type(std::move(type));
+}
+
+// `value` converted to the wider type `to` when it is a constant (of at most
+// 2^20 elements); null otherwise. Exact: `to` holds every value.
+absl::StatusOr<ir::Value*> WidenedConstant(Step& step, ir::Value* value, int32_t to) {
+  if (!IsConstantValue(*value)) return nullptr;
+  auto t = ConstantTensor(*value, *step.ctx);
+  if (!t.ok() || t->is_string() || t->size() > (int64_t{1} << 20)) return nullptr;
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor w, runner::Tensor::Allocate(to, t->shape()));
+  for (int64_t i = 0; i < t->size(); ++i) {
+    std::optional<double> d = runner::reference::ElementAsDouble(*t, i);
+    if (!d) return nullptr;
+    switch (to) {
+      case pb::kInt32: w.mutable_data<int32_t>()[i] = static_cast<int32_t>(*d); break;
+      case pb::kInt64: w.mutable_data<int64_t>()[i] = static_cast<int64_t>(*d); break;
+      case pb::kFloat: w.mutable_data<float>()[i] = static_cast<float>(*d); break;
+      case pb::kDouble: w.mutable_data<double>()[i] = *d; break;
+      default: return nullptr;
+    }
+  }
+  return AddConstant(*step.graph, absl::StrCat(value->name(), "_wide"), w);
+}
+
+// Rewrites `node` (at the step `step`) to run on wider types when that makes
+// its types allowed at the step's target; returns the new node (enqueued by
+// the caller at the step's source opset), or null when widening does not
+// apply.
+absl::StatusOr<ir::Node*> TryWiden(Step& step) {
+  ir::Node& node = *step.node;
+  if (step.direction != Direction::kDown || step.to == nullptr || step.to->deprecated()) return nullptr;
+  const Widen kind = WidenKind(node.op_type());
+  if (kind == Widen::kNone) return nullptr;
+  std::vector<int32_t> in_to(node.num_inputs(), 0), out_to(node.num_outputs(), 0);
+  bool any = false;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const ir::Value* v = node.input(i);
+    if (v == nullptr || v->name().empty()) continue;
+    int32_t elem = ElemType(*v, *step.ctx).value_or(0);
+    if (elem == 0 || Allowed(*step.to, step.to->inputs(), static_cast<size_t>(i), elem)) continue;
+    if (node.op_type() == "Where" && i == 0) return nullptr;  // the condition stays bool
+    int32_t wide = 0;
+    for (int32_t w : WiderTypes(elem, kind)) {
+      if (Allowed(*step.to, step.to->inputs(), static_cast<size_t>(i), w)) {
+        wide = w;
+        break;
+      }
+    }
+    if (wide == 0) return nullptr;
+    in_to[static_cast<size_t>(i)] = wide;
+    any = true;
+  }
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    const ir::Value* v = node.output(i);
+    if (v == nullptr || v->name().empty()) continue;
+    int32_t elem = ElemType(*v, *step.ctx).value_or(0);
+    if (elem == 0 || Allowed(*step.to, step.to->outputs(), static_cast<size_t>(i), elem)) continue;
+    // An output of the inputs' type constraint widens with them.
+    int32_t wide = 0;
+    for (int32_t w : in_to) {
+      if (w != 0 && Allowed(*step.to, step.to->outputs(), static_cast<size_t>(i), w)) wide = w;
+    }
+    if (wide == 0) return nullptr;
+    out_to[static_cast<size_t>(i)] = wide;
+    any = true;
+  }
+  if (!any) return nullptr;
+  // Inputs sharing a type constraint must widen alike: all to one type.
+  int32_t common = 0;
+  for (int32_t w : in_to) {
+    if (w == 0) continue;
+    if (common != 0 && w != common) return nullptr;
+    common = w;
+  }
+  ir::NodeSpec spec;
+  spec.op_type = node.op_type();
+  spec.domain = node.domain();
+  spec.name = node.name();
+  for (const ir::Attribute& a : node.attributes()) {
+    if (a.g || !a.graphs.empty()) return nullptr;
+    spec.attributes.push_back(a.proto);
+  }
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    ir::Value* v = node.input(i);
+    if (in_to[static_cast<size_t>(i)] == 0) {
+      spec.inputs.push_back(v);
+      continue;
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * folded, WidenedConstant(step, v, in_to[static_cast<size_t>(i)]));
+    if (folded != nullptr) {
+      spec.inputs.push_back(folded);
+      continue;
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * c, AddBefore(step, "Cast", {v}, 1, {IntAttr("to", in_to[static_cast<size_t>(i)])}));
+    TypeLike(step, c->output(0), in_to[static_cast<size_t>(i)], v);
+    spec.inputs.push_back(c->output(0));
+  }
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    const ir::Value* v = node.output(i);
+    spec.outputs.push_back(v == nullptr || v->name().empty() ? std::string()
+                                                             : step.graph->FreshName(absl::StrCat(v->name(), "_wide")));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * wide, step.graph->AddNode(std::move(spec), ir::Position::Before(&node)));
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    ir::Value* o = node.output(i);
+    if (o == nullptr || o->name().empty()) continue;
+    ir::Value* r = wide->output(i);
+    const int32_t elem = ElemType(*o, *step.ctx).value_or(0);
+    if (out_to[static_cast<size_t>(i)] != 0) {
+      TypeLike(step, r, out_to[static_cast<size_t>(i)], o);
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * back, AddBefore(step, "Cast", {r}, 1, {IntAttr("to", elem)}));
+      r = back->output(0);
+    }
+    if (elem != 0 && !o->IsGraphOutput()) TypeLike(step, r, elem, o);
+    if (o->IsGraphOutput()) renames.emplace_back(r, o->name());
+    ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(o, r));
+  }
+  ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveNode(&node));
+  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
+  return wide;
 }
 
 std::string StepKey(const Step& s, const std::string& op, std::string_view adapter) {
@@ -77,6 +295,20 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
       if (!NextStep(domain, op, cur, to, schema, &step)) break;
       const AdapterRow* row = FindAdapter(op, step.boundary, step.direction);
       std::string label = ir::NodeLabel(*node);
+      if (row == nullptr) {
+        // Types the target lacks: run on a wider type between Casts.
+        absl::StatusOr<ir::Node*> wide = TryWiden(step);
+        if (!wide.ok()) {
+          stats.blockers->push_back({path, label, absl::StrCat(op, ": ", wide.status().message())});
+          break;
+        }
+        if (*wide != nullptr) {
+          (*stats.steps)[absl::StrCat(op, " ", step.from->since_version(), "->", step.boundary - 1, " widen-types")] += 1;
+          for (ir::Node* c : created) work.emplace_back(c, cur);
+          work.emplace_front(*wide, cur);
+          break;
+        }
+      }
       absl::Status st = row != nullptr ? row->fn(step) : GenericStep(step);
       if (!st.ok()) {
         std::string reason(StdSv(st.message()));

@@ -7,6 +7,7 @@
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -130,6 +131,116 @@ TEST(ConvertAdaptersTest, IfBodiesAreConverted) {
   EXPECT_EQ(up.model.opset_import[0].version, 21);
   ConvertResult down = ConvertTo(m, 9);
   ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+}
+
+TEST(ConvertAdaptersTest, TypesTheOlderOpLacksRunWidenedBetweenCasts) {
+  // Max-8 and Greater-7 know only floats: int8 and uint8 run in float,
+  // which holds every value, and come back through a Cast.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("a", pb::kInt8, {{6}})
+                                        .Input("b", pb::kInt8, {{6}})
+                                        .Node("Max", {"a", "b"}, {"y"}, {}, "max")
+                                        .Node("Greater", {"a", "b"}, {"g"}, {}, "gt")
+                                        .Node("Div", {"a", "b"}, {"d"}, {}, "div")
+                                        .Output("y", pb::kInt8, {{6}})
+                                        .Output("g", pb::kBool, {{6}})
+                                        .Output("d", pb::kInt8, {{6}})
+                                        .Build(),
+                                    13, 7);
+  Feeds feeds = {{"a", Int8s({6}, {-128, -7, 0, 5, 127, 3})}, {"b", Int8s({6}, {1, -7, 2, -5, 126, 4})}};
+  ConvertResult down = ConvertTo(m, 7);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(down.steps["Max 12->11 widen-types"], 1);
+  EXPECT_EQ(down.steps["Div 13->12 widen-types"], 1);  // Div-7 lacks int8: int32
+  EXPECT_GE(OpCount(down.model, "Cast"), 4);
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model, feeds, 0, 0);
+}
+
+TEST(ConvertAdaptersTest, WideningTheFloatOnlyOpsRefusesIntegers) {
+  // Pow-7 has no integer form, and float results would not be exact.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("a", pb::kInt32, {{3}})
+                                        .Input("b", pb::kInt32, {{3}})
+                                        .Node("Pow", {"a", "b"}, {"y"}, {}, "pow")
+                                        .Output("y", pb::kInt32, {{3}})
+                                        .Build(),
+                                    13, 7);
+  ConvertResult down = ConvertTo(m, 11);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("not allowed by Pow-7"));
+}
+
+TEST(ConvertAdaptersTest, NonFloatConstantBecomesAnInitializerBelowNine) {
+  pb::TensorProto shape;
+  shape.data_type = pb::kInt64;
+  shape.dims = {2};
+  shape.int64_data = {3, 2};
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{6}})
+                                        .Node("Constant", {}, {"shape"}, {AttrTensor("value", shape)}, "c")
+                                        .Node("Reshape", {"x", "shape"}, {"y"})
+                                        .Output("y", pb::kFloat, {{3, 2}})
+                                        .Build(),
+                                    13, 7);
+  ConvertResult down = ConvertTo(m, 8);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(down.steps["Constant 9->1 constant-to-initializer"], 1);
+  EXPECT_EQ(OpCount(down.model, "Constant"), 0);
+  EXPECT_EQ(down.ir_after, 3);
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({6}, 8)}});
+}
+
+TEST(ConvertAdaptersTest, ClipWithFedBoundsBecomesMaxAndMin) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Input("lo", pb::kFloat, {{}})
+                                        .Input("hi", pb::kFloat, {{}})
+                                        .Node("Clip", {"x", "lo", "hi"}, {"y"}, {}, "clip")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    13, 7);
+  Feeds feeds = {{"x", RandomFloats({2, 4}, 9)}, {"lo", Floats({}, {-0.25f})}, {"hi", Floats({}, {0.5f})}};
+  ConvertResult down = ConvertTo(m, 9);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(OpCount(down.model, "Clip"), 0);
+  EXPECT_EQ(OpCount(down.model, "Max"), 1);
+  EXPECT_EQ(OpCount(down.model, "Min"), 1);
+  ExpectSameOutputs(m, down.model, feeds);
+  // Max and Min do not broadcast below 8: a scalar bound cannot go there.
+  ConvertResult seven = ConvertTo(m, 7);
+  ASSERT_FALSE(seven.blockers.empty());
+  EXPECT_THAT(seven.blockers[0].reason, HasSubstr("does not broadcast"));
+}
+
+TEST(ConvertAdaptersTest, InferenceDropoutLosesItsSeedGoingDown) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{5}})
+                                        .Node("Dropout", {"x"}, {"y"}, {AttrInt("seed", 7)}, "drop")
+                                        .Output("y", pb::kFloat, {{5}})
+                                        .Build(),
+                                    13, 7);
+  ConvertResult down = ConvertTo(m, 10);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({5}, 4)}});
+}
+
+TEST(ConvertAdaptersTest, LayerNormMeanAndInvStdDevOutputsSurviveTheExpansion) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{3, 4}})
+                                        .Initializer(RawFloatTensor("s", {4}, 1))
+                                        .Node("LayerNormalization", {"x", "s"}, {"y", "mean", "inv"},
+                                              {AttrInt("axis", 1)})
+                                        .Output("y", pb::kFloat, {{3, 4}})
+                                        .Output("mean", pb::kFloat, {{3, 1}})
+                                        .Output("inv", pb::kFloat, {{3, 1}})
+                                        .Build(),
+                                    17, 8);
+  ConvertResult down = ConvertTo(m, 13);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(OpCount(down.model, "LayerNormalization"), 0);
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({3, 4}, 6)}}, 1e-4, 1e-4);
 }
 
 TEST(ConvertAdaptersTest, IrVersionTable) {
