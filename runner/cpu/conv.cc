@@ -16,7 +16,9 @@
 // Fused chains (runner/fusion.h): a Conv with folded affine nodes and
 // post-ops (ConvKernel), several Convs in a row whose intermediate values
 // stay in oneDNN's layouts (ConvSequenceKernel), and a BatchNormalization
-// with per-channel Mul / Add and an activation (AffineChainKernel).
+// with per-channel Mul / Add and an activation (AffineChainKernel). Their
+// activations run in ApplyPostOps, which keeps NaN as the reference does
+// (oneDNN's relu and clip post-ops do not); oneDNN only adds a residual.
 #include "runner/cpu/conv.h"
 
 #include <algorithm>
@@ -377,16 +379,36 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsCh
   }
 }
 
-void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {
+// The post-ops over `total` floats at py (a residual, when one is added, of
+// the same layout at pr).
+void ApplyPostOps(float* py, const float* pr, int64_t total, const std::vector<ResolvedPostOp>& ops) {
   constexpr int64_t kChunk = 4096;
-  int64_t total = y.size(), chunks = (total + kChunk - 1) / kChunk;
-  float* py = y.mutable_data<float>();
-  const float* pr = residual != nullptr ? residual->data<float>() : nullptr;
+  int64_t chunks = (total + kChunk - 1) / kChunk;
 #pragma omp parallel for if (chunks > 16)
   for (int64_t c = 0; c < chunks; ++c) {
     ApplyPostOpsChunk(py + c * kChunk, pr != nullptr ? pr + c * kChunk : nullptr,
                       std::min(kChunk, total - c * kChunk), ops.data(), ops.size());
   }
+}
+
+void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {
+  ApplyPostOps(y.mutable_data<float>(), residual != nullptr ? residual->data<float>() : nullptr, y.size(), ops);
+}
+
+// True when `ops` hold an activation. oneDNN 2.6's jit activations (relu
+// and clip as vmaxps / vminps against the bound) turn NaN into the bound,
+// where ONNX keeps NaN; so activations always run in ApplyPostOps, after
+// the primitive, and oneDNN only ever gets a lone residual sum.
+bool HasActivation(const std::vector<ResolvedPostOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const ResolvedPostOp& op) { return !op.sum; });
+}
+
+// True when every activation of `ops` maps 0 to 0 (so the zero padding of a
+// blocked layout stays zero when ApplyPostOps runs over it).
+bool KeepsZero(const std::vector<ResolvedPostOp>& ops) {
+  return std::all_of(ops.begin(), ops.end(), [](const ResolvedPostOp& op) {
+    return op.sum || op.alg != dnnl::algorithm::eltwise_clip_v2 || (op.alpha <= 0 && op.beta >= 0);
+  });
 }
 
 // The geometry of a float convolution of X (`x_shape`) by w (and bias b).
@@ -583,10 +605,11 @@ class ConvKernel : public FloatConvKernel {
         dnnl::convolution_forward::desc d =
             ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, memory::data_type::f32,
                      memory::data_type::f32, memory::data_type::f32, tags[i]);
-        // Plain layouts, and chains of three post-ops (oneDNN 2.6's jit
-        // convolutions drop the activation of eltwise + sum + eltwise): the
-        // post-ops run after the primitive (ApplyPostOps).
-        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || resolved_.size() > 2);
+        // Plain layouts (oneDNN's GEMM convolution runs post-ops one element
+        // at a time) and activations (see HasActivation): the post-ops run
+        // after the primitive (ApplyPostOps). A lone residual sum stays
+        // oneDNN's.
+        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || HasActivation(resolved_));
         dnnl::primitive_attr attr;
         if (!own) attr.set_post_ops(post_ops);
         dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -674,7 +697,11 @@ struct SequenceStage {
   dnnl::primitive primitive;
   dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
   int residual = -1;          // input index of a residual (sum post-op)
-  dnnl::reorder residual_in;  // plain residual into dst, where dst is not plain
+  dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
+  // The post-ops hold an activation: they run in ApplyPostOps (the last
+  // stage's over Y, an inner stage's over dst, the residual reordered into
+  // a scratch buffer of dst's layout); else a residual is oneDNN's sum.
+  bool own = false;
 };
 
 // A chain of several Convs, each taking the previous one's result (after
@@ -758,9 +785,8 @@ class ConvSequenceKernel : public CpuKernel {
       const Window* win = &geometry->window;
       s.y_shape = geometry->y_shape;
       if (!ResolveChainPostOps(ctx, s.spec, s.y_shape, &s.resolved)) return false;
-      // Three post-ops need ApplyPostOps (see ConvKernel), on plain data only.
-      if (s.resolved.size() > 2 && !last) return false;
-      own_post_ops_ = last && s.resolved.size() > 2;
+      s.own = HasActivation(s.resolved);
+      own_post_ops_ = last && s.own;
       s.residual = -1;
       for (const ConvChainSpec::PostOp& op : s.spec.ops) {
         if (op.sum) s.residual = op.residual;
@@ -781,9 +807,16 @@ class ConvSequenceKernel : public CpuKernel {
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
                        memory::data_type::f32, memory::data_type::f32, tags[i]);
           dnnl::primitive_attr attr;
-          if (!own_post_ops_ || !last) attr.set_post_ops(DnnlPostOps(s.resolved));
+          if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
           if (!last_tag && IsReference(pd)) return;
+          // An inner stage's activations also run over dst's zero padding.
+          int64_t elements = 1;
+          for (int64_t dim : s.y_shape) elements *= dim;
+          if (s.own && !last && !KeepsZero(s.resolved) &&
+              pd.dst_desc().get_size() != static_cast<size_t>(elements) * sizeof(float)) {
+            return;
+          }
           s.src = pd.src_desc();
           s.dst = pd.dst_desc();
           s.wei = pd.weights_desc();
@@ -792,9 +825,9 @@ class ConvSequenceKernel : public CpuKernel {
                          ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
                          : dnnl::reorder();
           memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
-          bool sum = s.residual >= 0 && !(own_post_ops_ && last);
+          bool reordered = s.residual >= 0 && !(s.own && last);
           s.residual_in =
-              sum && s.dst != plain_y
+              reordered && s.dst != plain_y
                   ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
                   : dnnl::reorder();
           planned = true;
@@ -861,11 +894,28 @@ class ConvSequenceKernel : public CpuKernel {
           return absl::ResourceExhaustedError("out of memory for convolution scratch space");
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
       }
-      if (s.residual >= 0 && !(last && own_post_ops_)) {
+      // An inner stage's residual for ApplyPostOps, in dst's layout.
+      const bool inner_own = s.own && !last;
+      const float* residual = nullptr;
+      if (s.residual >= 0 && !(last && s.own)) {
         ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
         if (r->dtype() != pb::kFloat || r->shape() != s.y_shape)
           return absl::InternalError("residual changed");
-        if (s.residual_in) {
+        if (inner_own && !s.residual_in) {
+          residual = r->data<float>();
+        } else if (inner_own) {
+          void* buffer = ThreadScratch(FreeSlot({current_slot, src_slot, dst_slot}), s.dst.get_size());
+          if (buffer == nullptr)
+            return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+          memory r_user, r_own;
+          ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] {
+            r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32));
+            r_own = memory(s.dst, Engine(), buffer);
+          }));
+          ONNXKIT_RETURN_IF_ERROR(
+              cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
+          residual = static_cast<const float*>(buffer);
+        } else if (s.residual_in) {
           memory r_user;
           ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] {
             r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32));
@@ -883,6 +933,10 @@ class ConvSequenceKernel : public CpuKernel {
             Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
       }
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
+      if (inner_own) {
+        ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
+                     static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
+      }
       current = dst;
       current_slot = dst_slot;
     }
