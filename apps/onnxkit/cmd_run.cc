@@ -1,4 +1,4 @@
-// `onnxkit run MODEL`: execute a model on the reference or cpu backend,
+// `onnxkit run MODEL`: execute a model on the cpu (default) or reference backend,
 // inputs from files or seeded random values, outputs summarized and saved,
 // intermediates dumped, latency benchmarked.
 #include <sys/resource.h>
@@ -27,7 +27,7 @@ struct RunOptions {
   runner::InputSpec inputs;
   std::string save_outputs;
   std::string dump_all;
-  std::string backend = "reference";
+  std::string backend = "cpu";
   int threads = 1;
   int bench = 0;
   int warmup = 1;
@@ -233,8 +233,8 @@ void RegisterRun(CLI::App& app, Action& action) {
                   "Write every intermediate tensor of the main graph into this folder as it is computed "
                   "(<index>_<name>.pb, listed in index.tsv)");
   sub->add_option("--backend", o->backend,
-                  "reference (simple kernels for every op, the oracle; default) or cpu (oneDNN for the heavy ops, "
-                  "the reference kernels for the rest)")
+                  "cpu (oneDNN for the heavy ops, the reference kernels for the rest; default) or reference "
+                  "(simple kernels for every op, the oracle)")
       ->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option("--bench", o->bench, "Time N runs after warm-up and report min/median/p90 latency");

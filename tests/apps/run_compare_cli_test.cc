@@ -50,6 +50,19 @@ TEST(RunCliTest, RandomInputsSummaryAndJson) {
   }
 }
 
+TEST(RunCliTest, CpuBackendByDefaultReferenceOnRequest) {
+  auto dir = MakeTempDir();
+  std::string model = WriteModel(dir, "m.onnx", 1);
+  CliResult by_default = RunCli({"run", model, "--random", "--json"});
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_THAT(by_default.out, HasSubstr("\"backend\": \"cpu\""));
+  CliResult reference = RunCli({"run", model, "--random", "--json", "--backend", "reference"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  EXPECT_THAT(reference.out, HasSubstr("\"backend\": \"reference\""));
+  CliResult help = RunCli({"run", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("default) or reference"));
+}
+
 TEST(RunCliTest, SaveOutputsThenCompareAgainstThem) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);
