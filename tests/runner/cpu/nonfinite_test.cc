@@ -256,6 +256,27 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
   }
 }
 
+TEST(CpuNonFiniteTest, OverflowInsideAConvSequence) {
+  // Finite inputs near the top of the float range: the first Conv (positive
+  // weights) overflows to +inf everywhere, the second (weights of both
+  // signs) sums infinities of both signs into NaN, which its Relu must keep.
+  for (int64_t c : {8, 16}) {
+    SCOPED_TRACE(c);
+    const int64_t hw = 6;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+        .Initializer(InitializerFrom("w1", RandomFloats({c, c, 1, 1}, 70, 0.5f, 1.0f)))
+        .Initializer(InitializerFrom("w2", RandomFloats({c, c, 3, 3}, 71)))
+        .Node("Conv", {"x", "w1"}, {"a"}, {}, "first")
+        .Node("Relu", {"a"}, {"a1"}, {}, "relu1")
+        .Node("Conv", {"a1", "w2"}, {"b"}, {AttrInts("pads", {1, 1, 1, 1})}, "second")
+        .Node("Relu", {"b"}, {"y"}, {}, "relu2")
+        .Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, c, hw, hw}, 72, 1e38f, 2e38f)}}, 18,
+                        /*planted_nan=*/true);
+  }
+}
+
 TEST(CpuNonFiniteTest, IntoBatchNormAffineChains) {
   for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 6, 5, 7}, {3, 6}, {1, 6, 40, 40}}) {
     for (const char* kinds : {"n", "+-", "n+-"}) {
