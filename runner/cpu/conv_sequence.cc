@@ -169,7 +169,8 @@ class ConvSequenceKernel : public CpuKernel {
   bool Bounded(KernelContext& ctx, const SequencePlan& plan) {
     absl::StatusOr<const Tensor*> x = ctx.Input(0);
     if (!x.ok()) return false;
-    double bound = MaxAbs((*x)->data<float>(), (*x)->size());
+    const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
+    double bound = x_bound;
     for (size_t k = 0; k < stages_.size() && bound < kSafeBound; ++k) {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return false;
@@ -179,7 +180,9 @@ class ConvSequenceKernel : public CpuKernel {
         if (op.sum) {
           absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
           if (!r.ok()) return false;
-          bound += MaxAbs((*r)->data<float>(), (*r)->size());
+          // A residual that is X itself (an identity shortcut) is not read twice.
+          bool is_x = (*r)->raw() == (*x)->raw() && (*r)->size() == (*x)->size();
+          bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
         } else if (op.alg == dnnl::algorithm::eltwise_relu) {
           bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
         } else {  // clip to [alpha, beta]: within the bounds, or the value
