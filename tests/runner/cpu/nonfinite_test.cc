@@ -340,6 +340,21 @@ TEST(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
       {"LogSoftmax", {{4, 30}}, {}},
       {"BatchNormalization", {{1, 3, 9, 9}, {3}, {3}, {3}, {3}}, {}},
       {"MatMul", {{6, 20}, {20, 7}}, {}},
+      {"Gemm", {{6, 20}, {7, 20}, {7}}, {AttrInt("transB", 1)}},
+      {"Elu", {{2, 3, 50}}, {}},
+      {"Sqrt", {{2, 3, 50}}, {}},
+      {"Abs", {{2, 3, 50}}, {}},
+      {"Neg", {{2, 3, 50}}, {}},
+      {"Reciprocal", {{2, 3, 50}}, {}},
+      {"Round", {{2, 3, 50}}, {}},
+      {"Mul", {{2, 3, 50}, {3, 1}}, {}},
+      {"Div", {{2, 3, 50}, {2, 3, 50}}, {}},
+      {"LayerNormalization", {{4, 30}, {30}, {30}}, {}},
+      {"LRN", {{1, 6, 5, 5}}, {AttrInt("size", 3)}},
+      {"ReduceMean", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"ReduceL2", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"Transpose", {{3, 40, 5}}, {AttrInts("perm", {2, 0, 1})}},
+      {"Concat", {{3, 4}, {3, 5}}, {AttrInt("axis", 1)}},
   };
   uint32_t seed = 100;
   for (const SingleOp& op : ops) {
@@ -358,6 +373,22 @@ TEST(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
       }
       g.Node(op.op, inputs, {"y"}, op.attributes, "op").Output("y");
       ExpectSameNonFinite(g.Build(), feeds, op.opset, HasNaN(kinds));
+    }
+  }
+}
+
+TEST(CpuNonFiniteTest, IntoResize) {
+  for (const char* mode : {"nearest", "linear"}) {
+    for (const char* kinds : {"n", "+", "n+-"}) {
+      SCOPED_TRACE(std::string(mode) + " " + kinds);
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 2, 6, 6})
+          .Initializer(InitializerFrom("roi", Floats({0}, {})))
+          .Initializer(InitializerFrom("scales", Floats({4}, {1, 1, 2, 2})))
+          .Node("Resize", {"x", "roi", "scales"}, {"y"}, {AttrString("mode", mode)}, "resize")
+          .Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 2, 6, 6}, 130), kinds, 7)}}, 18,
+                          HasNaN(kinds));
     }
   }
 }
