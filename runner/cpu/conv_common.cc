@@ -113,7 +113,8 @@ void ApplyPostOps(float* py, const float* pr, int64_t total, const std::vector<R
 }
 
 void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {
-  ApplyPostOps(y.mutable_data<float>(), residual != nullptr ? residual->data<float>() : nullptr, y.size(), ops);
+  ApplyPostOps(y.mutable_data<float>(), residual != nullptr ? residual->data<float>() : nullptr, y.size(),
+               ops);
 }
 
 bool HasActivation(const std::vector<ResolvedPostOp>& ops) {

@@ -32,11 +32,11 @@ dnnl::memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const 
 // An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
 // window `win`: source and destination in layout `tag`, weights in the
 // layout oneDNN picks. Throws dnnl::error: call inside Guard.
-dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape,
-                                         const dnnl::memory::dims& wdims, const dnnl::memory::desc& bias,
-                                         const reference::Window& win, dnnl::memory::data_type xt,
-                                         dnnl::memory::data_type wt, dnnl::memory::data_type yt,
-                                         dnnl::memory::format_tag tag);
+dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
+                                         const std::vector<int64_t>& y_shape, const dnnl::memory::dims& wdims,
+                                         const dnnl::memory::desc& bias, const reference::Window& win,
+                                         dnnl::memory::data_type xt, dnnl::memory::data_type wt,
+                                         dnnl::memory::data_type yt, dnnl::memory::format_tag tag);
 
 // A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
 // for activations reordered in and out of a primitive's layout or passed
@@ -109,8 +109,8 @@ std::optional<ConvGeometry> ResolveConv(const std::vector<int64_t>& x_shape, con
 // `spec` applied, in order, to a value of rank `rank` with `m` channels
 // (scale and shift come in as the map so far). False when a parameter is not
 // per channel or not float.
-bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int64_t m, std::vector<double>& scale,
-                   std::vector<double>& shift);
+bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int64_t m,
+                   std::vector<double>& scale, std::vector<double>& shift);
 // Folds the linear nodes of `spec` (after a convolution with weights w and
 // bias b, output rank `rank`) into folded_w / folded_b, accumulated in
 // double. False when a parameter is not per channel or not float.

@@ -187,9 +187,9 @@ class ConvSequenceKernel : public CpuKernel {
           bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
         } else {  // clip to [alpha, beta]: within the bounds, or the value
           double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
-          bound = std::isfinite(lo) && std::isfinite(hi) ? std::max(lo, hi)
-                                                         : std::max({bound, std::isfinite(lo) ? lo : 0.0,
-                                                                     std::isfinite(hi) ? hi : 0.0});
+          bound = std::isfinite(lo) && std::isfinite(hi)
+                      ? std::max(lo, hi)
+                      : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
         }
       }
     }
@@ -250,8 +250,8 @@ class ConvSequenceKernel : public CpuKernel {
         bool last_tag = i + 1 == tags.size();
         absl::Status status = Guard("convolution", [&] {
           dnnl::convolution_forward::desc d =
-              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32, memory::data_type::f32,
-                       memory::data_type::f32, tags[i]);
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
+                       memory::data_type::f32, memory::data_type::f32, tags[i]);
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -272,9 +272,10 @@ class ConvSequenceKernel : public CpuKernel {
                          : dnnl::reorder();
           memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
           bool reordered = s.residual >= 0 && !(s.own && last);
-          s.residual_in = reordered && s.dst != plain_y ? dnnl::reorder(dnnl::reorder::primitive_desc(
-                                                              Engine(), plain_y, Engine(), s.dst))
-                                                        : dnnl::reorder();
+          s.residual_in =
+              reordered && s.dst != plain_y
+                  ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
+                  : dnnl::reorder();
           planned = true;
         });
         if (!status.ok()) return false;
@@ -284,11 +285,13 @@ class ConvSequenceKernel : public CpuKernel {
       x_shape = s.y_shape;
     }
     plan.y_plain = PlainDesc(x_shape, memory::data_type::f32);
-    return Guard("reorder", [&] {
-             plan.dst_out = current != plan.y_plain ? dnnl::reorder(dnnl::reorder::primitive_desc(
-                                                          Engine(), current, Engine(), plan.y_plain))
-                                                    : dnnl::reorder();
-           }).ok();
+    return Guard("reorder",
+                 [&] {
+                   plan.dst_out = current != plan.y_plain ? dnnl::reorder(dnnl::reorder::primitive_desc(
+                                                                Engine(), current, Engine(), plan.y_plain))
+                                                          : dnnl::reorder();
+                 })
+        .ok();
   }
 
   // The lowest scratch slot not in `busy`.
@@ -308,12 +311,13 @@ class ConvSequenceKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
     if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
     memory r_user;
-    ONNXKIT_RETURN_IF_ERROR(
-        Guard("residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
+    ONNXKIT_RETURN_IF_ERROR(Guard(
+        "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
     if (s.own && !s.residual_in) return r->data<float>();
     if (s.own) {
       void* buffer = ThreadScratch(FreeSlot(busy), s.dst.get_size());
-      if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+      if (buffer == nullptr)
+        return absl::ResourceExhaustedError("out of memory for convolution scratch space");
       memory r_own;
       ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] { r_own = memory(s.dst, Engine(), buffer); }));
       ONNXKIT_RETURN_IF_ERROR(
@@ -349,7 +353,8 @@ class ConvSequenceKernel : public CpuKernel {
       if (s.src_in) {
         src_slot = FreeSlot({current_slot});
         void* buffer = ThreadScratch(src_slot, s.src.get_size());
-        if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
         ONNXKIT_RETURN_IF_ERROR(
             cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
@@ -362,14 +367,17 @@ class ConvSequenceKernel : public CpuKernel {
       } else {
         dst_slot = FreeSlot({current_slot, src_slot});
         void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
-        if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
       }
       ONNXKIT_ASSIGN_OR_RETURN(const float* residual,
                                StageResidual(ctx, s, last, dst, {current_slot, src_slot, dst_slot}));
-      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
       if (b != nullptr) {
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
+        ONNXKIT_RETURN_IF_ERROR(
+            Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
       }
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
       if (s.own && !last) {
@@ -382,8 +390,8 @@ class ConvSequenceKernel : public CpuKernel {
     if (plan.dst_out) {
       memory y_user;
       ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, plan.y_plain); }));
-      ONNXKIT_RETURN_IF_ERROR(
-          cpu::Execute("destination reorder", plan.dst_out, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
+                                           {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
     }
     if (plan.own_last) {
       const Tensor* residual = nullptr;
@@ -403,7 +411,8 @@ class ConvSequenceKernel : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback) {
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
+                                         std::unique_ptr<Kernel> fallback) {
   return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
 }
 

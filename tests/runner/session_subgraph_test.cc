@@ -57,7 +57,8 @@ pb::GraphProto IfConvGraph() {
   AddOuterWeights(g);
   g.Initializer(InitializerFrom("zeros", Floats({1, 8, 6, 6}, {})))
       .Node("If", {"cond"}, {"y"},
-            {AttrGraph("then_branch", then_branch.Build()), AttrGraph("else_branch", else_branch.Build())}, "if")
+            {AttrGraph("then_branch", then_branch.Build()), AttrGraph("else_branch", else_branch.Build())},
+            "if")
       .Output("y");
   return g.Build();
 }
@@ -157,7 +158,8 @@ TEST(SessionSubgraphTest, FeedingAnInitializerABodyFoldedRecomputesIt) {
   // IR 3: initializers are graph inputs too; a run feeding w_flat must see it
   // inside the If body, whose Reshape folded it.
   pb::GraphProto graph = IfConvGraph();
-  for (const pb::TensorProto& t : graph.initializer) graph.input.push_back(MakeValueInfo(t.name, t.data_type, t.dims));
+  for (const pb::TensorProto& t : graph.initializer)
+    graph.input.push_back(MakeValueInfo(t.name, t.data_type, t.dims));
   runner::Tensor x = RandomFloats({1, 4, 6, 6}, 12);
   runner::Tensor cond = BoolScalar(true);
   ExpectRepeatedRunsMatch(graph,

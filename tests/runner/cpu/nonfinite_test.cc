@@ -103,8 +103,8 @@ void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out
       .Initializer(InitializerFrom(out + "_shift", RandomFloats({m}, seed + 1)))
       .Initializer(InitializerFrom(out + "_mean", RandomFloats({m}, seed + 2)))
       .Initializer(InitializerFrom(out + "_var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
-      .Node("BatchNormalization", {in, out + "_scale", out + "_shift", out + "_mean", out + "_var"}, {out}, {},
-            out);
+      .Node("BatchNormalization", {in, out + "_scale", out + "_shift", out + "_mean", out + "_var"}, {out},
+            {}, out);
 }
 
 // What follows the Conv in a chain: each adds nodes from "conv" to "y"
@@ -118,8 +118,8 @@ struct Tail {
 
 const Tail kTails[] = {
     {"relu", [](GraphBuilder& g, int64_t) { g.Node("Relu", {"conv"}, {"y"}, {}, "relu"); }},
-    {"leaky_relu",
-     [](GraphBuilder& g, int64_t) { g.Node("LeakyRelu", {"conv"}, {"y"}, {AttrFloat("alpha", 0.1f)}, "act"); }},
+    {"leaky_relu", [](GraphBuilder& g,
+                      int64_t) { g.Node("LeakyRelu", {"conv"}, {"y"}, {AttrFloat("alpha", 0.1f)}, "act"); }},
     {"clip_inputs",
      [](GraphBuilder& g, int64_t) {
        g.Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
@@ -128,7 +128,8 @@ const Tail kTails[] = {
      }},
     {"clip_open",
      [](GraphBuilder& g, int64_t) {
-       g.Initializer(InitializerFrom("hi", Floats({}, {0.5f}))).Node("Clip", {"conv", "", "hi"}, {"y"}, {}, "clip");
+       g.Initializer(InitializerFrom("hi", Floats({}, {0.5f})))
+           .Node("Clip", {"conv", "", "hi"}, {"y"}, {}, "clip");
      }},
     {"clip_attributes",
      [](GraphBuilder& g, int64_t) {
@@ -165,7 +166,11 @@ const Tail kTails[] = {
            .Node("Clip", {"b"}, {"y"}, {AttrFloat("min", -1.0f), AttrFloat("max", 1.0f)}, "clip");
      },
      true, 10},
-    {"add", [](GraphBuilder& g, int64_t) { g.Node("Add", {"conv", "r"}, {"y"}, {}, "add"); }, true},
+    {"add",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
+     },
+     true},
 };
 
 TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
@@ -248,9 +253,10 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
         g.Output("y");
         runner::Tensor x = RandomFloats({1, c, hw, hw}, 60);
         runner::Tensor r = RandomFloats({1, 4 * c, hw, hw}, 61);
-        ExpectSameNonFinite(g.Build(), {{"x", into_residual ? x : Plant(x, kinds, 3)},
-                                        {"r", into_residual ? Plant(r, kinds, 4) : r}},
-                            18, HasNaN(kinds));
+        ExpectSameNonFinite(
+            g.Build(),
+            {{"x", into_residual ? x : Plant(x, kinds, 3)}, {"r", into_residual ? Plant(r, kinds, 4) : r}},
+            18, HasNaN(kinds));
       }
     }
   }
@@ -292,7 +298,8 @@ TEST(CpuNonFiniteTest, IntoBatchNormAffineChains) {
           .Node("Add", {"t", "a"}, {"c"}, {}, "add")
           .Node("Relu", {"c"}, {"y"}, {}, "relu")
           .Output("y");
-      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats(shape, 93, -3, 3), kinds, 5)}}, 18, HasNaN(kinds));
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats(shape, 93, -3, 3), kinds, 5)}}, 18,
+                          HasNaN(kinds));
     }
   }
   GraphBuilder g("g");
