@@ -37,7 +37,7 @@ using dnnl::memory;
 using reference::Window;
 
 // The largest |x[i]|, or infinity when x holds NaN or an infinity.
-__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbs(const float* x, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
   float m = 0;
   int bad = 0;
 #pragma omp simd reduction(max : m) reduction(| : bad)
@@ -47,6 +47,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbs(const
     bad |= !(a <= FLT_MAX);
   }
   return bad != 0 ? std::numeric_limits<double>::infinity() : m;
+}
+
+double MaxAbs(const float* x, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  double m = 0;
+#pragma omp parallel for reduction(max : m) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    m = std::max(m, MaxAbsChunk(x + c * kChunk, std::min(kChunk, n - c * kChunk)));
+  return m;
 }
 
 // Bounds below this keep every partial sum far from the float range (the
