@@ -1,6 +1,6 @@
 // ONNX Runtime latency on one model (the yardstick of bench/ort_compare.py).
 // Usage: node bench/ort_bench.js MODEL INPUTS.json RUNS THREADS
-// INPUTS.json: {"name": {"dtype": "float32"|"int64", "shape": [...], "values": [...] }}
+// INPUTS.json: {"name": {"dtype": "float32"|"int64"|"bool", "shape": [...], "values": [...] }}
 // (values flattened; the same values onnxkit gets). Prints one JSON line.
 const ort = require(process.env.ORT_NODE || 'onnxruntime-node');
 const fs = require('fs');
@@ -13,7 +13,9 @@ async function main() {
   const feeds = {};
   for (const name of Object.keys(spec)) {
     const {dtype, shape, values} = spec[name];
-    const data = dtype === 'int64' ? BigInt64Array.from(values.map((v) => BigInt(v))) : Float32Array.from(values);
+    const data = dtype === 'int64' ? BigInt64Array.from(values.map((v) => BigInt(v)))
+               : dtype === 'bool' ? Uint8Array.from(values.map((v) => (v ? 1 : 0)))
+               : Float32Array.from(values);
     feeds[name] = new ort.Tensor(dtype, data, shape);
   }
   const session = await ort.InferenceSession.create(model, {

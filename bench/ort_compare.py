@@ -10,7 +10,9 @@ figures as JSON (--json-out).
   ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
 
 Models: bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
-bench/export_torch_models.py) and the light models of the onnx backend data.
+bench/export_torch_models.py), if_convnet and if_convnet_flat (a conv net inside
+an If and the same net without it, made by bench/make_if_model.py), and the
+light models of the onnx backend data.
 """
 import argparse
 import json
@@ -41,7 +43,8 @@ def graph_inputs(path):
 
 def make_inputs(name, path, seed):
     """Seeded inputs: token ids in [0, 1000), attention masks of ones,
-    token types of zeros, floats in [-1, 1)."""
+    token types of zeros, floats in [-1, 1), bools true (an If's condition
+    takes the branch that holds the network)."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for input_name, elem_type, dims in graph_inputs(path):
@@ -55,6 +58,8 @@ def make_inputs(name, path, seed):
                 feeds[input_name] = rng.integers(0, 1000, size=shape, dtype=np.int64)
         elif elem_type == onnx.TensorProto.FLOAT:
             feeds[input_name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        elif elem_type == onnx.TensorProto.BOOL:
+            feeds[input_name] = np.ones(shape, np.bool_)
         else:
             sys.exit(f"{name}: input {input_name} has element type {elem_type}, not handled")
     return feeds
@@ -120,8 +125,8 @@ def main():
                 npz = os.path.join(tmp, name + ".npz")
                 np.savez(npz, **feeds)
                 for k, v in feeds.items():
-                    spec[k] = {"dtype": "int64" if v.dtype == np.int64 else "float32", "shape": list(v.shape),
-                               "values": v.ravel().tolist()}
+                    dtype = {np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}.get(v.dtype, "float32")
+                    spec[k] = {"dtype": dtype, "shape": list(v.shape), "values": v.ravel().tolist()}
             spec_path = os.path.join(tmp, name + ".json")
             with open(spec_path, "w") as f:
                 json.dump(spec, f)

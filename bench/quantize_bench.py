@@ -86,7 +86,7 @@ def ort_agreement_at(bin_, qmodel, shapes, work, level):
     r = subprocess.run(['node', os.path.join(ROOT, 'bench/ort_outputs.js'), qmodel, os.path.join(work, 'in.json'),
                         os.path.join(work, 'ort.json'), level], capture_output=True, text=True)
     if r.returncode != 0: return {'ort_error': r.stderr[-400:]}
-    outdir = os.path.join(work, 'ok'); subprocess.run([bin_, 'run', qmodel, *flags, '--save-outputs', outdir, '-q'], check=True)
+    outdir = os.path.join(work, 'ok'); subprocess.run([bin_, 'run', qmodel, *flags, '--backend', 'reference', '--save-outputs', outdir, '-q'], check=True)
     ort = json.load(open(os.path.join(work, 'ort.json')))
     worst = 0.0; sq = []
     for k, o in enumerate(ort):

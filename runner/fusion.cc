@@ -89,7 +89,9 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                                         const std::function<bool(const ir::Value*)>& is_constant,
                                         const std::function<bool(const ir::Node*)>& skip) {
   std::vector<FusionChain> chains;
-  const ir::Model* model = graph.model();
+  const ir::Graph* root = &graph;  // subgraphs know their model through the main graph
+  while (root->parent() != nullptr) root = root->parent();
+  const ir::Model* model = root->model();
   int64_t opset = 0;
   if (model != nullptr) opset = model->OpsetVersion("").value_or(0);
   if (opset == 0) return chains;

@@ -68,13 +68,17 @@ class Session::Executor : public SubgraphRunner {
   }
 
   absl::Status RunGraph(const ir::Graph& graph, Frame& frame, bool is_main) {
-    const GraphPlan* plan = is_main && !strict_ ? session_->fused_plan_.get() : nullptr;
+    const GraphPlan* plan = nullptr;
+    if (!strict_) {
+      auto fused = session_->fused_plans_.find(&graph);
+      if (fused != session_->fused_plans_.end()) plan = fused->second.get();
+    }
     if (plan == nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(plan, session_->PlanFor(graph));
     }
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
-      const bool folded = is_main && use_folding_ && session_->folded_nodes_.contains(&node);
+      const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
       if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
             RunChain(*chain, frame),
@@ -236,11 +240,20 @@ class Session::Executor : public SubgraphRunner {
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
     ctx.set_reusable_inputs(std::move(reusable));
     current_ = &frame;
-    Clock::time_point start = session_->options_.on_node_done ? Clock::now() : Clock::time_point();
-    ONNXKIT_RETURN_IF_ERROR(kernel.Run(ctx));
-    if (session_->options_.on_node_done) {
-      session_->options_.on_node_done(timed, std::chrono::duration<double>(Clock::now() - start).count());
+    const bool timing = static_cast<bool>(session_->options_.on_node_done);
+    Clock::time_point start = timing ? Clock::now() : Clock::time_point();
+    // The time of nodes this kernel runs inside (subgraph and function
+    // bodies) is theirs, not its own.
+    if (timing) inner_seconds_.push_back(0);
+    absl::Status status = kernel.Run(ctx);
+    if (timing) {
+      double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      double inner = inner_seconds_.back();
+      inner_seconds_.pop_back();
+      if (!inner_seconds_.empty()) inner_seconds_.back() += seconds;
+      if (status.ok()) session_->options_.on_node_done(timed, std::max(0.0, seconds - inner));
     }
+    ONNXKIT_RETURN_IF_ERROR(status);
     for (size_t i = 0; i < outputs.size(); ++i) {
       const ir::Value* out = node.output(static_cast<int>(i));
       if (out == nullptr || out->name().empty()) continue;
@@ -255,6 +268,9 @@ class Session::Executor : public SubgraphRunner {
 
   static constexpr int kMaxNesting = 128;
   int nesting_ = 0;
+  // Per running kernel (outermost first), the seconds of the nodes run
+  // inside it so far (profiling only).
+  std::vector<double> inner_seconds_;
   bool nesting_exceeded_ = false;
   // Released initializers converted again in this run (node-based: the
   // pointers Lookup returns stay valid).
@@ -313,8 +329,6 @@ bool Foldable(const ir::Node& node) {
 }  // namespace
 
 void Session::FoldConstants() {
-  auto plan = PlanFor(model_->graph());
-  if (!plan.ok()) return;
   // Folding gets the budget of one run: past it, the remaining nodes run in
   // Run as usual (where the timeout then applies to them).
   const bool has_deadline = options_.timeout_seconds > 0;
@@ -323,6 +337,13 @@ void Session::FoldConstants() {
                          std::chrono::duration<double>(has_deadline ? options_.timeout_seconds : 0));
   Executor executor(this, deadline, has_deadline);
   executor.strict_ = true;  // the kernels of folded nodes only run again in strict runs
+  // Enclosing graphs first: a body's nodes may read values folded outside.
+  ir::ForEachGraph(*model_, [&](ir::Graph& graph) { FoldGraph(graph, executor); });
+}
+
+void Session::FoldGraph(const ir::Graph& graph, Executor& executor) {
+  auto plan = PlanFor(graph);
+  if (!plan.ok()) return;
   for (const ir::Node* node : (*plan)->order) {
     if (!Foldable(*node)) continue;
     bool constant = true;
@@ -330,7 +351,8 @@ void Session::FoldConstants() {
     for (int i = 0; i < node->num_inputs() && constant; ++i) {
       const ir::Value* v = node->input(i);
       if (v == nullptr) continue;
-      if (v->kind() == ir::ValueKind::kInitializer && v->graph() == &model_->graph()) {
+      // Initializers of this graph or of an enclosing one (outer scope).
+      if (v->kind() == ir::ValueKind::kInitializer) {
         constant = constants_.contains(v);
         stable = stable && v->IsConstant();
       } else if (v->kind() == ir::ValueKind::kNodeOutput && constants_.contains(v)) {  // folded
@@ -398,19 +420,20 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
 
 void Session::PlanFusion() {
   if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
-  const ir::Graph& main = model_->graph();
-  auto plan = PlanFor(main);
-  if (!plan.ok()) return;
-  std::vector<FusionChain> found = FindConvChains(
-      (*plan)->order, main, [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); },
-      [&](const ir::Node* n) { return folded_nodes_.contains(n); });
-  if (found.empty()) return;
-  absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
-  for (FusionChain& chain : found) {
-    chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
-    by_tail[&chains_.back()->tail()] = chains_.back().get();
-  }
-  fused_plan_ = BuildPlan(main, (*plan)->order, by_tail);
+  ir::ForEachGraph(*model_, [&](ir::Graph& graph) {
+    auto plan = PlanFor(graph);
+    if (!plan.ok()) return;
+    std::vector<FusionChain> found = FindConvChains(
+        (*plan)->order, graph, [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); },
+        [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+    if (found.empty()) return;
+    absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
+    for (FusionChain& chain : found) {
+      chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
+      by_tail[&chains_.back()->tail()] = chains_.back().get();
+    }
+    fused_plans_[&graph] = BuildPlan(graph, (*plan)->order, by_tail);
+  });
 }
 
 std::unique_ptr<Session::GraphPlan> Session::BuildPlan(

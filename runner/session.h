@@ -34,8 +34,10 @@ struct SessionOptions {
   // Called for every value of the main graph as soon as it is computed (in
   // execution order), before it may be freed. An error stops the run.
   std::function<absl::Status(const ir::Value& value, const RtValue& v)> observer;
-  // Called after every node (subgraph nodes included) with its run time.
-  // (A fused chain of nodes reports its time once, under its first node.)
+  // Called after every node (subgraph and function body nodes included)
+  // with its own run time: that of the nodes it ran inside its bodies is
+  // theirs. (A fused chain of nodes reports its time once, under its first
+  // node.)
   std::function<void(const ir::Node& node, double seconds)> on_node_done;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.
@@ -83,14 +85,18 @@ class Session {
   // runs that feed one (only values that cannot change count).
   absl::StatusOr<Kernel*> KernelFor(const ir::Node& node, bool strict);
   absl::StatusOr<Kernel*> ChainKernelFor(const FusionChain& chain);
-  // Finds the cpu backend's chains of the main graph and plans it with them.
+  // Finds the cpu backend's chains of every graph (If/Loop/Scan bodies
+  // included) and plans each graph that has some with them.
   void PlanFusion();
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
   absl::Status PrepareConstants(const ir::Graph& graph);
-  // Runs once the main-graph nodes whose inputs are all constant (weights
-  // made by ConstantOfShape, transposed or reshaped initializers...) and
-  // keeps their outputs as constants; Run skips those nodes.
+  // Runs once the nodes whose inputs are all constant (weights made by
+  // ConstantOfShape, transposed or reshaped initializers...), in the main
+  // graph and in every If/Loop/Scan body (where initializers of enclosing
+  // graphs and values folded there are constants too), and keeps their
+  // outputs as constants; Run skips those nodes.
   void FoldConstants();
+  void FoldGraph(const ir::Graph& graph, Executor& executor);
   // Releases initializers only folded nodes read (runs that fold never read
   // them again): their copies, and the pages of the mapped model file that
   // hold them. A run that recomputes folded nodes converts them anew.
@@ -115,9 +121,9 @@ class Session {
   // Every value of constants_: what kernels of non-strict runs treat as constant.
   absl::flat_hash_set<const ir::Value*> run_constants_;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> plans_;
-  // The main graph's plan with fused chains (non-strict runs), when any.
+  // The plans with fused chains (non-strict runs) of the graphs that have any.
   std::vector<std::unique_ptr<FusionChain>> chains_;
-  std::unique_ptr<GraphPlan> fused_plan_;
+  absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> fused_plans_;
   absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_[2];
   absl::flat_hash_map<const FusionChain*, std::unique_ptr<Kernel>> chain_kernels_;
   // Opset imports of graphs that are not part of the model (function bodies).

@@ -15,8 +15,11 @@
 //
 // Fused chains (runner/fusion.h): a Conv with folded affine nodes and
 // post-ops (ConvKernel), several Convs in a row whose intermediate values
-// stay in oneDNN's layouts (ConvSequenceKernel), and a BatchNormalization
-// with per-channel Mul / Add and an activation (AffineChainKernel).
+// stay in oneDNN's layouts (conv_sequence.cc), and a BatchNormalization
+// with per-channel Mul / Add and an activation (AffineChainKernel). A single
+// Conv's activations run in ApplyPostOps, which keeps NaN as the reference
+// does (oneDNN's relu and clip post-ops do not); oneDNN only adds a lone
+// residual. Sequences choose per run (see conv_sequence.cc).
 #include "runner/cpu/conv.h"
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/conv_common.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
@@ -132,50 +136,6 @@ bool AllEqual(const std::vector<int64_t>& v, int64_t value) {
   return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == value; });
 }
 
-memory::dims Minus1(const std::vector<int64_t>& v) {
-  memory::dims d;
-  for (int64_t x : v) d.push_back(x - 1);
-  return d;
-}
-
-// The channel-blocked (16) layout of activations of `rank` 3..5.
-memory::format_tag Blocked16Tag(int rank) {
-  return rank == 3   ? memory::format_tag::nCw16c
-         : rank == 4 ? memory::format_tag::nChw16c
-                     : memory::format_tag::nCdhw16c;
-}
-
-// True when oneDNN picked its generic reference implementation.
-bool IsReference(const dnnl::primitive_desc_base& pd) {
-  std::string impl = pd.impl_info_str();
-  return impl.rfind("ref", 0) == 0;
-}
-
-// Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
-memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::vector<int64_t>& kernel) {
-  memory::dims d;
-  if (group > 1) d.push_back(group);
-  d.push_back(out_c / group);
-  d.push_back(in_c / group);
-  d.insert(d.end(), kernel.begin(), kernel.end());
-  return d;
-}
-
-// An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
-// window `win`: source and destination in layout `tag`, weights in the
-// layout oneDNN picks. Throws dnnl::error: call inside Guard.
-dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
-                                         const std::vector<int64_t>& y_shape, const memory::dims& wdims,
-                                         const memory::desc& bias, const Window& win, memory::data_type xt,
-                                         memory::data_type wt, memory::data_type yt, memory::format_tag tag) {
-  memory::desc src(Dims(x_shape), xt, tag);
-  memory::desc dst(Dims(y_shape), yt, tag);
-  memory::desc wei(wdims, wt, memory::format_tag::any);
-  return dnnl::convolution_forward::desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
-      Dims(win.strides), Minus1(win.dilations), Dims(win.pad_begin), Dims(win.pad_end));
-}
-
 // Inputs x, w and the optional bias b of a float convolution node with
 // `node_inputs` inputs (the first of ctx's); true when x and w are
 // non-empty float32 tensors of one rank in 3..5 and b, when present, a
@@ -192,25 +152,6 @@ bool FloatOperands(KernelContext& ctx, int node_inputs, const Tensor** x, const 
   if ((*x)->rank() < 3 || (*x)->rank() > 5 || (*w)->rank() != (*x)->rank()) return false;
   if ((*x)->size() == 0 || (*w)->size() == 0) return false;
   return *b == nullptr || ((*b)->dtype() == pb::kFloat && (*b)->rank() == 1);
-}
-
-// --- Shared machinery ---
-
-// A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
-// for activations reordered in and out of a primitive's layout or passed
-// between the convolutions of a sequence. Slots 0 .. kScratchSlots - 1 are
-// distinct buffers; each keeps its largest size across calls, and its
-// contents are only valid until the next call for the same slot. The
-// buffers are tensor buffers: they count against the memory limit. Null when
-// the allocation fails or would pass the limit.
-constexpr int kScratchSlots = 4;
-void* ThreadScratch(int slot, size_t bytes) {
-  thread_local std::shared_ptr<Buffer> slots[kScratchSlots];
-  std::shared_ptr<Buffer>& s = slots[slot < 0 || slot >= kScratchSlots ? 0 : slot];
-  if (s != nullptr && s->size() >= bytes) return s->data();
-  s.reset();  // release before allocating the larger one
-  s = Buffer::Allocate(bytes, /*zero_fill=*/false);
-  return s != nullptr ? s->data() : nullptr;
 }
 
 ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input)
@@ -320,222 +261,6 @@ class FloatConvKernel : public ConvLikeKernel {
 
 // --- Conv ---
 
-// What follows a Conv in a fused chain (runner/fusion.h), as indices into
-// the fused kernel's inputs.
-struct ConvChainSpec {
-  // Per-channel affine nodes folded into the weights and bias, in order: a
-  // BatchNormalization (scale, B, mean and var are inputs input .. input +
-  // 3), or a Mul / Add by a constant (input `input`) that varies only along
-  // the channels.
-  struct LinearOp {
-    enum class Kind { kBatchNorm, kMul, kAdd } kind = Kind::kBatchNorm;
-    int input = -1;
-    double epsilon = 1e-5;
-  };
-  std::vector<LinearOp> linear;
-  struct PostOp {
-    bool sum = false;  // a residual Add (input `residual`), else an activation
-    dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
-    float alpha = 0, beta = 0;
-    int lo_input = -1, hi_input = -1;  // Clip's bound inputs (opset 11+)
-    int residual = -1;
-  };
-  std::vector<PostOp> ops;
-};
-
-// A post-op with its parameters read (Clip's bounds) for one plan.
-struct ResolvedPostOp {
-  bool sum = false;
-  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
-  float alpha = 0, beta = 0;
-};
-
-// y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], or
-// + residual. NaN stays NaN, as in the reference kernels.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsChunk(
-    float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
-  for (size_t k = 0; k < num_ops; ++k) {
-    const ResolvedPostOp& op = ops[k];
-    if (op.sum) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) y[i] += residual[i];
-    } else if (op.alg == dnnl::algorithm::eltwise_relu && op.alpha == 0) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
-    } else if (op.alg == dnnl::algorithm::eltwise_relu) {
-      float a = op.alpha;
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? a * y[i] : y[i];
-    } else {
-      float lo = op.alpha, hi = op.beta;
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) {
-        float v = y[i] < lo ? lo : y[i];
-        y[i] = v > hi ? hi : v;
-      }
-    }
-  }
-}
-
-void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {
-  constexpr int64_t kChunk = 4096;
-  int64_t total = y.size(), chunks = (total + kChunk - 1) / kChunk;
-  float* py = y.mutable_data<float>();
-  const float* pr = residual != nullptr ? residual->data<float>() : nullptr;
-#pragma omp parallel for if (chunks > 16)
-  for (int64_t c = 0; c < chunks; ++c) {
-    ApplyPostOpsChunk(py + c * kChunk, pr != nullptr ? pr + c * kChunk : nullptr,
-                      std::min(kChunk, total - c * kChunk), ops.data(), ops.size());
-  }
-}
-
-// The geometry of a float convolution of X (`x_shape`) by w (and bias b).
-struct ConvGeometry {
-  std::vector<int64_t> kernel;  // spatial kernel dims
-  Window window;
-  std::vector<int64_t> y_shape;
-};
-
-// Nullopt when w, b and the group do not fit X or the window is empty (the
-// reference kernel then reports the error).
-std::optional<ConvGeometry> ResolveConv(const std::vector<int64_t>& x_shape, const Tensor& w, const Tensor* b,
-                                        int64_t group, const WindowAttrs& attrs) {
-  int64_t c = x_shape[1], m = w.dim(0);
-  if (group < 1 || c != w.dim(1) * group || m % group != 0 || (b != nullptr && b->dim(0) != m))
-    return std::nullopt;
-  ConvGeometry g;
-  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
-  if (!attrs.kernel_shape.empty() && attrs.kernel_shape != g.kernel) return std::nullopt;
-  std::vector<int64_t> in(x_shape.begin() + 2, x_shape.end());
-  absl::StatusOr<Window> win = reference::ResolveWindow(attrs, in, g.kernel);
-  if (!win.ok() || win->out_size == 0) return std::nullopt;
-  g.window = *std::move(win);
-  g.y_shape = {x_shape[0], m};
-  g.y_shape.insert(g.y_shape.end(), g.window.out.begin(), g.window.out.end());
-  return g;
-}
-
-// The values of `t` as one per channel of an output of rank `rank` with `m`
-// channels, when broadcasting `t` to it varies along the channels only (a
-// scalar, [m, 1, 1], [1, m, 1, 1]...); nullopt otherwise.
-std::optional<std::vector<double>> PerChannel(const Tensor& t, int rank, int64_t m) {
-  if (t.dtype() != pb::kFloat || t.rank() > rank) return std::nullopt;
-  for (int a = 0; a < t.rank(); ++a) {
-    int axis = rank - t.rank() + a;
-    if (t.dim(a) != 1 && (axis != 1 || t.dim(a) != m)) return std::nullopt;
-  }
-  std::vector<double> v(static_cast<size_t>(m));
-  for (int64_t o = 0; o < m; ++o) v[static_cast<size_t>(o)] = t.data<float>()[t.size() == 1 ? 0 : o];
-  return v;
-}
-
-// Folds the linear nodes of `spec` (after a convolution with weights w and
-// bias b, output rank `rank`) into folded_w / folded_b: per output channel
-// o, y = conv * scale[o] + shift[o], accumulated in double in node order
-// (BatchNormalization: s = scale / sqrt(var + eps), then (y - mean) * s + B).
-// False when a parameter is not per channel or not float.
-// The per-channel map y = x * scale[o] + shift[o] of the linear nodes of
-// `spec` applied, in order, to a value of rank `rank` with `m` channels
-// (scale and shift come in as the map so far). False when a parameter is not
-// per channel or not float.
-bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int64_t m,
-                   std::vector<double>& scale, std::vector<double>& shift) {
-  for (const ConvChainSpec::LinearOp& op : spec.linear) {
-    if (op.kind == ConvChainSpec::LinearOp::Kind::kBatchNorm) {
-      const Tensor* p[4];
-      for (int i = 0; i < 4; ++i) {
-        absl::StatusOr<const Tensor*> t = ctx.Input(op.input + i);
-        if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->size() != m) return false;
-        p[i] = *t;
-      }
-      for (size_t o = 0; o < scale.size(); ++o) {
-        double s =
-            p[0]->data<float>()[o] / std::sqrt(static_cast<double>(p[3]->data<float>()[o]) + op.epsilon);
-        scale[o] *= s;
-        shift[o] = (shift[o] - p[2]->data<float>()[o]) * s + p[1]->data<float>()[o];
-      }
-      continue;
-    }
-    absl::StatusOr<const Tensor*> t = ctx.Input(op.input);
-    if (!t.ok()) return false;
-    std::optional<std::vector<double>> c = PerChannel(**t, rank, m);
-    if (!c) return false;
-    for (size_t o = 0; o < scale.size(); ++o) {
-      if (op.kind == ConvChainSpec::LinearOp::Kind::kMul) {
-        scale[o] *= (*c)[o];
-        shift[o] *= (*c)[o];
-      } else {
-        shift[o] += (*c)[o];
-      }
-    }
-  }
-  return true;
-}
-
-bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, const Tensor& w, const Tensor* b,
-                    Tensor* folded_w, Tensor* folded_b) {
-  int64_t m = w.dim(0);
-  std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
-  for (int64_t o = 0; b != nullptr && o < m; ++o) shift[static_cast<size_t>(o)] = b->data<float>()[o];
-  if (!ChannelAffine(ctx, spec, rank, m, scale, shift)) return false;
-  absl::StatusOr<Tensor> fw = Tensor::AllocateUninitialized(pb::kFloat, w.shape());
-  absl::StatusOr<Tensor> fb = Tensor::AllocateUninitialized(pb::kFloat, {m});
-  if (!fw.ok() || !fb.ok()) return false;
-  int64_t per_channel = w.size() / m;
-  const float* src = w.data<float>();
-  float* dst = fw->mutable_data<float>();
-  for (int64_t o = 0; o < m; ++o) {
-    double s = scale[static_cast<size_t>(o)];
-    for (int64_t i = 0; i < per_channel; ++i)
-      dst[o * per_channel + i] = static_cast<float>(src[o * per_channel + i] * s);
-    fb->mutable_data<float>()[o] = static_cast<float>(shift[static_cast<size_t>(o)]);
-  }
-  *folded_w = *std::move(fw);
-  *folded_b = *std::move(fb);
-  return true;
-}
-
-// Reads the post-ops of `spec` for one plan (Clip's bounds); false when a
-// bound or the residual is not what a fused kernel can take.
-bool ResolveChainPostOps(KernelContext& ctx, const ConvChainSpec& spec, const std::vector<int64_t>& y_shape,
-                         std::vector<ResolvedPostOp>* resolved) {
-  resolved->clear();
-  for (const ConvChainSpec::PostOp& op : spec.ops) {
-    ResolvedPostOp r{op.sum, op.alg, op.alpha, op.beta};
-    if (op.sum) {
-      absl::StatusOr<const Tensor*> t = ctx.Input(op.residual);
-      if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->shape() != y_shape) return false;
-    }
-    for (int i : {op.lo_input, op.hi_input}) {
-      if (i < 0) continue;
-      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-      if (!t.ok()) return false;
-      if (*t == nullptr) continue;
-      if ((*t)->dtype() != pb::kFloat || (*t)->size() != 1) return false;
-      (i == op.lo_input ? r.alpha : r.beta) = (*t)->data<float>()[0];
-    }
-    // lo > hi gives hi everywhere in ONNX, which clip_v2 does not.
-    if (!op.sum && op.alg == dnnl::algorithm::eltwise_clip_v2 &&
-        (std::isnan(r.alpha) || std::isnan(r.beta) || r.alpha > r.beta))
-      return false;
-    resolved->push_back(r);
-  }
-  return true;
-}
-
-// The post-ops as oneDNN's. Throws dnnl::error: call inside Guard.
-dnnl::post_ops DnnlPostOps(const std::vector<ResolvedPostOp>& ops) {
-  dnnl::post_ops post_ops;
-  for (const ResolvedPostOp& op : ops) {
-    if (op.sum) {
-      post_ops.append_sum(1.0f);
-    } else {
-      post_ops.append_eltwise(1.0f, op.alg, op.alpha, op.beta);
-    }
-  }
-  return post_ops;
-}
-
 class ConvKernel : public FloatConvKernel {
  public:
   ConvKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, WindowAttrs attrs,
@@ -583,10 +308,11 @@ class ConvKernel : public FloatConvKernel {
         dnnl::convolution_forward::desc d =
             ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, memory::data_type::f32,
                      memory::data_type::f32, memory::data_type::f32, tags[i]);
-        // Plain layouts, and chains of three post-ops (oneDNN 2.6's jit
-        // convolutions drop the activation of eltwise + sum + eltwise): the
-        // post-ops run after the primitive (ApplyPostOps).
-        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || resolved_.size() > 2);
+        // Plain layouts (oneDNN's GEMM convolution runs post-ops one element
+        // at a time) and activations (see HasActivation): the post-ops run
+        // after the primitive (ApplyPostOps). A lone residual sum stays
+        // oneDNN's.
+        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || HasActivation(resolved_));
         dnnl::primitive_attr attr;
         if (!own) attr.set_post_ops(post_ops);
         dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -650,265 +376,6 @@ class ConvKernel : public FloatConvKernel {
   std::vector<ResolvedPostOp> resolved_;
   Tensor folded_w_, folded_b_;
   const void* folded_from_ = nullptr;
-};
-
-// --- Conv sequences ---
-
-// One convolution of a sequence: its node's inputs start at `base` of the
-// fused kernel's inputs; the chain nodes after it until the next Conv are
-// its post-ops.
-struct SequenceStage {
-  int base = 0;
-  int node_inputs = 0;
-  int64_t group = 1;
-  WindowAttrs attrs;
-  ConvChainSpec spec;
-  // Prepared once (the weights are constant).
-  Tensor folded_w, folded_b;
-  const void* folded_from = nullptr;
-  PreparedWeight weight;
-  // Per plan.
-  std::vector<ResolvedPostOp> resolved;
-  std::vector<int64_t> y_shape;
-  memory::desc src, dst, wei, wei_user, bias;
-  dnnl::primitive primitive;
-  dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
-  int residual = -1;          // input index of a residual (sum post-op)
-  dnnl::reorder residual_in;  // plain residual into dst, where dst is not plain
-};
-
-// A chain of several Convs, each taking the previous one's result (after
-// its post-ops) as X: the values between them stay in the layouts oneDNN
-// picks (channel-blocked or channels-last), so only the first source and
-// the last result are reordered. Weights must be constant. Cases oneDNN
-// does not cover run the chain node by node.
-class ConvSequenceKernel : public CpuKernel {
- public:
-  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), stages_(std::move(stages)) {}
-
-  absl::Status Run(KernelContext& ctx) override {
-    std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
-      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-      if (!t.ok()) return Fallback(ctx);
-      key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
-                       *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
-    }
-    if (!built_ || key != key_) {
-      supported_ = Build(ctx);
-      built_ = true;
-      key_ = std::move(key);
-    }
-    if (!supported_) return Fallback(ctx);
-    return Execute(ctx);
-  }
-
- private:
-  // The weights and bias of stage `s` (folded when it has a BatchNormalization).
-  bool Operands(KernelContext& ctx, SequenceStage& s, const Tensor** w, const Tensor** b) {
-    absl::StatusOr<const Tensor*> ws = ctx.Input(s.base + 1);
-    absl::StatusOr<const Tensor*> bs = s.node_inputs > 2 ? ctx.OptionalInput(s.base + 2) : nullptr;
-    if (!ws.ok() || !bs.ok()) return false;
-    *w = *ws;
-    *b = *bs;
-    if ((*w)->dtype() != pb::kFloat || (*w)->size() == 0) return false;
-    if (*b != nullptr && ((*b)->dtype() != pb::kFloat || (*b)->rank() != 1)) return false;
-    if (!s.spec.linear.empty()) {
-      if (s.folded_from != (*w)->raw() || !s.folded_w.defined()) {
-        if ((*w)->rank() < 1 || (*w)->dim(0) == 0 ||
-            !FoldLinearInto(ctx, s.spec, (*w)->rank(), **w, *b, &s.folded_w, &s.folded_b)) {
-          return false;
-        }
-        s.folded_from = (*w)->raw();
-      }
-      *w = &s.folded_w;
-      *b = &s.folded_b;
-    }
-    return true;
-  }
-
-  bool Build(KernelContext& ctx) {
-    absl::StatusOr<const Tensor*> xs = ctx.Input(0);
-    if (!xs.ok() || (*xs)->dtype() != pb::kFloat || (*xs)->rank() < 3 || (*xs)->rank() > 5 ||
-        (*xs)->size() == 0)
-      return false;
-    std::vector<int64_t> x_shape = (*xs)->shape();
-    const int rank = static_cast<int>(x_shape.size());
-    memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
-    bool has_depthwise = false;
-    {
-      int64_t channels = x_shape[1];
-      for (SequenceStage& s : stages_) {
-        absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
-        if (!w.ok() || (*w)->rank() < 2) return false;
-        if (s.group > 1 && s.group == channels) has_depthwise = true;
-        channels = (*w)->dim(0);
-      }
-    }
-    for (size_t k = 0; k < stages_.size(); ++k) {
-      SequenceStage& s = stages_[k];
-      const bool last = k + 1 == stages_.size();
-      const Tensor *w, *b;
-      if (!Operands(ctx, s, &w, &b) || w->rank() != rank) return false;
-      std::optional<ConvGeometry> geometry = ResolveConv(x_shape, *w, b, s.group, s.attrs);
-      if (!geometry) return false;
-      int64_t c = x_shape[1], m = w->dim(0);
-      const std::vector<int64_t>& kernel = geometry->kernel;
-      const Window* win = &geometry->window;
-      s.y_shape = geometry->y_shape;
-      if (!ResolveChainPostOps(ctx, s.spec, s.y_shape, &s.resolved)) return false;
-      // Three post-ops need ApplyPostOps (see ConvKernel), on plain data only.
-      if (s.resolved.size() > 2 && !last) return false;
-      own_post_ops_ = last && s.resolved.size() > 2;
-      s.residual = -1;
-      for (const ConvChainSpec::PostOp& op : s.spec.ops) {
-        if (op.sum) s.residual = op.residual;
-      }
-      memory::dims wdims = WeightDims(s.group, m, c, kernel);
-      s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
-      s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
-      // Sequences with a depthwise convolution run channel-blocked
-      // throughout (its fastest layout, no reorders between stages); the
-      // others in the layout oneDNN picks (NHWC here).
-      std::vector<memory::format_tag> tags = {memory::format_tag::any};
-      if (has_depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
-      bool planned = false;
-      for (size_t i = 0; i < tags.size() && !planned; ++i) {
-        bool last_tag = i + 1 == tags.size();
-        absl::Status status = Guard("convolution", [&] {
-          dnnl::convolution_forward::desc d =
-              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
-                       memory::data_type::f32, memory::data_type::f32, tags[i]);
-          dnnl::primitive_attr attr;
-          if (!own_post_ops_ || !last) attr.set_post_ops(DnnlPostOps(s.resolved));
-          dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
-          if (!last_tag && IsReference(pd)) return;
-          s.src = pd.src_desc();
-          s.dst = pd.dst_desc();
-          s.wei = pd.weights_desc();
-          s.primitive = dnnl::convolution_forward(pd);
-          s.src_in = s.src != current
-                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
-                         : dnnl::reorder();
-          memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
-          bool sum = s.residual >= 0 && !(own_post_ops_ && last);
-          s.residual_in =
-              sum && s.dst != plain_y
-                  ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
-                  : dnnl::reorder();
-          planned = true;
-        });
-        if (!status.ok()) return false;
-      }
-      if (!planned) return false;
-      current = s.dst;
-      x_shape = s.y_shape;
-    }
-    y_plain_ = PlainDesc(x_shape, memory::data_type::f32);
-    dst_out_ = Guard("reorder", [&] {
-                 dst_out_primitive_ =
-                     current != y_plain_
-                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), y_plain_))
-                         : dnnl::reorder();
-               }).ok();
-    return dst_out_;
-  }
-
-  // The lowest scratch slot not in `busy`.
-  static int FreeSlot(std::initializer_list<int> busy) {
-    for (int slot = 0; slot < kScratchSlots; ++slot) {
-      if (std::find(busy.begin(), busy.end(), slot) == busy.end()) return slot;
-    }
-    return -1;
-  }
-
-  absl::Status Execute(KernelContext& ctx) {
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    const SequenceStage& final_stage = stages_.back();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
-    memory current;
-    int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
-    ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
-      current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
-    }));
-    for (size_t k = 0; k < stages_.size(); ++k) {
-      SequenceStage& s = stages_[k];
-      const bool last = k + 1 == stages_.size();
-      const Tensor *w, *b;
-      if (!Operands(ctx, s, &w, &b)) return absl::InternalError("convolution operands changed");
-      ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
-      int src_slot = current_slot;
-      memory src = current;
-      if (s.src_in) {
-        src_slot = FreeSlot({current_slot});
-        void* buffer = ThreadScratch(src_slot, s.src.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
-        ONNXKIT_RETURN_IF_ERROR(
-            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
-      }
-      // The last stage writes Y directly where its layout is plain.
-      memory dst;
-      int dst_slot = -1;
-      if (last && !dst_out_primitive_) {
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, y_plain_); }));
-      } else {
-        dst_slot = FreeSlot({current_slot, src_slot});
-        void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
-      }
-      if (s.residual >= 0 && !(last && own_post_ops_)) {
-        ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
-        if (r->dtype() != pb::kFloat || r->shape() != s.y_shape)
-          return absl::InternalError("residual changed");
-        if (s.residual_in) {
-          memory r_user;
-          ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] {
-            r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32));
-          }));
-          ONNXKIT_RETURN_IF_ERROR(
-              cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
-        } else {
-          std::memcpy(dst.get_data_handle(), r->raw(), static_cast<size_t>(r->size()) * sizeof(float));
-        }
-      }
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-      if (b != nullptr) {
-        ONNXKIT_RETURN_IF_ERROR(
-            Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
-      }
-      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
-      current = dst;
-      current_slot = dst_slot;
-    }
-    if (dst_out_primitive_) {
-      memory y_user;
-      ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, y_plain_); }));
-      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", dst_out_primitive_,
-                                           {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
-    }
-    if (own_post_ops_) {
-      const Tensor* residual = nullptr;
-      if (final_stage.residual >= 0) {
-        ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
-      }
-      ApplyPostOps(*y, residual, final_stage.resolved);
-    }
-    return absl::OkStatus();
-  }
-
-  std::vector<SequenceStage> stages_;
-  bool built_ = false, supported_ = false;
-  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
-  bool own_post_ops_ = false;  // the last stage's post-ops run after the reorder out
-  memory::desc y_plain_;
-  bool dst_out_ = false;
-  dnnl::reorder dst_out_primitive_;
 };
 
 // --- ConvTranspose ---
@@ -1278,7 +745,7 @@ class AffineChainKernel : public CpuKernel {
     for (int64_t p = 0; p < planes; ++p) {
       size_t c = static_cast<size_t>(p % channels);
       AffineRow(px + p * inner, py + p * inner, inner, scale_[c], shift_[c]);
-      ApplyPostOpsChunk(py + p * inner, nullptr, inner, ops, num_ops);
+      ApplyPostOpsTo(py + p * inner, nullptr, inner, ops, num_ops);
     }
     return absl::OkStatus();
   }
@@ -1340,7 +807,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
   }
   if (stages.size() > 1) {
-    return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
+    return MakeConvSequence(std::move(stages), std::move(fallback));
   }
   const ir::Node& head = chain.head();
   return std::unique_ptr<Kernel>(

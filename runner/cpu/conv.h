@@ -18,9 +18,9 @@ Factory MakeConvTranspose;
 Factory MakeQLinearConv;
 Factory MakeConvInteger;
 // A kernel running `chain` (a float Conv, then a folded BatchNormalization,
-// activations and a residual Add as oneDNN post-ops; see runner/fusion.h)
-// as one convolution; for inputs oneDNN does not cover it runs the chain
-// node by node.
+// activations and a residual Add applied to its result, NaN kept; see
+// runner/fusion.h) as one convolution; for inputs oneDNN does not cover it
+// runs the chain node by node.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info);
 // pool.cc
 Factory MakeMaxPool;

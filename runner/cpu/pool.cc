@@ -16,8 +16,9 @@
 // Falls back to the reference kernel when MaxPool's Indices output is
 // requested, for types other than float32 (and int8/uint8 for MaxPool), when
 // an output window holds no input element (the reference gives -inf/NaN
-// there), and for AveragePool with count_include_pad where ceil_mode added
-// padding (oneDNN would count it in the divisor; ONNX does not).
+// there), for AveragePool with count_include_pad where ceil_mode added
+// padding (oneDNN would count it in the divisor; ONNX does not), and for
+// float inputs holding NaN or -inf on oneDNN's max pooling.
 #include <omp.h>
 
 #include <algorithm>
@@ -45,6 +46,18 @@ using reference::Window;
 using reference::WindowAttrs;
 
 enum class PoolMode { kMax, kAverage };
+
+// True when x holds NaN or -infinity: oneDNN's max pooling skips NaN (the
+// reference keeps the window's first NaN) and may start from the lowest
+// finite float, so such inputs fall back.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool HasNaNOrMinusInf(const float* x,
+                                                                                   int64_t n) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  int found = 0;
+#pragma omp simd reduction(| : found)
+  for (int64_t i = 0; i < n; ++i) found |= !(x[i] > kMinusInf);
+  return found != 0;
+}
 
 // True when every output position of dim d reads at least one input element.
 bool EveryWindowReadsInput(const Window& w, size_t d) {
@@ -356,6 +369,10 @@ class PoolKernel : public CpuKernel {
       dtype_ = x->dtype();
     }
     if (!supported_) return Fallback(ctx);
+    if (!own_ && mode_ == PoolMode::kMax && x->dtype() == pb::kFloat &&
+        HasNaNOrMinusInf(x->data<float>(), x->size())) {
+      return Fallback(ctx);
+    }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), y_shape_));
     if (own_) {
       Pool2dPlanes(pool2d_, mode_, x->dim(0) * x->dim(1), pool2d_.out_h * pool2d_.out_w * taps_,

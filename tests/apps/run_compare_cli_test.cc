@@ -50,6 +50,32 @@ TEST(RunCliTest, RandomInputsSummaryAndJson) {
   }
 }
 
+TEST(RunCliTest, ProfileListsTheOpsInsideSubgraphs) {
+  auto dir = MakeTempDir();
+  fs::path model = dir / "if.onnx";
+  ASSERT_TRUE(io::SaveModel(IfModelWithOuterRefs(), dir, model).ok());
+  for (const char* seed : {"1", "2", "3", "4"}) {  // random conditions: both branches
+    CliResult r = RunCli({"run", model.string(), "--random", "--seed", seed, "--json", "--profile"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("\"If\""));
+    bool body_op = r.out.find("\"Add\"") != std::string::npos || r.out.find("\"Neg\"") != std::string::npos;
+    EXPECT_TRUE(body_op) << r.out;
+  }
+}
+
+TEST(RunCliTest, CpuBackendByDefaultReferenceOnRequest) {
+  auto dir = MakeTempDir();
+  std::string model = WriteModel(dir, "m.onnx", 1);
+  CliResult by_default = RunCli({"run", model, "--random", "--json"});
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_THAT(by_default.out, HasSubstr("\"backend\": \"cpu\""));
+  CliResult reference = RunCli({"run", model, "--random", "--json", "--backend", "reference"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  EXPECT_THAT(reference.out, HasSubstr("\"backend\": \"reference\""));
+  CliResult help = RunCli({"run", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("default) or reference"));
+}
+
 TEST(RunCliTest, SaveOutputsThenCompareAgainstThem) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);

@@ -453,7 +453,8 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
                 {"c1", "c2"});
   }
   {
-    // Three post-ops on an inner stage: the sequence runs node by node.
+    // Three post-ops on an inner stage: applied by the kernel over the
+    // stage's blocked result, the residual reordered to its layout.
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 9, 9})
         .Input("r", pb::kFloat, std::vector<int64_t>{1, 8, 9, 9});
@@ -463,7 +464,20 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
     AddStage(g, "c2", "a3", "y", 8, 8, 1, 1, 1, 74);
     g.Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({1, 4, 9, 9}, 75)}, {"r", RandomFloats({1, 8, 9, 9}, 76)}},
-                {"c1"}, 18, /*node_by_node=*/true);
+                {"c1"});
+  }
+  {
+    // An inner Clip that maps 0 elsewhere, on 12 channels: not over a
+    // layout blocked by 16 (zero padding it would overwrite).
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 12, 9, 9})
+        .Initializer(InitializerFrom("lo", Floats({}, {0.5f})))
+        .Initializer(InitializerFrom("hi", Floats({}, {6.0f})));
+    AddStage(g, "c1", "x", "a", 12, 12, 12, 3, 1, 120);
+    g.Node("Clip", {"a", "lo", "hi"}, {"a1"}, {}, "clip");
+    AddStage(g, "c2", "a1", "y", 12, 12, 12, 3, 1, 122);
+    g.Output("y");
+    ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats({1, 12, 9, 9}, 124)}}, 18, 1e-4, 1e-4);
   }
   {
     // A plain Conv -> Conv pair and a 1-D sequence.

@@ -1,0 +1,144 @@
+// Pieces shared by the cpu convolution kernels (conv.cc) and the Conv
+// sequences (conv_sequence.cc): oneDNN convolution descriptors, per-thread
+// scratch buffers, the description of what a fused chain (runner/fusion.h)
+// applies after a convolution, and the post-op pass, which keeps NaN.
+//
+// Only runner/cpu/*.cc include this header (dnnl.hpp is heavy).
+#ifndef ONNXKIT_RUNNER_CPU_CONV_COMMON_H_
+#define ONNXKIT_RUNNER_CPU_CONV_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/kernel.h"
+#include "runner/reference/nn.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::runner::cpu {
+
+// Each value less one (ONNX dilations to oneDNN's).
+dnnl::memory::dims Minus1(const std::vector<int64_t>& v);
+// The channel-blocked (16) layout of activations of `rank` 3..5.
+dnnl::memory::format_tag Blocked16Tag(int rank);
+// True when oneDNN picked its generic reference implementation.
+bool IsReference(const dnnl::primitive_desc_base& pd);
+// Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
+dnnl::memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::vector<int64_t>& kernel);
+// An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
+// window `win`: source and destination in layout `tag`, weights in the
+// layout oneDNN picks. Throws dnnl::error: call inside Guard.
+dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
+                                         const std::vector<int64_t>& y_shape, const dnnl::memory::dims& wdims,
+                                         const dnnl::memory::desc& bias, const reference::Window& win,
+                                         dnnl::memory::data_type xt, dnnl::memory::data_type wt,
+                                         dnnl::memory::data_type yt, dnnl::memory::format_tag tag);
+
+// A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
+// for activations reordered in and out of a primitive's layout or passed
+// between the convolutions of a sequence. Slots 0 .. kScratchSlots - 1 are
+// distinct buffers; each keeps its largest size across calls, and its
+// contents are only valid until the next call for the same slot. The
+// buffers are tensor buffers: they count against the memory limit. Null when
+// the allocation fails or would pass the limit.
+constexpr int kScratchSlots = 4;
+void* ThreadScratch(int slot, size_t bytes);
+
+// What follows a Conv in a fused chain (runner/fusion.h), as indices into
+// the fused kernel's inputs.
+struct ConvChainSpec {
+  // Per-channel affine nodes folded into the weights and bias, in order: a
+  // BatchNormalization (scale, B, mean and var are inputs input .. input +
+  // 3), or a Mul / Add by a constant (input `input`) that varies only along
+  // the channels.
+  struct LinearOp {
+    enum class Kind { kBatchNorm, kMul, kAdd } kind = Kind::kBatchNorm;
+    int input = -1;
+    double epsilon = 1e-5;
+  };
+  std::vector<LinearOp> linear;
+  struct PostOp {
+    bool sum = false;  // a residual Add (input `residual`), else an activation
+    dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+    float alpha = 0, beta = 0;
+    int lo_input = -1, hi_input = -1;  // Clip's bound inputs (opset 11+)
+    int residual = -1;
+  };
+  std::vector<PostOp> ops;
+};
+
+// A post-op with its parameters read (Clip's bounds) for one plan.
+struct ResolvedPostOp {
+  bool sum = false;
+  dnnl::algorithm alg = dnnl::algorithm::eltwise_relu;
+  float alpha = 0, beta = 0;
+};
+
+// y = ops(y) in order over n floats: relu with slope alpha, clip to
+// [alpha, beta], or + residual (same layout as y). NaN stays NaN, as in the
+// reference kernels.
+void ApplyPostOpsTo(float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops);
+// The same in parallel chunks.
+void ApplyPostOps(float* y, const float* residual, int64_t n, const std::vector<ResolvedPostOp>& ops);
+void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops);
+
+// True when `ops` hold an activation. oneDNN 2.6's jit activations (relu
+// and clip as vmaxps / vminps against the bound) turn NaN into the bound,
+// where ONNX keeps NaN: activations that may meet NaN run in ApplyPostOps.
+bool HasActivation(const std::vector<ResolvedPostOp>& ops);
+// True when every activation of `ops` maps 0 to 0 (so the zero padding of a
+// blocked layout stays zero when ApplyPostOps runs over it).
+bool KeepsZero(const std::vector<ResolvedPostOp>& ops);
+
+// The geometry of a float convolution of X (`x_shape`) by w (and bias b);
+// nullopt when w, b and the group do not fit X or the window is empty (the
+// reference kernel then reports the error).
+struct ConvGeometry {
+  std::vector<int64_t> kernel;  // spatial kernel dims
+  reference::Window window;
+  std::vector<int64_t> y_shape;
+};
+std::optional<ConvGeometry> ResolveConv(const std::vector<int64_t>& x_shape, const Tensor& w, const Tensor* b,
+                                        int64_t group, const reference::WindowAttrs& attrs);
+
+// The per-channel map y = x * scale[o] + shift[o] of the linear nodes of
+// `spec` applied, in order, to a value of rank `rank` with `m` channels
+// (scale and shift come in as the map so far). False when a parameter is not
+// per channel or not float.
+bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int64_t m,
+                   std::vector<double>& scale, std::vector<double>& shift);
+// Folds the linear nodes of `spec` (after a convolution with weights w and
+// bias b, output rank `rank`) into folded_w / folded_b, accumulated in
+// double. False when a parameter is not per channel or not float.
+bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, const Tensor& w, const Tensor* b,
+                    Tensor* folded_w, Tensor* folded_b);
+// Reads the post-ops of `spec` for one plan (Clip's bounds); false when a
+// bound or the residual is not what a fused kernel can take.
+bool ResolveChainPostOps(KernelContext& ctx, const ConvChainSpec& spec, const std::vector<int64_t>& y_shape,
+                         std::vector<ResolvedPostOp>* resolved);
+// The post-ops as oneDNN's. Throws dnnl::error: call inside Guard.
+dnnl::post_ops DnnlPostOps(const std::vector<ResolvedPostOp>& ops);
+
+// One convolution of a sequence: its node's inputs start at `base` of the
+// fused kernel's inputs; the chain nodes after it until the next Conv are
+// its post-ops.
+struct SequenceStage {
+  int base = 0;
+  int node_inputs = 0;
+  int64_t group = 1;
+  reference::WindowAttrs attrs;
+  ConvChainSpec spec;
+};
+
+// conv_sequence.cc: a kernel running several Convs in a row (each taking
+// the previous one's result, after its post-ops, as X) with constant
+// weights; `fallback` runs the chain node by node.
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback);
+
+}  // namespace onnxkit::runner::cpu
+
+#endif  // ONNXKIT_RUNNER_CPU_CONV_COMMON_H_

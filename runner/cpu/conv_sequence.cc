@@ -1,0 +1,429 @@
+// Conv sequences: a chain of several Convs (runner/fusion.h), each taking
+// the previous one's result (after its post-ops) as X, run as one kernel.
+// The values between them stay in the layouts oneDNN picks (channel-blocked
+// or channels-last), so only the first source and the last result are
+// reordered. Weights must be constant. Cases oneDNN does not cover run the
+// chain node by node.
+//
+// NaN: oneDNN's relu and clip post-ops turn NaN into the bound. Each run
+// first bounds every value the sequence will compute from the largest
+// magnitude of X and of the residuals and from the weights (|conv| <=
+// max|x| * max_o sum|w_o| + max|b|, activations and sums composed in
+// order). When the bound stays far below the float range, no value can be
+// NaN or infinite, and the activations run as oneDNN post-ops (the fast
+// plan); otherwise (NaN or infinities in the inputs, or values that could
+// overflow) they run in ApplyPostOps, which keeps NaN (the safe plan, built
+// on first need). The scan reads X and the residuals only, not the larger
+// values inside the sequence.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/conv_common.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+using dnnl::memory;
+using reference::Window;
+
+// The largest |x[i]|, or infinity when x holds NaN or an infinity.
+__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
+  float m = 0;
+  int bad = 0;
+#pragma omp simd reduction(max : m) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) {
+    float a = std::fabs(x[i]);
+    m = a > m ? a : m;
+    bad |= !(a <= FLT_MAX);
+  }
+  return bad != 0 ? std::numeric_limits<double>::infinity() : m;
+}
+
+double MaxAbs(const float* x, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  double m = 0;
+#pragma omp parallel for reduction(max : m) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    m = std::max(m, MaxAbsChunk(x + c * kChunk, std::min(kChunk, n - c * kChunk)));
+  return m;
+}
+
+// Bounds below this keep every partial sum far from the float range (the
+// rounding of a float sum grows it by far less than the factor left).
+constexpr double kSafeBound = FLT_MAX / 16;
+
+// A stage planned for one set of input shapes, in one mode.
+struct StagePlan {
+  std::vector<ResolvedPostOp> resolved;
+  std::vector<int64_t> y_shape;
+  memory::desc src, dst, wei, wei_user, bias;
+  dnnl::primitive primitive;
+  dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
+  int residual = -1;          // input index of a residual (sum post-op)
+  dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
+  // The post-ops run in ApplyPostOps (the last stage's over Y, an inner
+  // stage's over dst, the residual reordered into a scratch buffer of dst's
+  // layout); else they are oneDNN's post-ops.
+  bool own = false;
+  PreparedWeight weight;
+};
+
+struct SequencePlan {
+  bool built = false, supported = false;
+  std::vector<StagePlan> stages;
+  bool own_last = false;  // the last stage's post-ops run after the reorder out
+  memory::desc y_plain;
+  dnnl::reorder dst_out;
+};
+
+// A stage's folded weights and what bounds its result, prepared once.
+struct StageWeights {
+  Tensor folded_w, folded_b;
+  const void* folded_from = nullptr;
+  const void* stats_from = nullptr;
+  double l1 = 0;    // max over output channels of sum |w|
+  double bias = 0;  // max |b|
+};
+
+class ConvSequenceKernel : public CpuKernel {
+ public:
+  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), stages_(std::move(stages)), weights_(stages_.size()) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+      if (!t.ok()) return Fallback(ctx);
+      key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
+                       *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
+    }
+    if (key != key_) {
+      plans_[0] = SequencePlan();
+      plans_[1] = SequencePlan();
+      key_ = std::move(key);
+    }
+    SequencePlan& fast = plans_[0];
+    if (!fast.built) {
+      fast.supported = Build(ctx, /*safe=*/false, fast);
+      fast.built = true;
+    }
+    const bool safe = !fast.supported || !Bounded(ctx, fast);
+    SequencePlan& plan = plans_[safe ? 1 : 0];
+    if (!plan.built) {
+      plan.supported = Build(ctx, /*safe=*/true, plan);
+      plan.built = true;
+    }
+    if (!plan.supported) return Fallback(ctx);
+    return Execute(ctx, plan);
+  }
+
+ private:
+  // The weights and bias of stage k (folded when it has a BatchNormalization).
+  bool Operands(KernelContext& ctx, size_t k, const Tensor** w, const Tensor** b) {
+    const SequenceStage& s = stages_[k];
+    StageWeights& sw = weights_[k];
+    absl::StatusOr<const Tensor*> ws = ctx.Input(s.base + 1);
+    absl::StatusOr<const Tensor*> bs = s.node_inputs > 2 ? ctx.OptionalInput(s.base + 2) : nullptr;
+    if (!ws.ok() || !bs.ok()) return false;
+    *w = *ws;
+    *b = *bs;
+    if ((*w)->dtype() != pb::kFloat || (*w)->size() == 0) return false;
+    if (*b != nullptr && ((*b)->dtype() != pb::kFloat || (*b)->rank() != 1)) return false;
+    if (!s.spec.linear.empty()) {
+      if (sw.folded_from != (*w)->raw() || !sw.folded_w.defined()) {
+        if ((*w)->rank() < 1 || (*w)->dim(0) == 0 ||
+            !FoldLinearInto(ctx, s.spec, (*w)->rank(), **w, *b, &sw.folded_w, &sw.folded_b)) {
+          return false;
+        }
+        sw.folded_from = (*w)->raw();
+      }
+      *w = &sw.folded_w;
+      *b = &sw.folded_b;
+    }
+    return true;
+  }
+
+  // Bounds stage k's result before its post-ops from `in`, the bound of
+  // its source; computes the weight statistics once.
+  double ConvBound(size_t k, const Tensor& w, const Tensor* b, double in) {
+    StageWeights& sw = weights_[k];
+    if (sw.stats_from != w.raw()) {
+      int64_t m = w.dim(0), per_channel = w.size() / m;
+      sw.l1 = 0;
+      for (int64_t o = 0; o < m; ++o) {
+        double sum = 0;
+        for (int64_t i = 0; i < per_channel; ++i) sum += std::fabs(w.data<float>()[o * per_channel + i]);
+        sw.l1 = std::max(sw.l1, sum);
+      }
+      sw.bias = b != nullptr ? MaxAbs(b->data<float>(), b->size()) : 0;
+      if (!std::isfinite(sw.l1)) sw.l1 = std::numeric_limits<double>::infinity();
+      sw.stats_from = w.raw();
+    }
+    return in * sw.l1 + sw.bias;
+  }
+
+  // True when every value the sequence computes stays below kSafeBound in
+  // magnitude (so none is NaN or infinite) for the inputs of `ctx`.
+  bool Bounded(KernelContext& ctx, const SequencePlan& plan) {
+    absl::StatusOr<const Tensor*> x = ctx.Input(0);
+    if (!x.ok()) return false;
+    const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
+    double bound = x_bound;
+    for (size_t k = 0; k < stages_.size() && bound < kSafeBound; ++k) {
+      const Tensor *w, *b;
+      if (!Operands(ctx, k, &w, &b)) return false;
+      bound = ConvBound(k, *w, b, bound);
+      for (const ResolvedPostOp& op : plan.stages[k].resolved) {
+        if (bound >= kSafeBound) return false;
+        if (op.sum) {
+          absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
+          if (!r.ok()) return false;
+          // A residual that is X itself (an identity shortcut) is not read twice.
+          bool is_x = (*r)->raw() == (*x)->raw() && (*r)->size() == (*x)->size();
+          bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
+        } else if (op.alg == dnnl::algorithm::eltwise_relu) {
+          bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
+        } else {  // clip to [alpha, beta]: within the bounds, or the value
+          double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
+          bound = std::isfinite(lo) && std::isfinite(hi)
+                      ? std::max(lo, hi)
+                      : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
+        }
+      }
+    }
+    return bound < kSafeBound;
+  }
+
+  // Plans every stage. `safe`: activations run in ApplyPostOps; else as
+  // oneDNN post-ops, but for stages with three post-ops (oneDNN 2.6's jit
+  // convolutions drop the activation of eltwise + sum + eltwise).
+  bool Build(KernelContext& ctx, bool safe, SequencePlan& plan) {
+    absl::StatusOr<const Tensor*> xs = ctx.Input(0);
+    if (!xs.ok() || (*xs)->dtype() != pb::kFloat || (*xs)->rank() < 3 || (*xs)->rank() > 5 ||
+        (*xs)->size() == 0)
+      return false;
+    std::vector<int64_t> x_shape = (*xs)->shape();
+    const int rank = static_cast<int>(x_shape.size());
+    memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
+    bool has_depthwise = false;
+    {
+      int64_t channels = x_shape[1];
+      for (const SequenceStage& s : stages_) {
+        absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
+        if (!w.ok() || (*w)->rank() < 2) return false;
+        if (s.group > 1 && s.group == channels) has_depthwise = true;
+        channels = (*w)->dim(0);
+      }
+    }
+    plan.stages.assign(stages_.size(), StagePlan());
+    for (size_t k = 0; k < stages_.size(); ++k) {
+      const SequenceStage& stage = stages_[k];
+      StagePlan& s = plan.stages[k];
+      const bool last = k + 1 == stages_.size();
+      const Tensor *w, *b;
+      if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
+      std::optional<ConvGeometry> geometry = ResolveConv(x_shape, *w, b, stage.group, stage.attrs);
+      if (!geometry) return false;
+      int64_t c = x_shape[1], m = w->dim(0);
+      const std::vector<int64_t>& kernel = geometry->kernel;
+      const Window* win = &geometry->window;
+      s.y_shape = geometry->y_shape;
+      if (!ResolveChainPostOps(ctx, stage.spec, s.y_shape, &s.resolved)) return false;
+      s.own = HasActivation(s.resolved) && (safe || s.resolved.size() > 2);
+      plan.own_last = last && s.own;
+      s.residual = -1;
+      for (const ConvChainSpec::PostOp& op : stage.spec.ops) {
+        if (op.sum) s.residual = op.residual;
+      }
+      memory::dims wdims = WeightDims(stage.group, m, c, kernel);
+      s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
+      s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
+      // Sequences with a depthwise convolution run channel-blocked
+      // throughout (its fastest layout, no reorders between stages); the
+      // others in the layout oneDNN picks (NHWC here).
+      std::vector<memory::format_tag> tags = {memory::format_tag::any};
+      if (has_depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
+      bool planned = false;
+      for (size_t i = 0; i < tags.size() && !planned; ++i) {
+        bool last_tag = i + 1 == tags.size();
+        absl::Status status = Guard("convolution", [&] {
+          dnnl::convolution_forward::desc d =
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
+                       memory::data_type::f32, memory::data_type::f32, tags[i]);
+          dnnl::primitive_attr attr;
+          if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
+          dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
+          if (!last_tag && IsReference(pd)) return;
+          // An inner stage's own activations also run over dst's zero padding.
+          int64_t elements = 1;
+          for (int64_t dim : s.y_shape) elements *= dim;
+          if (s.own && !last && !KeepsZero(s.resolved) &&
+              pd.dst_desc().get_size() != static_cast<size_t>(elements) * sizeof(float)) {
+            return;
+          }
+          s.src = pd.src_desc();
+          s.dst = pd.dst_desc();
+          s.wei = pd.weights_desc();
+          s.primitive = dnnl::convolution_forward(pd);
+          s.src_in = s.src != current
+                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
+                         : dnnl::reorder();
+          memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
+          bool reordered = s.residual >= 0 && !(s.own && last);
+          s.residual_in =
+              reordered && s.dst != plain_y
+                  ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
+                  : dnnl::reorder();
+          planned = true;
+        });
+        if (!status.ok()) return false;
+      }
+      if (!planned) return false;
+      current = s.dst;
+      x_shape = s.y_shape;
+    }
+    plan.y_plain = PlainDesc(x_shape, memory::data_type::f32);
+    return Guard("reorder",
+                 [&] {
+                   plan.dst_out = current != plan.y_plain ? dnnl::reorder(dnnl::reorder::primitive_desc(
+                                                                Engine(), current, Engine(), plan.y_plain))
+                                                          : dnnl::reorder();
+                 })
+        .ok();
+  }
+
+  // The lowest scratch slot not in `busy`.
+  static int FreeSlot(std::initializer_list<int> busy) {
+    for (int slot = 0; slot < kScratchSlots; ++slot) {
+      if (std::find(busy.begin(), busy.end(), slot) == busy.end()) return slot;
+    }
+    return -1;
+  }
+
+  // The residual of stage s (of `plan`'s stage k) before its primitive
+  // runs: into dst for oneDNN's sum, or, for an inner stage's own post-ops,
+  // returned in dst's layout (a scratch slot not in `busy` where reordered).
+  absl::StatusOr<const float*> StageResidual(KernelContext& ctx, StagePlan& s, bool last, const memory& dst,
+                                             std::initializer_list<int> busy) {
+    if (s.residual < 0 || (last && s.own)) return nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
+    if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
+    memory r_user;
+    ONNXKIT_RETURN_IF_ERROR(Guard(
+        "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
+    if (s.own && !s.residual_in) return r->data<float>();
+    if (s.own) {
+      void* buffer = ThreadScratch(FreeSlot(busy), s.dst.get_size());
+      if (buffer == nullptr)
+        return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+      memory r_own;
+      ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] { r_own = memory(s.dst, Engine(), buffer); }));
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
+      return static_cast<const float*>(buffer);
+    }
+    if (s.residual_in) {
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+    } else {
+      std::memcpy(dst.get_data_handle(), r->raw(), static_cast<size_t>(r->size()) * sizeof(float));
+    }
+    return nullptr;
+  }
+
+  absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    const StagePlan& final_stage = plan.stages.back();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
+    memory current;
+    int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
+    ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
+      current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
+    }));
+    for (size_t k = 0; k < plan.stages.size(); ++k) {
+      StagePlan& s = plan.stages[k];
+      const bool last = k + 1 == plan.stages.size();
+      const Tensor *w, *b;
+      if (!Operands(ctx, k, &w, &b)) return absl::InternalError("convolution operands changed");
+      ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
+      int src_slot = current_slot;
+      memory src = current;
+      if (s.src_in) {
+        src_slot = FreeSlot({current_slot});
+        void* buffer = ThreadScratch(src_slot, s.src.get_size());
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
+        ONNXKIT_RETURN_IF_ERROR(
+            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
+      }
+      // The last stage writes Y directly where its layout is plain.
+      memory dst;
+      int dst_slot = -1;
+      if (last && !plan.dst_out) {
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
+      } else {
+        dst_slot = FreeSlot({current_slot, src_slot});
+        void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
+        if (buffer == nullptr)
+          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(const float* residual,
+                               StageResidual(ctx, s, last, dst, {current_slot, src_slot, dst_slot}));
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+      if (b != nullptr) {
+        ONNXKIT_RETURN_IF_ERROR(
+            Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
+      }
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
+      if (s.own && !last) {
+        ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
+                     static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
+      }
+      current = dst;
+      current_slot = dst_slot;
+    }
+    if (plan.dst_out) {
+      memory y_user;
+      ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, plan.y_plain); }));
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
+                                           {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
+    }
+    if (plan.own_last) {
+      const Tensor* residual = nullptr;
+      if (final_stage.residual >= 0) {
+        ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
+      }
+      ApplyPostOps(*y, residual, final_stage.resolved);
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<SequenceStage> stages_;
+  std::vector<StageWeights> weights_;
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
+  SequencePlan plans_[2];  // fast, safe
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
+                                         std::unique_ptr<Kernel> fallback) {
+  return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
+}
+
+}  // namespace onnxkit::runner::cpu

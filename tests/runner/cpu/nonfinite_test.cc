@@ -1,0 +1,404 @@
+// NaN and infinities through the cpu backend: planted before every chain
+// the cpu backend fuses (runner/fusion.h: Conv with folded affine nodes,
+// activations and residuals on each convolution path; Conv sequences;
+// BatchNormalization affine chains) and before its other kernels whose
+// oneDNN or vector code compares values (activations, pooling, Max / Min,
+// reductions, softmax). The outputs must be non-finite exactly where the
+// reference backend's are: NaN where it has NaN, the same infinity where it
+// has one; the finite elements agree as usual.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// `t` with NaN, +inf and -inf planted at a few positions spread over the
+// tensor (first and last elements included): which ones by `kinds`, a
+// subset of "n+-".
+runner::Tensor Plant(runner::Tensor t, const std::string& kinds, uint32_t seed) {
+  float* p = t.mutable_data<float>();
+  const int64_t n = t.size();
+  std::vector<float> values;
+  for (char k : kinds) values.push_back(k == 'n' ? kNaN : k == '+' ? kInf : -kInf);
+  if (values.empty() || n == 0) return t;
+  const int64_t positions[] = {0, n - 1, n / 2, n / 3 + seed % 7, (n * 2) / 3 + seed % 5, n / 7 + 1};
+  size_t k = seed % values.size();
+  for (int64_t i : positions) {
+    if (i >= 0 && i < n) p[i] = values[k++ % values.size()];
+  }
+  return t;
+}
+
+// Runs `graph` on both backends and expects the same non-finite elements,
+// bit for bit for infinities and as NaN for NaN (IEEE leaves the sign and
+// payload of a propagated NaN open), and the finite ones close. With
+// `planted_nan`, also expects a non-finite output element (a NaN always
+// reaches the outputs; an infinity a Clip may bound).
+void ExpectSameNonFinite(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset, bool planted_nan) {
+  auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, opset);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, opset);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(ref->size(), cpu->size());
+  int64_t non_finite = 0;
+  for (size_t o = 0; o < ref->size(); ++o) {
+    const runner::Tensor& e = (*ref)[o].tensor();
+    const runner::Tensor& a = (*cpu)[o].tensor();
+    ASSERT_EQ(e.dtype(), pb::kFloat);
+    ASSERT_EQ(e.shape(), a.shape());
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < e.size(); ++i) {
+      float x = e.data<float>()[i], y = a.data<float>()[i];
+      if (std::isfinite(x) && std::isfinite(y)) continue;
+      ++non_finite;
+      bool same = std::isnan(x) ? std::isnan(y) : std::memcmp(&x, &y, sizeof(float)) == 0;
+      if (!same && wrong++ == 0) first = i;
+    }
+    EXPECT_EQ(wrong, 0) << "output " << o << ": " << wrong << " non-finite elements differ; first at "
+                        << first << ": reference " << e.data<float>()[first] << ", cpu "
+                        << a.data<float>()[first];
+    ExpectTensorsClose(e, a, 1e-4, 1e-4, "output " + std::to_string(o));
+  }
+  if (planted_nan) EXPECT_GT(non_finite, 0) << "nothing non-finite reached the outputs";
+}
+
+bool HasNaN(const std::string& kinds) { return kinds.find('n') != std::string::npos; }
+
+struct ConvCase {
+  std::string name;
+  int64_t c, m, group, k, hw;
+};
+
+// The convolution paths of the cpu backend (see runner/cpu/conv.cc).
+const ConvCase kCases[] = {
+    {"pointwise", 8, 16, 1, 1, 12},  // plain layout
+    {"depthwise", 16, 16, 16, 3, 9},
+    {"spatial", 5, 16, 1, 3, 7},
+    {"small_pointwise", 16, 16, 1, 1, 5},
+};
+
+void AddConv(GraphBuilder& g, const ConvCase& cc, const std::string& in, const std::string& out,
+             const std::string& name, uint32_t seed) {
+  g.Initializer(InitializerFrom(name + "_w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, seed)))
+      .Initializer(InitializerFrom(name + "_b", RandomFloats({cc.m}, seed + 1)));
+  int64_t p = cc.k / 2;
+  g.Node("Conv", {in, name + "_w", name + "_b"}, {out},
+         {AttrInt("group", cc.group), AttrInts("pads", {p, p, p, p})}, name);
+}
+
+void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out, int64_t m, uint32_t seed) {
+  g.Initializer(InitializerFrom(out + "_scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
+      .Initializer(InitializerFrom(out + "_shift", RandomFloats({m}, seed + 1)))
+      .Initializer(InitializerFrom(out + "_mean", RandomFloats({m}, seed + 2)))
+      .Initializer(InitializerFrom(out + "_var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
+      .Node("BatchNormalization", {in, out + "_scale", out + "_shift", out + "_mean", out + "_var"}, {out},
+            {}, out);
+}
+
+// What follows the Conv in a chain: each adds nodes from "conv" to "y"
+// (a residual input "r" where it takes one).
+struct Tail {
+  std::string name;
+  void (*add)(GraphBuilder& g, int64_t m);
+  bool residual = false;
+  int64_t opset = 18;
+};
+
+const Tail kTails[] = {
+    {"relu", [](GraphBuilder& g, int64_t) { g.Node("Relu", {"conv"}, {"y"}, {}, "relu"); }},
+    {"leaky_relu", [](GraphBuilder& g,
+                      int64_t) { g.Node("LeakyRelu", {"conv"}, {"y"}, {AttrFloat("alpha", 0.1f)}, "act"); }},
+    {"clip_inputs",
+     [](GraphBuilder& g, int64_t) {
+       g.Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
+           .Initializer(InitializerFrom("hi", Floats({}, {6.0f})))
+           .Node("Clip", {"conv", "lo", "hi"}, {"y"}, {}, "clip");
+     }},
+    {"clip_open",
+     [](GraphBuilder& g, int64_t) {
+       g.Initializer(InitializerFrom("hi", Floats({}, {0.5f})))
+           .Node("Clip", {"conv", "", "hi"}, {"y"}, {}, "clip");
+     }},
+    {"clip_attributes",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Clip", {"conv"}, {"y"}, {AttrFloat("min", -0.5f), AttrFloat("max", 0.5f)}, "clip");
+     },
+     false, 10},
+    {"batchnorm_relu",
+     [](GraphBuilder& g, int64_t m) {
+       AddBatchNorm(g, "conv", "n", m, 30);
+       g.Node("Relu", {"n"}, {"y"}, {}, "relu");
+     }},
+    {"mul_add_relu",
+     [](GraphBuilder& g, int64_t m) {
+       g.Initializer(InitializerFrom("s", RandomFloats({m, 1, 1}, 40, 0.5f, 2.0f)))
+           .Initializer(InitializerFrom("t", RandomFloats({1, m, 1, 1}, 41)))
+           .Node("Mul", {"conv", "s"}, {"a"}, {}, "mul")
+           .Node("Add", {"t", "a"}, {"b"}, {}, "add")
+           .Node("Relu", {"b"}, {"y"}, {}, "relu");
+     }},
+    {"add_relu",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"a"}, {}, "add").Node("Relu", {"a"}, {"y"}, {}, "relu");
+     },
+     true},
+    {"relu_add",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Relu", {"conv"}, {"a"}, {}, "relu").Node("Add", {"r", "a"}, {"y"}, {}, "add");
+     },
+     true},
+    {"relu_sum_clip",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Relu", {"conv"}, {"a"}, {}, "relu")
+           .Node("Sum", {"a", "r"}, {"b"}, {}, "sum")
+           .Node("Clip", {"b"}, {"y"}, {AttrFloat("min", -1.0f), AttrFloat("max", 1.0f)}, "clip");
+     },
+     true, 10},
+    {"add",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
+     },
+     true},
+};
+
+TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
+  uint32_t seed = 1;
+  for (const ConvCase& cc : kCases) {
+    for (const Tail& tail : kTails) {
+      // Planted in the Conv's input, and (chains with a residual) in the residual.
+      for (const char* where : {"x", "r"}) {
+        if (std::string(where) == "r" && !tail.residual) continue;
+        for (const char* kinds : {"n", "+-", "n+-"}) {
+          SCOPED_TRACE(cc.name + " " + tail.name + " into " + where + " " + kinds);
+          GraphBuilder g("g");
+          std::vector<int64_t> x_shape = {1, cc.c, cc.hw, cc.hw}, y_shape = {1, cc.m, cc.hw, cc.hw};
+          g.Input("x", pb::kFloat, x_shape);
+          AddConv(g, cc, "x", "conv", "conv", seed);
+          Feeds feeds;
+          runner::Tensor x = RandomFloats(x_shape, seed + 2);
+          feeds.emplace_back("x", std::string(where) == "x" ? Plant(x, kinds, seed) : x);
+          if (tail.residual) {
+            g.Input("r", pb::kFloat, y_shape);
+            runner::Tensor r = RandomFloats(y_shape, seed + 3, -2, 2);
+            feeds.emplace_back("r", std::string(where) == "r" ? Plant(r, kinds, seed) : r);
+          }
+          tail.add(g, cc.m);
+          g.Output("y");
+          ExpectSameNonFinite(g.Build(), feeds, tail.opset, HasNaN(kinds));
+          ++seed;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuNonFiniteTest, NanPlantedMidNetworkReachesTheOutput) {
+  // Sqrt of a negative value, times zero, added to a Conv output before its
+  // Relu: the fused Conv + Add + Relu must keep the NaN.
+  for (const ConvCase& cc : kCases) {
+    SCOPED_TRACE(cc.name);
+    GraphBuilder g("g");
+    std::vector<int64_t> x_shape = {1, cc.c, cc.hw, cc.hw};
+    g.Input("x", pb::kFloat, x_shape)
+        .Input("p", pb::kFloat, std::vector<int64_t>{1, cc.m, cc.hw, cc.hw})
+        .Initializer(InitializerFrom("zero", Floats({}, {0.0f})));
+    AddConv(g, cc, "x", "conv", "conv", 7);
+    g.Node("Sqrt", {"p"}, {"sq"}, {}, "sqrt")
+        .Node("Mul", {"sq", "zero"}, {"planted"}, {}, "mul")
+        .Node("Add", {"conv", "planted"}, {"a"}, {}, "add")
+        .Node("Relu", {"a"}, {"y"}, {}, "relu")
+        .Output("y");
+    // p in [0, 1) but for one negative element.
+    runner::Tensor p = RandomFloats({1, cc.m, cc.hw, cc.hw}, 8, 0.0f, 1.0f);
+    p.mutable_data<float>()[p.size() / 2] = -1.0f;
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats(x_shape, 9)}, {"p", p}}, 18, true);
+  }
+}
+
+// Conv sequences (several Convs run as one kernel, the values between them
+// in oneDNN's layouts): an inverted residual block with Clip activations, a
+// Conv -> BatchNormalization -> Relu -> Conv pair, and a residual taken by
+// an inner stage; channel counts that do not fill 16-channel blocks.
+TEST(CpuNonFiniteTest, IntoConvSequences) {
+  for (int64_t c : {8, 12}) {
+    for (const char* kinds : {"n", "+-"}) {
+      for (bool into_residual : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "c " << c << " " << kinds << (into_residual ? " residual" : ""));
+        const int64_t hw = 9;
+        GraphBuilder g("g");
+        g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+            .Input("r", pb::kFloat, std::vector<int64_t>{1, 4 * c, hw, hw})
+            .Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
+            .Initializer(InitializerFrom("hi", Floats({}, {6.0f})));
+        AddConv(g, {"", c, 4 * c, 1, 1, hw}, "x", "e", "expand", 50);
+        g.Node("Clip", {"e", "lo", "hi"}, {"e6"}, {}, "clip1");
+        AddConv(g, {"", 4 * c, 4 * c, 4 * c, 3, hw}, "e6", "d", "dw", 52);
+        g.Node("Add", {"d", "r"}, {"dr"}, {}, "add_inner").Node("Relu", {"dr"}, {"d6"}, {}, "relu1");
+        AddConv(g, {"", 4 * c, c, 1, 1, hw}, "d6", "p", "project", 54);
+        AddBatchNorm(g, "p", "pn", c, 56);
+        g.Node("Relu", {"pn"}, {"pr"}, {}, "relu2");
+        AddConv(g, {"", c, c, 1, 3, hw}, "pr", "y", "last", 58);
+        g.Output("y");
+        runner::Tensor x = RandomFloats({1, c, hw, hw}, 60);
+        runner::Tensor r = RandomFloats({1, 4 * c, hw, hw}, 61);
+        ExpectSameNonFinite(
+            g.Build(),
+            {{"x", into_residual ? x : Plant(x, kinds, 3)}, {"r", into_residual ? Plant(r, kinds, 4) : r}},
+            18, HasNaN(kinds));
+      }
+    }
+  }
+}
+
+TEST(CpuNonFiniteTest, OverflowInsideAConvSequence) {
+  // Finite inputs near the top of the float range: the first Conv (positive
+  // weights) overflows to +inf everywhere, the second (weights of both
+  // signs) sums infinities of both signs into NaN, which its Relu must keep.
+  for (int64_t c : {8, 16}) {
+    SCOPED_TRACE(c);
+    const int64_t hw = 6;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+        .Initializer(InitializerFrom("w1", RandomFloats({c, c, 1, 1}, 70, 0.5f, 1.0f)))
+        .Initializer(InitializerFrom("w2", RandomFloats({c, c, 3, 3}, 71)))
+        .Node("Conv", {"x", "w1"}, {"a"}, {}, "first")
+        .Node("Relu", {"a"}, {"a1"}, {}, "relu1")
+        .Node("Conv", {"a1", "w2"}, {"b"}, {AttrInts("pads", {1, 1, 1, 1})}, "second")
+        .Node("Relu", {"b"}, {"y"}, {}, "relu2")
+        .Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, c, hw, hw}, 72, 1e38f, 2e38f)}}, 18,
+                        /*planted_nan=*/true);
+  }
+}
+
+TEST(CpuNonFiniteTest, IntoBatchNormAffineChains) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 6, 5, 7}, {3, 6}, {1, 6, 40, 40}}) {
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << shape.size() << " " << kinds);
+      std::vector<int64_t> channel_shape(shape.size() - 1, 1);
+      channel_shape[0] = 6;
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, shape);
+      AddBatchNorm(g, "x", "n", 6, 90);
+      g.Initializer(InitializerFrom("s", RandomFloats(channel_shape, 91, 0.5f, 2.0f)))
+          .Initializer(InitializerFrom("t", RandomFloats(channel_shape, 92)))
+          .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
+          .Node("Add", {"t", "a"}, {"c"}, {}, "add")
+          .Node("Relu", {"c"}, {"y"}, {}, "relu")
+          .Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats(shape, 93, -3, 3), kinds, 5)}}, 18,
+                          HasNaN(kinds));
+    }
+  }
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 3, 3});
+  AddBatchNorm(g, "x", "n", 4, 94);
+  g.Node("Clip", {"n"}, {"y"}, {AttrFloat("min", -0.5f), AttrFloat("max", 0.5f)}, "clip").Output("y");
+  ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 4, 3, 3}, 95, -3, 3), "n+-", 6)}}, 10, true);
+}
+
+// The cpu kernels that are not fused but compare values.
+struct SingleOp {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;  // one per input
+  std::vector<pb::AttributeProto> attributes;
+  int64_t opset = 18;
+};
+
+TEST(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
+  const std::vector<SingleOp> ops = {
+      {"Relu", {{2, 3, 50}}, {}},
+      {"LeakyRelu", {{2, 3, 50}}, {AttrFloat("alpha", 0.1f)}},
+      {"Clip", {{2, 3, 50}}, {}},
+      {"Exp", {{2, 3, 50}}, {}},
+      {"Sigmoid", {{2, 3, 50}}, {}},
+      {"Tanh", {{2, 3, 50}}, {}},
+      {"Erf", {{2, 3, 50}}, {}},
+      {"Gelu", {{2, 3, 50}}, {}, 20},
+      {"HardSwish", {{2, 3, 50}}, {}},
+      {"Max", {{2, 3, 50}, {2, 3, 50}}, {}},
+      {"Min", {{2, 3, 50}, {3, 1}}, {}},
+      {"Add", {{2, 3, 50}, {2, 3, 50}}, {}},
+      {"Sum", {{2, 3, 50}, {2, 3, 50}}, {}},
+      {"MaxPool", {{1, 3, 9, 9}}, {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})}},
+      {"MaxPool", {{1, 3, 40, 40}}, {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}},
+      {"MaxPool", {{1, 3, 30}}, {AttrInts("kernel_shape", {3}), AttrInts("strides", {2})}},
+      {"MaxPool", {{1, 2, 6, 6, 6}}, {AttrInts("kernel_shape", {2, 2, 2})}},
+      {"AveragePool", {{1, 3, 9, 9}}, {AttrInts("kernel_shape", {3, 3})}},
+      {"AveragePool", {{1, 3, 30}}, {AttrInts("kernel_shape", {3})}},
+      {"GlobalMaxPool", {{1, 3, 9, 9}}, {}},
+      {"GlobalAveragePool", {{1, 3, 9, 9}}, {}},
+      {"ReduceMax", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"ReduceMin", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"ReduceSum", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"Softmax", {{4, 30}}, {}},
+      {"LogSoftmax", {{4, 30}}, {}},
+      {"BatchNormalization", {{1, 3, 9, 9}, {3}, {3}, {3}, {3}}, {}},
+      {"MatMul", {{6, 20}, {20, 7}}, {}},
+      {"Gemm", {{6, 20}, {7, 20}, {7}}, {AttrInt("transB", 1)}},
+      {"Elu", {{2, 3, 50}}, {}},
+      {"Sqrt", {{2, 3, 50}}, {}},
+      {"Abs", {{2, 3, 50}}, {}},
+      {"Neg", {{2, 3, 50}}, {}},
+      {"Reciprocal", {{2, 3, 50}}, {}},
+      {"Round", {{2, 3, 50}}, {}},
+      {"Mul", {{2, 3, 50}, {3, 1}}, {}},
+      {"Div", {{2, 3, 50}, {2, 3, 50}}, {}},
+      {"LayerNormalization", {{4, 30}, {30}, {30}}, {}},
+      {"LRN", {{1, 6, 5, 5}}, {AttrInt("size", 3)}},
+      {"ReduceMean", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"ReduceL2", {{3, 40, 5}}, {AttrInts("axes", {1})}, 11},
+      {"Transpose", {{3, 40, 5}}, {AttrInts("perm", {2, 0, 1})}},
+      {"Concat", {{3, 4}, {3, 5}}, {AttrInt("axis", 1)}},
+  };
+  uint32_t seed = 100;
+  for (const SingleOp& op : ops) {
+    for (const char* kinds : {"n", "+", "-", "n+-"}) {
+      SCOPED_TRACE(op.op + " rank " + std::to_string(op.shapes[0].size()) + " " + kinds);
+      GraphBuilder g("g");
+      Feeds feeds;
+      std::vector<std::string> inputs;
+      for (size_t i = 0; i < op.shapes.size(); ++i) {
+        std::string name = "x" + std::to_string(i);
+        g.Input(name, pb::kFloat, op.shapes[i]);
+        inputs.push_back(name);
+        // BatchNormalization's variance stays positive; planted only in X.
+        runner::Tensor t = RandomFloats(op.shapes[i], seed++, i == 4 ? 0.5f : -2.f, 2.f);
+        feeds.emplace_back(name, i == 0 ? Plant(t, kinds, seed) : t);
+      }
+      g.Node(op.op, inputs, {"y"}, op.attributes, "op").Output("y");
+      ExpectSameNonFinite(g.Build(), feeds, op.opset, HasNaN(kinds));
+    }
+  }
+}
+
+TEST(CpuNonFiniteTest, IntoResize) {
+  for (const char* mode : {"nearest", "linear"}) {
+    for (const char* kinds : {"n", "+", "n+-"}) {
+      SCOPED_TRACE(std::string(mode) + " " + kinds);
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 2, 6, 6})
+          .Initializer(InitializerFrom("roi", Floats({0}, {})))
+          .Initializer(InitializerFrom("scales", Floats({4}, {1, 1, 2, 2})))
+          .Node("Resize", {"x", "roi", "scales"}, {"y"}, {AttrString("mode", mode)}, "resize")
+          .Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 2, 6, 6}, 130), kinds, 7)}}, 18,
+                          HasNaN(kinds));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
