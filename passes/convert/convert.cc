@@ -66,18 +66,18 @@ int64_t IrVersionForOpset(int64_t opset) {
 }
 
 absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options) {
-  const int64_t to = options.target_opset;
-  if (to < kMinTargetOpset || to > kMaxTargetOpset) {
-    return absl::InvalidArgumentError(absl::StrCat("--opset ", to, " is outside ", kMinTargetOpset, "..",
-                                                   kMaxTargetOpset));
+  if (options.target_opset != 0 && (options.target_opset < kMinTargetOpset || options.target_opset > kMaxTargetOpset)) {
+    return absl::InvalidArgumentError(absl::StrCat("--opset ", options.target_opset, " is outside ", kMinTargetOpset,
+                                                   "..", kMaxTargetOpset));
   }
   ConvertResult result;
-  result.target_opset = to;
   result.ir_before = loaded.proto.ir_version;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, ir::FromProto(loaded.proto));
   std::optional<int64_t> from = model->OpsetVersion("");
   if (!from) return absl::InvalidArgumentError("the model imports no ai.onnx opset");
   result.source_opset = *from;
+  const int64_t to = options.target_opset != 0 ? options.target_opset : *from;
+  result.target_opset = to;
 
   std::unique_ptr<io::ExternalDataResolver> resolver;
   if (!loaded.base_dir.empty()) resolver = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
@@ -87,9 +87,11 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   std::set<std::string> foreign;
   WalkStats stats{&result.blockers, &result.steps, &foreign};
   for (const pb::FunctionProto& f : model->functions()) stats.local_functions.insert(absl::StrCat(f.domain, "::", f.name));
-  ConvertContext ctx(*from, &states, resolver.get());
-  ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", *from, to, ctx, stats));
-  ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, to, resolver.get(), stats));
+  if (to != *from) {
+    ConvertContext ctx(*from, &states, resolver.get());
+    ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", *from, to, ctx, stats));
+    ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, to, resolver.get(), stats));
+  }
   result.nodes_converted = stats.nodes;
   for (const std::string& op : foreign) {
     result.warnings.push_back(absl::StrCat("op ", op, " is not ai.onnx: kept as it is"));
@@ -99,11 +101,28 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   // target opset needs (older runtimes refuse newer IR versions).
   int64_t needed = IrVersionForOpset(to);
   if (to >= *from) needed = std::max(needed, result.ir_before);
+  if (to == *from) needed = result.ir_before;
+  // bfloat16 tensors need IR 4.
+  if (options.precision && options.precision->target == pb::kBfloat16) needed = std::max<int64_t>(needed, 4);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(*model));
-  if (!result.blockers.empty() || options.dry_run) return result;
+  if (!result.blockers.empty()) return result;
+  if (options.precision) {
+    infer::Engine after(*model);
+    after.Run();
+    result.precision.emplace();
+    ONNXKIT_RETURN_IF_ERROR(ConvertPrecision(*model, to, *options.precision, after.States(), resolver.get(),
+                                             &*result.precision));
+    for (const std::string& w : result.precision->warnings) result.warnings.push_back(w);
+  }
+  if (options.dry_run) return result;
   result.model = ir::ToProto(std::move(model));
+  if (options.inline_external_data) {
+    ONNXKIT_ASSIGN_OR_RETURN(InlineReport inlined,
+                             InlineExternalData(result.model, resolver.get(), options.max_inline_bytes));
+    result.inlined = inlined;
+  }
   if (!options.verify) return result;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier, Verifier::Create(loaded, options.verify_options));
   result.verify_inputs = verifier->input_description();
