@@ -80,6 +80,7 @@ class Converter {
  private:
   void CollectFacts(ir::Graph& g);
   void DecideNode(ir::Node* node);
+  void PruneIslands();
   bool IsFloat32(const ir::Value* v) const {
     auto it = facts_.find(v);
     return it != facts_.end() && it->second.tensor && it->second.elem == pb::kFloat;
@@ -240,6 +241,71 @@ void Converter::Wants(const ir::Value* v, bool* target, bool* f32) const {
   }
 }
 
+// Ops that only move or select data: reading a constant, they compute nothing
+// that a float32 reader would not have to cast back.
+bool MovesData(const std::string& op) {
+  static constexpr std::string_view kOps[] = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                              "Transpose", "Expand", "Tile", "Concat", "Split", "Slice"};
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
+
+// Groups of converted nodes joined by target-typed values; a group that
+// computes on no constant (MovesData aside) and touches no graph input or
+// output of the main graph (nor a retargeted Cast) sits between float32
+// nodes: converting it would only add Casts and round its values, so it
+// stays float32.
+void Converter::PruneIslands() {
+  std::vector<ir::Node*> members;
+  absl::flat_hash_map<const ir::Node*, size_t> index;
+  for (ir::Node* n : nodes_) {
+    const Decision& d = decisions_[n];
+    if (d.convert && !d.constant) {
+      index[n] = members.size();
+      members.push_back(n);
+    }
+  }
+  std::vector<size_t> parent(members.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  auto find = [&](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  std::vector<bool> anchored(members.size(), false);
+  const ir::Graph& main = model_.graph();
+  auto main_io = [&](const ir::Value* v) {
+    if (v->graph() == &main && v->kind() == ir::ValueKind::kGraphInput) return true;
+    auto it = output_of_.find(v);
+    return it != output_of_.end() && std::find(it->second.begin(), it->second.end(), &main) != it->second.end();
+  };
+  for (size_t i = 0; i < members.size(); ++i) {
+    ir::Node* n = members[i];
+    const Decision& d = decisions_[n];
+    if (d.pending_cast) anchored[i] = true;
+    for (const ir::Value* out : n->outputs()) anchored[i] = anchored[i] || (converted_.contains(out) && main_io(out));
+    for (int k = 0; k < n->num_inputs(); ++k) {
+      const ir::Value* v = n->input(k);
+      if (v == nullptr || !IsFloat32(v) || d.pending_cast) continue;
+      SlotRole role = d.plan.inputs[static_cast<size_t>(k)];
+      if (role != SlotRole::kTarget && role != SlotRole::kEither) continue;
+      if (role == SlotRole::kTarget && (main_io(v) || (IsConstantSource(v) && !MovesData(n->op_type())))) {
+        anchored[i] = true;
+      }
+      ir::Node* p = v->producer();
+      if (p != nullptr && converted_.contains(v) && index.contains(p)) parent[find(index[p])] = find(i);
+    }
+  }
+  std::vector<bool> keep_group(members.size(), false);
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (anchored[i]) keep_group[find(i)] = true;
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (keep_group[find(i)]) continue;
+    ir::Node* n = members[i];
+    for (const ir::Value* out : n->outputs()) converted_.erase(out);
+    Keep(n, "no weights, between float32 nodes: converting would only add Casts");
+  }
+}
+
 absl::Status Converter::Run() {
   if (o_.target != pb::kFloat16 && o_.target != pb::kBfloat16) {
     return absl::InvalidArgumentError("precision target must be float16 or bfloat16");
@@ -269,13 +335,16 @@ absl::Status Converter::Run() {
       continue;
     }
     if (d.constant) continue;
-    bool any = false;
     for (int j = 0; j < n->num_outputs(); ++j) {
-      if (d.plan.outputs[static_cast<size_t>(j)]) {
-        converted_.insert(n->output(j));
-        any = true;
-      }
+      if (d.plan.outputs[static_cast<size_t>(j)]) converted_.insert(n->output(j));
     }
+  }
+  PruneIslands();
+  for (ir::Node* n : nodes_) {
+    const Decision& d = decisions_[n];
+    if (!d.convert || d.constant || d.pending_cast) continue;
+    bool any = false;
+    for (int j = 0; j < n->num_outputs(); ++j) any |= d.plan.outputs[static_cast<size_t>(j)];
     for (SlotRole r : d.plan.inputs) any |= r == SlotRole::kTarget;
     if (any) ++report_->nodes_converted;
   }

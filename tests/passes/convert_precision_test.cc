@@ -294,6 +294,29 @@ TEST(ConvertPrecisionTest, ModelsWithoutFloat32AreLeftAlone) {
   EXPECT_EQ(e.precision->nodes_converted, 0);
 }
 
+TEST(ConvertPrecisionTest, WeightlessIslandsBetweenKeptNodesStayFloat32) {
+  // bfloat16 at opset 17: Conv has no bfloat16, Relu does. Converting the
+  // Relu between two Convs, or the Identity of a weight, would only add Casts.
+  pb::TensorProto w = RawFloatTensor("w", {1, 1, 1, 1}, 0.5f);
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{1, 1, 2, 2}})
+                                        .Initializer(w)
+                                        .Node("Identity", {"w"}, {"w2"})
+                                        .Node("Conv", {"x", "w"}, {"a"})
+                                        .Node("Relu", {"a"}, {"b"})
+                                        .Node("Conv", {"b", "w2"}, {"y"})
+                                        .Output("y", pb::kFloat, {{1, 1, 2, 2}})
+                                        .Build(),
+                                    17);
+  ConvertResult r = Precision(m, {.target = pb::kBfloat16});
+  EXPECT_EQ(OpCount(r.model, "Cast"), 0);
+  EXPECT_EQ(r.precision->kept.at("no weights, between float32 nodes: converting would only add Casts"), 2);
+  // At opset 22 Conv takes bfloat16 and everything converts.
+  ConvertResult now = Precision(m, {.target = pb::kBfloat16, .opset = 22});
+  EXPECT_EQ(now.precision->nodes_converted, 4);
+  EXPECT_EQ(OpCount(now.model, "Cast"), 2);
+}
+
 TEST(ConvertPrecisionTest, OpsetAndPrecisionTogether) {
   ConvertResult r = Precision(MatMulRelu(), {.opset = 21});
   EXPECT_EQ(r.target_opset, 21);
