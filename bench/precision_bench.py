@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """`onnxkit convert --float16 / --bfloat16`, judged by ONNX Runtime 1.30.
 
-For each model: onnxkit converts it (float16, then bfloat16; --no-verify so
-that the ORT judgement below is independent of onnxkit's own reference
-backend), ORT runs the float32 original and the converted model on the same
-seeded inputs (bench/ort_outputs.js, CPU, 1 thread), and the table gives per
-model and precision: converted ok, ORT runs it, the output SQNR against
-float32 in dB (the worst output; goal >= 40 dB for float16), and the file
-size ratio (converted / original, goal about 0.5).
+For each model and variant (float16; bfloat16 at the model's opset;
+bfloat16 with --opset 22, where Conv and pooling take bfloat16): onnxkit
+converts it (--no-verify, so that both judgements below see every result),
+ORT runs the float32 original and the converted model on the same seeded
+inputs (bench/ort_outputs.js, CPU, 1 thread), and `onnxkit compare` runs
+both on the reference backend (which computes float16 and bfloat16 ops in
+their own precision, where ORT's CPU provider computes float16 ops it lacks
+kernels for in float32). The table gives per model and variant: converted
+ok, nodes converted / kept / Casts inserted, the file size ratio (converted /
+original, goal about 0.5), ORT runs it, the worst output SQNR against
+float32 in dB under ORT and under the reference backend (goal >= 40 dB for
+float16).
 
   ORT_NODE=<onnxruntime-node folder> /usr/bin/python3 bench/precision_bench.py
       [--models resnet50,mobilenet_v2,bert_mini,bert_base,light] [--json-out F]
@@ -73,11 +78,36 @@ def sqnr_db(expected, actual):
     return float(10 * np.log10(signal / noise)) if signal > 0 else float("-inf")
 
 
-def convert(onnxkit, path, out, flag):
-    res = subprocess.run([onnxkit, "convert", path, flag, "-o", out, "--no-verify", "--json"],
+def reference_sqnr(onnxkit, a, b, npz):
+    res = subprocess.run([onnxkit, "compare", "--a", a, "--b", b, "--input", npz, "--json"],
+                         capture_output=True, text=True)
+    if res.returncode not in (0, 1):
+        return None, (res.stderr.strip() or "failed")[-120:]
+    outs = [o for o in json.loads(res.stdout)["outputs"] if o.get("comparable")]
+    vals = []
+    for o in outs:
+        if o["sqnr_db"] is not None:
+            vals.append(o["sqnr_db"])
+        elif o["max_abs"] == 0 and o["nan_inf_mismatches"] == 0:
+            vals.append(float("inf"))  # equal
+        else:
+            vals.append(float("-inf"))  # NaN or Inf where float32 is finite
+    return (min(vals) if vals else None), ""
+
+
+VARIANTS = [("float16", ["--float16"]), ("bfloat16", ["--bfloat16"]),
+            ("bfloat16@22", ["--bfloat16", "--opset", "22"])]
+
+
+def convert(onnxkit, path, out, flags):
+    res = subprocess.run([onnxkit, "convert", path, *flags, "-o", out, "--no-verify", "--json"],
                          capture_output=True, text=True)
     if res.returncode != 0:
-        return None, (res.stderr.strip() or res.stdout.strip())[-200:]
+        try:
+            blockers = json.loads(res.stdout)["blockers"]
+            return None, f"{len(blockers)} blocked, e.g. {blockers[0]['node']}: {blockers[0]['reason']}"
+        except (ValueError, KeyError, IndexError):
+            return None, (res.stderr.strip() or res.stdout.strip())[-200:]
     return json.loads(res.stdout), ""
 
 
@@ -94,9 +124,11 @@ def bench_model(args, name, path, tmp):
     if expected is None:
         row["error"] = "ORT cannot run the original: " + err
         return row
-    for target in ("float16", "bfloat16"):
+    npz = os.path.join(tmp, name + ".npz")
+    np.savez(npz, **feeds)
+    for target, flags in VARIANTS:
         out = os.path.join(tmp, f"{name}.{target}.onnx")
-        report, err = convert(args.onnxkit, path, out, "--" + target)
+        report, err = convert(args.onnxkit, path, out, flags)
         r = {"converted": report is not None}
         if report is None:
             r["error"] = err
@@ -116,17 +148,21 @@ def bench_model(args, name, path, tmp):
                       if e["dtype"] == "float32"]
             values = [v for v in values if v is not None]
             r["sqnr_db"] = min(values) if values else None
+        r["reference_sqnr_db"], r["reference_error"] = reference_sqnr(args.onnxkit, path, out, npz)
         row[target] = r
     return row
 
 
+def db(s):
+    return "" if s is None else ("inf" if s == float("inf") else ("-inf" if s == float("-inf") else f"{s:.1f}"))
+
+
 def fmt(r):
     if not r.get("converted"):
-        return "convert failed", "", "", ""
-    runs = "yes" if r.get("ort_runs") else "no: " + r.get("ort_error", "")[:60]
-    s = r.get("sqnr_db")
-    sq = "" if s is None else ("inf" if s == float("inf") else f"{s:.1f}")
-    return "ok", runs, sq, f"{r['ratio']:.3f}"
+        return ["no: " + r.get("error", "")[:90], "", "", "", "", ""]
+    runs = "yes" if r.get("ort_runs") else "no: " + r.get("ort_error", "").replace("Error: ", "")[:70]
+    counts = f"{r['nodes_converted']} / {r['kept']} / {r['casts']}"
+    return ["ok", counts, f"{r['ratio']:.3f}", runs, db(r.get("sqnr_db")), db(r.get("reference_sqnr_db"))]
 
 
 def main():
@@ -141,14 +177,15 @@ def main():
             row = bench_model(args, name, path, tmp)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
-    print("| model | fp16 converted | ORT runs fp16 | fp16 SQNR dB | fp16 size ratio | bf16 converted | "
-          "ORT runs bf16 | bf16 SQNR dB | bf16 size ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | variant | converted | nodes conv / kept / Casts | size ratio | ORT runs it | ORT SQNR dB | "
+          "reference SQNR dB |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         if "error" in row:
-            print(f"| {row['model']} | {row['error']} |||||||")
+            print(f"| {row['model']} | | {row['error']} ||||||")
             continue
-        print("| " + " | ".join([row["model"], *fmt(row["float16"]), *fmt(row["bfloat16"])]) + " |")
+        for target, _ in VARIANTS:
+            print("| " + " | ".join([row["model"], target, *fmt(row[target])]) + " |")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=1)

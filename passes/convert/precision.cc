@@ -205,7 +205,7 @@ void Converter::DecideNode(ir::Node* node) {
   if (!verdict.convert) return Keep(node, verdict.reason);
   d.convert = true;
   d.plan = std::move(verdict.plan);
-  d.pending_cast = is_cast;
+  d.pending_cast = is_cast && node->num_outputs() == 1 && IsFloat32(node->output(0));
   d.constant = node->op_type() == "Constant";
 }
 
@@ -213,6 +213,8 @@ int32_t Converter::Want(const ir::Use& use) const {
   auto it = decisions_.find(use.node);
   if (it == decisions_.end() || !it->second.touches) return 0;
   const Decision& d = it->second;
+  // A Cast takes any input type: its input never needs a Cast of its own.
+  if (use.node->op_type() == "Cast" && IsOnnxDomain(use.node->domain())) return 0;
   if (!d.convert) return pb::kFloat;
   if (d.pending_cast) return 0;
   switch (d.plan.inputs[static_cast<size_t>(use.input_index)]) {
@@ -250,7 +252,8 @@ bool MovesData(const std::string& op) {
 }
 
 // Groups of converted nodes joined by target-typed values; a group that
-// computes on no constant (MovesData aside) and touches no graph input or
+// computes on no weight (a constant of more than 64 elements, MovesData
+// aside: Clip bounds and scalars do not count) and touches no graph input or
 // output of the main graph (nor a retargeted Cast) sits between float32
 // nodes: converting it would only add Casts and round its values, so it
 // stays float32.
@@ -287,7 +290,7 @@ void Converter::PruneIslands() {
       if (v == nullptr || !IsFloat32(v) || d.pending_cast) continue;
       SlotRole role = d.plan.inputs[static_cast<size_t>(k)];
       if (role != SlotRole::kTarget && role != SlotRole::kEither) continue;
-      if (role == SlotRole::kTarget && (main_io(v) || (IsConstantSource(v) && !MovesData(n->op_type())))) {
+      if (role == SlotRole::kTarget && (main_io(v) || (IsConstantSource(v) && !IsSmall(v) && !MovesData(n->op_type())))) {
         anchored[i] = true;
       }
       ir::Node* p = v->producer();

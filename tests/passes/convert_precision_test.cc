@@ -186,6 +186,22 @@ TEST(ConvertPrecisionTest, CastToFloatIsRetargetedInsideTheConvertedRegion) {
   ExpectValid(r.model);
 }
 
+TEST(ConvertPrecisionTest, ACastReadingAConvertedValueNeedsNoCastBeforeIt) {
+  // x -> Relu -> Cast(to=FLOAT) -> y: the Cast stays (y is float32) and reads
+  // the float16 Relu output directly.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{3}})
+                                        .Node("Relu", {"x"}, {"r"})
+                                        .Node("Cast", {"r"}, {"y"}, {AttrInt("to", pb::kFloat)}, "keep")
+                                        .Output("y", pb::kFloat, {{3}})
+                                        .Build(),
+                                    17);
+  ConvertResult r = Precision(m);
+  EXPECT_EQ(OpCount(r.model, "Cast"), 2);
+  EXPECT_EQ(r.precision->casts_inserted, 1);
+  ExpectValid(r.model);
+}
+
 TEST(ConvertPrecisionTest, IntegerDerivedShapeArithmeticStaysFloat32) {
   // Shape -> Cast(FLOAT) -> Mul([2, 0.5]) -> Cast(INT64) -> Reshape target.
   pb::TensorProto half = RawFloatTensor("half", {2}, 0.f);
