@@ -87,6 +87,17 @@ bool IsPlainTensor(const ir::Value* v) {
   return t == nullptr || t->tensor_type.has_value();
 }
 
+// True when two or more present inputs of `node` bind type parameter
+// `param` (Less's A and B): they must keep one type.
+bool BoundTwice(const ops::OpSchema& schema, const ir::Node& node, std::string_view param) {
+  int n = 0;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const ops::FormalParameter* f = FormalOf(schema.inputs(), i);
+    if (node.input(i) != nullptr && f != nullptr && f->type_str == param) ++n;
+  }
+  return n >= 2;
+}
+
 // Ops whose output type an attribute sets and that the rewrite retypes.
 bool RetypesOutput(std::string_view op) { return op == "Cast" || op == "Constant" || op == "ConstantOfShape"; }
 
@@ -157,7 +168,7 @@ NodeVerdict PlanNode(const ir::Node& node, int64_t opset, int32_t target,
     bool allows = Allows(schema->AllowedTypes(*f), target_str);
     if (!f->is_type_parameter()) {
       role = SlotRole::kFloat32;
-    } else if (NamesParam(schema->outputs(), f->type_str)) {
+    } else if (NamesParam(schema->outputs(), f->type_str) || BoundTwice(*schema, node, f->type_str)) {
       if (!allows) {
         v.reason = absl::StrCat("schema: no ", target_str, " for ", Sv(f->type_str), " at opset ", opset);
         return v;

@@ -202,6 +202,26 @@ TEST(ConvertPrecisionTest, ACastReadingAConvertedValueNeedsNoCastBeforeIt) {
   ExpectValid(r.model);
 }
 
+TEST(ConvertPrecisionTest, InputsSharingATypeParameterKeepOneType) {
+  // Less(A: T, B: T) -> bool: T binds two inputs, so both take the target
+  // type even though no output carries T.
+  pb::TensorProto zero = RawFloatTensor("zero", {}, 0.f);
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{3, 4}})
+                                        .Initializer(zero)
+                                        .Node("CastLike", {"zero", "x"}, {"z"})
+                                        .Node("Less", {"x", "z"}, {"lt"})
+                                        .Node("Neg", {"x"}, {"n"})
+                                        .Node("Where", {"lt", "n", "x"}, {"y"})
+                                        .Output("y", pb::kFloat, {{3, 4}})
+                                        .Build(),
+                                    17);
+  ConvertResult r = Precision(m);
+  EXPECT_EQ(r.precision->nodes_converted, 4);
+  EXPECT_EQ(OpCount(r.model, "Cast"), 2);  // x in, y out
+  ExpectValid(r.model);
+}
+
 TEST(ConvertPrecisionTest, IntegerDerivedShapeArithmeticStaysFloat32) {
   // Shape -> Cast(FLOAT) -> Mul([2, 0.5]) -> Cast(INT64) -> Reshape target.
   pb::TensorProto half = RawFloatTensor("half", {2}, 0.f);
