@@ -273,6 +273,47 @@ TEST(ConvertPrecisionTest, IfBodiesConvertInsideWithFloat32Boundaries) {
   ExpectValid(r.model);
 }
 
+TEST(ConvertPrecisionTest, LoopBodiesConvertWithCarriedValuesFloat32) {
+  // v = v * w + w, three times; w (a weight: over 64 elements) is an outer
+  // initializer read in the body. With a smaller w the body would stay
+  // float32 (WeightlessIslandsBetweenKeptNodesStayFloat32).
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("v_in", pb::kFloat, {{100}})
+                            .Node("Identity", {"cond_in"}, {"cond_out"})
+                            .Node("Mul", {"v_in", "w"}, {"m"})
+                            .Node("Add", {"m", "w"}, {"v_out"})
+                            .Output("cond_out", pb::kBool, {{}})
+                            .Output("v_out", pb::kFloat, {{100}})
+                            .Build();
+  pb::TensorProto w = RawFloatTensor("w", {100});
+  std::string bytes;
+  for (int k = 0; k < 100; ++k) bytes += FloatBytes(1, static_cast<float>(k - 50) / 50.f);
+  w.raw_data = Bytes::Own(bytes);
+  pb::TensorProto trip = RawFloatTensor("trip", {}, 0.f);
+  trip.data_type = pb::kInt64;
+  trip.raw_data = Bytes::Own(std::string("\x03\0\0\0\0\0\0\0", 8));
+  pb::TensorProto yes = RawFloatTensor("yes", {}, 0.f);
+  yes.data_type = pb::kBool;
+  yes.raw_data = Bytes::Own(std::string("\x01", 1));
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{100}})
+                                        .Initializer(w)
+                                        .Initializer(trip)
+                                        .Initializer(yes)
+                                        .Node("Loop", {"trip", "yes", "x"}, {"y"}, {AttrGraph("body", body)}, "loop")
+                                        .Output("y", pb::kFloat, {{100}})
+                                        .Build(),
+                                    17);
+  ConvertResult r = Precision(m);
+  EXPECT_EQ(r.precision->kept.at("control flow: inputs and outputs stay float32"), 1);
+  EXPECT_EQ(r.precision->nodes_converted, 2);
+  EXPECT_EQ(Init(r.model, "w")->data_type, pb::kFloat16);
+  EXPECT_EQ(OpCount(r.model, "Cast"), 2);  // v_in in, v_out out, inside the body
+  ExpectValid(r.model);
+}
+
 TEST(ConvertPrecisionTest, ConstantNodesAndMixedReadersGetOneCopy) {
   // c (Constant value_float) read by Add; w read by Add (converted) and Exp (kept).
   pb::TensorProto w = RawFloatTensor("w", {3}, 0.25f);
