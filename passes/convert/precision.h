@@ -26,7 +26,10 @@
 //     type, then arithmetic): shape and index arithmetic, exact in float32
 //     but not in float16 past 2048;
 //   - inputs whose formal type does not allow the target type (Resize scales)
-//     or that carry coordinates (Resize roi).
+//     or that carry coordinates (Resize roi);
+//   - a group of would-be converted nodes that reads no weight (a constant
+//     of more than 64 elements) and touches no main graph input or output:
+//     between float32 nodes it would only add Casts.
 // Float32 values only: float64 and values already in the target type are left
 // as they are, so converting a converted model changes nothing.
 #ifndef ONNXKIT_PASSES_CONVERT_PRECISION_H_
