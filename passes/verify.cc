@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/base/status_macros.h"
 #include "lib/ir/ir.h"
+#include "runner/reference/float_types.h"
 #include "runner/session.h"
 
 namespace onnxkit::passes {
@@ -33,6 +34,34 @@ std::string ShapeFlagFor(const ir::Value& input, const VerifyOptions& options) {
   if (!symbolic) return "";
   if (parts.empty()) return "";
   return absl::StrCat(input.name(), "=", absl::StrJoin(parts, "x"));
+}
+
+bool IsHalf(int32_t dtype) { return dtype == pb::kFloat16 || dtype == pb::kBfloat16; }
+
+// `t` (float32, float16 or bfloat16) as `dtype` (one of those), rounded to
+// nearest even; `t` itself when it already is.
+absl::StatusOr<runner::Tensor> Retype(const runner::Tensor& t, int32_t dtype) {
+  if (t.dtype() == dtype) return t;
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor out, runner::Tensor::AllocateUninitialized(dtype, t.shape()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    float x = t.dtype() == pb::kFloat      ? t.data<float>()[i]
+              : t.dtype() == pb::kFloat16 ? static_cast<float>(t.data<runner::Float16>()[i])
+                                          : static_cast<float>(t.data<runner::BFloat16>()[i]);
+    if (dtype == pb::kFloat) {
+      out.mutable_data<float>()[i] = x;
+    } else if (dtype == pb::kFloat16) {
+      out.mutable_data<runner::Float16>()[i] = runner::Float16(x);
+    } else {
+      out.mutable_data<runner::BFloat16>()[i] = runner::BFloat16(x);
+    }
+  }
+  return out;
+}
+
+// The declared element type of a graph input; 0 when unknown.
+int32_t DeclaredElem(const ir::Value& v) {
+  const pb::TypeProto* t = v.type();
+  return t != nullptr && t->tensor_type ? t->tensor_type->elem_type : 0;
 }
 
 }  // namespace
@@ -90,9 +119,14 @@ absl::StatusOr<std::vector<runner::RtValue>> Verifier::Execute(const pb::ModelPr
   for (const ir::Value* in : session->FeedInputs()) {
     bool found = false;
     for (const auto& [name, value] : feeds_) {
-      if (name == in->name()) {
+      if (name != in->name()) continue;
+      found = true;
+      int32_t want = DeclaredElem(*in);
+      if (value.is_tensor() && value.tensor().dtype() == pb::kFloat && IsHalf(want)) {
+        ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, Retype(value.tensor(), want));
+        feeds.emplace_back(name, runner::RtValue::FromTensor(std::move(t)));
+      } else {
         feeds.emplace_back(name, value);
-        found = true;
       }
     }
     if (!found) return absl::InvalidArgumentError(absl::StrCat("the new model has an input '", in->name(),
@@ -119,16 +153,28 @@ absl::StatusOr<VerifyResult> Verifier::Check(const pb::ModelProto& candidate) co
   double worst = -1;
   std::string worst_text;
   for (size_t i = 0; i < expected_.size(); ++i) {
-    runner::Metrics m = runner::CompareValues((*outputs)[i], expected_[i], runner::Tolerance{options_.atol, options_.rtol});
-    if (!m.comparable || !m.within_tolerance) {
+    runner::RtValue actual = (*outputs)[i];
+    if (actual.is_tensor() && IsHalf(actual.tensor().dtype()) && expected_[i].is_tensor() &&
+        expected_[i].tensor().dtype() == pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, Retype(actual.tensor(), pb::kFloat));
+      actual = runner::RtValue::FromTensor(std::move(t));
+    }
+    runner::Metrics m = runner::CompareValues(actual, expected_[i], runner::Tolerance{options_.atol, options_.rtol});
+    bool low_sqnr = options_.min_sqnr_db && m.comparable && expected_[i].is_tensor() &&
+                    expected_[i].tensor().dtype() == pb::kFloat && m.sqnr_db < *options_.min_sqnr_db;
+    if (!m.comparable || !m.within_tolerance || low_sqnr) {
       if (result.ok) {
         result.summary = absl::StrCat("output '", output_names_[i], "' differs: ",
                                       m.comparable ? runner::FormatMetrics(m) : m.mismatch);
+        if (m.comparable && m.within_tolerance) {
+          absl::StrAppend(&result.summary, " (SQNR ", m.sqnr_db, " dB below ", *options_.min_sqnr_db, ")");
+        }
       }
       result.ok = false;
     } else if (m.max_abs > worst) {
       worst = m.max_abs;
       worst_text = absl::StrCat("worst: '", output_names_[i], "' max abs ", m.max_abs);
+      if (options_.min_sqnr_db) absl::StrAppend(&worst_text, ", SQNR ", m.sqnr_db, " dB");
     }
     result.outputs.push_back(OutputCheck{i < names.size() ? names[i] : output_names_[i], std::move(m)});
   }

@@ -37,6 +37,9 @@ struct VerifyOptions {
   // matches NaN. Integer and bool outputs must match exactly.
   double atol = 1e-4;
   double rtol = 1e-3;
+  // When set, a float output also fails below this SQNR (dB): the judge of
+  // precision conversion, whose errors are spread over every element.
+  std::optional<double> min_sqnr_db;
   // Run-time limit of one execution in seconds (0: none).
   double timeout_seconds = 0;
 };
@@ -62,7 +65,9 @@ class Verifier {
   static absl::StatusOr<std::unique_ptr<Verifier>> Create(const io::LoadedModel& original, VerifyOptions options);
 
   // Runs `candidate` (a model over the same folder) on the same inputs and
-  // compares its outputs, by position, with the original's.
+  // compares its outputs, by position, with the original's. A float32 input
+  // the candidate takes as float16 or bfloat16 is fed rounded to that type;
+  // float16 and bfloat16 outputs are compared as float32.
   absl::StatusOr<VerifyResult> Check(const pb::ModelProto& candidate) const;
 
   // What the inputs were ("random, seed 0" or the folder / files).

@@ -84,10 +84,9 @@ int64_t IrVersionForMlOpset(int64_t opset) {
 }
 
 absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options) {
-  const int64_t to = options.target_opset;
-  if (to < kMinTargetOpset || to > kMaxTargetOpset) {
-    return absl::InvalidArgumentError(absl::StrCat("--opset ", to, " is outside ", kMinTargetOpset, "..",
-                                                   kMaxTargetOpset));
+  if (options.target_opset != 0 && (options.target_opset < kMinTargetOpset || options.target_opset > kMaxTargetOpset)) {
+    return absl::InvalidArgumentError(absl::StrCat("--opset ", options.target_opset, " is outside ", kMinTargetOpset,
+                                                   "..", kMaxTargetOpset));
   }
   if (options.target_ml_opset &&
       (*options.target_ml_opset < kMinTargetMlOpset || *options.target_ml_opset > kMaxTargetMlOpset)) {
@@ -95,7 +94,6 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
                                                    kMinTargetMlOpset, "..", kMaxTargetMlOpset));
   }
   ConvertResult result;
-  result.target_opset = to;
   result.ir_before = loaded.proto.ir_version;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, ir::FromProto(loaded.proto));
   std::optional<int64_t> from = model->OpsetVersion("");
@@ -105,8 +103,12 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   if (!onnx_walk && !(options.target_ml_opset && ml_from)) {
     return absl::InvalidArgumentError("the model imports no ai.onnx opset");
   }
+  if (!onnx_walk && options.precision) {
+    return absl::InvalidArgumentError("precision conversion needs a model importing an ai.onnx opset");
+  }
   result.source_opset = from.value_or(0);
-  if (!onnx_walk) result.target_opset = 0;
+  const int64_t to = !onnx_walk ? 0 : options.target_opset != 0 ? options.target_opset : *from;
+  result.target_opset = to;
 
   std::unique_ptr<io::ExternalDataResolver> resolver;
   if (!loaded.base_dir.empty()) resolver = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
@@ -124,7 +126,7 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
     result.warnings.push_back("--ml-opset: the model imports no ai.onnx.ml opset; nothing to convert there");
   }
   ConvertContext ctx(from.value_or(0), &states, resolver.get(), ml_from.value_or(0));
-  if (onnx_walk) {
+  if (onnx_walk && to != *from) {
     ONNXKIT_RETURN_IF_ERROR(ConvertGraph(model->graph(), "main", "", *from, to, ctx, stats));
     ONNXKIT_RETURN_IF_ERROR(ConvertFunctions(*model, "", to, resolver.get(), stats));
   }
@@ -153,11 +155,29 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   if (result.target_ml_opset > 0) needed = std::max(needed, IrVersionForMlOpset(result.target_ml_opset));
   const bool up = (!onnx_walk || to >= *from) && result.target_ml_opset >= result.source_ml_opset;
   if (up) needed = std::max(needed, result.ir_before);
+  // No opset change: the IR version stays.
+  if ((!onnx_walk || to == *from) && result.target_ml_opset == result.source_ml_opset) needed = result.ir_before;
+  // bfloat16 tensors need IR 4.
+  if (options.precision && options.precision->target == pb::kBfloat16) needed = std::max<int64_t>(needed, 4);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
-  if (!result.blockers.empty() || options.dry_run) return result;
+  if (!result.blockers.empty()) return result;
+  if (options.precision) {
+    infer::Engine after(*model);
+    after.Run();
+    result.precision.emplace();
+    ONNXKIT_RETURN_IF_ERROR(ConvertPrecision(*model, to, *options.precision, after.States(), resolver.get(),
+                                             &*result.precision));
+    for (const std::string& w : result.precision->warnings) result.warnings.push_back(w);
+  }
+  if (options.dry_run) return result;
   result.model = ir::ToProto(std::move(model));
+  if (options.inline_external_data) {
+    ONNXKIT_ASSIGN_OR_RETURN(InlineReport inlined,
+                             InlineExternalData(result.model, resolver.get(), options.max_inline_bytes));
+    result.inlined = inlined;
+  }
   if (!options.verify) return result;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier, Verifier::Create(loaded, options.verify_options));
   result.verify_inputs = verifier->input_description();

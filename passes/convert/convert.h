@@ -3,7 +3,9 @@
 // the steps that change an op, a checked no-op for the others), in every
 // graph (If/Loop/Scan bodies) and in model-local functions that import
 // ai.onnx; sets the IR version the target opset requires; collects every
-// node that blocks the conversion; proves the result by execution.
+// node that blocks the conversion; then, when asked, moves float32 weights
+// and computation to float16 or bfloat16 (precision.h) and brings external
+// data inline (inline_data.h); proves the result by execution.
 //
 //   ConvertOptions o; o.target_opset = 13;
 //   ONNXKIT_ASSIGN_OR_RETURN(ConvertResult r, Convert(loaded, o));
@@ -19,6 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "lib/io/model_io.h"
+#include "passes/convert/inline_data.h"
+#include "passes/convert/precision.h"
 #include "passes/verify.h"
 
 namespace onnxkit::passes::convert {
@@ -30,9 +34,15 @@ inline constexpr int64_t kMinTargetMlOpset = 1;
 inline constexpr int64_t kMaxTargetMlOpset = 5;
 
 struct ConvertOptions {
+  // 0: the opset stays as it is.
   int64_t target_opset = 0;
   // Target ai.onnx.ml opset (1..5); nullopt: ai.onnx.ml nodes stay as they are.
   std::optional<int64_t> target_ml_opset;
+  // float32 -> float16 / bfloat16 after the opset step.
+  std::optional<PrecisionOptions> precision;
+  // Bring external data inline; refused past `max_inline_bytes`.
+  bool inline_external_data = false;
+  int64_t max_inline_bytes = limits::kMaxProtoBytes;
   // IR version of the result; nullopt: IrVersionForOpset(target_opset)
   // going down, and at least the model's own going up.
   std::optional<int64_t> ir_version;
@@ -64,12 +74,16 @@ struct ConvertResult {
   bool verified = false;
   std::optional<VerifyResult> verification;
   std::string verify_inputs;
+  std::optional<PrecisionReport> precision;
+  std::optional<InlineReport> inlined;
 };
 
 // Converts `loaded` (its proto is copied). Errors: InvalidArgument for a
-// target outside [kMinTargetOpset, kMaxTargetOpset] (or an ml target outside
-// [kMinTargetMlOpset, kMaxTargetMlOpset]) or a model importing no ai.onnx
-// opset; the original failing to run when verifying; internal
+// target outside [kMinTargetOpset, kMaxTargetOpset] (0 aside) or an ml
+// target outside [kMinTargetMlOpset, kMaxTargetMlOpset], a model importing
+// no ai.onnx opset (an ai.onnx.ml-only model converting its ml opset aside)
+// or asking for precision without one; ResourceExhausted when inlining would
+// pass max_inline_bytes; the original failing to run when verifying; internal
 // errors. Blocked nodes and outputs that differ are not errors: see
 // `blockers` and `verified`.
 absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const ConvertOptions& options);

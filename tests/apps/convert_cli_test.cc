@@ -127,5 +127,110 @@ TEST(ConvertCliTest, OutputsThatDifferExit1) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// x[2,64] -> MatMul(w[64,64]) -> Relu -> y, w in [-1, 1).
+std::string WriteMatMulModel(const fs::path& dir, bool external = false) {
+  pb::TensorProto w = RawFloatTensor("w", {64, 64});
+  std::string bytes;
+  for (int i = 0; i < 64 * 64; ++i) bytes += FloatBytes(1, static_cast<float>((i * 37) % 4096 - 2048) / 2048.f);
+  w.raw_data = Bytes::Own(bytes);
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2, 64}})
+      .Initializer(w)
+      .Node("MatMul", {"x", "w"}, {"m"}, {}, "mm")
+      .Node("Relu", {"m"}, {"y"}, {}, "relu")
+      .Output("y", pb::kFloat, {{2, 64}});
+  std::string path = (dir / "mm.onnx").string();
+  io::SaveOptions save;
+  if (external) save.external_data_threshold = 1024;
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, path, save).ok());
+  return path;
+}
+
+TEST(ConvertCliTest, Float16HalvesTheFileAndReportsSqnr) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteMatMulModel(dir);
+  std::string out = (dir / "h.onnx").string();
+  CliResult r = RunCli({"convert", in, "--float16", "-o", out, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"target\": \"float16\""));
+  EXPECT_THAT(r.out, HasSubstr("\"sqnr_db\": "));
+  EXPECT_THAT(r.out, HasSubstr("\"casts_inserted\": 2"));
+  double ratio = static_cast<double>(fs::file_size(out)) / static_cast<double>(fs::file_size(in));
+  EXPECT_LT(ratio, 0.55);
+  EXPECT_GT(ratio, 0.45);
+  // Human output names the SQNR; a second conversion changes no byte.
+  std::string again = (dir / "h2.onnx").string();
+  CliResult h = RunCli({"convert", out, "--float16", "-o", again});
+  ASSERT_EQ(h.exit_code, 0) << h.out << h.err;
+  EXPECT_THAT(h.out, HasSubstr("SQNR"));
+  EXPECT_EQ(ReadFileOrEmpty(out), ReadFileOrEmpty(again));
+}
+
+TEST(ConvertCliTest, ClampedWeightsAreNamedInAWarning) {
+  fs::path dir = MakeTempDir();
+  pb::TensorProto big = RawFloatTensor("huge", {2}, 1e6f);
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2}}).Initializer(big).Node("Min", {"x", "huge"}, {"y"}).Output("y", pb::kFloat, {{2}});
+  std::string in = (dir / "c.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  CliResult r = RunCli({"convert", in, "--float16", "-o", (dir / "o.onnx").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: tensor 'huge': 2 value(s)"));
+}
+
+TEST(ConvertCliTest, KeepFloat32AndNoKeepIoTypes) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteMatMulModel(dir);
+  CliResult k = RunCli({"convert", in, "--float16", "--keep-float32", "relu", "--keep-float32", "MatMul", "-o",
+                        (dir / "k.onnx").string(), "--json"});
+  ASSERT_EQ(k.exit_code, 0) << k.out << k.err;
+  EXPECT_THAT(k.out, HasSubstr("\"--keep-float32\": 2"));
+  EXPECT_THAT(k.out, HasSubstr("\"nodes_converted\": 0"));
+  CliResult n = RunCli({"convert", in, "--bfloat16", "--no-keep-io-types", "-o", (dir / "n.onnx").string(), "--json"});
+  ASSERT_EQ(n.exit_code, 0) << n.out << n.err;
+  EXPECT_THAT(n.out, HasSubstr("\"keep_io_types\": false"));
+  EXPECT_THAT(n.out, HasSubstr("\"casts_inserted\": 0"));
+}
+
+TEST(ConvertCliTest, TooStrictSqnrFloorExits1AndWritesNothing) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteMatMulModel(dir);
+  std::string out = (dir / "o.onnx").string();
+  CliResult r = RunCli({"convert", in, "--bfloat16", "--min-sqnr", "200", "-o", out});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("below 200"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ConvertCliTest, InlineAndExternalDataWithoutOpset) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteMatMulModel(dir, true);
+  ASSERT_TRUE(fs::exists(dir / "mm.onnx.data"));
+  std::string out = (dir / "inl.onnx").string();
+  CliResult r = RunCli({"convert", in, "--inline", "-o", out, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"inlined\": {\n    \"tensors\": 1,\n    \"bytes\": 16384"));
+  EXPECT_FALSE(fs::exists(out + ".data"));
+  EXPECT_GT(fs::file_size(out), 16384u);
+  std::string ext = (dir / "ext.onnx").string();
+  ASSERT_EQ(RunCli({"convert", out, "--external-data", "1024", "--float16", "-o", ext, "-q"}).exit_code, 0);
+  EXPECT_EQ(fs::file_size(ext + ".data"), 8192u);
+  CliResult both = RunCli({"convert", in, "--inline", "--opset", "21", "-o", (dir / "b.onnx").string()});
+  EXPECT_EQ(both.exit_code, 0) << both.out << both.err;
+}
+
+TEST(ConvertCliTest, PrecisionUsageErrorsExit2) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteMatMulModel(dir);
+  std::string out = (dir / "o.onnx").string();
+  EXPECT_EQ(RunCli({"convert", in, "--float16", "--bfloat16", "-o", out}).exit_code, 2);
+  EXPECT_EQ(RunCli({"convert", in, "--inline", "--external-data", "10", "-o", out}).exit_code, 2);
+  EXPECT_EQ(RunCli({"convert", in, "--keep-float32", "Relu", "--opset", "18", "-o", out}).exit_code, 2);
+  CliResult none = RunCli({"convert", in, "-o", out});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("at least one of"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
