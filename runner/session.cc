@@ -121,7 +121,6 @@ class Session::Executor : public SubgraphRunner {
     return absl::OkStatus();
   }
 
-
   absl::StatusOr<std::vector<RtValue>> RunSubgraph(const ir::Graph& graph,
                                                    std::vector<RtValue> inputs) override {
     // Also checked here, not only before each node: a Loop whose body has no
