@@ -33,7 +33,13 @@ target_link_libraries(onnxkit_dnnl INTERFACE ${DNNL_LIBRARY})
 
 # CUDA: built when nvcc is found (standard location /usr/local/cuda) unless
 # ONNXKIT_ENABLE_CUDA=OFF. ONNXKIT_HAVE_CUDA tells the rest of the build.
+# The CUDA runtime is linked statically (it loads the driver only when a
+# device is first asked for, so the binary runs without a driver); cuBLAS
+# and cuDNN are linked as the toolkit's shared libraries. Device code is
+# built for ONNXKIT_CUDA_ARCHITECTURES only (SASS for sm_80, SASS + PTX for
+# sm_90, which newer GPUs JIT-compile), to keep the build short.
 set(ONNXKIT_HAVE_CUDA OFF)
+set(ONNXKIT_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "GPU architectures of the CUDA backend's device code")
 if(ONNXKIT_ENABLE_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -41,10 +47,22 @@ if(ONNXKIT_ENABLE_CUDA)
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES ${ONNXKIT_CUDA_ARCHITECTURES})
+    endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(ONNXKIT_HAVE_CUDA ON)
-    message(STATUS "onnxkit: CUDA backend enabled (${CMAKE_CUDA_COMPILER})")
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY AND TARGET CUDA::cublas)
+      set(ONNXKIT_HAVE_CUDA ON)
+      if(ONNXKIT_CCACHE AND NOT CMAKE_CUDA_COMPILER_LAUNCHER)
+        set(CMAKE_CUDA_COMPILER_LAUNCHER ${ONNXKIT_CCACHE})
+      endif()
+      message(STATUS "onnxkit: CUDA backend enabled (${CMAKE_CUDA_COMPILER}, architectures ${ONNXKIT_CUDA_ARCHITECTURES})")
+    else()
+      message(STATUS "onnxkit: cuDNN or cuBLAS not found, CUDA backend disabled")
+    endif()
   else()
     message(STATUS "onnxkit: nvcc not found, CUDA backend disabled")
   endif()

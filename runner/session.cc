@@ -16,6 +16,7 @@
 #include "runner/convert.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/threads.h"
+#include "runner/cuda/cuda_backend.h"
 #include "runner/function_kernel.h"
 
 namespace onnxkit::runner {
@@ -85,7 +86,8 @@ class Session::Executor : public SubgraphRunner {
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
-        absl::Status status = RunNode(node, frame, &plan->release_after[step]);
+        absl::Status status = is_main && device_ ? RunPlaced(node, frame, &plan->release_after[step])
+                                                 : RunNode(node, frame, &plan->release_after[step]);
         // Past the nesting limit only the outermost node is named (the path
         // through every level would repeat the same nodes over and over).
         if (!status.ok() && nesting_exceeded_ && !is_main) return status;
@@ -94,12 +96,32 @@ class Session::Executor : public SubgraphRunner {
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
           if (out == nullptr || out->name().empty()) continue;
+          if (device_) ONNXKIT_RETURN_IF_ERROR(OnHost(frame, out));
           const RtValue* value = Lookup(frame, out);
           if (value != nullptr) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, *value));
         }
       }
-      for (const ir::Value* v : plan->release_after[step]) frame.values.erase(v);
+      for (const ir::Value* v : plan->release_after[step]) {
+        frame.values.erase(v);
+        if (is_main) mirror_.erase(v);
+      }
     }
+    return absl::OkStatus();
+  }
+
+  // Brings value `v` of the main frame to the host: the frame then holds
+  // the host copy and mirror_ the device one. Constants are host already.
+  absl::Status OnHost(Frame& frame, const ir::Value* v) {
+    auto it = frame.values.find(v);
+    if (it == frame.values.end() || !OnDevice(it->second)) return absl::OkStatus();
+    auto m = mirror_.find(v);
+    if (m != mirror_.end() && !OnDevice(m->second)) {
+      std::swap(it->second, m->second);
+      return absl::OkStatus();
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(RtValue host, Copy(it->second, /*to_device=*/false));
+    mirror_[v] = std::move(it->second);
+    it->second = std::move(host);
     return absl::OkStatus();
   }
 
@@ -160,6 +182,93 @@ class Session::Executor : public SubgraphRunner {
     if (has_deadline_ && Clock::now() > deadline_) {
       return absl::DeadlineExceededError(
           absl::StrCat("timeout: the run took longer than ", session_->options_.timeout_seconds, " s"));
+    }
+    return absl::OkStatus();
+  }
+
+  static bool OnDevice(const RtValue& value) { return value.is_tensor() && value.tensor().on_device(); }
+
+  // Copies a tensor value to the device or the host, counting the copy for
+  // the running node and the run.
+  absl::StatusOr<RtValue> Copy(const RtValue& value, bool to_device) {
+    if (!value.is_tensor() || value.tensor().is_string()) {
+      return absl::InternalError(absl::StrCat("only numeric tensors can move ", to_device ? "to" : "from",
+                                              " the device, got ", SummarizeKind(value)));
+    }
+    Clock::time_point start = Clock::now();
+    cuda::Context& context = *session_->cuda_;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, to_device ? cuda::ToDevice(context, value.tensor())
+                                                 : cuda::ToHost(context, value.tensor()));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (CopyStats* stats : {&node_copies_, &session_->last_copies_}) {
+      stats->count += 1;
+      stats->bytes += static_cast<int64_t>(t.nbytes());
+      stats->seconds += seconds;
+    }
+    return RtValue::FromTensor(std::move(t));
+  }
+
+  static std::string SummarizeKind(const RtValue& value) {
+    return value.is_tensor() ? "a string tensor" : "a non-tensor value";
+  }
+
+  // Value `v` on the device: the frame's value, its device copy, or a new
+  // copy (of a constant: kept by the session for every later run).
+  absl::StatusOr<const RtValue*> DeviceValue(Frame& frame, const ir::Value* v) {
+    auto it = frame.values.find(v);
+    if (it != frame.values.end()) {
+      if (OnDevice(it->second)) return &it->second;
+      auto m = mirror_.find(v);
+      if (m != mirror_.end() && OnDevice(m->second)) return &m->second;
+      ONNXKIT_ASSIGN_OR_RETURN(RtValue device, Copy(it->second, /*to_device=*/true));
+      return &(mirror_[v] = std::move(device));
+    }
+    auto c = session_->device_constants_.find(v);
+    if (c != session_->device_constants_.end()) return &c->second;
+    const RtValue* host = Lookup(frame, v);
+    if (host == nullptr) return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+    ONNXKIT_ASSIGN_OR_RETURN(RtValue device, Copy(*host, /*to_device=*/true));
+    return &(session_->device_constants_[v] = std::move(device));
+  }
+
+  // Runs a main-graph node of a cuda session where the plan put it: on the
+  // device when it has a CUDA kernel that accepts its inputs, else on the
+  // host with every value it reads (its bodies' included) brought there.
+  absl::Status RunPlaced(const ir::Node& node, Frame& frame, const std::vector<const ir::Value*>* releasing) {
+    node_copies_ = {};
+    Clock::time_point start = Clock::now();
+    Backend backend = session_->HostBackend();
+    auto it = session_->cuda_kernels_.find(&node);
+    bool ran = false;
+    if (it != session_->cuda_kernels_.end()) {
+      std::vector<const RtValue*> inputs;
+      for (const ir::Value* v : node.inputs()) inputs.push_back(v == nullptr ? nullptr : Lookup(frame, v));
+      std::vector<RtValue> unused(node.outputs().size());
+      ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
+      KernelContext probe(node, opset, inputs, &unused, this);
+      if (it->second->Accepts(probe)) {
+        ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+        for (int i = 0; i < node.num_inputs(); ++i) {
+          if (node.input(i) == nullptr) continue;
+          ONNXKIT_ASSIGN_OR_RETURN(inputs[static_cast<size_t>(i)], DeviceValue(frame, node.input(i)));
+        }
+        ONNXKIT_RETURN_IF_ERROR(RunKernel(*it->second, node, node, std::move(inputs), frame, {}, /*device=*/true));
+        backend = Backend::kCuda;
+        ran = true;
+      }
+    }
+    if (!ran) {
+      std::vector<const ir::Value*> uses;
+      CollectUses(node, *node.graph(), &uses);
+      for (const ir::Value* v : uses) ONNXKIT_RETURN_IF_ERROR(OnHost(frame, v));
+      ONNXKIT_RETURN_IF_ERROR(RunNode(node, frame, releasing));
+    }
+    if (session_->options_.on_node_run) {
+      NodeRun run;
+      run.backend = backend;
+      run.copies = node_copies_;
+      run.seconds = std::chrono::duration<double>(Clock::now() - start).count() - node_copies_.seconds;
+      session_->options_.on_node_run(node, run);
     }
     return absl::OkStatus();
   }
@@ -233,8 +342,10 @@ class Session::Executor : public SubgraphRunner {
 
   // Runs `kernel` as `node` (whose outputs it produces into `frame`),
   // reporting its time under `timed`.
+  // `device`: a CUDA kernel, waited for when its time is measured.
   absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
-                         std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {}) {
+                         std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {},
+                         bool device = false) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
@@ -246,6 +357,9 @@ class Session::Executor : public SubgraphRunner {
     // bodies) is theirs, not its own.
     if (timing) inner_seconds_.push_back(0);
     absl::Status status = kernel.Run(ctx);
+    if (status.ok() && device && (timing || session_->options_.on_node_run)) {
+      status = cuda::Synchronize(*session_->cuda_);
+    }
     if (timing) {
       double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       double inner = inner_seconds_.back();
@@ -280,6 +394,11 @@ class Session::Executor : public SubgraphRunner {
   // that treat only unchangeable values as constant.
   bool strict_ = false;
   bool use_folding_ = true;
+  // The main graph runs placed (cuda sessions): mirror_ holds the copy on
+  // the other side of main-frame values that crossed a boundary.
+  bool device_ = false;
+  std::unordered_map<const ir::Value*, RtValue> mirror_;
+  CopyStats node_copies_;
   Clock::time_point deadline_;
   bool has_deadline_;
   const Frame* current_ = nullptr;
@@ -290,7 +409,11 @@ Session::~Session() = default;
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded, SessionOptions options) {
   auto session = std::unique_ptr<Session>(new Session());
   session->options_ = std::move(options);
-  if (session->options_.backend == Backend::kCpu) cpu::SetThreads(session->options_.threads);
+  if (session->options_.backend == Backend::kCuda) {
+    // Before anything else: without a device nothing else happens.
+    ONNXKIT_RETURN_IF_ERROR(cuda::CheckDevice(session->options_.device));
+  }
+  if (session->HostBackend() == Backend::kCpu) cpu::SetThreads(session->options_.threads);
   session->resolver_ = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
   pb::ModelProto proto = std::move(loaded.proto);
   session->loaded_ = std::move(loaded);
@@ -305,7 +428,27 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   session->ReleaseFoldedSources();
   for (const auto& [value, v] : session->constants_) session->run_constants_.insert(value);
   session->PlanFusion();
+  if (session->options_.backend == Backend::kCuda) ONNXKIT_RETURN_IF_ERROR(session->PlanDevice());
   return session;
+}
+
+Backend Session::HostBackend() const {
+  return options_.backend == Backend::kCuda ? Backend::kCpu : options_.backend;
+}
+
+absl::Status Session::PlanDevice() {
+  ONNXKIT_ASSIGN_OR_RETURN(cuda_, cuda::CreateContext({options_.device, options_.allow_tf32}));
+  ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, PlanFor(model_->graph()));
+  for (const ir::Node* node : plan->order) {
+    if (folded_nodes_.contains(node)) continue;
+    ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(*node));
+    auto kernel = cuda::MakeKernel(cuda_, *node, KernelInfo{opset, options_.threads});
+    if (!kernel.ok()) return AnnotateStatus(kernel.status(), absl::StrCat("node ", ir::NodeLabel(*node)));
+    if (*kernel != nullptr) cuda_kernels_[node] = *std::move(kernel);
+  }
+  placement_ = PlanPlacement(model_->graph(), plan->order,
+                             [&](const ir::Node& node) { return cuda_kernels_.contains(&node); });
+  return absl::OkStatus();
 }
 
 namespace {
@@ -534,7 +677,7 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
   if (it != kernels.end()) return it->second.get();
   ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(node));
   std::unique_ptr<Kernel> kernel;
-  auto entry = FindKernel(options_.backend, node.domain(), node.op_type(), opset);
+  auto entry = FindKernel(HostBackend(), node.domain(), node.op_type(), opset);
   if (entry.ok()) {
     SessionConstantsScope scope(strict ? &stable_folded_values_ : &run_constants_);
     ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset, options_.threads}));
@@ -632,6 +775,8 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                                      has_deadline ? options_.timeout_seconds : 0));
   Executor executor(this, deadline, has_deadline);
+  executor.device_ = cuda_ != nullptr;
+  last_copies_ = {};
   // Feeding an initializer: kernels must not treat it as constant, and the
   // folded values that came from it are computed anew.
   for (const auto& [value, v] : frame.values) {
@@ -641,6 +786,7 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   ONNXKIT_RETURN_IF_ERROR(executor.RunGraph(main, frame, /*is_main=*/true));
   std::vector<RtValue> outputs;
   for (const ir::Value* o : main.outputs()) {
+    if (executor.device_) ONNXKIT_RETURN_IF_ERROR(executor.OnHost(frame, o));
     const RtValue* v = executor.Lookup(frame, o);
     if (v == nullptr) return absl::InternalError(absl::StrCat("output '", o->name(), "' was not computed"));
     outputs.push_back(*v);

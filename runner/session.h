@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -20,9 +21,30 @@
 #include "runner/fusion.h"
 #include "runner/kernel.h"
 #include "runner/kernel_registry.h"
+#include "runner/placement.h"
 #include "runner/value.h"
 
 namespace onnxkit::runner {
+
+namespace cuda {
+class Context;
+class CudaKernel;
+}  // namespace cuda
+
+// Copies between host and device memory (cuda sessions).
+struct CopyStats {
+  int count = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Where a main-graph node ran, for how long, and the copies made for it
+// just before (its inputs crossing a partition boundary).
+struct NodeRun {
+  Backend backend = Backend::kReference;
+  double seconds = 0;
+  CopyStats copies;
+};
 
 struct SessionOptions {
   Backend backend = Backend::kReference;
@@ -39,6 +61,14 @@ struct SessionOptions {
   // theirs. (A fused chain of nodes reports its time once, under its first
   // node.)
   std::function<void(const ir::Node& node, double seconds)> on_node_done;
+  // Called after every main-graph node of a cuda session: where it ran
+  // (cuda, or cpu where the CUDA backend has no kernel for it or declined
+  // its input types) and the copies made for it.
+  std::function<void(const ir::Node& node, const NodeRun& run)> on_node_run;
+  // The cuda backend: the device, and whether fp32 matrix products and
+  // convolutions may use TF32 tensor cores.
+  int device = 0;
+  bool allow_tf32 = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.
   bool fuse = true;
@@ -59,6 +89,13 @@ class Session {
   // Runs the model. Every feed input must be given (by name); initializer-
   // backed inputs may be overridden. Returns the outputs in graph order.
   absl::StatusOr<std::vector<RtValue>> Run(std::vector<std::pair<std::string, RtValue>> feeds);
+
+  // The copies between host and device of the last Run (graph outputs
+  // brought back included); zero for other backends.
+  const CopyStats& last_run_copies() const { return last_copies_; }
+  // The main graph's planned placement (cuda sessions; empty otherwise):
+  // the steps of its topological order and the copies the plan needs.
+  const PlacementPlan& placement() const { return placement_; }
 
  private:
   class Executor;
@@ -89,6 +126,11 @@ class Session {
   // included) and plans each graph that has some with them.
   void PlanFusion();
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
+  // The backend of the kernels that run on the host.
+  Backend HostBackend() const;
+  // cuda sessions: opens the device and makes the CUDA kernel of every
+  // main-graph node that has one; plans the placement.
+  absl::Status PlanDevice();
   absl::Status PrepareConstants(const ir::Graph& graph);
   // Runs once the nodes whose inputs are all constant (weights made by
   // ConstantOfShape, transposed or reshaped initializers...), in the main
@@ -102,6 +144,8 @@ class Session {
   // hold them. A run that recomputes folded nodes converts them anew.
   void ReleaseFoldedSources();
 
+  // The cuda backend's device context (first: destroyed last).
+  std::shared_ptr<cuda::Context> cuda_;
   io::LoadedModel loaded_;
   std::unique_ptr<ir::Model> model_;
   SessionOptions options_;
@@ -129,6 +173,13 @@ class Session {
   // Opset imports of graphs that are not part of the model (function bodies).
   absl::flat_hash_map<const ir::Graph*, std::vector<pb::OperatorSetIdProto>> body_opsets_;
   std::vector<std::unique_ptr<ir::Graph>> function_bodies_;
+  // cuda sessions: the kernels of the main-graph nodes placed on the
+  // device, constants copied there once (node-based map: pointers stay
+  // valid while others are added), the plan, and the last run's copies.
+  absl::flat_hash_map<const ir::Node*, std::unique_ptr<cuda::CudaKernel>> cuda_kernels_;
+  std::unordered_map<const ir::Value*, RtValue> device_constants_;
+  PlacementPlan placement_;
+  CopyStats last_copies_;
 };
 
 }  // namespace onnxkit::runner

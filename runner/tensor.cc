@@ -90,7 +90,18 @@ std::shared_ptr<Buffer> Buffer::View(std::shared_ptr<const void> keepalive, cons
   return b;
 }
 
+std::shared_ptr<Buffer> Buffer::Adopt(void* data, size_t bytes, MemoryKind kind,
+                                      std::function<void(void*)> release) {
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->data_ = data;
+  b->size_ = bytes;
+  b->kind_ = kind;
+  b->release_ = std::move(release);
+  return b;
+}
+
 Buffer::~Buffer() {
+  if (release_) release_(data_);
   if (owned_) {
     std::free(data_);
     g_live -= static_cast<int64_t>(capacity_);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,13 +21,21 @@
 
 namespace onnxkit::runner {
 
+// Which memory a buffer's bytes are in. Only host bytes may be read or
+// written by the host; device buffers are handled by their backend.
+enum class MemoryKind { kHost, kCuda };
+
 // Where a tensor's bytes live: owned and 64-byte aligned, or a view into
-// memory kept alive by `keepalive` (a mapped model file).
+// memory kept alive by `keepalive` (a mapped model file), or memory of a
+// device backend released by its own function.
 class Buffer {
  public:
   // Zero-filled, 64-byte aligned; nullptr-free even for 0 bytes.
   static std::shared_ptr<Buffer> Allocate(size_t bytes, bool zero_fill = true);
   static std::shared_ptr<Buffer> View(std::shared_ptr<const void> keepalive, const void* data, size_t bytes);
+  // Takes `data` (of `kind`), handed to `release` when the buffer dies.
+  static std::shared_ptr<Buffer> Adopt(void* data, size_t bytes, MemoryKind kind,
+                                       std::function<void(void*)> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -36,6 +45,7 @@ class Buffer {
   size_t size() const { return size_; }
   // True for memory this buffer allocated (not a view of a mapped file).
   bool owned() const { return owned_; }
+  MemoryKind kind() const { return kind_; }
 
  private:
   Buffer() = default;
@@ -43,7 +53,9 @@ class Buffer {
   size_t size_ = 0;
   size_t capacity_ = 0;
   bool owned_ = false;
+  MemoryKind kind_ = MemoryKind::kHost;
   std::shared_ptr<const void> keepalive_;
+  std::function<void(void*)> release_;
 };
 
 class Tensor {
@@ -71,6 +83,8 @@ class Tensor {
   int64_t size() const { return size_; }  // element count
   size_t nbytes() const { return buffer_ ? buffer_->size() : 0; }
   bool is_string() const { return strings_ != nullptr; }
+  // True when the bytes are in a device's memory (not readable here).
+  bool on_device() const { return buffer_ != nullptr && buffer_->kind() != MemoryKind::kHost; }
 
   template <typename T>
   const T* data() const {

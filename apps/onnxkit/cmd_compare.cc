@@ -18,6 +18,7 @@
 #include "lib/io/model_io.h"
 #include "runner/compare/compare.h"
 #include "runner/convert.h"
+#include "runner/cuda/cuda_backend.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
 
@@ -34,6 +35,8 @@ struct CompareOptions {
   std::vector<std::string> per_output_tol;  // NAME=ATOL,RTOL
   bool per_layer = false;
   bool json = false;
+  int device = 0;  // the CUDA device of a cuda side
+  bool tf32 = false;
 };
 
 struct Row {
@@ -45,7 +48,8 @@ struct Row {
 absl::StatusOr<runner::Backend> Backend(const std::string& name) {
   if (name == "reference") return runner::Backend::kReference;
   if (name == "cpu") return runner::Backend::kCpu;
-  return UsageError("backends are reference or cpu");
+  if (name == "cuda") return runner::Backend::kCuda;
+  return UsageError("backends are reference, cpu or cuda");
 }
 
 absl::StatusOr<std::unique_ptr<runner::Session>> Open(const std::string& path, const std::string& backend,
@@ -133,6 +137,11 @@ void JsonRows(JsonWriter& w, const std::vector<Row>& rows) {
 absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   if (o.b.empty() == o.reference.empty()) return UsageError("give exactly one of --b MODEL or --reference DIR");
   if (o.per_layer && !o.reference.empty()) return UsageError("--per-layer needs two executions (--b)");
+  if (o.device < 0) return UsageError("--device must be 0 or more");
+  // Without a usable device nothing else happens (not even loading).
+  for (const std::string* side : {&o.a_backend, &o.b_backend}) {
+    if (*side == "cuda") ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));
+  }
   ONNXKIT_ASSIGN_OR_RETURN(Tolerances tolerances, Tolerances::Parse(o));
   runner::InputSpec spec = o.inputs;
   if (!o.reference.empty() && spec.dir.empty() && spec.files.empty() && !spec.random) spec.dir = o.reference;
@@ -141,6 +150,8 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   fs::path scratch;
   std::vector<std::pair<std::string, std::string>> a_layers;  // tensor name, producer label
   runner::SessionOptions a_options;
+  a_options.device = o.device;
+  a_options.allow_tf32 = o.tf32;
   if (o.per_layer) {
     scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
     fs::remove_all(scratch);
@@ -174,6 +185,8 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     for (size_t i = 0; i < a_layers.size(); ++i) a_index[a_layers[i].first] = i;
     std::map<std::string, runner::Metrics> layer_metrics;
     runner::SessionOptions b_options;
+    b_options.device = o.device;
+    b_options.allow_tf32 = o.tf32;
     if (o.per_layer) {
       // Compare each value of B as it is computed with A's copy on disk.
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
@@ -262,11 +275,13 @@ void RegisterCompare(CLI::App& app, Action& action) {
       "reference outputs (--reference DIR, a test_data_set folder). Exit codes: 0 within tolerance, "
       "1 beyond, 2 usage, 3 a model unreadable or a run failed.");
   sub->add_option("--a", o->a, "Model of side A")->required();
-  sub->add_option("--a-backend", o->a_backend, "Backend of side A: reference (default) or cpu")
-      ->check(CLI::IsMember({"reference", "cpu"}));
+  sub->add_option("--a-backend", o->a_backend, "Backend of side A: reference (default), cpu or cuda")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
   sub->add_option("--b", o->b, "Model of side B (may be the same file with another backend)");
-  sub->add_option("--b-backend", o->b_backend, "Backend of side B: reference (default) or cpu")
-      ->check(CLI::IsMember({"reference", "cpu"}));
+  sub->add_option("--b-backend", o->b_backend, "Backend of side B: reference (default), cpu or cuda")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  sub->add_option("--device", o->device, "CUDA device index of a cuda side (default 0)");
+  sub->add_flag("--tf32", o->tf32, "cuda sides: let fp32 MatMul/Gemm/Conv use TF32 tensor cores (~1e-3 error)");
   sub->add_option("--reference", o->reference,
                   "A test_data_set folder: expected output_<i>.pb (inputs from its input_<i>.pb unless given)");
   sub->add_option("--inputs", o->inputs.dir, "A test_data_set folder with input_<i>.pb");

@@ -1,6 +1,7 @@
-// `onnxkit run MODEL`: execute a model on the cpu (default) or reference backend,
-// inputs from files or seeded random values, outputs summarized and saved,
-// intermediates dumped, latency benchmarked.
+// `onnxkit run MODEL`: execute a model on the cpu (default), reference or
+// cuda backend, inputs from files or seeded random values, outputs summarized
+// and saved, intermediates dumped, latency benchmarked; on cuda, where each
+// node ran and what the host<->device copies cost.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
 #include "runner/convert.h"
+#include "runner/cuda/cuda_backend.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
 
@@ -29,6 +31,8 @@ struct RunOptions {
   std::string dump_all;
   std::string backend = "cpu";
   int threads = 1;
+  int device = 0;
+  bool tf32 = false;
   int bench = 0;
   int warmup = 1;
   bool json = false;
@@ -56,7 +60,55 @@ double Percentile(std::vector<double> v, double p) {
 absl::StatusOr<runner::Backend> ParseBackend(const std::string& name) {
   if (name == "reference") return runner::Backend::kReference;
   if (name == "cpu") return runner::Backend::kCpu;
-  return UsageError("--backend must be reference or cpu");
+  if (name == "cuda") return runner::Backend::kCuda;
+  return UsageError("--backend must be reference, cpu or cuda");
+}
+
+// One main-graph node of a cuda run: where it ran and its copies.
+struct Placed {
+  std::string node;
+  std::string op;
+  runner::NodeRun run;
+};
+
+void WritePlacementJson(JsonWriter& w, const std::vector<Placed>& placed, const runner::CopyStats& copies) {
+  w.Key("placement");
+  w.BeginArray();
+  for (const Placed& p : placed) {
+    w.BeginObject();
+    w.KeyString("node", p.node);
+    w.KeyString("op", p.op);
+    w.KeyString("backend", std::string(runner::BackendName(p.run.backend)));
+    w.KeyDouble("ms", p.run.seconds * 1000);
+    w.KeyInt("copies", p.run.copies.count);
+    w.KeyDouble("copy_ms", p.run.copies.seconds * 1000);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("copies");
+  w.BeginObject();
+  w.KeyInt("count", copies.count);
+  w.KeyInt("bytes", copies.bytes);
+  w.KeyDouble("ms", copies.seconds * 1000);
+  w.EndObject();
+}
+
+void PrintPlacement(const std::vector<Placed>& placed, const runner::CopyStats& copies) {
+  int on_cuda = 0;
+  std::map<std::string, int> on_host;
+  for (const Placed& p : placed) {
+    if (p.run.backend == runner::Backend::kCuda) {
+      ++on_cuda;
+    } else {
+      ++on_host[p.op];
+    }
+  }
+  std::string host_ops;
+  for (const auto& [op, n] : on_host) absl::StrAppend(&host_ops, host_ops.empty() ? "" : ", ", op, " x", n);
+  std::cout << absl::StrCat("placement (first run): ", on_cuda, " nodes on cuda, ", placed.size() - on_cuda,
+                            " on cpu", host_ops.empty() ? "" : absl::StrCat(" (", host_ops, ")"), "; ", copies.count,
+                            " host<->device copies, ", static_cast<double>(copies.bytes) / (1 << 20), " MiB, ",
+                            copies.seconds * 1000, " ms\n");
 }
 
 void WriteOutputsJson(JsonWriter& w, const std::vector<const ir::Value*>& names, const std::vector<runner::RtValue>& values) {
@@ -93,6 +145,9 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   ONNXKIT_ASSIGN_OR_RETURN(runner::Backend backend, ParseBackend(o.backend));
   if (o.bench < 0 || o.warmup < 0 || o.threads < 1) return UsageError("--bench, --warmup and --threads must be positive");
   if (o.inputs.low > o.inputs.high) return UsageError("--range: low must not exceed high");
+  if (o.device < 0) return UsageError("--device must be 0 or more");
+  // Without a usable device nothing else happens (not even loading).
+  if (backend == runner::Backend::kCuda) ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));
   runner::SetMemoryLimit(o.memory_limit_mb * (int64_t{1} << 20));
   auto loaded = io::LoadModel(o.model);
   if (!loaded.ok()) return loaded.status();
@@ -101,6 +156,15 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.backend = backend;
   options.threads = o.threads;
   options.timeout_seconds = o.timeout;
+  options.device = o.device;
+  options.allow_tf32 = o.tf32;
+  std::vector<Placed> placed;
+  bool placing = true;  // the first run only
+  if (backend == runner::Backend::kCuda) {
+    options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
+      if (placing) placed.push_back({ir::NodeLabel(node), node.op_type(), run});
+    };
+  }
   int dump_index = 0;
   bool dumping = true;  // the first run only
   std::vector<std::string> dump_manifest;
@@ -138,6 +202,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   auto first = (*session)->Run(*feeds);
   if (!first.ok()) return first.status();
   dumping = false;
+  placing = false;
+  const runner::CopyStats first_copies = (*session)->last_run_copies();
   if (!o.dump_all.empty()) {
     std::string index;
     for (const auto& line : dump_manifest) absl::StrAppend(&index, line, "\n");
@@ -174,6 +240,10 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
       w.EndObject();
     }
     w.KeyDouble("peak_rss_mb", PeakRssMb());
+    if (backend == runner::Backend::kCuda) {
+      w.KeyInt("device", o.device);
+      WritePlacementJson(w, placed, first_copies);
+    }
     if (o.profile) {
       w.Key("profile_ms");
       w.BeginObject();
@@ -194,6 +264,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
                               " ms, median ", Percentile(latencies, 0.5), " ms, p90 ", Percentile(latencies, 0.9),
                               " ms; peak RSS ", PeakRssMb(), " MB\n");
   }
+  if (backend == runner::Backend::kCuda && (o.profile || !o.quiet)) PrintPlacement(placed, first_copies);
   if (o.profile) {
     std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.begin(), profile.end());
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
@@ -235,16 +306,20 @@ void RegisterRun(CLI::App& app, Action& action) {
                   "Write every intermediate tensor of the main graph into this folder as it is computed "
                   "(<index>_<name>.pb, listed in index.tsv)");
   sub->add_option("--backend", o->backend,
-                  "cpu (oneDNN for the heavy ops, the reference kernels for the rest; default) or reference "
-                  "(simple kernels for every op, the oracle)")
-      ->check(CLI::IsMember({"reference", "cpu"}));
+                  "cpu (oneDNN for the heavy ops, the reference kernels for the rest; default), reference "
+                  "(simple kernels for every op, the oracle) or cuda (NVIDIA GPU; nodes without a CUDA kernel run "
+                  "on cpu)")
+      ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  sub->add_option("--device", o->device, "CUDA device index of --backend cuda (default 0)");
+  sub->add_flag("--tf32", o->tf32, "--backend cuda: let fp32 MatMul/Gemm/Conv use TF32 tensor cores (~1e-3 error)");
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option("--bench", o->bench, "Time N runs after warm-up and report min/median/p90 latency");
   sub->add_option("--warmup", o->warmup, "Warm-up runs before --bench (default 1; the first run counts)");
   sub->add_flag("--profile", o->profile,
                 "Report time per op type, nodes inside If/Loop/Scan bodies and functions included (a node running "
                 "a body counts only its own time)");
-  sub->add_flag("--json", o->json, "Print one JSON object (outputs, latency_ms, peak_rss_mb, profile_ms)");
+  sub->add_flag("--json", o->json,
+                "Print one JSON object (outputs, latency_ms, peak_rss_mb, profile_ms; on cuda: placement, copies)");
   sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds");
   sub->add_option("--memory-limit", o->memory_limit_mb, "Fail when tensors would need more than this many MiB");
   sub->add_flag("-q,--quiet", o->quiet, "Do not print output summaries");

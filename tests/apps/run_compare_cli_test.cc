@@ -73,7 +73,7 @@ TEST(RunCliTest, CpuBackendByDefaultReferenceOnRequest) {
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   EXPECT_THAT(reference.out, HasSubstr("\"backend\": \"reference\""));
   CliResult help = RunCli({"run", "--help"});
-  EXPECT_THAT(help.out, HasSubstr("default) or reference"));
+  EXPECT_THAT(help.out, HasSubstr("rest; default)"));
 }
 
 TEST(RunCliTest, SaveOutputsThenCompareAgainstThem) {

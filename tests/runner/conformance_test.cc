@@ -4,7 +4,8 @@
 // expected_failures_cpu.txt: a case that fails but is not listed, or is
 // listed but passes, fails the test. ONNXKIT_UPDATE_CONFORMANCE=1 rewrites
 // the lists from the current results (the reason recorded is the first line
-// of the error).
+// of the error). On a machine with a CUDA device the cuda backend must pass
+// every case the cpu backend passes.
 #include <fstream>
 #include <algorithm>
 #include <map>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_split.h"
 
 #include "gtest/gtest.h"
+#include "runner/cuda/cuda_backend.h"
 #include "runner/kernel_registry.h"
 #include "tests/runner/conformance.h"
 #include "tests/util/test_paths.h"
@@ -47,15 +49,16 @@ std::string FirstLine(std::string_view s) {
 
 // ONNXKIT_CONFORMANCE_FILTER=relu,conv runs only the cases whose id contains
 // one of the words and prints every result instead of checking the list
-// (on the cpu backend when ONNXKIT_CONFORMANCE_BACKEND=cpu).
+// (on the cpu or cuda backend when ONNXKIT_CONFORMANCE_BACKEND=cpu or cuda).
 TEST(ConformanceTest, FilteredCasesReport) {
   const char* filter = std::getenv("ONNXKIT_CONFORMANCE_FILTER");
   if (filter == nullptr) GTEST_SKIP() << "set ONNXKIT_CONFORMANCE_FILTER to run";
   std::vector<std::string> words = absl::StrSplit(filter, ',', absl::SkipEmpty());
   const char* backend_name = std::getenv("ONNXKIT_CONFORMANCE_BACKEND");
-  runner::Backend backend = backend_name != nullptr && std::string_view(backend_name) == "cpu"
-                                ? runner::Backend::kCpu
-                                : runner::Backend::kReference;
+  const std::string_view chosen = backend_name != nullptr ? backend_name : "";
+  runner::Backend backend = chosen == "cpu"    ? runner::Backend::kCpu
+                            : chosen == "cuda" ? runner::Backend::kCuda
+                                               : runner::Backend::kReference;
   int passed = 0, total = 0;
   for (const ConformanceCase& c : CollectConformanceCases()) {
     if (std::none_of(words.begin(), words.end(), [&](const std::string& w) { return c.id.find(w) != std::string::npos; })) {
@@ -133,6 +136,28 @@ TEST(ConformanceTest, ReferenceBackendMatchesTheExpectedFailureList) {
 
 TEST(ConformanceTest, CpuBackendMatchesItsExpectedFailureList) {
   CheckAgainstList(runner::Backend::kCpu, "expected_failures_cpu.txt");
+}
+
+// cuda (CUDA kernels, the cpu backend for the rest) passes every case cpu
+// passes; it may pass more.
+TEST(ConformanceTest, CudaBackendPassesWhereCpuPasses) {
+  if (!runner::cuda::CheckDevice(0).ok()) GTEST_SKIP() << "no CUDA device";
+  if (std::getenv("ONNXKIT_CONFORMANCE_FILTER") != nullptr) GTEST_SKIP() << "filtered run";
+  std::vector<ConformanceCase> cases = CollectConformanceCases();
+  if (cases.empty()) GTEST_SKIP() << "no backend suite on this machine";
+  std::map<std::string, std::string> cpu_fails =
+      ReadExpectedFailures(TestdataPath("conformance/expected_failures_cpu.txt"));
+  int checked = 0, failed = 0;
+  for (const ConformanceCase& c : cases) {
+    if (cpu_fails.count(c.id)) continue;
+    ++checked;
+    absl::Status status = RunConformanceCase(c, runner::Backend::kCuda);
+    if (!status.ok()) {
+      ++failed;
+      ADD_FAILURE() << "cuda fails a case cpu passes: " << c.id << ": " << FirstLine(status.ToString());
+    }
+  }
+  std::printf("conformance cuda: %d cases cpu passes, %d failed on cuda\n", checked, failed);
 }
 
 }  // namespace

@@ -1,0 +1,64 @@
+// The device state of one session (internal to runner/cuda): device,
+// stream, cuBLAS and cuDNN handles, pinned staging memory, and device
+// allocation from the stream-ordered pool (memory freed by one kernel is
+// reused by the next without a device-wide synchronisation).
+#ifndef ONNXKIT_RUNNER_CUDA_CONTEXT_H_
+#define ONNXKIT_RUNNER_CUDA_CONTEXT_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runner/cuda/cuda_backend.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::runner::cuda {
+
+class Context : public std::enable_shared_from_this<Context> {
+ public:
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  bool allow_tf32() const { return allow_tf32_; }
+
+  // An uninitialized device tensor, freed (stream-ordered) when its last
+  // reference goes.
+  absl::StatusOr<Tensor> Allocate(int32_t dtype, std::vector<int64_t> shape);
+  // Scratch device memory for one kernel call (workspace), freed the same way.
+  absl::StatusOr<std::shared_ptr<Buffer>> Scratch(size_t bytes);
+  // At least `bytes` of pinned host memory (grown on demand).
+  absl::StatusOr<void*> Staging(size_t bytes);
+
+ private:
+  friend absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& options);
+  Context() = default;
+
+  int device_ = 0;
+  bool allow_tf32_ = false;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+};
+
+// Status helpers: Internal errors naming the call and the library's message.
+absl::Status CudaStatus(cudaError_t error, std::string_view what);
+absl::Status CublasStatus(cublasStatus_t status, std::string_view what);
+absl::Status CudnnStatus(cudnnStatus_t status, std::string_view what);
+
+}  // namespace onnxkit::runner::cuda
+
+#endif  // ONNXKIT_RUNNER_CUDA_CONTEXT_H_

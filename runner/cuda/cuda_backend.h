@@ -1,0 +1,80 @@
+// The CUDA backend as the rest of the runner sees it: no CUDA type appears
+// here, so the session and the apps build the same with or without CUDA.
+//
+// Built with CUDA (nvcc found, ONNXKIT_ENABLE_CUDA on), the CUDA runtime is
+// linked statically: it loads the driver (libcuda) only when first asked for
+// a device, so the binary starts and runs other backends on a machine with
+// no driver. cuBLAS and cuDNN are ordinary shared libraries of the toolkit
+// (they load the driver lazily too). Built without CUDA, every entry point
+// says so and CheckDevice fails.
+//
+// A session on the cuda backend holds one Context (device, stream, library
+// handles, pinned staging memory). Device tensors are runner Tensors whose
+// Buffer is MemoryKind::kCuda; host code never reads them, the session
+// copies them to the host where a cpu kernel or the caller needs them.
+#ifndef ONNXKIT_RUNNER_CUDA_CUDA_BACKEND_H_
+#define ONNXKIT_RUNNER_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/ir/ir.h"
+#include "runner/kernel.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::runner::cuda {
+
+// Whether this binary has the CUDA backend.
+bool CompiledIn();
+
+// OK when CUDA device `index` can be used. Otherwise FailedPrecondition
+// starting "no CUDA device", saying why (built without CUDA, no driver, no
+// device, index out of range).
+absl::Status CheckDevice(int index);
+
+struct ContextOptions {
+  int device = 0;
+  // fp32 matrix products and convolutions may use TF32 tensor cores
+  // (about 1e-3 relative error instead of 1e-6).
+  bool allow_tf32 = false;
+};
+
+class Context;
+
+// The context of one session on device `options.device` (CheckDevice first).
+absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& options);
+
+// Copies through pinned staging memory; both wait for the copy to finish.
+absl::StatusOr<Tensor> ToDevice(Context& context, const Tensor& host);
+absl::StatusOr<Tensor> ToHost(Context& context, const Tensor& device);
+// Waits for every kernel queued on the context's stream.
+absl::Status Synchronize(Context& context);
+
+// A kernel running on the device: it reads device tensors and sets device
+// tensors as its outputs (KernelContext::SetOutput).
+class CudaKernel : public Kernel {
+ public:
+  // Whether this kernel runs the node for these inputs (element types,
+  // ranks, shapes known only at run time). False: the session runs the node
+  // on the cpu backend. Reads only types and shapes, never element values.
+  virtual bool Accepts(const KernelContext& ctx) const = 0;
+};
+
+// The CUDA kernel of `node`, or null when the backend has none for its op
+// at that opset or its attributes (the node then runs on the cpu backend).
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeKernel(const std::shared_ptr<Context>& context,
+                                                       const ir::Node& node, const KernelInfo& info);
+
+// Whether the CUDA kernel table covers `op` of `domain` at `opset` (the
+// same table MakeKernel reads; empty when built without CUDA).
+bool HasKernel(std::string_view domain, std::string_view op, int64_t opset);
+
+// The ops of the CUDA kernel table, in table order (for documentation).
+std::vector<std::string_view> KernelOps();
+
+}  // namespace onnxkit::runner::cuda
+
+#endif  // ONNXKIT_RUNNER_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,30 @@
+// The CUDA backend of a binary built without CUDA (no nvcc, or
+// ONNXKIT_ENABLE_CUDA=OFF): every entry point says so.
+#include "runner/cuda/cuda_backend.h"
+
+namespace onnxkit::runner::cuda {
+namespace {
+
+absl::Status NotBuilt() {
+  return absl::FailedPreconditionError(
+      "no CUDA device: this onnxkit was built without the CUDA backend (nvcc not found or ONNXKIT_ENABLE_CUDA=OFF)");
+}
+
+}  // namespace
+
+class Context {};
+
+bool CompiledIn() { return false; }
+absl::Status CheckDevice(int) { return NotBuilt(); }
+absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions&) { return NotBuilt(); }
+absl::StatusOr<Tensor> ToDevice(Context&, const Tensor&) { return NotBuilt(); }
+absl::StatusOr<Tensor> ToHost(Context&, const Tensor&) { return NotBuilt(); }
+absl::Status Synchronize(Context&) { return NotBuilt(); }
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeKernel(const std::shared_ptr<Context>&, const ir::Node&,
+                                                       const KernelInfo&) {
+  return NotBuilt();
+}
+bool HasKernel(std::string_view, std::string_view, int64_t) { return false; }
+std::vector<std::string_view> KernelOps() { return {}; }
+
+}  // namespace onnxkit::runner::cuda

@@ -1,0 +1,258 @@
+// Device kernels: unary and broadcasting binary element-wise ops, Cast.
+// One thread per output element in a grid-stride loop (64-bit indices);
+// floating-point types are computed in float.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "runner/cuda/launch.h"
+
+namespace onnxkit::runner::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Blocks for n elements (the grid-stride loop covers the rest).
+unsigned Blocks(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? (blocks > 0 ? blocks : 1) : (int64_t{1} << 20));
+}
+
+__device__ __forceinline__ float ToFloat(float x) { return x; }
+__device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float x);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha, float beta) {
+  switch (op) {
+    case UnaryOp::kRelu: return x > 0.f ? x : (x == x ? 0.f : x);
+    case UnaryOp::kSigmoid: return 1.f / (1.f + expf(-x));
+    case UnaryOp::kTanh: return tanhf(x);
+    case UnaryOp::kExp: return expf(x);
+    case UnaryOp::kLog: return logf(x);
+    case UnaryOp::kSqrt: return sqrtf(x);
+    case UnaryOp::kAbs: return fabsf(x);
+    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kReciprocal: return 1.f / x;
+    case UnaryOp::kLeakyRelu: return x >= 0.f ? x : alpha * x;
+    case UnaryOp::kElu: return x >= 0.f ? x : alpha * (expf(x) - 1.f);
+    case UnaryOp::kErf: return erff(x);
+    case UnaryOp::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case UnaryOp::kGeluTanh:
+      return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case UnaryOp::kFloor: return floorf(x);
+    case UnaryOp::kCeil: return ceilf(x);
+    case UnaryOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, alpha * x + beta));
+  }
+  return x;
+}
+
+__device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kPow: return powf(a, b);
+    // NaN in either operand gives NaN (as numpy's maximum / minimum).
+    case BinaryOp::kMax: return (a != a || b != b) ? a + b : (a > b ? a : b);
+    case BinaryOp::kMin: return (a != a || b != b) ? a + b : (a < b ? a : b);
+  }
+  return a;
+}
+
+template <typename T>
+__global__ void UnaryKernel(UnaryOp op, const T* x, T* y, int64_t n, float alpha, float beta) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    y[i] = FromFloat<T>(Unary(op, ToFloat(x[i]), alpha, beta));
+  }
+}
+
+template <typename T>
+__global__ void BinaryKernel(BinaryOp op, const T* a, const T* b, T* y, int64_t n, StridedGeometry g) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t ia = i;
+    int64_t ib = i;
+    if (g.rank > 0) {
+      ia = 0;
+      ib = 0;
+      int64_t rest = i;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        int64_t c = rest % g.dims[d];
+        rest /= g.dims[d];
+        ia += c * g.a[d];
+        ib += c * g.b[d];
+      }
+    }
+    y[i] = FromFloat<T>(Binary(op, ToFloat(a[ia]), ToFloat(b[ib])));
+  }
+}
+
+template <typename T>
+__global__ void StridedCopyKernel(const T* x, T* y, int64_t n, StridedGeometry g) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t offset = 0;
+    int64_t rest = i;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      offset += (rest % g.dims[d]) * g.a[d];
+      rest /= g.dims[d];
+    }
+    y[i] = x[offset];
+  }
+}
+
+template <typename T>
+constexpr bool kIsHalfLike = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// ONNX Cast: floating to integer truncates; anything to bool is "!= 0".
+template <typename Out, typename In>
+__device__ __forceinline__ Out CastOne(In x) {
+  if constexpr (std::is_same_v<Out, bool>) {
+    if constexpr (kIsHalfLike<In>) {
+      return ToFloat(x) != 0.f;
+    } else {
+      return x != In(0);
+    }
+  } else if constexpr (kIsHalfLike<Out>) {
+    if constexpr (kIsHalfLike<In>) {
+      return FromFloat<Out>(ToFloat(x));
+    } else {
+      return FromFloat<Out>(static_cast<float>(x));
+    }
+  } else if constexpr (kIsHalfLike<In>) {
+    return static_cast<Out>(ToFloat(x));
+  } else {
+    return static_cast<Out>(x);
+  }
+}
+
+template <typename Out, typename In>
+__global__ void CastKernel(const In* x, Out* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
+    y[i] = CastOne<Out, In>(x[i]);
+  }
+}
+
+template <typename Out, typename In>
+cudaError_t CastAs(const void* x, void* y, int64_t n, cudaStream_t stream) {
+  CastKernel<Out, In><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const In*>(x), static_cast<Out*>(y), n);
+  return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t CastFrom(int32_t to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  switch (to) {
+    case kFloat: return CastAs<float, In>(x, y, n, stream);
+    case kFloat16: return CastAs<__half, In>(x, y, n, stream);
+    case kBFloat16: return CastAs<__nv_bfloat16, In>(x, y, n, stream);
+    case kInt32: return CastAs<int32_t, In>(x, y, n, stream);
+    case kInt64: return CastAs<int64_t, In>(x, y, n, stream);
+    case kBool: return CastAs<bool, In>(x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+bool CastType(int32_t t) {
+  return t == kFloat || t == kFloat16 || t == kBFloat16 || t == kInt32 || t == kInt64 || t == kBool;
+}
+
+}  // namespace
+
+cudaError_t LaunchUnary(UnaryOp op, int32_t dtype, const void* x, void* y, int64_t n, float alpha, float beta,
+                        cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (dtype) {
+    case kFloat:
+      UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const float*>(x), static_cast<float*>(y), n,
+                                                       alpha, beta);
+      break;
+    case kFloat16:
+      UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const __half*>(x), static_cast<__half*>(y),
+                                                       n, alpha, beta);
+      break;
+    case kBFloat16:
+      UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const __nv_bfloat16*>(x),
+                                                       static_cast<__nv_bfloat16*>(y), n, alpha, beta);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBinary(BinaryOp op, int32_t dtype, const void* a, const void* b, void* y, int64_t n,
+                         const StridedGeometry& g, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (dtype) {
+    case kFloat:
+      BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const float*>(a),
+                                                        static_cast<const float*>(b), static_cast<float*>(y), n, g);
+      break;
+    case kFloat16:
+      BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const __half*>(a),
+                                                        static_cast<const __half*>(b), static_cast<__half*>(y), n, g);
+      break;
+    case kBFloat16:
+      BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const __nv_bfloat16*>(a),
+                                                        static_cast<const __nv_bfloat16*>(b),
+                                                        static_cast<__nv_bfloat16*>(y), n, g);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+bool CastSupported(int32_t from, int32_t to) { return CastType(from) && CastType(to); }
+
+cudaError_t LaunchCast(int32_t from, int32_t to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (from) {
+    case kFloat: return CastFrom<float>(to, x, y, n, stream);
+    case kFloat16: return CastFrom<__half>(to, x, y, n, stream);
+    case kBFloat16: return CastFrom<__nv_bfloat16>(to, x, y, n, stream);
+    case kInt32: return CastFrom<int32_t>(to, x, y, n, stream);
+    case kInt64: return CastFrom<int64_t>(to, x, y, n, stream);
+    case kBool: return CastFrom<bool>(to, x, y, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchStridedCopy(int elem_bytes, const void* x, void* y, int64_t n, const StridedGeometry& g,
+                              cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      StridedCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
+                                                             static_cast<uint8_t*>(y), n, g);
+      break;
+    case 2:
+      StridedCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint16_t*>(x),
+                                                             static_cast<uint16_t*>(y), n, g);
+      break;
+    case 4:
+      StridedCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint32_t*>(x),
+                                                             static_cast<uint32_t*>(y), n, g);
+      break;
+    case 8:
+      StridedCopyKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint64_t*>(x),
+                                                             static_cast<uint64_t*>(y), n, g);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace onnxkit::runner::cuda

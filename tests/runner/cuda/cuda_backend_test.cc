@@ -1,0 +1,235 @@
+// Tests of the cuda backend: every CUDA kernel against the reference
+// kernels on random inputs (fixed seeds), graphs that mix CUDA and cpu
+// nodes, and the error without a device. Tests that need a device skip
+// with "no CUDA device" when there is none.
+#include "runner/cuda/cuda_backend.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/proto.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using runner::Backend;
+
+#define ONNXKIT_NEED_CUDA_DEVICE()                                              \
+  do {                                                                          \
+    if (!runner::cuda::CheckDevice(0).ok()) GTEST_SKIP() << "no CUDA device";   \
+  } while (0)
+
+// Runs `graph` on cuda and on the reference backend; outputs must agree
+// within atol + rtol * |ref|.
+void ExpectCudaMatchesReference(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset = 18,
+                                double atol = 1e-5, double rtol = 1e-3) {
+  auto want = RunGraphOn(Backend::kReference, graph, feeds, opset);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto got = RunGraphOn(Backend::kCuda, graph, feeds, opset);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(want->size(), got->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    ASSERT_TRUE((*got)[i].is_tensor());
+    EXPECT_FALSE((*got)[i].tensor().on_device()) << "outputs come back to the host";
+    ExpectTensorsClose((*want)[i].tensor(), (*got)[i].tensor(), atol, rtol, "output " + std::to_string(i));
+  }
+}
+
+void ExpectUnaryMatches(const std::string& op, std::vector<pb::AttributeProto> attrs = {}, int64_t opset = 18,
+                        float lo = -3, float hi = 3) {
+  SCOPED_TRACE(op);
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{3, 5, 7}})
+                         .Node(op, {"x"}, {"y"}, std::move(attrs))
+                         .Output("y", pb::kFloat)
+                         .Build();
+  ExpectCudaMatchesReference(g, {{"x", RandomFloats({3, 5, 7}, 1, lo, hi)}}, opset);
+}
+
+TEST(CudaBackendTest, WithoutADeviceSessionsFailCleanly) {
+  if (runner::cuda::CheckDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  pb::GraphProto g = GraphBuilder("g").Input("x", pb::kFloat, {{2}}).Node("Relu", {"x"}, {"y"}).Output("y").Build();
+  auto out = RunGraphOn(Backend::kCuda, g, {{"x", RandomFloats({2}, 1)}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(out.status().message()).rfind("no CUDA device", 0), 0u) << out.status();
+}
+
+TEST(CudaBackendTest, DeviceIndexOutOfRangeIsRefused) {
+  absl::Status status = runner::cuda::CheckDevice(1 << 20);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(std::string(status.message()).rfind("no CUDA device", 0), 0u) << status;
+}
+
+TEST(CudaBackendTest, UnaryOps) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Floor", "Ceil", "Erf"}) {
+    ExpectUnaryMatches(op);
+  }
+  ExpectUnaryMatches("Log", {}, 18, 0.1f, 3);
+  ExpectUnaryMatches("Sqrt", {}, 18, 0, 3);
+  ExpectUnaryMatches("Reciprocal", {}, 18, 0.5f, 3);
+  ExpectUnaryMatches("LeakyRelu", {AttrFloat("alpha", 0.2f)});
+  ExpectUnaryMatches("Elu", {AttrFloat("alpha", 0.7f)});
+  ExpectUnaryMatches("HardSigmoid", {AttrFloat("alpha", 0.3f), AttrFloat("beta", 0.4f)});
+  ExpectUnaryMatches("Gelu", {}, 20);
+  ExpectUnaryMatches("Gelu", {AttrString("approximate", "tanh")}, 20);
+}
+
+TEST(CudaBackendTest, BroadcastingBinaryOps) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"}) {
+    SCOPED_TRACE(op);
+    for (auto [as, bs] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+             {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {3, 1}}, {{1}, {2, 3}}, {{}, {5}}}) {
+      pb::GraphProto g = GraphBuilder("g")
+                             .Input("a", pb::kFloat)
+                             .Input("b", pb::kFloat)
+                             .Node(op, {"a", "b"}, {"y"})
+                             .Output("y", pb::kFloat)
+                             .Build();
+      float lo = std::string(op) == "Pow" || std::string(op) == "Div" ? 0.5f : -2.f;
+      ExpectCudaMatchesReference(g, {{"a", RandomFloats(as, 2, lo, 2)}, {"b", RandomFloats(bs, 3, lo, 2)}});
+    }
+  }
+}
+
+TEST(CudaBackendTest, CastAndFloat16) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // float -> float16 -> Relu, Add (on float16) -> float; float -> int64 -> float.
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{4, 6}})
+                         .Node("Cast", {"x"}, {"h"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("Relu", {"h"}, {"r"})
+                         .Node("Add", {"r", "h"}, {"s"})
+                         .Node("Cast", {"s"}, {"y"}, {AttrInt("to", pb::kFloat)})
+                         .Node("Cast", {"x"}, {"i"}, {AttrInt("to", pb::kInt64)})
+                         .Node("Cast", {"i"}, {"z"}, {AttrInt("to", pb::kFloat)})
+                         .Output("y", pb::kFloat)
+                         .Output("z", pb::kFloat)
+                         .Build();
+  ExpectCudaMatchesReference(g, {{"x", RandomFloats({4, 6}, 4, -9, 9)}}, 18, 1e-3, 1e-3);
+}
+
+TEST(CudaBackendTest, TransposeAndSoftmax) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  pb::GraphProto t = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                         .Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {0, 2, 3, 1})})
+                         .Node("Transpose", {"x"}, {"z"})
+                         .Output("y", pb::kFloat)
+                         .Output("z", pb::kFloat)
+                         .Build();
+  ExpectCudaMatchesReference(t, {{"x", RandomFloats({2, 3, 4, 5}, 5)}});
+  for (int64_t opset : {11, 13}) {
+    for (int64_t axis : {-1, 1, 0}) {
+      SCOPED_TRACE(absl::StrCat("opset ", opset, " axis ", axis));
+      pb::GraphProto s = GraphBuilder("g")
+                             .Input("x", pb::kFloat, {{3, 300, 4}})
+                             .Node("Softmax", {"x"}, {"y"}, {AttrInt("axis", axis)})
+                             .Node("LogSoftmax", {"x"}, {"z"}, {AttrInt("axis", axis)})
+                             .Output("y", pb::kFloat)
+                             .Output("z", pb::kFloat)
+                             .Build();
+      ExpectCudaMatchesReference(s, {{"x", RandomFloats({3, 300, 4}, 6, -5, 5)}}, opset);
+    }
+  }
+}
+
+TEST(CudaBackendTest, MatMulAndGemm) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  for (auto [as, bs] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{7, 5}, {5, 3}}, {{2, 4, 7, 5}, {5, 3}}, {{7, 5}, {3, 5, 6}}, {{3, 7, 5}, {3, 5, 2}}, {{5}, {5, 3}},
+           {{4, 5}, {5}}, {{2, 1, 3, 5}, {4, 5, 2}}}) {
+    pb::GraphProto g = GraphBuilder("g")
+                           .Input("a", pb::kFloat)
+                           .Input("b", pb::kFloat)
+                           .Node("MatMul", {"a", "b"}, {"y"})
+                           .Output("y", pb::kFloat)
+                           .Build();
+    ExpectCudaMatchesReference(g, {{"a", RandomFloats(as, 7)}, {"b", RandomFloats(bs, 8)}});
+  }
+  for (int ta : {0, 1}) {
+    for (int tb : {0, 1}) {
+      pb::GraphProto g = GraphBuilder("g")
+                             .Input("a", pb::kFloat)
+                             .Input("b", pb::kFloat)
+                             .Input("c", pb::kFloat)
+                             .Node("Gemm", {"a", "b", "c"}, {"y"},
+                                   {AttrInt("transA", ta), AttrInt("transB", tb), AttrFloat("alpha", 0.5f),
+                                    AttrFloat("beta", 2.f)})
+                             .Output("y", pb::kFloat)
+                             .Build();
+      std::vector<int64_t> as = ta ? std::vector<int64_t>{5, 7} : std::vector<int64_t>{7, 5};
+      std::vector<int64_t> bs = tb ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{5, 3};
+      ExpectCudaMatchesReference(
+          g, {{"a", RandomFloats(as, 9)}, {"b", RandomFloats(bs, 10)}, {"c", RandomFloats({3}, 11)}});
+    }
+  }
+}
+
+TEST(CudaBackendTest, Conv) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  struct Case {
+    std::vector<int64_t> x, w;
+    std::vector<pb::AttributeProto> attrs;
+  };
+  std::vector<Case> cases = {
+      {{1, 3, 9, 9}, {4, 3, 3, 3}, {AttrInts("pads", {1, 1, 1, 1})}},
+      {{2, 4, 8, 7}, {6, 2, 3, 2}, {AttrInt("group", 2), AttrInts("strides", {2, 1})}},
+      {{1, 2, 9, 9}, {3, 2, 3, 3}, {AttrInts("dilations", {2, 2}), AttrString("auto_pad", "SAME_UPPER")}},
+      {{1, 3, 11}, {2, 3, 3}, {AttrInts("pads", {1, 1})}},
+      {{1, 2, 4, 5, 6}, {3, 2, 2, 2, 2}, {}},
+      // Asymmetric padding: runs on the cpu backend, same result.
+      {{1, 3, 6, 6}, {2, 3, 3, 3}, {AttrInts("pads", {0, 1, 1, 0})}},
+  };
+  for (const Case& c : cases) {
+    pb::GraphProto g = GraphBuilder("g")
+                           .Input("x", pb::kFloat)
+                           .Input("w", pb::kFloat)
+                           .Input("b", pb::kFloat)
+                           .Node("Conv", {"x", "w", "b"}, {"y"}, c.attrs)
+                           .Output("y", pb::kFloat)
+                           .Build();
+    ExpectCudaMatchesReference(g, {{"x", RandomFloats(c.x, 12)}, {"w", RandomFloats(c.w, 13)},
+                                   {"b", RandomFloats({c.w[0]}, 14)}},
+                               18, 1e-4, 1e-3);
+  }
+}
+
+TEST(CudaBackendTest, MixedGraphReportsPlacementAndCopies) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Sin has no CUDA kernel: Relu (cuda) -> Sin (cpu) -> Add (cuda).
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(GraphBuilder("g")
+                                    .Input("x", pb::kFloat, {{2, 8}})
+                                    .Node("Relu", {"x"}, {"a"})
+                                    .Node("Sin", {"a"}, {"b"})
+                                    .Node("Add", {"a", "b"}, {"y"})
+                                    .Output("y", pb::kFloat)
+                                    .Build(),
+                                18);
+  runner::SessionOptions options;
+  options.backend = Backend::kCuda;
+  std::vector<std::pair<std::string, Backend>> ran;
+  options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
+    ran.emplace_back(node.op_type(), run.backend);
+  };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x", runner::RtValue::FromTensor(RandomFloats({2, 8}, 15))}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<std::pair<std::string, Backend>> want = {
+      {"Relu", Backend::kCuda}, {"Sin", Backend::kCpu}, {"Add", Backend::kCuda}};
+  EXPECT_EQ(ran, want);
+  // x up, a down, b up, y down: the plan's copies, and nothing more.
+  EXPECT_EQ((*session)->last_run_copies().count, 4);
+  EXPECT_EQ((*session)->placement().num_transfers, 4);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
