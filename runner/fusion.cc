@@ -171,11 +171,11 @@ std::atomic<int64_t> g_fallback_runs{0};
 
 class ChainKernel : public Kernel {
  public:
-  ChainKernel(const FusionChain& chain, std::vector<std::unique_ptr<Kernel>> kernels)
-      : chain_(chain), kernels_(std::move(kernels)) {}
+  ChainKernel(const FusionChain& chain, std::vector<std::unique_ptr<Kernel>> kernels, bool counted)
+      : chain_(chain), kernels_(std::move(kernels)), counted_(counted) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
+    if (counted_) g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
     RtValue previous;
     for (size_t k = 0; k < chain_.nodes.size(); ++k) {
       const ir::Node& node = *chain_.nodes[k];
@@ -205,6 +205,7 @@ class ChainKernel : public Kernel {
  private:
   FusionChain chain_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
+  bool counted_;
 };
 
 }  // namespace
@@ -212,7 +213,7 @@ class ChainKernel : public Kernel {
 int64_t ChainFallbackRuns() { return g_fallback_runs.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
-                                                        const KernelInfo& info) {
+                                                        const KernelInfo& info, bool counted) {
   std::vector<std::unique_ptr<Kernel>> kernels;
   for (const ir::Node* node : chain.nodes) {
     ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
@@ -220,7 +221,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, entry->factory(*node, info));
     kernels.push_back(std::move(kernel));
   }
-  return std::unique_ptr<Kernel>(new ChainKernel(chain, std::move(kernels)));
+  return std::unique_ptr<Kernel>(new ChainKernel(chain, std::move(kernels), counted));
 }
 
 }  // namespace onnxkit::runner

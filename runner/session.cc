@@ -223,6 +223,12 @@ class Session::Executor : public SubgraphRunner {
         inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
       }
     }
+    for (const ir::Value* v : chain.extra_inputs) {
+      const RtValue* value = v != nullptr ? Lookup(frame, v) : nullptr;
+      if (v != nullptr && value == nullptr)
+        return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+      inputs.push_back(value);
+    }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame);
   }
@@ -401,9 +407,26 @@ void Session::PlanFusion() {
   const ir::Graph& main = model_->graph();
   auto plan = PlanFor(main);
   if (!plan.ok()) return;
-  std::vector<FusionChain> found = FindConvChains(
-      (*plan)->order, main, [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); },
-      [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+  auto is_constant = [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); };
+  std::vector<FusionChain> found = FindQuantizedChains((*plan)->order, main, is_constant,
+                                                       [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+  absl::flat_hash_set<const ir::Node*> quantized;
+  for (const FusionChain& chain : found) {
+    quantized.insert(chain.nodes.begin(), chain.nodes.end());
+    // The quantized weights and parameters are read directly: bring back
+    // those released after folding (once, not in every run).
+    for (const ir::Value* v : chain.extra_inputs) {
+      if (v == nullptr || !released_.contains(v) || v->initializer() == nullptr) continue;
+      absl::StatusOr<Tensor> t = TensorFromProto(*v->initializer(), resolver_.get());
+      if (!t.ok()) continue;  // Lookup converts it per run (and reports the error there)
+      constants_[v] = RtValue::FromTensor(*std::move(t));
+      released_.erase(v);
+    }
+  }
+  std::vector<FusionChain> conv = FindConvChains(
+      (*plan)->order, main, is_constant,
+      [&](const ir::Node* n) { return folded_nodes_.contains(n) || quantized.contains(n); });
+  for (FusionChain& chain : conv) found.push_back(std::move(chain));
   if (found.empty()) return;
   absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
   for (FusionChain& chain : found) {
@@ -444,6 +467,9 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
       for (const ir::Value* v : node_uses) {
         if (k == 0 || v != chain->nodes[k - 1]->output(0)) uses->push_back(v);
       }
+    }
+    for (const ir::Value* v : chain->extra_inputs) {
+      if (v != nullptr && v->graph() == &graph) uses->push_back(v);
     }
   };
   absl::flat_hash_map<const ir::Value*, size_t> last_use;
@@ -499,7 +525,9 @@ absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
   ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(chain.head()));
   SessionConstantsScope scope(&run_constants_);
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
-                           cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
+                           chain.kind == FusionKind::kQuantized
+                               ? cpu::MakeQuantizedChain(chain, KernelInfo{opset, options_.threads})
+                               : cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
   Kernel* raw = kernel.get();
   chain_kernels_[&chain] = std::move(kernel);
   return raw;
