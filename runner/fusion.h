@@ -47,6 +47,18 @@ struct FusionChain {
   // (kQuantizedExtras), whether or not their DequantizeLinear nodes are in
   // the chain.
   std::vector<const ir::Value*> extra_inputs;
+  // Inputs the fused kernel reads in quantized form: input `slot` (a
+  // DequantizeLinear's float output) is that of `dequantize` applied to the
+  // extra inputs `extra`, `extra` + 1, `extra` + 2 (data, scale, zero
+  // point). The session may skip such a DequantizeLinear when fused kernels
+  // are its only readers; `slot` is then passed as omitted and a kernel
+  // that needs it computes it (MakeBypassFallback).
+  struct Bypass {
+    int slot;
+    int extra;
+    const ir::Node* dequantize;
+  };
+  std::vector<Bypass> bypass;
 
   const ir::Node& head() const { return *nodes.front(); }
   const ir::Node& tail() const { return *nodes.back(); }
@@ -75,6 +87,11 @@ enum QuantizedExtra { kQxData, kQxScale, kQxZeroPoint, kQwData, kQwScale, kQwZer
 // A kernel that runs the nodes of `chain` one after another with their own
 // kernels of `backend` (the fallback of a fused kernel), taking the fused
 // kernel's inputs and producing the last node's outputs.
+// MakeChainKernel for a chain with bypassed inputs: computes any of them
+// that was skipped (omitted) with its DequantizeLinear, then runs the chain.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBypassFallback(const FusionChain& chain, Backend backend,
+                                                           const KernelInfo& info);
+
 // `counted`: its runs count as fallbacks (ChainFallbackRuns).
 absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
                                                         const KernelInfo& info, bool counted = true);

@@ -82,6 +82,8 @@ void Finish(FusionChain& chain, absl::flat_hash_set<const ir::Node*>& taken, std
     chain.input_offset.push_back(chain.num_inputs);
     chain.num_inputs += n->num_inputs();
   }
+  // Bypass extras were recorded as -1 - (offset among the extras).
+  for (FusionChain::Bypass& by : chain.bypass) by.extra = chain.num_inputs + (-1 - by.extra);
   out.push_back(std::move(chain));
 }
 
@@ -124,6 +126,40 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
   for (const ir::Node* dq : {dq_x, dq_w}) {
     for (int i = 0; i < 3; ++i) chain.extra_inputs.push_back(i < dq->num_inputs() ? dq->input(i) : nullptr);
   }
+  if (!dq_in_chain) chain.bypass.push_back({0, -1, dq_x});  // slot: the op's input 0; extra set in Finish
+  return true;
+}
+
+// The elementwise chain at `op` (Add, Sub, Mul, Div of dequantized values
+// or float constants, then QuantizeLinear), if any. The DequantizeLinear
+// nodes stay outside the chain: both are bypassed.
+bool MatchBinary(const ir::Node& op, const ir::Graph& graph,
+                 const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Node*)>& skip,
+                 const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  const std::string& t = op.op_type();
+  if ((t != "Add" && t != "Sub" && t != "Mul" && t != "Div") || !InDefaultDomain(op) || !OnlyFirstOutput(op) ||
+      op.num_inputs() != 2 || !Present(op.input(0)) || !Present(op.input(1))) {
+    return false;
+  }
+  const ir::Node* dq[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    if (is_constant(op.input(i))) continue;
+    dq[i] = Dequantizer(op.input(i), is_constant);
+    if (dq[i] == nullptr || is_constant(dq[i]->input(0))) return false;
+  }
+  if (dq[0] == nullptr && dq[1] == nullptr) return false;
+  const ir::Node* q = SoleConsumer(op.output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != op.output(0))
+    return false;
+  chain.nodes = {&op, q};
+  chain.chained_input = {-1, 0};
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      chain.extra_inputs.push_back(dq[i] != nullptr && j < dq[i]->num_inputs() ? dq[i]->input(j) : nullptr);
+    }
+    if (dq[i] != nullptr) chain.bypass.push_back({i, -1 - 3 * i, dq[i]});
+  }
   return true;
 }
 
@@ -162,6 +198,11 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
     if (MatchWeighted(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchBinary(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
   }
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;

@@ -218,6 +218,7 @@ class Session::Executor : public SubgraphRunner {
         const ir::Value* v = node.input(j);
         if (v == nullptr || j == chain.chained_input[k]) continue;
         const RtValue* value = Lookup(frame, v);
+        if (value == nullptr && v->producer() != nullptr && session_->elided_.contains(v->producer())) continue;
         if (value == nullptr)
           return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
         inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
@@ -426,6 +427,18 @@ void Session::PlanFusion() {
   std::vector<FusionChain> conv = FindConvChains(
       (*plan)->order, main, is_constant,
       [&](const ir::Node* n) { return folded_nodes_.contains(n) || quantized.contains(n); });
+  // DequantizeLinear nodes all of whose uses are bypassed by fused kernels.
+  absl::flat_hash_map<const ir::Value*, size_t> bypassed_uses;
+  for (const FusionChain& chain : found) {
+    for (const FusionChain::Bypass& by : chain.bypass) ++bypassed_uses[by.dequantize->output(0)];
+  }
+  for (const auto& [value, count] : bypassed_uses) {
+    const ir::Node* dq = value->producer();
+    if (count == value->uses().size() && !value->IsGraphOutput() && !quantized.contains(dq) &&
+        !folded_nodes_.contains(dq) && dq->num_outputs() == 1) {
+      elided_.insert(dq);
+    }
+  }
   for (FusionChain& chain : conv) found.push_back(std::move(chain));
   if (found.empty()) return;
   absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
@@ -433,12 +446,13 @@ void Session::PlanFusion() {
     chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
     by_tail[&chains_.back()->tail()] = chains_.back().get();
   }
-  fused_plan_ = BuildPlan(main, (*plan)->order, by_tail);
+  fused_plan_ = BuildPlan(main, (*plan)->order, by_tail, elided_);
 }
 
 std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     const ir::Graph& graph, const std::vector<ir::Node*>& order,
-    const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains) {
+    const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
+    const absl::flat_hash_set<const ir::Node*>& skipped) {
   auto plan = std::make_unique<GraphPlan>();
   absl::flat_hash_set<const ir::Node*> absorbed;
   for (const auto& [tail, chain] : chains) {
@@ -447,7 +461,7 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     }
   }
   for (ir::Node* n : order) {
-    if (absorbed.contains(n)) continue;
+    if (absorbed.contains(n) || skipped.contains(n)) continue;
     plan->order.push_back(n);
     auto c = chains.find(n);
     plan->chain.push_back(c == chains.end() ? nullptr : c->second);

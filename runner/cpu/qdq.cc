@@ -35,6 +35,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/quantize_rows.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
 
@@ -448,12 +449,133 @@ class TableKernel : public CpuKernel {
   uint8_t table_[256] = {};
 };
 
+// Add / Sub / Mul / Div of dequantized values (per tensor) or float
+// constants, then QuantizeLinear, in one pass over chunks: each operand
+// dequantized into a float row, the op in float, the result quantized. The
+// same float operations as the node-by-node run: exact. The smaller operand
+// may broadcast over the leading dims of the larger (a bias, a scalar).
+class BinaryKernel : public CpuKernel {
+ public:
+  enum class Op { kAdd, kSub, kMul, kDiv };
+
+  BinaryKernel(Op op, int extra, int q_offset, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), op_(op), extra_(extra), q_offset_(q_offset) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    Operand a, b;
+    std::optional<float> ys = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    const Tensor* y_zp = OptionalTensor(ctx, q_offset_ + 2);
+    if (!Resolve(ctx, 0, a) || !Resolve(ctx, 1, b) || !ys ||
+        (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1))) {
+      return Fallback(ctx);
+    }
+    const Operand& big = a.t->size() >= b.t->size() ? a : b;
+    const Operand& small = a.t->size() >= b.t->size() ? b : a;
+    if (!SuffixOf(small.t->shape(), big.t->shape()) || big.t->size() == 0) return Fallback(ctx);
+    const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+    const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, big.t->shape()));
+    const int64_t total = big.t->size(), period = small.t->size();
+    // Chunks never cross a period of the smaller operand.
+    const int64_t chunk = period >= kChunk || period == 1 ? std::min(kChunk, period == 1 ? total : period) : period;
+    const int64_t chunks = (total + chunk - 1) / chunk;
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
+#pragma omp parallel for schedule(static) if (total > (1 << 18))
+    for (int64_t c = 0; c < chunks; ++c) {
+      float fa[kChunk], fb[kChunk];
+      const int64_t begin = c * chunk, n = std::min(chunk, total - begin);
+      const float* pa = Row(a, a.t == big.t ? begin : begin % period, n, fa);
+      const float* pb = Row(b, b.t == big.t ? begin : begin % period, n, fb);
+      Apply(pa, pb, a.t->size() == 1 && a.t != big.t, b.t->size() == 1 && b.t != big.t, fa, n);
+      QuantizeFloatRow(fa, out + begin, y_type, n, *ys, zy);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr int64_t kChunk = 1024;
+
+  struct Operand {
+    const Tensor* t = nullptr;  // quantized data or the float constant
+    bool quantized = false;
+    float scale = 1;
+    int32_t zp = 0;
+  };
+
+  bool Resolve(KernelContext& ctx, int i, Operand& o) {
+    const Tensor* q = OptionalTensor(ctx, extra_ + 3 * i);
+    if (q == nullptr) {  // a float constant
+      o.t = OptionalTensor(ctx, i);
+      return o.t != nullptr && o.t->dtype() == pb::kFloat;
+    }
+    const Tensor* zp = OptionalTensor(ctx, extra_ + 3 * i + 2);
+    std::optional<float> scale = ScalarFloat(OptionalTensor(ctx, extra_ + 3 * i + 1));
+    if (!IsInt8Type(q->dtype()) || !scale) return false;
+    if (zp != nullptr && (zp->dtype() != q->dtype() || zp->size() != 1 || zp->rank() > 1)) return false;
+    o = {q, true, *scale, zp != nullptr ? Int8Value(*zp, 0) : 0};
+    return true;
+  }
+
+  // True when `small` (leading 1s dropped) is a suffix of `big`'s shape.
+  static bool SuffixOf(const std::vector<int64_t>& small, const std::vector<int64_t>& big) {
+    size_t first = 0;
+    while (first < small.size() && small[first] == 1) ++first;
+    const size_t n = small.size() - first;
+    if (n > big.size()) return false;
+    if (small.size() > big.size()) return false;  // would raise the result's rank
+    return std::equal(small.begin() + static_cast<std::ptrdiff_t>(first), small.end(), big.end() - static_cast<std::ptrdiff_t>(n));
+  }
+
+  // Elements [begin, begin + n) of an operand as floats (in `buffer` when
+  // dequantized).
+  static const float* Row(const Operand& o, int64_t begin, int64_t n, float* buffer) {
+    if (!o.quantized) return o.t->data<float>() + begin;
+    DequantizeByteRow(static_cast<const uint8_t*>(o.t->raw()) + begin, o.t->dtype(), buffer, n, o.scale, o.zp);
+    return buffer;
+  }
+
+  // out = a op b, a scalar operand repeated.
+  void Apply(const float* a, const float* b, bool a_scalar, bool b_scalar, float* out, int64_t n) const {
+    const float sa = a[0], sb = b[0];
+    switch (op_) {
+      case Op::kAdd: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x + y; }); break;
+      case Op::kSub: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x - y; }); break;
+      case Op::kMul: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x * y; }); break;
+      case Op::kDiv: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x / y; }); break;
+    }
+  }
+
+  template <typename F>
+  static void Loop(const float* a, const float* b, bool a_scalar, bool b_scalar, float sa, float sb, float* out,
+                   int64_t n, F f) {
+    if (a_scalar) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(sa, b[i]);
+    } else if (b_scalar) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], sb);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    }
+  }
+
+  Op op_;
+  int extra_, q_offset_;
+};
+
 }  // namespace
 
 bool QuantizedChainsRunInt8() { return ExactProducts(); }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& chain, const KernelInfo& info) {
-  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeBypassFallback(chain, Backend::kCpu, info));
+  const std::string& head = chain.head().op_type();
+  if (head == "Add" || head == "Sub" || head == "Mul" || head == "Div") {
+    const BinaryKernel::Op op = head == "Add"   ? BinaryKernel::Op::kAdd
+                                : head == "Sub" ? BinaryKernel::Op::kSub
+                                : head == "Mul" ? BinaryKernel::Op::kMul
+                                                : BinaryKernel::Op::kDiv;
+    return std::unique_ptr<Kernel>(
+        new BinaryKernel(op, chain.num_inputs, chain.input_offset.back(), std::move(fallback)));
+  }
   if (chain.extra_inputs.size() != kQuantizedExtras) {
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> probe,
                              MakeChainKernel(chain, Backend::kCpu, info, /*counted=*/false));

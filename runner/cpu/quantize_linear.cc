@@ -17,6 +17,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/quantize_rows.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -169,6 +170,22 @@ class DequantizeLinearKernel : public CpuKernel {
 };
 
 }  // namespace
+
+void QuantizeFloatRow(const float* x, void* y, int32_t y_type, int64_t n, float scale, int32_t zp) {
+  if (y_type == pb::kUint8) {
+    QuantizeRow(x, static_cast<uint8_t*>(y), n, scale, static_cast<float>(zp), 0.f, 255.f);
+  } else {
+    QuantizeRow(x, static_cast<int8_t*>(y), n, scale, static_cast<float>(zp), -128.f, 127.f);
+  }
+}
+
+void DequantizeByteRow(const void* x, int32_t x_type, float* y, int64_t n, float scale, int32_t zp) {
+  if (x_type == pb::kUint8) {
+    DequantizeRow(static_cast<const uint8_t*>(x), y, n, scale, zp);
+  } else {
+    DequantizeRow(static_cast<const int8_t*>(x), y, n, scale, zp);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizeLinear(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<QuantizeLinearKernel>(node, info);

@@ -308,6 +308,49 @@ TEST(CpuQdqTest, TableChainsAreExact) {
   }
 }
 
+// Add / Sub / Mul / Div of dequantized values or float constants, then
+// QuantizeLinear: one exact pass. Dequantized operands shared with another
+// reader stay computed; the others are skipped.
+TEST(CpuQdqTest, BinaryChainsAreExact) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    for (int form = 0; form < 4; ++form) {  // both quantized; bias constant; scalar constant; shared DQ
+      SCOPED_TRACE(std::string(op) + " form " + std::to_string(form));
+      QdqCase qc;
+      qc.act = form % 2 == 0 ? pb::kUint8 : pb::kInt8;
+      qc.x_zp = form % 2 == 0 ? 130 : -4;
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 7, 40});
+      std::string other;
+      if (form == 0 || form == 3) {
+        g.Input("bq", qc.act, std::vector<int64_t>{2, 7, 40});
+        g.Initializer(InitializerFrom("b_s", Floats({}, {0.03f})));
+        g.Initializer(InitializerFrom("b_z", ScalarOf(qc.act, qc.act == pb::kInt8 ? 9 : 100)));
+        g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
+      } else {
+        g.Initializer(InitializerFrom("b", form == 1 ? RandomFloats({40}, 14, 0.5f, 2.f) : Floats({}, {1.7f})));
+      }
+      g.Node(op, {"x", "b"}, {"u"}, {}, "op");
+      if (form == 3) g.Node("Relu", {"b"}, {"b_relu"}, {}, "other").Output("b_relu");
+      g.Initializer(InitializerFrom("y_s", Floats({}, {std::string(op) == "Mul" ? 0.01f : 0.03f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(qc.act, 5)));
+      g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", qc.act);
+      Feeds feeds = {{"xq", Source(qc, {2, 7, 40}, 15)}};
+      if (form == 0 || form == 3) feeds.push_back({"bq", Source(qc, {2, 7, 40}, 16)});
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+      for (size_t i = 0; i < ref->outputs.size(); ++i) {
+        ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 0, 0, "output " + std::to_string(i));
+      }
+      std::vector<std::string> want = {"op"};
+      if (form == 3) want = {"dq_b", "other", "op"};  // the chain runs where its QuantizeLinear was
+      EXPECT_EQ(cpu->ran, want);
+    }
+  }
+}
+
 // QuantizeLinear and DequantizeLinear alone agree exactly with the
 // reference: per tensor and per axis, u8 / s8 (and int32 dequantized),
 // with ties, NaN, infinities and values far out of range.
