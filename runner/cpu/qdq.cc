@@ -475,18 +475,21 @@ class BinaryKernel : public CpuKernel {
     const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
     const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, big.t->shape()));
-    const int64_t total = big.t->size(), period = small.t->size();
-    // Chunks never cross a period of the smaller operand.
-    const int64_t chunk = period >= kChunk || period == 1 ? std::min(kChunk, period == 1 ? total : period) : period;
-    const int64_t chunks = (total + chunk - 1) / chunk;
+    // Rows of the smaller operand's size (one row when it is a scalar), in
+    // chunks of at most kChunk elements.
+    const bool scalar = small.t->size() == 1 && big.t->size() > 1;
+    const int64_t total = big.t->size(), period = scalar ? total : small.t->size();
+    const int64_t per_row = (period + kChunk - 1) / kChunk, chunks = total / period * per_row;
     uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
 #pragma omp parallel for schedule(static) if (total > (1 << 18))
     for (int64_t c = 0; c < chunks; ++c) {
       float fa[kChunk], fb[kChunk];
-      const int64_t begin = c * chunk, n = std::min(chunk, total - begin);
-      const float* pa = Row(a, a.t == big.t ? begin : begin % period, n, fa);
-      const float* pb = Row(b, b.t == big.t ? begin : begin % period, n, fb);
-      Apply(pa, pb, a.t->size() == 1 && a.t != big.t, b.t->size() == 1 && b.t != big.t, fa, n);
+      const int64_t within = c % per_row * kChunk, begin = c / per_row * period + within;
+      const int64_t n = std::min(kChunk, period - within);
+      const bool a_scalar = scalar && a.t != big.t, b_scalar = scalar && b.t != big.t;
+      const float* pa = Row(a, a.t == big.t ? begin : a_scalar ? 0 : within, a_scalar ? 1 : n, fa);
+      const float* pb = Row(b, b.t == big.t ? begin : b_scalar ? 0 : within, b_scalar ? 1 : n, fb);
+      Apply(pa, pb, a_scalar, b_scalar, fa, n);
       QuantizeFloatRow(fa, out + begin, y_type, n, *ys, zy);
     }
     return absl::OkStatus();

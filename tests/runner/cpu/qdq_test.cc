@@ -351,6 +351,37 @@ TEST(CpuQdqTest, BinaryChainsAreExact) {
   }
 }
 
+// A bias longer than the kernel's chunks and not a multiple of them, and a
+// quantized scalar operand.
+TEST(CpuQdqTest, BinaryBroadcastsLongRowsAndScalars) {
+  for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "long bias");
+    QdqCase qc;
+    qc.x_zp = 90;
+    GraphBuilder g("g");
+    AddSource(g, qc, {3, 1500});
+    if (scalar) {
+      g.Input("bq", pb::kUint8, std::vector<int64_t>{});
+      g.Initializer(InitializerFrom("b_s", Floats({}, {0.05f})));
+      g.Initializer(InitializerFrom("b_z", ScalarOf(pb::kUint8, 7)));
+      g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
+    } else {
+      g.Initializer(InitializerFrom("b", RandomFloats({1500}, 17, -1.f, 1.f)));
+    }
+    g.Node("Add", {"b", "x"}, {"u"}, {}, "op");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 128)));
+    g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    Feeds feeds = {{"xq", Source(qc, {3, 1500}, 18)}};
+    if (scalar) feeds.push_back({"bq", Uint8s({}, {201})});
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"op"});
+  }
+}
+
 // QuantizeLinear and DequantizeLinear alone agree exactly with the
 // reference: per tensor and per axis, u8 / s8 (and int32 dequantized),
 // with ties, NaN, infinities and values far out of range.
