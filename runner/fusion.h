@@ -81,6 +81,11 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
                                              const std::function<bool(const ir::Value*)>& is_constant,
                                              const std::function<bool(const ir::Node*)>& skip);
 
+// Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a
+// lookup-shaped chain DequantizeLinear -> op -> QuantizeLinear may run on
+// the quantized tensor itself (when both have the same parameters).
+bool IsQuantizedMovementOp(const ir::Node& node);
+
 // The extra inputs of a weighted quantized chain, in order.
 enum QuantizedExtra { kQxData, kQxScale, kQxZeroPoint, kQwData, kQwScale, kQwZeroPoint, kQuantizedExtras };
 

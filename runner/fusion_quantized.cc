@@ -75,6 +75,19 @@ bool IsTableOp(const ir::Node& node, const std::function<bool(const ir::Value*)>
   return true;
 }
 
+}  // namespace
+
+bool IsQuantizedMovementOp(const ir::Node& node) {
+  static constexpr std::string_view kOps[] = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze"};
+  if (!InDefaultDomain(node) || !OnlyFirstOutput(node) || node.num_inputs() < 1) return false;
+  for (std::string_view op : kOps) {
+    if (node.op_type() == op) return true;
+  }
+  return false;
+}
+
+namespace {
+
 void Finish(FusionChain& chain, absl::flat_hash_set<const ir::Node*>& taken, std::vector<FusionChain>& out) {
   chain.kind = FusionKind::kQuantized;
   for (const ir::Node* n : chain.nodes) {
@@ -170,7 +183,7 @@ bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
                 const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
   if (!IsQdqNode(&dq, "DequantizeLinear", is_constant) || is_constant(dq.input(0))) return false;
   const ir::Node* op = SoleConsumer(dq.output(0), graph);
-  if (op == nullptr || skip(op) || taken.contains(op) || !IsTableOp(*op, is_constant) ||
+  if (op == nullptr || skip(op) || taken.contains(op) || !(IsTableOp(*op, is_constant) || IsQuantizedMovementOp(*op)) ||
       op->input(0) != dq.output(0)) {
     return false;
   }

@@ -564,6 +564,52 @@ class BinaryKernel : public CpuKernel {
   int extra_, q_offset_;
 };
 
+// DequantizeLinear -> data movement op -> QuantizeLinear with the same
+// (per-tensor) scale and zero point on both sides: the op on the quantized
+// tensor. Exact: for 8-bit q, ((q - zp) * s) / s rounds back to q - zp.
+class MovementKernel : public CpuKernel {
+ public:
+  MovementKernel(const FusionChain& chain, std::unique_ptr<Kernel> op, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        op_node_(*chain.nodes[1]),
+        op_(std::move(op)),
+        op_offset_(chain.input_offset[1]),
+        q_offset_(chain.input_offset[2]) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, 0);
+    if (x == nullptr || !IsInt8Type(x->dtype()) || !SameParameters(ctx, x->dtype())) return Fallback(ctx);
+    std::vector<const RtValue*> inputs = {ctx.Value(0)};
+    for (int j = 1; j < op_node_.num_inputs(); ++j) inputs.push_back(ctx.Value(op_offset_ + j));
+    std::vector<RtValue> outputs(static_cast<size_t>(op_node_.num_outputs()));
+    KernelContext sub(op_node_, ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+    ONNXKIT_RETURN_IF_ERROR(op_->Run(sub));
+    if (outputs.empty() || !outputs[0].is_tensor() || outputs[0].tensor().dtype() != x->dtype())
+      return absl::InternalError("a quantized data movement op changed the element type");
+    return ctx.SetOutput(0, std::move(outputs[0]));
+  }
+
+ private:
+  bool SameParameters(KernelContext& ctx, int32_t type) {
+    std::optional<float> s1 = ScalarFloat(OptionalTensor(ctx, 1)), s2 = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    if (!s1 || !s2 || *s1 != *s2 || !(*s1 >= 1e-30f) || !std::isfinite(*s1)) return false;
+    const Tensor* z1 = OptionalTensor(ctx, 2);
+    const Tensor* z2 = OptionalTensor(ctx, q_offset_ + 2);
+    auto zero_point = [&](const Tensor* z, int32_t& v) {
+      if (z == nullptr) return v = 0, type == pb::kUint8;
+      if (z->dtype() != type || z->size() != 1 || z->rank() > 1) return false;
+      v = Int8Value(*z, 0);
+      return true;
+    };
+    int32_t v1 = 0, v2 = 0;
+    return zero_point(z1, v1) && zero_point(z2, v2) && v1 == v2;
+  }
+
+  const ir::Node& op_node_;
+  std::unique_ptr<Kernel> op_;
+  int op_offset_, q_offset_;
+};
+
 }  // namespace
 
 bool QuantizedChainsRunInt8() { return ExactProducts(); }
@@ -578,6 +624,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
                                                 : BinaryKernel::Op::kDiv;
     return std::unique_ptr<Kernel>(
         new BinaryKernel(op, chain.num_inputs, chain.input_offset.back(), std::move(fallback)));
+  }
+  if (chain.nodes.size() == 3 && IsQuantizedMovementOp(*chain.nodes[1])) {
+    const ir::Node& node = *chain.nodes[1];
+    ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
+                             FindKernel(Backend::kCpu, node.domain(), node.op_type(), info.opset));
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> op, entry->factory(node, info));
+    return std::unique_ptr<Kernel>(new MovementKernel(chain, std::move(op), std::move(fallback)));
   }
   if (chain.extra_inputs.size() != kQuantizedExtras) {
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> probe,

@@ -382,6 +382,37 @@ TEST(CpuQdqTest, BinaryBroadcastsLongRowsAndScalars) {
   }
 }
 
+// DequantizeLinear -> Transpose / Reshape -> QuantizeLinear with the same
+// parameters: the op on the 8-bit tensor (exact); other parameters: node by
+// node (still exact).
+TEST(CpuQdqTest, DataMovementOnQuantizedTensors) {
+  for (const char* op : {"Transpose", "Reshape"}) {
+    for (bool same : {true, false}) {
+      SCOPED_TRACE(std::string(op) + (same ? " same parameters" : " other parameters"));
+      QdqCase qc;
+      qc.x_zp = 77;
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 6, 10});
+      if (std::string(op) == "Transpose") {
+        g.Node("Transpose", {"x"}, {"u"}, {AttrInts("perm", {0, 2, 1})}, "op");
+      } else {
+        g.Initializer(InitializerFrom("shape", Int64s({2}, {12, 10})));
+        g.Node("Reshape", {"x", "shape"}, {"u"}, {}, "op");
+      }
+      g.Initializer(InitializerFrom("y_s", Floats({}, {same ? 0.02f : 0.03f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 77)));
+      g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+      const Feeds feeds = {{"xq", Source(qc, {2, 6, 10}, 19)}};
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+      EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, !same);
+    }
+  }
+}
+
 // QuantizeLinear and DequantizeLinear alone agree exactly with the
 // reference: per tensor and per axis, u8 / s8 (and int32 dequantized),
 // with ties, NaN, infinities and values far out of range.
