@@ -25,7 +25,7 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ort_compare import make_inputs, run_onnxkit, run_ort  # noqa: E402
+from ort_compare import make_inputs, run_ort  # noqa: E402
 
 SHAPES = {"bert_base": ["input_ids=1x128", "attention_mask=1x128", "token_type_ids=1x128"]}
 
@@ -34,6 +34,16 @@ def quantize(binary, model, out, shapes):
     cmd = [binary, "quantize", model, "-o", out, "--allow-random-calibration", "--samples", "8", "--holdout", "1",
            "-q"] + sum([["--shape", s] for s in shapes], [])
     subprocess.run(cmd, check=True, capture_output=True)
+
+
+def run_onnxkit(binary, model, npz, backend, runs, threads):
+    """Latency of `onnxkit run --bench` (no --profile: its per-node timing is not free)."""
+    cmd = [binary, "run", model, "--backend", backend, "--bench", str(runs), "--warmup", "3", "--threads",
+           str(threads), "--json", "-q", "--input", npz]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-400:]}
+    return {"latency_ms": json.loads(res.stdout)["latency_ms"]}
 
 
 def sqnr(ref, out):
