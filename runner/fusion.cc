@@ -173,11 +173,11 @@ std::atomic<int64_t> g_fallback_runs{0};
 
 class ChainKernel : public Kernel {
  public:
-  ChainKernel(const FusionChain& chain, std::vector<std::unique_ptr<Kernel>> kernels)
-      : chain_(chain), kernels_(std::move(kernels)) {}
+  ChainKernel(const FusionChain& chain, std::vector<std::unique_ptr<Kernel>> kernels, bool counted)
+      : chain_(chain), kernels_(std::move(kernels)), counted_(counted) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
+    if (counted_) g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
     RtValue previous;
     for (size_t k = 0; k < chain_.nodes.size(); ++k) {
       const ir::Node& node = *chain_.nodes[k];
@@ -207,6 +207,7 @@ class ChainKernel : public Kernel {
  private:
   FusionChain chain_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
+  bool counted_;
 };
 
 }  // namespace
@@ -214,7 +215,7 @@ class ChainKernel : public Kernel {
 int64_t ChainFallbackRuns() { return g_fallback_runs.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
-                                                        const KernelInfo& info) {
+                                                        const KernelInfo& info, bool counted) {
   std::vector<std::unique_ptr<Kernel>> kernels;
   for (const ir::Node* node : chain.nodes) {
     ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
@@ -222,7 +223,61 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, entry->factory(*node, info));
     kernels.push_back(std::move(kernel));
   }
-  return std::unique_ptr<Kernel>(new ChainKernel(chain, std::move(kernels)));
+  return std::unique_ptr<Kernel>(new ChainKernel(chain, std::move(kernels), counted));
+}
+
+namespace {
+
+class BypassFallbackKernel : public Kernel {
+ public:
+  BypassFallbackKernel(const FusionChain& chain, std::unique_ptr<Kernel> chain_kernel,
+                       std::vector<std::unique_ptr<Kernel>> dequantize)
+      : chain_(chain), chain_kernel_(std::move(chain_kernel)), dequantize_(std::move(dequantize)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::vector<const RtValue*> inputs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.Value(i));
+    std::vector<RtValue> computed(chain_.bypass.size());
+    for (size_t b = 0; b < chain_.bypass.size(); ++b) {
+      const FusionChain::Bypass& by = chain_.bypass[b];
+      if (ctx.Value(by.slot) != nullptr) continue;
+      std::vector<const RtValue*> dq_inputs = {ctx.Value(by.extra), ctx.Value(by.extra + 1), ctx.Value(by.extra + 2)};
+      std::vector<RtValue> out(static_cast<size_t>(by.dequantize->num_outputs()));
+      KernelContext sub(*by.dequantize, ctx.opset(), std::move(dq_inputs), &out, ctx.subgraphs());
+      ONNXKIT_RETURN_IF_ERROR_CTX(dequantize_[b]->Run(sub), absl::StrCat("node ", ir::NodeLabel(*by.dequantize)));
+      if (out.empty() || !out[0].defined()) return absl::InternalError("a skipped DequantizeLinear produced no output");
+      computed[b] = std::move(out[0]);
+      inputs[static_cast<size_t>(by.slot)] = &computed[b];
+    }
+    std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
+    KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+    ONNXKIT_RETURN_IF_ERROR(chain_kernel_->Run(sub));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].defined()) ONNXKIT_RETURN_IF_ERROR(ctx.SetOutput(static_cast<int>(i), std::move(outputs[i])));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  FusionChain chain_;
+  std::unique_ptr<Kernel> chain_kernel_;
+  std::vector<std::unique_ptr<Kernel>> dequantize_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBypassFallback(const FusionChain& chain, Backend backend,
+                                                           const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> chain_kernel, MakeChainKernel(chain, backend, info));
+  if (chain.bypass.empty()) return chain_kernel;
+  std::vector<std::unique_ptr<Kernel>> dequantize;
+  for (const FusionChain::Bypass& by : chain.bypass) {
+    ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry, FindKernel(backend, by.dequantize->domain(),
+                                                                  by.dequantize->op_type(), info.opset));
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, entry->factory(*by.dequantize, info));
+    dequantize.push_back(std::move(kernel));
+  }
+  return std::unique_ptr<Kernel>(new BypassFallbackKernel(chain, std::move(chain_kernel), std::move(dequantize)));
 }
 
 }  // namespace onnxkit::runner

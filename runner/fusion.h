@@ -26,7 +26,13 @@
 
 namespace onnxkit::runner {
 
+enum class FusionKind {
+  kConv,       // FindConvChains
+  kQuantized,  // FindQuantizedChains
+};
+
 struct FusionChain {
+  FusionKind kind = FusionKind::kConv;
   // Head first; node k > 0 takes node k-1's output 0 as its input
   // chained_input[k]. The chain's result is the last node's output 0.
   std::vector<const ir::Node*> nodes;
@@ -35,6 +41,24 @@ struct FusionChain {
   // chained slot is passed as omitted).
   std::vector<int> input_offset;
   int num_inputs = 0;
+  // Values the fused kernel reads beyond its nodes' inputs, as its inputs
+  // num_inputs, num_inputs + 1, ... (null: omitted). A quantized chain reads
+  // the quantized source, weights and their parameters here, in that order
+  // (kQuantizedExtras), whether or not their DequantizeLinear nodes are in
+  // the chain.
+  std::vector<const ir::Value*> extra_inputs;
+  // Inputs the fused kernel reads in quantized form: input `slot` (a
+  // DequantizeLinear's float output) is that of `dequantize` applied to the
+  // extra inputs `extra`, `extra` + 1, `extra` + 2 (data, scale, zero
+  // point). The session may skip such a DequantizeLinear when fused kernels
+  // are its only readers; `slot` is then passed as omitted and a kernel
+  // that needs it computes it (MakeBypassFallback).
+  struct Bypass {
+    int slot;
+    int extra;
+    const ir::Node* dequantize;
+  };
+  std::vector<Bypass> bypass;
 
   const ir::Node& head() const { return *nodes.front(); }
   const ir::Node& tail() const { return *nodes.back(); }
@@ -48,11 +72,34 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                                         const std::function<bool(const ir::Value*)>& is_constant,
                                         const std::function<bool(const ir::Node*)>& skip);
 
+// Quantized chains (kind kQuantized) of `graph`, as above. Weighted chains
+// start with the source's DequantizeLinear when the op is its only use, else
+// with the op; the weights' DequantizeLinear (folded: its inputs are
+// constant) is never part of the chain. Scales and zero points must be
+// constant; the kernel checks their types and shapes.
+std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                             const std::function<bool(const ir::Value*)>& is_constant,
+                                             const std::function<bool(const ir::Node*)>& skip);
+
+// Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a
+// lookup-shaped chain DequantizeLinear -> op -> QuantizeLinear may run on
+// the quantized tensor itself (when both have the same parameters).
+bool IsQuantizedMovementOp(const ir::Node& node);
+
+// The extra inputs of a weighted quantized chain, in order.
+enum QuantizedExtra { kQxData, kQxScale, kQxZeroPoint, kQwData, kQwScale, kQwZeroPoint, kQuantizedExtras };
+
 // A kernel that runs the nodes of `chain` one after another with their own
 // kernels of `backend` (the fallback of a fused kernel), taking the fused
 // kernel's inputs and producing the last node's outputs.
+// MakeChainKernel for a chain with bypassed inputs: computes any of them
+// that was skipped (omitted) with its DequantizeLinear, then runs the chain.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBypassFallback(const FusionChain& chain, Backend backend,
+                                                           const KernelInfo& info);
+
+// `counted`: its runs count as fallbacks (ChainFallbackRuns).
 absl::StatusOr<std::unique_ptr<Kernel>> MakeChainKernel(const FusionChain& chain, Backend backend,
-                                                        const KernelInfo& info);
+                                                        const KernelInfo& info, bool counted = true);
 
 // How many times, in this process, a chain ran node by node (its fused
 // kernel could not take the inputs): for tests.

@@ -331,10 +331,17 @@ class Session::Executor : public SubgraphRunner {
         const ir::Value* v = node.input(j);
         if (v == nullptr || j == chain.chained_input[k]) continue;
         const RtValue* value = Lookup(frame, v);
+        if (value == nullptr && v->producer() != nullptr && session_->elided_.contains(v->producer())) continue;
         if (value == nullptr)
           return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
         inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
       }
+    }
+    for (const ir::Value* v : chain.extra_inputs) {
+      const RtValue* value = v != nullptr ? Lookup(frame, v) : nullptr;
+      if (v != nullptr && value == nullptr)
+        return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+      inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame);
@@ -563,25 +570,59 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
 
 void Session::PlanFusion() {
   if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
+  auto is_constant = [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); };
   ir::ForEachGraph(*model_, [&](ir::Graph& graph) {
     auto plan = PlanFor(graph);
     if (!plan.ok()) return;
-    std::vector<FusionChain> found = FindConvChains(
-        (*plan)->order, graph, [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); },
-        [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+    // Quantized chains in the main graph; Conv chains in every graph.
+    std::vector<FusionChain> found;
+    if (&graph == &model_->graph()) {
+      found = FindQuantizedChains((*plan)->order, graph, is_constant,
+                                  [&](const ir::Node* n) { return folded_nodes_.contains(n); });
+    }
+    absl::flat_hash_set<const ir::Node*> quantized;
+    for (const FusionChain& chain : found) {
+      quantized.insert(chain.nodes.begin(), chain.nodes.end());
+      // The quantized weights and parameters are read directly: bring back
+      // those released after folding (once, not in every run).
+      for (const ir::Value* v : chain.extra_inputs) {
+        if (v == nullptr || !released_.contains(v) || v->initializer() == nullptr) continue;
+        absl::StatusOr<Tensor> t = TensorFromProto(*v->initializer(), resolver_.get());
+        if (!t.ok()) continue;  // Lookup converts it per run (and reports the error there)
+        constants_[v] = RtValue::FromTensor(*std::move(t));
+        released_.erase(v);
+      }
+    }
+    std::vector<FusionChain> conv = FindConvChains(
+        (*plan)->order, graph, is_constant,
+        [&](const ir::Node* n) { return folded_nodes_.contains(n) || quantized.contains(n); });
+    // DequantizeLinear nodes all of whose uses are bypassed by fused kernels.
+    absl::flat_hash_map<const ir::Value*, size_t> bypassed_uses;
+    for (const FusionChain& chain : found) {
+      for (const FusionChain::Bypass& by : chain.bypass) ++bypassed_uses[by.dequantize->output(0)];
+    }
+    for (const auto& [value, count] : bypassed_uses) {
+      const ir::Node* dq = value->producer();
+      if (count == value->uses().size() && !value->IsGraphOutput() && !quantized.contains(dq) &&
+          !folded_nodes_.contains(dq) && dq->num_outputs() == 1) {
+        elided_.insert(dq);
+      }
+    }
+    for (FusionChain& chain : conv) found.push_back(std::move(chain));
     if (found.empty()) return;
     absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
     for (FusionChain& chain : found) {
       chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
       by_tail[&chains_.back()->tail()] = chains_.back().get();
     }
-    fused_plans_[&graph] = BuildPlan(graph, (*plan)->order, by_tail);
+    fused_plans_[&graph] = BuildPlan(graph, (*plan)->order, by_tail, elided_);
   });
 }
 
 std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     const ir::Graph& graph, const std::vector<ir::Node*>& order,
-    const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains) {
+    const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
+    const absl::flat_hash_set<const ir::Node*>& skipped) {
   auto plan = std::make_unique<GraphPlan>();
   absl::flat_hash_set<const ir::Node*> absorbed;
   for (const auto& [tail, chain] : chains) {
@@ -590,7 +631,7 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     }
   }
   for (ir::Node* n : order) {
-    if (absorbed.contains(n)) continue;
+    if (absorbed.contains(n) || skipped.contains(n)) continue;
     plan->order.push_back(n);
     auto c = chains.find(n);
     plan->chain.push_back(c == chains.end() ? nullptr : c->second);
@@ -610,6 +651,9 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
       for (const ir::Value* v : node_uses) {
         if (k == 0 || v != chain->nodes[k - 1]->output(0)) uses->push_back(v);
       }
+    }
+    for (const ir::Value* v : chain->extra_inputs) {
+      if (v != nullptr && v->graph() == &graph) uses->push_back(v);
     }
   };
   absl::flat_hash_map<const ir::Value*, size_t> last_use;
@@ -665,7 +709,9 @@ absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
   ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(chain.head()));
   SessionConstantsScope scope(&run_constants_);
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
-                           cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
+                           chain.kind == FusionKind::kQuantized
+                               ? cpu::MakeQuantizedChain(chain, KernelInfo{opset, options_.threads})
+                               : cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
   Kernel* raw = kernel.get();
   chain_kernels_[&chain] = std::move(kernel);
   return raw;

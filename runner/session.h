@@ -113,10 +113,11 @@ class Session {
 
   absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);
   // The plan of `graph` in topological order `order`, running each chain of
-  // `chains` (keyed by its last node) as one step.
+  // `chains` (keyed by its last node) as one step, leaving out `skipped`.
   static std::unique_ptr<GraphPlan> BuildPlan(
       const ir::Graph& graph, const std::vector<ir::Node*>& order,
-      const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains);
+      const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
+      const absl::flat_hash_set<const ir::Node*>& skipped = {});
   // Kernels of runs that feed no initializer (`strict` false: initializers
   // listed as graph inputs and every folded value count as constant) and of
   // runs that feed one (only values that cannot change count).
@@ -168,6 +169,9 @@ class Session {
   // The plans with fused chains (non-strict runs) of the graphs that have any.
   std::vector<std::unique_ptr<FusionChain>> chains_;
   absl::flat_hash_map<const ir::Graph*, std::unique_ptr<GraphPlan>> fused_plans_;
+  // DequantizeLinear nodes the fused plan skips: fused kernels read their
+  // quantized inputs instead (FusionChain::bypass) and nothing else reads them.
+  absl::flat_hash_set<const ir::Node*> elided_;
   absl::flat_hash_map<const ir::Node*, std::unique_ptr<Kernel>> kernels_[2];
   absl::flat_hash_map<const FusionChain*, std::unique_ptr<Kernel>> chain_kernels_;
   // Opset imports of graphs that are not part of the model (function bodies).

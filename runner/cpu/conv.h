@@ -22,6 +22,12 @@ Factory MakeConvInteger;
 // runner/fusion.h) as one convolution; for inputs oneDNN does not cover it
 // runs the chain node by node.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info);
+// A kernel running a quantized chain (runner/fusion.h) in int8 (qdq.cc);
+// for inputs it does not cover it runs the chain node by node.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& chain, const KernelInfo& info);
+// False where the CPU lacks VNNI: weighted quantized chains then run node
+// by node (oneDNN's u8 x s8 products would saturate).
+bool QuantizedChainsRunInt8();
 // pool.cc
 Factory MakeMaxPool;
 Factory MakeAveragePool;

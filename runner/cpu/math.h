@@ -18,6 +18,9 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
+// quantize_linear.cc
+Factory MakeQuantizeLinear;
+Factory MakeDequantizeLinear;
 // eltwise.cc: Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Reciprocal,
 // Elu, LeakyRelu, Softplus, HardSwish, Round, Gelu; Clip; Erf.
 Factory MakeEltwise;

@@ -1,0 +1,677 @@
+// cpu kernels of quantized chains (runner/fusion.h): QDQ models in int8.
+//
+// Weighted chains (DequantizeLinear -> Conv / MatMul / Gemm -> [Relu] ->
+// QuantizeLinear) run as one oneDNN int8 convolution or matmul from the
+// quantized source to the quantized result: u8 or s8 source with its zero
+// point, s8 weights (u8 weights with zero point 128 are shifted to s8
+// exactly) with one scale or one per output channel, reordered once into
+// the primitive's layout, and the requantization fused as constant output
+// scales x_scale * w_scale[c] / y_scale, a float bias in accumulator units
+// (b[c] / (x_scale * w_scale[c])), the Relu as a post-op and the result's
+// zero point. Lookup chains (DequantizeLinear -> unary op ->
+// QuantizeLinear) run as a 256-entry table computed once by the chain's own
+// kernels, so they match the node-by-node result exactly.
+//
+// Accuracy: the reference computes the chain in float (the dequantized
+// values, a float convolution, then rounding to the quantized grid); this
+// computes the same real number with an exact int32 accumulation and one
+// float scaling. Both round to nearest-even, so they agree except where the
+// real value lies within float rounding error of a rounding tie: there the
+// result may differ by one quantization step (1 in the integer output,
+// y_scale after dequantization), never more.
+//
+// Anything else (other types, per-channel parameters of the activations,
+// weight zero points other than 0 / 128, a CPU without VNNI, where oneDNN's
+// u8 x s8 products saturate) runs the chain node by node.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "runner/cpu/conv.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/quantize_rows.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/nn.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+bool IsInt8Type(int32_t t) { return t == pb::kInt8 || t == pb::kUint8; }
+
+int32_t Int8Value(const Tensor& t, int64_t i) {
+  return t.dtype() == pb::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
+}
+
+// A one-element float32 tensor's value.
+std::optional<float> ScalarFloat(const Tensor* t) {
+  if (t == nullptr || t->dtype() != pb::kFloat || t->size() != 1 || t->rank() > 1) return std::nullopt;
+  return t->data<float>()[0];
+}
+
+const Tensor* OptionalTensor(KernelContext& ctx, int i) {
+  absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
+  return t.ok() ? *t : nullptr;
+}
+
+// Where a weighted chain's operands are among the fused kernel's inputs.
+struct WeightedLayout {
+  int extra = 0;     // index of the first extra input (kQxData)
+  int bias = -1;     // the float bias (Conv / Gemm input 2), -1: none
+  int y_scale = -1;  // the QuantizeLinear's scale and zero point
+  int y_zp = -1;
+  bool relu = false;
+  int64_t w_axis = 0;  // the weights' DequantizeLinear axis (normalized later)
+};
+
+// The resolved constants of a weighted chain.
+struct WeightedParams {
+  int32_t x_type = 0, y_type = 0;
+  int32_t x_zp = 0, y_zp = 0;
+  std::vector<float> scales;    // x_scale * w_scale[c] / y_scale (1 or per channel)
+  std::vector<float> bias_acc;  // bias in accumulator units; empty: none
+  Tensor weights;               // s8
+};
+
+// The parameters of a weighted chain with `channels` output channels and
+// per-channel weight axis `channel_axis` (of the weights' rank); false when
+// they are not covered. `bias`: the float bias (size `channels`, or 1 to
+// broadcast), times `bias_factor`; `scale_factor` multiplies the result.
+bool ResolveParams(KernelContext& ctx, const WeightedLayout& in, int64_t channels, int64_t channel_axis,
+                   const Tensor* bias, float scale_factor, float bias_factor, WeightedParams& p) {
+  const Tensor* x = OptionalTensor(ctx, in.extra + kQxData);
+  const Tensor* x_zp = OptionalTensor(ctx, in.extra + kQxZeroPoint);
+  const Tensor* w = OptionalTensor(ctx, in.extra + kQwData);
+  const Tensor* w_scale = OptionalTensor(ctx, in.extra + kQwScale);
+  const Tensor* w_zp = OptionalTensor(ctx, in.extra + kQwZeroPoint);
+  const Tensor* y_zp = in.y_zp >= 0 ? OptionalTensor(ctx, in.y_zp) : nullptr;
+  std::optional<float> xs = ScalarFloat(OptionalTensor(ctx, in.extra + kQxScale));
+  std::optional<float> ys = ScalarFloat(in.y_scale >= 0 ? OptionalTensor(ctx, in.y_scale) : nullptr);
+  if (x == nullptr || w == nullptr || !xs || !ys || !IsInt8Type(x->dtype()) || !IsInt8Type(w->dtype())) return false;
+  if (!(*xs > 0) || !(*ys > 0) || !std::isfinite(*xs) || !std::isfinite(*ys)) return false;
+  if (x_zp != nullptr && (x_zp->dtype() != x->dtype() || x_zp->size() != 1 || x_zp->rank() > 1)) return false;
+  if (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1)) return false;
+  p.x_type = x->dtype();
+  p.y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+  p.x_zp = x_zp != nullptr ? Int8Value(*x_zp, 0) : 0;
+  p.y_zp = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+  // Weight scales: one, or one per channel along the output-channel axis.
+  if (w_scale == nullptr || w_scale->dtype() != pb::kFloat || w_scale->rank() > 1) return false;
+  const int64_t n = w_scale->size();
+  if (n != 1 && (n != channels || channel_axis < 0 || w->dim(static_cast<int>(channel_axis)) != channels))
+    return false;
+  // Weight zero points: 0 (s8) or 128 (u8, shifted to s8), one or per channel.
+  const int32_t shift = w->dtype() == pb::kUint8 ? 128 : 0;
+  if (w_zp == nullptr ? shift != 0
+                      : (w_zp->dtype() != w->dtype() || w_zp->rank() > 1 || (w_zp->size() != 1 && w_zp->size() != n)))
+    return false;
+  for (int64_t i = 0; w_zp != nullptr && i < w_zp->size(); ++i) {
+    if (Int8Value(*w_zp, i) != shift) return false;
+  }
+  if (bias != nullptr && (bias->dtype() != pb::kFloat || (bias->size() != channels && bias->size() != 1)))
+    return false;
+  p.scales.clear();
+  p.bias_acc.clear();
+  for (int64_t c = 0; c < channels; ++c) {
+    double ws = w_scale->data<float>()[n == 1 ? 0 : c];
+    if (!(ws > 0) || !std::isfinite(ws)) return false;
+    double acc_scale = static_cast<double>(*xs) * ws * scale_factor;
+    if (n > 1 || c == 0) p.scales.push_back(static_cast<float>(acc_scale / *ys));
+    if (bias != nullptr) {
+      double b = bias->data<float>()[bias->size() == 1 ? 0 : c];
+      p.bias_acc.push_back(static_cast<float>(b * bias_factor / acc_scale));
+    }
+  }
+  absl::StatusOr<Tensor> s8 = Tensor::AllocateUninitialized(pb::kInt8, w->shape());
+  if (!s8.ok()) return false;
+  for (int64_t i = 0; i < w->size(); ++i) {
+    s8->mutable_data<int8_t>()[i] = static_cast<int8_t>(Int8Value(*w, i) - shift);
+  }
+  p.weights = *std::move(s8);
+  return true;
+}
+
+// True when oneDNN's int8 kernels accumulate u8 x s8 products exactly: with
+// VNNI (or AMX). Without it they sum pairs of products in saturating int16.
+bool ExactProducts() {
+  static const bool exact = [] {
+  auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto has = [&](dnnl::cpu_isa want) {
+    return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want);
+  };
+  return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
+  }();
+  return exact;
+}
+
+// One int8 primitive for one source shape, with the reorders of the source
+// and result between the runner's plain layout and the primitive's.
+struct Int8Plan {
+  std::vector<int64_t> x_shape, y_shape;
+  memory::desc src_user, dst_user, src, dst;
+  dnnl::primitive primitive;
+  dnnl::reorder src_in, dst_out;
+  memory src_buffer, dst_buffer;
+  std::unordered_map<int, memory> args;  // weights, bias, zero points
+
+  // Throws dnnl::error: call inside Guard.
+  template <typename PrimitiveDesc>
+  void Finish(const PrimitiveDesc& pd, dnnl::primitive p) {
+    src = pd.src_desc();
+    dst = pd.dst_desc();
+    primitive = std::move(p);
+    if (src != src_user) {
+      src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_user, Engine(), src));
+      src_buffer = memory(src, Engine());
+    }
+    if (dst != dst_user) {
+      dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_user));
+      dst_buffer = memory(dst, Engine());
+    }
+  }
+};
+
+// Base of the weighted kernels: resolves the parameters once, plans per
+// source shape (Build), and runs the plan.
+class WeightedKernel : public CpuKernel {
+ public:
+  WeightedKernel(WeightedLayout layout, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), in_(layout) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, in_.extra + kQxData);
+    if (x == nullptr || !ExactProducts()) return Fallback(ctx);
+    if (state_ == 0) state_ = Resolve(ctx, params_) ? 1 : -1;
+    if (state_ < 0 || x->dtype() != params_.x_type) return Fallback(ctx);
+    if (!plan_built_ || x->shape() != plan_.x_shape) {
+      plan_ = Int8Plan();
+      plan_ok_ = x->size() > 0 && Build(*x, plan_);
+      plan_built_ = true;
+      plan_.x_shape = x->shape();
+    }
+    if (!plan_ok_) return Fallback(ctx);
+    return Execute(ctx, *x);
+  }
+
+ protected:
+  // Fills the parameters from the first run's inputs; false: not covered.
+  virtual bool Resolve(KernelContext& ctx, WeightedParams& p) = 0;
+  // Plans for source `x`; false: not covered.
+  virtual bool Build(const Tensor& x, Int8Plan& plan) = 0;
+
+  // The primitive attributes of the fused requantization. Throws dnnl::error.
+  dnnl::primitive_attr Attributes(int per_channel_mask) {
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(params_.scales.size() > 1 ? per_channel_mask : 0, params_.scales);
+    if (params_.x_zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (params_.y_zp != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    if (in_.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    return attr;
+  }
+
+  // Adds the weights (reordered from `user` into `want` once), the bias and
+  // the zero points to the plan's arguments. Throws dnnl::error.
+  void BindConstants(Int8Plan& plan, const memory::desc& user, const memory::desc& want,
+                     const memory::desc& bias) {
+    if (!prepared_ || prepared_.get_desc() != want) {
+      memory from(user, Engine(), const_cast<void*>(params_.weights.raw()));
+      prepared_ = memory(want, Engine());
+      dnnl::reorder(from, prepared_).execute(Stream(), from, prepared_);
+      Stream().wait();
+    }
+    plan.args[DNNL_ARG_WEIGHTS] = prepared_;
+    if (!params_.bias_acc.empty()) plan.args[DNNL_ARG_BIAS] = memory(bias, Engine(), params_.bias_acc.data());
+    memory::desc zp({1}, dt::s32, tag::a);
+    if (params_.x_zp != 0) plan.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = memory(zp, Engine(), &params_.x_zp);
+    if (params_.y_zp != 0) plan.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = memory(zp, Engine(), &params_.y_zp);
+  }
+
+  const WeightedLayout& layout() const { return in_; }
+  const WeightedParams& params() const { return params_; }
+
+ private:
+  absl::Status Execute(KernelContext& ctx, const Tensor& x) {
+    Int8Plan& p = plan_;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, params_.y_type, p.y_shape));
+    std::unordered_map<int, memory> args = p.args;
+    memory x_user, y_user;
+    ONNXKIT_RETURN_IF_ERROR(Guard("int8 memory", [&] {
+      x_user = UserMemory(x, p.src_user);
+      y_user = UserMemory(*y, p.dst_user);
+    }));
+    args[DNNL_ARG_SRC] = p.src_in ? p.src_buffer : x_user;
+    args[DNNL_ARG_DST] = p.dst_out ? p.dst_buffer : y_user;
+    if (p.src_in) {
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("int8 source reorder", p.src_in,
+                                           {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, p.src_buffer}}));
+    }
+    ONNXKIT_RETURN_IF_ERROR(cpu::Execute("int8 primitive", p.primitive, args));
+    if (p.dst_out) {
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("int8 result reorder", p.dst_out,
+                                           {{DNNL_ARG_FROM, p.dst_buffer}, {DNNL_ARG_TO, y_user}}));
+    }
+    return absl::OkStatus();
+  }
+
+  WeightedLayout in_;
+  int state_ = 0;  // parameters: 0 unresolved, 1 covered, -1 not covered
+  WeightedParams params_;
+  bool plan_built_ = false;
+  bool plan_ok_ = false;
+  Int8Plan plan_;
+  memory prepared_;
+};
+
+// Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
+memory::dims GroupedWeightDims(int64_t group, const std::vector<int64_t>& w_shape) {
+  memory::dims d;
+  if (group > 1) d.push_back(group);
+  d.push_back(w_shape[0] / group);
+  d.insert(d.end(), w_shape.begin() + 1, w_shape.end());
+  return d;
+}
+
+class QuantizedConvKernel : public WeightedKernel {
+ public:
+  QuantizedConvKernel(WeightedLayout layout, reference::WindowAttrs attrs, int64_t group,
+                      std::unique_ptr<Kernel> fallback)
+      : WeightedKernel(layout, std::move(fallback)), attrs_(std::move(attrs)), group_(group) {}
+
+ protected:
+  bool Resolve(KernelContext& ctx, WeightedParams& p) override {
+    const Tensor* w = OptionalTensor(ctx, layout().extra + kQwData);
+    if (w == nullptr || w->rank() < 3 || w->rank() > 5 || w->size() == 0 || group_ < 1) return false;
+    int64_t axis = layout().w_axis < 0 ? layout().w_axis + w->rank() : layout().w_axis;
+    const Tensor* bias = layout().bias >= 0 ? OptionalTensor(ctx, layout().bias) : nullptr;
+    if (bias != nullptr && bias->rank() != 1) return false;
+    return ResolveParams(ctx, layout(), w->dim(0), axis == 0 ? 0 : -1, bias, 1.0f, 1.0f, p);
+  }
+
+  bool Build(const Tensor& x, Int8Plan& plan) override {
+    const Tensor& w = params().weights;
+    if (x.rank() != w.rank()) return false;
+    const int64_t c = x.dim(1), m = w.dim(0);
+    if (c != w.dim(1) * group_ || m % group_ != 0) return false;
+    std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
+    std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+    absl::StatusOr<reference::Window> win = reference::ResolveWindow(attrs_, spatial, kernel);
+    if (!win.ok() || win->out_size == 0) return false;
+    plan.y_shape = {x.dim(0), m};
+    plan.y_shape.insert(plan.y_shape.end(), win->out.begin(), win->out.end());
+    const dt xt = *DnnlType(x.dtype()), yt = *DnnlType(params().y_type);
+    plan.src_user = PlainDesc(x.shape(), xt);
+    plan.dst_user = PlainDesc(plan.y_shape, yt);
+    const memory::dims wdims = GroupedWeightDims(group_, w.shape());
+    memory::dims dil;
+    for (int64_t d : win->dilations) dil.push_back(d - 1);
+    return Guard("int8 convolution", [&] {
+             memory::desc bias = params().bias_acc.empty() ? memory::desc()
+                                                           : memory::desc({m}, dt::f32, tag::a);
+             dnnl::convolution_forward::desc d(
+                 dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                 memory::desc(Dims(x.shape()), xt, tag::any), memory::desc(wdims, dt::s8, tag::any), bias,
+                 memory::desc(Dims(plan.y_shape), yt, tag::any), Dims(win->strides), dil,
+                 Dims(win->pad_begin), Dims(win->pad_end));
+             dnnl::convolution_forward::primitive_desc pd(d, Attributes(0b10), Engine());
+             plan.Finish(pd, dnnl::convolution_forward(pd));
+             BindConstants(plan, memory::desc(wdims, dt::s8, PlainTag(static_cast<int>(wdims.size()))),
+                           pd.weights_desc(), bias);
+           })
+        .ok();
+  }
+
+ private:
+  reference::WindowAttrs attrs_;
+  int64_t group_;
+};
+
+// MatMul (A [..., K] x B [K, N]) and Gemm (A [M, K], B [K, N] or [N, K]
+// with transB, alpha, and beta * C with C of N elements or one).
+class QuantizedMatMulKernel : public WeightedKernel {
+ public:
+  QuantizedMatMulKernel(WeightedLayout layout, bool gemm, bool trans_b, float alpha, float beta,
+                        std::unique_ptr<Kernel> fallback)
+      : WeightedKernel(layout, std::move(fallback)), gemm_(gemm), trans_b_(trans_b), alpha_(alpha), beta_(beta) {}
+
+ protected:
+  bool Resolve(KernelContext& ctx, WeightedParams& p) override {
+    const Tensor* w = OptionalTensor(ctx, layout().extra + kQwData);
+    if (w == nullptr || w->rank() != 2 || w->size() == 0 || !(alpha_ != 0) || !std::isfinite(alpha_)) return false;
+    const int n_axis = trans_b_ ? 0 : 1;
+    int64_t axis = layout().w_axis < 0 ? layout().w_axis + 2 : layout().w_axis;
+    const Tensor* bias = layout().bias >= 0 ? OptionalTensor(ctx, layout().bias) : nullptr;
+    if (bias != nullptr && (bias->rank() > 2 || (bias->size() > 1 && bias->dim(bias->rank() - 1) != w->dim(n_axis))))
+      return false;
+    return ResolveParams(ctx, layout(), w->dim(n_axis), axis == n_axis ? n_axis : -1, bias, alpha_, beta_, p);
+  }
+
+  bool Build(const Tensor& x, Int8Plan& plan) override {
+    const Tensor& w = params().weights;
+    const int64_t k = trans_b_ ? w.dim(1) : w.dim(0), n = trans_b_ ? w.dim(0) : w.dim(1);
+    if (x.rank() < 2 || (gemm_ && x.rank() != 2) || x.dim(x.rank() - 1) != k || k > kMaxK) return false;
+    const int64_t rows = x.size() / k;
+    plan.y_shape = x.shape();
+    plan.y_shape.back() = n;
+    const dt xt = *DnnlType(x.dtype()), yt = *DnnlType(params().y_type);
+    return Guard("int8 matmul", [&] {
+             plan.src_user = memory::desc({rows, k}, xt, tag::ab);
+             plan.dst_user = memory::desc({rows, n}, yt, tag::ab);
+             memory::desc bias =
+                 params().bias_acc.empty() ? memory::desc() : memory::desc({1, n}, dt::f32, tag::ab);
+             dnnl::matmul::desc d(plan.src_user, memory::desc({k, n}, dt::s8, tag::any), bias, plan.dst_user);
+             dnnl::matmul::primitive_desc pd(d, Attributes(0b10), Engine());
+             plan.Finish(pd, dnnl::matmul(pd));
+             BindConstants(plan, memory::desc({k, n}, dt::s8, trans_b_ ? tag::ba : tag::ab), pd.weights_desc(),
+                           bias);
+           })
+        .ok();
+  }
+
+ private:
+  // |(a - za) * b| <= 255 * 128: rows up to this length cannot overflow int32.
+  static constexpr int64_t kMaxK = 65536;
+  bool gemm_, trans_b_;
+  float alpha_, beta_;
+};
+
+// DequantizeLinear -> unary op -> QuantizeLinear as a table over the 256
+// source values, computed once by running the chain on all of them.
+class TableKernel : public CpuKernel {
+ public:
+  TableKernel(const FusionChain& chain, std::unique_ptr<Kernel> probe, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), probe_(std::move(probe)), q_offset_(chain.input_offset.back()) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, 0);
+    if (x == nullptr || !IsInt8Type(x->dtype())) return Fallback(ctx);
+    if (x->dtype() != x_type_) {
+      x_type_ = x->dtype();
+      ok_ = BuildTable(ctx);
+    }
+    if (!ok_) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type_, x->shape()));
+    const uint8_t* in = static_cast<const uint8_t*>(x->raw());
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
+    const uint8_t* table = table_;
+    const uint8_t flip = x_type_ == pb::kInt8 ? 0x80 : 0;  // s8 bytes index from -128
+    const int64_t n = x->size();
+#pragma omp parallel for schedule(static) if (n > (1 << 18))
+    for (int64_t i = 0; i < n; ++i) out[i] = table[in[i] ^ flip];
+    return absl::OkStatus();
+  }
+
+ private:
+  bool BuildTable(KernelContext& ctx) {
+    // Per-tensor parameters only (a table per channel is not worth it).
+    for (int i : {1, 2, q_offset_ + 1, q_offset_ + 2}) {
+      const Tensor* t = OptionalTensor(ctx, i);
+      if (t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
+    }
+    absl::StatusOr<Tensor> all = Tensor::AllocateUninitialized(x_type_, {256});
+    if (!all.ok()) return false;
+    for (int v = 0; v < 256; ++v) {
+      // Entry v holds the source byte v ^ flip: the values in ascending order.
+      int value = x_type_ == pb::kInt8 ? v - 128 : v;
+      static_cast<uint8_t*>(all->mutable_raw())[v] = static_cast<uint8_t>(value);
+    }
+    RtValue probe = RtValue::FromTensor(*std::move(all));
+    std::vector<const RtValue*> inputs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == 0 ? &probe : ctx.Value(i));
+    std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
+    KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+    if (!probe_->Run(sub).ok()) return false;
+    if (outputs.empty() || !outputs[0].is_tensor()) return false;
+    const Tensor& y = outputs[0].tensor();
+    if (!IsInt8Type(y.dtype()) || y.size() != 256) return false;
+    std::memcpy(table_, y.raw(), 256);
+    y_type_ = y.dtype();
+    return true;
+  }
+
+  std::unique_ptr<Kernel> probe_;
+  int q_offset_;
+  int32_t x_type_ = 0, y_type_ = 0;
+  bool ok_ = false;
+  uint8_t table_[256] = {};
+};
+
+// Add / Sub / Mul / Div of dequantized values (per tensor) or float
+// constants, then QuantizeLinear, in one pass over chunks: each operand
+// dequantized into a float row, the op in float, the result quantized. The
+// same float operations as the node-by-node run: exact. The smaller operand
+// may broadcast over the leading dims of the larger (a bias, a scalar).
+class BinaryKernel : public CpuKernel {
+ public:
+  enum class Op { kAdd, kSub, kMul, kDiv };
+
+  BinaryKernel(Op op, int extra, int q_offset, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), op_(op), extra_(extra), q_offset_(q_offset) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    Operand a, b;
+    std::optional<float> ys = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    const Tensor* y_zp = OptionalTensor(ctx, q_offset_ + 2);
+    if (!Resolve(ctx, 0, a) || !Resolve(ctx, 1, b) || !ys ||
+        (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1))) {
+      return Fallback(ctx);
+    }
+    const Operand& big = a.t->size() >= b.t->size() ? a : b;
+    const Operand& small = a.t->size() >= b.t->size() ? b : a;
+    if (!SuffixOf(small.t->shape(), big.t->shape()) || big.t->size() == 0) return Fallback(ctx);
+    const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+    const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, big.t->shape()));
+    // Rows of the smaller operand's size (one row when it is a scalar), in
+    // chunks of at most kChunk elements.
+    const bool scalar = small.t->size() == 1 && big.t->size() > 1;
+    const int64_t total = big.t->size(), period = scalar ? total : small.t->size();
+    const int64_t per_row = (period + kChunk - 1) / kChunk, chunks = total / period * per_row;
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
+#pragma omp parallel for schedule(static) if (total > (1 << 18))
+    for (int64_t c = 0; c < chunks; ++c) {
+      float fa[kChunk], fb[kChunk];
+      const int64_t within = c % per_row * kChunk, begin = c / per_row * period + within;
+      const int64_t n = std::min(kChunk, period - within);
+      const bool a_scalar = scalar && a.t != big.t, b_scalar = scalar && b.t != big.t;
+      const float* pa = Row(a, a.t == big.t ? begin : a_scalar ? 0 : within, a_scalar ? 1 : n, fa);
+      const float* pb = Row(b, b.t == big.t ? begin : b_scalar ? 0 : within, b_scalar ? 1 : n, fb);
+      Apply(pa, pb, a_scalar, b_scalar, fa, n);
+      QuantizeFloatRow(fa, out + begin, y_type, n, *ys, zy);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr int64_t kChunk = 1024;
+
+  struct Operand {
+    const Tensor* t = nullptr;  // quantized data or the float constant
+    bool quantized = false;
+    float scale = 1;
+    int32_t zp = 0;
+  };
+
+  bool Resolve(KernelContext& ctx, int i, Operand& o) {
+    const Tensor* q = OptionalTensor(ctx, extra_ + 3 * i);
+    if (q == nullptr) {  // a float constant
+      o.t = OptionalTensor(ctx, i);
+      return o.t != nullptr && o.t->dtype() == pb::kFloat;
+    }
+    const Tensor* zp = OptionalTensor(ctx, extra_ + 3 * i + 2);
+    std::optional<float> scale = ScalarFloat(OptionalTensor(ctx, extra_ + 3 * i + 1));
+    if (!IsInt8Type(q->dtype()) || !scale) return false;
+    if (zp != nullptr && (zp->dtype() != q->dtype() || zp->size() != 1 || zp->rank() > 1)) return false;
+    o = {q, true, *scale, zp != nullptr ? Int8Value(*zp, 0) : 0};
+    return true;
+  }
+
+  // True when `small` (leading 1s dropped) is a suffix of `big`'s shape.
+  static bool SuffixOf(const std::vector<int64_t>& small, const std::vector<int64_t>& big) {
+    size_t first = 0;
+    while (first < small.size() && small[first] == 1) ++first;
+    const size_t n = small.size() - first;
+    if (n > big.size()) return false;
+    if (small.size() > big.size()) return false;  // would raise the result's rank
+    return std::equal(small.begin() + static_cast<std::ptrdiff_t>(first), small.end(), big.end() - static_cast<std::ptrdiff_t>(n));
+  }
+
+  // Elements [begin, begin + n) of an operand as floats (in `buffer` when
+  // dequantized).
+  static const float* Row(const Operand& o, int64_t begin, int64_t n, float* buffer) {
+    if (!o.quantized) return o.t->data<float>() + begin;
+    DequantizeByteRow(static_cast<const uint8_t*>(o.t->raw()) + begin, o.t->dtype(), buffer, n, o.scale, o.zp);
+    return buffer;
+  }
+
+  // out = a op b, a scalar operand repeated.
+  void Apply(const float* a, const float* b, bool a_scalar, bool b_scalar, float* out, int64_t n) const {
+    const float sa = a[0], sb = b[0];
+    switch (op_) {
+      case Op::kAdd: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x + y; }); break;
+      case Op::kSub: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x - y; }); break;
+      case Op::kMul: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x * y; }); break;
+      case Op::kDiv: Loop(a, b, a_scalar, b_scalar, sa, sb, out, n, [](float x, float y) { return x / y; }); break;
+    }
+  }
+
+  template <typename F>
+  static void Loop(const float* a, const float* b, bool a_scalar, bool b_scalar, float sa, float sb, float* out,
+                   int64_t n, F f) {
+    if (a_scalar) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(sa, b[i]);
+    } else if (b_scalar) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], sb);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    }
+  }
+
+  Op op_;
+  int extra_, q_offset_;
+};
+
+// DequantizeLinear -> data movement op -> QuantizeLinear with the same
+// (per-tensor) scale and zero point on both sides: the op on the quantized
+// tensor. Exact: for 8-bit q, ((q - zp) * s) / s rounds back to q - zp.
+class MovementKernel : public CpuKernel {
+ public:
+  MovementKernel(const FusionChain& chain, std::unique_ptr<Kernel> op, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        op_node_(*chain.nodes[1]),
+        op_(std::move(op)),
+        op_offset_(chain.input_offset[1]),
+        q_offset_(chain.input_offset[2]) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, 0);
+    if (x == nullptr || !IsInt8Type(x->dtype()) || !SameParameters(ctx, x->dtype())) return Fallback(ctx);
+    std::vector<const RtValue*> inputs = {ctx.Value(0)};
+    for (int j = 1; j < op_node_.num_inputs(); ++j) inputs.push_back(ctx.Value(op_offset_ + j));
+    std::vector<RtValue> outputs(static_cast<size_t>(op_node_.num_outputs()));
+    KernelContext sub(op_node_, ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+    ONNXKIT_RETURN_IF_ERROR(op_->Run(sub));
+    if (outputs.empty() || !outputs[0].is_tensor() || outputs[0].tensor().dtype() != x->dtype())
+      return absl::InternalError("a quantized data movement op changed the element type");
+    return ctx.SetOutput(0, std::move(outputs[0]));
+  }
+
+ private:
+  bool SameParameters(KernelContext& ctx, int32_t type) {
+    std::optional<float> s1 = ScalarFloat(OptionalTensor(ctx, 1)), s2 = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    if (!s1 || !s2 || *s1 != *s2 || !(*s1 >= 1e-30f) || !std::isfinite(*s1)) return false;
+    const Tensor* z1 = OptionalTensor(ctx, 2);
+    const Tensor* z2 = OptionalTensor(ctx, q_offset_ + 2);
+    auto zero_point = [&](const Tensor* z, int32_t& v) {
+      if (z == nullptr) return v = 0, type == pb::kUint8;
+      if (z->dtype() != type || z->size() != 1 || z->rank() > 1) return false;
+      v = Int8Value(*z, 0);
+      return true;
+    };
+    int32_t v1 = 0, v2 = 0;
+    return zero_point(z1, v1) && zero_point(z2, v2) && v1 == v2;
+  }
+
+  const ir::Node& op_node_;
+  std::unique_ptr<Kernel> op_;
+  int op_offset_, q_offset_;
+};
+
+}  // namespace
+
+bool QuantizedChainsRunInt8() { return ExactProducts(); }
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& chain, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeBypassFallback(chain, Backend::kCpu, info));
+  const std::string& head = chain.head().op_type();
+  if (head == "Add" || head == "Sub" || head == "Mul" || head == "Div") {
+    const BinaryKernel::Op op = head == "Add"   ? BinaryKernel::Op::kAdd
+                                : head == "Sub" ? BinaryKernel::Op::kSub
+                                : head == "Mul" ? BinaryKernel::Op::kMul
+                                                : BinaryKernel::Op::kDiv;
+    return std::unique_ptr<Kernel>(
+        new BinaryKernel(op, chain.num_inputs, chain.input_offset.back(), std::move(fallback)));
+  }
+  if (chain.nodes.size() == 3 && IsQuantizedMovementOp(*chain.nodes[1])) {
+    const ir::Node& node = *chain.nodes[1];
+    ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
+                             FindKernel(Backend::kCpu, node.domain(), node.op_type(), info.opset));
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> op, entry->factory(node, info));
+    return std::unique_ptr<Kernel>(new MovementKernel(chain, std::move(op), std::move(fallback)));
+  }
+  if (chain.extra_inputs.size() != kQuantizedExtras) {
+    ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> probe,
+                             MakeChainKernel(chain, Backend::kCpu, info, /*counted=*/false));
+    return std::unique_ptr<Kernel>(new TableKernel(chain, std::move(probe), std::move(fallback)));
+  }
+  WeightedLayout layout;
+  layout.extra = chain.num_inputs;
+  const ir::Node* op = nullptr;
+  for (size_t k = 0; k < chain.nodes.size(); ++k) {
+    const ir::Node& node = *chain.nodes[k];
+    const int offset = chain.input_offset[k];
+    if (node.op_type() == "Conv" || node.op_type() == "MatMul" || node.op_type() == "Gemm") {
+      op = &node;
+      if (node.num_inputs() > 2 && node.input(2) != nullptr && !node.input(2)->name().empty())
+        layout.bias = offset + 2;
+    } else if (node.op_type() == "Relu") {
+      layout.relu = true;
+    } else if (node.op_type() == "QuantizeLinear") {
+      layout.y_scale = offset + 1;
+      if (node.num_inputs() > 2 && node.input(2) != nullptr && !node.input(2)->name().empty())
+        layout.y_zp = offset + 2;
+    }
+  }
+  if (op == nullptr || layout.y_scale < 0) return absl::InternalError("a quantized chain has no Conv, MatMul or Gemm");
+  const ir::Node* dq_w = op->input(1)->producer();
+  layout.w_axis = dq_w != nullptr ? dq_w->GetInt("axis").value_or(1) : 1;
+  if (op->op_type() == "Conv") {
+    ONNXKIT_ASSIGN_OR_RETURN(reference::WindowAttrs attrs, reference::ParseWindowAttrs(*op));
+    attrs.ceil_mode = false;
+    return std::unique_ptr<Kernel>(new QuantizedConvKernel(layout, std::move(attrs),
+                                                           reference::AttrInt(*op, "group", 1), std::move(fallback)));
+  }
+  const bool gemm = op->op_type() == "Gemm";
+  if (gemm && op->GetInt("transA").value_or(0) != 0) {
+    return fallback;  // A transposed: not worth a plan of its own
+  }
+  return std::unique_ptr<Kernel>(new QuantizedMatMulKernel(layout, gemm, gemm && op->GetInt("transB").value_or(0) != 0,
+                                                           gemm ? op->GetFloat("alpha").value_or(1.0f) : 1.0f,
+                                                           gemm ? op->GetFloat("beta").value_or(1.0f) : 1.0f,
+                                                           std::move(fallback)));
+}
+
+}  // namespace onnxkit::runner::cpu

@@ -1,0 +1,198 @@
+// cpu QuantizeLinear and DequantizeLinear: vectorized loops over float32
+// tensors and 8-bit (DequantizeLinear also int32) quantized ones, per
+// tensor or per axis, with the reference's arithmetic (so both backends
+// agree exactly):
+//
+//   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point),
+//                     the quotient in float; NaN gives the zero point
+//   DequantizeLinear: y = float(x - zero_point) * scale, in float
+//
+// Other types (16-bit, 4-bit, float8, float16 scales), blocked scales, the
+// precision and output_dtype attributes run on the reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "lib/base/status_macros.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
+#include "runner/cpu/quantize_rows.h"
+#include "runner/reference/dispatch.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+// Rounds to nearest even (the default rounding mode), adds `zp` and
+// saturates to [lo, hi]; NaN gives zp.
+template <typename Q>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void QuantizeRow(const float* x, Q* y, int64_t n,
+                                                                              float scale, float zp, float lo,
+                                                                              float hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float q = x[i] / scale;
+    float r = __builtin_rintf(q) + zp;
+    r = r < lo ? lo : r;
+    r = r > hi ? hi : r;
+    r = q != q ? zp : r;
+    y[i] = static_cast<Q>(static_cast<int32_t>(r));
+  }
+}
+
+template <typename Q>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeRow(const Q* x, float* y, int64_t n,
+                                                                                float scale, int32_t zp) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    // 8-bit differences are exact in int32; int32 ones need int64.
+    if constexpr (sizeof(Q) == 1) {
+      y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zp) * scale;
+    } else {
+      y[i] = static_cast<float>(static_cast<int64_t>(x[i]) - zp) * scale;
+    }
+  }
+}
+
+// The rows of x a per-tensor or per-axis scale applies to: x is
+// [outer, dim, inner] around `axis`; per tensor, dim is 1 and inner all.
+struct Rows {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+
+// Rows for `scale` and zero point `zp` (both float / 8-bit types already
+// checked); false when the reference must run (blocked or mismatched).
+bool ResolveRows(KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp, Rows& rows) {
+  if (zp != nullptr && zp->size() != scale.size()) return false;
+  if (scale.size() == 1 && scale.rank() <= 1) {
+    rows.inner = x.size();
+    return true;
+  }
+  if (ctx.opset() < 13 || scale.rank() != 1 || x.rank() == 0) return false;
+  if (ctx.opset() >= 21 && reference::AttrInt(ctx.node(), "block_size", 0) != 0) return false;
+  int64_t axis = reference::AttrInt(ctx.node(), "axis", 1);
+  if (axis < 0) axis += x.rank();
+  if (axis < 0 || axis >= x.rank() || x.dim(static_cast<int>(axis)) != scale.size()) return false;
+  rows.dim = scale.size();
+  for (int d = 0; d < axis; ++d) rows.outer *= x.dim(d);
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) rows.inner *= x.dim(d);
+  return true;
+}
+
+int32_t ZeroPointAt(const Tensor* zp, int64_t i) {
+  if (zp == nullptr) return 0;
+  switch (zp->dtype()) {
+    case pb::kInt8: return zp->data<int8_t>()[i];
+    case pb::kUint8: return zp->data<uint8_t>()[i];
+    default: return zp->data<int32_t>()[i];
+  }
+}
+
+// Runs `row(offset, n, channel)` over the rows, in parallel for big tensors.
+template <typename F>
+void ForRows(const Rows& rows, F&& row) {
+  const int64_t count = rows.outer * rows.dim;
+  const bool parallel = rows.outer * rows.dim * rows.inner > (1 << 18);
+  if (count == 1) {
+    constexpr int64_t kChunk = 1 << 16;
+    const int64_t chunks = (rows.inner + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t c = 0; c < chunks; ++c) row(c * kChunk, std::min(kChunk, rows.inner - c * kChunk), int64_t{0});
+    return;
+  }
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < count; ++r) row(r * rows.inner, rows.inner, r % rows.dim);
+}
+
+class QuantizeLinearKernel : public CpuKernel {
+ public:
+  QuantizeLinearKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zp, ctx.OptionalInput(2));
+    const int32_t out = zp != nullptr ? zp->dtype() : pb::kUint8;
+    Rows rows;
+    if (x->dtype() != pb::kFloat || scale->dtype() != pb::kFloat || (out != pb::kUint8 && out != pb::kInt8) ||
+        (ctx.opset() >= 21 && reference::AttrInt(ctx.node(), "output_dtype", 0) != 0) ||
+        (ctx.opset() >= 23 && reference::AttrInt(ctx.node(), "precision", 0) != 0) ||
+        !ResolveRows(ctx, *x, *scale, zp, rows)) {
+      return Fallback(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, out, x->shape()));
+    const float* px = x->data<float>();
+    const float* ps = scale->data<float>();
+    const float lo = out == pb::kUint8 ? 0.f : -128.f, hi = out == pb::kUint8 ? 255.f : 127.f;
+    ForRows(rows, [&](int64_t offset, int64_t n, int64_t c) {
+      const float z = static_cast<float>(ZeroPointAt(zp, c));
+      if (out == pb::kUint8) {
+        QuantizeRow(px + offset, y->mutable_data<uint8_t>() + offset, n, ps[c], z, lo, hi);
+      } else {
+        QuantizeRow(px + offset, y->mutable_data<int8_t>() + offset, n, ps[c], z, lo, hi);
+      }
+    });
+    return absl::OkStatus();
+  }
+};
+
+class DequantizeLinearKernel : public CpuKernel {
+ public:
+  DequantizeLinearKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zp, ctx.OptionalInput(2));
+    const int32_t t = x->dtype();
+    Rows rows;
+    if ((t != pb::kUint8 && t != pb::kInt8 && t != pb::kInt32) || scale->dtype() != pb::kFloat ||
+        (zp != nullptr && zp->dtype() != t) ||
+        (ctx.opset() >= 23 && reference::AttrInt(ctx.node(), "output_dtype", 0) != 0) ||
+        !ResolveRows(ctx, *x, *scale, zp, rows)) {
+      return Fallback(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    const float* ps = scale->data<float>();
+    float* py = y->mutable_data<float>();
+    ForRows(rows, [&](int64_t offset, int64_t n, int64_t c) {
+      const int32_t z = ZeroPointAt(zp, c);
+      switch (t) {
+        case pb::kUint8: DequantizeRow(x->data<uint8_t>() + offset, py + offset, n, ps[c], z); break;
+        case pb::kInt8: DequantizeRow(x->data<int8_t>() + offset, py + offset, n, ps[c], z); break;
+        default: DequantizeRow(x->data<int32_t>() + offset, py + offset, n, ps[c], z); break;
+      }
+    });
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+void QuantizeFloatRow(const float* x, void* y, int32_t y_type, int64_t n, float scale, int32_t zp) {
+  if (y_type == pb::kUint8) {
+    QuantizeRow(x, static_cast<uint8_t*>(y), n, scale, static_cast<float>(zp), 0.f, 255.f);
+  } else {
+    QuantizeRow(x, static_cast<int8_t*>(y), n, scale, static_cast<float>(zp), -128.f, 127.f);
+  }
+}
+
+void DequantizeByteRow(const void* x, int32_t x_type, float* y, int64_t n, float scale, int32_t zp) {
+  if (x_type == pb::kUint8) {
+    DequantizeRow(static_cast<const uint8_t*>(x), y, n, scale, zp);
+  } else {
+    DequantizeRow(static_cast<const int8_t*>(x), y, n, scale, zp);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizeLinear(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<QuantizeLinearKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDequantizeLinear(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<DequantizeLinearKernel>(node, info);
+}
+
+}  // namespace onnxkit::runner::cpu

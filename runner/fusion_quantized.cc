@@ -1,0 +1,228 @@
+// Finding quantized chains (QDQ patterns) for int8 execution; see
+// runner/fusion.h.
+//
+// Before (weighted):
+//   %x = DequantizeLinear(%xq, %xs, %xz)    %w = DequantizeLinear(%wq, %ws, %wz)
+//   %c = Conv(%x, %w, %b)    [%r = Relu(%c)]    %yq = QuantizeLinear(%c|%r, %ys, %yz)
+// After: one step from %xq to %yq (the DequantizeLinear of %x in the chain
+// when Conv is its only use; %w stays a folded constant).
+//
+// Before (lookup):
+//   %x = DequantizeLinear(%xq, %xs, %xz)    %r = Relu(%x)    %yq = QuantizeLinear(%r, %ys, %yz)
+// After: one step from %xq to %yq.
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
+#include "runner/fusion.h"
+
+namespace onnxkit::runner {
+namespace {
+
+bool InDefaultDomain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+bool Present(const ir::Value* v) { return v != nullptr && !v->name().empty(); }
+
+// The one node of `graph` that uses `v`, using it once; null when `v` is a
+// graph output or has any other number of uses.
+const ir::Node* SoleConsumer(const ir::Value* v, const ir::Graph& graph) {
+  if (!Present(v) || v->uses().size() != 1 || v->IsGraphOutput()) return nullptr;
+  const ir::Node* n = v->uses()[0].node;
+  return n->graph() == &graph && InDefaultDomain(*n) ? n : nullptr;
+}
+
+// True when the node has exactly one output, or every output but the first is omitted.
+bool OnlyFirstOutput(const ir::Node& node) {
+  for (int i = 1; i < node.num_outputs(); ++i) {
+    if (Present(node.output(i))) return false;
+  }
+  return node.num_outputs() >= 1 && Present(node.output(0));
+}
+
+// A DequantizeLinear / QuantizeLinear with constant scale and zero point
+// and no block quantization (opset 21) or output type (opset 19+).
+bool IsQdqNode(const ir::Node* node, std::string_view op,
+               const std::function<bool(const ir::Value*)>& is_constant) {
+  if (node == nullptr || node->op_type() != op || !InDefaultDomain(*node) || !OnlyFirstOutput(*node))
+    return false;
+  if (node->num_inputs() < 2 || node->num_inputs() > 3 || !Present(node->input(0))) return false;
+  if (!Present(node->input(1)) || !is_constant(node->input(1))) return false;
+  if (node->num_inputs() == 3 && Present(node->input(2)) && !is_constant(node->input(2))) return false;
+  if (node->GetInt("block_size").value_or(0) != 0) return false;
+  if (node->GetInt("output_dtype").value_or(0) != 0) return false;
+  return true;
+}
+
+// The DequantizeLinear producing `v`, or null.
+const ir::Node* Dequantizer(const ir::Value* v, const std::function<bool(const ir::Value*)>& is_constant) {
+  if (!Present(v) || v->kind() != ir::ValueKind::kNodeOutput) return nullptr;
+  const ir::Node* p = v->producer();
+  return IsQdqNode(p, "DequantizeLinear", is_constant) ? p : nullptr;
+}
+
+// Unary elementwise ops a lookup table can replace between a
+// DequantizeLinear and a QuantizeLinear (their other inputs constant).
+bool IsTableOp(const ir::Node& node, const std::function<bool(const ir::Value*)>& is_constant) {
+  static constexpr std::string_view kOps[] = {"Relu",     "LeakyRelu", "Sigmoid",  "Tanh", "HardSigmoid",
+                                              "HardSwish", "Elu",      "Softplus", "Clip", "Identity",
+                                              "Neg",       "Abs",      "Erf",      "Gelu"};
+  if (!InDefaultDomain(node) || !OnlyFirstOutput(node) || node.num_inputs() < 1) return false;
+  bool known = false;
+  for (std::string_view op : kOps) known = known || node.op_type() == op;
+  if (!known) return false;
+  for (int i = 1; i < node.num_inputs(); ++i) {
+    if (Present(node.input(i)) && !is_constant(node.input(i))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsQuantizedMovementOp(const ir::Node& node) {
+  static constexpr std::string_view kOps[] = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze"};
+  if (!InDefaultDomain(node) || !OnlyFirstOutput(node) || node.num_inputs() < 1) return false;
+  for (std::string_view op : kOps) {
+    if (node.op_type() == op) return true;
+  }
+  return false;
+}
+
+namespace {
+
+void Finish(FusionChain& chain, absl::flat_hash_set<const ir::Node*>& taken, std::vector<FusionChain>& out) {
+  chain.kind = FusionKind::kQuantized;
+  for (const ir::Node* n : chain.nodes) {
+    taken.insert(n);
+    chain.input_offset.push_back(chain.num_inputs);
+    chain.num_inputs += n->num_inputs();
+  }
+  // Bypass extras were recorded as -1 - (offset among the extras).
+  for (FusionChain::Bypass& by : chain.bypass) by.extra = chain.num_inputs + (-1 - by.extra);
+  out.push_back(std::move(chain));
+}
+
+// The weighted chain at `op` (Conv, MatMul, Gemm), if any.
+bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
+                   const std::function<bool(const ir::Value*)>& is_constant,
+                   const std::function<bool(const ir::Node*)>& skip,
+                   const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  const std::string& t = op.op_type();
+  if ((t != "Conv" && t != "MatMul" && t != "Gemm") || !InDefaultDomain(op) || !OnlyFirstOutput(op)) return false;
+  if (op.num_inputs() < 2 || (t == "MatMul" && op.num_inputs() != 2) || op.num_inputs() > 3) return false;
+  const ir::Node* dq_x = Dequantizer(op.input(0), is_constant);
+  const ir::Node* dq_w = Dequantizer(op.input(1), is_constant);
+  if (dq_x == nullptr || dq_w == nullptr || dq_x == dq_w || is_constant(dq_x->input(0))) return false;
+  if (!is_constant(dq_w->input(0)) || op.input(0) == op.input(1)) return false;
+  if (op.num_inputs() == 3 && Present(op.input(2)) && !is_constant(op.input(2))) return false;
+  // Then an optional Relu and the QuantizeLinear.
+  const ir::Node* next = SoleConsumer(op.output(0), graph);
+  const ir::Node* relu = nullptr;
+  if (next != nullptr && next->op_type() == "Relu" && next->num_inputs() == 1 && OnlyFirstOutput(*next) &&
+      !skip(next) && !taken.contains(next)) {
+    relu = next;
+    next = SoleConsumer(relu->output(0), graph);
+  }
+  if (!IsQdqNode(next, "QuantizeLinear", is_constant) || skip(next) || taken.contains(next)) return false;
+  if (next->input(0) != (relu != nullptr ? relu->output(0) : op.output(0))) return false;
+  const bool dq_in_chain = SoleConsumer(dq_x->output(0), graph) == &op && !skip(dq_x) && !taken.contains(dq_x);
+  if (dq_in_chain) {
+    chain.nodes.push_back(dq_x);
+    chain.chained_input.push_back(-1);
+  }
+  chain.nodes.push_back(&op);
+  chain.chained_input.push_back(dq_in_chain ? 0 : -1);
+  if (relu != nullptr) {
+    chain.nodes.push_back(relu);
+    chain.chained_input.push_back(0);
+  }
+  chain.nodes.push_back(next);
+  chain.chained_input.push_back(0);
+  for (const ir::Node* dq : {dq_x, dq_w}) {
+    for (int i = 0; i < 3; ++i) chain.extra_inputs.push_back(i < dq->num_inputs() ? dq->input(i) : nullptr);
+  }
+  if (!dq_in_chain) chain.bypass.push_back({0, -1, dq_x});  // slot: the op's input 0; extra set in Finish
+  return true;
+}
+
+// The elementwise chain at `op` (Add, Sub, Mul, Div of dequantized values
+// or float constants, then QuantizeLinear), if any. The DequantizeLinear
+// nodes stay outside the chain: both are bypassed.
+bool MatchBinary(const ir::Node& op, const ir::Graph& graph,
+                 const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Node*)>& skip,
+                 const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  const std::string& t = op.op_type();
+  if ((t != "Add" && t != "Sub" && t != "Mul" && t != "Div") || !InDefaultDomain(op) || !OnlyFirstOutput(op) ||
+      op.num_inputs() != 2 || !Present(op.input(0)) || !Present(op.input(1))) {
+    return false;
+  }
+  const ir::Node* dq[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    if (is_constant(op.input(i))) continue;
+    dq[i] = Dequantizer(op.input(i), is_constant);
+    if (dq[i] == nullptr || is_constant(dq[i]->input(0))) return false;
+  }
+  if (dq[0] == nullptr && dq[1] == nullptr) return false;
+  const ir::Node* q = SoleConsumer(op.output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != op.output(0))
+    return false;
+  chain.nodes = {&op, q};
+  chain.chained_input = {-1, 0};
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      chain.extra_inputs.push_back(dq[i] != nullptr && j < dq[i]->num_inputs() ? dq[i]->input(j) : nullptr);
+    }
+    if (dq[i] != nullptr) chain.bypass.push_back({i, -1 - 3 * i, dq[i]});
+  }
+  return true;
+}
+
+// The lookup chain at `dq`, if any.
+bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
+                const std::function<bool(const ir::Value*)>& is_constant,
+                const std::function<bool(const ir::Node*)>& skip,
+                const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  if (!IsQdqNode(&dq, "DequantizeLinear", is_constant) || is_constant(dq.input(0))) return false;
+  const ir::Node* op = SoleConsumer(dq.output(0), graph);
+  if (op == nullptr || skip(op) || taken.contains(op) || !(IsTableOp(*op, is_constant) || IsQuantizedMovementOp(*op)) ||
+      op->input(0) != dq.output(0)) {
+    return false;
+  }
+  for (int i = 1; i < op->num_inputs(); ++i) {
+    if (op->input(i) == dq.output(0)) return false;
+  }
+  const ir::Node* q = SoleConsumer(op->output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) ||
+      q->input(0) != op->output(0)) {
+    return false;
+  }
+  chain.nodes = {&dq, op, q};
+  chain.chained_input = {-1, 0, 0};
+  return true;
+}
+
+}  // namespace
+
+std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                             const std::function<bool(const ir::Value*)>& is_constant,
+                                             const std::function<bool(const ir::Node*)>& skip) {
+  std::vector<FusionChain> chains;
+  absl::flat_hash_set<const ir::Node*> taken;
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchWeighted(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchBinary(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchTable(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  return chains;
+}
+
+}  // namespace onnxkit::runner

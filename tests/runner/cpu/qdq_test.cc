@@ -1,0 +1,452 @@
+// QDQ models on the cpu backend: quantized chains (runner/fusion.h) run in
+// int8 and agree with the reference backend's float execution of the same
+// model within one quantization step; almost-matching patterns take the
+// float path; QuantizeLinear / DequantizeLinear agree exactly.
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/cpu/conv.h"
+#include "runner/fusion.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+struct Result {
+  std::vector<runner::Tensor> outputs;
+  std::vector<std::string> ran;  // node names reported per run
+};
+
+absl::StatusOr<Result> RunOn(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, 19, 9);
+  Result result;
+  runner::SessionOptions options;
+  options.backend = backend;
+  options.on_node_done = [&](const ir::Node& node, double) { result.ran.push_back(node.name()); };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  if (!session.ok()) return session.status();
+  std::vector<std::pair<std::string, runner::RtValue>> in;
+  for (const auto& [name, t] : feeds) in.emplace_back(name, runner::RtValue::FromTensor(t));
+  auto out = (*session)->Run(std::move(in));
+  if (!out.ok()) return out.status();
+  for (const runner::RtValue& v : *out) result.outputs.push_back(v.tensor());
+  return result;
+}
+
+int32_t IntAt(const runner::Tensor& t, int64_t i) {
+  return t.dtype() == pb::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
+}
+
+// The documented bound: every element within `steps` quantization steps of
+// the reference, and at most 2% of them off at all (a rounding tie moved
+// by float error is rare; a wrong scale, bias or zero point moves most).
+void ExpectWithinSteps(const runner::Tensor& ref, const runner::Tensor& cpu, int steps) {
+  ASSERT_EQ(ref.dtype(), cpu.dtype());
+  ASSERT_EQ(ref.shape(), cpu.shape());
+  int64_t off = 0;
+  int worst = 0;
+  for (int64_t i = 0; i < ref.size(); ++i) {
+    int d = std::abs(IntAt(ref, i) - IntAt(cpu, i));
+    off += d != 0;
+    worst = std::max(worst, d);
+  }
+  EXPECT_LE(worst, steps);
+  EXPECT_LE(off * 50, ref.size()) << off << " of " << ref.size() << " elements differ";
+  // The outputs must not be trivially equal: the test data spans the grid.
+  int32_t lo = 255, hi = -128;
+  for (int64_t i = 0; i < ref.size(); ++i) lo = std::min(lo, IntAt(ref, i)), hi = std::max(hi, IntAt(ref, i));
+  EXPECT_GT(hi - lo, 20) << "degenerate test data";
+}
+
+// Runs on both backends; `fused`: the cpu backend runs the chain in int8
+// as one step named `head` (else node by node, `head` among the steps).
+void ExpectQuantized(const pb::GraphProto& graph, const Feeds& feeds, const std::string& head, bool fused,
+                     int steps = 1) {
+  auto ref = RunOn(graph, runner::Backend::kReference, feeds);
+  const int64_t fallbacks = runner::ChainFallbackRuns();
+  auto cpu = RunOn(graph, runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(ref->outputs.size(), cpu->outputs.size());
+  for (size_t i = 0; i < ref->outputs.size(); ++i) ExpectWithinSteps(ref->outputs[i], cpu->outputs[i], steps);
+  const bool int8 = fused && runner::cpu::QuantizedChainsRunInt8();
+  EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, fused && !int8);
+  bool q_ran = false, head_ran = false;
+  for (const std::string& n : cpu->ran) {
+    q_ran = q_ran || n == "q";
+    head_ran = head_ran || n == head;
+  }
+  EXPECT_TRUE(head_ran);
+  EXPECT_EQ(q_ran, !fused) << "the QuantizeLinear ran on its own";
+}
+
+struct QdqCase {
+  std::string name;
+  int32_t act = pb::kUint8;  // activation type
+  bool per_channel = true;
+  bool relu = false;
+  bool bias = true;
+  int x_zp = 0, y_zp = 0;
+  int32_t weight = pb::kInt8;  // uint8: zero point 128
+};
+
+std::vector<QdqCase> Cases() {
+  return {
+      {"u8_per_channel", pb::kUint8, true, false, true, 7, 100, pb::kInt8},
+      {"u8_per_tensor_relu", pb::kUint8, false, true, true, 128, 3, pb::kInt8},
+      {"s8_per_channel_relu", pb::kInt8, true, true, false, -5, 10, pb::kInt8},
+      {"s8_zero_points_zero", pb::kInt8, true, false, true, 0, 0, pb::kInt8},
+      {"u8_weights", pb::kUint8, true, true, true, 20, 60, pb::kUint8},
+  };
+}
+
+runner::Tensor ScalarOf(int32_t type, int v) {
+  return type == pb::kInt8 ? Int8s({}, {static_cast<int8_t>(v)}) : Uint8s({}, {static_cast<uint8_t>(v)});
+}
+
+runner::Tensor ZeroPoints(int32_t type, int64_t n, int v) {
+  if (type == pb::kInt8) return Int8s({n}, std::vector<int8_t>(static_cast<size_t>(n), static_cast<int8_t>(v)));
+  return Uint8s({n}, std::vector<uint8_t>(static_cast<size_t>(n), static_cast<uint8_t>(v)));
+}
+
+// DequantizeLinear "dq_<name>" of quantized weights "<name>q" of `shape`,
+// per channel along `axis` (size `channels`) or per tensor, into `name`.
+void AddWeights(GraphBuilder& g, const QdqCase& qc, const std::string& name, std::vector<int64_t> shape,
+                int axis, int64_t channels, uint32_t seed) {
+  const bool u8 = qc.weight == pb::kUint8;
+  g.Initializer(InitializerFrom(name + "q", RandomInts(qc.weight, shape, seed, u8 ? 1 : -127, u8 ? 255 : 127)));
+  const int64_t n = qc.per_channel ? channels : 1;
+  g.Initializer(InitializerFrom(name + "_s", RandomFloats({n}, seed + 1, 0.004f, 0.012f)));
+  g.Initializer(InitializerFrom(name + "_z", ZeroPoints(qc.weight, n, u8 ? 128 : 0)));
+  g.Node("DequantizeLinear", {name + "q", name + "_s", name + "_z"}, {name}, {AttrInt("axis", axis)},
+         "dq_" + name);
+}
+
+// x (quantized, fed) -> DequantizeLinear "dq_x" -> "x".
+void AddSource(GraphBuilder& g, const QdqCase& qc, std::vector<int64_t> shape) {
+  g.Input("xq", qc.act, shape);
+  g.Initializer(InitializerFrom("x_s", Floats({}, {0.02f})));
+  g.Initializer(InitializerFrom("x_z", ScalarOf(qc.act, qc.x_zp)));
+  g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x"}, {}, "dq_x");
+}
+
+// `in` -> [Relu] -> QuantizeLinear "q" -> output "yq".
+void AddOutput(GraphBuilder& g, const QdqCase& qc, const std::string& in, float scale) {
+  std::string v = in;
+  if (qc.relu) {
+    g.Node("Relu", {in}, {"r"}, {}, "relu");
+    v = "r";
+  }
+  g.Initializer(InitializerFrom("y_s", Floats({}, {scale})));
+  g.Initializer(InitializerFrom("y_z", ScalarOf(qc.act, qc.y_zp)));
+  g.Node("QuantizeLinear", {v, "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", qc.act);
+}
+
+runner::Tensor Source(const QdqCase& qc, std::vector<int64_t> shape, uint32_t seed) {
+  return qc.act == pb::kInt8 ? RandomInts(pb::kInt8, shape, seed, -128, 127)
+                             : RandomInts(pb::kUint8, shape, seed, 0, 255);
+}
+
+pb::GraphProto ConvGraph(const QdqCase& qc, int64_t c, int64_t m, int64_t group, int64_t k, int64_t hw) {
+  GraphBuilder g("g");
+  AddSource(g, qc, {1, c, hw, hw});
+  AddWeights(g, qc, "w", {m, c / group, k, k}, 0, m, 11);
+  std::vector<std::string> in = {"x", "w"};
+  if (qc.bias) {
+    g.Initializer(InitializerFrom("b", RandomFloats({m}, 12, -0.5f, 0.5f)));
+    in.push_back("b");
+  }
+  const int64_t p = k / 2;
+  g.Node("Conv", in, {"c"}, {AttrInt("group", group), AttrInts("pads", {p, p, p, p})}, "conv");
+  AddOutput(g, qc, "c", 0.02f);
+  return g.Build();
+}
+
+TEST(CpuQdqTest, Conv) {
+  struct Shape {
+    int64_t c, m, group, k, hw;
+  };
+  for (const QdqCase& qc : Cases()) {
+    for (Shape s : {Shape{16, 32, 1, 3, 9}, Shape{32, 16, 1, 1, 12}, Shape{16, 16, 16, 3, 8}}) {
+      SCOPED_TRACE(qc.name + " c" + std::to_string(s.c) + " g" + std::to_string(s.group));
+      ExpectQuantized(ConvGraph(qc, s.c, s.m, s.group, s.k, s.hw), {{"xq", Source(qc, {1, s.c, s.hw, s.hw}, 5)}},
+                      "dq_x", true);
+    }
+  }
+}
+
+TEST(CpuQdqTest, MatMul) {
+  for (const QdqCase& qc : Cases()) {
+    SCOPED_TRACE(qc.name);
+    GraphBuilder g("g");
+    AddSource(g, qc, {2, 5, 64});
+    AddWeights(g, qc, "w", {64, 24}, 1, 24, 21);
+    g.Node("MatMul", {"x", "w"}, {"c"}, {}, "matmul");
+    AddOutput(g, qc, "c", 0.01f);
+    ExpectQuantized(g.Build(), {{"xq", Source(qc, {2, 5, 64}, 6)}}, "dq_x", true);
+  }
+}
+
+TEST(CpuQdqTest, Gemm) {
+  for (const QdqCase& qc : Cases()) {
+    for (bool trans_b : {false, true}) {
+      SCOPED_TRACE(qc.name + (trans_b ? " transB" : ""));
+      GraphBuilder g("g");
+      AddSource(g, qc, {6, 48});
+      AddWeights(g, qc, "w", trans_b ? std::vector<int64_t>{24, 48} : std::vector<int64_t>{48, 24}, trans_b ? 0 : 1,
+                 24, 31);
+      std::vector<std::string> in = {"x", "w"};
+      if (qc.bias) {
+        g.Initializer(InitializerFrom("b", RandomFloats({24}, 32, -0.3f, 0.3f)));
+        in.push_back("b");
+      }
+      g.Node("Gemm", in, {"c"},
+             {AttrInt("transB", trans_b ? 1 : 0), AttrFloat("alpha", 0.75f), AttrFloat("beta", 1.5f)}, "gemm");
+      AddOutput(g, qc, "c", 0.01f);
+      ExpectQuantized(g.Build(), {{"xq", Source(qc, {6, 48}, 7)}}, "dq_x", true);
+    }
+  }
+}
+
+// The source's DequantizeLinear also feeds another node: the chain starts
+// at the Conv and reads the quantized source directly.
+TEST(CpuQdqTest, SharedSourceDequantize) {
+  QdqCase qc = Cases()[0];
+  pb::GraphProto graph = ConvGraph(qc, 16, 16, 1, 3, 8);
+  GraphBuilder g("g");
+  g.graph() = graph;
+  g.Node("Relu", {"x"}, {"x_relu"}, {}, "other").Output("x_relu");
+  ExpectQuantized(g.Build(), {{"xq", Source(qc, {1, 16, 8, 8}, 8)}}, "conv", true);
+}
+
+// Two quantized convolutions in a row: the int8 result of the first feeds
+// the second directly. Each is within one step of the reference; a step
+// of the first can move the second by one more.
+TEST(CpuQdqTest, TwoConvsInARow) {
+  QdqCase qc = Cases()[1];
+  GraphBuilder g("g");
+  g.graph() = ConvGraph(qc, 16, 16, 1, 3, 8);
+  // Rename the first output and append a second quantized convolution.
+  for (auto& node : g.graph().node) {
+    if (node.name == "q") node.name = "q1";
+  }
+  g.graph().output.clear();
+  g.Node("DequantizeLinear", {"yq", "y_s", "y_z"}, {"x2"}, {}, "dq2");
+  AddWeights(g, qc, "w2", {16, 16, 3, 3}, 0, 16, 41);
+  g.Node("Conv", {"x2", "w2"}, {"c2"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv2");
+  g.Initializer(InitializerFrom("y2_s", Floats({}, {0.05f})));
+  g.Initializer(InitializerFrom("y2_z", ScalarOf(qc.act, 40)));
+  g.Node("QuantizeLinear", {"c2", "y2_s", "y2_z"}, {"y2"}, {}, "q").Output("y2", qc.act);
+  ExpectQuantized(g.Build(), {{"xq", Source(qc, {1, 16, 8, 8}, 9)}}, "dq_x", true, 2);
+}
+
+// Almost-matching patterns. A scale that is a graph input (not constant):
+// no chain; weights with a non-zero int8 zero point (asymmetric): a chain
+// whose kernel runs it node by node. Both stay correct.
+TEST(CpuQdqTest, NearMissesTakeTheFloatPath) {
+  QdqCase qc = Cases()[0];
+  {
+    SCOPED_TRACE("non-constant scale");
+    pb::GraphProto graph = ConvGraph(qc, 16, 16, 1, 3, 8);
+    GraphBuilder g("g");
+    g.graph() = graph;
+    auto& inits = g.graph().initializer;
+    for (size_t i = 0; i < inits.size(); ++i) {
+      if (inits[i].name == "x_s") inits.erase(inits.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    g.Input("x_s", pb::kFloat, std::vector<int64_t>{});
+    ExpectQuantized(g.Build(), {{"xq", Source(qc, {1, 16, 8, 8}, 10)}, {"x_s", Floats({}, {0.02f})}}, "conv",
+                    false);
+  }
+  {
+    SCOPED_TRACE("asymmetric weights");
+    pb::GraphProto graph = ConvGraph(qc, 16, 16, 1, 3, 8);
+    for (auto& t : graph.initializer) {
+      if (t.name == "w_z") t = InitializerFrom("w_z", ZeroPoints(pb::kInt8, 16, 3));
+    }
+    auto ref = RunOn(graph, runner::Backend::kReference, {{"xq", Source(qc, {1, 16, 8, 8}, 11)}});
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(graph, runner::Backend::kCpu, {{"xq", Source(qc, {1, 16, 8, 8}, 11)}});
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    EXPECT_GT(runner::ChainFallbackRuns(), fallbacks);
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 1);
+  }
+}
+
+// DequantizeLinear -> unary op -> QuantizeLinear: a table, exact.
+TEST(CpuQdqTest, TableChainsAreExact) {
+  for (int32_t act : {pb::kUint8, pb::kInt8}) {
+    for (const char* op : {"Relu", "Sigmoid", "Tanh"}) {
+      SCOPED_TRACE(std::string(op) + (act == pb::kInt8 ? " s8" : " u8"));
+      QdqCase qc;
+      qc.act = act;
+      qc.x_zp = act == pb::kInt8 ? -3 : 120;
+      qc.y_zp = act == pb::kInt8 ? 2 : 30;
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 3, 17, 5});
+      g.Node(op, {"x"}, {"u"}, {}, "op");
+      g.Initializer(InitializerFrom("y_s", Floats({}, {std::string(op) == "Relu" ? 0.03f : 0.005f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(act, qc.y_zp)));
+      g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", act);
+      const Feeds feeds = {{"xq", Source(qc, {2, 3, 17, 5}, 12)}};
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "table");
+      EXPECT_EQ(cpu->ran, std::vector<std::string>{"dq_x"});
+    }
+  }
+}
+
+// Add / Sub / Mul / Div of dequantized values or float constants, then
+// QuantizeLinear: one exact pass. Dequantized operands shared with another
+// reader stay computed; the others are skipped.
+TEST(CpuQdqTest, BinaryChainsAreExact) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    for (int form = 0; form < 4; ++form) {  // both quantized; bias constant; scalar constant; shared DQ
+      SCOPED_TRACE(std::string(op) + " form " + std::to_string(form));
+      QdqCase qc;
+      qc.act = form % 2 == 0 ? pb::kUint8 : pb::kInt8;
+      qc.x_zp = form % 2 == 0 ? 130 : -4;
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 7, 40});
+      std::string other;
+      if (form == 0 || form == 3) {
+        g.Input("bq", qc.act, std::vector<int64_t>{2, 7, 40});
+        g.Initializer(InitializerFrom("b_s", Floats({}, {0.03f})));
+        g.Initializer(InitializerFrom("b_z", ScalarOf(qc.act, qc.act == pb::kInt8 ? 9 : 100)));
+        g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
+      } else {
+        g.Initializer(InitializerFrom("b", form == 1 ? RandomFloats({40}, 14, 0.5f, 2.f) : Floats({}, {1.7f})));
+      }
+      g.Node(op, {"x", "b"}, {"u"}, {}, "op");
+      if (form == 3) g.Node("Relu", {"b"}, {"b_relu"}, {}, "other").Output("b_relu");
+      g.Initializer(InitializerFrom("y_s", Floats({}, {std::string(op) == "Mul" ? 0.01f : 0.03f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(qc.act, 5)));
+      g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", qc.act);
+      Feeds feeds = {{"xq", Source(qc, {2, 7, 40}, 15)}};
+      if (form == 0 || form == 3) feeds.push_back({"bq", Source(qc, {2, 7, 40}, 16)});
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+      for (size_t i = 0; i < ref->outputs.size(); ++i) {
+        ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 0, 0, "output " + std::to_string(i));
+      }
+      std::vector<std::string> want = {"op"};
+      if (form == 3) want = {"dq_b", "other", "op"};  // the chain runs where its QuantizeLinear was
+      EXPECT_EQ(cpu->ran, want);
+    }
+  }
+}
+
+// A bias longer than the kernel's chunks and not a multiple of them, and a
+// quantized scalar operand.
+TEST(CpuQdqTest, BinaryBroadcastsLongRowsAndScalars) {
+  for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "long bias");
+    QdqCase qc;
+    qc.x_zp = 90;
+    GraphBuilder g("g");
+    AddSource(g, qc, {3, 1500});
+    if (scalar) {
+      g.Input("bq", pb::kUint8, std::vector<int64_t>{});
+      g.Initializer(InitializerFrom("b_s", Floats({}, {0.05f})));
+      g.Initializer(InitializerFrom("b_z", ScalarOf(pb::kUint8, 7)));
+      g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
+    } else {
+      g.Initializer(InitializerFrom("b", RandomFloats({1500}, 17, -1.f, 1.f)));
+    }
+    g.Node("Add", {"b", "x"}, {"u"}, {}, "op");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 128)));
+    g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    Feeds feeds = {{"xq", Source(qc, {3, 1500}, 18)}};
+    if (scalar) feeds.push_back({"bq", Uint8s({}, {201})});
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"op"});
+  }
+}
+
+// DequantizeLinear -> Transpose / Reshape -> QuantizeLinear with the same
+// parameters: the op on the 8-bit tensor (exact); other parameters: node by
+// node (still exact).
+TEST(CpuQdqTest, DataMovementOnQuantizedTensors) {
+  for (const char* op : {"Transpose", "Reshape"}) {
+    for (bool same : {true, false}) {
+      SCOPED_TRACE(std::string(op) + (same ? " same parameters" : " other parameters"));
+      QdqCase qc;
+      qc.x_zp = 77;
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 6, 10});
+      if (std::string(op) == "Transpose") {
+        g.Node("Transpose", {"x"}, {"u"}, {AttrInts("perm", {0, 2, 1})}, "op");
+      } else {
+        g.Initializer(InitializerFrom("shape", Int64s({2}, {12, 10})));
+        g.Node("Reshape", {"x", "shape"}, {"u"}, {}, "op");
+      }
+      g.Initializer(InitializerFrom("y_s", Floats({}, {same ? 0.02f : 0.03f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 77)));
+      g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+      const Feeds feeds = {{"xq", Source(qc, {2, 6, 10}, 19)}};
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+      EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, !same);
+    }
+  }
+}
+
+// QuantizeLinear and DequantizeLinear alone agree exactly with the
+// reference: per tensor and per axis, u8 / s8 (and int32 dequantized),
+// with ties, NaN, infinities and values far out of range.
+TEST(CpuQdqTest, QuantizeDequantizeExact) {
+  runner::Tensor x = RandomFloats({2, 3, 4, 5}, 13, -6.f, 6.f);
+  float* px = x.mutable_data<float>();
+  px[0] = std::numeric_limits<float>::quiet_NaN();
+  px[1] = std::numeric_limits<float>::infinity();
+  px[2] = -std::numeric_limits<float>::infinity();
+  px[3] = 1e30f;
+  px[4] = 0.25f;  // x / 0.5 = 0.5: a tie, rounds to even
+  px[5] = 0.75f;
+  for (int32_t type : {pb::kUint8, pb::kInt8}) {
+    for (bool per_axis : {false, true}) {
+      SCOPED_TRACE(std::string(type == pb::kInt8 ? "s8" : "u8") + (per_axis ? " per axis" : ""));
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{2, 3, 4, 5});
+      const int64_t n = per_axis ? 3 : 1;
+      g.Initializer(InitializerFrom("s", per_axis ? Floats({3}, {0.5f, 0.03f, 0.07f}) : Floats({}, {0.5f})));
+      g.Initializer(InitializerFrom("z", per_axis ? ZeroPoints(type, n, 3) : ScalarOf(type, 3)));
+      g.Node("QuantizeLinear", {"x", "s", "z"}, {"q"}, {AttrInt("axis", 1)})
+          .Node("DequantizeLinear", {"q", "s", "z"}, {"d"}, {AttrInt("axis", 1)})
+          .Output("q", type)
+          .Output("d");
+      ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 19, 0, 0);
+    }
+  }
+  GraphBuilder g("g");
+  g.Input("x", pb::kInt32, std::vector<int64_t>{4});
+  g.Initializer(InitializerFrom("s", Floats({}, {1e-3f})));
+  g.Initializer(InitializerFrom("z", Int32s({}, {-7})));
+  g.Node("DequantizeLinear", {"x", "s", "z"}, {"d"}).Output("d");
+  ExpectCpuMatchesReference(g.Build(), {{"x", Int32s({4}, {2147483647, -2147483647 - 1, 0, 123456789})}}, 19, 0, 0);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
