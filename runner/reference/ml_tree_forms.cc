@@ -377,6 +377,15 @@ absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, 
     }
   }
   out.voted_classes = static_cast<int64_t>(layers.size());
+  out.always_scored.assign(static_cast<size_t>(classes), 0);
+  for (const auto& [cls, votes] : layers) {
+    std::map<int64_t, bool> tree_full;  // tree id -> every leaf votes for cls
+    for (size_t i = 0; i < t.tree_ids.size(); ++i) {
+      auto [it, fresh] = tree_full.emplace(t.tree_ids[i], true);
+      if (t.modes[i] == "LEAF" && votes[i].empty()) it->second = false;
+    }
+    for (const auto& [tree, full] : tree_full) out.always_scored[static_cast<size_t>(cls)] |= full ? 1 : 0;
+  }
   if (static_cast<int64_t>(layers.size()) > std::max<int64_t>(1, max_nodes / static_cast<int64_t>(t.tree_ids.size()))) {
     return Invalid(absl::StrCat(layers.size(), " class layers of ", t.tree_ids.size(), " nodes exceed the limit of ",
                                 max_nodes, " nodes"));

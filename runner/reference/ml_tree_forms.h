@@ -59,6 +59,9 @@ struct ClassifierForm {
   std::vector<std::string> labels_str;
   std::vector<double> base_values;  // as given: empty, one per class, or one of two
   int64_t voted_classes = 0;        // distinct class ids among the votes
+  // Per class: whether some tree votes for it at every leaf, so every row
+  // gets a score for it.
+  std::vector<uint8_t> always_scored;
   bool all_weights_positive = true;
 };
 
