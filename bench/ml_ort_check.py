@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Cross-check of the reference backend's ai.onnx.ml classifier, SVM and
 category kernels against ONNX Runtime on hand-built models (the attributes
-are written out as scikit-learn's exporters lay them out).
+are written out as scikit-learn's exporters lay them out), and of
+`onnxkit convert --ml-opset 5` on the multi-class tree classifiers (ONNX
+Runtime on the converted model against ONNX Runtime on the original).
 
 Usage: ORT_NODE=.../onnxruntime-node python3 bench/ml_ort_check.py ONNXKIT [WORKDIR]
 Prints one line per case (labels equal, max score difference) and exits 1
@@ -216,6 +218,43 @@ def main():
         known = "differs by design" in name
         failed += 0 if ok or known else 1
         print(f"{'ok  ' if ok else 'KNOWN' if known else 'DIFF'} {name}: {', '.join(notes)}")
+    # `onnxkit convert --ml-opset 5` of the classifiers with 3+ classes:
+    # ONNX Runtime on the converted model against ONNX Runtime on the original.
+    for i, (name, m, x) in enumerate(cases(np.random.default_rng(7))):
+        if not name.startswith("tree") or "binary" in name:
+            continue
+        path = os.path.join(work, f"case{i}.onnx")
+        conv = os.path.join(work, f"case{i}_ml5.onnx")
+        x_pb = os.path.join(work, f"case{i}_X.pb")
+        r = subprocess.run([onnxkit, "convert", path, "--opset", "21", "--ml-opset", "5", "--input", f"X={x_pb}",
+                            "-o", conv], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"DIFF convert {name}: onnxkit convert failed: {(r.stdout + r.stderr).strip()[:300]}")
+            failed += 1
+            continue
+        conv_out = os.path.join(work, f"case{i}_ml5_ort.json")
+        r = subprocess.run(["node", os.path.join(HERE, "ort_outputs_str.js"), conv, os.path.join(work, f"case{i}.json"),
+                            conv_out], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"DIFF convert {name}: ONNX Runtime failed on the converted model: {r.stderr.strip()[:300]}")
+            failed += 1
+            continue
+        with open(os.path.join(work, f"case{i}_ort.json")) as f:
+            before = json.load(f)
+        with open(conv_out) as f:
+            after = json.load(f)
+        notes, ok = [], True
+        for b, a in zip(before, after):
+            if b["dtype"] in ("string", "int64"):
+                same = sum(1 for u, v in zip(b["values"], a["values"]) if u == v)
+                ok &= same == len(b["values"])
+                notes.append(f"{b['name']} {same}/{len(b['values'])} equal")
+            else:
+                d = float(np.max(np.abs(np.array(a["values"]) - np.array(b["values"]))))
+                ok &= d <= 1e-5
+                notes.append(f"{b['name']} max |diff| {d:.2e}")
+        failed += 0 if ok else 1
+        print(f"{'ok  ' if ok else 'DIFF'} convert --ml-opset 5 {name}: {', '.join(notes)}")
     print(f"{failed} case(s) differ")
     return 1 if failed else 0
 
