@@ -373,7 +373,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, c
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleClassifier(const ir::Node& node, const KernelInfo&) {
-  constexpr int64_t kMaxNodes = int64_t{1} << 26;
+  constexpr int64_t kMaxNodes = int64_t{1} << 24;
   ONNXKIT_ASSIGN_OR_RETURN(ml_forms::ClassifierForm form, ml_forms::TreeEnsembleFromClassifier(node, kMaxNodes));
   ir::Graph scratch;
   ir::NodeSpec spec;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -358,6 +359,8 @@ absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, 
   // class c each leaf keeps its vote for c (several summed), so every
   // TreeEnsemble leaf feeds one target.
   std::map<int64_t, std::vector<std::vector<std::pair<int64_t, double>>>> layers;
+  std::vector<size_t> at(c_trees.size());  // node of each vote
+  std::set<int64_t> voted;
   out.all_weights_positive = true;
   for (size_t k = 0; k < c_trees.size(); ++k) {
     auto it = t.index.find(std::make_pair(c_trees[k], c_nodes[k]));
@@ -367,9 +370,21 @@ absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, 
       return Invalid(absl::StrCat("class id ", c_ids[k], " is outside the ", classes, " class labels"));
     }
     out.all_weights_positive = out.all_weights_positive && weights[k] >= 0;
+    at[k] = it->second;
+    voted.insert(c_ids[k]);
+  }
+  // The copies grow with the model (a forest voting for every class at every
+  // leaf has about as many votes as copied nodes); past that, `max_nodes`.
+  const int64_t n_nodes = static_cast<int64_t>(t.tree_ids.size());
+  const int64_t budget = std::max(max_nodes, 4 * (n_nodes + static_cast<int64_t>(c_trees.size())));
+  if (static_cast<int64_t>(voted.size()) > std::max<int64_t>(1, budget / n_nodes)) {
+    return Invalid(absl::StrCat(voted.size(), " class layers of ", n_nodes, " nodes exceed the limit of ", budget,
+                                " nodes"));
+  }
+  for (size_t k = 0; k < c_trees.size(); ++k) {
     auto& votes = layers[c_ids[k]];
     if (votes.empty()) votes.resize(t.tree_ids.size());
-    auto& v = votes[it->second];
+    auto& v = votes[at[k]];
     if (v.empty()) {
       v.emplace_back(c_ids[k], weights[k]);
     } else {
@@ -385,10 +400,6 @@ absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, 
       if (t.modes[i] == "LEAF" && votes[i].empty()) it->second = false;
     }
     for (const auto& [tree, full] : tree_full) out.always_scored[static_cast<size_t>(cls)] |= full ? 1 : 0;
-  }
-  if (static_cast<int64_t>(layers.size()) > std::max<int64_t>(1, max_nodes / static_cast<int64_t>(t.tree_ids.size()))) {
-    return Invalid(absl::StrCat(layers.size(), " class layers of ", t.tree_ids.size(), " nodes exceed the limit of ",
-                                max_nodes, " nodes"));
   }
   Flat all;
   for (const auto& [cls, votes] : layers) {

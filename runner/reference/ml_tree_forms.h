@@ -65,7 +65,8 @@ struct ClassifierForm {
   bool all_weights_positive = true;
 };
 
-// Fails past `max_nodes` nodes after the per-class layout.
+// Fails past max(`max_nodes`, 4 x (nodes + class votes)) nodes after the
+// per-class layout.
 absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, int64_t max_nodes);
 
 // A TreeEnsemble node as TreeEnsembleRegressor-3 attributes: tree t is what

@@ -233,6 +233,29 @@ TEST(TreeEnsembleClassifierTest, InvalidAttributesAreErrors) {
   EXPECT_NE(out.status().message().find("class_"), std::string::npos) << out.status();
 }
 
+TEST(TreeEnsembleClassifierTest, PerClassCopiesAreBounded) {
+  // 5000 one-leaf trees, each voting for its own class: one copy of all
+  // 5000 trees per class would be 25M nodes from a few hundred KB.
+  const int64_t n = 5000;
+  std::vector<int64_t> ids(n), zeros(n, 0);
+  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = i;
+  std::vector<pb::AttributeProto> attrs = {AttrInts("nodes_treeids", ids),
+                                           AttrInts("nodes_nodeids", zeros),
+                                           AttrInts("nodes_featureids", zeros),
+                                           AttrFloats("nodes_values", std::vector<float>(n, 0)),
+                                           AttrStrings("nodes_modes", std::vector<std::string>(n, "LEAF")),
+                                           AttrInts("nodes_truenodeids", zeros),
+                                           AttrInts("nodes_falsenodeids", zeros),
+                                           AttrInts("class_treeids", ids),
+                                           AttrInts("class_nodeids", zeros),
+                                           AttrInts("class_ids", ids),
+                                           AttrFloats("class_weights", std::vector<float>(n, 1)),
+                                           AttrInts("classlabels_int64s", ids)};
+  auto out = RunMl("TreeEnsembleClassifier", {T(Floats({1, 1}, {0}))}, attrs);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("limit"), std::string::npos) << out.status();
+}
+
 // --- SVMClassifier / SVMRegressor ---
 
 TEST(SvmClassifierTest, OneVersusOneVotesWithALinearKernel) {
