@@ -10,8 +10,9 @@
 //   order, in the values' type; keys outside the vocabulary are dropped,
 //   absent entries are 0 (or "").
 // CastMap: a map<int64, string|float> as [1, n] in key order (DENSE) or
-//   [1, max_map] with the value of key k at column k (SPARSE; other columns
-//   hold 0, or "0.f" as ONNX Runtime writes for strings), cast to float
+//   [1, max_map] (max_map <= 2^26) with the value of key k at column k
+//   (SPARSE; other columns hold 0, or "0.f" as ONNX Runtime writes for
+//   strings), cast to float
 //   (strings parsed), int64 (floats truncated, strings parsed) or string
 //   (floats written as printf's %f).
 // A map is a keys tensor plus a sequence of one-element value tensors
@@ -262,7 +263,7 @@ class CastMapKernel : public Kernel {
     }
     sparse_ = form == "SPARSE";
     max_map_ = AttrInt(node, "max_map", 1);
-    if (sparse_ && (max_map_ < 0 || max_map_ > (int64_t{1} << 32))) {
+    if (sparse_ && (max_map_ < 0 || max_map_ > (int64_t{1} << 26))) {
       return absl::InvalidArgumentError(absl::StrCat("max_map ", max_map_, " is negative or too large"));
     }
     return absl::OkStatus();
