@@ -8,15 +8,22 @@
 //   TreeEnsembleRegressor 5: deprecated; rewritten as a TreeEnsemble (Cast
 //                    of X to float before and an Add of base_values after
 //                    where needed), and back going down
+//   TreeEnsembleClassifier 5: deprecated; with 3 or more classes rewritten
+//                    as a TreeEnsemble of per-class raw scores (+ base_values),
+//                    Y = Gather(labels, ArgMax(scores)), Z = Softmax/Sigmoid
+//                    of the scores for SOFTMAX/LOGISTIC; blocks for two
+//                    classes, SOFTMAX_ZERO/PROBIT, and classes a row may get
+//                    no vote for (no base values)
 // Before (up):  %y = ai.onnx.ml.LabelEncoder-1[classes_strings=["a","b"]](%s: string)
 // After:        %y = ai.onnx.ml.LabelEncoder-2[keys_strings=["a","b"], values_int64s=[0,1]](%s)
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "lib/base/status_macros.h"
 #include "lib/base/data_type.h"
+#include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/ops/registry.h"
 #include "passes/convert/adapter_list.h"
@@ -99,7 +106,10 @@ absl::Status LabelEncoderUp2(Step& step) {
   const ir::Attribute* classes = n.FindAttribute("classes_strings");
   std::vector<std::string> c = classes == nullptr ? std::vector<std::string>() : classes->proto.strings;
   int32_t in = TypeOf(step, n.input(0));
-  if (in == 0) in = TypeOf(step, n.output(0)) == pb::kString ? pb::kInt64 : TypeOf(step, n.output(0)) == pb::kInt64 ? pb::kString : 0;
+  if (in == 0)
+    in = TypeOf(step, n.output(0)) == pb::kString  ? pb::kInt64
+         : TypeOf(step, n.output(0)) == pb::kInt64 ? pb::kString
+                                                   : 0;
   if (in == pb::kString) {
     absl::flat_hash_set<std::string> seen;
     for (const std::string& s : c) {
@@ -139,7 +149,8 @@ absl::Status LabelEncoderDown2(Step& step) {
   } else {
     return Block("LabelEncoder-1 maps only strings to positions and back");
   }
-  for (std::string_view name : {"keys_strings", "values_int64s", "keys_int64s", "values_strings", "default_float"}) {
+  for (std::string_view name :
+       {"keys_strings", "values_int64s", "keys_int64s", "values_strings", "default_float"}) {
     n.RemoveAttribute(name);
   }
   n.SetAttribute(Strings("classes_strings", std::move(classes)));
@@ -162,7 +173,8 @@ absl::Status LabelEncoderDown4(Step& step) {
       n.SetAttribute(Floats(absl::StrCat(Sv(base), "_floats"),
                             std::vector<float>(t.data<float>(), t.data<float>() + t.size())));
     } else {
-      return Block(absl::StrCat(name, " holds ", Sv(DataTypeName(t.dtype())), " values, which LabelEncoder-2 lacks"));
+      return Block(
+          absl::StrCat(name, " holds ", Sv(DataTypeName(t.dtype())), " values, which LabelEncoder-2 lacks"));
     }
     n.RemoveAttribute(name);
   }
@@ -176,7 +188,8 @@ absl::Status LabelEncoderDown4(Step& step) {
     } else if (d.dtype() == pb::kFloat) {
       n.SetAttribute(FloatAttr("default_float", d.data<float>()[0]));
     } else {
-      return Block(absl::StrCat("default_tensor holds a ", Sv(DataTypeName(d.dtype())), " value, which LabelEncoder-2 lacks"));
+      return Block(absl::StrCat("default_tensor holds a ", Sv(DataTypeName(d.dtype())),
+                                " value, which LabelEncoder-2 lacks"));
     }
     n.RemoveAttribute("default_tensor");
   }
@@ -185,16 +198,20 @@ absl::Status LabelEncoderDown4(Step& step) {
 
 absl::Status TreeAsTensorDown3(Step& step) {
   ir::Node& n = *step.node;
-  for (std::string_view base : {"base_values", "nodes_hitrates", "nodes_values", "target_weights", "class_weights"}) {
+  for (std::string_view base :
+       {"base_values", "nodes_hitrates", "nodes_values", "target_weights", "class_weights"}) {
     std::string name = absl::StrCat(Sv(base), "_as_tensor");
     ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, AttrTensor(n, name));
     if (!t.defined()) continue;
     std::vector<float> v;
     for (int64_t i = 0; i < t.size(); ++i) {
-      double d = t.dtype() == pb::kDouble ? t.data<double>()[i] : t.dtype() == pb::kFloat ? t.data<float>()[i] : NAN;
+      double d = t.dtype() == pb::kDouble  ? t.data<double>()[i]
+                 : t.dtype() == pb::kFloat ? t.data<float>()[i]
+                                           : NAN;
       float f = static_cast<float>(d);
       if (static_cast<double>(f) != d && !(std::isnan(d) && std::isnan(f))) {
-        return Block(absl::StrCat(name, "[", i, "] = ", d, " is not exactly a float; opset 1 holds floats only"));
+        return Block(
+            absl::StrCat(name, "[", i, "] = ", d, " is not exactly a float; opset 1 holds floats only"));
       }
       v.push_back(f);
     }
@@ -204,21 +221,22 @@ absl::Status TreeAsTensorDown3(Step& step) {
   return GenericStep(step);
 }
 
-absl::Status RegressorToTreeEnsemble(Step& step) {
-  auto form = runner::reference::ml_forms::TreeEnsembleFromRegressor(*step.node);
-  if (!form.ok()) return Block(std::string(StdSv(form.status().message())));
+namespace {
+
+// A TreeEnsemble node before step.node computing `form`'s raw scores from
+// X, as float [N, targets] plus the base values: X cast to float unless
+// double, splits and weights in that type, the result cast back to float.
+absl::StatusOr<ir::Value*> AddTreeEnsemble(Step& step, runner::reference::ml_forms::TreeEnsembleForm& form,
+                                           const std::vector<double>& base_values) {
   ir::Value* x = step.node->input(0);
   const int32_t in = TypeOf(step, x);
   if (in == 0) return Block("the element type of X is unknown");
-  if (!form->base_values.empty() && form->post_transform != 0) {
-    return Block("base_values before a post_transform have no TreeEnsemble form");
-  }
-  // TreeEnsemble computes in X's type (float or double); the regressor's
-  // output is float.
+  // TreeEnsemble computes in X's type (float or double); the older ops'
+  // outputs are float.
   const int32_t compute = in == pb::kDouble ? pb::kDouble : pb::kFloat;
-  if (form->value_dtype != compute) {
+  if (form.value_dtype != compute) {
     auto retype = [&](std::string_view name) -> absl::Status {
-      for (pb::AttributeProto& a : form->attributes) {
+      for (pb::AttributeProto& a : form.attributes) {
         if (a.name != name) continue;
         ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::TensorFromProto(*a.t));
         ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor r, runner::Tensor::Allocate(compute, t.shape()));
@@ -241,24 +259,104 @@ absl::Status RegressorToTreeEnsemble(Step& step) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddOnnxBefore(step, "Cast", {x}, {IntAttr("to", compute)}));
     x = cast->output(0);
   }
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * te, AddMlBefore(step, "TreeEnsemble", {x}, std::move(form->attributes)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * te, AddMlBefore(step, "TreeEnsemble", {x}, std::move(form.attributes)));
   if (step.created != nullptr) step.created->push_back(te);
   ir::Value* y = te->output(0);
   if (compute != pb::kFloat) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddOnnxBefore(step, "Cast", {y}, {IntAttr("to", pb::kFloat)}));
     y = cast->output(0);
   }
-  if (!form->base_values.empty()) {
-    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor b, runner::Tensor::Allocate(
-                                                   pb::kFloat, {static_cast<int64_t>(form->base_values.size())}));
-    for (size_t i = 0; i < form->base_values.size(); ++i) {
-      b.mutable_data<float>()[i] = static_cast<float>(form->base_values[i]);
-    }
+  if (!base_values.empty()) {
+    ONNXKIT_ASSIGN_OR_RETURN(
+        runner::Tensor b, runner::Tensor::Allocate(pb::kFloat, {static_cast<int64_t>(base_values.size())}));
+    for (size_t i = 0; i < base_values.size(); ++i)
+      b.mutable_data<float>()[i] = static_cast<float>(base_values[i]);
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * bv, AddConstant(*step.graph, "base_values", b));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * add, AddOnnxBefore(step, "Add", {y, bv}, {}));
     y = add->output(0);
   }
+  return y;
+}
+
+// Routes step.node's outputs to `results` (one per output; outputs without
+// a name are skipped), removes the node, and gives the results the names of
+// the graph outputs they replace.
+absl::Status RerouteOutputs(Step& step, const std::vector<ir::Value*>& results) {
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  for (size_t i = 0; i < results.size() && static_cast<int>(i) < step.node->num_outputs(); ++i) {
+    ir::Value* old = step.node->output(static_cast<int>(i));
+    if (old == nullptr || old->name().empty()) continue;
+    if (results[i]->IsGraphOutput() || results[i]->graph() != old->graph()) {
+      return Block(absl::StrCat("output ", i, " cannot be rerouted"));
+    }
+    if (old->IsGraphOutput()) renames.emplace_back(results[i], old->name());
+    ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(old, results[i]));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(bool removed, RemoveIfDead(*step.graph, step.node));
+  if (!removed) return absl::InternalError("the node still has uses after its outputs were rerouted");
+  for (auto& [value, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(value, name));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegressorToTreeEnsemble(Step& step) {
+  auto form = runner::reference::ml_forms::TreeEnsembleFromRegressor(*step.node);
+  if (!form.ok()) return Block(std::string(StdSv(form.status().message())));
+  if (!form->base_values.empty() && form->post_transform != 0) {
+    return Block("base_values before a post_transform have no TreeEnsemble form");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, AddTreeEnsemble(step, *form, form->base_values));
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status ClassifierToTreeEnsemble(Step& step) {
+  auto form = runner::reference::ml_forms::TreeEnsembleFromClassifier(*step.node, kMaxRegressorNodes);
+  if (!form.ok()) return Block(std::string(StdSv(form.status().message())));
+  const int64_t classes = static_cast<int64_t>(std::max(form->labels_int.size(), form->labels_str.size()));
+  if (classes < 3) {
+    return Block(absl::StrCat(classes,
+                              " classes: one- and two-class scores and labels follow rules of their own ",
+                              "(a single score against 0.5 or 0) that ArgMax does not express"));
+  }
+  const int64_t post = form->form.post_transform;
+  if (post == 3 || post == 4)
+    return Block("post_transform SOFTMAX_ZERO or PROBIT has no plain ai.onnx form here");
+  if (form->base_values.empty()) {
+    for (int64_t c = 0; c < classes; ++c) {
+      if (!form->always_scored[static_cast<size_t>(c)]) {
+        return Block(absl::StrCat("class ", c,
+                                  " may get no vote for a row, which keeps it out of the choice ",
+                                  "where ArgMax would count its 0"));
+      }
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * raw, AddTreeEnsemble(step, form->form, form->base_values));
+  // Y: the label of the first best raw score; Z: the scores after post_transform.
+  ONNXKIT_ASSIGN_OR_RETURN(
+      ir::Node * arg, AddOnnxBefore(step, "ArgMax", {raw}, {IntAttr("axis", 1), IntAttr("keepdims", 0)}));
+  runner::Tensor labels;
+  if (!form->labels_str.empty()) {
+    ONNXKIT_ASSIGN_OR_RETURN(labels, runner::Tensor::Strings({classes}, form->labels_str));
+  } else {
+    ONNXKIT_ASSIGN_OR_RETURN(labels, runner::Tensor::Allocate(pb::kInt64, {classes}));
+    for (int64_t c = 0; c < classes; ++c)
+      labels.mutable_data<int64_t>()[c] = form->labels_int[static_cast<size_t>(c)];
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lv, AddConstant(*step.graph, "classlabels", labels));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * gather,
+                           AddOnnxBefore(step, "Gather", {lv, arg->output(0)}, {IntAttr("axis", 0)}));
+  ir::Value* z = raw;
+  if (post == 1) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sm, AddOnnxBefore(step, "Softmax", {raw}, {IntAttr("axis", 1)}));
+    z = sm->output(0);
+  } else if (post == 2) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sg, AddOnnxBefore(step, "Sigmoid", {raw}, {}));
+    z = sg->output(0);
+  }
+  ONNXKIT_RETURN_IF_ERROR(RerouteOutputs(step, {gather->output(0), z}));
   step.replaced = true;
   return absl::OkStatus();
 }
@@ -269,9 +367,11 @@ absl::Status TreeEnsembleToRegressor(Step& step) {
   if (in != pb::kFloat && in != pb::kDouble) {
     return Block("X is not float or double (TreeEnsembleRegressor has no float16 input)");
   }
-  auto attrs = runner::reference::ml_forms::RegressorFromTreeEnsemble(*step.node, in == pb::kDouble, kMaxRegressorNodes);
+  auto attrs = runner::reference::ml_forms::RegressorFromTreeEnsemble(*step.node, in == pb::kDouble,
+                                                                      kMaxRegressorNodes);
   if (!attrs.ok()) return Block(std::string(StdSv(attrs.status().message())));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * reg, AddMlBefore(step, "TreeEnsembleRegressor", {x}, std::move(*attrs)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * reg,
+                           AddMlBefore(step, "TreeEnsembleRegressor", {x}, std::move(*attrs)));
   // Opset 3 here; converted further down (to 1) like any other node.
   if (step.created != nullptr) step.created->push_back(reg);
   ir::Value* y = reg->output(0);

@@ -40,9 +40,21 @@ absl::Status Adagrad(KernelContext& ctx);
 absl::Status Momentum(KernelContext& ctx);
 absl::Status Adam(KernelContext& ctx);
 
-// ml_tree.cc: TreeEnsemble (ai.onnx.ml 5), TreeEnsembleRegressor (1, 3).
+// ml_tree.cc: TreeEnsemble (ai.onnx.ml 5), TreeEnsembleRegressor and
+// TreeEnsembleClassifier (1, 3).
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleRegressor(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleClassifier(const ir::Node& node, const KernelInfo& info);
+
+// ml_svm.cc: SVMClassifier, SVMRegressor.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeSVMClassifier(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeSVMRegressor(const ir::Node& node, const KernelInfo& info);
+
+// ml_maps.cc: CategoryMapper, FeatureVectorizer, DictVectorizer, CastMap.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCategoryMapper(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeFeatureVectorizer(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDictVectorizer(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCastMap(const ir::Node& node, const KernelInfo& info);
 
 // Score post-processing shared by the ml models (ml_tree.cc).
 namespace ml_util {

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <set>
 
 #include "lib/base/status_macros.h"
@@ -41,6 +42,10 @@ struct Ensemble {
   // a float output, base values added before post_transform.
   bool regressor = false;
   std::vector<double> base;
+  // TreeEnsembleClassifier-1/3 (classifier set): whether each leaf carries a
+  // vote, and what turns the per-class sums into labels and scores.
+  std::vector<uint8_t> leaf_scored;
+  std::optional<ml_forms::ClassifierForm> classifier;
 };
 
 absl::StatusOr<Tensor> RequiredTensor(const ir::Node& node, std::string_view name) {
@@ -111,6 +116,89 @@ bool RegressorInput(int32_t dtype) {
   return dtype == pb::kFloat || dtype == pb::kDouble || dtype == pb::kInt64 || dtype == pb::kInt32;
 }
 
+float Logistic(double v) { return DoubleToFloat(1 / (1 + std::exp(-v))); }
+
+// A classifier's scores from the per-class sums `row` (`has`: whether some
+// reached leaf voted for the class), in place, and the index of its label.
+// Several classes: base values added, the best class that has a score
+// (first on ties) wins, post_transform applies to every score. Two classes
+// (as ONNX Runtime does; the spec leaves it open): with two base values and
+// a vote for class 1, scores become [-(s0 + b1), s0 + b1]; with one, s0 +=
+// b0. When only class 0 has a score it is the single score s, and the
+// label is class 1 when s > 0.5 (every weight >= 0) or s > 0 (otherwise) if
+// all votes are for one class id, else when s > 0; Z becomes [1 - p, p]
+// with weights >= 0 (p = logistic(s) under LOGISTIC, else s), [-s, s] with
+// mixed weights (LOGISTIC: [logistic(-s), logistic(s)]), or PROBIT(s).
+// Otherwise a class without a vote scores 0 before post_transform. With two
+// classes voted for and other labels than 0 and 1, ONNX Runtime writes 1 or
+// 0 as the label; this kernel writes the class label.
+int64_t ClassifierScores(const ml_forms::ClassifierForm& c, int64_t classes, std::vector<double>& row,
+                         std::vector<uint8_t>& has) {
+  const std::vector<double>& base = c.base_values;
+  const int64_t post = c.form.post_transform;
+  for (double& v : row) v = static_cast<double>(DoubleToFloat(v));
+  if (classes != 2) {
+    for (size_t k = 0; k < base.size(); ++k) {
+      row[k] += base[k];
+      has[k] = 1;
+    }
+    int64_t best = -1;
+    for (int64_t k = 0; k < classes; ++k) {
+      if (has[static_cast<size_t>(k)] && (best < 0 || row[static_cast<size_t>(k)] > row[static_cast<size_t>(best)])) best = k;
+    }
+    ml_util::ApplyPostTransform(post, row);
+    return std::max<int64_t>(best, 0);
+  }
+  int mode = -1;  // how a single score becomes two (ONNX Runtime's cases 0-3)
+  bool single = false;
+  if (base.size() == 2) {
+    if (has[1]) {
+      row[1] = base[1] + row[0];
+      row[0] = -row[1];
+    } else {
+      row[0] += base[0];
+      row[1] += base[1];
+    }
+  } else if (base.size() == 1) {
+    row[0] += base[0];
+    single = !has[1];
+  } else {
+    mode = 3;
+    single = !has[1];
+  }
+  const double pos = !single && has[1] ? row[1] : (has[0] ? row[0] : 0.0);
+  int64_t label = pos > 0 ? 1 : 0;
+  if (c.voted_classes == 1) {
+    if (c.all_weights_positive) {
+      label = pos > 0.5 ? 1 : 0;
+      mode = label == 1 ? 0 : 1;
+    } else {
+      mode = label == 1 ? 2 : 3;
+    }
+  }
+  if (!single) {
+    for (size_t k = 0; k < 2; ++k) row[k] = has[k] ? row[k] : 0.0;  // a class without a vote scores 0
+    ml_util::ApplyPostTransform(post, row);
+    return label;
+  }
+  const double s = row[0];
+  if (post == 4) {
+    std::vector<double> one = {s};
+    ml_util::ApplyPostTransform(4, one);
+    row = {one[0], 0.0};
+  } else if (mode == 0 || mode == 1) {
+    const double p = post == 2 ? static_cast<double>(Logistic(s)) : s;
+    row = {1 - p, p};
+  } else if ((mode == 2 || mode == 3) && post == 2) {
+    row = {Logistic(-s), Logistic(s)};
+  } else if (mode == 2 || mode == 3) {
+    row = {-s, s};
+  } else {
+    row = {s, 0.0};
+  }
+  return label;
+}
+
 class TreeEnsembleKernel : public Kernel {
  public:
   explicit TreeEnsembleKernel(Ensemble e) : e_(std::move(e)) {}
@@ -126,17 +214,28 @@ class TreeEnsembleKernel : public Kernel {
       if (f >= width) return absl::OutOfRangeError(absl::StrCat("feature id ", f, " is outside the ", width, " features of X"));
     }
     const int32_t out_dtype = e_.regressor ? pb::kFloat : x->dtype();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, out_dtype, {rows, e_.targets}));
+    Tensor* y = nullptr;
+    Tensor* labels = nullptr;
+    if (e_.classifier) {
+      const bool strings = !e_.classifier->labels_str.empty();
+      ONNXKIT_ASSIGN_OR_RETURN(labels, ctx.AllocateOutput(0, strings ? pb::kString : pb::kInt64, {rows}));
+      ONNXKIT_ASSIGN_OR_RETURN(y, ctx.AllocateOutput(1, pb::kFloat, {rows, e_.targets}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(y, ctx.AllocateOutput(0, out_dtype, {rows, e_.targets}));
+    }
     const std::vector<double> xs = Doubles(*x);
     const bool single = e_.dtype != pb::kDouble;  // accumulate in float unless the values are double
     std::vector<double> row;
+    std::vector<uint8_t> has;
     for (int64_t r = 0; r < rows; ++r) {
       const double init = e_.aggregate == 2 ? (single ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max())
                           : e_.aggregate == 3 ? (single ? std::numeric_limits<float>::lowest() : std::numeric_limits<double>::lowest())
                                               : 0.0;
       row.assign(static_cast<size_t>(e_.targets), init);
+      has.assign(static_cast<size_t>(e_.targets), 0);
       for (int64_t root : e_.roots) {
         ONNXKIT_ASSIGN_OR_RETURN(int64_t leaf, FindLeaf(root, xs.data() + r * width));
+        if (!e_.leaf_scored.empty()) has[static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)])] |= e_.leaf_scored[static_cast<size_t>(leaf)];
         double w = e_.leaf_weights[static_cast<size_t>(leaf)];
         double& acc = row[static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)])];
         switch (e_.aggregate) {
@@ -147,8 +246,17 @@ class TreeEnsembleKernel : public Kernel {
         }
         if (single) acc = static_cast<double>(DoubleToFloat(acc));
       }
-      for (size_t t = 0; t < e_.base.size(); ++t) row[t] += e_.base[t];
-      ml_util::ApplyPostTransform(e_.post, row);
+      if (e_.classifier) {
+        const int64_t label = ClassifierScores(*e_.classifier, e_.targets, row, has);
+        if (labels->is_string()) {
+          labels->mutable_strings()[static_cast<size_t>(r)] = e_.classifier->labels_str[static_cast<size_t>(label)];
+        } else {
+          labels->mutable_data<int64_t>()[r] = e_.classifier->labels_int[static_cast<size_t>(label)];
+        }
+      } else {
+        for (size_t t = 0; t < e_.base.size(); ++t) row[t] += e_.base[t];
+        ml_util::ApplyPostTransform(e_.post, row);
+      }
       ONNXKIT_RETURN_IF_ERROR(VisitFloat(out_dtype, [&](auto tag) -> absl::Status {
         using T = decltype(tag);
         for (int64_t t = 0; t < e_.targets; ++t) y->mutable_data<T>()[r * e_.targets + t] = RoundFromDouble<T>(row[static_cast<size_t>(t)]);
@@ -261,6 +369,23 @@ absl::StatusOr<Ensemble> ParseEnsemble(const ir::Node& node) {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsemble(const ir::Node& node, const KernelInfo&) {
   ONNXKIT_ASSIGN_OR_RETURN(Ensemble e, ParseEnsemble(node));
+  return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleClassifier(const ir::Node& node, const KernelInfo&) {
+  constexpr int64_t kMaxNodes = int64_t{1} << 24;
+  ONNXKIT_ASSIGN_OR_RETURN(ml_forms::ClassifierForm form, ml_forms::TreeEnsembleFromClassifier(node, kMaxNodes));
+  ir::Graph scratch;
+  ir::NodeSpec spec;
+  spec.op_type = "TreeEnsemble";
+  spec.domain = "ai.onnx.ml";
+  spec.attributes = std::move(form.form.attributes);
+  form.form.attributes.clear();
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * as_ensemble, scratch.AddNode(std::move(spec)));
+  ONNXKIT_ASSIGN_OR_RETURN(Ensemble e, ParseEnsemble(*as_ensemble));
+  e.regressor = true;
+  e.leaf_scored = std::move(form.leaf_scored);
+  e.classifier = std::move(form);
   return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -115,26 +116,190 @@ absl::StatusOr<int64_t> Code(const std::string_view (&names)[N], const std::stri
 
 }  // namespace
 
-absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node) {
-  const std::vector<int64_t> tree_ids = Ints(node, "nodes_treeids"), node_ids = Ints(node, "nodes_nodeids"),
-                             features = Ints(node, "nodes_featureids"), true_ids = Ints(node, "nodes_truenodeids"),
-                             false_ids = Ints(node, "nodes_falsenodeids"), t_trees = Ints(node, "target_treeids"),
-                             t_nodes = Ints(node, "target_nodeids"), t_ids = Ints(node, "target_ids");
-  const size_t n = tree_ids.size();
-  std::vector<int64_t> missing = Ints(node, "nodes_missing_value_tracks_true");
-  if (missing.empty()) missing.assign(n, 0);
+namespace {
+
+// The nodes_* lists of a TreeEnsembleRegressor/Classifier, checked.
+struct TreeNodes {
+  std::vector<int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing;
+  std::vector<std::string> modes;
+  std::vector<double> splits;
+  bool splits_double = false;
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, size_t> index;  // (tree, node) -> position
+  std::vector<int64_t> tree_order;                                  // tree ids in first-seen order
+};
+
+absl::StatusOr<TreeNodes> ParseTreeNodes(const ir::Node& node) {
+  TreeNodes t;
+  t.tree_ids = Ints(node, "nodes_treeids");
+  t.node_ids = Ints(node, "nodes_nodeids");
+  t.features = Ints(node, "nodes_featureids");
+  t.true_ids = Ints(node, "nodes_truenodeids");
+  t.false_ids = Ints(node, "nodes_falsenodeids");
+  const size_t n = t.tree_ids.size();
+  t.missing = Ints(node, "nodes_missing_value_tracks_true");
+  if (t.missing.empty()) t.missing.assign(n, 0);
   const ir::Attribute* modes_attr = node.FindAttribute("nodes_modes");
-  const std::vector<std::string> modes = modes_attr == nullptr ? std::vector<std::string>() : modes_attr->proto.strings;
-  bool splits_double = false, weights_double = false, base_double = false;
-  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> splits, Values(node, "nodes_values", &splits_double));
-  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> weights, Values(node, "target_weights", &weights_double));
-  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> base, Values(node, "base_values", &base_double));
-  if (splits.empty()) splits.assign(n, 0.0);
-  if (n == 0) return Invalid("the regressor has no tree nodes");
-  if (node_ids.size() != n || features.size() != n || true_ids.size() != n || false_ids.size() != n ||
-      missing.size() != n || modes.size() != n || splits.size() != n) {
+  if (modes_attr != nullptr) t.modes = modes_attr->proto.strings;
+  ONNXKIT_ASSIGN_OR_RETURN(t.splits, Values(node, "nodes_values", &t.splits_double));
+  if (t.splits.empty()) t.splits.assign(n, 0.0);
+  if (n == 0) return Invalid("the ensemble has no tree nodes");
+  if (t.node_ids.size() != n || t.features.size() != n || t.true_ids.size() != n || t.false_ids.size() != n ||
+      t.missing.size() != n || t.modes.size() != n || t.splits.size() != n) {
     return Invalid("the nodes_* attributes disagree in length");
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (!t.index.emplace(std::make_pair(t.tree_ids[i], t.node_ids[i]), i).second) {
+      return Invalid(absl::StrCat("node ", t.node_ids[i], " of tree ", t.tree_ids[i], " is listed twice"));
+    }
+    if (std::find(t.tree_order.begin(), t.tree_order.end(), t.tree_ids[i]) == t.tree_order.end()) {
+      t.tree_order.push_back(t.tree_ids[i]);
+    }
+  }
+  return t;
+}
+
+// The arrays of a TreeEnsemble-5 node.
+struct Flat {
+  std::vector<int64_t> features, true_ids, false_ids, true_leafs, false_leafs, missing, modes, roots, leaf_targets;
+  std::vector<double> splits, leaf_weights;
+  std::vector<uint8_t> leaf_scored;
+};
+
+// Lays the trees out as TreeEnsemble arrays; `votes[i]` lists the (target,
+// weight) pairs of node i when it is a LEAF (at most one each).
+absl::StatusOr<Flat> Layout(const TreeNodes& t, const std::vector<std::vector<std::pair<int64_t, double>>>& votes,
+                            int64_t aggregate) {
+  const size_t n = t.tree_ids.size();
+  std::vector<int64_t> interior(n, -1), leaf(n, -1), mode_codes(n, -1);
+  int64_t n_interior = 0, n_leaves = 0;
+  Flat f;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.modes[i] == "LEAF") {
+      const auto& lt = votes[i];
+      if (lt.size() > 1) {
+        return Invalid(absl::StrCat("leaf ", t.node_ids[i], " of tree ", t.tree_ids[i], " feeds ", lt.size(),
+                                    " targets; a TreeEnsemble leaf feeds one"));
+      }
+      if (lt.empty() && aggregate >= 2) {
+        return Invalid(absl::StrCat("leaf ", t.node_ids[i], " of tree ", t.tree_ids[i],
+                                    " feeds no target, which MIN/MAX aggregation cannot express as a TreeEnsemble"));
+      }
+      leaf[i] = n_leaves++;
+      f.leaf_targets.push_back(lt.empty() ? 0 : lt[0].first);
+      f.leaf_weights.push_back(lt.empty() ? 0.0 : lt[0].second);
+      f.leaf_scored.push_back(lt.empty() ? 0 : 1);
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(mode_codes[i], Code(kModeNames, t.modes[i], "node mode"));
+      interior[i] = n_interior++;
+    }
+  }
+  std::map<int64_t, std::vector<size_t>> by_tree;
+  std::map<int64_t, std::vector<int64_t>> children;
+  for (size_t i = 0; i < n; ++i) {
+    by_tree[t.tree_ids[i]].push_back(i);
+    if (interior[i] < 0) continue;
+    f.features.push_back(t.features[i]);
+    f.modes.push_back(mode_codes[i]);
+    f.splits.push_back(t.splits[i]);
+    f.missing.push_back(t.missing[i] != 0 ? 1 : 0);
+    for (int side = 0; side < 2; ++side) {
+      int64_t child = side == 0 ? t.true_ids[i] : t.false_ids[i];
+      auto it = t.index.find(std::make_pair(t.tree_ids[i], child));
+      if (it == t.index.end()) {
+        return Invalid(absl::StrCat("node ", t.node_ids[i], " of tree ", t.tree_ids[i], " branches to missing node ", child));
+      }
+      children[t.tree_ids[i]].push_back(child);
+      bool is_leaf = leaf[it->second] >= 0;
+      (side == 0 ? f.true_leafs : f.false_leafs).push_back(is_leaf ? 1 : 0);
+      (side == 0 ? f.true_ids : f.false_ids).push_back(is_leaf ? leaf[it->second] : interior[it->second]);
+    }
+  }
+  for (int64_t tree : t.tree_order) {
+    std::vector<int64_t>& kids = children[tree];
+    std::sort(kids.begin(), kids.end());
+    std::vector<size_t> tops;
+    for (size_t i : by_tree[tree]) {
+      if (!std::binary_search(kids.begin(), kids.end(), t.node_ids[i])) tops.push_back(i);
+    }
+    if (tops.size() != 1) return Invalid(absl::StrCat("tree ", tree, " has ", tops.size(), " roots"));
+    size_t r = tops[0];
+    if (interior[r] >= 0) {
+      f.roots.push_back(interior[r]);
+      continue;
+    }
+    // A lone leaf: one node whose branches both reach it.
+    f.roots.push_back(static_cast<int64_t>(f.features.size()));
+    f.features.push_back(0);
+    f.modes.push_back(0);
+    f.splits.push_back(0.0);
+    f.missing.push_back(0);
+    f.true_leafs.push_back(1);
+    f.false_leafs.push_back(1);
+    f.true_ids.push_back(leaf[r]);
+    f.false_ids.push_back(leaf[r]);
+  }
+  return f;
+}
+
+// Appends the trees of `src` to `dst`, renumbering its nodes and leaves.
+void Append(Flat& dst, const Flat& src) {
+  const int64_t node_base = static_cast<int64_t>(dst.features.size());
+  const int64_t leaf_base = static_cast<int64_t>(dst.leaf_targets.size());
+  for (size_t i = 0; i < src.features.size(); ++i) {
+    dst.features.push_back(src.features[i]);
+    dst.modes.push_back(src.modes[i]);
+    dst.splits.push_back(src.splits[i]);
+    dst.missing.push_back(src.missing[i]);
+    dst.true_leafs.push_back(src.true_leafs[i]);
+    dst.false_leafs.push_back(src.false_leafs[i]);
+    dst.true_ids.push_back(src.true_ids[i] + (src.true_leafs[i] ? leaf_base : node_base));
+    dst.false_ids.push_back(src.false_ids[i] + (src.false_leafs[i] ? leaf_base : node_base));
+  }
+  for (int64_t r : src.roots) dst.roots.push_back(r + node_base);
+  dst.leaf_targets.insert(dst.leaf_targets.end(), src.leaf_targets.begin(), src.leaf_targets.end());
+  dst.leaf_weights.insert(dst.leaf_weights.end(), src.leaf_weights.begin(), src.leaf_weights.end());
+  dst.leaf_scored.insert(dst.leaf_scored.end(), src.leaf_scored.begin(), src.leaf_scored.end());
+}
+
+// The TreeEnsemble attributes of `f`.
+absl::Status WriteAttributes(const Flat& f, int64_t aggregate, int64_t targets, int64_t post, int32_t dtype,
+                             std::vector<pb::AttributeProto>& a) {
+  a.push_back(IntA("aggregate_function", aggregate));
+  a.push_back(IntsA("leaf_targetids", f.leaf_targets));
+  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto lw, TensorA("leaf_weights", dtype, f.leaf_weights));
+  a.push_back(std::move(lw));
+  a.push_back(IntA("n_targets", targets));
+  a.push_back(IntsA("nodes_falseleafs", f.false_leafs));
+  a.push_back(IntsA("nodes_falsenodeids", f.false_ids));
+  a.push_back(IntsA("nodes_featureids", f.features));
+  a.push_back(IntsA("nodes_missing_value_tracks_true", f.missing));
+  {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor m, Tensor::Allocate(pb::kUint8, {static_cast<int64_t>(f.modes.size())}));
+    for (size_t i = 0; i < f.modes.size(); ++i) m.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(f.modes[i]);
+    pb::AttributeProto ma;
+    ma.name = "nodes_modes";
+    ma.type = pb::kAttrTensor;
+    ma.t = TensorToProto(m, "nodes_modes");
+    a.push_back(std::move(ma));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto sp, TensorA("nodes_splits", dtype, f.splits));
+  a.push_back(std::move(sp));
+  a.push_back(IntsA("nodes_trueleafs", f.true_leafs));
+  a.push_back(IntsA("nodes_truenodeids", f.true_ids));
+  a.push_back(IntA("post_transform", post));
+  a.push_back(IntsA("tree_roots", f.roots));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node) {
+  ONNXKIT_ASSIGN_OR_RETURN(TreeNodes t, ParseTreeNodes(node));
+  const std::vector<int64_t> t_trees = Ints(node, "target_treeids"), t_nodes = Ints(node, "target_nodeids"),
+                             t_ids = Ints(node, "target_ids");
+  bool weights_double = false, base_double = false;
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> weights, Values(node, "target_weights", &weights_double));
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> base, Values(node, "base_values", &base_double));
   if (t_nodes.size() != t_trees.size() || t_ids.size() != t_trees.size() || weights.size() != t_trees.size()) {
     return Invalid("the target_* attributes disagree in length");
   }
@@ -143,100 +308,17 @@ absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node)
   ONNXKIT_ASSIGN_OR_RETURN(int64_t aggregate, Code(kAggregateNames, String(node, "aggregate_function", "SUM"),
                                                    "aggregate_function"));
   ONNXKIT_ASSIGN_OR_RETURN(int64_t post, Code(kPostNames, String(node, "post_transform", "NONE"), "post_transform"));
-
-  absl::flat_hash_map<std::pair<int64_t, int64_t>, size_t> index;
-  std::vector<int64_t> tree_order;
-  for (size_t i = 0; i < n; ++i) {
-    if (!index.emplace(std::make_pair(tree_ids[i], node_ids[i]), i).second) {
-      return Invalid(absl::StrCat("node ", node_ids[i], " of tree ", tree_ids[i], " is listed twice"));
-    }
-    if (tree_order.empty() || std::find(tree_order.begin(), tree_order.end(), tree_ids[i]) == tree_order.end()) {
-      tree_order.push_back(tree_ids[i]);
-    }
-  }
-  std::vector<std::vector<std::pair<int64_t, double>>> leaf_targets(n);
+  std::vector<std::vector<std::pair<int64_t, double>>> votes(t.tree_ids.size());
   for (size_t k = 0; k < t_trees.size(); ++k) {
-    auto it = index.find(std::make_pair(t_trees[k], t_nodes[k]));
-    if (it == index.end()) return Invalid(absl::StrCat("target entry ", k, " names no node"));
+    auto it = t.index.find(std::make_pair(t_trees[k], t_nodes[k]));
+    if (it == t.index.end()) return Invalid(absl::StrCat("target entry ", k, " names no node"));
     if (t_ids[k] < 0 || t_ids[k] >= targets) return Invalid(absl::StrCat("target id ", t_ids[k], " is outside n_targets"));
-    leaf_targets[it->second].emplace_back(t_ids[k], weights[k]);
+    votes[it->second].emplace_back(t_ids[k], weights[k]);
   }
-
-  // Interior nodes and leaves, each numbered in node order.
-  std::vector<int64_t> interior(n, -1), leaf(n, -1);
-  std::vector<int64_t> mode_codes(n, -1);
-  int64_t n_interior = 0, n_leaves = 0;
-  std::vector<int64_t> leaf_target_ids;
-  std::vector<double> leaf_weights;
-  for (size_t i = 0; i < n; ++i) {
-    if (modes[i] == "LEAF") {
-      const auto& lt = leaf_targets[i];
-      if (lt.size() > 1) {
-        return Invalid(absl::StrCat("leaf ", node_ids[i], " of tree ", tree_ids[i], " feeds ", lt.size(),
-                                    " targets; a TreeEnsemble leaf feeds one"));
-      }
-      if (lt.empty() && aggregate >= 2) {
-        return Invalid(absl::StrCat("leaf ", node_ids[i], " of tree ", tree_ids[i],
-                                    " feeds no target, which MIN/MAX aggregation cannot express as a TreeEnsemble"));
-      }
-      leaf[i] = n_leaves++;
-      leaf_target_ids.push_back(lt.empty() ? 0 : lt[0].first);
-      leaf_weights.push_back(lt.empty() ? 0.0 : lt[0].second);
-    } else {
-      ONNXKIT_ASSIGN_OR_RETURN(mode_codes[i], Code(kModeNames, modes[i], "node mode"));
-      interior[i] = n_interior++;
-    }
-  }
-  std::vector<int64_t> f_out, t_id, f_id, t_leaf, f_leaf, miss_out, modes_out, roots;
-  std::vector<double> splits_out;
-  std::map<int64_t, std::vector<size_t>> by_tree;
-  std::map<int64_t, std::vector<int64_t>> children;
-  for (size_t i = 0; i < n; ++i) {
-    by_tree[tree_ids[i]].push_back(i);
-    if (interior[i] < 0) continue;
-    f_out.push_back(features[i]);
-    modes_out.push_back(mode_codes[i]);
-    splits_out.push_back(splits[i]);
-    miss_out.push_back(missing[i] != 0 ? 1 : 0);
-    for (int side = 0; side < 2; ++side) {
-      int64_t child = side == 0 ? true_ids[i] : false_ids[i];
-      auto it = index.find(std::make_pair(tree_ids[i], child));
-      if (it == index.end()) {
-        return Invalid(absl::StrCat("node ", node_ids[i], " of tree ", tree_ids[i], " branches to missing node ", child));
-      }
-      children[tree_ids[i]].push_back(child);
-      bool is_leaf = leaf[it->second] >= 0;
-      (side == 0 ? t_leaf : f_leaf).push_back(is_leaf ? 1 : 0);
-      (side == 0 ? t_id : f_id).push_back(is_leaf ? leaf[it->second] : interior[it->second]);
-    }
-  }
-  for (int64_t tree : tree_order) {
-    std::vector<int64_t>& kids = children[tree];
-    std::sort(kids.begin(), kids.end());
-    std::vector<size_t> tops;
-    for (size_t i : by_tree[tree]) {
-      if (!std::binary_search(kids.begin(), kids.end(), node_ids[i])) tops.push_back(i);
-    }
-    if (tops.size() != 1) return Invalid(absl::StrCat("tree ", tree, " has ", tops.size(), " roots"));
-    size_t r = tops[0];
-    if (interior[r] >= 0) {
-      roots.push_back(interior[r]);
-      continue;
-    }
-    // A lone leaf: one node whose branches both reach it.
-    roots.push_back(static_cast<int64_t>(f_out.size()));
-    f_out.push_back(0);
-    modes_out.push_back(0);
-    splits_out.push_back(0.0);
-    miss_out.push_back(0);
-    t_leaf.push_back(1);
-    f_leaf.push_back(1);
-    t_id.push_back(leaf[r]);
-    f_id.push_back(leaf[r]);
-  }
+  ONNXKIT_ASSIGN_OR_RETURN(Flat f, Layout(t, votes, aggregate));
 
   TreeEnsembleForm form;
-  form.value_dtype = splits_double || weights_double ? pb::kDouble : pb::kFloat;
+  form.value_dtype = t.splits_double || weights_double ? pb::kDouble : pb::kFloat;
   form.post_transform = post;
   bool any_base = false;
   for (double b : base) any_base |= b != 0;
@@ -246,32 +328,93 @@ absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node)
     }
     form.base_values = base;
   }
-  std::vector<pb::AttributeProto>& a = form.attributes;
-  a.push_back(IntA("aggregate_function", aggregate));
-  a.push_back(IntsA("leaf_targetids", leaf_target_ids));
-  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto lw, TensorA("leaf_weights", form.value_dtype, leaf_weights));
-  a.push_back(std::move(lw));
-  a.push_back(IntA("n_targets", targets));
-  a.push_back(IntsA("nodes_falseleafs", f_leaf));
-  a.push_back(IntsA("nodes_falsenodeids", f_id));
-  a.push_back(IntsA("nodes_featureids", f_out));
-  a.push_back(IntsA("nodes_missing_value_tracks_true", miss_out));
-  {
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor m, Tensor::Allocate(pb::kUint8, {static_cast<int64_t>(modes_out.size())}));
-    for (size_t i = 0; i < modes_out.size(); ++i) m.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(modes_out[i]);
-    pb::AttributeProto ma;
-    ma.name = "nodes_modes";
-    ma.type = pb::kAttrTensor;
-    ma.t = TensorToProto(m, "nodes_modes");
-    a.push_back(std::move(ma));
-  }
-  ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto sp, TensorA("nodes_splits", form.value_dtype, splits_out));
-  a.push_back(std::move(sp));
-  a.push_back(IntsA("nodes_trueleafs", t_leaf));
-  a.push_back(IntsA("nodes_truenodeids", t_id));
-  a.push_back(IntA("post_transform", post));
-  a.push_back(IntsA("tree_roots", roots));
+  ONNXKIT_RETURN_IF_ERROR(WriteAttributes(f, aggregate, targets, post, form.value_dtype, form.attributes));
   return form;
+}
+
+absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, int64_t max_nodes) {
+  ONNXKIT_ASSIGN_OR_RETURN(TreeNodes t, ParseTreeNodes(node));
+  ClassifierForm out;
+  out.labels_int = Ints(node, "classlabels_int64s");
+  if (const ir::Attribute* a = node.FindAttribute("classlabels_strings")) out.labels_str = a->proto.strings;
+  if (out.labels_int.empty() == out.labels_str.empty()) {
+    return Invalid("exactly one of classlabels_int64s and classlabels_strings must be given");
+  }
+  const int64_t classes = static_cast<int64_t>(std::max(out.labels_int.size(), out.labels_str.size()));
+  const std::vector<int64_t> c_trees = Ints(node, "class_treeids"), c_nodes = Ints(node, "class_nodeids"),
+                             c_ids = Ints(node, "class_ids");
+  bool weights_double = false, base_double = false;
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> weights, Values(node, "class_weights", &weights_double));
+  ONNXKIT_ASSIGN_OR_RETURN(out.base_values, Values(node, "base_values", &base_double));
+  if (c_nodes.size() != c_trees.size() || c_ids.size() != c_trees.size() || weights.size() != c_trees.size()) {
+    return Invalid("the class_* attributes disagree in length");
+  }
+  if (!out.base_values.empty() && static_cast<int64_t>(out.base_values.size()) != classes &&
+      !(classes == 2 && out.base_values.size() == 1)) {
+    return Invalid(absl::StrCat("base_values holds ", out.base_values.size(), " values for ", classes, " classes"));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(out.form.post_transform,
+                           Code(kPostNames, String(node, "post_transform", "NONE"), "post_transform"));
+  // One layer of trees per class that some leaf votes for: in the layer of
+  // class c each leaf keeps its vote for c (several summed), so every
+  // TreeEnsemble leaf feeds one target.
+  std::map<int64_t, std::vector<std::vector<std::pair<int64_t, double>>>> layers;
+  std::vector<size_t> at(c_trees.size());  // node of each vote
+  std::set<int64_t> voted;
+  out.all_weights_positive = true;
+  for (size_t k = 0; k < c_trees.size(); ++k) {
+    auto it = t.index.find(std::make_pair(c_trees[k], c_nodes[k]));
+    if (it == t.index.end()) return Invalid(absl::StrCat("class entry ", k, " names no node"));
+    if (t.modes[it->second] != "LEAF") return Invalid(absl::StrCat("class entry ", k, " names a node that is not a LEAF"));
+    if (c_ids[k] < 0 || c_ids[k] >= classes) {
+      return Invalid(absl::StrCat("class id ", c_ids[k], " is outside the ", classes, " class labels"));
+    }
+    out.all_weights_positive = out.all_weights_positive && weights[k] >= 0;
+    at[k] = it->second;
+    voted.insert(c_ids[k]);
+  }
+  // The copies grow with the model (a forest voting for every class at every
+  // leaf has about as many votes as copied nodes); past that, `max_nodes`.
+  const int64_t n_nodes = static_cast<int64_t>(t.tree_ids.size());
+  const int64_t budget = std::max(max_nodes, 4 * (n_nodes + static_cast<int64_t>(c_trees.size())));
+  if (static_cast<int64_t>(voted.size()) > std::max<int64_t>(1, budget / n_nodes)) {
+    return Invalid(absl::StrCat(voted.size(), " class layers of ", n_nodes, " nodes exceed the limit of ", budget,
+                                " nodes"));
+  }
+  for (size_t k = 0; k < c_trees.size(); ++k) {
+    auto& votes = layers[c_ids[k]];
+    if (votes.empty()) votes.resize(t.tree_ids.size());
+    auto& v = votes[at[k]];
+    if (v.empty()) {
+      v.emplace_back(c_ids[k], weights[k]);
+    } else {
+      v[0].second += weights[k];
+    }
+  }
+  out.voted_classes = static_cast<int64_t>(layers.size());
+  out.always_scored.assign(static_cast<size_t>(classes), 0);
+  for (const auto& [cls, votes] : layers) {
+    std::map<int64_t, bool> tree_full;  // tree id -> every leaf votes for cls
+    for (size_t i = 0; i < t.tree_ids.size(); ++i) {
+      auto [it, fresh] = tree_full.emplace(t.tree_ids[i], true);
+      if (t.modes[i] == "LEAF" && votes[i].empty()) it->second = false;
+    }
+    for (const auto& [tree, full] : tree_full) out.always_scored[static_cast<size_t>(cls)] |= full ? 1 : 0;
+  }
+  Flat all;
+  for (const auto& [cls, votes] : layers) {
+    ONNXKIT_ASSIGN_OR_RETURN(Flat f, Layout(t, votes, /*aggregate=*/1));
+    Append(all, f);
+  }
+  if (layers.empty()) {  // no votes at all: the trees still route rows
+    ONNXKIT_ASSIGN_OR_RETURN(Flat f, Layout(t, std::vector<std::vector<std::pair<int64_t, double>>>(t.tree_ids.size()), 1));
+    Append(all, f);
+  }
+  out.leaf_scored = all.leaf_scored;
+  out.form.value_dtype = t.splits_double || weights_double || base_double ? pb::kDouble : pb::kFloat;
+  ONNXKIT_RETURN_IF_ERROR(
+      WriteAttributes(all, /*aggregate=*/1, classes, /*post=*/0, out.form.value_dtype, out.form.attributes));
+  return out;
 }
 
 absl::StatusOr<std::vector<pb::AttributeProto>> RegressorFromTreeEnsemble(const ir::Node& node, bool double_values,

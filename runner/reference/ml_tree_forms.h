@@ -17,6 +17,7 @@
 #define ONNXKIT_RUNNER_REFERENCE_ML_TREE_FORMS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,33 @@ struct TreeEnsembleForm {
 // A TreeEnsembleRegressor node as a TreeEnsemble. A tree made of one leaf
 // gets one interior node whose branches both reach it.
 absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node);
+
+// A TreeEnsembleClassifier (1, 3) as a TreeEnsemble producing one raw
+// score per class (SUM, no post_transform, no base values) plus what the
+// classifier does on top of those scores.
+struct ClassifierForm {
+  // n_targets is the number of class labels. A classifier leaf votes for
+  // several classes, a TreeEnsemble leaf for one: the trees are laid out
+  // once per class that some leaf votes for (in class order), each copy's
+  // leaves carrying that class's vote, so there are up to (classes x nodes)
+  // nodes.
+  TreeEnsembleForm form;
+  // Per TreeEnsemble leaf: whether it carries a vote (a leaf without a vote
+  // for its layer's class feeds a 0 that does not count as a score).
+  std::vector<uint8_t> leaf_scored;
+  std::vector<int64_t> labels_int;
+  std::vector<std::string> labels_str;
+  std::vector<double> base_values;  // as given: empty, one per class, or one of two
+  int64_t voted_classes = 0;        // distinct class ids among the votes
+  // Per class: whether some tree votes for it at every leaf, so every row
+  // gets a score for it.
+  std::vector<uint8_t> always_scored;
+  bool all_weights_positive = true;
+};
+
+// Fails past max(`max_nodes`, 4 x (nodes + class votes)) nodes after the
+// per-class layout.
+absl::StatusOr<ClassifierForm> TreeEnsembleFromClassifier(const ir::Node& node, int64_t max_nodes);
 
 // A TreeEnsemble node as TreeEnsembleRegressor-3 attributes: tree t is what
 // its root reaches (shared subtrees stay shared; at most `max_nodes` nodes
