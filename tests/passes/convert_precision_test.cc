@@ -179,8 +179,12 @@ TEST(ConvertPrecisionTest, CastToFloatIsRetargetedInsideTheConvertedRegion) {
   ConvertResult r = Precision(m, {.verify = false});
   EXPECT_EQ(r.precision->casts_retargeted, 1);
   for (const pb::NodeProto& n : r.model.graph->node) {
-    if (n.name == "c1") EXPECT_EQ(n.attribute[0].i, pb::kFloat16);
-    if (n.name == "c2") EXPECT_EQ(n.attribute[0].i, pb::kFloat);
+    if (n.name == "c1") {
+      EXPECT_EQ(n.attribute[0].i, pb::kFloat16);
+    }
+    if (n.name == "c2") {
+      EXPECT_EQ(n.attribute[0].i, pb::kFloat);
+    }
   }
   EXPECT_EQ(OpCount(r.model, "Cast"), 3);  // c1, c2, and y back to float32
   ExpectValid(r.model);

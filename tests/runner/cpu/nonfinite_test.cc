@@ -71,7 +71,9 @@ void ExpectSameNonFinite(const pb::GraphProto& graph, const Feeds& feeds, int64_
                         << a.data<float>()[first];
     ExpectTensorsClose(e, a, 1e-4, 1e-4, "output " + std::to_string(o));
   }
-  if (planted_nan) EXPECT_GT(non_finite, 0) << "nothing non-finite reached the outputs";
+  if (planted_nan) {
+    EXPECT_GT(non_finite, 0) << "nothing non-finite reached the outputs";
+  }
 }
 
 bool HasNaN(const std::string& kinds) { return kinds.find('n') != std::string::npos; }
