@@ -25,10 +25,11 @@ namespace {
 
 // Rounds to nearest even (the default rounding mode), adds `zp` and
 // saturates to [lo, hi]; NaN gives zp.
+// (Templates inlined into one multiversioned function per type: clang does
+// not multiversion templates.)
 template <typename Q>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void QuantizeRow(const float* x, Q* y, int64_t n,
-                                                                              float scale, float zp, float lo,
-                                                                              float hi) {
+__attribute__((always_inline)) inline void QuantizeRowT(const float* x, Q* y, int64_t n, float scale, float zp,
+                                                        float lo, float hi) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     float q = x[i] / scale;
@@ -41,8 +42,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void QuantizeRow(co
 }
 
 template <typename Q>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeRow(const Q* x, float* y, int64_t n,
-                                                                                float scale, int32_t zp) {
+__attribute__((always_inline)) inline void DequantizeRowT(const Q* x, float* y, int64_t n, float scale,
+                                                          int32_t zp) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     // 8-bit differences are exact in int32; int32 ones need int64.
@@ -53,6 +54,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeRow(
     }
   }
 }
+
+#define ONNXKIT_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+ONNXKIT_ROW_CLONES void QuantizeRow(const float* x, uint8_t* y, int64_t n, float scale, float zp, float lo, float hi) {
+  QuantizeRowT(x, y, n, scale, zp, lo, hi);
+}
+ONNXKIT_ROW_CLONES void QuantizeRow(const float* x, int8_t* y, int64_t n, float scale, float zp, float lo, float hi) {
+  QuantizeRowT(x, y, n, scale, zp, lo, hi);
+}
+ONNXKIT_ROW_CLONES void DequantizeRow(const uint8_t* x, float* y, int64_t n, float scale, int32_t zp) {
+  DequantizeRowT(x, y, n, scale, zp);
+}
+ONNXKIT_ROW_CLONES void DequantizeRow(const int8_t* x, float* y, int64_t n, float scale, int32_t zp) {
+  DequantizeRowT(x, y, n, scale, zp);
+}
+ONNXKIT_ROW_CLONES void DequantizeRow(const int32_t* x, float* y, int64_t n, float scale, int32_t zp) {
+  DequantizeRowT(x, y, n, scale, zp);
+}
+#undef ONNXKIT_ROW_CLONES
 
 // The rows of x a per-tensor or per-axis scale applies to: x is
 // [outer, dim, inner] around `axis`; per tensor, dim is 1 and inner all.
