@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "passes/convert/convert.h"
 #include "passes/manager.h"
 #include "passes/registry.h"
 #include "quantization/dynamic.h"
@@ -52,8 +53,12 @@ class Driver {
       }
       r.holdout_samples = held->count();
     }
-    if (options_.dynamic) {
-      ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeDynamic(model_, options_.qdq));
+    if (options_.dynamic || options_.weights_only) {
+      if (options_.dynamic) {
+        ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeDynamic(model_, options_.qdq));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeWeightsOnly(model_, options_.qdq, options_.weights_only_options));
+      }
       if (held == nullptr) return Finish(r);
       held = SliceSamples(samples, 0, samples->count());  // nothing is calibrated on
       r.holdout_samples = held->count();
@@ -164,7 +169,7 @@ class Driver {
 
 absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,
                                         const QuantizeOptions& options) {
-  if (samples == nullptr && !options.calibration && !options.dynamic) {
+  if (samples == nullptr && !options.calibration && !options.dynamic && !options.weights_only) {
     return absl::InvalidArgumentError("no calibration data");
   }
   // Initializers listed as graph inputs (IR < 4 style) become constants:
@@ -188,8 +193,31 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
   }
   io::LoadedModel pre = model;
   pre.proto = ir::ToProto(std::move(m));
+  std::optional<int64_t> opset;
+  for (const pb::OperatorSetIdProto& o : pre.proto.opset_import) {
+    if (o.domain.empty() || o.domain == "ai.onnx") opset = o.version;
+  }
+  std::string converted;
+  if (options.min_opset > 0 && opset && *opset < options.min_opset) {
+    passes::convert::ConvertOptions co;
+    co.target_opset = options.min_opset;
+    co.verify = false;  // the error report compares with the original anyway
+    auto c = passes::convert::Convert(pre, co);
+    if (!c.ok()) return c.status();
+    if (!c->blockers.empty()) {
+      const passes::convert::Blocker& b = c->blockers.front();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "this quantization needs ai.onnx opset >= ", options.min_opset, "; converting from opset ", *opset,
+          " is blocked by ", c->blockers.size(), " node(s), first ", b.node, " in ", b.graph, ": ", b.reason,
+          " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
+    }
+    pre.proto = std::move(c->model);
+    converted = absl::StrCat("converted from ai.onnx opset ", *opset, " to ", options.min_opset, " first");
+  }
   Driver d(pre, options);
-  return d.Run(samples);
+  auto r = d.Run(samples);
+  if (r.ok() && !converted.empty()) r->warnings.insert(r->warnings.begin(), converted);
+  return r;
 }
 
 }  // namespace onnxkit::quant

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/io/model_io.h"
+#include "quantization/blocked.h"
 #include "quantization/calibration.h"
 #include "quantization/qdq.h"
 #include "quantization/report.h"
@@ -28,6 +29,13 @@ struct QuantizeOptions {
   // --mode dynamic: MatMul weights int8 + DynamicQuantizeLinear/MatMulInteger;
   // no calibration (samples, when given, only measure the error).
   bool dynamic = false;
+  // --weights-only: MatMul/Gemm weights blocked int4/int8 (blocked.h); no
+  // calibration (samples, when given, only measure the error).
+  bool weights_only = false;
+  WeightsOnlyOptions weights_only_options;
+  // A model importing an older ai.onnx opset is first converted to this
+  // one (passes/convert); 0: never. FailedPrecondition when it cannot be.
+  int64_t min_opset = 0;
   int holdout = 2;  // the last N samples measure the error (not calibrated on)
   std::optional<double> target_sqnr_db;
   std::optional<Calibration> calibration;  // --load-calibration: skip calibrating
@@ -55,7 +63,7 @@ struct QuantizeResult {
   std::vector<std::string> warnings;
 };
 
-// `samples` may be null only with options.calibration or dynamic, and then no error is
+// `samples` may be null only with options.calibration, dynamic or weights_only, and then no error is
 // measured. Errors: InvalidArgument (options, samples), FailedPrecondition
 // (opset), the model failing to run (its status).
 absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,

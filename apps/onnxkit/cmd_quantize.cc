@@ -30,8 +30,9 @@ struct QuantizeFlags {
   std::string model, output, calibration_dir, method = "minmax", act_type = "uint8", weight_type = "int8";
   std::vector<std::string> inputs, shapes, op_types, exclude_ops;
   std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
-  bool allow_random = false, per_tensor = false, json = false, quiet = false;
-  int samples = 32, holdout = 2, bins = 2048;
+  bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
+  int samples = 32, holdout = 2, bins = 2048, bits = 0;
+  int64_t block_size = 0;
   uint64_t seed = 0;
   double percentile = 99.99, target_sqnr = NAN;
 };
@@ -163,8 +164,18 @@ void PrintHuman(const QuantizeFlags& f, const quant::QuantizeResult& r) {
 absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   if (f.model.empty() || f.output.empty()) return UsageError("quantize needs MODEL and -o OUT.onnx");
   if (f.mode != "static" && f.mode != "dynamic") return UsageError("--mode must be static or dynamic");
+  if (f.weights_only) {
+    if (f.mode != "static") return UsageError("--weights-only and --mode dynamic exclude each other");
+    if (!f.load_calibration.empty()) return UsageError("--weights-only calibrates nothing: drop --load-calibration");
+    if (f.bits != 0 && f.bits != 4 && f.bits != 8) return UsageError("--bits must be 4 or 8");
+    if (f.block_size != 0 && (f.block_size < 1 || f.block_size > (int64_t{1} << 30))) {
+      return UsageError("--block-size must be in [1, 2^30]");
+    }
+  } else if (f.bits != 0 || f.block_size != 0) {
+    return UsageError("--bits and --block-size need --weights-only");
+  }
   int sources = (!f.calibration_dir.empty()) + (!f.inputs.empty()) + f.allow_random;
-  if (sources == 0 && f.load_calibration.empty() && f.mode == "static") {
+  if (sources == 0 && f.load_calibration.empty() && f.mode == "static" && !f.weights_only) {
     return UsageError("quantize needs calibration data: --calibration DIR, --input FILE, or "
                       "--allow-random-calibration (random data gives poor scales)");
   }
@@ -192,12 +203,21 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   }
   o.preprocess = f.preprocess == "none" ? "" : f.preprocess;
   o.dynamic = f.mode == "dynamic";
+  o.weights_only = f.weights_only;
+  if (f.weights_only) {
+    o.weights_only_options.bits = f.bits != 0 ? f.bits : 4;
+    o.weights_only_options.block_size = f.block_size != 0 ? f.block_size : 32;
+    o.min_opset = quant::kWeightsOnlyOpset;
+  }
   o.holdout = f.holdout;
   o.bins = f.bins;
   if (!std::isnan(f.target_sqnr)) o.target_sqnr_db = f.target_sqnr;
+  std::string mode = f.weights_only ? absl::StrCat("weights-only bits=", o.weights_only_options.bits,
+                                                  " block-size=", o.weights_only_options.block_size)
+                                   : f.mode;
   o.metadata = {{"onnxkit.quantize.version", "onnxkit 0.1.0"},
                 {"onnxkit.quantize.options",
-                 absl::StrCat("mode=", f.mode, " method=", f.method, " act=", f.act_type, " weight=", f.weight_type,
+                 absl::StrCat("mode=", mode, " method=", f.method, " act=", f.act_type, " weight=", f.weight_type,
                               f.per_tensor ? " per-tensor" : " per-channel", " percentile=", f.percentile,
                               " samples=", f.calibration_dir.empty() ? (f.allow_random ? "random" : "input") : "dir")}};
   bool progress = isatty(2) && !f.quiet;
@@ -223,7 +243,7 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   } else if (!f.inputs.empty()) {
     samples = quant::FileSamples(f.inputs, f.shapes);
   } else if (f.allow_random) {
-    std::cerr << (f.mode == "dynamic" ? "WARNING: measuring the error on RANDOM data (--allow-random-calibration)\n"
+    std::cerr << (f.mode == "dynamic" || f.weights_only ? "WARNING: measuring the error on RANDOM data (--allow-random-calibration)\n"
                                       : "WARNING: calibrating on RANDOM data (--allow-random-calibration): the scales "
                                         "will not fit real inputs; use --calibration DIR for a model you deploy\n");
     samples = quant::RandomSamples(f.samples, f.seed, 0, 1, f.shapes);
@@ -289,6 +309,12 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--preprocess", f->preprocess,
                   "Passes run first (default fold,eliminate-identity,dce: exact; 'none' to skip; e.g. add "
                   "fuse-conv-bn)");
+  sub->add_flag("--weights-only", f->weights_only,
+                "Only the constant weights of MatMul/Gemm: int4/int8 with one symmetric scale per block along the "
+                "reduction axis (DequantizeLinear block_size, opset 21; older models are converted first); "
+                "activations stay float, nothing is calibrated (data, when given, only measures the error)");
+  sub->add_option("--bits", f->bits, "--weights-only: 4 (int4, default) or 8 (int8)");
+  sub->add_option("--block-size", f->block_size, "--weights-only: elements per scale along the reduction axis (default 32)");
   sub->add_option("--holdout", f->holdout, "The last N samples measure the error (default 2)");
   sub->add_option("--target-sqnr", f->target_sqnr, "Keep the most sensitive layers in float until every output "
                                                     "reaches this SQNR (dB); exit 1 when it cannot");
