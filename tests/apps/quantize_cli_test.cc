@@ -58,6 +58,39 @@ TEST(QuantizeCliTest, DynamicModeNeedsNoCalibration) {
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "fast"}).exit_code, 2);
 }
 
+TEST(QuantizeCliTest, WeightsOnlyBlockedInt4) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);  // opset 13: converted to 21 first
+  std::string out = (dir / "w.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--weights-only", "--block-size", "2", "--allow-random-calibration",
+                        "--samples", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"weights\": 1"));
+  EXPECT_THAT(r.out, HasSubstr("\"quantized_activations\": 0"));
+  EXPECT_THAT(r.err, HasSubstr("opset 13 to 21"));
+  EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+  CliResult run = RunCli({"run", out, "--backend", "reference", "--random"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  auto model = io::LoadModel(out);
+  ASSERT_TRUE(model.ok());
+  bool int4 = false;
+  for (const pb::TensorProto& t : model->proto.graph->initializer) int4 |= t.data_type == pb::kInt4;
+  EXPECT_TRUE(int4);
+  // Without data: written, no error measured.
+  CliResult nodata = RunCli({"quantize", in, "-o", out, "--weights-only", "--bits", "8", "--json"});
+  ASSERT_EQ(nodata.exit_code, 0) << nodata.err;
+  EXPECT_THAT(nodata.out, HasSubstr("\"output_sqnr_db\": null"));
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--weights-only", "--bits", "3"},
+                                      {"--weights-only", "--block-size", "-1"},
+                                      {"--weights-only", "--mode", "dynamic"},
+                                      {"--bits", "4", "--allow-random-calibration"}}) {
+    std::vector<std::string> args = {"quantize", in, "-o", (dir / "bad.onnx").string()};
+    args.insert(args.end(), bad.begin(), bad.end());
+    EXPECT_EQ(RunCli(args).exit_code, 2) << bad[1];
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad.onnx"));
+}
+
 TEST(QuantizeCliTest, UsageErrorsExit2) {
   fs::path dir = MakeTempDir();
   std::string in = WriteModel(dir);
