@@ -189,8 +189,19 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   if (!method.ok()) return UsageError(StdSv(method.status().message()));
   o.qdq.calibrator.method = *method;
   o.qdq.calibrator.percentile = f.percentile;
-  o.qdq.act_type = f.act_type == "int8" ? quant::QType::kInt8 : quant::QType::kUint8;
-  o.qdq.weight_type = f.weight_type == "uint8" ? quant::QType::kUint8 : quant::QType::kInt8;
+  o.qdq.act_type = f.act_type == "int8"    ? quant::QType::kInt8
+                   : f.act_type == "int16"  ? quant::QType::kInt16
+                   : f.act_type == "uint16" ? quant::QType::kUint16
+                                            : quant::QType::kUint8;
+  o.qdq.weight_type = f.weight_type == "uint8" ? quant::QType::kUint8
+                      : f.weight_type == "int4" ? quant::QType::kInt4
+                                                : quant::QType::kInt8;
+  if (f.act_type == "int16" || f.act_type == "uint16" || f.weight_type == "int4") {
+    if (f.mode == "dynamic" || f.weights_only) {
+      return UsageError("--act-type int16|uint16 and --weight-type int4 are for static QDQ (not --mode dynamic or --weights-only)");
+    }
+    o.min_opset = 21;  // QuantizeLinear/DequantizeLinear with int4 and 16-bit types
+  }
   o.qdq.per_channel = !f.per_tensor;
   o.qdq.op_types = SplitList(f.op_types);
   o.qdq.exclude_ops = SplitList(f.exclude_ops);
@@ -298,10 +309,12 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--op-types", f->op_types, "Only quantize these op types (comma-separated)");
   sub->add_option("--exclude-ops", f->exclude_ops, "Never quantize these op types (comma-separated)");
   sub->add_option("--exclude-nodes", f->exclude_nodes, "Never quantize nodes whose name matches this regex");
-  sub->add_option("--act-type", f->act_type, "Activations: uint8 (asymmetric, default) or int8 (symmetric)")
-      ->check(CLI::IsMember({"uint8", "int8"}));
-  sub->add_option("--weight-type", f->weight_type, "Weights: int8 (symmetric, default) or uint8")
-      ->check(CLI::IsMember({"int8", "uint8"}));
+  sub->add_option("--act-type", f->act_type, "Activations: uint8 (asymmetric, default), int8 (symmetric), uint16 or int16 (opset 21; "
+                  "older models are converted first)")
+      ->check(CLI::IsMember({"uint8", "int8", "uint16", "int16"}));
+  sub->add_option("--weight-type", f->weight_type, "Weights: int8 (symmetric, default), uint8, or int4 (symmetric [-7, 7], "
+                  "opset 21; older models are converted first)")
+      ->check(CLI::IsMember({"int8", "uint8", "int4"}));
   sub->add_flag("--per-tensor", f->per_tensor, "One scale per weight tensor (default: per channel, opset >= 13)");
   sub->add_option("--mode", f->mode,
                   "static (default: calibrated QDQ) or dynamic (MatMul weights int8, activations quantized at run "

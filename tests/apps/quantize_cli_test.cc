@@ -91,6 +91,29 @@ TEST(QuantizeCliTest, WeightsOnlyBlockedInt4) {
   EXPECT_FALSE(fs::exists(dir / "bad.onnx"));
 }
 
+TEST(QuantizeCliTest, Int16ActivationsAndInt4Weights) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "w.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--act-type", "int16", "--weight-type", "int4",
+                        "--allow-random-calibration", "--samples", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("opset 13 to 21"));
+  EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+  EXPECT_EQ(RunCli({"run", out, "--backend", "reference", "--random"}).exit_code, 0);
+  auto model = io::LoadModel(out);
+  ASSERT_TRUE(model.ok());
+  int int4 = 0, int16 = 0;
+  for (const pb::TensorProto& t : model->proto.graph->initializer) {
+    int4 += t.data_type == pb::kInt4;
+    int16 += t.data_type == pb::kInt16;
+  }
+  EXPECT_EQ(int4, 2);  // weight and its zero points
+  EXPECT_GE(int16, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "dynamic", "--weight-type", "int4"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--weights-only", "--act-type", "uint16"}).exit_code, 2);
+}
+
 TEST(QuantizeCliTest, UsageErrorsExit2) {
   fs::path dir = MakeTempDir();
   std::string in = WriteModel(dir);
