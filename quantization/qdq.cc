@@ -146,6 +146,7 @@ class Inserter {
     ir::Value* out = node.output(0);
     switch (rule.family) {
       case Family::kSameScale: {
+        if (!options_.quantize_outputs) return false;
         auto it = in ? planned_.find(in->name()) : planned_.end();
         if (it == planned_.end()) return false;
         ActivationRecord share = records_[it->second];
@@ -153,12 +154,12 @@ class Inserter {
       }
       case Family::kPool:
         if (!Activation(in, key)) return false;
-        Activation(out, key);
+        if (options_.quantize_outputs) Activation(out, key);
         return true;
       case Family::kElementwise: {
         bool any = false;
         for (ir::Value* v : node.inputs()) any |= Activation(v, key);
-        if (any) Activation(out, key);
+        if (any && options_.quantize_outputs) Activation(out, key);
         return any;
       }
       case Family::kWeighted:
@@ -187,7 +188,7 @@ class Inserter {
       if (node.op_type() == "Gemm" && node.GetFloat("beta").value_or(1.f) != 1.f) bias = -1;
       weights_.push_back(WeightJob{&node, rule.weight_input, axis, bias, node.input(0)->name()});
     }
-    Activation(node.output(0), key);
+    if (options_.quantize_outputs) Activation(node.output(0), key);
     (void)opset;
     return true;
   }

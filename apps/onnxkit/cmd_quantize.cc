@@ -20,6 +20,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/io/model_io.h"
+#include "quantization/presets.h"
 #include "quantization/quantize.h"
 #include "quantization/rules.h"
 
@@ -27,7 +28,7 @@ namespace onnxkit::app {
 namespace {
 
 struct QuantizeFlags {
-  std::string model, output, calibration_dir, method = "minmax", act_type = "uint8", weight_type = "int8";
+  std::string model, output, calibration_dir, method = "minmax", act_type, weight_type, preset;
   std::vector<std::string> inputs, shapes, op_types, exclude_ops;
   std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
   bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
@@ -184,26 +185,52 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     return UsageError("--samples and --holdout must be >= 1, --bins in [16, 1048576]");
   }
   if (!(f.percentile > 0 && f.percentile <= 100)) return UsageError("--percentile must be in (0, 100]");
+  const quant::Preset* preset = quant::FindPreset(f.preset.empty() ? "generic" : f.preset);
+  if (preset == nullptr) {
+    std::vector<std::string> valid;
+    for (const quant::Preset& p : quant::AllPresets()) valid.emplace_back(p.name);
+    return UsageError(absl::StrCat("--preset must be one of ", absl::StrJoin(valid, ", ")));
+  }
+  if (!f.preset.empty() && (f.mode == "dynamic" || f.weights_only)) {
+    return UsageError("--preset is for static QDQ (not --mode dynamic or --weights-only)");
+  }
+  auto type_name = [](quant::QType t) {
+    switch (t) {
+      case quant::QType::kInt8: return "int8";
+      case quant::QType::kUint8: return "uint8";
+      case quant::QType::kInt4: return "int4";
+      case quant::QType::kInt16: return "int16";
+      case quant::QType::kUint16: return "uint16";
+    }
+    return "int8";
+  };
+  // Explicit flags override the preset.
+  const std::string act_type = f.act_type.empty() ? type_name(preset->act_type) : f.act_type;
+  const std::string weight_type = f.weight_type.empty() ? type_name(preset->weight_type) : f.weight_type;
   quant::QuantizeOptions o;
   auto method = quant::ParseMethod(f.method);
   if (!method.ok()) return UsageError(StdSv(method.status().message()));
   o.qdq.calibrator.method = *method;
   o.qdq.calibrator.percentile = f.percentile;
-  o.qdq.act_type = f.act_type == "int8"    ? quant::QType::kInt8
-                   : f.act_type == "int16"  ? quant::QType::kInt16
-                   : f.act_type == "uint16" ? quant::QType::kUint16
-                                            : quant::QType::kUint8;
-  o.qdq.weight_type = f.weight_type == "uint8" ? quant::QType::kUint8
-                      : f.weight_type == "int4" ? quant::QType::kInt4
-                                                : quant::QType::kInt8;
-  if (f.act_type == "int16" || f.act_type == "uint16" || f.weight_type == "int4") {
+  o.qdq.act_type = act_type == "int8"    ? quant::QType::kInt8
+                   : act_type == "int16"  ? quant::QType::kInt16
+                   : act_type == "uint16" ? quant::QType::kUint16
+                                          : quant::QType::kUint8;
+  o.qdq.weight_type = weight_type == "uint8" ? quant::QType::kUint8
+                      : weight_type == "int4" ? quant::QType::kInt4
+                                              : quant::QType::kInt8;
+  if (act_type == "int16" || act_type == "uint16" || weight_type == "int4") {
     if (f.mode == "dynamic" || f.weights_only) {
       return UsageError("--act-type int16|uint16 and --weight-type int4 are for static QDQ (not --mode dynamic or --weights-only)");
     }
     o.min_opset = 21;  // QuantizeLinear/DequantizeLinear with int4 and 16-bit types
   }
-  o.qdq.per_channel = !f.per_tensor;
+  o.qdq.per_channel = preset->per_channel && !f.per_tensor;
+  o.qdq.quantize_outputs = preset->quantize_outputs;
   o.qdq.op_types = SplitList(f.op_types);
+  if (o.qdq.op_types.empty()) {
+    for (std::string_view op : preset->op_types) o.qdq.op_types.emplace_back(op);
+  }
   o.qdq.exclude_ops = SplitList(f.exclude_ops);
   o.qdq.exclude_nodes = f.exclude_nodes;
   for (const std::string& op : o.qdq.op_types) {
@@ -228,7 +255,8 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
                                    : f.mode;
   o.metadata = {{"onnxkit.quantize.version", "onnxkit 0.1.0"},
                 {"onnxkit.quantize.options",
-                 absl::StrCat("mode=", mode, " method=", f.method, " act=", f.act_type, " weight=", f.weight_type,
+                 absl::StrCat("mode=", mode, " preset=", Sv(preset->name), " method=", f.method, " act=", act_type,
+                              " weight=", weight_type,
                               f.per_tensor ? " per-tensor" : " per-channel", " percentile=", f.percentile,
                               " samples=", f.calibration_dir.empty() ? (f.allow_random ? "random" : "input") : "dir")}};
   bool progress = isatty(2) && !f.quiet;
@@ -315,6 +343,11 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--weight-type", f->weight_type, "Weights: int8 (symmetric, default), uint8, or int4 (symmetric [-7, 7], "
                   "opset 21; older models are converted first)")
       ->check(CLI::IsMember({"int8", "uint8", "int4"}));
+  sub->add_option("--preset", f->preset,
+                  "Defaults for a target: generic (default: uint8 activations, int8 per-channel weights, every "
+                  "rule), ort-cpu (the same types, only the ops ONNX Runtime's CPU provider runs quantized), trt "
+                  "(int8 symmetric activations, QDQ only on the inputs of Conv/ConvTranspose/MatMul/Gemm/pooling); "
+                  "--act-type, --weight-type, --per-tensor, --op-types override it");
   sub->add_flag("--per-tensor", f->per_tensor, "One scale per weight tensor (default: per channel, opset >= 13)");
   sub->add_option("--mode", f->mode,
                   "static (default: calibrated QDQ) or dynamic (MatMul weights int8, activations quantized at run "

@@ -2,6 +2,7 @@
 // calibration refused without its flag, saved calibration re-used.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -112,6 +113,38 @@ TEST(QuantizeCliTest, Int16ActivationsAndInt4Weights) {
   EXPECT_GE(int16, 2);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "dynamic", "--weight-type", "int4"}).exit_code, 2);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--weights-only", "--act-type", "uint16"}).exit_code, 2);
+}
+
+TEST(QuantizeCliTest, PresetsAndOverrides) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "p.onnx").string();
+  auto zero_point_types = [&](const std::string& path) {
+    std::set<int32_t> types;
+    auto model = io::LoadModel(path);
+    EXPECT_TRUE(model.ok());
+    if (!model.ok()) return types;
+    for (const pb::TensorProto& t : model->proto.graph->initializer) {
+      if (t.dims.empty() && t.data_type != pb::kFloat) types.insert(t.data_type);
+    }
+    return types;
+  };
+  CliResult trt = RunCli({"quantize", in, "-o", out, "--preset", "trt", "--allow-random-calibration", "--json"});
+  ASSERT_EQ(trt.exit_code, 0) << trt.err;
+  EXPECT_THAT(trt.out, HasSubstr("\"quantized_activations\": 1"));  // only MatMul's input
+  EXPECT_EQ(zero_point_types(out), std::set<int32_t>{pb::kInt8});
+  EXPECT_EQ(RunCli({"run", out, "--backend", "reference", "--random"}).exit_code, 0);
+  CliResult over = RunCli({"quantize", in, "-o", out, "--preset", "trt", "--act-type", "uint8",
+                           "--allow-random-calibration", "--json"});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_EQ(zero_point_types(out), std::set<int32_t>{pb::kUint8});
+  CliResult ort = RunCli({"quantize", in, "-o", out, "--preset", "ort-cpu", "--allow-random-calibration", "--json"});
+  ASSERT_EQ(ort.exit_code, 0) << ort.err;
+  EXPECT_THAT(ort.out, HasSubstr("\"quantized_activations\": 2"));  // MatMul's input and output
+  CliResult bad = RunCli({"quantize", in, "-o", out, "--preset", "tensorrt", "--allow-random-calibration"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("generic, ort-cpu, trt"));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--preset", "trt", "--mode", "dynamic"}).exit_code, 2);
 }
 
 TEST(QuantizeCliTest, UsageErrorsExit2) {
