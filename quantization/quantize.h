@@ -38,6 +38,10 @@ struct QuantizeOptions {
   int64_t min_opset = 0;
   int holdout = 2;  // the last N samples measure the error (not calibrated on)
   std::optional<double> target_sqnr_db;
+  // Every output's cosine similarity with float must reach this; with
+  // target_sqnr_db both must hold. The fallback ranks by the worst margin,
+  // a cosine c counted as -10 log10(1 - c) dB.
+  std::optional<double> target_cosine;
   std::optional<Calibration> calibration;  // --load-calibration: skip calibrating
   runner::Backend backend = runner::Backend::kCpu;  // calibration and float runs
   int bins = 2048;
@@ -49,6 +53,7 @@ struct QuantizeOptions {
 struct Sensitivity {
   std::string node;
   double sqnr_db = 0;  // output SQNR with this node alone left in float
+  double cosine = 0;   // the worst output's cosine with it
 };
 
 struct QuantizeResult {

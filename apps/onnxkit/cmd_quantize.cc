@@ -35,7 +35,7 @@ struct QuantizeFlags {
   int samples = 32, holdout = 2, bins = 2048, bits = 0;
   int64_t block_size = 0;
   uint64_t seed = 0;
-  double percentile = 99.99, target_sqnr = NAN;
+  double percentile = 99.99, target_sqnr = NAN, target_cosine = NAN;
 };
 
 double PeakRssMb() {
@@ -110,19 +110,21 @@ void WriteReport(JsonWriter& w, const QuantizeFlags& f, const quant::QuantizeRes
     w.EndObject();
   }
   w.EndArray();
-  if (!std::isnan(f.target_sqnr)) {
-    w.KeyDouble("target_sqnr_db", f.target_sqnr);
+  if (!std::isnan(f.target_sqnr) || !std::isnan(f.target_cosine)) {
+    if (!std::isnan(f.target_sqnr)) w.KeyDouble("target_sqnr_db", f.target_sqnr);
+    if (!std::isnan(f.target_cosine)) w.KeyDouble("target_cosine", f.target_cosine);
     w.KeyBool("target_met", r.target_met);
     w.Key("kept_float");
     w.BeginArray();
     for (const std::string& n : r.kept_float) w.String(n);
     w.EndArray();
-    w.Key("sensitivity");  // output SQNR with each node alone in float, best first
+    w.Key("sensitivity");  // worst output SQNR and cosine with each node alone in float, best first
     w.BeginArray();
     for (const quant::Sensitivity& x : r.sensitivity) {
       w.BeginObject();
       w.KeyString("node", x.node);
       w.KeyDouble("sqnr_db", x.sqnr_db);
+      w.KeyDouble("cosine", x.cosine);
       w.EndObject();
     }
     w.EndArray();
@@ -250,6 +252,10 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   o.holdout = f.holdout;
   o.bins = f.bins;
   if (!std::isnan(f.target_sqnr)) o.target_sqnr_db = f.target_sqnr;
+  if (!std::isnan(f.target_cosine)) {
+    if (!(f.target_cosine > 0 && f.target_cosine <= 1)) return UsageError("--target-cosine must be in (0, 1]");
+    o.target_cosine = f.target_cosine;
+  }
   std::string mode = f.weights_only ? absl::StrCat("weights-only bits=", o.weights_only_options.bits,
                                                   " block-size=", o.weights_only_options.block_size)
                                    : f.mode;
@@ -321,8 +327,9 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "quantize",
       "Insert QuantizeLinear/DequantizeLinear with calibration; report the error per layer. Exit codes: 0 written, "
-      "1 --target-sqnr not met (the best model is still written), 2 usage (also random calibration without "
-      "--allow-random-calibration), 3 model or data unreadable, 4 internal error.");
+      "1 --target-sqnr/--target-cosine not met (the best model is still written), 2 usage (also random "
+      "calibration without --allow-random-calibration), 3 model or data unreadable, opset too old (or not "
+      "convertible to 21 where needed), 4 internal error.");
   sub->add_option("model", f->model, "Model file (.onnx)");
   sub->add_option("-o,--output", f->output, "Where to write the quantized model");
   sub->add_option("--calibration", f->calibration_dir, "Folder of test_data_set_* folders (input_<i>.pb) or .npz files");
@@ -364,6 +371,9 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--holdout", f->holdout, "The last N samples measure the error (default 2)");
   sub->add_option("--target-sqnr", f->target_sqnr, "Keep the most sensitive layers in float until every output "
                                                     "reaches this SQNR (dB); exit 1 when it cannot");
+  sub->add_option("--target-cosine", f->target_cosine,
+                  "Keep the most sensitive layers in float until every output's cosine similarity with float "
+                  "reaches this (0, 1]; with --target-sqnr both must hold; exit 1 when it cannot");
   sub->add_option("--report", f->report, "Write the JSON report here");
   sub->add_option("--save-calibration", f->save_calibration, "Write the calibration (ranges, histograms) as JSON");
   sub->add_option("--load-calibration", f->load_calibration, "Use a saved calibration instead of calibrating");

@@ -183,6 +183,15 @@ TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"target_met\": false"));
   EXPECT_TRUE(fs::exists(out));
+  CliResult c = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "0.5", "--json"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;  // int8 reaches it without any fallback
+  EXPECT_THAT(c.out, HasSubstr("\"target_cosine\": 0.5"));
+  EXPECT_THAT(c.out, HasSubstr("\"target_met\": true"));
+  EXPECT_THAT(c.out, HasSubstr("\"kept_float\": []"));
+  CliResult both = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "0.5",
+                           "--target-sqnr", "500", "--json"});
+  EXPECT_EQ(both.exit_code, 1) << both.err;  // the SQNR target still fails
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "1.5"}).exit_code, 2);
 }
 
 }  // namespace
