@@ -170,6 +170,9 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   if (f.weights_only) {
     if (f.mode != "static") return UsageError("--weights-only and --mode dynamic exclude each other");
     if (!f.load_calibration.empty()) return UsageError("--weights-only calibrates nothing: drop --load-calibration");
+    if (!f.act_type.empty() || !f.weight_type.empty() || f.per_tensor) {
+      return UsageError("--weights-only takes --bits and --block-size, not --act-type, --weight-type or --per-tensor");
+    }
     if (f.bits != 0 && f.bits != 4 && f.bits != 8) return UsageError("--bits must be 4 or 8");
     if (f.block_size != 0 && (f.block_size < 1 || f.block_size > (int64_t{1} << 30))) {
       return UsageError("--block-size must be in [1, 2^30]");

@@ -84,6 +84,8 @@ TEST(QuantizeCliTest, WeightsOnlyBlockedInt4) {
   for (std::vector<std::string> bad : {std::vector<std::string>{"--weights-only", "--bits", "3"},
                                       {"--weights-only", "--block-size", "-1"},
                                       {"--weights-only", "--mode", "dynamic"},
+                                      {"--weights-only", "--per-tensor"},
+                                      {"--weights-only", "--weight-type", "int8"},
                                       {"--bits", "4", "--allow-random-calibration"}}) {
     std::vector<std::string> args = {"quantize", in, "-o", (dir / "bad.onnx").string()};
     args.insert(args.end(), bad.begin(), bad.end());
