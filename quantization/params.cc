@@ -15,31 +15,82 @@ namespace {
 
 double RoundEven(double x) { return std::nearbyint(x); }  // FE_TONEAREST is the default mode
 
+// Stores the integer `v` (in range) as element i of `t` of type `type`.
+void Store(runner::Tensor& t, QType type, int64_t i, int64_t v) {
+  switch (type) {
+    case QType::kInt8: t.mutable_data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case QType::kUint8: t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case QType::kInt16: t.mutable_data<int16_t>()[i] = static_cast<int16_t>(v); break;
+    case QType::kUint16: t.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+    case QType::kInt4: {
+      auto* b = static_cast<uint8_t*>(t.mutable_raw()) + i / 2;
+      int shift = 4 * static_cast<int>(i & 1);
+      *b = static_cast<uint8_t>((*b & ~(0xF << shift)) | ((static_cast<uint8_t>(v) & 0xF) << shift));
+      break;
+    }
+  }
+}
+
 }  // namespace
 
-int32_t QTypeDtype(QType t) { return t == QType::kInt8 ? pb::kInt8 : pb::kUint8; }
+int32_t QTypeDtype(QType t) {
+  switch (t) {
+    case QType::kInt8: return pb::kInt8;
+    case QType::kUint8: return pb::kUint8;
+    case QType::kInt4: return pb::kInt4;
+    case QType::kInt16: return pb::kInt16;
+    case QType::kUint16: return pb::kUint16;
+  }
+  return pb::kInt8;
+}
+
+bool QTypeSigned(QType t) { return t != QType::kUint8 && t != QType::kUint16; }
+
+double QTypeMax(QType t) {
+  switch (t) {
+    case QType::kInt8: return 127;
+    case QType::kUint8: return 255;
+    case QType::kInt4: return 7;
+    case QType::kInt16: return 32767;
+    case QType::kUint16: return 65535;
+  }
+  return 127;
+}
+
+absl::StatusOr<runner::Tensor> ZeroPointTensor(QType type, const std::vector<int64_t>& values, bool vector) {
+  if (values.empty()) return absl::InvalidArgumentError("no zero point");
+  std::vector<int64_t> shape;
+  if (vector) shape.push_back(static_cast<int64_t>(values.size()));
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::Tensor::Allocate(QTypeDtype(type), shape));
+  for (size_t i = 0; i < (vector ? values.size() : 1); ++i) Store(t, type, static_cast<int64_t>(i), values[i]);
+  return t;
+}
 
 QParams ActivationParams(Range r, QType type) {
   QParams p;
   double lo = std::min(r.lo, 0.0), hi = std::max(r.hi, 0.0);
   if (!std::isfinite(lo) || !std::isfinite(hi)) return p;
-  if (type == QType::kInt8) {
+  const double qmax = QTypeMax(type);
+  if (QTypeSigned(type)) {
     double a = std::max(-lo, hi);
-    double s = a / 127.0;
+    double s = a / qmax;
     if (s < std::numeric_limits<float>::min()) return p;
     p.scale = static_cast<float>(s);
     return p;
   }
-  double s = (hi - lo) / 255.0;
+  double s = (hi - lo) / qmax;
   if (s < std::numeric_limits<float>::min()) return p;
   p.scale = static_cast<float>(s);
-  p.zero_point = static_cast<int64_t>(std::clamp(RoundEven(-lo / static_cast<double>(p.scale)), 0.0, 255.0));
+  p.zero_point = static_cast<int64_t>(std::clamp(RoundEven(-lo / static_cast<double>(p.scale)), 0.0, qmax));
   return p;
 }
 
 absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type) {
   if (w.dtype() != pb::kFloat) return absl::InvalidArgumentError("weight is not float");
   if (axis >= w.rank()) return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " out of range"));
+  if (type != QType::kInt8 && type != QType::kUint8 && type != QType::kInt4) {
+    return absl::InvalidArgumentError("weights are int8, uint8 or int4");
+  }
   QuantizedWeight q;
   q.axis = axis;
   ONNXKIT_ASSIGN_OR_RETURN(q.data, runner::Tensor::Allocate(QTypeDtype(type), w.shape()));
@@ -61,16 +112,12 @@ absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis
     q.scales.push_back(p.scale);
     q.zero_points.push_back(p.zero_point);
   }
-  const double qmin = type == QType::kInt8 ? -127 : 0, qmax = type == QType::kInt8 ? 127 : 255;
+  const double qmax = QTypeMax(type), qmin = QTypeSigned(type) ? -qmax : 0;
   for (int64_t i = 0; i < w.size(); ++i) {
     auto c = static_cast<size_t>(channel_of(i));
     double v = std::isfinite(src[i]) ? src[i] : 0.0;
     double r = std::clamp(RoundEven(v / q.scales[c]) + static_cast<double>(q.zero_points[c]), qmin, qmax);
-    if (type == QType::kInt8) {
-      q.data.mutable_data<int8_t>()[i] = static_cast<int8_t>(r);
-    } else {
-      q.data.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(r);
-    }
+    Store(q.data, type, i, static_cast<int64_t>(r));
   }
   return q;
 }

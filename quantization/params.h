@@ -15,29 +15,38 @@
 
 namespace onnxkit::quant {
 
-enum class QType { kInt8, kUint8 };
+// int4 is for weights only; int16/uint16 for activations only (opset 21).
+enum class QType { kInt8, kUint8, kInt4, kInt16, kUint16 };
 
 int32_t QTypeDtype(QType t);
+// Signed types are symmetric (zero point 0, range [-qmax, qmax]); unsigned
+// asymmetric over [0, qmax].
+bool QTypeSigned(QType t);
+double QTypeMax(QType t);  // 127, 255, 7, 32767, 65535
+
+// A scale's zero points as a tensor of `type` (int4 packed): 1-D of
+// values.size() when `vector`, else the scalar values[0].
+absl::StatusOr<runner::Tensor> ZeroPointTensor(QType type, const std::vector<int64_t>& values, bool vector);
 
 struct QParams {
   float scale = 1;
   int64_t zero_point = 0;
 };
 
-// uint8: asymmetric over [min(lo, 0), max(hi, 0)]; int8: symmetric over
-// max(|lo|, |hi|) with zero point 0 (range [-127, 127]). A zero range gives
-// scale 1.
+// uint8/uint16: asymmetric over [min(lo, 0), max(hi, 0)]; int8/int16/int4:
+// symmetric over max(|lo|, |hi|) with zero point 0 (range [-qmax, qmax]). A
+// zero range gives scale 1.
 QParams ActivationParams(Range r, QType type);
 
 struct QuantizedWeight {
-  runner::Tensor data;            // int8 / uint8, the weight's shape
+  runner::Tensor data;            // int8 / uint8 / int4 (packed), the weight's shape
   std::vector<float> scales;      // one per channel (one when per tensor)
   std::vector<int64_t> zero_points;
   int axis = -1;                  // -1: per tensor
 };
 
-// Quantizes a float weight: int8 symmetric per channel along `axis` (or
-// per tensor when axis < 0); uint8 asymmetric per channel.
+// Quantizes a float weight: int8 / int4 symmetric per channel along `axis`
+// (or per tensor when axis < 0); uint8 asymmetric per channel.
 absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type);
 
 // The int32 bias b / (s_x * s_w[c]) per channel; nullopt when a value would

@@ -46,6 +46,16 @@ class Inserter {
       return absl::FailedPreconditionError(
           absl::StrCat("quantize needs ai.onnx opset >= 10 (QuantizeLinear); the model imports ", opset.value_or(0)));
     }
+    bool wide = options_.weight_type == QType::kInt4 || options_.act_type == QType::kInt16 ||
+                options_.act_type == QType::kUint16;
+    if (wide && *opset < 21) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "int4 weights and 16-bit activations need ai.onnx opset >= 21; the model imports ", *opset));
+    }
+    if (options_.act_type == QType::kInt4 || options_.weight_type == QType::kInt16 ||
+        options_.weight_type == QType::kUint16) {
+      return absl::InvalidArgumentError("activations are uint8, int8, uint16 or int16; weights int8, uint8 or int4");
+    }
     per_channel_ = options_.per_channel && *opset >= 13;
     if (options_.per_channel && *opset < 13) {
       result->warnings.push_back(absl::StrCat("opset ", *opset, " < 13: weights quantized per tensor"));
@@ -85,7 +95,7 @@ class Inserter {
   // a sole Relu consumer (or Clip from 0) narrows it to that op's output.
   const TensorRange& RangeSource(const ir::Value& v, bool* narrowed) const {
     const TensorRange& own = cal_.tensors.at(v.name());
-    if (options_.act_type != QType::kUint8) return own;
+    if (QTypeSigned(options_.act_type)) return own;
     ir::Node* next = passes::SoleConsumer(v);
     if (next == nullptr || next->num_outputs() < 1 || next->output(0) == nullptr) return own;
     auto it = cal_.tensors.find(next->output(0)->name());
@@ -121,7 +131,7 @@ class Inserter {
       a.shared = true;
     } else {
       CalibratorOptions co = options_.calibrator;
-      co.symmetric = options_.act_type == QType::kInt8;
+      co.symmetric = QTypeSigned(options_.act_type);
       a.range = ComputeRange(RangeSource(*v, &a.narrowed), co);
       a.params = ActivationParams(a.range, options_.act_type);
     }
@@ -136,6 +146,7 @@ class Inserter {
     ir::Value* out = node.output(0);
     switch (rule.family) {
       case Family::kSameScale: {
+        if (!options_.quantize_outputs) return false;
         auto it = in ? planned_.find(in->name()) : planned_.end();
         if (it == planned_.end()) return false;
         ActivationRecord share = records_[it->second];
@@ -143,12 +154,12 @@ class Inserter {
       }
       case Family::kPool:
         if (!Activation(in, key)) return false;
-        Activation(out, key);
+        if (options_.quantize_outputs) Activation(out, key);
         return true;
       case Family::kElementwise: {
         bool any = false;
         for (ir::Value* v : node.inputs()) any |= Activation(v, key);
-        if (any) Activation(out, key);
+        if (any && options_.quantize_outputs) Activation(out, key);
         return any;
       }
       case Family::kWeighted:
@@ -177,7 +188,7 @@ class Inserter {
       if (node.op_type() == "Gemm" && node.GetFloat("beta").value_or(1.f) != 1.f) bias = -1;
       weights_.push_back(WeightJob{&node, rule.weight_input, axis, bias, node.input(0)->name()});
     }
-    Activation(node.output(0), key);
+    if (options_.quantize_outputs) Activation(node.output(0), key);
     (void)opset;
     return true;
   }
@@ -190,9 +201,7 @@ class Inserter {
     ir::Value* v = graph_.FindLocalValue(a.tensor);
     if (v == nullptr) return absl::InternalError(absl::StrCat("tensor '", a.tensor, "' vanished"));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Scalar(a.tensor + "_scale", runner::Tensor::Scalar<float>(pb::kFloat, a.params.scale)));
-    runner::Tensor zt = options_.act_type == QType::kInt8
-                            ? runner::Tensor::Scalar<int8_t>(pb::kInt8, static_cast<int8_t>(a.params.zero_point))
-                            : runner::Tensor::Scalar<uint8_t>(pb::kUint8, static_cast<uint8_t>(a.params.zero_point));
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor zt, ZeroPointTensor(options_.act_type, {a.params.zero_point}, false));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Scalar(a.tensor + "_zero_point", zt));
     ir::Position where = v->producer() ? ir::Position::After(v->producer())
                          : graph_.num_nodes() > 0 ? ir::Position::Before(*graph_.nodes().begin())
@@ -243,11 +252,8 @@ class Inserter {
     ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeWeight(wt, job.axis, options_.weight_type));
     bool vec = job.axis >= 0;
     ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor scale, Params<float>(pb::kFloat, q.scales, vec));
-    std::vector<int8_t> z8(q.zero_points.begin(), q.zero_points.end());
-    std::vector<uint8_t> zu8(q.zero_points.begin(), q.zero_points.end());
-    auto zp = options_.weight_type == QType::kInt8 ? Params<int8_t>(pb::kInt8, z8, vec) : Params<uint8_t>(pb::kUint8, zu8, vec);
-    if (!zp.ok()) return zp.status();
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dq, AddDq(job.node, w->name(), q.data, scale, *zp, job.axis));
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor zp, ZeroPointTensor(options_.weight_type, q.zero_points, vec));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dq, AddDq(job.node, w->name(), q.data, scale, zp, job.axis));
     ONNXKIT_RETURN_IF_ERROR(graph_.SetInput(job.node, job.input, dq));
     ONNXKIT_RETURN_IF_ERROR(DropIfUnused(w));
     result->weights += 1;

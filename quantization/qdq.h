@@ -31,6 +31,10 @@ struct QdqOptions {
   QType act_type = QType::kUint8;
   QType weight_type = QType::kInt8;
   bool per_channel = true;
+  // false: only the inputs of the quantized ops get QDQ, never their
+  // outputs (and the same-scale family, which needs a quantized input
+  // it would pass on, is skipped).
+  bool quantize_outputs = true;
   CalibratorOptions calibrator;
 };
 

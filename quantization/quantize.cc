@@ -2,10 +2,13 @@
 #include "quantization/quantize.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "passes/convert/convert.h"
 #include "passes/manager.h"
 #include "passes/registry.h"
 #include "quantization/dynamic.h"
@@ -31,6 +34,13 @@ void SetMetadata(pb::ModelProto& m, const std::vector<std::pair<std::string, std
   }
 }
 
+// A cosine c as -10 log10(1 - c) dB (200 at c = 1), so that cosine and
+// SQNR margins compare on one scale.
+double CosineDb(double c) {
+  double d = 1 - c;
+  return d <= 1e-20 ? 200 : std::min(200.0, -10 * std::log10(d));
+}
+
 class Driver {
  public:
   Driver(const io::LoadedModel& model, const QuantizeOptions& options) : model_(model), options_(options) {}
@@ -52,14 +62,18 @@ class Driver {
       }
       r.holdout_samples = held->count();
     }
-    if (options_.dynamic) {
-      ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeDynamic(model_, options_.qdq));
+    if (options_.dynamic || options_.weights_only) {
+      if (options_.dynamic) {
+        ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeDynamic(model_, options_.qdq));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(r.qdq, QuantizeWeightsOnly(model_, options_.qdq, options_.weights_only_options));
+      }
       if (held == nullptr) return Finish(r);
       held = SliceSamples(samples, 0, samples->count());  // nothing is calibrated on
       r.holdout_samples = held->count();
       ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
       ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
-      r.target_met = !options_.target_sqnr_db || r.report.min_output_sqnr() >= *options_.target_sqnr_db;
+      r.target_met = Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) >= 0;
       return Finish(r);
     }
     if (options_.calibration) {
@@ -82,7 +96,7 @@ class Driver {
     if (held == nullptr) return Finish(r);
     ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
     ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
-    if (options_.target_sqnr_db && r.report.min_output_sqnr() < *options_.target_sqnr_db) {
+    if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
       ONNXKIT_RETURN_IF_ERROR(Fallback(r));
     }
     if (options_.report_tensors) {
@@ -94,42 +108,58 @@ class Driver {
   }
 
  private:
-  absl::StatusOr<std::pair<QdqResult, double>> Try(const std::set<std::string>& keep) {
+  // How far the worst output is above the targets (dB; >= 0: met); +inf
+  // without targets.
+  double Margin(double sqnr, double cosine) const {
+    double m = std::numeric_limits<double>::infinity();
+    if (options_.target_sqnr_db) m = std::min(m, sqnr - *options_.target_sqnr_db);
+    if (options_.target_cosine) m = std::min(m, CosineDb(cosine) - CosineDb(*options_.target_cosine));
+    return m;
+  }
+
+  struct Trial {
+    QdqResult qdq;
+    double sqnr, cosine, margin;
+  };
+
+  absl::StatusOr<Trial> Try(const std::set<std::string>& keep) {
     QdqOptions o = options_.qdq;
     o.keep_float = keep;
     ONNXKIT_ASSIGN_OR_RETURN(QdqResult q, InsertQdq(model_, calib_result_ ? *calib_result_ : Calibration{}, o));
     ONNXKIT_ASSIGN_OR_RETURN(ErrorReport rep, evaluator_->Evaluate(q.model, nullptr));
-    return std::make_pair(std::move(q), rep.min_output_sqnr());
+    double sqnr = rep.min_output_sqnr(), cosine = rep.min_output_cosine();
+    return Trial{std::move(q), sqnr, cosine, Margin(sqnr, cosine)};
   }
 
-  // Greedy fallback: rank nodes by the output SQNR reached with each alone
-  // left in float, then keep the k best-ranked in float, with the smallest
-  // k that meets the target found by bisection (the SQNR grows with k, up
-  // to noise); the best model measured wins.
+  // Greedy fallback: rank nodes by the output margin (SQNR and/or cosine
+  // against their targets) reached with each alone left in float, then keep
+  // the k best-ranked in float, with the smallest k that meets the targets
+  // found by bisection (the margin grows with k, up to noise); the best
+  // model measured wins.
   absl::Status Fallback(QuantizeResult& r) {
     calib_result_ = &r.calibration;
-    const double target = *options_.target_sqnr_db;
     std::vector<std::string> nodes = r.qdq.quantized_nodes;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (options_.progress) options_.progress("sensitivity", static_cast<int>(i), static_cast<int>(nodes.size()));
-      ONNXKIT_ASSIGN_OR_RETURN(auto t, Try({nodes[i]}));
-      r.sensitivity.push_back(Sensitivity{nodes[i], t.second});
+      ONNXKIT_ASSIGN_OR_RETURN(Trial t, Try({nodes[i]}));
+      r.sensitivity.push_back(Sensitivity{nodes[i], t.sqnr, t.cosine});
     }
-    std::stable_sort(r.sensitivity.begin(), r.sensitivity.end(),
-                     [](const Sensitivity& a, const Sensitivity& b) { return a.sqnr_db > b.sqnr_db; });
-    double best = r.report.min_output_sqnr();
+    std::stable_sort(r.sensitivity.begin(), r.sensitivity.end(), [this](const Sensitivity& a, const Sensitivity& b) {
+      return Margin(a.sqnr_db, a.cosine) > Margin(b.sqnr_db, b.cosine);
+    });
+    double best = Margin(r.report.min_output_sqnr(), r.report.min_output_cosine());
     size_t best_k = 0;
     auto attempt = [&](size_t k) -> absl::StatusOr<bool> {
       std::set<std::string> keep;
       for (size_t i = 0; i < k; ++i) keep.insert(r.sensitivity[i].node);
-      ONNXKIT_ASSIGN_OR_RETURN(auto t, Try(keep));
-      bool met = t.second >= target;
-      // Prefer a model that meets the target with fewer float layers, else the highest SQNR.
-      bool better = met ? (best < target || k < best_k) : (best < target && t.second > best);
+      ONNXKIT_ASSIGN_OR_RETURN(Trial t, Try(keep));
+      bool met = t.margin >= 0;
+      // Prefer a model that meets the targets with fewer float layers, else the largest margin.
+      bool better = met ? (best < 0 || k < best_k) : (best < 0 && t.margin > best);
       if (better) {
-        best = t.second;
+        best = t.margin;
         best_k = k;
-        r.qdq = std::move(t.first);
+        r.qdq = std::move(t.qdq);
       }
       return met;
     };
@@ -143,7 +173,7 @@ class Driver {
       }
     }
     for (size_t i = 0; i < best_k; ++i) r.kept_float.push_back(r.sensitivity[i].node);
-    r.target_met = best >= target;
+    r.target_met = best >= 0;
     return absl::OkStatus();
   }
 
@@ -164,7 +194,7 @@ class Driver {
 
 absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,
                                         const QuantizeOptions& options) {
-  if (samples == nullptr && !options.calibration && !options.dynamic) {
+  if (samples == nullptr && !options.calibration && !options.dynamic && !options.weights_only) {
     return absl::InvalidArgumentError("no calibration data");
   }
   // Initializers listed as graph inputs (IR < 4 style) become constants:
@@ -188,8 +218,31 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
   }
   io::LoadedModel pre = model;
   pre.proto = ir::ToProto(std::move(m));
+  std::optional<int64_t> opset;
+  for (const pb::OperatorSetIdProto& o : pre.proto.opset_import) {
+    if (o.domain.empty() || o.domain == "ai.onnx") opset = o.version;
+  }
+  std::string converted;
+  if (options.min_opset > 0 && opset && *opset < options.min_opset) {
+    passes::convert::ConvertOptions co;
+    co.target_opset = options.min_opset;
+    co.verify = false;  // the error report compares with the original anyway
+    auto c = passes::convert::Convert(pre, co);
+    if (!c.ok()) return c.status();
+    if (!c->blockers.empty()) {
+      const passes::convert::Blocker& b = c->blockers.front();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "this quantization needs ai.onnx opset >= ", options.min_opset, "; converting from opset ", *opset,
+          " is blocked by ", c->blockers.size(), " node(s), first ", b.node, " in ", b.graph, ": ", b.reason,
+          " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
+    }
+    pre.proto = std::move(c->model);
+    converted = absl::StrCat("converted from ai.onnx opset ", *opset, " to ", options.min_opset, " first");
+  }
   Driver d(pre, options);
-  return d.Run(samples);
+  auto r = d.Run(samples);
+  if (r.ok() && !converted.empty()) r->warnings.insert(r->warnings.begin(), converted);
+  return r;
 }
 
 }  // namespace onnxkit::quant

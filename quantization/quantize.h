@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/io/model_io.h"
+#include "quantization/blocked.h"
 #include "quantization/calibration.h"
 #include "quantization/qdq.h"
 #include "quantization/report.h"
@@ -28,8 +29,19 @@ struct QuantizeOptions {
   // --mode dynamic: MatMul weights int8 + DynamicQuantizeLinear/MatMulInteger;
   // no calibration (samples, when given, only measure the error).
   bool dynamic = false;
+  // --weights-only: MatMul/Gemm weights blocked int4/int8 (blocked.h); no
+  // calibration (samples, when given, only measure the error).
+  bool weights_only = false;
+  WeightsOnlyOptions weights_only_options;
+  // A model importing an older ai.onnx opset is first converted to this
+  // one (passes/convert); 0: never. FailedPrecondition when it cannot be.
+  int64_t min_opset = 0;
   int holdout = 2;  // the last N samples measure the error (not calibrated on)
   std::optional<double> target_sqnr_db;
+  // Every output's cosine similarity with float must reach this; with
+  // target_sqnr_db both must hold. The fallback ranks by the worst margin,
+  // a cosine c counted as -10 log10(1 - c) dB.
+  std::optional<double> target_cosine;
   std::optional<Calibration> calibration;  // --load-calibration: skip calibrating
   runner::Backend backend = runner::Backend::kCpu;  // calibration and float runs
   int bins = 2048;
@@ -41,6 +53,7 @@ struct QuantizeOptions {
 struct Sensitivity {
   std::string node;
   double sqnr_db = 0;  // output SQNR with this node alone left in float
+  double cosine = 0;   // the worst output's cosine with it
 };
 
 struct QuantizeResult {
@@ -55,7 +68,7 @@ struct QuantizeResult {
   std::vector<std::string> warnings;
 };
 
-// `samples` may be null only with options.calibration or dynamic, and then no error is
+// `samples` may be null only with options.calibration, dynamic or weights_only, and then no error is
 // measured. Errors: InvalidArgument (options, samples), FailedPrecondition
 // (opset), the model failing to run (its status).
 absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const SampleSource* samples,

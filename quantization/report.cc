@@ -55,6 +55,12 @@ double ErrorReport::min_output_sqnr() const {
   return m;
 }
 
+double ErrorReport::min_output_cosine() const {
+  double m = 1;
+  for (const OutputError& o : outputs) m = std::min(m, o.stats.cosine());
+  return m;
+}
+
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const io::LoadedModel& float_model,
                                                              const SampleSource* holdout, runner::Backend backend) {
   std::unique_ptr<Evaluator> ev(new Evaluator());

@@ -43,6 +43,7 @@ struct ErrorReport {
   std::vector<TensorError> tensors;  // record order
   std::vector<OutputError> outputs;
   double min_output_sqnr() const;
+  double min_output_cosine() const;  // 1 without outputs
 };
 
 class Evaluator {

@@ -20,6 +20,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/io/model_io.h"
+#include "quantization/presets.h"
 #include "quantization/quantize.h"
 #include "quantization/rules.h"
 
@@ -27,13 +28,14 @@ namespace onnxkit::app {
 namespace {
 
 struct QuantizeFlags {
-  std::string model, output, calibration_dir, method = "minmax", act_type = "uint8", weight_type = "int8";
+  std::string model, output, calibration_dir, method = "minmax", act_type, weight_type, preset;
   std::vector<std::string> inputs, shapes, op_types, exclude_ops;
   std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
-  bool allow_random = false, per_tensor = false, json = false, quiet = false;
-  int samples = 32, holdout = 2, bins = 2048;
+  bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
+  int samples = 32, holdout = 2, bins = 2048, bits = 0;
+  int64_t block_size = 0;
   uint64_t seed = 0;
-  double percentile = 99.99, target_sqnr = NAN;
+  double percentile = 99.99, target_sqnr = NAN, target_cosine = NAN;
 };
 
 double PeakRssMb() {
@@ -108,19 +110,21 @@ void WriteReport(JsonWriter& w, const QuantizeFlags& f, const quant::QuantizeRes
     w.EndObject();
   }
   w.EndArray();
-  if (!std::isnan(f.target_sqnr)) {
-    w.KeyDouble("target_sqnr_db", f.target_sqnr);
+  if (!std::isnan(f.target_sqnr) || !std::isnan(f.target_cosine)) {
+    if (!std::isnan(f.target_sqnr)) w.KeyDouble("target_sqnr_db", f.target_sqnr);
+    if (!std::isnan(f.target_cosine)) w.KeyDouble("target_cosine", f.target_cosine);
     w.KeyBool("target_met", r.target_met);
     w.Key("kept_float");
     w.BeginArray();
     for (const std::string& n : r.kept_float) w.String(n);
     w.EndArray();
-    w.Key("sensitivity");  // output SQNR with each node alone in float, best first
+    w.Key("sensitivity");  // worst output SQNR and cosine with each node alone in float, best first
     w.BeginArray();
     for (const quant::Sensitivity& x : r.sensitivity) {
       w.BeginObject();
       w.KeyString("node", x.node);
       w.KeyDouble("sqnr_db", x.sqnr_db);
+      w.KeyDouble("cosine", x.cosine);
       w.EndObject();
     }
     w.EndArray();
@@ -163,8 +167,21 @@ void PrintHuman(const QuantizeFlags& f, const quant::QuantizeResult& r) {
 absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   if (f.model.empty() || f.output.empty()) return UsageError("quantize needs MODEL and -o OUT.onnx");
   if (f.mode != "static" && f.mode != "dynamic") return UsageError("--mode must be static or dynamic");
+  if (f.weights_only) {
+    if (f.mode != "static") return UsageError("--weights-only and --mode dynamic exclude each other");
+    if (!f.load_calibration.empty()) return UsageError("--weights-only calibrates nothing: drop --load-calibration");
+    if (!f.act_type.empty() || !f.weight_type.empty() || f.per_tensor) {
+      return UsageError("--weights-only takes --bits and --block-size, not --act-type, --weight-type or --per-tensor");
+    }
+    if (f.bits != 0 && f.bits != 4 && f.bits != 8) return UsageError("--bits must be 4 or 8");
+    if (f.block_size != 0 && (f.block_size < 1 || f.block_size > (int64_t{1} << 30))) {
+      return UsageError("--block-size must be in [1, 2^30]");
+    }
+  } else if (f.bits != 0 || f.block_size != 0) {
+    return UsageError("--bits and --block-size need --weights-only");
+  }
   int sources = (!f.calibration_dir.empty()) + (!f.inputs.empty()) + f.allow_random;
-  if (sources == 0 && f.load_calibration.empty() && f.mode == "static") {
+  if (sources == 0 && f.load_calibration.empty() && f.mode == "static" && !f.weights_only) {
     return UsageError("quantize needs calibration data: --calibration DIR, --input FILE, or "
                       "--allow-random-calibration (random data gives poor scales)");
   }
@@ -173,15 +190,52 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     return UsageError("--samples and --holdout must be >= 1, --bins in [16, 1048576]");
   }
   if (!(f.percentile > 0 && f.percentile <= 100)) return UsageError("--percentile must be in (0, 100]");
+  const quant::Preset* preset = quant::FindPreset(f.preset.empty() ? "generic" : f.preset);
+  if (preset == nullptr) {
+    std::vector<std::string> valid;
+    for (const quant::Preset& p : quant::AllPresets()) valid.emplace_back(p.name);
+    return UsageError(absl::StrCat("--preset must be one of ", absl::StrJoin(valid, ", ")));
+  }
+  if (!f.preset.empty() && (f.mode == "dynamic" || f.weights_only)) {
+    return UsageError("--preset is for static QDQ (not --mode dynamic or --weights-only)");
+  }
+  auto type_name = [](quant::QType t) {
+    switch (t) {
+      case quant::QType::kInt8: return "int8";
+      case quant::QType::kUint8: return "uint8";
+      case quant::QType::kInt4: return "int4";
+      case quant::QType::kInt16: return "int16";
+      case quant::QType::kUint16: return "uint16";
+    }
+    return "int8";
+  };
+  // Explicit flags override the preset.
+  const std::string act_type = f.act_type.empty() ? type_name(preset->act_type) : f.act_type;
+  const std::string weight_type = f.weight_type.empty() ? type_name(preset->weight_type) : f.weight_type;
   quant::QuantizeOptions o;
   auto method = quant::ParseMethod(f.method);
   if (!method.ok()) return UsageError(StdSv(method.status().message()));
   o.qdq.calibrator.method = *method;
   o.qdq.calibrator.percentile = f.percentile;
-  o.qdq.act_type = f.act_type == "int8" ? quant::QType::kInt8 : quant::QType::kUint8;
-  o.qdq.weight_type = f.weight_type == "uint8" ? quant::QType::kUint8 : quant::QType::kInt8;
-  o.qdq.per_channel = !f.per_tensor;
+  o.qdq.act_type = act_type == "int8"    ? quant::QType::kInt8
+                   : act_type == "int16"  ? quant::QType::kInt16
+                   : act_type == "uint16" ? quant::QType::kUint16
+                                          : quant::QType::kUint8;
+  o.qdq.weight_type = weight_type == "uint8" ? quant::QType::kUint8
+                      : weight_type == "int4" ? quant::QType::kInt4
+                                              : quant::QType::kInt8;
+  if (act_type == "int16" || act_type == "uint16" || weight_type == "int4") {
+    if (f.mode == "dynamic" || f.weights_only) {
+      return UsageError("--act-type int16|uint16 and --weight-type int4 are for static QDQ (not --mode dynamic or --weights-only)");
+    }
+    o.min_opset = 21;  // QuantizeLinear/DequantizeLinear with int4 and 16-bit types
+  }
+  o.qdq.per_channel = preset->per_channel && !f.per_tensor;
+  o.qdq.quantize_outputs = preset->quantize_outputs;
   o.qdq.op_types = SplitList(f.op_types);
+  if (o.qdq.op_types.empty()) {
+    for (std::string_view op : preset->op_types) o.qdq.op_types.emplace_back(op);
+  }
   o.qdq.exclude_ops = SplitList(f.exclude_ops);
   o.qdq.exclude_nodes = f.exclude_nodes;
   for (const std::string& op : o.qdq.op_types) {
@@ -192,12 +246,26 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   }
   o.preprocess = f.preprocess == "none" ? "" : f.preprocess;
   o.dynamic = f.mode == "dynamic";
+  o.weights_only = f.weights_only;
+  if (f.weights_only) {
+    o.weights_only_options.bits = f.bits != 0 ? f.bits : 4;
+    o.weights_only_options.block_size = f.block_size != 0 ? f.block_size : 32;
+    o.min_opset = quant::kWeightsOnlyOpset;
+  }
   o.holdout = f.holdout;
   o.bins = f.bins;
   if (!std::isnan(f.target_sqnr)) o.target_sqnr_db = f.target_sqnr;
+  if (!std::isnan(f.target_cosine)) {
+    if (!(f.target_cosine > 0 && f.target_cosine <= 1)) return UsageError("--target-cosine must be in (0, 1]");
+    o.target_cosine = f.target_cosine;
+  }
+  std::string mode = f.weights_only ? absl::StrCat("weights-only bits=", o.weights_only_options.bits,
+                                                  " block-size=", o.weights_only_options.block_size)
+                                   : f.mode;
   o.metadata = {{"onnxkit.quantize.version", "onnxkit 0.1.0"},
                 {"onnxkit.quantize.options",
-                 absl::StrCat("mode=", f.mode, " method=", f.method, " act=", f.act_type, " weight=", f.weight_type,
+                 absl::StrCat("mode=", mode, " preset=", Sv(preset->name), " method=", f.method, " act=", act_type,
+                              " weight=", weight_type,
                               f.per_tensor ? " per-tensor" : " per-channel", " percentile=", f.percentile,
                               " samples=", f.calibration_dir.empty() ? (f.allow_random ? "random" : "input") : "dir")}};
   bool progress = isatty(2) && !f.quiet;
@@ -223,7 +291,7 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   } else if (!f.inputs.empty()) {
     samples = quant::FileSamples(f.inputs, f.shapes);
   } else if (f.allow_random) {
-    std::cerr << (f.mode == "dynamic" ? "WARNING: measuring the error on RANDOM data (--allow-random-calibration)\n"
+    std::cerr << (f.mode == "dynamic" || f.weights_only ? "WARNING: measuring the error on RANDOM data (--allow-random-calibration)\n"
                                       : "WARNING: calibrating on RANDOM data (--allow-random-calibration): the scales "
                                         "will not fit real inputs; use --calibration DIR for a model you deploy\n");
     samples = quant::RandomSamples(f.samples, f.seed, 0, 1, f.shapes);
@@ -262,8 +330,9 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "quantize",
       "Insert QuantizeLinear/DequantizeLinear with calibration; report the error per layer. Exit codes: 0 written, "
-      "1 --target-sqnr not met (the best model is still written), 2 usage (also random calibration without "
-      "--allow-random-calibration), 3 model or data unreadable, 4 internal error.");
+      "1 --target-sqnr/--target-cosine not met (the best model is still written), 2 usage (also random "
+      "calibration without --allow-random-calibration), 3 model or data unreadable, opset too old (or not "
+      "convertible to 21 where needed), 4 internal error.");
   sub->add_option("model", f->model, "Model file (.onnx)");
   sub->add_option("-o,--output", f->output, "Where to write the quantized model");
   sub->add_option("--calibration", f->calibration_dir, "Folder of test_data_set_* folders (input_<i>.pb) or .npz files");
@@ -278,10 +347,17 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--op-types", f->op_types, "Only quantize these op types (comma-separated)");
   sub->add_option("--exclude-ops", f->exclude_ops, "Never quantize these op types (comma-separated)");
   sub->add_option("--exclude-nodes", f->exclude_nodes, "Never quantize nodes whose name matches this regex");
-  sub->add_option("--act-type", f->act_type, "Activations: uint8 (asymmetric, default) or int8 (symmetric)")
-      ->check(CLI::IsMember({"uint8", "int8"}));
-  sub->add_option("--weight-type", f->weight_type, "Weights: int8 (symmetric, default) or uint8")
-      ->check(CLI::IsMember({"int8", "uint8"}));
+  sub->add_option("--act-type", f->act_type, "Activations: uint8 (asymmetric, default), int8 (symmetric), uint16 or int16 (opset 21; "
+                  "older models are converted first)")
+      ->check(CLI::IsMember({"uint8", "int8", "uint16", "int16"}));
+  sub->add_option("--weight-type", f->weight_type, "Weights: int8 (symmetric, default), uint8, or int4 (symmetric [-7, 7], "
+                  "opset 21; older models are converted first)")
+      ->check(CLI::IsMember({"int8", "uint8", "int4"}));
+  sub->add_option("--preset", f->preset,
+                  "Defaults for a target: generic (default: uint8 activations, int8 per-channel weights, every "
+                  "rule), ort-cpu (the same types, only the ops ONNX Runtime's CPU provider runs quantized), trt "
+                  "(int8 symmetric activations, QDQ only on the inputs of Conv/ConvTranspose/MatMul/Gemm/pooling); "
+                  "--act-type, --weight-type, --per-tensor, --op-types override it");
   sub->add_flag("--per-tensor", f->per_tensor, "One scale per weight tensor (default: per channel, opset >= 13)");
   sub->add_option("--mode", f->mode,
                   "static (default: calibrated QDQ) or dynamic (MatMul weights int8, activations quantized at run "
@@ -289,9 +365,18 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--preprocess", f->preprocess,
                   "Passes run first (default fold,eliminate-identity,dce: exact; 'none' to skip; e.g. add "
                   "fuse-conv-bn)");
+  sub->add_flag("--weights-only", f->weights_only,
+                "Only the constant weights of MatMul/Gemm: int4/int8 with one symmetric scale per block along the "
+                "reduction axis (DequantizeLinear block_size, opset 21; older models are converted first); "
+                "activations stay float, nothing is calibrated (data, when given, only measures the error)");
+  sub->add_option("--bits", f->bits, "--weights-only: 4 (int4, default) or 8 (int8)");
+  sub->add_option("--block-size", f->block_size, "--weights-only: elements per scale along the reduction axis (default 32)");
   sub->add_option("--holdout", f->holdout, "The last N samples measure the error (default 2)");
   sub->add_option("--target-sqnr", f->target_sqnr, "Keep the most sensitive layers in float until every output "
                                                     "reaches this SQNR (dB); exit 1 when it cannot");
+  sub->add_option("--target-cosine", f->target_cosine,
+                  "Keep the most sensitive layers in float until every output's cosine similarity with float "
+                  "reaches this (0, 1]; with --target-sqnr both must hold; exit 1 when it cannot");
   sub->add_option("--report", f->report, "Write the JSON report here");
   sub->add_option("--save-calibration", f->save_calibration, "Write the calibration (ranges, histograms) as JSON");
   sub->add_option("--load-calibration", f->load_calibration, "Use a saved calibration instead of calibrating");

@@ -2,6 +2,7 @@
 // calibration refused without its flag, saved calibration re-used.
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -58,6 +59,96 @@ TEST(QuantizeCliTest, DynamicModeNeedsNoCalibration) {
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "fast"}).exit_code, 2);
 }
 
+TEST(QuantizeCliTest, WeightsOnlyBlockedInt4) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);  // opset 13: converted to 21 first
+  std::string out = (dir / "w.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--weights-only", "--block-size", "2", "--allow-random-calibration",
+                        "--samples", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"weights\": 1"));
+  EXPECT_THAT(r.out, HasSubstr("\"quantized_activations\": 0"));
+  EXPECT_THAT(r.err, HasSubstr("opset 13 to 21"));
+  EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+  CliResult run = RunCli({"run", out, "--backend", "reference", "--random"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  auto model = io::LoadModel(out);
+  ASSERT_TRUE(model.ok());
+  bool int4 = false;
+  for (const pb::TensorProto& t : model->proto.graph->initializer) int4 |= t.data_type == pb::kInt4;
+  EXPECT_TRUE(int4);
+  // Without data: written, no error measured.
+  CliResult nodata = RunCli({"quantize", in, "-o", out, "--weights-only", "--bits", "8", "--json"});
+  ASSERT_EQ(nodata.exit_code, 0) << nodata.err;
+  EXPECT_THAT(nodata.out, HasSubstr("\"output_sqnr_db\": null"));
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--weights-only", "--bits", "3"},
+                                      {"--weights-only", "--block-size", "-1"},
+                                      {"--weights-only", "--mode", "dynamic"},
+                                      {"--weights-only", "--per-tensor"},
+                                      {"--weights-only", "--weight-type", "int8"},
+                                      {"--bits", "4", "--allow-random-calibration"}}) {
+    std::vector<std::string> args = {"quantize", in, "-o", (dir / "bad.onnx").string()};
+    args.insert(args.end(), bad.begin(), bad.end());
+    EXPECT_EQ(RunCli(args).exit_code, 2) << bad[1];
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad.onnx"));
+}
+
+TEST(QuantizeCliTest, Int16ActivationsAndInt4Weights) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "w.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--act-type", "int16", "--weight-type", "int4",
+                        "--allow-random-calibration", "--samples", "4", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("opset 13 to 21"));
+  EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+  EXPECT_EQ(RunCli({"run", out, "--backend", "reference", "--random"}).exit_code, 0);
+  auto model = io::LoadModel(out);
+  ASSERT_TRUE(model.ok());
+  int int4 = 0, int16 = 0;
+  for (const pb::TensorProto& t : model->proto.graph->initializer) {
+    int4 += t.data_type == pb::kInt4;
+    int16 += t.data_type == pb::kInt16;
+  }
+  EXPECT_EQ(int4, 2);  // weight and its zero points
+  EXPECT_GE(int16, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "dynamic", "--weight-type", "int4"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--weights-only", "--act-type", "uint16"}).exit_code, 2);
+}
+
+TEST(QuantizeCliTest, PresetsAndOverrides) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "p.onnx").string();
+  auto zero_point_types = [&](const std::string& path) {
+    std::set<int32_t> types;
+    auto model = io::LoadModel(path);
+    EXPECT_TRUE(model.ok());
+    if (!model.ok()) return types;
+    for (const pb::TensorProto& t : model->proto.graph->initializer) {
+      if (t.dims.empty() && t.data_type != pb::kFloat) types.insert(t.data_type);
+    }
+    return types;
+  };
+  CliResult trt = RunCli({"quantize", in, "-o", out, "--preset", "trt", "--allow-random-calibration", "--json"});
+  ASSERT_EQ(trt.exit_code, 0) << trt.err;
+  EXPECT_THAT(trt.out, HasSubstr("\"quantized_activations\": 1"));  // only MatMul's input
+  EXPECT_EQ(zero_point_types(out), std::set<int32_t>{pb::kInt8});
+  EXPECT_EQ(RunCli({"run", out, "--backend", "reference", "--random"}).exit_code, 0);
+  CliResult over = RunCli({"quantize", in, "-o", out, "--preset", "trt", "--act-type", "uint8",
+                           "--allow-random-calibration", "--json"});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_EQ(zero_point_types(out), std::set<int32_t>{pb::kUint8});
+  CliResult ort = RunCli({"quantize", in, "-o", out, "--preset", "ort-cpu", "--allow-random-calibration", "--json"});
+  ASSERT_EQ(ort.exit_code, 0) << ort.err;
+  EXPECT_THAT(ort.out, HasSubstr("\"quantized_activations\": 2"));  // MatMul's input and output
+  CliResult bad = RunCli({"quantize", in, "-o", out, "--preset", "tensorrt", "--allow-random-calibration"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("generic, ort-cpu, trt"));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--preset", "trt", "--mode", "dynamic"}).exit_code, 2);
+}
+
 TEST(QuantizeCliTest, UsageErrorsExit2) {
   fs::path dir = MakeTempDir();
   std::string in = WriteModel(dir);
@@ -94,6 +185,15 @@ TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"target_met\": false"));
   EXPECT_TRUE(fs::exists(out));
+  CliResult c = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "0.5", "--json"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;  // int8 reaches it without any fallback
+  EXPECT_THAT(c.out, HasSubstr("\"target_cosine\": 0.5"));
+  EXPECT_THAT(c.out, HasSubstr("\"target_met\": true"));
+  EXPECT_THAT(c.out, HasSubstr("\"kept_float\": []"));
+  CliResult both = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "0.5",
+                           "--target-sqnr", "500", "--json"});
+  EXPECT_EQ(both.exit_code, 1) << both.err;  // the SQNR target still fails
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "1.5"}).exit_code, 2);
 }
 
 }  // namespace

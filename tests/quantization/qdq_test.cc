@@ -150,5 +150,31 @@ TEST(QdqTest, TargetSqnrKeepsLayersInFloat) {
   testing::ExpectValid(r->qdq.model);
 }
 
+TEST(QdqTest, TargetCosineKeepsLayersInFloat) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  QuantizeOptions o = Options();
+  auto plain = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  double c0 = plain->report.min_output_cosine();
+  ASSERT_LT(c0, 1);
+  // Halve the distance to 1: some layers go back to float, not all.
+  o.target_cosine = 1 - (1 - c0) / 2;
+  auto r = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->target_met);
+  EXPECT_GE(r->report.min_output_cosine(), *o.target_cosine);
+  EXPECT_FALSE(r->kept_float.empty());
+  EXPECT_LT(r->kept_float.size(), r->sensitivity.size());
+  for (const Sensitivity& s : r->sensitivity) EXPECT_GT(s.cosine, 0.9) << s.node;
+  testing::ExpectValid(r->qdq.model);
+  // With an SQNR target only float meets, both must hold.
+  o.target_sqnr_db = 150;
+  auto both = Quantize(Loaded(ConvNet()), samples.get(), o);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_TRUE(both->target_met);
+  EXPECT_GE(both->report.min_output_sqnr(), 150);
+  EXPECT_GT(both->kept_float.size(), r->kept_float.size());
+}
+
 }  // namespace
 }  // namespace onnxkit::quant
