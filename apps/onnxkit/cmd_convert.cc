@@ -292,7 +292,8 @@ void RegisterConvert(CLI::App& app, Action& action) {
   auto f = std::make_shared<ConvertFlags>();
   CLI::App* sub = app.add_subcommand(
       "convert",
-      "Convert the ai.onnx opset up or down (7..28), float32 to float16 or bfloat16, external data inline or "
+      "Convert the ai.onnx opset up or down (7..28), the ai.onnx.ml opset (1..5), float32 to float16 or bfloat16, "
+      "external data inline or "
       "out; prove the result by running both models. Exit codes: 0 written (or, with --dry-run, possible), 1 "
       "conversion impossible (every blocking node listed) or the outputs differ (nothing written), 2 usage, 3 "
       "model unreadable or refused (also: --inline past 2 GiB), or the original cannot run for verification, 4 "
@@ -300,8 +301,12 @@ void RegisterConvert(CLI::App& app, Action& action) {
   sub->add_option("model", f->model, "Model file (.onnx)");
   sub->add_option("-o,--output", f->output, "Where to write the converted model (may equal MODEL)");
   sub->add_option("--opset", f->opset, "Target ai.onnx opset (7..28; default: the model's)");
-  sub->add_flag("--float16", f->float16, "Float32 weights and computation to float16");
-  sub->add_flag("--bfloat16", f->bfloat16, "Float32 weights and computation to bfloat16");
+  sub->add_flag("--float16", f->float16,
+                "Float32 weights and computation to float16 (verification then defaults to --atol 5e-2 --rtol 5e-2, "
+                "SQNR >= 30 dB)");
+  sub->add_flag("--bfloat16", f->bfloat16,
+                "Float32 weights and computation to bfloat16 (verification then defaults to --atol 0.2 --rtol 0.1, "
+                "SQNR >= 20 dB)");
   sub->add_flag("--keep-io-types,!--no-keep-io-types", f->keep_io_types,
                 "Graph inputs and outputs stay float32 (default on)");
   sub->add_option("--keep-float32", f->keep_float32, "Op type or node name that stays float32; repeatable")
