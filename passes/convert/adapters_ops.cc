@@ -5,6 +5,7 @@
 //   Constant-12 value_float/int/floats/ints/string(s) -> value tensor
 //   LessOrEqual (12)          -> Or(Less(a, b), Equal(a, b)); GreaterOrEqual alike
 //   Constant-9 of a non-float type -> an initializer (Constant-1 holds floats only)
+//   ArgMax/ArgMin-12 select_last_index -> (dim - 1) - ArgMax(Slice(x, step -1))
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -124,6 +125,38 @@ absl::Status NoBroadcastDown8(Step& step) {
     first = shape;
   }
   return GenericStep(step);
+}
+
+// ArgMax/ArgMin-12 select_last_index=1 below 12: the first index over the
+// axis reversed (a Slice with step -1) counted from the end,
+// (dim - 1) - ArgMax(reverse(x)); needs the axis length.
+absl::Status SelectLastIndexDown12(Step& step) {
+  if (step.node->GetInt("select_last_index").value_or(0) == 0) {
+    step.node->RemoveAttribute("select_last_index");
+    return GenericStep(step);
+  }
+  ir::Value* x = step.node->input(0);
+  std::optional<std::vector<int64_t>> shape = KnownShape(*x, *step.ctx);
+  if (!shape) return Block("select_last_index needs the input shape");
+  const int64_t rank = static_cast<int64_t>(shape->size());
+  int64_t axis = step.node->GetInt("axis").value_or(0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return Block("axis out of range");
+  const int64_t dim = (*shape)[static_cast<size_t>(axis)];
+  if (dim <= 0) return Block("select_last_index needs a known, non-empty axis length");
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * starts, AddInts(step, "starts", {-1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ends, AddInts(step, "ends", {std::numeric_limits<int64_t>::min()}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, AddInts(step, "axes", {axis}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * steps, AddInts(step, "steps", {-1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * rev, AddBefore(step, "Slice", {x, starts, ends, axes, steps}, 1));
+  std::vector<pb::AttributeProto> attrs = {IntAttr("axis", axis),
+                                           IntAttr("keepdims", step.node->GetInt("keepdims").value_or(1))};
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * arg, AddBefore(step, step.node->op_type(), {rev->output(0)}, 1, attrs));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * last, AddScalar(step, "last_index", pb::kInt64, static_cast<double>(dim - 1)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sub, AddBefore(step, "Sub", {last, arg->output(0)}, 1));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, sub->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
 }
 
 absl::Status ExpandOrEqual(Step& step) {

@@ -243,6 +243,26 @@ TEST(ConvertAdaptersTest, LayerNormMeanAndInvStdDevOutputsSurviveTheExpansion) {
   ExpectSameOutputs(m, down.model, {{"x", RandomFloats({3, 4}, 6)}}, 1e-4, 1e-4);
 }
 
+TEST(ConvertAdaptersTest, SelectLastIndexBecomesAReversedArgMax) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Node("ArgMax", {"x"}, {"y"}, {AttrInt("axis", 1), AttrInt("select_last_index", 1)})
+                                        .Output("y", pb::kInt64, {{2, 1}})
+                                        .Build(),
+                                    13, 7);
+  // Ties: the last maximum must win (index 3 and 2).
+  Feeds feeds = {{"x", Floats({2, 4}, {5, 1, 0, 5, 2, 7, 7, -1})}};
+  ConvertResult down = ConvertTo(m, 11);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(OpCount(down.model, "Slice"), 1);
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model, feeds, 0, 0);
+  // Slice has no step below 10: blocked there, with the reason.
+  ConvertResult nine = ConvertTo(m, 9);
+  ASSERT_FALSE(nine.blockers.empty());
+  EXPECT_THAT(nine.blockers[0].reason, HasSubstr("steps"));
+}
+
 TEST(ConvertAdaptersTest, IrVersionTable) {
   using passes::convert::IrVersionForOpset;
   EXPECT_EQ(IrVersionForOpset(7), 3);
