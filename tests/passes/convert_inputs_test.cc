@@ -13,14 +13,6 @@ namespace {
 
 using passes::convert::ConvertResult;
 
-pb::AttributeProto AttrFloats(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset) {
   io::LoadedModel loaded;
   loaded.proto = m;

@@ -16,22 +16,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-pb::AttributeProto Strs(std::string name, std::vector<std::string> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(v);
-  return a;
-}
-
-pb::AttributeProto Flts(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 // Two trees over 2 features (tree 0 splits on x0 then x1; tree 1 on x1),
 // every leaf voting for each of `classes` classes with its own weight.
 pb::ModelProto ClassifierModel(int64_t classes, std::vector<pb::AttributeProto> extra,
@@ -53,18 +37,18 @@ pb::ModelProto ClassifierModel(int64_t classes, std::vector<pb::AttributeProto> 
       AttrInts("nodes_treeids", {0, 0, 0, 0, 0, 1, 1, 1}),
       AttrInts("nodes_nodeids", {0, 1, 2, 3, 4, 0, 1, 2}),
       AttrInts("nodes_featureids", {0, 1, 0, 0, 0, 1, 0, 0}),
-      Strs("nodes_modes", {"BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "BRANCH_LT", "LEAF", "LEAF"}),
-      Flts("nodes_values", {0.5f, 0.25f, 0, 0, 0, 0.6f, 0, 0}),
+      AttrStrings("nodes_modes", {"BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "BRANCH_LT", "LEAF", "LEAF"}),
+      AttrFloats("nodes_values", {0.5f, 0.25f, 0, 0, 0, 0.6f, 0, 0}),
       AttrInts("nodes_truenodeids", {1, 3, 0, 0, 0, 1, 0, 0}),
       AttrInts("nodes_falsenodeids", {2, 4, 0, 0, 0, 2, 0, 0}),
       AttrInts("class_treeids", ct),
       AttrInts("class_nodeids", cn),
       AttrInts("class_ids", ci),
-      Flts("class_weights", cw)};
+      AttrFloats("class_weights", cw)};
   if (string_labels) {
     std::vector<std::string> labels;
     for (int64_t c = 0; c < classes; ++c) labels.push_back(std::string(1, static_cast<char>('a' + c)));
-    attrs.push_back(Strs("classlabels_strings", labels));
+    attrs.push_back(AttrStrings("classlabels_strings", labels));
   } else {
     std::vector<int64_t> labels;
     for (int64_t c = 0; c < classes; ++c) labels.push_back(100 + c);
@@ -118,7 +102,7 @@ TEST(ConvertMlClassifierTest, ThreeClassesBecomeTreeEnsembleArgMaxGather) {
 
 TEST(ConvertMlClassifierTest, BaseValuesSoftmaxAndStringLabels) {
   pb::ModelProto m =
-      ClassifierModel(4, {Flts("base_values", {0.5f, -0.25f, 0, 1}), AttrString("post_transform", "SOFTMAX")},
+      ClassifierModel(4, {AttrFloats("base_values", {0.5f, -0.25f, 0, 1}), AttrString("post_transform", "SOFTMAX")},
                       pb::kFloat, true);
   auto up = ToMl5(m);
   ASSERT_TRUE(up.ok()) << up.status();

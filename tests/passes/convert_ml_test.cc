@@ -42,22 +42,6 @@ pb::NodeProto MlNode(std::string op, std::vector<std::string> in, std::vector<st
   return n;
 }
 
-pb::AttributeProto Strs(std::string name, std::vector<std::string> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(v);
-  return a;
-}
-
-pb::AttributeProto Flts(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 absl::StatusOr<ConvertResult> ConvertMl(const pb::ModelProto& m, int64_t ml_opset, int64_t opset = 13) {
   io::LoadedModel loaded;
   loaded.proto = m;
@@ -84,12 +68,12 @@ pb::GraphProto RegressorGraph(std::string aggregate, std::vector<float> base) {
       "TreeEnsembleRegressor", {"x"}, {"y"},
       {AttrInts("nodes_treeids", {0, 0, 0, 0, 0, 1}), AttrInts("nodes_nodeids", {0, 1, 2, 3, 4, 0}),
        AttrInts("nodes_featureids", {0, 2, 0, 0, 0, 0}),
-       Strs("nodes_modes", {"BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "LEAF"}),
-       Flts("nodes_values", {0.1f, -0.3f, 0, 0, 0, 0}), AttrInts("nodes_truenodeids", {1, 3, 0, 0, 0, 0}),
+       AttrStrings("nodes_modes", {"BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "LEAF"}),
+       AttrFloats("nodes_values", {0.1f, -0.3f, 0, 0, 0, 0}), AttrInts("nodes_truenodeids", {1, 3, 0, 0, 0, 0}),
        AttrInts("nodes_falsenodeids", {2, 4, 0, 0, 0, 0}), AttrInts("target_treeids", {0, 0, 0, 1}),
        AttrInts("target_nodeids", {2, 3, 4, 0}), AttrInts("target_ids", {0, 0, 0, 0}),
-       Flts("target_weights", {1.5f, -2.25f, 0.75f, 0.5f}), AttrInt("n_targets", 1),
-       AttrString("aggregate_function", std::move(aggregate)), Flts("base_values", std::move(base))}));
+       AttrFloats("target_weights", {1.5f, -2.25f, 0.75f, 0.5f}), AttrInt("n_targets", 1),
+       AttrString("aggregate_function", std::move(aggregate)), AttrFloats("base_values", std::move(base))}));
   return g.Build();
 }
 
@@ -128,10 +112,10 @@ TEST(ConvertMlTest, RegressorRunsOnIntegerFeatures) {
   g.graph().node.push_back(MlNode(
       "TreeEnsembleRegressor", {"x"}, {"y"},
       {AttrInts("nodes_treeids", {0, 0, 0}), AttrInts("nodes_nodeids", {0, 1, 2}), AttrInts("nodes_featureids", {0, 0, 0}),
-       Strs("nodes_modes", {"BRANCH_LT", "LEAF", "LEAF"}), Flts("nodes_values", {2.5f, 0, 0}),
+       AttrStrings("nodes_modes", {"BRANCH_LT", "LEAF", "LEAF"}), AttrFloats("nodes_values", {2.5f, 0, 0}),
        AttrInts("nodes_truenodeids", {1, 0, 0}), AttrInts("nodes_falsenodeids", {2, 0, 0}),
        AttrInts("target_treeids", {0, 0}), AttrInts("target_nodeids", {1, 2}), AttrInts("target_ids", {0, 0}),
-       Flts("target_weights", {-1.f, 4.f}), AttrInt("n_targets", 1)}));
+       AttrFloats("target_weights", {-1.f, 4.f}), AttrInt("n_targets", 1)}));
   pb::ModelProto m = MlModel(g.Build(), 1);
   ASSIGN_OK(out, RunModel(m, {{"x", Int64s({4, 1}, {1, 2, 3, 9})}}));
   ASSERT_EQ(out.size(), 1u);
@@ -151,9 +135,9 @@ TEST(ConvertMlTest, LeafFeedingTwoTargetsBlocksWithItsReason) {
   g.graph().node.push_back(MlNode(
       "TreeEnsembleRegressor", {"x"}, {"y"},
       {AttrInts("nodes_treeids", {0}), AttrInts("nodes_nodeids", {0}), AttrInts("nodes_featureids", {0}),
-       Strs("nodes_modes", {"LEAF"}), Flts("nodes_values", {0}), AttrInts("nodes_truenodeids", {0}),
+       AttrStrings("nodes_modes", {"LEAF"}), AttrFloats("nodes_values", {0}), AttrInts("nodes_truenodeids", {0}),
        AttrInts("nodes_falsenodeids", {0}), AttrInts("target_treeids", {0, 0}), AttrInts("target_nodeids", {0, 0}),
-       AttrInts("target_ids", {0, 1}), Flts("target_weights", {1.f, 2.f}), AttrInt("n_targets", 2)}));
+       AttrInts("target_ids", {0, 1}), AttrFloats("target_weights", {1.f, 2.f}), AttrInt("n_targets", 2)}));
   pb::ModelProto m = MlModel(g.Build(), 3);
   ASSIGN_OK(up, ConvertMl(m, 5, 21));
   ASSERT_EQ(up.blockers.size(), 1u);
@@ -204,7 +188,7 @@ TEST(ConvertMlTest, LabelEncoderClassesBecomeKeysAndBack) {
   GraphBuilder g("g");
   g.Input("s", pb::kString, {{4}}).Output("y", pb::kInt64, {{4}});
   g.graph().node.push_back(
-      MlNode("LabelEncoder", {"s"}, {"y"}, {Strs("classes_strings", {"cat", "dog", "eel"}), AttrInt("default_int64", 9)}));
+      MlNode("LabelEncoder", {"s"}, {"y"}, {AttrStrings("classes_strings", {"cat", "dog", "eel"}), AttrInt("default_int64", 9)}));
   pb::ModelProto m = MlModel(g.Build(), 1, std::nullopt);
   Feeds feeds = {{"s", Strings({4}, {"eel", "cat", "yak", "dog"})}};
   ASSIGN_OK(up, ConvertMl(m, 4));
@@ -221,7 +205,7 @@ TEST(ConvertMlTest, NonPositionalLabelEncoderCannotGoToOne) {
   GraphBuilder g("g");
   g.Input("k", pb::kInt64, {{2}}).Output("y", pb::kString, {{2}});
   g.graph().node.push_back(MlNode("LabelEncoder", {"k"}, {"y"},
-                                  {AttrInts("keys_int64s", {3, 5}), Strs("values_strings", {"a", "b"})}));
+                                  {AttrInts("keys_int64s", {3, 5}), AttrStrings("values_strings", {"a", "b"})}));
   ASSIGN_OK(down, ConvertMl(MlModel(g.Build(), 2), 1));
   ASSERT_EQ(down.blockers.size(), 1u);
   EXPECT_THAT(down.blockers[0].reason, HasSubstr("not the positions"));

@@ -67,6 +67,18 @@ pb::AttributeProto AttrInts(std::string name, std::vector<int64_t> v) {
   return a;
 }
 
+pb::AttributeProto AttrFloats(std::string name, std::vector<float> v) {
+  pb::AttributeProto a = Attr(std::move(name), pb::kAttrFloats);
+  a.floats = std::move(v);
+  return a;
+}
+
+pb::AttributeProto AttrStrings(std::string name, std::vector<std::string> v) {
+  pb::AttributeProto a = Attr(std::move(name), pb::kAttrStrings);
+  a.strings = std::move(v);
+  return a;
+}
+
 pb::AttributeProto AttrTensor(std::string name, pb::TensorProto t) {
   pb::AttributeProto a = Attr(std::move(name), pb::kAttrTensor);
   a.t = std::move(t);

@@ -94,6 +94,8 @@ pb::AttributeProto AttrInt(std::string name, int64_t v);
 pb::AttributeProto AttrFloat(std::string name, float v);
 pb::AttributeProto AttrString(std::string name, std::string v);
 pb::AttributeProto AttrInts(std::string name, std::vector<int64_t> v);
+pb::AttributeProto AttrFloats(std::string name, std::vector<float> v);
+pb::AttributeProto AttrStrings(std::string name, std::vector<std::string> v);
 pb::AttributeProto AttrTensor(std::string name, pb::TensorProto t);
 pb::AttributeProto AttrGraph(std::string name, pb::GraphProto g);
 pb::AttributeProto AttrGraphs(std::string name, std::vector<pb::GraphProto> graphs);

@@ -1,18 +1,12 @@
 // ai.onnx.ml, text and training-optimizer shape functions.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/model_builder.h"
 #include "tests/lib/infer/infer_test_util.h"
 
 namespace onnxkit::infer::testing {
 namespace {
-
-pb::AttributeProto AttrStrings(std::string name, std::vector<std::string> values) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(values);
-  return a;
-}
+using onnxkit::testing::AttrStrings;
 
 TEST(MlTest, LabelEncoderAndCategoryMapper) {
   EXPECT_EQ(Infer({.op = "LabelEncoder",

@@ -19,22 +19,6 @@ namespace {
 using runner::RtValue;
 using runner::Tensor;
 
-pb::AttributeProto AttrStrings(std::string name, std::vector<std::string> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(v);
-  return a;
-}
-
-pb::AttributeProto AttrFloats(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 // Runs one ai.onnx.ml node on `feeds` (ai.onnx.ml imported at 3).
 absl::StatusOr<std::vector<RtValue>> RunMl(const std::string& op, const std::vector<RtValue>& feeds,
                                            std::vector<pb::AttributeProto> attrs, int outputs = 2) {

@@ -20,22 +20,6 @@ using runner::Tensor;
 
 
 
-pb::AttributeProto AttrStrings(std::string name, std::vector<std::string> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(v);
-  return a;
-}
-
-pb::AttributeProto AttrFloats(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 // A float tensor attribute.
 pb::AttributeProto AttrFloatTensor(std::string name, std::vector<float> v) {
   pb::TensorProto t;
