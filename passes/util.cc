@@ -196,36 +196,4 @@ ir::Node* SoleConsumer(const ir::Value& value) {
   return value.uses()[0].node;
 }
 
-pb::AttributeProto IntAttr(std::string name, int64_t v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrInt;
-  a.i = v;
-  return a;
-}
-
-pb::AttributeProto FloatAttr(std::string name, float v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloat;
-  a.f = v;
-  return a;
-}
-
-pb::AttributeProto IntsAttr(std::string name, std::vector<int64_t> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrInts;
-  a.ints = std::move(v);
-  return a;
-}
-
-pb::AttributeProto StringAttr(std::string name, std::string v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrString;
-  a.s = std::move(v);
-  return a;
-}
-
 }  // namespace onnxkit::passes

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/ir/attributes.h"
 #include "lib/ir/ir.h"
 #include "passes/pass.h"
 #include "runner/tensor.h"
@@ -78,11 +79,13 @@ std::optional<std::vector<int64_t>> KnownShape(const ir::Value& value, const Pas
 // and it is not a graph output; null otherwise.
 ir::Node* SoleConsumer(const ir::Value& value);
 
-// An attribute built for NodeSpec / SetAttribute.
-pb::AttributeProto IntAttr(std::string name, int64_t v);
-pb::AttributeProto FloatAttr(std::string name, float v);
-pb::AttributeProto IntsAttr(std::string name, std::vector<int64_t> v);
-pb::AttributeProto StringAttr(std::string name, std::string v);
+// Attribute builders (lib/ir/attributes.h), spelled here as the passes use them.
+using ir::FloatAttr;
+using ir::FloatsAttr;
+using ir::IntAttr;
+using ir::IntsAttr;
+using ir::StringAttr;
+using ir::StringsAttr;
 
 }  // namespace onnxkit::passes
 

@@ -39,22 +39,6 @@ constexpr std::string_view kMl = "ai.onnx.ml";
 // Nodes a TreeEnsemble may unfold to as a regressor.
 constexpr int64_t kMaxRegressorNodes = int64_t{1} << 24;
 
-pb::AttributeProto Strings(std::string name, std::vector<std::string> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrStrings;
-  a.strings = std::move(v);
-  return a;
-}
-
-pb::AttributeProto Floats(std::string name, std::vector<float> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrFloats;
-  a.floats = std::move(v);
-  return a;
-}
-
 std::vector<int64_t> Positions(size_t n) {
   std::vector<int64_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<int64_t>(i);
@@ -115,11 +99,11 @@ absl::Status LabelEncoderUp2(Step& step) {
     for (const std::string& s : c) {
       if (!seen.insert(s).second) return Block(absl::StrCat("classes_strings lists '", s, "' twice"));
     }
-    n.SetAttribute(Strings("keys_strings", c));
+    n.SetAttribute(StringsAttr("keys_strings", c));
     n.SetAttribute(IntsAttr("values_int64s", Positions(c.size())));
   } else if (in == pb::kInt64) {
     n.SetAttribute(IntsAttr("keys_int64s", Positions(c.size())));
-    n.SetAttribute(Strings("values_strings", c));
+    n.SetAttribute(StringsAttr("values_strings", c));
   } else {
     return Block("the element type of X is unknown (string or int64 decides the mapping)");
   }
@@ -153,7 +137,7 @@ absl::Status LabelEncoderDown2(Step& step) {
        {"keys_strings", "values_int64s", "keys_int64s", "values_strings", "default_float"}) {
     n.RemoveAttribute(name);
   }
-  n.SetAttribute(Strings("classes_strings", std::move(classes)));
+  n.SetAttribute(StringsAttr("classes_strings", std::move(classes)));
   return GenericStep(step);
 }
 
@@ -165,12 +149,12 @@ absl::Status LabelEncoderDown4(Step& step) {
     if (!t.defined()) continue;
     if (t.dtype() == pb::kString) {
       std::vector<std::string> v(t.strings().begin(), t.strings().end());
-      n.SetAttribute(Strings(absl::StrCat(Sv(base), "_strings"), std::move(v)));
+      n.SetAttribute(StringsAttr(absl::StrCat(Sv(base), "_strings"), std::move(v)));
     } else if (t.dtype() == pb::kInt64) {
       n.SetAttribute(IntsAttr(absl::StrCat(Sv(base), "_int64s"),
                               std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.size())));
     } else if (t.dtype() == pb::kFloat) {
-      n.SetAttribute(Floats(absl::StrCat(Sv(base), "_floats"),
+      n.SetAttribute(FloatsAttr(absl::StrCat(Sv(base), "_floats"),
                             std::vector<float>(t.data<float>(), t.data<float>() + t.size())));
     } else {
       return Block(
@@ -216,7 +200,7 @@ absl::Status TreeAsTensorDown3(Step& step) {
       v.push_back(f);
     }
     n.RemoveAttribute(name);
-    n.SetAttribute(Floats(std::string(base), std::move(v)));
+    n.SetAttribute(FloatsAttr(std::string(base), std::move(v)));
   }
   return GenericStep(step);
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/ir/attributes.h"
 #include "runner/convert.h"
 #include "runner/tensor.h"
 
@@ -64,30 +65,6 @@ absl::StatusOr<std::vector<double>> Values(const ir::Node& node, std::string_vie
   std::vector<double> out;
   if (a != nullptr) out.assign(a->proto.floats.begin(), a->proto.floats.end());
   return out;
-}
-
-pb::AttributeProto IntA(std::string name, int64_t v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrInt;
-  a.i = v;
-  return a;
-}
-
-pb::AttributeProto IntsA(std::string name, std::vector<int64_t> v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrInts;
-  a.ints = std::move(v);
-  return a;
-}
-
-pb::AttributeProto StringA(std::string name, std::string_view v) {
-  pb::AttributeProto a;
-  a.name = std::move(name);
-  a.type = pb::kAttrString;
-  a.s = std::string(v);
-  return a;
 }
 
 absl::StatusOr<pb::AttributeProto> TensorA(std::string name, int32_t dtype, const std::vector<double>& v) {
@@ -264,15 +241,15 @@ void Append(Flat& dst, const Flat& src) {
 // The TreeEnsemble attributes of `f`.
 absl::Status WriteAttributes(const Flat& f, int64_t aggregate, int64_t targets, int64_t post, int32_t dtype,
                              std::vector<pb::AttributeProto>& a) {
-  a.push_back(IntA("aggregate_function", aggregate));
-  a.push_back(IntsA("leaf_targetids", f.leaf_targets));
+  a.push_back(ir::IntAttr("aggregate_function", aggregate));
+  a.push_back(ir::IntsAttr("leaf_targetids", f.leaf_targets));
   ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto lw, TensorA("leaf_weights", dtype, f.leaf_weights));
   a.push_back(std::move(lw));
-  a.push_back(IntA("n_targets", targets));
-  a.push_back(IntsA("nodes_falseleafs", f.false_leafs));
-  a.push_back(IntsA("nodes_falsenodeids", f.false_ids));
-  a.push_back(IntsA("nodes_featureids", f.features));
-  a.push_back(IntsA("nodes_missing_value_tracks_true", f.missing));
+  a.push_back(ir::IntAttr("n_targets", targets));
+  a.push_back(ir::IntsAttr("nodes_falseleafs", f.false_leafs));
+  a.push_back(ir::IntsAttr("nodes_falsenodeids", f.false_ids));
+  a.push_back(ir::IntsAttr("nodes_featureids", f.features));
+  a.push_back(ir::IntsAttr("nodes_missing_value_tracks_true", f.missing));
   {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor m, Tensor::Allocate(pb::kUint8, {static_cast<int64_t>(f.modes.size())}));
     for (size_t i = 0; i < f.modes.size(); ++i) m.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(f.modes[i]);
@@ -284,10 +261,10 @@ absl::Status WriteAttributes(const Flat& f, int64_t aggregate, int64_t targets, 
   }
   ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto sp, TensorA("nodes_splits", dtype, f.splits));
   a.push_back(std::move(sp));
-  a.push_back(IntsA("nodes_trueleafs", f.true_leafs));
-  a.push_back(IntsA("nodes_truenodeids", f.true_ids));
-  a.push_back(IntA("post_transform", post));
-  a.push_back(IntsA("tree_roots", f.roots));
+  a.push_back(ir::IntsAttr("nodes_trueleafs", f.true_leafs));
+  a.push_back(ir::IntsAttr("nodes_truenodeids", f.true_ids));
+  a.push_back(ir::IntAttr("post_transform", post));
+  a.push_back(ir::IntsAttr("tree_roots", f.roots));
   return absl::OkStatus();
 }
 
@@ -555,11 +532,11 @@ absl::StatusOr<std::vector<pb::AttributeProto>> RegressorFromTreeEnsemble(const 
   }
 
   std::vector<pb::AttributeProto> a;
-  a.push_back(StringA("aggregate_function", kAggregateNames[aggregate]));
-  a.push_back(IntA("n_targets", targets));
-  a.push_back(IntsA("nodes_falsenodeids", o_false));
-  a.push_back(IntsA("nodes_featureids", o_feature));
-  a.push_back(IntsA("nodes_missing_value_tracks_true", o_missing));
+  a.push_back(ir::StringAttr("aggregate_function", std::string(kAggregateNames[aggregate])));
+  a.push_back(ir::IntAttr("n_targets", targets));
+  a.push_back(ir::IntsAttr("nodes_falsenodeids", o_false));
+  a.push_back(ir::IntsAttr("nodes_featureids", o_feature));
+  a.push_back(ir::IntsAttr("nodes_missing_value_tracks_true", o_missing));
   {
     pb::AttributeProto m;
     m.name = "nodes_modes";
@@ -567,13 +544,13 @@ absl::StatusOr<std::vector<pb::AttributeProto>> RegressorFromTreeEnsemble(const 
     m.strings = o_modes;
     a.push_back(std::move(m));
   }
-  a.push_back(IntsA("nodes_nodeids", o_node));
-  a.push_back(IntsA("nodes_treeids", o_tree));
-  a.push_back(IntsA("nodes_truenodeids", o_true));
-  a.push_back(StringA("post_transform", kPostNames[post]));
-  a.push_back(IntsA("target_ids", t_ids));
-  a.push_back(IntsA("target_nodeids", t_node));
-  a.push_back(IntsA("target_treeids", t_tree));
+  a.push_back(ir::IntsAttr("nodes_nodeids", o_node));
+  a.push_back(ir::IntsAttr("nodes_treeids", o_tree));
+  a.push_back(ir::IntsAttr("nodes_truenodeids", o_true));
+  a.push_back(ir::StringAttr("post_transform", std::string(kPostNames[post])));
+  a.push_back(ir::IntsAttr("target_ids", t_ids));
+  a.push_back(ir::IntsAttr("target_nodeids", t_node));
+  a.push_back(ir::IntsAttr("target_treeids", t_tree));
   if (double_values) {
     ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto v, TensorA("nodes_values_as_tensor", pb::kDouble, o_values));
     ONNXKIT_ASSIGN_OR_RETURN(pb::AttributeProto w, TensorA("target_weights_as_tensor", pb::kDouble, t_weights));
