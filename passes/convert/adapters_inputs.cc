@@ -5,6 +5,7 @@
 // Going down, the inputs must be constant.
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
+#include "lib/infer/types.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
 
@@ -15,6 +16,15 @@ namespace {
 absl::StatusOr<std::optional<double>> ConstScalarInput(Step& step, int i) {
   if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return std::optional<double>();
   std::optional<double> v = ConstantScalar(*step.node->input(i), *step.ctx);
+  if (!v) {
+    // A scalar computed from constants or static shapes, as inference knows it.
+    const infer::ValueState* state = step.ctx->State(*step.node->input(i));
+    if (state != nullptr && state->float_data && state->float_data->size() == 1) {
+      v = (*state->float_data)[0];
+    } else if (state != nullptr && state->data && state->data->size() == 1 && (*state->data)[0].known()) {
+      v = static_cast<double>(*(*state->data)[0].value);
+    }
+  }
   if (!v) return Block(absl::StrCat("input '", step.node->input(i)->name(), "' is not a constant scalar"));
   return v;
 }

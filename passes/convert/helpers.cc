@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/infer/context.h"
 #include "passes/convert/adapter.h"
 #include "passes/util.h"
 #include "runner/tensor.h"
@@ -46,7 +47,14 @@ absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t 
 std::optional<std::vector<int64_t>> ConstInts(Step& step, int i) {
   if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return std::nullopt;
   auto t = ConstantTensor(*step.node->input(i), *step.ctx);
-  if (!t.ok() || t->is_string()) return std::nullopt;
+  if (!t.ok()) {
+    // A value computed from static shapes (Shape -> Gather -> Concat,
+    // Range over a Size, ...): inference knows its contents.
+    const infer::ValueState* state = step.ctx->State(*step.node->input(i));
+    if (state == nullptr || !state->data) return std::nullopt;
+    return infer::KnownValues(*state->data);
+  }
+  if (t->is_string()) return std::nullopt;
   std::vector<int64_t> out;
   for (int64_t k = 0; k < t->size(); ++k) {
     if (t->dtype() == pb::kInt64) {

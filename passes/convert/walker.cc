@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/infer/context.h"
 #include "lib/infer/types.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/type_string.h"
@@ -262,6 +263,75 @@ absl::StatusOr<ir::Node*> TryWiden(Step& step) {
   return wide;
 }
 
+// A node that blocks but whose every output inference knows (integers
+// computed from static shapes: Range over a Size, Shape -> Gather ->
+// Concat, ...) becomes constants, and producers left without readers go.
+// Random ops and nodes with bodies are never folded.
+absl::StatusOr<bool> FoldKnownOutputs(ir::Graph& graph, ir::Node* node, ConvertContext& ctx) {
+  static constexpr std::string_view kRandom[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                 "RandomUniformLike", "Multinomial", "Bernoulli"};
+  for (std::string_view r : kRandom) {
+    if (node->op_type() == r) return false;
+  }
+  for (const ir::Attribute& a : node->attributes()) {
+    if (a.g || !a.graphs.empty()) return false;
+  }
+  if (node->num_outputs() == 0) return false;
+  std::vector<runner::Tensor> values;
+  for (const ir::Value* o : node->outputs()) {
+    if (o == nullptr || o->name().empty() || o->IsGraphOutput()) return false;
+    const infer::ValueState* state = ctx.State(*o);
+    if (state == nullptr || !state->data || !state->type.is_tensor() || !state->type.shape) return false;
+    const int32_t elem = state->type.elem_type;
+    if (elem != pb::kInt64 && elem != pb::kInt32) return false;
+    std::optional<std::vector<int64_t>> data = infer::KnownValues(*state->data);
+    if (!data) return false;
+    std::vector<int64_t> dims;
+    int64_t count = 1;
+    for (const infer::Dim& d : *state->type.shape) {
+      // Shape-sized data only: inference keeps small tensors' contents.
+      if (!d.known() || *d.value > (1 << 16)) return false;
+      dims.push_back(*d.value);
+      count *= *d.value;
+      if (count > (1 << 16)) return false;
+    }
+    if (count != static_cast<int64_t>(data->size())) return false;
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::Tensor::Allocate(elem, dims));
+    for (int64_t i = 0; i < count; ++i) {
+      if (elem == pb::kInt64) {
+        t.mutable_data<int64_t>()[i] = (*data)[static_cast<size_t>(i)];
+      } else {
+        t.mutable_data<int32_t>()[i] = static_cast<int32_t>((*data)[static_cast<size_t>(i)]);
+      }
+    }
+    values.push_back(std::move(t));
+  }
+  std::vector<ir::Node*> producers;
+  for (ir::Value* in : node->inputs()) {
+    if (in != nullptr && in->producer() != nullptr) producers.push_back(in->producer());
+  }
+  for (int i = 0; i < node->num_outputs(); ++i) {
+    ir::Value* o = node->output(i);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddConstant(graph, absl::StrCat(o->name(), "_folded"),
+                                                        values[static_cast<size_t>(i)]));
+    ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(o, c));
+  }
+  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
+  // Producers only this node read, and theirs in turn.
+  while (!producers.empty()) {
+    ir::Node* p = producers.back();
+    producers.pop_back();
+    if (!IsLive(graph, p)) continue;
+    std::vector<ir::Node*> above;
+    for (ir::Value* in : p->inputs()) {
+      if (in != nullptr && in->producer() != nullptr) above.push_back(in->producer());
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(bool removed, RemoveIfDead(graph, p));
+    if (removed) producers.insert(producers.end(), above.begin(), above.end());
+  }
+  return true;
+}
+
 std::string StepKey(const Step& s, const std::string& op, std::string_view adapter) {
   int64_t a = s.from->since_version();
   int64_t b = s.to != nullptr ? s.to->since_version() : s.boundary - 1;
@@ -299,6 +369,12 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
         // Types the target lacks: run on a wider type between Casts.
         absl::StatusOr<ir::Node*> wide = TryWiden(step);
         if (!wide.ok()) {
+          absl::StatusOr<bool> folded = FoldKnownOutputs(graph, node, ctx);
+          if (folded.ok() && *folded) {
+            (*stats.steps)[absl::StrCat(op, " ", step.from->since_version(), "->", step.boundary - 1,
+                                        " fold-known-value")] += 1;
+            break;
+          }
           stats.blockers->push_back({path, label, absl::StrCat(op, ": ", wide.status().message())});
           break;
         }
@@ -310,6 +386,13 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
         }
       }
       absl::Status st = row != nullptr ? row->fn(step) : GenericStep(step);
+      if (!st.ok() && IsBlock(st) && !step.replaced) {
+        absl::StatusOr<bool> folded = FoldKnownOutputs(graph, node, ctx);
+        if (folded.ok() && *folded) {
+          (*stats.steps)[StepKey(step, op, "fold-known-value")] += 1;
+          break;
+        }
+      }
       if (!st.ok()) {
         std::string reason(StdSv(st.message()));
         if (IsBlock(st)) reason = reason.substr(reason.find(": ") + 2);

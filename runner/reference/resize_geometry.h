@@ -60,6 +60,10 @@ struct Geometry {
 // The geometry for input X of `ctx` (scales / sizes / roi read from the
 // inputs); InvalidArgument naming what is wrong.
 absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, const Tensor& x);
+// The same from X's shape and the constant scales, sizes and roi (each
+// null when absent); what `onnxkit convert` uses to expand a Resize.
+absl::StatusOr<Geometry> ResolveGeometry(const Config& c, const std::vector<int64_t>& x_shape, const Tensor* scales,
+                                         const Tensor* sizes, const Tensor* roi);
 
 // The input positions and weights of one output coordinate of an axis;
 // `outside` when tf_crop_and_resize maps it outside the input.

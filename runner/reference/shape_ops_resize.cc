@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_join.h"
 #include "lib/base/status_macros.h"
+#include "lib/tensor/tensor_data.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/resize_geometry.h"
 #include "runner/reference/shape_ops.h"
@@ -241,13 +242,34 @@ class ResizeKernel : public Kernel {
 }  // namespace
 
 absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, const Tensor& x) {
-  int64_t rank = x.rank();
+  const Tensor* scales = nullptr;
+  const Tensor* sizes = nullptr;
+  const Tensor* roi = nullptr;
+  if (c.form != Form::kUpsample1 && c.form != Form::kUpsample7) {
+    ONNXKIT_ASSIGN_OR_RETURN(scales, ctx.OptionalInput(c.form == Form::kScalesInput ? 1 : 2));
+    if (c.form == Form::kResize) {
+      ONNXKIT_ASSIGN_OR_RETURN(sizes, ctx.OptionalInput(3));
+      if (c.coord == Coord::kTfCropAndResize) {
+        ONNXKIT_ASSIGN_OR_RETURN(roi, ctx.OptionalInput(1));
+      }
+    }
+  }
+  return ResolveGeometry(c, x.shape(), scales, sizes, roi);
+}
+
+absl::StatusOr<Geometry> ResolveGeometry(const Config& c, const std::vector<int64_t>& x_shape, const Tensor* s,
+                                         const Tensor* z, const Tensor* roi) {
+  struct {
+    const std::vector<int64_t>& shape() const { return dims; }
+    const std::vector<int64_t>& dims;
+  } x{x_shape};
+  int64_t rank = static_cast<int64_t>(x_shape.size());
   size_t urank = static_cast<size_t>(rank);
   Geometry g;
   g.scales.assign(urank, 1.0);
   g.roi_start.assign(urank, 0.0);
   g.roi_end.assign(urank, 1.0);
-  g.out_shape = x.shape();
+  g.out_shape = x_shape;
   std::vector<double>& scales = g.scales;
   std::vector<int64_t>& out_shape = g.out_shape;
   std::vector<double>& roi_start = g.roi_start;
@@ -263,15 +285,12 @@ absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, co
   if (c.form == Form::kUpsample1 || c.form == Form::kUpsample7) {
     given_scales.assign(c.attr_scales.begin(), c.attr_scales.end());
   } else {
-    int scales_input = c.form == Form::kScalesInput ? 1 : 2;
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.OptionalInput(scales_input));
     if (s != nullptr && s->size() > 0) {
       if (s->dtype() != 1)
         return absl::InvalidArgumentError(absl::StrCat("scales must be float, got ", DescribeTensor(*s)));
       for (int64_t i = 0; i < s->size(); ++i) given_scales.push_back(s->data<float>()[i]);
     }
     if (c.form == Form::kResize) {
-      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* z, ctx.OptionalInput(3));
       if (z != nullptr && z->size() > 0) {
         ONNXKIT_ASSIGN_OR_RETURN(sizes, shape_ops::ReadInts(*z, "sizes"));
       }
@@ -283,7 +302,7 @@ absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, co
   size_t n = axes.size();
   if ((sizes && sizes->size() != n) || (!sizes && given_scales.size() != n)) {
     return absl::InvalidArgumentError(absl::StrCat("scales/sizes must have ", n, " values for input ",
-                                                   DescribeTensor(x), c.axes ? " and the axes given" : ""));
+                                                   "of shape ", tensor::DimsToString(x_shape), c.axes ? " and the axes given" : ""));
   }
   if (sizes) {
     for (size_t i = 0; i < n; ++i) {
@@ -319,7 +338,6 @@ absl::StatusOr<Geometry> ResolveGeometry(KernelContext& ctx, const Config& c, co
     }
   }
   if (c.coord == Coord::kTfCropAndResize) {
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* roi, ctx.OptionalInput(1));
     if (roi == nullptr) return absl::InvalidArgumentError("tf_crop_and_resize needs the roi input");
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> r, shape_ops::ReadDoubles(*roi, "roi"));
     if (r.size() != 2 * n) {
