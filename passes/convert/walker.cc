@@ -263,6 +263,9 @@ absl::StatusOr<ir::Node*> TryWiden(Step& step) {
   return wide;
 }
 
+std::vector<ir::Node*> ProducersOf(const ir::Node& node);
+absl::Status RemoveOrphanedProducers(ir::Graph& graph, std::vector<ir::Node*> producers);
+
 // A node that blocks but whose every output inference knows (integers
 // computed from static shapes: Range over a Size, Shape -> Gather ->
 // Concat, ...) becomes constants, and producers left without readers go.
@@ -306,10 +309,7 @@ absl::StatusOr<bool> FoldKnownOutputs(ir::Graph& graph, ir::Node* node, ConvertC
     }
     values.push_back(std::move(t));
   }
-  std::vector<ir::Node*> producers;
-  for (ir::Value* in : node->inputs()) {
-    if (in != nullptr && in->producer() != nullptr) producers.push_back(in->producer());
-  }
+  std::vector<ir::Node*> producers = ProducersOf(*node);
   for (int i = 0; i < node->num_outputs(); ++i) {
     ir::Value* o = node->output(i);
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddConstant(graph, absl::StrCat(o->name(), "_folded"),
@@ -317,11 +317,25 @@ absl::StatusOr<bool> FoldKnownOutputs(ir::Graph& graph, ir::Node* node, ConvertC
     ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(o, c));
   }
   ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
-  // Producers only this node read, and theirs in turn.
+  ONNXKIT_RETURN_IF_ERROR(RemoveOrphanedProducers(graph, std::move(producers)));
+  return true;
+}
+
+std::vector<ir::Node*> ProducersOf(const ir::Node& node) {
+  std::vector<ir::Node*> producers;
+  for (ir::Value* in : node.inputs()) {
+    if (in != nullptr && in->producer() != nullptr) producers.push_back(in->producer());
+  }
+  return producers;
+}
+
+// Removes the nodes of `producers` that a step left without readers (an
+// input that became an attribute, a node folded away), and theirs in turn.
+absl::Status RemoveOrphanedProducers(ir::Graph& graph, std::vector<ir::Node*> producers) {
   while (!producers.empty()) {
     ir::Node* p = producers.back();
     producers.pop_back();
-    if (!IsLive(graph, p)) continue;
+    if (!IsLive(graph, p)) continue;  // also: a producer of an enclosing graph
     std::vector<ir::Node*> above;
     for (ir::Value* in : p->inputs()) {
       if (in != nullptr && in->producer() != nullptr) above.push_back(in->producer());
@@ -329,7 +343,7 @@ absl::StatusOr<bool> FoldKnownOutputs(ir::Graph& graph, ir::Node* node, ConvertC
     ONNXKIT_ASSIGN_OR_RETURN(bool removed, RemoveIfDead(graph, p));
     if (removed) producers.insert(producers.end(), above.begin(), above.end());
   }
-  return true;
+  return absl::OkStatus();
 }
 
 std::string StepKey(const Step& s, const std::string& op, std::string_view adapter) {
@@ -385,7 +399,12 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
           break;
         }
       }
+      std::vector<ir::Node*> producers = ProducersOf(*node);
       absl::Status st = row != nullptr ? row->fn(step) : GenericStep(step);
+      if (st.ok()) {
+        // Best effort: a producer that stays is only untidy.
+        RemoveOrphanedProducers(graph, std::move(producers)).IgnoreError();
+      }
       if (!st.ok() && IsBlock(st) && !step.replaced) {
         absl::StatusOr<bool> folded = FoldKnownOutputs(graph, node, ctx);
         if (folded.ok() && *folded) {

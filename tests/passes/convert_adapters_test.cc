@@ -1,9 +1,12 @@
 // Tests of `onnxkit convert`'s adapters: each family fires, its result
 // reproduces the original's outputs on the reference backend, and a node
 // that cannot be converted blocks with its name and reason.
+#include <optional>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/convert/convert.h"
+#include "runner/convert.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -275,4 +278,140 @@ TEST(ConvertAdaptersTest, IrVersionTable) {
 }
 
 }  // namespace
+pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
+
+// A Resize at opset 19 with constant scales or sizes (and roi).
+pb::ModelProto ResizeModel(std::vector<pb::AttributeProto> attrs, std::vector<int64_t> x_shape,
+                           std::optional<runner::Tensor> scales, std::optional<runner::Tensor> sizes,
+                           std::optional<runner::Tensor> roi = std::nullopt) {
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, x_shape);
+  std::vector<std::string> in = {"x", roi ? "roi" : "", scales ? "scales" : "", sizes ? "sizes" : ""};
+  while (!in.empty() && in.back().empty()) in.pop_back();
+  if (roi) b.Initializer(Named(*roi, "roi"));
+  if (scales) b.Initializer(Named(*scales, "scales"));
+  if (sizes) b.Initializer(Named(*sizes, "sizes"));
+  b.Node("Resize", in, {"y"}, std::move(attrs), "resize");
+  b.Output("y", pb::kFloat);
+  return ModelFromGraph(b.Build(), 19, 9);
+}
+
+TEST(ConvertAdaptersTest, ResizeWithoutAnOlderFormExpandsIntoGathers) {
+  struct Case {
+    std::string what;
+    pb::ModelProto model;
+    std::vector<int64_t> x_shape;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"cubic half_pixel upsampling",
+                   ResizeModel({AttrString("mode", "cubic")}, {1, 2, 4, 5}, Floats({4}, {1, 1, 2, 1.5f}), {}),
+                   {1, 2, 4, 5}});
+  cases.push_back({"linear half_pixel downsampling with antialias",
+                   ResizeModel({AttrString("mode", "linear"), AttrInt("antialias", 1)}, {1, 1, 8, 9},
+                               Floats({4}, {1, 1, 0.5f, 0.4f}), {}),
+                   {1, 1, 8, 9}});
+  cases.push_back({"sizes on two axes, not_larger",
+                   ResizeModel({AttrString("mode", "linear"), AttrInts("axes", {2, 3}),
+                                AttrString("keep_aspect_ratio_policy", "not_larger")},
+                               {1, 1, 4, 6}, {}, Int64s({2}, {7, 8})),
+                   {1, 1, 4, 6}});
+  cases.push_back({"nearest round_prefer_ceil align_corners",
+                   ResizeModel({AttrString("mode", "nearest"), AttrString("nearest_mode", "round_prefer_ceil"),
+                                AttrString("coordinate_transformation_mode", "align_corners")},
+                               {1, 1, 3, 4}, {}, Int64s({4}, {1, 1, 7, 5})),
+                   {1, 1, 3, 4}});
+  cases.push_back({"tf_crop_and_resize with extrapolation",
+                   ResizeModel({AttrString("mode", "linear"),
+                                AttrString("coordinate_transformation_mode", "tf_crop_and_resize"),
+                                AttrFloat("extrapolation_value", 10)},
+                               {1, 1, 4, 4}, {}, Int64s({4}, {1, 1, 3, 3}),
+                               Floats({8}, {0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f})),
+                   {1, 1, 4, 4}});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Feeds feeds = {{"x", RandomFloats(c.x_shape, 7)}};
+    for (int64_t target : {7, 10, 13}) {
+      SCOPED_TRACE(target);
+      ConvertResult r = ConvertTo(c.model, target);
+      ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+      if (target < 11) {
+        EXPECT_EQ(OpCount(r.model, "Resize") + OpCount(r.model, "Upsample"), 0);
+        EXPECT_GT(OpCount(r.model, "Gather"), 0);
+      }
+      ExpectSameOutputs(c.model, r.model, feeds, 1e-5, 1e-4);
+      ExpectValid(r.model);
+    }
+  }
+}
+
+TEST(ConvertAdaptersTest, ResizeThatOlderOpsSayIsNotExpanded) {
+  // asymmetric nearest/floor is Upsample's meaning: no Gathers.
+  pb::ModelProto m = ResizeModel({AttrString("mode", "nearest"), AttrString("nearest_mode", "floor"),
+                                  AttrString("coordinate_transformation_mode", "asymmetric")},
+                                 {1, 1, 2, 3}, Floats({4}, {1, 1, 2, 2}), {});
+  ConvertResult r = ConvertTo(m, 8);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Upsample"), 1);
+  EXPECT_EQ(OpCount(r.model, "Gather"), 0);
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 1, 2, 3}, 8)}});
+}
+
+TEST(ConvertAdaptersTest, ResizeWithRuntimeScalesBlocksWithBothReasons) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{1, 1, 4, 4}})
+                                        .Input("scales", pb::kFloat, {{4}})
+                                        .Node("Resize", {"x", "", "scales"}, {"y"}, {AttrString("mode", "cubic")}, "rs")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    19, 9);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_EQ(r.blockers.size(), 1u);
+  EXPECT_THAT(r.blockers[0].reason, HasSubstr("cubic"));
+  EXPECT_THAT(r.blockers[0].reason, HasSubstr("'scales' is not constant"));
+}
+
+TEST(ConvertAdaptersTest, ResizeOfAnUnknownShapeBlocks) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{-1, 1, 4, 4}})
+                                        .Initializer(Named(Floats({4}, {1, 1, 2, 2}), "scales"))
+                                        .Node("Resize", {"x", "", "scales"}, {"y"}, {AttrString("mode", "cubic")}, "rs")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    19, 9);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_EQ(r.blockers.size(), 1u);
+  EXPECT_THAT(r.blockers[0].reason, HasSubstr("static shape"));
+}
+
+// Axes computed from a static shape (Range(0, Size(Shape(x)), 1)), as
+// function expansions write them: known to inference, so the older
+// ReduceMean takes them as an attribute and Range (opset 11) folds away.
+TEST(ConvertAdaptersTest, InputsComputedFromStaticShapesAreConstantsGoingDown) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 3}})
+                                        .Initializer(Named(Int64Scalar(1), "start"))
+                                        .Initializer(Named(Int64Scalar(1), "one"))
+                                        .Node("Shape", {"x"}, {"shape"})
+                                        .Node("Size", {"shape"}, {"rank"})
+                                        .Node("Range", {"start", "rank", "one"}, {"axes"})
+                                        .Node("ReduceMean", {"x", "axes"}, {"y"}, {}, "rm")
+                                        .Output("y", pb::kFloat, {{2, 1}})
+                                        .Build(),
+                                    18, 8);
+  Feeds feeds = {{"x", RandomFloats({2, 3}, 9)}};
+  for (int64_t target : {7, 12}) {
+    ConvertResult r = ConvertTo(m, target);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    EXPECT_EQ(OpCount(r.model, "Range"), 0);
+    EXPECT_EQ(OpCount(r.model, "Shape"), 0);
+    ExpectSameOutputs(m, r.model, feeds);
+  }
+  // With a symbolic dim the rank is still known, so this holds too; an
+  // unknown rank does not fold and blocks.
+  pb::ModelProto unknown = m;
+  unknown.graph->input[0].type = TensorType(pb::kFloat);
+  ConvertResult r = ConvertTo(unknown, 10);
+  EXPECT_FALSE(r.blockers.empty());
+}
+
 }  // namespace onnxkit::testing
