@@ -414,4 +414,59 @@ TEST(ConvertAdaptersTest, InputsComputedFromStaticShapesAreConstantsGoingDown) {
   EXPECT_FALSE(r.blockers.empty());
 }
 
+TEST(ConvertAdaptersTest, PoolingFeaturesOlderVersionsLackBecomeADepthwiseConv) {
+  struct Case {
+    std::string op;
+    std::vector<pb::AttributeProto> attrs;
+    bool dilated = true;
+  };
+  std::vector<Case> cases = {
+      {"AveragePool",
+       {AttrInts("kernel_shape", {3, 2}), AttrInts("dilations", {2, 1}), AttrInts("pads", {1, 0, 2, 1}),
+        AttrInt("count_include_pad", 0), AttrInt("ceil_mode", 1), AttrInts("strides", {2, 2})}},
+      {"AveragePool",
+       {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {2, 2}), AttrInts("pads", {1, 1, 1, 1}),
+        AttrInt("count_include_pad", 1)}},
+      {"AveragePool", {AttrInts("kernel_shape", {3, 3}), AttrInt("ceil_mode", 1), AttrInts("strides", {2, 2})}, false},
+      {"LpPool", {AttrInts("kernel_shape", {2, 3}), AttrInts("dilations", {2, 2}), AttrInt("p", 3)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " " + std::to_string(c.attrs.size()));
+    pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, {{1, 3, 9, 8}})
+                                          .Node(c.op, {"x"}, {"y"}, c.attrs, "pool")
+                                          .Output("y", pb::kFloat)
+                                          .Build(),
+                                      19, 9);
+    Feeds feeds = {{"x", RandomFloats({1, 3, 9, 8}, 11)}};
+    for (int64_t target : {7, 12}) {
+      SCOPED_TRACE(target);
+      ConvertResult r = ConvertTo(m, target);
+      ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+      // ceil_mode alone exists from opset 10.
+      EXPECT_EQ(OpCount(r.model, "Conv"), c.dilated || target < 10 ? 1 : 0);
+      EXPECT_EQ(OpCount(r.model, c.op), c.dilated || target < 10 ? 0 : 1);
+      ExpectSameOutputs(m, r.model, feeds, 1e-5, 1e-4);
+    }
+  }
+}
+
+TEST(ConvertAdaptersTest, PoolingTheOlderOpSaysStaysAPool) {
+  // ceil_mode that changes nothing, dilations of 1.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{1, 2, 8, 8}})
+                                        .Node("AveragePool", {"x"}, {"y"},
+                                              {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2}),
+                                               AttrInt("ceil_mode", 1), AttrInts("dilations", {1, 1})},
+                                              "pool")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    19, 9);
+  ConvertResult r = ConvertTo(m, 7);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "AveragePool"), 1);
+  EXPECT_EQ(OpCount(r.model, "Conv"), 0);
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 2, 8, 8}, 12)}});
+}
+
 }  // namespace onnxkit::testing
