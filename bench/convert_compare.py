@@ -14,8 +14,13 @@ or has an expansion into older ops (an adapters.def row going down across the
 op's first version), every element type the model holds exists at the target
 (bfloat16 from 13, float8 19, int4 21, float4 23, int2 25), and no input that
 the older op takes as an attribute (Reduce axes, Split sizes, Slice bounds,
-Pad pads, TopK k...) is fed at run time. Prints the share of pairs converted and proven per
-direction and tool, over all pairs and over the possible ones.
+Pad pads, TopK k...) is fed at run time, and no node uses a feature that appeared after the
+target and that no combination of older ops computes (FEATURES below, one spec fact each:
+a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, volumetric GridSample,
+BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, and
+the Resize modes Upsample lacks when scales or sizes are fed at run time; with constant scales
+onnxkit expands those into Gathers). `--ops-only` drops the FEATURES rule. Prints the share of
+pairs converted and proven per direction and tool, over all pairs and over the possible ones.
 
 Usage: /usr/bin/python3 bench/convert_compare.py [--onnxkit build-conv/apps/onnxkit/onnxkit]
        [--suite DIR ...] [--limit N] [--stride N] [--jobs 2]
@@ -75,6 +80,62 @@ ATTR_INPUTS = [("ReduceSum", 1, 13), ("Split", 1, 13), ("Squeeze", 1, 13), ("Uns
 ATTR_INPUTS += [(op, 1, 18) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")]
 ATTR_INPUTS += [("Slice", i, 10) for i in range(1, 5)]
+ATTR_INPUTS += [("DFT", 2, 20)]
+
+
+def _attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _s(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _resize_needs(node, runtime, opset):
+    """The first opset whose Resize can say this node when its scales/sizes/roi are fed at run
+    time (with constants, every mode expands into Gathers)."""
+    if not any(i in runtime for i in list(node.input)[1:] if i):
+        return 0
+    if node.op_type == "Upsample":
+        return 0
+    need = 0
+    if _attr(node, "antialias", 0) or _s(_attr(node, "keep_aspect_ratio_policy", "stretch")) != "stretch" \
+            or _attr(node, "axes") is not None:
+        need = 18
+    coord = _s(_attr(node, "coordinate_transformation_mode", "half_pixel" if opset >= 11 else "asymmetric"))
+    if coord == "half_pixel_symmetric":
+        need = max(need, 19)
+    mode = _s(_attr(node, "mode", "nearest"))
+    nearest = _s(_attr(node, "nearest_mode", "round_prefer_floor" if opset >= 11 else "floor"))
+    sizes = len(node.input) > 3 and node.input[3] != ""
+    if mode == "cubic" or coord != "asymmetric" or (mode == "nearest" and nearest != "floor") or sizes:
+        need = max(need, 11)
+    return need
+
+
+# Features that appeared after an op's first version and that no combination of older ops
+# computes: (op, predicate(node, runtime_names, elem_type_of, opset) -> first opset or 0).
+FEATURES = [
+    ("ScatterElements", lambda n, rt, et, o: {"add": 16, "mul": 16, "max": 18, "min": 18}.get(
+        _s(_attr(n, "reduction", "none")), 0)),
+    ("ScatterND", lambda n, rt, et, o: {"add": 16, "mul": 16, "max": 18, "min": 18}.get(
+        _s(_attr(n, "reduction", "none")), 0)),
+    ("MaxPool", lambda n, rt, et, o: 10 if any(d != 1 for d in (_attr(n, "dilations") or [])) else 0),
+    ("QuantizeLinear", lambda n, rt, et, o: 21 if (_attr(n, "block_size", 0) or any(
+        et(i) in (4, 5, 21, 22) for i in list(n.input)[2:3] + list(n.output)[:1])) else 0),
+    ("DequantizeLinear", lambda n, rt, et, o: 21 if (_attr(n, "block_size", 0) or any(
+        et(i) in (4, 5, 21, 22) for i in list(n.input)[:1])) else 0),
+    ("GridSample", lambda n, rt, et, o: 20 if et(n.input[0], rank=True) == 5 else 0),
+    ("BatchNormalization", lambda n, rt, et, o: 14 if _attr(n, "training_mode", 0) else 0),
+    ("Dropout", lambda n, rt, et, o: 12 if len(n.input) > 2 and n.input[2] in rt else 0),
+    ("RoiAlign", lambda n, rt, et, o: 16 if o >= 16 and _s(_attr(
+        n, "coordinate_transformation_mode", "half_pixel")) == "half_pixel" else 0),
+    ("Equal", lambda n, rt, et, o: 11 if et(n.input[0]) == 8 else 0),
+    ("Resize", lambda n, rt, et, o: _resize_needs(n, rt, o)),
+]
 
 
 def model_facts(path):
@@ -87,8 +148,24 @@ def model_facts(path):
     except Exception:
         return None
     ops, types, fed = set(), set(), set()
+    opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+    value_types = {}
+
+    def remember(g):
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            if vi.type.HasField("tensor_type"):
+                t = vi.type.tensor_type
+                rank = len(t.shape.dim) if t.HasField("shape") else None
+                value_types[vi.name] = (t.elem_type, rank)
+        for t in g.initializer:
+            value_types[t.name] = (t.data_type, len(t.dims))
+
+    def elem_of(name, rank=False):
+        v = value_types.get(name)
+        return None if v is None else (v[1] if rank else v[0])
 
     def walk(g, outer_fed):
+        remember(g)
         inits = {i.name for i in g.initializer}
         runtime = set(outer_fed) | {i.name for i in g.input if i.name not in inits}
         for vi in list(g.input) + list(g.output) + list(g.value_info):
@@ -102,6 +179,11 @@ def model_facts(path):
                 for op, i, since in ATTR_INPUTS:
                     if n.op_type == op and i < len(n.input) and n.input[i] in runtime:
                         fed.add((op, since))
+                for op, needs in FEATURES:
+                    if n.op_type == op:
+                        since = needs(n, runtime, elem_of, opset)
+                        if since:
+                            fed.add((op + " feature", since))
                 for a in n.attribute:
                     if n.op_type in ("Cast", "EyeLike", "RandomNormal", "RandomUniform") and a.name in ("to", "dtype"):
                         types.add(a.i)
@@ -114,6 +196,9 @@ def model_facts(path):
     return ops, types, fed
 
 
+OPS_ONLY = False
+
+
 def possible(facts_of_model, target, facts):
     """Whether the model can be expressed at `target`: every op exists there (or expands into older
     ones), every element type exists there, and no input an older op needs as an attribute is fed
@@ -121,7 +206,7 @@ def possible(facts_of_model, target, facts):
     ops, types, fed = facts_of_model
     if any(TYPE_SINCE.get(t, 0) > target for t in types):
         return False
-    if any(since > target for _, since in fed):
+    if any(since > target for what, since in fed if not (OPS_ONLY and what.endswith(" feature"))):
         return False
     versions, expandable = facts
     for op in ops:
@@ -199,7 +284,11 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="models at most (0: all)")
     ap.add_argument("--stride", type=int, default=1, help="every Nth model only (a uniform sample)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--ops-only", action="store_true",
+                    help="count a pair possible without the FEATURES rule (the earlier definition)")
     a = ap.parse_args()
+    global OPS_ONLY
+    OPS_ONLY = a.ops_only
     work = []
     skipped = 0
     facts = load_facts()
