@@ -83,6 +83,8 @@ absl::Status SplitDropNumOutputs(Step& step) {
       int64_t chunk = (len + *n - 1) / *n;
       std::vector<int64_t> sizes;
       for (int64_t left = len; left > 0; left -= chunk) sizes.push_back(std::min(chunk, left));
+      // Fewer elements than outputs: the last outputs are empty.
+      while (static_cast<int64_t>(sizes.size()) < *n) sizes.push_back(0);
       if (static_cast<int64_t>(sizes.size()) != *n) return Block("num_outputs does not split the axis");
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddInts(step, "split", sizes));
       if (step.node->num_inputs() < 2) {

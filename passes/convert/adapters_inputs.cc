@@ -132,7 +132,10 @@ absl::Status DropoutDown12(Step& step) {
     ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> training, ConstScalarInput(step, 2));
     if (training && *training != 0) return Block("training_mode=true has no Dropout-10 equivalent");
   }
-  ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> ratio, ConstScalarInput(step, 1));
+  // Not training, the ratio changes nothing: one fed at run time is dropped.
+  absl::StatusOr<std::optional<double>> ratio_or = ConstScalarInput(step, 1);
+  if (!ratio_or.ok() && !IsBlock(ratio_or.status())) return ratio_or.status();
+  std::optional<double> ratio = ratio_or.ok() ? *ratio_or : std::nullopt;
   while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
   if (ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(*ratio)));
   // Not training: the seed draws nothing.

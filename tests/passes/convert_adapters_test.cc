@@ -469,4 +469,41 @@ TEST(ConvertAdaptersTest, PoolingTheOlderOpSaysStaysAPool) {
   ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 2, 8, 8}, 12)}});
 }
 
+TEST(ConvertAdaptersTest, SplitNumOutputsPastTheLengthGivesEmptyOutputs) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 3}})
+                                        .Node("Split", {"x"}, {"a", "b", "c"}, {AttrInt("num_outputs", 3)}, "split")
+                                        .Output("a", pb::kFloat)
+                                        .Output("b", pb::kFloat)
+                                        .Output("c", pb::kFloat)
+                                        .Build(),
+                                    18, 8);
+  ConvertResult r = ConvertTo(m, 11);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 3}, 13)}});
+}
+
+TEST(ConvertAdaptersTest, InferenceDropoutDropsARatioFedAtRunTime) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{4}})
+                                        .Input("r", pb::kFloat, {{}})
+                                        .Node("Dropout", {"x", "r"}, {"y"}, {}, "drop")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  runner::Tensor ratio = Floats({}, {0.5f});
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({4}, 14)}, {"r", ratio}});
+  // Training mode fed at run time still blocks: Dropout-10 cannot draw.
+  pb::ModelProto training = ModelFromGraph(GraphBuilder("g")
+                                               .Input("x", pb::kFloat, {{4}})
+                                               .Input("t", pb::kBool, {{}})
+                                               .Node("Dropout", {"x", "", "t"}, {"y"}, {}, "drop")
+                                               .Output("y", pb::kFloat)
+                                               .Build(),
+                                           13, 7);
+  EXPECT_FALSE(ConvertTo(training, 10).blockers.empty());
+}
+
 }  // namespace onnxkit::testing
