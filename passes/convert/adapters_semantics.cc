@@ -59,16 +59,32 @@ absl::Status GridSampleDown20(Step& step) {
 }
 
 absl::Status OneHotDown11(Step& step) {
-  std::optional<std::vector<int64_t>> indices = ConstInts(step, 0);
-  if (!indices) return Block("indices must be constant to prove none is negative before opset 11");
-  for (int64_t i : *indices) {
-    if (i < 0) return Block("negative indices are only allowed from opset 11");
-  }
   int64_t axis = step.node->GetInt("axis").value_or(-1);
   if (axis < 0) {
     std::optional<int64_t> rank = RankOf(step, step.node->input(0));
     if (!rank) return Block("a negative axis needs the indices' rank");
     step.node->SetAttribute(IntAttr("axis", axis + *rank + 1));
+  }
+  std::optional<std::vector<int64_t>> indices = ConstInts(step, 0);
+  if (indices) {
+    for (int64_t i : *indices) {
+      if (i < 0) return Block("negative indices are only allowed from opset 11");
+    }
+  } else {
+    // Fed at run time: wrap negatives as OneHot-11 does,
+    // Where(i < 0, i + depth, i); what stays out of range is all off_value
+    // in both versions.
+    ir::Value* idx = step.node->input(0);
+    std::optional<int32_t> elem = ElemType(*idx, *step.ctx);
+    if (!elem) return Block("wrapping negative indices needs their element type");
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", *elem, 0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scalar_shape, AddInts(step, "scalar_shape", {}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddBefore(step, "Cast", {step.node->input(1)}, 1, {IntAttr("to", *elem)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * depth, AddBefore(step, "Reshape", {cast->output(0), scalar_shape}, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * neg, AddBefore(step, "Less", {idx, zero}, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * add, AddBefore(step, "Add", {idx, depth->output(0)}, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * wrapped, AddBefore(step, "Where", {neg->output(0), add->output(0), idx}, 1));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, 0, wrapped->output(0)));
   }
   return GenericStep(step);
 }

@@ -506,4 +506,20 @@ TEST(ConvertAdaptersTest, InferenceDropoutDropsARatioFedAtRunTime) {
   EXPECT_FALSE(ConvertTo(training, 10).blockers.empty());
 }
 
+TEST(ConvertAdaptersTest, OneHotIndicesFedAtRunTimeWrapLikeOpset11) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("i", pb::kInt64, {{2, 3}})
+                                        .Initializer(Named(Int64s({1}, {5}), "depth"))
+                                        .Initializer(Named(Floats({2}, {0, 1}), "values"))
+                                        .Node("OneHot", {"i", "depth", "values"}, {"y"}, {AttrInt("axis", -1)}, "oh")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    11, 6);
+  ConvertResult r = ConvertTo(m, 9);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Where"), 1);
+  // Negative, in range, and out of range both ways.
+  ExpectSameOutputs(m, r.model, {{"i", Int64s({2, 3}, {-1, 0, 4, -5, 7, -9})}});
+}
+
 }  // namespace onnxkit::testing
