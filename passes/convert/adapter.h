@@ -84,6 +84,10 @@ std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
 // Replaces step.node by a chain whose final value is `result` (output 0):
 // every use of node output 0 goes to `result`, and the node is removed.
 absl::Status ReplaceNodeOutput(Step& step, ir::Value* result);
+// Types `value` as a tensor of `elem` with the dims of `like` where known,
+// so later steps (broadcast checks, expansions) see the shape of values
+// adapters create.
+void TypeLike(Step& step, ir::Value* value, int32_t elem, const ir::Value* like);
 // Trims trailing omitted inputs of the node.
 absl::Status TrimInputs(Step& step);
 

@@ -93,6 +93,10 @@ absl::Status ClipAsMaxMin(Step& step) {
   for (int i : {1, 2}) {
     if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) continue;
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, i == 1 ? "Max" : "Min", {y, step.node->input(i)}, 1));
+    // Clip's output has its input's shape (scalar bounds).
+    if (std::optional<int32_t> elem = ElemType(*step.node->input(0), *step.ctx)) {
+      TypeLike(step, n->output(0), *elem, step.node->input(0));
+    }
     y = n->output(0);
   }
   if (y == step.node->input(0)) {

@@ -6,6 +6,11 @@
 //   LessOrEqual (12)          -> Or(Less(a, b), Equal(a, b)); GreaterOrEqual alike
 //   Constant-9 of a non-float type -> an initializer (Constant-1 holds floats only)
 //   ArgMax/ArgMin-12 select_last_index -> (dim - 1) - ArgMax(Slice(x, step -1))
+//   Max/Min/Sum/Mean below 8 of static, differing shapes -> inputs broadcast
+//                               by adding zeros of the output shape
+//   Reshape-14 allowzero=1    -> dropped when the shape holds no 0; else the
+//                               empty result as a constant
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +18,7 @@
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
 #include "runner/convert.h"
+#include "runner/tensor.h"
 
 namespace onnxkit::passes::convert {
 
@@ -116,15 +122,74 @@ absl::Status ConstantDown9(Step& step) {
 // Max, Min, Sum and Mean broadcast from opset 8 on; below, every input must
 // have the same shape.
 absl::Status NoBroadcastDown8(Step& step) {
-  std::optional<std::vector<int64_t>> first;
+  // Static shapes that differ: each smaller input is broadcast first by
+  // adding zeros of the output's shape (Add broadcasts from opset 7).
+  std::vector<std::vector<int64_t>> shapes;
   for (ir::Value* v : step.node->inputs()) {
     if (v == nullptr) continue;
     std::optional<std::vector<int64_t>> shape = KnownShape(*v, *step.ctx);
-    if (!shape) return Block("below opset 8 its inputs must have one shape, and theirs are not known");
-    if (first && *shape != *first) return Block("below opset 8 it does not broadcast, and its input shapes differ");
-    first = shape;
+    if (!shape || std::any_of(shape->begin(), shape->end(), [](int64_t d) { return d < 0; })) {
+      return Block("below opset 8 its inputs must have one shape, and theirs are not known");
+    }
+    shapes.push_back(*shape);
+  }
+  bool same = std::all_of(shapes.begin(), shapes.end(), [&](const auto& s) { return s == shapes[0]; });
+  if (same) return GenericStep(step);
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto& s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[rank - s.size() + i];
+      if (s[i] == o || s[i] == 1) continue;
+      if (o != 1) return Block("below opset 8 it does not broadcast, and its input shapes do not broadcast either");
+      o = s[i];
+    }
+  }
+  int64_t count = 1;
+  for (int64_t d : out) {
+    count *= d;
+    if (count > (int64_t{1} << 22)) return Block("below opset 8 it does not broadcast, and the output is too large to broadcast with a constant");
+  }
+  for (int i = 0; i < step.node->num_inputs(); ++i) {
+    ir::Value* v = step.node->input(i);
+    if (v == nullptr || KnownShape(*v, *step.ctx) == out) continue;
+    std::optional<int32_t> elem = ElemType(*v, *step.ctx);
+    if (!elem) return Block("broadcasting below opset 8 needs the element type");
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor zeros, runner::Tensor::Allocate(*elem, out));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, AddConstant(*step.graph, "broadcast_zeros", zeros));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * add, AddBefore(step, "Add", {v, z}, 1));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, i, add->output(0)));
   }
   return GenericStep(step);
+}
+
+// Reshape-14 allowzero=1 below 14: the same as allowzero=0 when the shape
+// holds no 0; with a 0 the result is empty, so a constant empty tensor of
+// the known output shape.
+absl::Status ReshapeDown14(Step& step) {
+  if (step.node->GetInt("allowzero").value_or(0) == 0) {
+    step.node->RemoveAttribute("allowzero");
+    return GenericStep(step);
+  }
+  std::optional<std::vector<int64_t>> shape = ConstInts(step, 1);
+  if (!shape) return Block("allowzero=1 needs a constant shape going below 14");
+  if (std::find(shape->begin(), shape->end(), 0) == shape->end()) {
+    step.node->RemoveAttribute("allowzero");
+    return GenericStep(step);
+  }
+  std::optional<std::vector<int64_t>> out = KnownShape(*step.node->output(0), *step.ctx);
+  std::optional<int32_t> elem = ElemType(*step.node->input(0), *step.ctx);
+  if (!out || !elem || std::any_of(out->begin(), out->end(), [](int64_t d) { return d < 0; })) {
+    return Block("allowzero=1 with a 0 in the shape needs the known output shape");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor empty, runner::Tensor::Allocate(*elem, *out));
+  if (empty.size() != 0) return Block("allowzero=1 with a 0 in the shape gives an empty tensor");
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddConstant(*step.graph, "reshaped_empty", empty));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * id, AddBefore(step, "Identity", {c}, 1));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, id->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
 }
 
 // ArgMax/ArgMin-12 select_last_index=1 below 12: the first index over the

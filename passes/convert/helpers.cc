@@ -106,4 +106,24 @@ absl::Status TrimInputs(Step& step) {
   return absl::OkStatus();
 }
 
+// Types `value` as a tensor of `elem` with the dims of `like` where known,
+// so later steps (broadcast checks) see through the Casts widening adds.
+void TypeLike(Step& step, ir::Value* value, int32_t elem, const ir::Value* like) {
+  pb::TypeProto type;
+  auto& tensor = type.tensor_type.mutable_value();
+  tensor.elem_type = elem;
+  if (std::optional<std::vector<int64_t>> dims = KnownShape(*like, *step.ctx)) {
+    auto& shape = tensor.shape.mutable_value();
+    for (int64_t d : *dims) {
+      pb::TensorShapeProto::Dimension dim;
+      if (d >= 0) {
+        dim.kind = pb::TensorShapeProto::Dimension::kValue;
+        dim.dim_value = d;
+      }
+      shape.dim.push_back(dim);
+    }
+  }
+  value->set_type(std::move(type));
+}
+
 }  // namespace onnxkit::passes::convert

@@ -211,10 +211,11 @@ TEST(ConvertAdaptersTest, ClipWithFedBoundsBecomesMaxAndMin) {
   EXPECT_EQ(OpCount(down.model, "Max"), 1);
   EXPECT_EQ(OpCount(down.model, "Min"), 1);
   ExpectSameOutputs(m, down.model, feeds);
-  // Max and Min do not broadcast below 8: a scalar bound cannot go there.
+  // Max and Min do not broadcast below 8: the scalar bounds are broadcast
+  // first by adding zeros of x's static shape.
   ConvertResult seven = ConvertTo(m, 7);
-  ASSERT_FALSE(seven.blockers.empty());
-  EXPECT_THAT(seven.blockers[0].reason, HasSubstr("does not broadcast"));
+  ASSERT_TRUE(seven.blockers.empty()) << seven.blockers[0].reason;
+  ExpectSameOutputs(m, seven.model, feeds);
 }
 
 TEST(ConvertAdaptersTest, InferenceDropoutLosesItsSeedGoingDown) {
@@ -520,6 +521,38 @@ TEST(ConvertAdaptersTest, OneHotIndicesFedAtRunTimeWrapLikeOpset11) {
   EXPECT_EQ(OpCount(r.model, "Where"), 1);
   // Negative, in range, and out of range both ways.
   ExpectSameOutputs(m, r.model, {{"i", Int64s({2, 3}, {-1, 0, 4, -5, 7, -9})}});
+}
+
+TEST(ConvertAdaptersTest, BroadcastingMaxBelowEightAddsZerosOfTheOutputShape) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("a", pb::kFloat, {{2, 3}})
+                                        .Input("b", pb::kFloat, {{3}})
+                                        .Node("Max", {"a", "b"}, {"y"}, {}, "max")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult r = ConvertTo(m, 7);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Add"), 1);
+  ExpectSameOutputs(m, r.model, {{"a", RandomFloats({2, 3}, 15)}, {"b", RandomFloats({3}, 16)}});
+}
+
+TEST(ConvertAdaptersTest, ReshapeAllowzeroGoesWhereTheShapeHoldsNoZero) {
+  for (bool zero : {false, true}) {
+    std::vector<int64_t> in_shape = zero ? std::vector<int64_t>{0, 3} : std::vector<int64_t>{2, 3};
+    std::vector<int64_t> shape = zero ? std::vector<int64_t>{3, 0} : std::vector<int64_t>{3, 2};
+    pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, in_shape)
+                                          .Initializer(Named(Int64s({2}, shape), "shape"))
+                                          .Node("Reshape", {"x", "shape"}, {"y"}, {AttrInt("allowzero", 1)}, "r")
+                                          .Output("y", pb::kFloat)
+                                          .Build(),
+                                      14, 7);
+    ConvertResult r = ConvertTo(m, 13);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    EXPECT_EQ(OpCount(r.model, "Reshape"), zero ? 0 : 1);
+    ExpectSameOutputs(m, r.model, {{"x", RandomFloats(in_shape, 17)}});
+  }
 }
 
 }  // namespace onnxkit::testing
