@@ -10,6 +10,8 @@
 //                               by adding zeros of the output shape
 //   Reshape-14 allowzero=1    -> dropped when the shape holds no 0; else the
 //                               empty result as a constant
+//   TopK-11 largest=0 (float) -> Neg(TopK(Neg(x))) values, its indices
+//   TopK-11 sorted=0          -> sorted (one of the orders sorted=0 allows)
 #include <algorithm>
 #include <limits>
 
@@ -234,6 +236,41 @@ absl::Status ExpandOrEqual(Step& step) {
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, o->output(0)));
   step.replaced = true;
   return absl::OkStatus();
+}
+
+absl::Status TopKDown11(Step& step) {
+  step.node->RemoveAttribute("sorted");
+  if (step.node->GetInt("largest").value_or(1) != 0) {
+    step.node->RemoveAttribute("largest");
+    return GenericStep(step);
+  }
+  // The k smallest are the k largest of -x, in the same order, ties by the
+  // lower index in both; negation is exact for floats.
+  ir::Value* x = step.node->input(0);
+  std::optional<int32_t> elem = ElemType(*x, *step.ctx);
+  if (!elem || (*elem != pb::kFloat && *elem != pb::kDouble && *elem != pb::kFloat16)) {
+    return Block("largest=0 is written as TopK of the negated input, which needs a float input");
+  }
+  step.node->RemoveAttribute("largest");
+  ir::Value* values = step.node->output(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * neg, AddBefore(step, "Neg", {x}, 1));
+  ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, 0, neg->output(0)));
+  if (values != nullptr && !values->name().empty() && (values->has_uses() || values->IsGraphOutput())) {
+    // Readers of the values read them negated back; a graph output keeps
+    // its name.
+    const std::string name = values->name();
+    const bool graph_output = values->IsGraphOutput();
+    ir::NodeSpec spec{.op_type = "Neg", .inputs = {values}, .outputs = {step.graph->FreshName("topk_values")}};
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * back, step.graph->AddNode(std::move(spec), ir::Position::After(step.node)));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(values, back->output(0)));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(back, 0, values));
+    if (graph_output) {
+      ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(values, step.graph->FreshName("topk_negated")));
+      ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(back->output(0), name));
+    }
+    if (step.created != nullptr) step.created->push_back(back);
+  }
+  return GenericStep(step);
 }
 
 }  // namespace onnxkit::passes::convert

@@ -555,4 +555,21 @@ TEST(ConvertAdaptersTest, ReshapeAllowzeroGoesWhereTheShapeHoldsNoZero) {
   }
 }
 
+TEST(ConvertAdaptersTest, TopKSmallestIsTheNegatedLargestBelowEleven) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{3, 5}})
+                                        .Initializer(Named(Int64s({1}, {2}), "k"))
+                                        .Node("TopK", {"x", "k"}, {"values", "indices"}, {AttrInt("largest", 0)}, "topk")
+                                        .Output("values", pb::kFloat)
+                                        .Output("indices", pb::kInt64)
+                                        .Build(),
+                                    11, 6);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Neg"), 2);
+  // Ties too: the lower index first in both.
+  ExpectSameOutputs(m, r.model, {{"x", Floats({3, 5}, {3, 1, 2, 1, 5, 0, 0, -1, 4, 4, 9, 8, 7, 6, 5})}});
+  EXPECT_EQ(r.model.graph->output[0].name, "values");
+}
+
 }  // namespace onnxkit::testing
