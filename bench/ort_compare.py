@@ -9,7 +9,7 @@ figures as JSON (--json-out).
   /usr/bin/python3 bench/ort_compare.py --runs 20 --threads 1
   ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
 
-Models: bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
+Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
 bench/export_torch_models.py), if_convnet and if_convnet_flat (a conv net inside
 an If and the same net without it, made by bench/make_if_model.py), and the
 light models of the onnx backend data.
@@ -90,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
     ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,light",
-                    help="comma-separated names; 'light' means every light model")
+                    help="comma-separated names; 'light' means every light model, light_NAME one of them")
     ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
     ap.add_argument("--backends", default="cpu,reference")
     ap.add_argument("--runs", type=int, default=20)
@@ -107,6 +107,8 @@ def main():
             for f in sorted(os.listdir(args.light_dir)):
                 if f.endswith(".onnx"):
                     models.append((f[:-5], os.path.join(args.light_dir, f)))
+        elif name.startswith("light_"):
+            models.append((name, os.path.join(args.light_dir, name + ".onnx")))
         else:
             models.append((name, os.path.join(HERE, "models", name + ".onnx")))
 

@@ -119,7 +119,9 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     while (OnlyFirstOutput(*last)) {
       const ir::Value* v = last->output(0);
       const ir::Node* next = SoleConsumer(v, graph);
-      if (next == nullptr || skip(next)) break;
+      // A node belongs to one chain: the Sum of a projection block is the
+      // tail of both branches, and only the first one found takes it.
+      if (next == nullptr || skip(next) || taken.contains(next)) break;
       int slot = -1;
       int next_stage = -1;
       if (bn_head) {

@@ -428,6 +428,43 @@ TEST(CpuFusionTest, ConvSequencesKeepBlockedLayoutsBetweenConvolutions) {
   }
 }
 
+// A ResNet projection block as older exporters write it: the main branch
+// (1x1, 3x3, 1x1 Convs, each with a BatchNormalization) and the shortcut
+// (a strided 1x1 Conv and its BatchNormalization) meet in a Sum, then Relu.
+pb::GraphProto ProjectionBlockGraph(int64_t c, int64_t hw, int64_t stride) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  auto conv_bn = [&](const std::string& name, const std::string& in, int64_t cin, int64_t m, int64_t k,
+                     int64_t s, uint32_t seed) {
+    AddStage(g, name, in, name + "_c", cin, m, 1, k, s, seed);
+    g.Initializer(InitializerFrom(name + "_scale", RandomFloats({m}, seed + 2, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom(name + "_shift", RandomFloats({m}, seed + 3)))
+        .Initializer(InitializerFrom(name + "_mean", RandomFloats({m}, seed + 4)))
+        .Initializer(InitializerFrom(name + "_var", RandomFloats({m}, seed + 5, 0.1f, 3.0f)))
+        .Node("BatchNormalization",
+              {name + "_c", name + "_scale", name + "_shift", name + "_mean", name + "_var"}, {name + "_n"},
+              {AttrFloat("epsilon", 1e-5f)}, name + "_bn");
+  };
+  conv_bn("a", "x", c, c, 1, 1, 200);
+  g.Node("Relu", {"a_n"}, {"a_r"}, {}, "a_relu");
+  conv_bn("b", "a_r", c, c, 3, stride, 210);
+  g.Node("Relu", {"b_n"}, {"b_r"}, {}, "b_relu");
+  conv_bn("c", "b_r", c, 4 * c, 1, 1, 220);
+  conv_bn("s", "x", c, 4 * c, 1, stride, 230);
+  g.Node("Sum", {"c_n", "s_n"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
+  // The Sum ends both branches; one chain takes it (and the Relu), the
+  // other stops before it: every node runs fused, in two steps.
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE(stride);
+    ExpectFused(ProjectionBlockGraph(8, 10, stride), {{"x", RandomFloats({1, 8, 10, 10}, 240)}}, {"s", "a"},
+                /*opset=*/9);
+  }
+}
+
 TEST(CpuFusionTest, ConvSequenceFollowsShapeChangesBetweenRuns) {
   pb::GraphProto graph = InvertedResidualGraph(8, 10);
   graph.input[0] = MakeValueInfo("x", pb::kFloat, std::vector<int64_t>{-1, 8, -1, -1});

@@ -264,6 +264,28 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
   }
 }
 
+// A projection block (two branches of Conv + BatchNormalization meeting in
+// a Sum, then Relu, fused as two steps): NaN and infinities into X reach
+// the output through both branches.
+TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    const int64_t c = 8, hw = 9;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+    AddConv(g, {"", c, c, 1, 1, hw}, "x", "a", "a", 80);
+    AddBatchNorm(g, "a", "an", c, 82);
+    g.Node("Relu", {"an"}, {"ar"}, {}, "relu_a");
+    AddConv(g, {"", c, c, 1, 3, hw}, "ar", "b", "b", 86);
+    AddBatchNorm(g, "b", "bn", c, 88);
+    AddConv(g, {"", c, c, 1, 1, hw}, "x", "s", "s", 92);
+    AddBatchNorm(g, "s", "sn", c, 94);
+    g.Node("Sum", {"bn", "sn"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9,
+                        HasNaN(kinds));
+  }
+}
+
 TEST(CpuNonFiniteTest, OverflowInsideAConvSequence) {
   // Finite inputs near the top of the float range: the first Conv (positive
   // weights) overflows to +inf everywhere, the second (weights of both
