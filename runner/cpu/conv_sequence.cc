@@ -15,7 +15,18 @@
 // overflow) they run in ApplyPostOps, which keeps NaN (the safe plan, built
 // on first need). The scan reads X and the residuals only, not the larger
 // values inside the sequence.
+//
+// Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
+// least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
+// half the multiplications), the sequence then channel-blocked throughout.
+// Its transforms add and subtract neighbouring values, so a NaN or an
+// infinity would spread to, or cancel into NaN at, outputs the direct
+// convolution keeps finite or infinite: it runs only on bounded inputs, its
+// stage's bound taken kWinogradGrowth times larger (the transforms grow a
+// value by at most 4 * 2.25 * 9 = 81 times). The safe plan convolves
+// directly.
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -28,6 +39,7 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
 
 namespace onnxkit::runner::cpu {
@@ -62,6 +74,24 @@ double MaxAbs(const float* x, int64_t n) {
 // Bounds below this keep every partial sum far from the float range (the
 // rounding of a float sum grows it by far less than the factor left).
 constexpr double kSafeBound = FLT_MAX / 16;
+constexpr double kWinogradGrowth = 128;
+std::atomic<int64_t> g_winograd_runs{0};
+// Smaller images gain nothing from Winograd on the machines measured.
+constexpr int64_t kWinogradMinPositions = 14 * 14;
+
+// True when stage `s` may run as a Winograd convolution of weights `w`
+// producing `y_shape`: 2-D, 3x3, group 1, stride and dilation 1.
+bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vector<int64_t>& y_shape,
+                       const Window& win) {
+  if (s.group != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || y_shape.size() != 4) return false;
+  for (int64_t v : win.strides) {
+    if (v != 1) return false;
+  }
+  for (int64_t v : win.dilations) {
+    if (v != 1) return false;
+  }
+  return y_shape[2] * y_shape[3] >= kWinogradMinPositions;
+}
 
 // A stage planned for one set of input shapes, in one mode.
 struct StagePlan {
@@ -76,6 +106,7 @@ struct StagePlan {
   // stage's over dst, the residual reordered into a scratch buffer of dst's
   // layout); else they are oneDNN's post-ops.
   bool own = false;
+  bool winograd = false;
   PreparedWeight weight;
 };
 
@@ -185,6 +216,7 @@ class ConvSequenceKernel : public CpuKernel {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return false;
       bound = ConvBound(k, *w, b, bound);
+      if (plan.stages[k].winograd && bound * kWinogradGrowth >= kSafeBound) return false;
       for (const ResolvedPostOp& op : plan.stages[k].resolved) {
         if (bound >= kSafeBound) return false;
         if (op.sum) {
@@ -227,6 +259,21 @@ class ConvSequenceKernel : public CpuKernel {
         channels = (*w)->dim(0);
       }
     }
+    // The stages that run as Winograd convolutions (fast plan only).
+    std::vector<bool> winograd(stages_.size(), false);
+    bool has_winograd = false;
+    {
+      std::vector<int64_t> shape = x_shape;
+      for (size_t k = 0; k < stages_.size(); ++k) {
+        const Tensor *w, *b;
+        if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
+        std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
+        if (!geometry) return false;
+        winograd[k] = !safe && WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window);
+        has_winograd = has_winograd || winograd[k];
+        shape = geometry->y_shape;
+      }
+    }
     plan.stages.assign(stages_.size(), StagePlan());
     for (size_t k = 0; k < stages_.size(); ++k) {
       const SequenceStage& stage = stages_[k];
@@ -250,18 +297,23 @@ class ConvSequenceKernel : public CpuKernel {
       memory::dims wdims = WeightDims(stage.group, m, c, kernel);
       s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
       s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
-      // Sequences with a depthwise convolution run channel-blocked
-      // throughout (its fastest layout, no reorders between stages); the
-      // others in the layout oneDNN picks (NHWC here).
-      std::vector<memory::format_tag> tags = {memory::format_tag::any};
-      if (has_depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
+      // Sequences with a depthwise or a Winograd convolution run
+      // channel-blocked throughout (the layout of both kernels, no reorders
+      // between stages); the others in the layout oneDNN picks (NHWC here).
+      // A Winograd stage oneDNN does not take convolves directly.
+      using Candidate = std::pair<memory::format_tag, dnnl::algorithm>;
+      const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
+      std::vector<Candidate> tags = {{memory::format_tag::any, direct}};
+      if (has_depthwise || has_winograd) tags = {{Blocked16Tag(rank), direct}, {memory::format_tag::any, direct}};
+      if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
       bool planned = false;
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
         bool last_tag = i + 1 == tags.size();
+        bool is_winograd = tags[i].second != direct;
         absl::Status status = Guard("convolution", [&] {
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
-                       memory::data_type::f32, memory::data_type::f32, tags[i]);
+                       memory::data_type::f32, memory::data_type::f32, tags[i].first, tags[i].second);
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -276,6 +328,7 @@ class ConvSequenceKernel : public CpuKernel {
           s.src = pd.src_desc();
           s.dst = pd.dst_desc();
           s.wei = pd.weights_desc();
+          s.winograd = is_winograd;
           s.primitive = dnnl::convolution_forward(pd);
           s.src_in = s.src != current
                          ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
@@ -288,7 +341,8 @@ class ConvSequenceKernel : public CpuKernel {
                   : dnnl::reorder();
           planned = true;
         });
-        if (!status.ok()) return false;
+        // oneDNN refuses Winograd for geometries its kernel does not cover.
+        if (!status.ok() && !is_winograd) return false;
       }
       if (!planned) return false;
       current = s.dst;
@@ -390,6 +444,7 @@ class ConvSequenceKernel : public CpuKernel {
             Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
       }
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
+      if (s.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
       if (s.own && !last) {
         ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
                      static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
@@ -420,6 +475,14 @@ class ConvSequenceKernel : public CpuKernel {
 };
 
 }  // namespace
+
+bool WinogradSupported() {
+  // The ISA values are bit sets: each one holds the bits of those it extends.
+  const int avx512 = static_cast<int>(dnnl::cpu_isa::avx512_core);
+  return (static_cast<int>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+}
+
+int64_t WinogradConvolutionRuns() { return g_winograd_runs.load(std::memory_order_relaxed); }
 
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
                                          std::unique_ptr<Kernel> fallback) {

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
+#include "runner/cpu/conv.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -462,6 +463,25 @@ TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
     SCOPED_TRACE(stride);
     ExpectFused(ProjectionBlockGraph(8, 10, stride), {{"x", RandomFloats({1, 8, 10, 10}, 240)}}, {"s", "a"},
                 /*opset=*/9);
+  }
+}
+
+TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
+  // The block's 3x3 stride-1 Conv over a 16x16 image (256 positions) runs
+  // as a Winograd convolution; 12 channels do not fill a 16-channel block;
+  // stride 2 or a 10x10 image (100 positions) convolve directly.
+  struct Case {
+    int64_t c, hw, stride;
+    bool winograd;
+  };
+  for (const Case& k : {Case{16, 16, 1, true}, Case{12, 16, 1, true}, Case{16, 16, 2, false},
+                        Case{16, 10, 1, false}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << k.c << " hw " << k.hw << " stride " << k.stride);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    ExpectFused(ProjectionBlockGraph(k.c, k.hw, k.stride), {{"x", RandomFloats({1, k.c, k.hw, k.hw}, 250)}},
+                {"s", "a"}, /*opset=*/9);
+    bool ran = runner::cpu::WinogradConvolutionRuns() > before;
+    EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
   }
 }
 

@@ -6,6 +6,7 @@
 // reductions, softmax). The outputs must be non-finite exactly where the
 // reference backend's are: NaN where it has NaN, the same infinity where it
 // has one; the finite elements agree as usual.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runner/cpu/conv.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -266,23 +268,54 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
 
 // A projection block (two branches of Conv + BatchNormalization meeting in
 // a Sum, then Relu, fused as two steps): NaN and infinities into X reach
-// the output through both branches.
+// the output through both branches. On 16x16 images the 3x3 Conv runs as a
+// Winograd convolution for finite inputs (runner/cpu/conv_sequence.cc),
+// which must not see these.
+pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddConv(g, {"", c, c, 1, 1, hw}, "x", "a", "a", 80);
+  AddBatchNorm(g, "a", "an", c, 82);
+  g.Node("Relu", {"an"}, {"ar"}, {}, "relu_a");
+  AddConv(g, {"", c, c, 1, 3, hw}, "ar", "b", "b", 86);
+  AddBatchNorm(g, "b", "bn", c, 88);
+  AddConv(g, {"", c, c, 1, 1, hw}, "x", "s", "s", 92);
+  AddBatchNorm(g, "s", "sn", c, 94);
+  g.Node("Sum", {"bn", "sn"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+  return g.Build();
+}
+
 TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
-  for (const char* kinds : {"n", "+-", "n+-"}) {
-    SCOPED_TRACE(kinds);
-    const int64_t c = 8, hw = 9;
-    GraphBuilder g("g");
-    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
-    AddConv(g, {"", c, c, 1, 1, hw}, "x", "a", "a", 80);
-    AddBatchNorm(g, "a", "an", c, 82);
-    g.Node("Relu", {"an"}, {"ar"}, {}, "relu_a");
-    AddConv(g, {"", c, c, 1, 3, hw}, "ar", "b", "b", 86);
-    AddBatchNorm(g, "b", "bn", c, 88);
-    AddConv(g, {"", c, c, 1, 1, hw}, "x", "s", "s", 92);
-    AddBatchNorm(g, "s", "sn", c, 94);
-    g.Node("Sum", {"bn", "sn"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
-    ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9,
-                        HasNaN(kinds));
+  for (int64_t hw : {9, 16}) {
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      const int64_t c = 16;
+      ExpectSameNonFinite(ProjectionBlock(c, hw), {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9,
+                          HasNaN(kinds));
+    }
+  }
+}
+
+// Finite inputs so large that a Winograd convolution's transforms could
+// overflow where the direct one does not: the bound refuses Winograd, and
+// the result agrees with the reference's (tolerances relative to the
+// output's magnitude).
+TEST(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
+  const int64_t c = 16, hw = 16;
+  for (float scale : {1.0f, 1e32f}) {
+    SCOPED_TRACE(scale);
+    Feeds feeds = {{"x", RandomFloats({1, c, hw, hw}, 98, -scale, scale)}};
+    auto ref = RunGraphOn(runner::Backend::kReference, ProjectionBlock(c, hw), feeds, 9);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    auto cpu = RunGraphOn(runner::Backend::kCpu, ProjectionBlock(c, hw), feeds, 9);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > before, scale == 1.0f && runner::cpu::WinogradSupported());
+    const runner::Tensor& e = (*ref)[0].tensor();
+    double magnitude = 0;
+    for (int64_t i = 0; i < e.size(); ++i) magnitude = std::max(magnitude, std::fabs(double{e.data<float>()[i]}));
+    ASSERT_TRUE(std::isfinite(magnitude));
+    ExpectTensorsClose(e, (*cpu)[0].tensor(), 1e-5 * magnitude, 1e-4, "y");
   }
 }
 
