@@ -30,6 +30,7 @@ const ConvCase kCases[] = {
     {"depthwise", 16, 16, 16, 3, 9},
     {"spatial", 5, 16, 1, 3, 7},
     {"small_pointwise", 16, 16, 1, 1, 5},  // 25 positions: oneDNN's layout
+    {"grouped_pointwise", 16, 24, 4, 1, 12},  // oneDNN's layout at any size
 };
 
 // Adds x -> Conv (weights w, bias b) -> "conv" to `g`.

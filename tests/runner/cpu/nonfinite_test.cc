@@ -91,6 +91,7 @@ const ConvCase kCases[] = {
     {"depthwise", 16, 16, 16, 3, 9},
     {"spatial", 5, 16, 1, 3, 7},
     {"small_pointwise", 16, 16, 1, 1, 5},
+    {"grouped_pointwise", 16, 24, 4, 1, 12},
 };
 
 void AddConv(GraphBuilder& g, const ConvCase& cc, const std::string& in, const std::string& out,
