@@ -229,7 +229,7 @@ bool ResolveChainPostOps(KernelContext& ctx, const ConvChainSpec& spec, const st
   resolved->clear();
   for (const ConvChainSpec::PostOp& op : spec.ops) {
     ResolvedPostOp r{op.sum, op.alg, op.alpha, op.beta};
-    if (op.sum) {
+    if (op.sum && op.residual_stage < 0) {
       absl::StatusOr<const Tensor*> t = ctx.Input(op.residual);
       if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->shape() != y_shape) return false;
     }

@@ -46,7 +46,7 @@ dnnl::convolution_forward::desc ConvDesc(
 // contents are only valid until the next call for the same slot. The
 // buffers are tensor buffers: they count against the memory limit. Null when
 // the allocation fails or would pass the limit.
-constexpr int kScratchSlots = 4;
+constexpr int kScratchSlots = 6;
 void* ThreadScratch(int slot, size_t bytes);
 
 // What follows a Conv in a fused chain (runner/fusion.h), as indices into
@@ -68,6 +68,9 @@ struct ConvChainSpec {
     float alpha = 0, beta = 0;
     int lo_input = -1, hi_input = -1;  // Clip's bound inputs (opset 11+)
     int residual = -1;
+    // In a sequence: the residual is the result of this earlier stage
+    // (runner/fusion.h's inner_input), not an input.
+    int residual_stage = -1;
   };
   std::vector<PostOp> ops;
 };

@@ -3,7 +3,9 @@
 // The values between them stay in the layouts oneDNN picks (channel-blocked
 // or channels-last), so only the first source and the last result are
 // reordered. Weights must be constant. Cases oneDNN does not cover run the
-// chain node by node.
+// chain node by node. A residual taken from inside the sequence (a ResNet
+// block's input, runner/fusion.h's inner_input) stays in its stage's
+// layout until the stage that adds it.
 //
 // NaN: oneDNN's relu and clip post-ops turn NaN into the bound. Each run
 // first bounds every value the sequence will compute from the largest
@@ -102,6 +104,9 @@ struct StagePlan {
   dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
   int residual = -1;          // input index of a residual (sum post-op)
   dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
+  int residual_stage = -1;    // or the stage whose result is the residual
+  dnnl::reorder inner_in;     // that result into dst's layout, where they differ
+  dnnl::reorder inner_plain;  // or into plain Y's, for the last stage's own post-ops
   // The post-ops run in ApplyPostOps (the last stage's over Y, an inner
   // stage's over dst, the residual reordered into a scratch buffer of dst's
   // layout); else they are oneDNN's post-ops.
@@ -212,6 +217,7 @@ class ConvSequenceKernel : public CpuKernel {
     if (!x.ok()) return false;
     const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
     double bound = x_bound;
+    std::vector<double> results(stages_.size(), 0);  // each stage's result, bounded
     for (size_t k = 0; k < stages_.size() && bound < kSafeBound; ++k) {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return false;
@@ -219,7 +225,9 @@ class ConvSequenceKernel : public CpuKernel {
       if (plan.stages[k].winograd && bound * kWinogradGrowth >= kSafeBound) return false;
       for (const ResolvedPostOp& op : plan.stages[k].resolved) {
         if (bound >= kSafeBound) return false;
-        if (op.sum) {
+        if (op.sum && plan.stages[k].residual_stage >= 0) {
+          bound += results[static_cast<size_t>(plan.stages[k].residual_stage)];
+        } else if (op.sum) {
           absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
           if (!r.ok()) return false;
           // A residual that is X itself (an identity shortcut) is not read twice.
@@ -234,6 +242,7 @@ class ConvSequenceKernel : public CpuKernel {
                       : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
         }
       }
+      results[k] = bound;
     }
     return bound < kSafeBound;
   }
@@ -291,9 +300,17 @@ class ConvSequenceKernel : public CpuKernel {
       s.own = HasActivation(s.resolved) && (safe || s.resolved.size() > 2);
       plan.own_last = last && s.own;
       s.residual = -1;
+      s.residual_stage = -1;
       for (const ConvChainSpec::PostOp& op : stage.spec.ops) {
-        if (op.sum) s.residual = op.residual;
+        if (op.sum && op.residual_stage >= 0) {
+          s.residual_stage = op.residual_stage;
+        } else if (op.sum) {
+          s.residual = op.residual;
+        }
       }
+      if (s.residual_stage >= static_cast<int>(k) ||
+          (s.residual_stage >= 0 && plan.stages[static_cast<size_t>(s.residual_stage)].y_shape != s.y_shape))
+        return false;
       memory::dims wdims = WeightDims(stage.group, m, c, kernel);
       s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
       s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
@@ -339,6 +356,14 @@ class ConvSequenceKernel : public CpuKernel {
               reordered && s.dst != plain_y
                   ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
                   : dnnl::reorder();
+          s.inner_in = s.inner_plain = dnnl::reorder();
+          if (s.residual_stage >= 0) {
+            const memory::desc& from = plan.stages[static_cast<size_t>(s.residual_stage)].dst;
+            const memory::desc& to = s.own && last ? plain_y : s.dst;
+            (s.own && last ? s.inner_plain : s.inner_in) =
+                from != to ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to))
+                           : dnnl::reorder();
+          }
           planned = true;
         });
         // oneDNN refuses Winograd for geometries its kernel does not cover.
@@ -359,42 +384,60 @@ class ConvSequenceKernel : public CpuKernel {
   }
 
   // The lowest scratch slot not in `busy`.
-  static int FreeSlot(std::initializer_list<int> busy) {
+  static int FreeSlot(const std::vector<int>& busy) {
     for (int slot = 0; slot < kScratchSlots; ++slot) {
       if (std::find(busy.begin(), busy.end(), slot) == busy.end()) return slot;
     }
     return -1;
   }
 
+  static absl::StatusOr<memory> ScratchMemory(const memory::desc& desc, int slot) {
+    void* buffer = slot >= 0 ? ThreadScratch(slot, desc.get_size()) : nullptr;
+    if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+    memory m;
+    ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { m = memory(desc, Engine(), buffer); }));
+    return m;
+  }
+
   // The residual of stage s (of `plan`'s stage k) before its primitive
   // runs: into dst for oneDNN's sum, or, for an inner stage's own post-ops,
   // returned in dst's layout (a scratch slot not in `busy` where reordered).
+  // `inner`: the result of the stage s adds, where it is one of the sequence.
   absl::StatusOr<const float*> StageResidual(KernelContext& ctx, StagePlan& s, bool last, const memory& dst,
-                                             std::initializer_list<int> busy) {
-    if (s.residual < 0 || (last && s.own)) return nullptr;
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
-    if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
+                                             const memory* inner, const std::vector<int>& busy) {
+    if ((s.residual < 0 && inner == nullptr) || (last && s.own)) return nullptr;
     memory r_user;
-    ONNXKIT_RETURN_IF_ERROR(Guard(
-        "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
-    if (s.own && !s.residual_in) return r->data<float>();
-    if (s.own) {
-      void* buffer = ThreadScratch(FreeSlot(busy), s.dst.get_size());
-      if (buffer == nullptr)
-        return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-      memory r_own;
-      ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] { r_own = memory(s.dst, Engine(), buffer); }));
-      ONNXKIT_RETURN_IF_ERROR(
-          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
-      return static_cast<const float*>(buffer);
-    }
-    if (s.residual_in) {
-      ONNXKIT_RETURN_IF_ERROR(
-          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+    if (inner != nullptr) {
+      r_user = *inner;
     } else {
-      std::memcpy(dst.get_data_handle(), r->raw(), static_cast<size_t>(r->size()) * sizeof(float));
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
+      if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
+      ONNXKIT_RETURN_IF_ERROR(Guard(
+          "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
+    }
+    const dnnl::reorder& in = inner != nullptr ? s.inner_in : s.residual_in;
+    if (s.own && !in) return static_cast<const float*>(r_user.get_data_handle());
+    if (s.own) {
+      ONNXKIT_ASSIGN_OR_RETURN(memory r_own, ScratchMemory(s.dst, FreeSlot(busy)));
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
+      return static_cast<const float*>(r_own.get_data_handle());
+    }
+    if (in) {
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+    } else {
+      std::memcpy(dst.get_data_handle(), r_user.get_data_handle(), s.dst.get_size());
     }
     return nullptr;
+  }
+
+  // True when a stage from `k` on adds stage j's result.
+  static bool ReadLater(const SequencePlan& plan, size_t j, size_t k) {
+    for (size_t t = k; t < plan.stages.size(); ++t) {
+      if (plan.stages[t].residual_stage == static_cast<int>(j)) return true;
+    }
+    return false;
   }
 
   absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
@@ -403,6 +446,9 @@ class ConvSequenceKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
     memory current;
     int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
+    // Each stage's result and its slot, while a later stage adds it.
+    std::vector<memory> results(plan.stages.size());
+    std::vector<int> result_slot(plan.stages.size(), -1);
     ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
       current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
     }));
@@ -412,14 +458,16 @@ class ConvSequenceKernel : public CpuKernel {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return absl::InternalError("convolution operands changed");
       ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
+      std::vector<int> busy = {current_slot};
+      for (size_t j = 0; j < k; ++j) {
+        if (result_slot[j] >= 0 && ReadLater(plan, j, k)) busy.push_back(result_slot[j]);
+      }
       int src_slot = current_slot;
       memory src = current;
       if (s.src_in) {
-        src_slot = FreeSlot({current_slot});
-        void* buffer = ThreadScratch(src_slot, s.src.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
+        src_slot = FreeSlot(busy);
+        ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
+        busy.push_back(src_slot);
         ONNXKIT_RETURN_IF_ERROR(
             cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
       }
@@ -429,14 +477,13 @@ class ConvSequenceKernel : public CpuKernel {
       if (last && !plan.dst_out) {
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
       } else {
-        dst_slot = FreeSlot({current_slot, src_slot});
-        void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
+        dst_slot = FreeSlot(busy);
+        ONNXKIT_ASSIGN_OR_RETURN(dst, ScratchMemory(s.dst, dst_slot));
+        busy.push_back(dst_slot);
       }
-      ONNXKIT_ASSIGN_OR_RETURN(const float* residual,
-                               StageResidual(ctx, s, last, dst, {current_slot, src_slot, dst_slot}));
+      const memory* inner =
+          s.residual_stage >= 0 ? &results[static_cast<size_t>(s.residual_stage)] : nullptr;
+      ONNXKIT_ASSIGN_OR_RETURN(const float* residual, StageResidual(ctx, s, last, dst, inner, busy));
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
       if (b != nullptr) {
@@ -451,6 +498,8 @@ class ConvSequenceKernel : public CpuKernel {
       }
       current = dst;
       current_slot = dst_slot;
+      results[k] = dst;
+      result_slot[k] = dst_slot;
     }
     if (plan.dst_out) {
       memory y_user;
@@ -458,7 +507,19 @@ class ConvSequenceKernel : public CpuKernel {
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
                                            {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
     }
-    if (plan.own_last) {
+    if (plan.own_last && final_stage.residual_stage >= 0) {
+      // The residual from inside the sequence, in Y's plain layout.
+      const memory& r = results[static_cast<size_t>(final_stage.residual_stage)];
+      memory r_plain = r;
+      if (final_stage.inner_plain) {
+        int held = result_slot[static_cast<size_t>(final_stage.residual_stage)];
+        ONNXKIT_ASSIGN_OR_RETURN(r_plain, ScratchMemory(plan.y_plain, FreeSlot({held})));
+        ONNXKIT_RETURN_IF_ERROR(cpu::Execute("residual reorder", final_stage.inner_plain,
+                                             {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, r_plain}}));
+      }
+      ApplyPostOps(y->mutable_data<float>(), static_cast<const float*>(r_plain.get_data_handle()), y->size(),
+                   final_stage.resolved);
+    } else if (plan.own_last) {
       const Tensor* residual = nullptr;
       if (final_stage.residual >= 0) {
         ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));

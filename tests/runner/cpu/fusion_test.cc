@@ -5,6 +5,7 @@
 // feed an initializer the fused kernel treated as constant.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -484,6 +485,67 @@ TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
     bool ran = runner::cpu::WinogradConvolutionRuns() > before;
     EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
   }
+}
+
+// Two ResNet identity blocks, each y = Relu(x + C3(Relu(C2(Relu(C1(x))))))
+// (1x1, 3x3, 1x1). `break_second`: a Sigmoid after the second block's 3x3
+// Conv, which no chain takes.
+pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = false) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  std::string in = "x";
+  for (int block = 1; block <= 2; ++block) {
+    std::string p = "b" + std::to_string(block) + "_";
+    uint32_t seed = 300 + 10 * static_cast<uint32_t>(block);
+    AddStage(g, p + "c1", in, p + "a", c, c / 2, 1, 1, 1, seed);
+    g.Node("Relu", {p + "a"}, {p + "ar"}, {}, p + "r1");
+    AddStage(g, p + "c2", p + "ar", p + "b", c / 2, c / 2, 1, 3, 1, seed + 2);
+    std::string mid = p + "br";
+    g.Node("Relu", {p + "b"}, {mid}, {}, p + "r2");
+    if (break_second && block == 2) {
+      g.Node("Sigmoid", {mid}, {p + "bs"}, {}, p + "sig");
+      mid = p + "bs";
+    }
+    AddStage(g, p + "c3", mid, p + "c", c / 2, c, 1, 1, 1, seed + 4);
+    g.Node("Add", {p + "c", in}, {p + "s"}, {}, p + "add").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "r3");
+    in = p + "y";
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
+  // The first block's output is the second's X and its residual: one
+  // sequence runs both blocks, the residual kept in its stage's layout.
+  for (int64_t hw : {7, 16}) {  // 16: the 3x3 Convs run as Winograd ones
+    SCOPED_TRACE(hw);
+    ExpectFused(IdentityBlocksGraph(32, hw), {{"x", RandomFloats({1, 32, hw, hw}, 330)}}, {"b1_c1"});
+  }
+  // A node no chain takes inside the second block: the first chain ends
+  // with the first block; the second block's Add joins its last Conv.
+  ExpectFused(IdentityBlocksGraph(32, 8, /*break_second=*/true), {{"x", RandomFloats({1, 32, 8, 8}, 331)}},
+              {"b1_c1", "b2_c1", "b2_sig", "b2_c3"});
+}
+
+TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
+  // Double tensors: no fused kernel takes them; the chain runs node by node
+  // with the block's input kept for its Add.
+  pb::GraphProto graph = IdentityBlocksGraph(8, 6);
+  auto to_double = [](const float* p, size_t n) {
+    std::vector<double> d(p, p + n);
+    return std::string(reinterpret_cast<const char*>(d.data()), n * sizeof(double));
+  };
+  for (pb::TensorProto& t : graph.initializer) {
+    std::string_view raw = t.raw_data.view();
+    t.raw_data = Bytes::Own(to_double(reinterpret_cast<const float*>(raw.data()), raw.size() / sizeof(float)));
+    t.data_type = pb::kDouble;
+  }
+  graph.input[0] = MakeValueInfo("x", pb::kDouble, std::vector<int64_t>{1, 8, 6, 6});
+  graph.output[0] = MakeValueInfo(graph.output[0].name, pb::kDouble, std::vector<int64_t>{1, 8, 6, 6});
+  runner::Tensor x = RandomFloats({1, 8, 6, 6}, 332);
+  std::vector<double> values(x.data<float>(), x.data<float>() + x.size());
+  ExpectFused(graph, {{"x", MakeTensor<double>(pb::kDouble, {1, 8, 6, 6}, values)}}, {"b1_c1"}, 18,
+              /*node_by_node=*/true);
 }
 
 TEST(CpuFusionTest, ConvSequenceFollowsShapeChangesBetweenRuns) {

@@ -297,6 +297,37 @@ TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
   }
 }
 
+// Two identity blocks run as one sequence, the first block's result kept
+// inside it as the second's residual: NaN and infinities into X, and
+// finite inputs so large that the sequence overflows, reach the output as
+// on the reference.
+TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
+  const int64_t c = 16;
+  for (int64_t hw : {7, 16}) {
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+    std::string in = "x";
+    for (std::string p : {"p", "q"}) {
+      AddConv(g, {"", c, c, 1, 1, hw}, in, p + "a", p + "c1", 100);
+      g.Node("Relu", {p + "a"}, {p + "ar"}, {}, p + "r1");
+      AddConv(g, {"", c, c, 1, 3, hw}, p + "ar", p + "b", p + "c2", 102);
+      g.Node("Relu", {p + "b"}, {p + "br"}, {}, p + "r2");
+      AddConv(g, {"", c, c, 1, 1, hw}, p + "br", p + "c", p + "c3", 104);
+      g.Node("Add", {in, p + "c"}, {p + "s"}, {}, p + "add").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "r3");
+      in = p + "y";
+    }
+    g.Output(in);
+    pb::GraphProto graph = g.Build();
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 106), kinds, 7)}}, 18, HasNaN(kinds));
+    }
+    SCOPED_TRACE(::testing::Message() << "overflow, hw " << hw);
+    ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 108, 1e37f, 3e38f)}}, 18,
+                        /*planted_nan=*/false);
+  }
+}
+
 // Finite inputs so large that a Winograd convolution's transforms could
 // overflow where the direct one does not: the bound refuses Winograd, and
 // the result agrees with the reference's (tolerances relative to the
