@@ -469,15 +469,15 @@ TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
 }
 
 TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
-  // The block's 3x3 stride-1 Conv over a 16x16 image (256 positions) runs
+  // The block's 3x3 stride-1 Conv over a 28x28 image (784 positions) runs
   // as a Winograd convolution; 12 channels do not fill a 16-channel block;
-  // stride 2 or a 10x10 image (100 positions) convolve directly.
+  // stride 2 or a 20x20 image (400 positions) convolve directly.
   struct Case {
     int64_t c, hw, stride;
     bool winograd;
   };
-  for (const Case& k : {Case{16, 16, 1, true}, Case{12, 16, 1, true}, Case{16, 16, 2, false},
-                        Case{16, 10, 1, false}}) {
+  for (const Case& k : {Case{16, 28, 1, true}, Case{12, 28, 1, true}, Case{16, 28, 2, false},
+                        Case{16, 20, 1, false}}) {
     SCOPED_TRACE(::testing::Message() << "c " << k.c << " hw " << k.hw << " stride " << k.stride);
     int64_t before = runner::cpu::WinogradConvolutionRuns();
     ExpectFused(ProjectionBlockGraph(k.c, k.hw, k.stride), {{"x", RandomFloats({1, k.c, k.hw, k.hw}, 250)}},
@@ -517,7 +517,7 @@ pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = fa
 TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
   // The first block's output is the second's X and its residual: one
   // sequence runs both blocks, the residual kept in its stage's layout.
-  for (int64_t hw : {7, 16}) {  // 16: the 3x3 Convs run as Winograd ones
+  for (int64_t hw : {7, 28}) {  // 28: the 3x3 Convs run as Winograd ones
     SCOPED_TRACE(hw);
     ExpectFused(IdentityBlocksGraph(32, hw), {{"x", RandomFloats({1, 32, hw, hw}, 330)}}, {"b1_c1"});
   }

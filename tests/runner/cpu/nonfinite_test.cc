@@ -269,7 +269,7 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
 
 // A projection block (two branches of Conv + BatchNormalization meeting in
 // a Sum, then Relu, fused as two steps): NaN and infinities into X reach
-// the output through both branches. On 16x16 images the 3x3 Conv runs as a
+// the output through both branches. On 28x28 images the 3x3 Conv runs as a
 // Winograd convolution for finite inputs (runner/cpu/conv_sequence.cc),
 // which must not see these.
 pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
@@ -287,7 +287,7 @@ pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
 }
 
 TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
-  for (int64_t hw : {9, 16}) {
+  for (int64_t hw : {9, 28}) {
     for (const char* kinds : {"n", "+-", "n+-"}) {
       SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
       const int64_t c = 16;
@@ -303,7 +303,7 @@ TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
 // on the reference.
 TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
   const int64_t c = 16;
-  for (int64_t hw : {7, 16}) {
+  for (int64_t hw : {7, 28}) {
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
     std::string in = "x";
@@ -333,7 +333,7 @@ TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
 // the result agrees with the reference's (tolerances relative to the
 // output's magnitude).
 TEST(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
-  const int64_t c = 16, hw = 16;
+  const int64_t c = 16, hw = 28;
   for (float scale : {1.0f, 1e32f}) {
     SCOPED_TRACE(scale);
     Feeds feeds = {{"x", RandomFloats({1, c, hw, hw}, 98, -scale, scale)}};
