@@ -7,9 +7,11 @@ with median latencies and the ratio onnxkit-cpu / ORT, and writes all the
 figures as JSON (--json-out).
 
   /usr/bin/python3 bench/ort_compare.py --runs 20 --threads 1
+  /usr/bin/python3 bench/ort_compare.py --models resnet50,light_resnet50 --backends cpu \
+      --baseline OTHER_ONNXKIT --stat min
   ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
 
-Models: bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
+Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
 bench/export_torch_models.py), if_convnet and if_convnet_flat (a conv net inside
 an If and the same net without it, made by bench/make_if_model.py), and the
 light models of the onnx backend data.
@@ -90,12 +92,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
     ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,light",
-                    help="comma-separated names; 'light' means every light model")
+                    help="comma-separated names; 'light' means every light model, light_NAME one of them")
     ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
     ap.add_argument("--backends", default="cpu,reference")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--reference-runs", type=int, default=3, help="runs for the (slow) reference backend")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="latency figure compared (min resists a busy machine)")
+    ap.add_argument("--baseline", help="a second onnxkit binary whose cpu backend is measured in the same run "
+                    "(columns 'base ms' and 'base/ort')")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     if "ORT_NODE" not in os.environ:
@@ -107,12 +113,15 @@ def main():
             for f in sorted(os.listdir(args.light_dir)):
                 if f.endswith(".onnx"):
                     models.append((f[:-5], os.path.join(args.light_dir, f)))
+        elif name.startswith("light_"):
+            models.append((name, os.path.join(args.light_dir, name + ".onnx")))
         else:
             models.append((name, os.path.join(HERE, "models", name + ".onnx")))
 
     results = {}
     print(f"{'model':24} {'ort ms':>9} " + " ".join(f"{b + ' ms':>13}" for b in args.backends.split(",")) +
-          f" {'cpu/ort':>8}")
+          f" {'cpu/ort':>8}" + (f" {'base ms':>9} {'base/ort':>8}" if args.baseline else "") +
+          f"   ({args.stat}, {args.threads} thread{'s' if args.threads != 1 else ''})")
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in models:
             if not os.path.exists(path):
@@ -134,14 +143,19 @@ def main():
             for backend in args.backends.split(","):
                 runs = args.runs if backend != "reference" else args.reference_runs
                 row[backend] = run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads)
+            if args.baseline:
+                row["baseline"] = run_onnxkit(args.baseline, path, npz, "cpu", args.runs, args.threads)
             results[name] = row
 
             def med(r):
-                return r["latency_ms"]["median"] if "latency_ms" in r else float("nan")
+                return r["latency_ms"][args.stat] if "latency_ms" in r else float("nan")
 
             ratio = med(row.get("cpu", {})) / med(row["ort"]) if "cpu" in row else float("nan")
+            base = ""
+            if args.baseline:
+                base = f" {med(row['baseline']):9.2f} {med(row['baseline']) / med(row['ort']):8.2f}"
             print(f"{name:24} {med(row['ort']):9.2f} " +
-                  " ".join(f"{med(row[b]):13.2f}" for b in args.backends.split(",")) + f" {ratio:8.2f}",
+                  " ".join(f"{med(row[b]):13.2f}" for b in args.backends.split(",")) + f" {ratio:8.2f}" + base,
                   flush=True)
             for k, r in row.items():
                 if "error" in r:

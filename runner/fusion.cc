@@ -83,6 +83,29 @@ bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
          InputsConstant(node, 1, is_constant);
 }
 
+// The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
+// as X (`conv`, a sequence convolution) and a two-input Add or Sum that
+// takes it once (`add`): a residual block's input. False otherwise.
+bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
+                               const std::function<bool(const ir::Value*)>& is_constant, const ir::Node** conv,
+                               const ir::Node** add) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
+  const ir::Node* a = v->uses()[0].node;
+  const ir::Node* b = v->uses()[1].node;
+  if (a == b) return false;
+  if (b->op_type() == "Conv") std::swap(a, b);
+  for (const ir::Node* n : {a, b}) {
+    if (n->graph() != &graph || !InDefaultDomain(*n)) return false;
+  }
+  if (!IsSequenceConv(*a, v, is_constant)) return false;
+  if ((b->op_type() != "Add" && b->op_type() != "Sum") || b->num_inputs() != 2 || b->input(0) == b->input(1) ||
+      b->num_outputs() != 1)
+    return false;
+  *conv = a;
+  *add = b;
+  return true;
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -116,10 +139,24 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     const ir::Node* conv = head;  // the convolution of the current stage
     // Convolutions after the first need every weight constant (prepared once).
     const bool head_constant = InputsConstant(*head, 1, is_constant);
+    // A value of the chain that a later residual Add (`pending_add`) also
+    // reads: the output of node `pending_source`.
+    const ir::Node* pending_add = nullptr;
+    int pending_source = -1;
     while (OnlyFirstOutput(*last)) {
       const ir::Value* v = last->output(0);
       const ir::Node* next = SoleConsumer(v, graph);
-      if (next == nullptr || skip(next)) break;
+      const ir::Node* add = nullptr;
+      // After an activation the chain may run on into a residual block
+      // (one block's input pending at a time).
+      if (next == nullptr && !bn_head && head_constant && (stage == 2 || stage == 4) && pending_add == nullptr &&
+          SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) && !taken.contains(add)) {
+        pending_add = add;
+        pending_source = static_cast<int>(chain.nodes.size()) - 1;
+      }
+      // A node belongs to one chain: the Sum of a projection block is the
+      // tail of both branches, and only the first one found takes it.
+      if (next == nullptr || skip(next) || taken.contains(next)) break;
       int slot = -1;
       int next_stage = -1;
       if (bn_head) {
@@ -142,6 +179,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                  next->input(0) != next->input(1)) {
         slot = next->input(0) == v ? 0 : 1;
         next_stage = 3;
+      } else if (next == pending_add) {
+        break;  // the block's residual Add, where the chain cannot take it
       }
       if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
         slot = 0;
@@ -151,9 +190,23 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       if (next_stage < 0 || next->input(slot) != v) break;
       chain.nodes.push_back(next);
       chain.chained_input.push_back(slot);
+      chain.inner_input.resize(chain.nodes.size(), -1);
+      chain.inner_source.resize(chain.nodes.size(), -1);
+      if (next == pending_add) {
+        chain.inner_input.back() = 1 - slot;
+        chain.inner_source.back() = pending_source;
+        pending_add = nullptr;
+      }
       last = next;
       stage = next_stage;
     }
+    if (pending_add != nullptr) {
+      // The chain stopped inside the block: it ends where the block begins.
+      chain.nodes.resize(static_cast<size_t>(pending_source) + 1);
+      chain.chained_input.resize(chain.nodes.size());
+    }
+    chain.inner_input.resize(chain.nodes.size(), -1);
+    chain.inner_source.resize(chain.nodes.size(), -1);
     if (chain.nodes.size() < 2) continue;
     // The tail's extra outputs (a BatchNormalization's) must be omitted too.
     if (!OnlyFirstOutput(chain.tail())) continue;
@@ -178,13 +231,16 @@ class ChainKernel : public Kernel {
 
   absl::Status Run(KernelContext& ctx) override {
     if (counted_) g_fallback_runs.fetch_add(1, std::memory_order_relaxed);
-    RtValue previous;
+    // Each node's output 0 while a later node may still read it.
+    std::vector<RtValue> produced(chain_.nodes.size());
     for (size_t k = 0; k < chain_.nodes.size(); ++k) {
       const ir::Node& node = *chain_.nodes[k];
       std::vector<const RtValue*> inputs(static_cast<size_t>(node.num_inputs()));
       for (int j = 0; j < node.num_inputs(); ++j) {
-        inputs[static_cast<size_t>(j)] =
-            j == chain_.chained_input[k] ? &previous : ctx.Value(chain_.input_offset[k] + j);
+        const RtValue* in = ctx.Value(chain_.input_offset[k] + j);
+        if (j == chain_.chained_input[k]) in = &produced[k - 1];
+        if (j == chain_.InnerInput(k)) in = &produced[static_cast<size_t>(chain_.inner_source[k])];
+        inputs[static_cast<size_t>(j)] = in;
       }
       std::vector<RtValue> outputs(static_cast<size_t>(node.num_outputs()));
       KernelContext sub(node, ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
@@ -193,7 +249,8 @@ class ChainKernel : public Kernel {
         if (outputs.empty() || !outputs[0].defined()) {
           return absl::InternalError(absl::StrCat("node ", ir::NodeLabel(node), " produced no output"));
         }
-        previous = std::move(outputs[0]);
+        produced[k] = std::move(outputs[0]);
+        if (k > 0 && !Reread(k - 1)) produced[k - 1] = RtValue();
         continue;
       }
       for (size_t i = 0; i < outputs.size() && static_cast<int>(i) < ctx.num_outputs(); ++i) {
@@ -205,6 +262,14 @@ class ChainKernel : public Kernel {
   }
 
  private:
+  // True when a node after node `i` + 1 reads node i's output.
+  bool Reread(size_t i) const {
+    for (size_t k = i + 2; k < chain_.nodes.size(); ++k) {
+      if (chain_.InnerInput(k) >= 0 && chain_.inner_source[k] == static_cast<int>(i)) return true;
+    }
+    return false;
+  }
+
   FusionChain chain_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   bool counted_;

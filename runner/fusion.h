@@ -37,6 +37,11 @@ struct FusionChain {
   // chained_input[k]. The chain's result is the last node's output 0.
   std::vector<const ir::Node*> nodes;
   std::vector<int> chained_input;  // -1 for the head
+  // Node k's input inner_input[k] (-1, or past the end: none) is output 0
+  // of node inner_source[k], an earlier node than k - 1: a residual taken
+  // from inside the chain (a ResNet block's input, when the chain runs on
+  // through the block), which exists only inside the fused kernel.
+  std::vector<int> inner_input, inner_source;
   // Node k's input j is input input_offset[k] + j of the fused kernel (the
   // chained slot is passed as omitted).
   std::vector<int> input_offset;
@@ -60,6 +65,15 @@ struct FusionChain {
   };
   std::vector<Bypass> bypass;
 
+  int InnerInput(size_t k) const { return k < inner_input.size() ? inner_input[k] : -1; }
+  // True when `v` is made and used only inside the chain.
+  bool Internal(const ir::Value* v) const {
+    for (size_t k = 0; k + 1 < nodes.size(); ++k) {
+      if (nodes[k]->output(0) == v) return true;
+    }
+    return false;
+  }
+
   const ir::Node& head() const { return *nodes.front(); }
   const ir::Node& tail() const { return *nodes.back(); }
 };
@@ -67,7 +81,9 @@ struct FusionChain {
 // Chains of `graph` (in its topological order `order`) the cpu backend can
 // fuse. `is_constant` tells which values are the same in every run; nodes
 // for which `skip` is true (folded ones) are never part of a chain. Every
-// value inside a chain has one use (the next node) and is not a graph output.
+// value inside a chain is used only inside it and is not a graph output; it
+// has one use (the next node), or, after an activation, two: the next
+// Conv and a later residual Add or Sum of the chain (inner_input).
 std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                         const std::function<bool(const ir::Value*)>& is_constant,
                                         const std::function<bool(const ir::Node*)>& skip);

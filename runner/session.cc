@@ -329,7 +329,7 @@ class Session::Executor : public SubgraphRunner {
       const ir::Node& node = *chain.nodes[k];
       for (int j = 0; j < node.num_inputs(); ++j) {
         const ir::Value* v = node.input(j);
-        if (v == nullptr || j == chain.chained_input[k]) continue;
+        if (v == nullptr || j == chain.chained_input[k] || j == chain.InnerInput(k)) continue;
         const RtValue* value = Lookup(frame, v);
         if (value == nullptr && v->producer() != nullptr && session_->elided_.contains(v->producer())) continue;
         if (value == nullptr)
@@ -649,7 +649,7 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
       node_uses.clear();
       CollectUses(*chain->nodes[k], graph, &node_uses);
       for (const ir::Value* v : node_uses) {
-        if (k == 0 || v != chain->nodes[k - 1]->output(0)) uses->push_back(v);
+        if (!chain->Internal(v)) uses->push_back(v);
       }
     }
     for (const ir::Value* v : chain->extra_inputs) {

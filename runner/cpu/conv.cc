@@ -789,8 +789,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   }
   std::vector<SequenceStage> stages;
   bool conv_constant = false;  // the current stage's weights (and bias) are constant
+  std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
+    stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
     if (node.op_type() == "Conv") {
       SequenceStage stage;
       stage.base = chain.input_offset[k];
@@ -805,6 +807,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     }
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
     ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
+    if (chain.InnerInput(k) >= 0) {
+      // A residual from inside the chain: the result of the stage its
+      // source node ends (the next node is a Conv).
+      ConvChainSpec::PostOp& op = stages.back().spec.ops.back();
+      op.residual_stage = stage_of[static_cast<size_t>(chain.inner_source[k])];
+      if (!op.sum || op.residual_stage < 0 || op.residual_stage + 1 >= static_cast<int>(stages.size()))
+        return absl::InternalError("a residual from inside a Conv chain must follow a finished stage");
+    }
   }
   if (stages.size() > 1) {
     return MakeConvSequence(std::move(stages), std::move(fallback));

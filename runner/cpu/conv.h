@@ -28,6 +28,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
 // False where the CPU lacks VNNI: weighted quantized chains then run node
 // by node (oneDNN's u8 x s8 products would saturate).
 bool QuantizedChainsRunInt8();
+// conv_sequence.cc: whether oneDNN has a Winograd convolution on this CPU,
+// and how many Winograd convolutions sequences have run in this process.
+bool WinogradSupported();
+int64_t WinogradConvolutionRuns();
 // pool.cc
 Factory MakeMaxPool;
 Factory MakeAveragePool;

@@ -47,12 +47,13 @@ memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::v
 dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
                                          const std::vector<int64_t>& y_shape, const memory::dims& wdims,
                                          const memory::desc& bias, const Window& win, memory::data_type xt,
-                                         memory::data_type wt, memory::data_type yt, memory::format_tag tag) {
+                                         memory::data_type wt, memory::data_type yt, memory::format_tag tag,
+                                         dnnl::algorithm algorithm) {
   memory::desc src(Dims(x_shape), xt, tag);
   memory::desc dst(Dims(y_shape), yt, tag);
   memory::desc wei(wdims, wt, memory::format_tag::any);
   return dnnl::convolution_forward::desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
+      dnnl::prop_kind::forward_inference, algorithm, src, wei, bias, dst,
       Dims(win.strides), Minus1(win.dilations), Dims(win.pad_begin), Dims(win.pad_end));
 }
 
@@ -228,7 +229,7 @@ bool ResolveChainPostOps(KernelContext& ctx, const ConvChainSpec& spec, const st
   resolved->clear();
   for (const ConvChainSpec::PostOp& op : spec.ops) {
     ResolvedPostOp r{op.sum, op.alg, op.alpha, op.beta};
-    if (op.sum) {
+    if (op.sum && op.residual_stage < 0) {
       absl::StatusOr<const Tensor*> t = ctx.Input(op.residual);
       if (!t.ok() || (*t)->dtype() != pb::kFloat || (*t)->shape() != y_shape) return false;
     }

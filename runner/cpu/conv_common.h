@@ -31,12 +31,13 @@ bool IsReference(const dnnl::primitive_desc_base& pd);
 dnnl::memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::vector<int64_t>& kernel);
 // An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
 // window `win`: source and destination in layout `tag`, weights in the
-// layout oneDNN picks. Throws dnnl::error: call inside Guard.
-dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
-                                         const std::vector<int64_t>& y_shape, const dnnl::memory::dims& wdims,
-                                         const dnnl::memory::desc& bias, const reference::Window& win,
-                                         dnnl::memory::data_type xt, dnnl::memory::data_type wt,
-                                         dnnl::memory::data_type yt, dnnl::memory::format_tag tag);
+// layout oneDNN picks; direct convolution unless `algorithm` says
+// otherwise. Throws dnnl::error: call inside Guard.
+dnnl::convolution_forward::desc ConvDesc(
+    const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const dnnl::memory::dims& wdims,
+    const dnnl::memory::desc& bias, const reference::Window& win, dnnl::memory::data_type xt,
+    dnnl::memory::data_type wt, dnnl::memory::data_type yt, dnnl::memory::format_tag tag,
+    dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct);
 
 // A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
 // for activations reordered in and out of a primitive's layout or passed
@@ -45,7 +46,7 @@ dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
 // contents are only valid until the next call for the same slot. The
 // buffers are tensor buffers: they count against the memory limit. Null when
 // the allocation fails or would pass the limit.
-constexpr int kScratchSlots = 4;
+constexpr int kScratchSlots = 6;
 void* ThreadScratch(int slot, size_t bytes);
 
 // What follows a Conv in a fused chain (runner/fusion.h), as indices into
@@ -67,6 +68,9 @@ struct ConvChainSpec {
     float alpha = 0, beta = 0;
     int lo_input = -1, hi_input = -1;  // Clip's bound inputs (opset 11+)
     int residual = -1;
+    // In a sequence: the residual is the result of this earlier stage
+    // (runner/fusion.h's inner_input), not an input.
+    int residual_stage = -1;
   };
   std::vector<PostOp> ops;
 };

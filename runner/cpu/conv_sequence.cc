@@ -3,7 +3,9 @@
 // The values between them stay in the layouts oneDNN picks (channel-blocked
 // or channels-last), so only the first source and the last result are
 // reordered. Weights must be constant. Cases oneDNN does not cover run the
-// chain node by node.
+// chain node by node. A residual taken from inside the sequence (a ResNet
+// block's input, runner/fusion.h's inner_input) stays in its stage's
+// layout until the stage that adds it.
 //
 // NaN: oneDNN's relu and clip post-ops turn NaN into the bound. Each run
 // first bounds every value the sequence will compute from the largest
@@ -15,7 +17,18 @@
 // overflow) they run in ApplyPostOps, which keeps NaN (the safe plan, built
 // on first need). The scan reads X and the residuals only, not the larger
 // values inside the sequence.
+//
+// Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
+// least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
+// half the multiplications), the sequence then channel-blocked throughout.
+// Its transforms add and subtract neighbouring values, so a NaN or an
+// infinity would spread to, or cancel into NaN at, outputs the direct
+// convolution keeps finite or infinite: it runs only on bounded inputs, its
+// stage's bound taken kWinogradGrowth times larger (the transforms grow a
+// value by at most 4 * 2.25 * 9 = 81 times). The safe plan convolves
+// directly.
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -28,6 +41,7 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
 
 namespace onnxkit::runner::cpu {
@@ -62,6 +76,25 @@ double MaxAbs(const float* x, int64_t n) {
 // Bounds below this keep every partial sum far from the float range (the
 // rounding of a float sum grows it by far less than the factor left).
 constexpr double kSafeBound = FLT_MAX / 16;
+constexpr double kWinogradGrowth = 128;
+std::atomic<int64_t> g_winograd_runs{0};
+// Smaller images gain nothing from Winograd (ResNet-50's 14x14 stage lost a
+// little to the blocked layout it imposes); Inception's 28x28 and 56x56 gain.
+constexpr int64_t kWinogradMinPositions = 28 * 28;
+
+// True when stage `s` may run as a Winograd convolution of weights `w`
+// producing `y_shape`: 2-D, 3x3, group 1, stride and dilation 1.
+bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vector<int64_t>& y_shape,
+                       const Window& win) {
+  if (s.group != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || y_shape.size() != 4) return false;
+  for (int64_t v : win.strides) {
+    if (v != 1) return false;
+  }
+  for (int64_t v : win.dilations) {
+    if (v != 1) return false;
+  }
+  return y_shape[2] * y_shape[3] >= kWinogradMinPositions;
+}
 
 // A stage planned for one set of input shapes, in one mode.
 struct StagePlan {
@@ -72,10 +105,14 @@ struct StagePlan {
   dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
   int residual = -1;          // input index of a residual (sum post-op)
   dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
+  int residual_stage = -1;    // or the stage whose result is the residual
+  dnnl::reorder inner_in;     // that result into dst's layout, where they differ
+  dnnl::reorder inner_plain;  // or into plain Y's, for the last stage's own post-ops
   // The post-ops run in ApplyPostOps (the last stage's over Y, an inner
   // stage's over dst, the residual reordered into a scratch buffer of dst's
   // layout); else they are oneDNN's post-ops.
   bool own = false;
+  bool winograd = false;
   PreparedWeight weight;
 };
 
@@ -181,13 +218,17 @@ class ConvSequenceKernel : public CpuKernel {
     if (!x.ok()) return false;
     const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
     double bound = x_bound;
+    std::vector<double> results(stages_.size(), 0);  // each stage's result, bounded
     for (size_t k = 0; k < stages_.size() && bound < kSafeBound; ++k) {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return false;
       bound = ConvBound(k, *w, b, bound);
+      if (plan.stages[k].winograd && bound * kWinogradGrowth >= kSafeBound) return false;
       for (const ResolvedPostOp& op : plan.stages[k].resolved) {
         if (bound >= kSafeBound) return false;
-        if (op.sum) {
+        if (op.sum && plan.stages[k].residual_stage >= 0) {
+          bound += results[static_cast<size_t>(plan.stages[k].residual_stage)];
+        } else if (op.sum) {
           absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
           if (!r.ok()) return false;
           // A residual that is X itself (an identity shortcut) is not read twice.
@@ -202,6 +243,7 @@ class ConvSequenceKernel : public CpuKernel {
                       : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
         }
       }
+      results[k] = bound;
     }
     return bound < kSafeBound;
   }
@@ -227,6 +269,21 @@ class ConvSequenceKernel : public CpuKernel {
         channels = (*w)->dim(0);
       }
     }
+    // The stages that run as Winograd convolutions (fast plan only).
+    std::vector<bool> winograd(stages_.size(), false);
+    bool has_winograd = false;
+    {
+      std::vector<int64_t> shape = x_shape;
+      for (size_t k = 0; k < stages_.size(); ++k) {
+        const Tensor *w, *b;
+        if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
+        std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
+        if (!geometry) return false;
+        winograd[k] = !safe && WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window);
+        has_winograd = has_winograd || winograd[k];
+        shape = geometry->y_shape;
+      }
+    }
     plan.stages.assign(stages_.size(), StagePlan());
     for (size_t k = 0; k < stages_.size(); ++k) {
       const SequenceStage& stage = stages_[k];
@@ -244,24 +301,37 @@ class ConvSequenceKernel : public CpuKernel {
       s.own = HasActivation(s.resolved) && (safe || s.resolved.size() > 2);
       plan.own_last = last && s.own;
       s.residual = -1;
+      s.residual_stage = -1;
       for (const ConvChainSpec::PostOp& op : stage.spec.ops) {
-        if (op.sum) s.residual = op.residual;
+        if (op.sum && op.residual_stage >= 0) {
+          s.residual_stage = op.residual_stage;
+        } else if (op.sum) {
+          s.residual = op.residual;
+        }
       }
+      if (s.residual_stage >= static_cast<int>(k) ||
+          (s.residual_stage >= 0 && plan.stages[static_cast<size_t>(s.residual_stage)].y_shape != s.y_shape))
+        return false;
       memory::dims wdims = WeightDims(stage.group, m, c, kernel);
       s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
       s.bias = b != nullptr ? PlainDesc(b->shape(), memory::data_type::f32) : memory::desc();
-      // Sequences with a depthwise convolution run channel-blocked
-      // throughout (its fastest layout, no reorders between stages); the
-      // others in the layout oneDNN picks (NHWC here).
-      std::vector<memory::format_tag> tags = {memory::format_tag::any};
-      if (has_depthwise) tags = {Blocked16Tag(rank), memory::format_tag::any};
+      // Sequences with a depthwise or a Winograd convolution run
+      // channel-blocked throughout (the layout of both kernels, no reorders
+      // between stages); the others in the layout oneDNN picks (NHWC here).
+      // A Winograd stage oneDNN does not take convolves directly.
+      using Candidate = std::pair<memory::format_tag, dnnl::algorithm>;
+      const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
+      std::vector<Candidate> tags = {{memory::format_tag::any, direct}};
+      if (has_depthwise || has_winograd) tags = {{Blocked16Tag(rank), direct}, {memory::format_tag::any, direct}};
+      if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
       bool planned = false;
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
         bool last_tag = i + 1 == tags.size();
+        bool is_winograd = tags[i].second != direct;
         absl::Status status = Guard("convolution", [&] {
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
-                       memory::data_type::f32, memory::data_type::f32, tags[i]);
+                       memory::data_type::f32, memory::data_type::f32, tags[i].first, tags[i].second);
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -276,6 +346,7 @@ class ConvSequenceKernel : public CpuKernel {
           s.src = pd.src_desc();
           s.dst = pd.dst_desc();
           s.wei = pd.weights_desc();
+          s.winograd = is_winograd;
           s.primitive = dnnl::convolution_forward(pd);
           s.src_in = s.src != current
                          ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
@@ -286,9 +357,18 @@ class ConvSequenceKernel : public CpuKernel {
               reordered && s.dst != plain_y
                   ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_y, Engine(), s.dst))
                   : dnnl::reorder();
+          s.inner_in = s.inner_plain = dnnl::reorder();
+          if (s.residual_stage >= 0) {
+            const memory::desc& from = plan.stages[static_cast<size_t>(s.residual_stage)].dst;
+            const memory::desc& to = s.own && last ? plain_y : s.dst;
+            (s.own && last ? s.inner_plain : s.inner_in) =
+                from != to ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to))
+                           : dnnl::reorder();
+          }
           planned = true;
         });
-        if (!status.ok()) return false;
+        // oneDNN refuses Winograd for geometries its kernel does not cover.
+        if (!status.ok() && !is_winograd) return false;
       }
       if (!planned) return false;
       current = s.dst;
@@ -305,42 +385,60 @@ class ConvSequenceKernel : public CpuKernel {
   }
 
   // The lowest scratch slot not in `busy`.
-  static int FreeSlot(std::initializer_list<int> busy) {
+  static int FreeSlot(const std::vector<int>& busy) {
     for (int slot = 0; slot < kScratchSlots; ++slot) {
       if (std::find(busy.begin(), busy.end(), slot) == busy.end()) return slot;
     }
     return -1;
   }
 
+  static absl::StatusOr<memory> ScratchMemory(const memory::desc& desc, int slot) {
+    void* buffer = slot >= 0 ? ThreadScratch(slot, desc.get_size()) : nullptr;
+    if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for convolution scratch space");
+    memory m;
+    ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { m = memory(desc, Engine(), buffer); }));
+    return m;
+  }
+
   // The residual of stage s (of `plan`'s stage k) before its primitive
   // runs: into dst for oneDNN's sum, or, for an inner stage's own post-ops,
   // returned in dst's layout (a scratch slot not in `busy` where reordered).
+  // `inner`: the result of the stage s adds, where it is one of the sequence.
   absl::StatusOr<const float*> StageResidual(KernelContext& ctx, StagePlan& s, bool last, const memory& dst,
-                                             std::initializer_list<int> busy) {
-    if (s.residual < 0 || (last && s.own)) return nullptr;
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
-    if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
+                                             const memory* inner, const std::vector<int>& busy) {
+    if ((s.residual < 0 && inner == nullptr) || (last && s.own)) return nullptr;
     memory r_user;
-    ONNXKIT_RETURN_IF_ERROR(Guard(
-        "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
-    if (s.own && !s.residual_in) return r->data<float>();
-    if (s.own) {
-      void* buffer = ThreadScratch(FreeSlot(busy), s.dst.get_size());
-      if (buffer == nullptr)
-        return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-      memory r_own;
-      ONNXKIT_RETURN_IF_ERROR(Guard("residual memory", [&] { r_own = memory(s.dst, Engine(), buffer); }));
-      ONNXKIT_RETURN_IF_ERROR(
-          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
-      return static_cast<const float*>(buffer);
-    }
-    if (s.residual_in) {
-      ONNXKIT_RETURN_IF_ERROR(
-          cpu::Execute("residual reorder", s.residual_in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+    if (inner != nullptr) {
+      r_user = *inner;
     } else {
-      std::memcpy(dst.get_data_handle(), r->raw(), static_cast<size_t>(r->size()) * sizeof(float));
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* r, ctx.Input(s.residual));
+      if (r->dtype() != pb::kFloat || r->shape() != s.y_shape) return absl::InternalError("residual changed");
+      ONNXKIT_RETURN_IF_ERROR(Guard(
+          "residual memory", [&] { r_user = UserMemory(*r, PlainDesc(r->shape(), memory::data_type::f32)); }));
+    }
+    const dnnl::reorder& in = inner != nullptr ? s.inner_in : s.residual_in;
+    if (s.own && !in) return static_cast<const float*>(r_user.get_data_handle());
+    if (s.own) {
+      ONNXKIT_ASSIGN_OR_RETURN(memory r_own, ScratchMemory(s.dst, FreeSlot(busy)));
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, r_own}}));
+      return static_cast<const float*>(r_own.get_data_handle());
+    }
+    if (in) {
+      ONNXKIT_RETURN_IF_ERROR(
+          cpu::Execute("residual reorder", in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
+    } else {
+      std::memcpy(dst.get_data_handle(), r_user.get_data_handle(), s.dst.get_size());
     }
     return nullptr;
+  }
+
+  // True when a stage from `k` on adds stage j's result.
+  static bool ReadLater(const SequencePlan& plan, size_t j, size_t k) {
+    for (size_t t = k; t < plan.stages.size(); ++t) {
+      if (plan.stages[t].residual_stage == static_cast<int>(j)) return true;
+    }
+    return false;
   }
 
   absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
@@ -349,6 +447,9 @@ class ConvSequenceKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
     memory current;
     int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
+    // Each stage's result and its slot, while a later stage adds it.
+    std::vector<memory> results(plan.stages.size());
+    std::vector<int> result_slot(plan.stages.size(), -1);
     ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
       current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
     }));
@@ -358,14 +459,16 @@ class ConvSequenceKernel : public CpuKernel {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return absl::InternalError("convolution operands changed");
       ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
+      std::vector<int> busy = {current_slot};
+      for (size_t j = 0; j < k; ++j) {
+        if (result_slot[j] >= 0 && ReadLater(plan, j, k)) busy.push_back(result_slot[j]);
+      }
       int src_slot = current_slot;
       memory src = current;
       if (s.src_in) {
-        src_slot = FreeSlot({current_slot});
-        void* buffer = ThreadScratch(src_slot, s.src.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { src = memory(s.src, Engine(), buffer); }));
+        src_slot = FreeSlot(busy);
+        ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
+        busy.push_back(src_slot);
         ONNXKIT_RETURN_IF_ERROR(
             cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
       }
@@ -375,14 +478,13 @@ class ConvSequenceKernel : public CpuKernel {
       if (last && !plan.dst_out) {
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
       } else {
-        dst_slot = FreeSlot({current_slot, src_slot});
-        void* buffer = ThreadScratch(dst_slot, s.dst.get_size());
-        if (buffer == nullptr)
-          return absl::ResourceExhaustedError("out of memory for convolution scratch space");
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = memory(s.dst, Engine(), buffer); }));
+        dst_slot = FreeSlot(busy);
+        ONNXKIT_ASSIGN_OR_RETURN(dst, ScratchMemory(s.dst, dst_slot));
+        busy.push_back(dst_slot);
       }
-      ONNXKIT_ASSIGN_OR_RETURN(const float* residual,
-                               StageResidual(ctx, s, last, dst, {current_slot, src_slot, dst_slot}));
+      const memory* inner =
+          s.residual_stage >= 0 ? &results[static_cast<size_t>(s.residual_stage)] : nullptr;
+      ONNXKIT_ASSIGN_OR_RETURN(const float* residual, StageResidual(ctx, s, last, dst, inner, busy));
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
       if (b != nullptr) {
@@ -390,12 +492,15 @@ class ConvSequenceKernel : public CpuKernel {
             Guard("convolution memory", [&] { args[DNNL_ARG_BIAS] = UserMemory(*b, s.bias); }));
       }
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
+      if (s.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
       if (s.own && !last) {
         ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
                      static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
       }
       current = dst;
       current_slot = dst_slot;
+      results[k] = dst;
+      result_slot[k] = dst_slot;
     }
     if (plan.dst_out) {
       memory y_user;
@@ -403,7 +508,19 @@ class ConvSequenceKernel : public CpuKernel {
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
                                            {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
     }
-    if (plan.own_last) {
+    if (plan.own_last && final_stage.residual_stage >= 0) {
+      // The residual from inside the sequence, in Y's plain layout.
+      const memory& r = results[static_cast<size_t>(final_stage.residual_stage)];
+      memory r_plain = r;
+      if (final_stage.inner_plain) {
+        int held = result_slot[static_cast<size_t>(final_stage.residual_stage)];
+        ONNXKIT_ASSIGN_OR_RETURN(r_plain, ScratchMemory(plan.y_plain, FreeSlot({held})));
+        ONNXKIT_RETURN_IF_ERROR(cpu::Execute("residual reorder", final_stage.inner_plain,
+                                             {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, r_plain}}));
+      }
+      ApplyPostOps(y->mutable_data<float>(), static_cast<const float*>(r_plain.get_data_handle()), y->size(),
+                   final_stage.resolved);
+    } else if (plan.own_last) {
       const Tensor* residual = nullptr;
       if (final_stage.residual >= 0) {
         ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
@@ -420,6 +537,14 @@ class ConvSequenceKernel : public CpuKernel {
 };
 
 }  // namespace
+
+bool WinogradSupported() {
+  // The ISA values are bit sets: each one holds the bits of those it extends.
+  const int avx512 = static_cast<int>(dnnl::cpu_isa::avx512_core);
+  return (static_cast<int>(dnnl::get_effective_cpu_isa()) & avx512) == avx512;
+}
+
+int64_t WinogradConvolutionRuns() { return g_winograd_runs.load(std::memory_order_relaxed); }
 
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
                                          std::unique_ptr<Kernel> fallback) {

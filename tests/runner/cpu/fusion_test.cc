@@ -5,11 +5,13 @@
 // feed an initializer the fused kernel treated as constant.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
+#include "runner/cpu/conv.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -29,6 +31,7 @@ const ConvCase kCases[] = {
     {"depthwise", 16, 16, 16, 3, 9},
     {"spatial", 5, 16, 1, 3, 7},
     {"small_pointwise", 16, 16, 1, 1, 5},  // 25 positions: oneDNN's layout
+    {"grouped_pointwise", 16, 24, 4, 1, 12},  // oneDNN's layout at any size
 };
 
 // Adds x -> Conv (weights w, bias b) -> "conv" to `g`.
@@ -426,6 +429,123 @@ TEST(CpuFusionTest, ConvSequencesKeepBlockedLayoutsBetweenConvolutions) {
       }
     }
   }
+}
+
+// A ResNet projection block as older exporters write it: the main branch
+// (1x1, 3x3, 1x1 Convs, each with a BatchNormalization) and the shortcut
+// (a strided 1x1 Conv and its BatchNormalization) meet in a Sum, then Relu.
+pb::GraphProto ProjectionBlockGraph(int64_t c, int64_t hw, int64_t stride) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  auto conv_bn = [&](const std::string& name, const std::string& in, int64_t cin, int64_t m, int64_t k,
+                     int64_t s, uint32_t seed) {
+    AddStage(g, name, in, name + "_c", cin, m, 1, k, s, seed);
+    g.Initializer(InitializerFrom(name + "_scale", RandomFloats({m}, seed + 2, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom(name + "_shift", RandomFloats({m}, seed + 3)))
+        .Initializer(InitializerFrom(name + "_mean", RandomFloats({m}, seed + 4)))
+        .Initializer(InitializerFrom(name + "_var", RandomFloats({m}, seed + 5, 0.1f, 3.0f)))
+        .Node("BatchNormalization",
+              {name + "_c", name + "_scale", name + "_shift", name + "_mean", name + "_var"}, {name + "_n"},
+              {AttrFloat("epsilon", 1e-5f)}, name + "_bn");
+  };
+  conv_bn("a", "x", c, c, 1, 1, 200);
+  g.Node("Relu", {"a_n"}, {"a_r"}, {}, "a_relu");
+  conv_bn("b", "a_r", c, c, 3, stride, 210);
+  g.Node("Relu", {"b_n"}, {"b_r"}, {}, "b_relu");
+  conv_bn("c", "b_r", c, 4 * c, 1, 1, 220);
+  conv_bn("s", "x", c, 4 * c, 1, stride, 230);
+  g.Node("Sum", {"c_n", "s_n"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
+  // The Sum ends both branches; one chain takes it (and the Relu), the
+  // other stops before it: every node runs fused, in two steps.
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE(stride);
+    ExpectFused(ProjectionBlockGraph(8, 10, stride), {{"x", RandomFloats({1, 8, 10, 10}, 240)}}, {"s", "a"},
+                /*opset=*/9);
+  }
+}
+
+TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
+  // The block's 3x3 stride-1 Conv over a 28x28 image (784 positions) runs
+  // as a Winograd convolution; 12 channels do not fill a 16-channel block;
+  // stride 2 or a 20x20 image (400 positions) convolve directly.
+  struct Case {
+    int64_t c, hw, stride;
+    bool winograd;
+  };
+  for (const Case& k : {Case{16, 28, 1, true}, Case{12, 28, 1, true}, Case{16, 28, 2, false},
+                        Case{16, 20, 1, false}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << k.c << " hw " << k.hw << " stride " << k.stride);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    ExpectFused(ProjectionBlockGraph(k.c, k.hw, k.stride), {{"x", RandomFloats({1, k.c, k.hw, k.hw}, 250)}},
+                {"s", "a"}, /*opset=*/9);
+    bool ran = runner::cpu::WinogradConvolutionRuns() > before;
+    EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
+  }
+}
+
+// Two ResNet identity blocks, each y = Relu(x + C3(Relu(C2(Relu(C1(x))))))
+// (1x1, 3x3, 1x1). `break_second`: a Sigmoid after the second block's 3x3
+// Conv, which no chain takes.
+pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = false) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  std::string in = "x";
+  for (int block = 1; block <= 2; ++block) {
+    std::string p = "b" + std::to_string(block) + "_";
+    uint32_t seed = 300 + 10 * static_cast<uint32_t>(block);
+    AddStage(g, p + "c1", in, p + "a", c, c / 2, 1, 1, 1, seed);
+    g.Node("Relu", {p + "a"}, {p + "ar"}, {}, p + "r1");
+    AddStage(g, p + "c2", p + "ar", p + "b", c / 2, c / 2, 1, 3, 1, seed + 2);
+    std::string mid = p + "br";
+    g.Node("Relu", {p + "b"}, {mid}, {}, p + "r2");
+    if (break_second && block == 2) {
+      g.Node("Sigmoid", {mid}, {p + "bs"}, {}, p + "sig");
+      mid = p + "bs";
+    }
+    AddStage(g, p + "c3", mid, p + "c", c / 2, c, 1, 1, 1, seed + 4);
+    g.Node("Add", {p + "c", in}, {p + "s"}, {}, p + "add").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "r3");
+    in = p + "y";
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
+  // The first block's output is the second's X and its residual: one
+  // sequence runs both blocks, the residual kept in its stage's layout.
+  for (int64_t hw : {7, 28}) {  // 28: the 3x3 Convs run as Winograd ones
+    SCOPED_TRACE(hw);
+    ExpectFused(IdentityBlocksGraph(32, hw), {{"x", RandomFloats({1, 32, hw, hw}, 330)}}, {"b1_c1"});
+  }
+  // A node no chain takes inside the second block: the first chain ends
+  // with the first block; the second block's Add joins its last Conv.
+  ExpectFused(IdentityBlocksGraph(32, 8, /*break_second=*/true), {{"x", RandomFloats({1, 32, 8, 8}, 331)}},
+              {"b1_c1", "b2_c1", "b2_sig", "b2_c3"});
+}
+
+TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
+  // Double tensors: no fused kernel takes them; the chain runs node by node
+  // with the block's input kept for its Add.
+  pb::GraphProto graph = IdentityBlocksGraph(8, 6);
+  auto to_double = [](const float* p, size_t n) {
+    std::vector<double> d(p, p + n);
+    return std::string(reinterpret_cast<const char*>(d.data()), n * sizeof(double));
+  };
+  for (pb::TensorProto& t : graph.initializer) {
+    std::string_view raw = t.raw_data.view();
+    t.raw_data = Bytes::Own(to_double(reinterpret_cast<const float*>(raw.data()), raw.size() / sizeof(float)));
+    t.data_type = pb::kDouble;
+  }
+  graph.input[0] = MakeValueInfo("x", pb::kDouble, std::vector<int64_t>{1, 8, 6, 6});
+  graph.output[0] = MakeValueInfo(graph.output[0].name, pb::kDouble, std::vector<int64_t>{1, 8, 6, 6});
+  runner::Tensor x = RandomFloats({1, 8, 6, 6}, 332);
+  std::vector<double> values(x.data<float>(), x.data<float>() + x.size());
+  ExpectFused(graph, {{"x", MakeTensor<double>(pb::kDouble, {1, 8, 6, 6}, values)}}, {"b1_c1"}, 18,
+              /*node_by_node=*/true);
 }
 
 TEST(CpuFusionTest, ConvSequenceFollowsShapeChangesBetweenRuns) {

@@ -6,6 +6,7 @@
 // reductions, softmax). The outputs must be non-finite exactly where the
 // reference backend's are: NaN where it has NaN, the same infinity where it
 // has one; the finite elements agree as usual.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runner/cpu/conv.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -89,6 +91,7 @@ const ConvCase kCases[] = {
     {"depthwise", 16, 16, 16, 3, 9},
     {"spatial", 5, 16, 1, 3, 7},
     {"small_pointwise", 16, 16, 1, 1, 5},
+    {"grouped_pointwise", 16, 24, 4, 1, 12},
 };
 
 void AddConv(GraphBuilder& g, const ConvCase& cc, const std::string& in, const std::string& out,
@@ -261,6 +264,90 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
             18, HasNaN(kinds));
       }
     }
+  }
+}
+
+// A projection block (two branches of Conv + BatchNormalization meeting in
+// a Sum, then Relu, fused as two steps): NaN and infinities into X reach
+// the output through both branches. On 28x28 images the 3x3 Conv runs as a
+// Winograd convolution for finite inputs (runner/cpu/conv_sequence.cc),
+// which must not see these.
+pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddConv(g, {"", c, c, 1, 1, hw}, "x", "a", "a", 80);
+  AddBatchNorm(g, "a", "an", c, 82);
+  g.Node("Relu", {"an"}, {"ar"}, {}, "relu_a");
+  AddConv(g, {"", c, c, 1, 3, hw}, "ar", "b", "b", 86);
+  AddBatchNorm(g, "b", "bn", c, 88);
+  AddConv(g, {"", c, c, 1, 1, hw}, "x", "s", "s", 92);
+  AddBatchNorm(g, "s", "sn", c, 94);
+  g.Node("Sum", {"bn", "sn"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+  return g.Build();
+}
+
+TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
+  for (int64_t hw : {9, 28}) {
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      const int64_t c = 16;
+      ExpectSameNonFinite(ProjectionBlock(c, hw), {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9,
+                          HasNaN(kinds));
+    }
+  }
+}
+
+// Two identity blocks run as one sequence, the first block's result kept
+// inside it as the second's residual: NaN and infinities into X, and
+// finite inputs so large that the sequence overflows, reach the output as
+// on the reference.
+TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
+  const int64_t c = 16;
+  for (int64_t hw : {7, 28}) {
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+    std::string in = "x";
+    for (std::string p : {"p", "q"}) {
+      AddConv(g, {"", c, c, 1, 1, hw}, in, p + "a", p + "c1", 100);
+      g.Node("Relu", {p + "a"}, {p + "ar"}, {}, p + "r1");
+      AddConv(g, {"", c, c, 1, 3, hw}, p + "ar", p + "b", p + "c2", 102);
+      g.Node("Relu", {p + "b"}, {p + "br"}, {}, p + "r2");
+      AddConv(g, {"", c, c, 1, 1, hw}, p + "br", p + "c", p + "c3", 104);
+      g.Node("Add", {in, p + "c"}, {p + "s"}, {}, p + "add").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "r3");
+      in = p + "y";
+    }
+    g.Output(in);
+    pb::GraphProto graph = g.Build();
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 106), kinds, 7)}}, 18, HasNaN(kinds));
+    }
+    SCOPED_TRACE(::testing::Message() << "overflow, hw " << hw);
+    ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 108, 1e37f, 3e38f)}}, 18,
+                        /*planted_nan=*/false);
+  }
+}
+
+// Finite inputs so large that a Winograd convolution's transforms could
+// overflow where the direct one does not: the bound refuses Winograd, and
+// the result agrees with the reference's (tolerances relative to the
+// output's magnitude).
+TEST(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
+  const int64_t c = 16, hw = 28;
+  for (float scale : {1.0f, 1e32f}) {
+    SCOPED_TRACE(scale);
+    Feeds feeds = {{"x", RandomFloats({1, c, hw, hw}, 98, -scale, scale)}};
+    auto ref = RunGraphOn(runner::Backend::kReference, ProjectionBlock(c, hw), feeds, 9);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    auto cpu = RunGraphOn(runner::Backend::kCpu, ProjectionBlock(c, hw), feeds, 9);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > before, scale == 1.0f && runner::cpu::WinogradSupported());
+    const runner::Tensor& e = (*ref)[0].tensor();
+    double magnitude = 0;
+    for (int64_t i = 0; i < e.size(); ++i) magnitude = std::max(magnitude, std::fabs(double{e.data<float>()[i]}));
+    ASSERT_TRUE(std::isfinite(magnitude));
+    ExpectTensorsClose(e, (*cpu)[0].tensor(), 1e-5 * magnitude, 1e-4, "y");
   }
 }
 
