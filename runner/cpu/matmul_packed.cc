@@ -174,9 +174,15 @@ absl::StatusOr<const PackedMatrix*> PackedWeightCache::Get(const Tensor& b) {
 }
 
 bool PackedGemmTakes(const Tensor& a, const Tensor& b) {
-  return PackedGemmAvailable() && a.dtype() == pb::kFloat && b.dtype() == pb::kFloat && a.rank() >= 1 &&
-         b.rank() == 2 && a.size() > 0 && b.size() > 0 && a.shape().back() == b.dim(0) &&
-         b.dim(0) <= kPackedGemmMaxK;
+  if (!PackedGemmAvailable() || a.dtype() != pb::kFloat || b.dtype() != pb::kFloat || a.rank() < 1 ||
+      b.rank() != 2 || a.size() == 0 || b.size() == 0 || a.shape().back() != b.dim(0)) {
+    return false;
+  }
+  // Narrow or short products, and widths that leave much of the last panel
+  // empty, do better on oneDNN.
+  const int64_t k = b.dim(0), n = b.dim(1);
+  const int64_t padded = (n + PackedMatrix::kPanelWidth - 1) / PackedMatrix::kPanelWidth * PackedMatrix::kPanelWidth;
+  return k >= 16 && k <= kPackedGemmMaxK && n >= 32 && padded * 4 <= n * 5;
 }
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedMatrix& b, const float* bias, float* c,

@@ -65,8 +65,9 @@ class PackedWeightCache {
   PackedMatrix packed_;
 };
 
-// True when a MatMul of float A (any rank >= 1) by the 2-D float `b` can run
-// packed on this CPU.
+// True when a MatMul of float A (any rank >= 1) by the 2-D float `b` runs
+// packed on this CPU: k in [16, kPackedGemmMaxK], n >= 32 and at most a
+// quarter more columns once padded to whole panels.
 bool PackedGemmTakes(const Tensor& a, const Tensor& b);
 
 // C = A B (+ bias when non-null, bias[j] added to column j). A has m rows

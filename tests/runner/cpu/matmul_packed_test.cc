@@ -133,7 +133,7 @@ TEST(PackedMatMulSessionTest, ConstantWeightsMatchReference) {
       a.mutable_data<float>()[5] = kNaN;
       a.mutable_data<float>()[100] = kInf;
     }
-    g.Initializer(InitializerFrom("b", RandomFloats({40, 70}, 32)));
+    g.Initializer(InitializerFrom("b", RandomFloats({40, 90}, 32)));
     g.Node("MatMul", {"a", "b"}, {"y"}).Output("y");
     ExpectCpuMatchesReference(g.Build(), {{"a", a}}, 18, 1e-4, 1e-4);
   }

@@ -77,12 +77,12 @@ void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vec
   EXPECT_EQ(cpu->ran, cpu_ran);
 }
 
-// x [2, 5, 24] -> MatMul(W [24, 50]) -> Add with bias (first operand when
+// x [2, 5, 24] -> MatMul(W [24, 90]) -> Add with bias (first operand when
 // `bias_first`) -> "y".
 GraphBuilder MatMulBias(std::vector<int64_t> bias_shape, bool bias_first) {
   GraphBuilder g("g");
   g.Input("x");
-  g.Initializer(InitializerFrom("w", RandomFloats({24, 50}, 1)));
+  g.Initializer(InitializerFrom("w", RandomFloats({24, 90}, 1)));
   g.Initializer(InitializerFrom("b", RandomFloats(bias_shape, 2)));
   g.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm");
   g.Node("Add", bias_first ? std::vector<std::string>{"b", "m"} : std::vector<std::string>{"m", "b"}, {"y"}, {},
@@ -104,7 +104,7 @@ runner::Tensor Planted(std::vector<int64_t> shape, uint32_t seed, float scale = 
 
 TEST(CpuTransformerFusionTest, MatMulBiasRunsAsOneStep) {
   for (bool bias_first : {false, true}) {
-    for (std::vector<int64_t> bias : {std::vector<int64_t>{50}, std::vector<int64_t>{1, 50}}) {
+    for (std::vector<int64_t> bias : {std::vector<int64_t>{90}, std::vector<int64_t>{1, 90}}) {
       SCOPED_TRACE(::testing::Message() << "bias first " << bias_first << " rank " << bias.size());
       pb::GraphProto graph = MatMulBias(bias, bias_first).Build();
       ExpectFused(graph, {{"x", RandomFloats({2, 5, 24}, 3)}}, {"mm"}, NoPacked());
@@ -114,21 +114,21 @@ TEST(CpuTransformerFusionTest, MatMulBiasRunsAsOneStep) {
 }
 
 TEST(CpuTransformerFusionTest, MatMulBiasThatWidensTheOutputRunsNodeByNode) {
-  // A bias of the full [5, 50] shape, or one that adds a dimension: not a row.
-  ExpectFused(MatMulBias({5, 50}, false).Build(), {{"x", RandomFloats({2, 5, 24}, 5)}}, {"mm"}, true);
-  ExpectFused(MatMulBias({1, 1, 1, 50}, true).Build(), {{"x", RandomFloats({2, 5, 24}, 6)}}, {"mm"}, true);
+  // A bias of the full [5, 90] shape, or one that adds a dimension: not a row.
+  ExpectFused(MatMulBias({5, 90}, false).Build(), {{"x", RandomFloats({2, 5, 24}, 5)}}, {"mm"}, true);
+  ExpectFused(MatMulBias({1, 1, 1, 90}, true).Build(), {{"x", RandomFloats({2, 5, 24}, 6)}}, {"mm"}, true);
 }
 
 TEST(CpuTransformerFusionTest, MatMulBiasNearMissesAreNotFused) {
   {  // fed weights
     GraphBuilder g("g");
     g.Input("x").Input("w");
-    g.Initializer(InitializerFrom("b", RandomFloats({50}, 2)));
+    g.Initializer(InitializerFrom("b", RandomFloats({90}, 2)));
     g.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm").Node("Add", {"m", "b"}, {"y"}, {}, "add").Output("y");
-    ExpectFused(g.Build(), {{"x", RandomFloats({5, 24}, 7)}, {"w", RandomFloats({24, 50}, 8)}}, {"mm", "add"});
+    ExpectFused(g.Build(), {{"x", RandomFloats({5, 24}, 7)}, {"w", RandomFloats({24, 90}, 8)}}, {"mm", "add"});
   }
   {  // the product is also an output
-    GraphBuilder g = MatMulBias({50}, false);
+    GraphBuilder g = MatMulBias({90}, false);
     g.Output("m");
     ExpectFused(g.Build(), {{"x", RandomFloats({2, 5, 24}, 9)}}, {"mm", "add"});
   }
@@ -161,7 +161,7 @@ TEST(CpuTransformerFusionTest, GeluRunsAsOnePass) {
     ExpectFused(graph, {{"x", Planted({3, 7, 40}, 12, 6)}}, {"div"});
   }
   // Other constants: the chain's own expression, not a GELU's.
-  ExpectFused(Gelu(false, -0.75f, 2.f, 3.f).Build(), {{"x", Planted({50}, 13, 4)}}, {"div"});
+  ExpectFused(Gelu(false, -0.75f, 2.f, 3.f).Build(), {{"x", Planted({90}, 13, 4)}}, {"div"});
 }
 
 TEST(CpuTransformerFusionTest, GeluWithTensorConstantsRunsNodeByNode) {
@@ -207,8 +207,8 @@ TEST(CpuTransformerFusionTest, MatMulBiasFeedingGelu) {
   // the GELU chain.
   GraphBuilder g("g");
   g.Input("x");
-  g.Initializer(InitializerFrom("w", RandomFloats({24, 50}, 21)))
-      .Initializer(InitializerFrom("b", RandomFloats({50}, 22)))
+  g.Initializer(InitializerFrom("w", RandomFloats({24, 90}, 21)))
+      .Initializer(InitializerFrom("b", RandomFloats({90}, 22)))
       .Initializer(InitializerFrom("c", Floats({}, {1.4142135f})))
       .Initializer(InitializerFrom("one", Floats({}, {1.f})))
       .Initializer(InitializerFrom("half", Floats({}, {0.5f})));
