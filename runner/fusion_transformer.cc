@@ -1,6 +1,8 @@
 // Finding the transformer chains of runner/fusion.h (kind kTransformer):
 //
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
+//   attention:      %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
+//                   %p = Softmax(%m); %y = MatMul(%p, %v)
 //   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
 //
@@ -77,6 +79,34 @@ std::vector<Link> MatMulBiasChain(const ir::Node& matmul, const ir::Graph& graph
   return {{&matmul, -1}, {add, slot}};
 }
 
+// The attention chain starting at `matmul`, or empty. The divisor and the
+// mask may be computed in the run; the kernel checks them.
+std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph) {
+  if (matmul.op_type() != "MatMul" || matmul.num_inputs() != 2 || matmul.num_outputs() != 1 ||
+      matmul.input(0) == nullptr || matmul.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Node* div = OnlyUser(matmul.output(0), graph);
+  if (div == nullptr || div->op_type() != "Div" || div->num_inputs() != 2 || div->input(0) != matmul.output(0) ||
+      div->input(1) == nullptr || div->input(1) == div->input(0)) {
+    return {};
+  }
+  const ir::Node* add = OnlyUser(div->output(0), graph);
+  if (add == nullptr || add->op_type() != "Add" || add->num_inputs() != 2 || add->input(0) == nullptr ||
+      add->input(1) == nullptr || add->input(0) == add->input(1)) {
+    return {};
+  }
+  const int add_slot = add->input(0) == div->output(0) ? 0 : 1;
+  const ir::Node* softmax = OnlyUser(add->output(0), graph);
+  if (softmax == nullptr || softmax->op_type() != "Softmax" || softmax->num_inputs() != 1) return {};
+  const ir::Node* out = OnlyUser(softmax->output(0), graph);
+  if (out == nullptr || out->op_type() != "MatMul" || out->num_inputs() != 2 ||
+      out->input(0) != softmax->output(0) || out->input(1) == nullptr || out->input(1) == out->input(0)) {
+    return {};
+  }
+  return {{&matmul, -1}, {div, 0}, {add, add_slot}, {softmax, 0}, {out, 0}};
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -88,6 +118,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
     if (!DefaultDomain(*head) || skip(head) || taken.contains(head)) continue;
     std::vector<Link> links = GeluChain(*head, graph, is_constant);
     if (links.empty()) links = MatMulBiasChain(*head, graph, is_constant);
+    if (links.empty()) links = AttentionChain(*head, graph);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);

@@ -12,9 +12,9 @@
 namespace onnxkit::runner::cpu {
 
 // A kernel running `chain`: MatMul + bias as one packed product with the
-// bias added to the accumulators (matmul_packed.h), or the erf GELU as one
+// bias added to the accumulators (matmul_packed.h); the erf GELU as one
 // vector pass computing the chain's own expression
-// ((x / c, erf, + one) * x) * half. Inputs it does not cover (other types,
+// ((x / c, erf, + one) * x) * half; or attention (attention.h). Inputs it does not cover (other types,
 // shapes, non-scalar constants, no AVX-512) run the chain node by node.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info);
 

@@ -224,5 +224,85 @@ TEST(CpuTransformerFusionTest, MatMulBiasFeedingGelu) {
   ExpectFused(g.Build(), {{"x", Planted({1, 9, 24}, 24)}}, {"mm", "div"}, NoPacked());
 }
 
+// q [.., s, d] -> MatMul(kt) -> Div(c) -> Add(mask) -> Softmax(axis) ->
+// MatMul(v) -> "y"; every tensor a graph input.
+pb::GraphProto Attention(bool mask_first, int64_t axis = -1) {
+  GraphBuilder g("g");
+  g.Input("q").Input("kt").Input("c").Input("mask").Input("v");
+  g.Node("MatMul", {"q", "kt"}, {"s"}, {}, "qk")
+      .Node("Div", {"s", "c"}, {"d"}, {}, "div")
+      .Node("Add", mask_first ? std::vector<std::string>{"mask", "d"} : std::vector<std::string>{"d", "mask"},
+            {"m"}, {}, "mask_add")
+      .Node("Softmax", {"m"}, {"p"}, {AttrInt("axis", axis)}, "softmax")
+      .Node("MatMul", {"p", "v"}, {"y"}, {}, "pv")
+      .Output("y");
+  return g.Build();
+}
+
+Feeds AttentionFeeds(std::vector<int64_t> batch, int64_t s, int64_t d, int64_t sk, int64_t dv,
+                     std::vector<int64_t> mask, uint32_t seed) {
+  auto with = [&](std::vector<int64_t> tail) {
+    std::vector<int64_t> shape = batch;
+    shape.insert(shape.end(), tail.begin(), tail.end());
+    return shape;
+  };
+  return {{"q", RandomFloats(with({s, d}), seed)},
+          {"kt", RandomFloats(with({d, sk}), seed + 1)},
+          {"c", Floats({}, {1.7f})},
+          {"mask", RandomFloats(mask, seed + 2, -3, 0)},
+          {"v", RandomFloats(with({sk, dv}), seed + 3)}};
+}
+
+TEST(CpuTransformerFusionTest, AttentionRunsAsOneStep) {
+  const bool no_packed = NoPacked();
+  // Value widths on either side of 32, row counts with and without a tail
+  // of the 8-row steps, masks of every broadcast.
+  ExpectFused(Attention(false), AttentionFeeds({2, 3}, 10, 8, 12, 5, {2, 1, 1, 12}, 31), {"qk"}, no_packed);
+  ExpectFused(Attention(true), AttentionFeeds({2, 3}, 16, 8, 70, 40, {70}, 32), {"qk"}, no_packed);
+  ExpectFused(Attention(false), AttentionFeeds({3}, 9, 16, 33, 64, {3, 9, 33}, 33), {"qk"}, no_packed);
+  ExpectFused(Attention(true), AttentionFeeds({}, 5, 4, 7, 3, {}, 34), {"qk"}, no_packed);
+}
+
+TEST(CpuTransformerFusionTest, AttentionRowsTheReferenceMakesNaN) {
+  // Finite inputs whose scores overflow: head 0's first row meets a key of
+  // +inf score (its softmax row is NaN), head 1's a key of -inf (weight 0).
+  Feeds feeds = AttentionFeeds({1, 2}, 10, 8, 12, 5, {1, 1, 1, 12}, 41);
+  float* q = feeds[0].second.mutable_data<float>();
+  float* kt = feeds[1].second.mutable_data<float>();
+  for (int64_t i = 0; i < 8; ++i) {
+    q[i] = 1e20f;                 // head 0, row 0
+    q[10 * 8 + i] = 1e20f;        // head 1, row 0
+    kt[i * 12] = 1e20f;           // head 0, key 0
+    kt[8 * 12 + i * 12] = -1e20f; // head 1, key 0
+  }
+  ExpectFused(Attention(false), feeds, {"qk"}, NoPacked());
+  auto cpu = RunGraphOn(runner::Backend::kCpu, Attention(false), feeds);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const runner::Tensor& y = (*cpu)[0].tensor();
+  int64_t nan = 0;
+  for (int64_t i = 0; i < y.size(); ++i) nan += std::isnan(y.data<float>()[i]) ? 1 : 0;
+  EXPECT_EQ(nan, 5);  // head 0's first row only
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithNonFiniteInputsRunsNodeByNode) {
+  for (int which : {0, 1, 3, 4}) {  // q, kt, mask, v
+    Feeds feeds = AttentionFeeds({2, 2}, 6, 8, 9, 5, {2, 1, 1, 9}, 50 + which);
+    feeds[static_cast<size_t>(which)].second = Planted(feeds[static_cast<size_t>(which)].second.shape(), 60);
+    ExpectFused(Attention(false), feeds, {"qk"}, true);
+  }
+  Feeds zero = AttentionFeeds({2}, 6, 8, 9, 5, {9}, 70);
+  zero[2].second = Floats({}, {0.f});
+  ExpectFused(Attention(false), zero, {"qk"}, true);
+}
+
+TEST(CpuTransformerFusionTest, AttentionShapesItDoesNotTakeRunNodeByNode) {
+  // Softmax over another axis; batch dims that broadcast; a mask that widens.
+  ExpectFused(Attention(false, 2), AttentionFeeds({2, 3}, 6, 8, 6, 5, {6}, 80), {"qk"}, true);
+  Feeds broadcast = AttentionFeeds({2, 3}, 6, 8, 9, 5, {9}, 81);
+  broadcast[1].second = RandomFloats({1, 3, 8, 9}, 82);
+  ExpectFused(Attention(false), broadcast, {"qk"}, true);
+  ExpectFused(Attention(false), AttentionFeeds({3}, 6, 8, 9, 5, {2, 3, 6, 9}, 83), {"qk"}, true);
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
