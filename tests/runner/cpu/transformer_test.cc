@@ -33,12 +33,14 @@ struct Result {
   std::vector<std::string> ran;  // node names reported, in order
 };
 
-absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds) {
+absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
+                           int threads = 1) {
   io::LoadedModel loaded;
   loaded.proto = ModelFromGraph(graph, 18, 9);
   Result result;
   runner::SessionOptions options;
   options.backend = backend;
+  options.threads = threads;
   options.on_node_done = [&](const ir::Node& node, double) { result.ran.push_back(node.name()); };
   auto session = runner::Session::Create(std::move(loaded), options);
   if (!session.ok()) return session.status();
@@ -54,10 +56,10 @@ absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend,
 // infinity), the cpu backend reports `cpu_ran`, and its fused kernels ran
 // fused (or node by node when `node_by_node`).
 void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vector<std::string>& cpu_ran,
-                 bool node_by_node = false) {
+                 bool node_by_node = false, int threads = 1) {
   auto ref = Run(graph, runner::Backend::kReference, feeds);
   int64_t fallbacks = runner::ChainFallbackRuns();
-  auto cpu = Run(graph, runner::Backend::kCpu, feeds);
+  auto cpu = Run(graph, runner::Backend::kCpu, feeds, threads);
   EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, node_by_node);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(cpu.ok()) << cpu.status();
@@ -222,6 +224,7 @@ TEST(CpuTransformerFusionTest, MatMulBiasFeedingGelu) {
       .Output("y");
   ExpectFused(g.Build(), {{"x", RandomFloats({1, 9, 24}, 23)}}, {"mm", "div"}, NoPacked());
   ExpectFused(g.Build(), {{"x", Planted({1, 9, 24}, 24)}}, {"mm", "div"}, NoPacked());
+  ExpectFused(g.Build(), {{"x", RandomFloats({3, 70, 24}, 25)}}, {"mm", "div"}, NoPacked(), 2);
 }
 
 // q [.., s, d] -> MatMul(kt) -> Div(c) -> Add(mask) -> Softmax(axis) ->
@@ -261,6 +264,8 @@ TEST(CpuTransformerFusionTest, AttentionRunsAsOneStep) {
   ExpectFused(Attention(true), AttentionFeeds({2, 3}, 16, 8, 70, 40, {70}, 32), {"qk"}, no_packed);
   ExpectFused(Attention(false), AttentionFeeds({3}, 9, 16, 33, 64, {3, 9, 33}, 33), {"qk"}, no_packed);
   ExpectFused(Attention(true), AttentionFeeds({}, 5, 4, 7, 3, {}, 34), {"qk"}, no_packed);
+  // Two threads share the heads and row steps.
+  ExpectFused(Attention(false), AttentionFeeds({2, 3}, 10, 8, 12, 40, {2, 1, 1, 12}, 35), {"qk"}, no_packed, 2);
 }
 
 TEST(CpuTransformerFusionTest, AttentionRowsTheReferenceMakesNaN) {
