@@ -84,9 +84,9 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
 
 // Transformer chains (kind kTransformer) of `graph`, as above
 // (fusion_transformer.cc): MatMul by a constant followed by the Add of a
-// constant bias; attention MatMul, Div, Add (mask), Softmax, MatMul; and
-// the erf GELU Div, Erf, Add, Mul, Mul, whose input feeds both the Div and
-// the first Mul.
+// constant bias; attention MatMul, Div, Add (mask), Softmax, MatMul; Add
+// then LayerNormalization; and the erf GELU Div, Erf, Add, Mul, Mul, whose
+// input feeds both the Div and the first Mul.
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                                const std::function<bool(const ir::Value*)>& is_constant,
                                                const std::function<bool(const ir::Node*)>& skip);

@@ -3,6 +3,7 @@
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
 //   attention:      %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
 //                   %p = Softmax(%m); %y = MatMul(%p, %v)
+//   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
 //   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
 //
@@ -107,6 +108,23 @@ std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph)
   return {{&matmul, -1}, {div, 0}, {add, add_slot}, {softmax, 0}, {out, 0}};
 }
 
+// The Add + LayerNormalization chain starting at `add`, or empty.
+std::vector<Link> AddLayerNormChain(const ir::Node& add, const ir::Graph& graph) {
+  if (add.op_type() != "Add" || add.num_inputs() != 2 || add.num_outputs() != 1 || add.input(0) == nullptr ||
+      add.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Node* ln = OnlyUser(add.output(0), graph);
+  if (ln == nullptr || ln->op_type() != "LayerNormalization" || ln->num_inputs() < 2 ||
+      ln->input(0) != add.output(0)) {
+    return {};
+  }
+  for (int i = 1; i < ln->num_inputs(); ++i) {
+    if (ln->input(i) == add.output(0)) return {};
+  }
+  return {{&add, -1}, {ln, 0}};
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -119,6 +137,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
     std::vector<Link> links = GeluChain(*head, graph, is_constant);
     if (links.empty()) links = MatMulBiasChain(*head, graph, is_constant);
     if (links.empty()) links = AttentionChain(*head, graph);
+    if (links.empty()) links = AddLayerNormChain(*head, graph);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);

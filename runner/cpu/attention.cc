@@ -24,8 +24,8 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
-#include "runner/cpu/attention.h"
 #include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip

@@ -8,7 +8,6 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
-#include "runner/cpu/attention.h"
 #include "runner/cpu/erf_approx.h"
 #include "runner/cpu/matmul_packed.h"
 
@@ -115,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
         new MatMulBiasKernel(OtherInput(chain, 1), IsSessionConstantInput(chain.head(), 1), std::move(fallback)));
   }
   if (head == "MatMul" && chain.nodes.size() == 5) return MakeAttentionChain(chain, info, std::move(fallback));
+  if (head == "Add" && chain.nodes.size() == 2) return MakeAddLayerNormChain(chain, info, std::move(fallback));
   if (head == "Div" && chain.nodes.size() == 5) {
     return std::unique_ptr<Kernel>(new GeluKernel(OtherInput(chain, 2), OtherInput(chain, 4), std::move(fallback)));
   }

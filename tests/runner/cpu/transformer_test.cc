@@ -309,5 +309,51 @@ TEST(CpuTransformerFusionTest, AttentionShapesItDoesNotTakeRunNodeByNode) {
   ExpectFused(Attention(false), AttentionFeeds({3}, 6, 8, 9, 5, {2, 3, 6, 9}, 83), {"qk"}, true);
 }
 
+// a + b -> LayerNormalization(axis, scale, [bias]) -> "y".
+pb::GraphProto AddNorm(std::vector<int64_t> tail, int64_t axis, bool bias, int outputs = 1) {
+  GraphBuilder g("g");
+  g.Input("a").Input("b");
+  g.Initializer(InitializerFrom("scale", RandomFloats(tail, 91, 0.5f, 2.f)));
+  std::vector<std::string> in = {"x", "scale"};
+  if (bias) {
+    g.Initializer(InitializerFrom("bias", RandomFloats(tail, 92)));
+    in.push_back("bias");
+  }
+  std::vector<std::string> out = {"y"};
+  if (outputs > 1) out.push_back("mean");
+  g.Node("Add", {"a", "b"}, {"x"}, {}, "add")
+      .Node("LayerNormalization", in, out, {AttrInt("axis", axis), AttrFloat("epsilon", 1e-3f)}, "ln");
+  for (const std::string& o : out) g.Output(o);
+  return g.Build();
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormRunsAsOnePass) {
+  ExpectFused(AddNorm({40}, -1, true), {{"a", RandomFloats({2, 7, 40}, 93)}, {"b", RandomFloats({2, 7, 40}, 94)}},
+              {"add"});
+  ExpectFused(AddNorm({4, 6}, 1, false), {{"a", RandomFloats({3, 4, 6}, 95)}, {"b", RandomFloats({3, 4, 6}, 96)}},
+              {"add"});
+  ExpectFused(AddNorm({1, 40}, -1, true), {{"a", RandomFloats({64, 40}, 97)}, {"b", RandomFloats({64, 40}, 98)}},
+              {"add"}, false, 2);
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormWithNonFiniteRowsRunsNodeByNode) {
+  ExpectFused(AddNorm({40}, -1, true), {{"a", Planted({2, 7, 40}, 99)}, {"b", RandomFloats({2, 7, 40}, 100)}},
+              {"add"}, true);
+  // Finite inputs whose sum overflows.
+  runner::Tensor big = RandomFloats({2, 40}, 101);
+  big.mutable_data<float>()[3] = 3e38f;
+  runner::Tensor big2 = RandomFloats({2, 40}, 102);
+  big2.mutable_data<float>()[3] = 3e38f;
+  ExpectFused(AddNorm({40}, -1, false), {{"a", big}, {"b", big2}}, {"add"}, true);
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormShapesItDoesNotTake) {
+  // A broadcasting Add runs node by node; a requested Mean is not fused.
+  ExpectFused(AddNorm({40}, -1, true), {{"a", RandomFloats({2, 7, 40}, 103)}, {"b", RandomFloats({40}, 104)}},
+              {"add"}, true);
+  ExpectFused(AddNorm({40}, -1, true, 2), {{"a", RandomFloats({2, 40}, 105)}, {"b", RandomFloats({2, 40}, 106)}},
+              {"add", "ln"});
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
