@@ -29,6 +29,7 @@ namespace onnxkit::runner {
 enum class FusionKind {
   kConv,       // FindConvChains
   kQuantized,  // FindQuantizedChains
+  kTransformer,  // FindTransformerChains
 };
 
 struct FusionChain {
@@ -96,6 +97,15 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
 std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                              const std::function<bool(const ir::Value*)>& is_constant,
                                              const std::function<bool(const ir::Node*)>& skip);
+
+// Transformer chains (kind kTransformer) of `graph`, as above
+// (fusion_transformer.cc): MatMul by a constant followed by the Add of a
+// constant bias; attention MatMul, Div, Add (mask), Softmax, MatMul; Add
+// then LayerNormalization; and the erf GELU Div, Erf, Add, Mul, Mul, whose
+// input feeds both the Div and the first Mul.
+std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                               const std::function<bool(const ir::Value*)>& is_constant,
+                                               const std::function<bool(const ir::Node*)>& skip);
 
 // Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a
 // lookup-shaped chain DequantizeLinear -> op -> QuantizeLinear may run on

@@ -16,6 +16,7 @@
 #include "runner/convert.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/threads.h"
+#include "runner/cpu/transformer.h"
 #include "runner/cuda/cuda_backend.h"
 #include "runner/function_kernel.h"
 
@@ -608,7 +609,13 @@ void Session::PlanFusion() {
         elided_.insert(dq);
       }
     }
+    absl::flat_hash_set<const ir::Node*> fused = quantized;
+    for (const FusionChain& chain : conv) fused.insert(chain.nodes.begin(), chain.nodes.end());
+    std::vector<FusionChain> transformer = FindTransformerChains(
+        (*plan)->order, graph, is_constant,
+        [&](const ir::Node* n) { return folded_nodes_.contains(n) || fused.contains(n); });
     for (FusionChain& chain : conv) found.push_back(std::move(chain));
+    for (FusionChain& chain : transformer) found.push_back(std::move(chain));
     if (found.empty()) return;
     absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
     for (FusionChain& chain : found) {
@@ -711,6 +718,8 @@ absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
                            chain.kind == FusionKind::kQuantized
                                ? cpu::MakeQuantizedChain(chain, KernelInfo{opset, options_.threads})
+                           : chain.kind == FusionKind::kTransformer
+                               ? cpu::MakeTransformerChain(chain, KernelInfo{opset, options_.threads})
                                : cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
   Kernel* raw = kernel.get();
   chain_kernels_[&chain] = std::move(kernel);

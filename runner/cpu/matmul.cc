@@ -4,6 +4,8 @@
 // A constant B is reordered once into the layout oneDNN prefers; a 2-D B
 // lets A's batch dims fold into M (one large product instead of many small
 // ones). Anything else the primitive does not cover runs on the reference.
+// A constant 2-D B runs on the packed AVX-512 product where the CPU has it
+// (matmul_packed.h).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -14,6 +16,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/matmul_packed.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -101,6 +104,7 @@ class MatMulKernel : public CpuKernel {
         a->size() == 0 || b->size() == 0) {
       return Fallback(ctx);
     }
+    if (constant_b_ && PackedGemmTakes(*a, *b)) return RunPacked(ctx, *a, *b);
     std::vector<std::vector<int64_t>> key = {a->shape(), b->shape()};
     if (plan_.key != key) {
       plan_ = MatMulPlan();
@@ -113,6 +117,16 @@ class MatMulKernel : public CpuKernel {
   }
 
  private:
+  absl::Status RunPacked(KernelContext& ctx, const Tensor& a, const Tensor& b) {
+    ONNXKIT_ASSIGN_OR_RETURN(const PackedMatrix* packed, packed_.Get(b));
+    std::vector<int64_t> shape(a.shape().begin(), a.shape().end() - 1);
+    shape.push_back(b.dim(1));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    PackedGemm(a.data<float>(), a.size() / b.dim(0), b.dim(0), *packed, nullptr, y->mutable_data<float>(),
+               b.dim(1));
+    return absl::OkStatus();
+  }
+
   // Resolves the shapes (promoting 1-D operands) and builds the primitive.
   void Plan(const Tensor& ta, const Tensor& tb) {
     std::vector<int64_t> a = ta.shape(), b = tb.shape();
@@ -150,6 +164,7 @@ class MatMulKernel : public CpuKernel {
   MatMulPlan plan_;
   std::vector<int64_t> out_shape_;
   PreparedWeight prepared_;
+  PackedWeightCache packed_;
 };
 
 // Gemm: Y = alpha * A' B' + beta * C with C broadcast to [M, N]. alpha is

@@ -1,0 +1,317 @@
+// Fused scaled dot-product attention (a transformer chain, runner/fusion.h):
+//
+//   %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
+//   %p = Softmax(%m, axis=-1); %y = MatMul(%p, %v)
+//
+// computed eight query rows at a time: their scores (q kt), divided by c,
+// plus the mask, softmax, then times v, without the [.., S, S] tensors ever
+// existing. The same operations in the same order as the nodes; a row
+// whose softmax the reference makes NaN (it holds NaN, +inf, or nothing
+// above -inf) comes out NaN. Inputs holding NaN or infinities, a c that
+// is not a finite non-zero scalar, masks that do not broadcast to the
+// scores without widening them, batch dims that differ and other types run
+// the chain node by node.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/transformer.h"
+#include "runner/reference/dispatch.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip
+// -Wmaybe-uninitialized when inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+constexpr int kRows = 8;  // query rows per step
+
+// C[kR x n] (row stride ldc) = A[kR x k] (lda) B[k x n] (ldb), 16 kV
+// columns at a time in kR x kV registers.
+template <int kR, int kV>
+__attribute__((target("avx512f"), always_inline)) inline void SmallGemm(const float* a, int64_t lda, const float* b,
+                                                                        int64_t ldb, int64_t k, int64_t n, float* c,
+                                                                        int64_t ldc) {
+  for (int64_t j = 0; j < n; j += 16 * kV) {
+    __mmask16 mask[kV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kV; ++v) {
+      int64_t left = std::clamp<int64_t>(n - j - 16 * v, 0, 16);
+      mask[v] = static_cast<__mmask16>((uint32_t{1} << left) - 1);
+    }
+    __m512 acc[kR][kV];
+#pragma GCC unroll 8
+    for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_setzero_ps();
+    }
+    for (int64_t q = 0; q < k; ++q) {
+      const float* row = b + q * ldb + j;
+      __m512 bv[kV];
+#pragma GCC unroll 4
+      for (int v = 0; v < kV; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], row + 16 * v);
+#pragma GCC unroll 8
+      for (int r = 0; r < kR; ++r) {
+        __m512 av = _mm512_set1_ps(a[r * lda + q]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kV; ++v) _mm512_mask_storeu_ps(c + r * ldc + j + 16 * v, mask[v], acc[r][v]);
+    }
+  }
+}
+
+template <int kV>
+__attribute__((target("avx512f"), always_inline)) inline void GemmUpTo(int rows, const float* a, int64_t lda,
+                                                                       const float* b, int64_t ldb, int64_t k,
+                                                                       int64_t n, float* c, int64_t ldc) {
+  switch (rows) {
+    case 8: return SmallGemm<8, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 7: return SmallGemm<7, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 6: return SmallGemm<6, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 5: return SmallGemm<5, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 4: return SmallGemm<4, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 3: return SmallGemm<3, kV>(a, lda, b, ldb, k, n, c, ldc);
+    case 2: return SmallGemm<2, kV>(a, lda, b, ldb, k, n, c, ldc);
+    default: return SmallGemm<1, kV>(a, lda, b, ldb, k, n, c, ldc);
+  }
+}
+
+// Up to kRows rows: 8 x 2 registers for narrow products (n <= 32), else
+// 4 x 4 per four rows.
+__attribute__((target("avx512f"))) void SmallGemmRows(int rows, const float* a, int64_t lda, const float* b,
+                                                      int64_t ldb, int64_t k, int64_t n, float* c, int64_t ldc) {
+  if (n <= 32) return GemmUpTo<2>(rows, a, lda, b, ldb, k, n, c, ldc);
+  for (int r = 0; r < rows; r += 4) {
+    const int part = std::min(4, rows - r);
+    switch (part) {
+      case 4: SmallGemm<4, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
+      case 3: SmallGemm<3, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
+      case 2: SmallGemm<2, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
+      default: SmallGemm<1, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
+    }
+  }
+}
+
+// exp(v) for v <= 0 (below -88: 0, as float's exp nearly is), NaN kept:
+// 2^n e^r with |r| <= ln2 / 2 and a degree-7 polynomial.
+__attribute__((target("avx512f"), always_inline)) inline __m512 ExpNonPositive16(__m512 v) {
+  const __m512 lo = _mm512_set1_ps(-88.f);
+  const __mmask16 under = _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ);  // false for NaN
+  const __m512 x = _mm512_max_ps(lo, v);                             // NaN stays NaN
+  const __m512 round = _mm512_set1_ps(12582912.f);
+  __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), round), round);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.f / 5040);
+  for (float coef : {1.f / 720, 1.f / 120, 1.f / 24, 1.f / 6, 0.5f, 1.f, 1.f}) {
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(coef));
+  }
+  __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  bits = _mm512_max_epi32(bits, _mm512_setzero_si512());
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(bits));
+}
+
+// Horizontal max and sum of 16 lanes (none NaN for the max).
+__attribute__((target("avx512f"))) float MaxOf(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float m = lanes[0];
+  for (int i = 1; i < 16; ++i) m = std::max(m, lanes[i]);
+  return m;
+}
+
+__attribute__((target("avx512f"))) float SumOf(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float s = 0;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+// One row of scores s[n] becomes softmax(s / c + mask) in place, as the
+// reference computes it; `mask_step` 0 broadcasts mask[0]. Divisions by c
+// and by the sum are multiplications by their reciprocals (within an ulp),
+// by c only where 1 / c is a normal number.
+__attribute__((target("avx512f"))) void SoftmaxRow(float* s, int64_t n, float c, const float* mask,
+                                                   int64_t mask_step) {
+  const bool reciprocal = std::isnormal(1.f / c);
+  const __m512 cv = _mm512_set1_ps(reciprocal ? 1.f / c : c);
+  __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
+    __m512 add = mask_step == 1 ? _mm512_maskz_loadu_ps(m, mask + j) : _mm512_set1_ps(mask[0]);
+    __m512 x = _mm512_maskz_loadu_ps(m, s + j);
+    __m512 v = _mm512_add_ps(reciprocal ? _mm512_mul_ps(x, cv) : _mm512_div_ps(x, cv), add);
+    _mm512_mask_storeu_ps(s + j, m, v);
+    mx = _mm512_mask_max_ps(mx, m, v, mx);  // a NaN v leaves mx, as std::max(max, x) does
+  }
+  const __m512 top = _mm512_set1_ps(MaxOf(mx));
+  // x - max is NaN for a NaN x, for x = max = +inf and for a max of -inf;
+  // the sum then is NaN, and so is the reference's whole row.
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
+    __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), top));
+    _mm512_mask_storeu_ps(s + j, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  const float total = SumOf(sum);
+  if (total != total) {
+    std::fill(s, s + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const __m512 tv = _mm512_set1_ps(1.f / total);  // total >= 1: the maximum's own term is 1
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
+    _mm512_mask_storeu_ps(s + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + j), tv));
+  }
+}
+
+// True when every element of the float tensor is finite.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool AllFinite(const float* x, int64_t n) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  int bad = 0;
+#pragma omp simd reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(x[i]) < kInf);
+  return bad == 0;
+}
+
+// The shapes of one run: batch dims (equal for q, kt, v), rows s, depth d,
+// keys sk, value width dv; the mask's element strides over the scores'
+// dims [batch..., s, sk] (0 where it broadcasts).
+struct Geometry {
+  std::vector<int64_t> batch;
+  int64_t s = 0, d = 0, sk = 0, dv = 0;
+  std::vector<int64_t> mask_strides;
+};
+
+std::optional<Geometry> Resolve(const Tensor& q, const Tensor& kt, const Tensor& mask, const Tensor& v) {
+  const int r = q.rank();
+  if (r < 2 || r > 6 || kt.rank() != r || v.rank() != r || mask.rank() > r) return std::nullopt;
+  Geometry g;
+  g.batch.assign(q.shape().begin(), q.shape().end() - 2);
+  if (!std::equal(g.batch.begin(), g.batch.end(), kt.shape().begin()) ||
+      !std::equal(g.batch.begin(), g.batch.end(), v.shape().begin())) {
+    return std::nullopt;
+  }
+  g.s = q.dim(r - 2), g.d = q.dim(r - 1), g.sk = kt.dim(r - 1), g.dv = v.dim(r - 1);
+  if (kt.dim(r - 2) != g.d || v.dim(r - 2) != g.sk || g.s == 0 || g.d == 0 || g.sk == 0 || g.dv == 0) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> scores = g.batch;
+  scores.push_back(g.s);
+  scores.push_back(g.sk);
+  std::vector<int64_t> m(static_cast<size_t>(r - mask.rank()), 1);
+  m.insert(m.end(), mask.shape().begin(), mask.shape().end());
+  g.mask_strides.assign(static_cast<size_t>(r), 0);
+  int64_t stride = 1;
+  for (int i = r - 1; i >= 0; --i) {
+    const int64_t md = m[static_cast<size_t>(i)], sd = scores[static_cast<size_t>(i)];
+    if (md != 1 && md != sd) return std::nullopt;
+    g.mask_strides[static_cast<size_t>(i)] = md == 1 ? 0 : stride;
+    stride *= md;
+  }
+  return g;
+}
+
+class AttentionKernel : public Kernel {
+ public:
+  AttentionKernel(int mask, int64_t axis, std::unique_ptr<Kernel> fallback)
+      : mask_(mask), axis_(axis), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* q, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* kt, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* c, ctx.Input(3));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* mask, ctx.Input(mask_));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* v, ctx.Input(8));
+    if (!PackedGemmAvailable()) return fallback_->Run(ctx);
+    for (const Tensor* t : {q, kt, c, mask, v}) {
+      if (t->dtype() != pb::kFloat || t->size() == 0) return fallback_->Run(ctx);
+    }
+    std::optional<Geometry> g = Resolve(*q, *kt, *mask, *v);
+    if (!g || c->size() != 1 || c->rank() > q->rank() || (axis_ != -1 && axis_ != q->rank() - 1)) {
+      return fallback_->Run(ctx);
+    }
+    const float cv = c->data<float>()[0];
+    if (!std::isfinite(cv) || cv == 0.f) return fallback_->Run(ctx);
+    for (const Tensor* t : {q, kt, mask, v}) {
+      if (!AllFinite(t->data<float>(), t->size())) return fallback_->Run(ctx);
+    }
+    std::vector<int64_t> shape = g->batch;
+    shape.push_back(g->s);
+    shape.push_back(g->dv);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    Compute(*g, q->data<float>(), kt->data<float>(), cv, mask->data<float>(), v->data<float>(),
+            y->mutable_data<float>());
+    return absl::OkStatus();
+  }
+
+ private:
+  static void Compute(const Geometry& g, const float* q, const float* kt, float c, const float* mask,
+                      const float* v, float* y) {
+    int64_t heads = 1;
+    for (int64_t b : g.batch) heads *= b;
+    const int64_t blocks = (g.s + kRows - 1) / kRows, steps = heads * blocks;
+    const size_t nb = g.batch.size();
+    const int64_t row_stride = g.mask_strides[nb], key_stride = g.mask_strides[nb + 1];
+#pragma omp parallel if (steps > 1 && omp_get_max_threads() > 1)
+    {
+      std::vector<float> scores(static_cast<size_t>(kRows * g.sk));
+#pragma omp for schedule(static)
+      for (int64_t step = 0; step < steps; ++step) {
+        const int64_t h = step / blocks, r0 = step % blocks * kRows;
+        const int rows = static_cast<int>(std::min<int64_t>(kRows, g.s - r0));
+        int64_t mask_offset = 0, rest = h;  // the mask at (h's batch indices, row 0, key 0)
+        for (size_t i = nb; i-- > 0;) {
+          mask_offset += rest % g.batch[i] * g.mask_strides[i];
+          rest /= g.batch[i];
+        }
+        SmallGemmRows(rows, q + (h * g.s + r0) * g.d, g.d, kt + h * g.d * g.sk, g.sk, g.d, g.sk, scores.data(),
+                      g.sk);
+        for (int r = 0; r < rows; ++r) {
+          SoftmaxRow(scores.data() + r * g.sk, g.sk, c, mask + mask_offset + (r0 + r) * row_stride, key_stride);
+        }
+        SmallGemmRows(rows, scores.data(), g.sk, v + h * g.sk * g.dv, g.dv, g.sk, g.dv,
+                      y + (h * g.s + r0) * g.dv, g.dv);
+      }
+    }
+  }
+
+  int mask_;
+  int64_t axis_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
+                                                           std::unique_ptr<Kernel> fallback) {
+  if (chain.nodes.size() != 5 || chain.chained_input[1] != 0 || chain.chained_input[4] != 0) {
+    return absl::InternalError("not an attention chain");
+  }
+  const int mask = chain.input_offset[2] + (chain.chained_input[2] == 0 ? 1 : 0);
+  const ir::Node& softmax = *chain.nodes[3];
+  // Before opset 13 the input is coerced to 2-D at axis: the last axis is
+  // the same rows.
+  const int64_t axis = reference::AttrInt(softmax, "axis", info.opset < 13 ? 1 : -1);
+  return std::unique_ptr<Kernel>(new AttentionKernel(mask, axis, std::move(fallback)));
+}
+
+}  // namespace onnxkit::runner::cpu

@@ -1,0 +1,31 @@
+// The cpu kernels of transformer chains (runner/fusion.h, kind
+// kTransformer; found by runner/fusion_transformer.cc).
+#ifndef ONNXKIT_RUNNER_CPU_TRANSFORMER_H_
+#define ONNXKIT_RUNNER_CPU_TRANSFORMER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runner/fusion.h"
+#include "runner/kernel.h"
+
+namespace onnxkit::runner::cpu {
+
+// A kernel running `chain`: MatMul + bias as one packed product with the
+// bias added to the accumulators (matmul_packed.h); the erf GELU as one
+// vector pass computing the chain's own expression
+// ((x / c, erf, + one) * x) * half; attention (attention.cc); or a
+// residual Add + LayerNormalization (add_layer_norm.cc). Inputs it does not cover (other types,
+// shapes, non-scalar constants, no AVX-512) run the chain node by node.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info);
+
+// The kernels of one chain shape each; `fallback` runs the chain node by
+// node for inputs they do not cover.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
+                                                           std::unique_ptr<Kernel> fallback);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain& chain, const KernelInfo& info,
+                                                              std::unique_ptr<Kernel> fallback);
+
+}  // namespace onnxkit::runner::cpu
+
+#endif  // ONNXKIT_RUNNER_CPU_TRANSFORMER_H_

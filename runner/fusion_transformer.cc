@@ -1,0 +1,159 @@
+// Finding the transformer chains of runner/fusion.h (kind kTransformer):
+//
+//   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
+//   attention:      %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
+//                   %p = Softmax(%m); %y = MatMul(%p, %v)
+//   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
+//   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
+//                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
+//
+// Either operand order of Add and Mul. The kernel (runner/cpu/transformer.h)
+// checks shapes and types and computes the same expression in one pass; the
+// GELU chain's %x is read by two of its nodes, both from outside the chain.
+#include <functional>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "runner/fusion.h"
+
+namespace onnxkit::runner {
+namespace {
+
+bool DefaultDomain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+// The one node of `graph` using `v` (once), with one output; null otherwise
+// or when `v` is a graph output.
+const ir::Node* OnlyUser(const ir::Value* v, const ir::Graph& graph) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 1 || v->IsGraphOutput()) return nullptr;
+  const ir::Node* n = v->uses()[0].node;
+  if (n->graph() != &graph || !DefaultDomain(*n) || n->num_outputs() != 1) return nullptr;
+  return n;
+}
+
+// `node` is `op` with two inputs, one of them `v` and the other constant
+// (and not `v`); returns the slot of `v`, or -1.
+int BinaryWithConstant(const ir::Node* node, std::string_view op, const ir::Value* v,
+                       const std::function<bool(const ir::Value*)>& is_constant) {
+  if (node == nullptr || node->op_type() != op || node->num_inputs() != 2) return -1;
+  const ir::Value* a = node->input(0);
+  const ir::Value* b = node->input(1);
+  if (a == nullptr || b == nullptr || a == b) return -1;
+  if (a == v && is_constant(b)) return 0;
+  if (b == v && is_constant(a)) return 1;
+  return -1;
+}
+
+struct Link {
+  const ir::Node* node;
+  int slot;
+};
+
+// The GELU chain starting at `div`, or empty.
+std::vector<Link> GeluChain(const ir::Node& div, const ir::Graph& graph,
+                            const std::function<bool(const ir::Value*)>& is_constant) {
+  if (div.op_type() != "Div" || div.num_inputs() != 2 || div.num_outputs() != 1) return {};
+  const ir::Value* x = div.input(0);
+  if (x == nullptr || div.input(1) == nullptr || div.input(1) == x || !is_constant(div.input(1))) return {};
+  const ir::Node* erf = OnlyUser(div.output(0), graph);
+  if (erf == nullptr || erf->op_type() != "Erf" || erf->num_inputs() != 1) return {};
+  const ir::Node* add = OnlyUser(erf->output(0), graph);
+  int add_slot = BinaryWithConstant(add, "Add", erf->output(0), is_constant);
+  if (add_slot < 0) return {};
+  const ir::Node* mul = OnlyUser(add->output(0), graph);
+  if (mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return {};
+  int mul_slot = mul->input(0) == add->output(0) ? 0 : 1;
+  if (mul->input(mul_slot) != add->output(0) || mul->input(1 - mul_slot) != x) return {};
+  const ir::Node* half = OnlyUser(mul->output(0), graph);
+  int half_slot = BinaryWithConstant(half, "Mul", mul->output(0), is_constant);
+  if (half_slot < 0) return {};
+  return {{&div, -1}, {erf, 0}, {add, add_slot}, {mul, mul_slot}, {half, half_slot}};
+}
+
+// The MatMul + bias chain starting at `matmul`, or empty.
+std::vector<Link> MatMulBiasChain(const ir::Node& matmul, const ir::Graph& graph,
+                                  const std::function<bool(const ir::Value*)>& is_constant) {
+  if (matmul.op_type() != "MatMul" || matmul.num_inputs() != 2 || matmul.num_outputs() != 1) return {};
+  if (matmul.input(0) == nullptr || matmul.input(1) == nullptr || !is_constant(matmul.input(1))) return {};
+  const ir::Node* add = OnlyUser(matmul.output(0), graph);
+  int slot = BinaryWithConstant(add, "Add", matmul.output(0), is_constant);
+  if (slot < 0) return {};
+  return {{&matmul, -1}, {add, slot}};
+}
+
+// The attention chain starting at `matmul`, or empty. The divisor and the
+// mask may be computed in the run; the kernel checks them.
+std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph) {
+  if (matmul.op_type() != "MatMul" || matmul.num_inputs() != 2 || matmul.num_outputs() != 1 ||
+      matmul.input(0) == nullptr || matmul.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Node* div = OnlyUser(matmul.output(0), graph);
+  if (div == nullptr || div->op_type() != "Div" || div->num_inputs() != 2 || div->input(0) != matmul.output(0) ||
+      div->input(1) == nullptr || div->input(1) == div->input(0)) {
+    return {};
+  }
+  const ir::Node* add = OnlyUser(div->output(0), graph);
+  if (add == nullptr || add->op_type() != "Add" || add->num_inputs() != 2 || add->input(0) == nullptr ||
+      add->input(1) == nullptr || add->input(0) == add->input(1)) {
+    return {};
+  }
+  const int add_slot = add->input(0) == div->output(0) ? 0 : 1;
+  const ir::Node* softmax = OnlyUser(add->output(0), graph);
+  if (softmax == nullptr || softmax->op_type() != "Softmax" || softmax->num_inputs() != 1) return {};
+  const ir::Node* out = OnlyUser(softmax->output(0), graph);
+  if (out == nullptr || out->op_type() != "MatMul" || out->num_inputs() != 2 ||
+      out->input(0) != softmax->output(0) || out->input(1) == nullptr || out->input(1) == out->input(0)) {
+    return {};
+  }
+  return {{&matmul, -1}, {div, 0}, {add, add_slot}, {softmax, 0}, {out, 0}};
+}
+
+// The Add + LayerNormalization chain starting at `add`, or empty.
+std::vector<Link> AddLayerNormChain(const ir::Node& add, const ir::Graph& graph) {
+  if (add.op_type() != "Add" || add.num_inputs() != 2 || add.num_outputs() != 1 || add.input(0) == nullptr ||
+      add.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Node* ln = OnlyUser(add.output(0), graph);
+  if (ln == nullptr || ln->op_type() != "LayerNormalization" || ln->num_inputs() < 2 ||
+      ln->input(0) != add.output(0)) {
+    return {};
+  }
+  for (int i = 1; i < ln->num_inputs(); ++i) {
+    if (ln->input(i) == add.output(0)) return {};
+  }
+  return {{&add, -1}, {ln, 0}};
+}
+
+}  // namespace
+
+std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                               const std::function<bool(const ir::Value*)>& is_constant,
+                                               const std::function<bool(const ir::Node*)>& skip) {
+  std::vector<FusionChain> chains;
+  absl::flat_hash_set<const ir::Node*> taken;
+  for (const ir::Node* head : order) {
+    if (!DefaultDomain(*head) || skip(head) || taken.contains(head)) continue;
+    std::vector<Link> links = GeluChain(*head, graph, is_constant);
+    if (links.empty()) links = MatMulBiasChain(*head, graph, is_constant);
+    if (links.empty()) links = AttentionChain(*head, graph);
+    if (links.empty()) links = AddLayerNormChain(*head, graph);
+    if (links.empty()) continue;
+    bool free = true;
+    for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);
+    if (!free) continue;
+    FusionChain chain;
+    chain.kind = FusionKind::kTransformer;
+    for (const Link& l : links) {
+      taken.insert(l.node);
+      chain.nodes.push_back(l.node);
+      chain.chained_input.push_back(l.slot);
+      chain.input_offset.push_back(chain.num_inputs);
+      chain.num_inputs += l.node->num_inputs();
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+}  // namespace onnxkit::runner

@@ -1,0 +1,359 @@
+// Transformer chains the cpu backend fuses (runner/fusion_transformer.cc,
+// runner/cpu/transformer.cc): MatMul + bias and the erf GELU against the
+// reference kernels, run as one step; the near misses that must not fuse;
+// inputs the fused kernels hand back to the nodes; and NaN / infinities
+// planted in the inputs, which must come out where the reference puts them.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/cpu/matmul_packed.h"
+#include "runner/fusion.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Without AVX-512 a MatMul + bias chain runs node by node.
+bool NoPacked() { return !runner::cpu::PackedGemmAvailable(); }
+
+struct Result {
+  std::vector<runner::Tensor> outputs;
+  std::vector<std::string> ran;  // node names reported, in order
+};
+
+absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
+                           int threads = 1) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, 18, 9);
+  Result result;
+  runner::SessionOptions options;
+  options.backend = backend;
+  options.threads = threads;
+  options.on_node_done = [&](const ir::Node& node, double) { result.ran.push_back(node.name()); };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  if (!session.ok()) return session.status();
+  std::vector<std::pair<std::string, runner::RtValue>> in;
+  for (const auto& [name, t] : feeds) in.emplace_back(name, runner::RtValue::FromTensor(t));
+  auto out = (*session)->Run(std::move(in));
+  if (!out.ok()) return out.status();
+  for (const runner::RtValue& v : *out) result.outputs.push_back(v.tensor());
+  return result;
+}
+
+// Both backends agree (non-finite elements exactly: NaN for NaN, the same
+// infinity), the cpu backend reports `cpu_ran`, and its fused kernels ran
+// fused (or node by node when `node_by_node`).
+void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vector<std::string>& cpu_ran,
+                 bool node_by_node = false, int threads = 1) {
+  auto ref = Run(graph, runner::Backend::kReference, feeds);
+  int64_t fallbacks = runner::ChainFallbackRuns();
+  auto cpu = Run(graph, runner::Backend::kCpu, feeds, threads);
+  EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, node_by_node);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_EQ(ref->outputs.size(), cpu->outputs.size());
+  for (size_t o = 0; o < ref->outputs.size(); ++o) {
+    const runner::Tensor& e = ref->outputs[o];
+    const runner::Tensor& a = cpu->outputs[o];
+    ASSERT_EQ(e.shape(), a.shape());
+    for (int64_t i = 0; i < e.size(); ++i) {
+      float x = e.data<float>()[i], y = a.data<float>()[i];
+      if (std::isfinite(x) && std::isfinite(y)) continue;
+      bool same = std::isnan(x) ? std::isnan(y) : std::memcmp(&x, &y, sizeof(float)) == 0;
+      EXPECT_TRUE(same) << "output " << o << " element " << i << ": reference " << x << ", cpu " << y;
+    }
+    ExpectTensorsClose(e, a, 1e-4, 1e-4, "output " + std::to_string(o));
+  }
+  EXPECT_EQ(cpu->ran, cpu_ran);
+}
+
+// x [2, 5, 24] -> MatMul(W [24, 90]) -> Add with bias (first operand when
+// `bias_first`) -> "y".
+GraphBuilder MatMulBias(std::vector<int64_t> bias_shape, bool bias_first) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("w", RandomFloats({24, 90}, 1)));
+  g.Initializer(InitializerFrom("b", RandomFloats(bias_shape, 2)));
+  g.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm");
+  g.Node("Add", bias_first ? std::vector<std::string>{"b", "m"} : std::vector<std::string>{"m", "b"}, {"y"}, {},
+         "add");
+  g.Output("y");
+  return g;
+}
+
+runner::Tensor Planted(std::vector<int64_t> shape, uint32_t seed, float scale = 1.f) {
+  runner::Tensor t = RandomFloats(std::move(shape), seed, -scale, scale);
+  float* p = t.mutable_data<float>();
+  const int64_t n = t.size();
+  p[0] = kNaN;
+  p[n / 3] = kInf;
+  p[n / 2] = -kInf;
+  p[n - 1] = kNaN;
+  return t;
+}
+
+TEST(CpuTransformerFusionTest, MatMulBiasRunsAsOneStep) {
+  for (bool bias_first : {false, true}) {
+    for (std::vector<int64_t> bias : {std::vector<int64_t>{90}, std::vector<int64_t>{1, 90}}) {
+      SCOPED_TRACE(::testing::Message() << "bias first " << bias_first << " rank " << bias.size());
+      pb::GraphProto graph = MatMulBias(bias, bias_first).Build();
+      ExpectFused(graph, {{"x", RandomFloats({2, 5, 24}, 3)}}, {"mm"}, NoPacked());
+      ExpectFused(graph, {{"x", Planted({2, 5, 24}, 4)}}, {"mm"}, NoPacked());
+    }
+  }
+}
+
+TEST(CpuTransformerFusionTest, MatMulBiasThatWidensTheOutputRunsNodeByNode) {
+  // A bias of the full [5, 90] shape, or one that adds a dimension: not a row.
+  ExpectFused(MatMulBias({5, 90}, false).Build(), {{"x", RandomFloats({2, 5, 24}, 5)}}, {"mm"}, true);
+  ExpectFused(MatMulBias({1, 1, 1, 90}, true).Build(), {{"x", RandomFloats({2, 5, 24}, 6)}}, {"mm"}, true);
+}
+
+TEST(CpuTransformerFusionTest, MatMulBiasNearMissesAreNotFused) {
+  {  // fed weights
+    GraphBuilder g("g");
+    g.Input("x").Input("w");
+    g.Initializer(InitializerFrom("b", RandomFloats({90}, 2)));
+    g.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm").Node("Add", {"m", "b"}, {"y"}, {}, "add").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({5, 24}, 7)}, {"w", RandomFloats({24, 90}, 8)}}, {"mm", "add"});
+  }
+  {  // the product is also an output
+    GraphBuilder g = MatMulBias({90}, false);
+    g.Output("m");
+    ExpectFused(g.Build(), {{"x", RandomFloats({2, 5, 24}, 9)}}, {"mm", "add"});
+  }
+}
+
+// x -> Div(c) -> Erf -> Add(one) -> Mul(x) -> Mul(half) -> "y", operands in
+// the order `swapped` picks.
+GraphBuilder Gelu(bool swapped, float c = 1.4142135f, float one = 1.f, float half = 0.5f) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("c", Floats({}, {c})))
+      .Initializer(InitializerFrom("one", Floats({1}, {one})))
+      .Initializer(InitializerFrom("half", Floats({}, {half})));
+  auto pair = [&](const std::string& a, const std::string& b) {
+    return swapped ? std::vector<std::string>{b, a} : std::vector<std::string>{a, b};
+  };
+  g.Node("Div", {"x", "c"}, {"d"}, {}, "div")
+      .Node("Erf", {"d"}, {"e"}, {}, "erf")
+      .Node("Add", pair("e", "one"), {"s"}, {}, "add")
+      .Node("Mul", pair("x", "s"), {"p"}, {}, "mul")
+      .Node("Mul", pair("p", "half"), {"y"}, {}, "half")
+      .Output("y");
+  return g;
+}
+
+TEST(CpuTransformerFusionTest, GeluRunsAsOnePass) {
+  for (bool swapped : {false, true}) {
+    pb::GraphProto graph = Gelu(swapped).Build();
+    ExpectFused(graph, {{"x", RandomFloats({3, 7, 40}, 11, -6, 6)}}, {"div"});
+    ExpectFused(graph, {{"x", Planted({3, 7, 40}, 12, 6)}}, {"div"});
+  }
+  // Other constants: the chain's own expression, not a GELU's.
+  ExpectFused(Gelu(false, -0.75f, 2.f, 3.f).Build(), {{"x", Planted({90}, 13, 4)}}, {"div"});
+}
+
+TEST(CpuTransformerFusionTest, GeluWithTensorConstantsRunsNodeByNode) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("c", Floats({2}, {1.5f, 2.f})))
+      .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+      .Initializer(InitializerFrom("half", Floats({}, {0.5f})));
+  g.Node("Div", {"x", "c"}, {"d"}, {}, "div")
+      .Node("Erf", {"d"}, {"e"}, {}, "erf")
+      .Node("Add", {"e", "one"}, {"s"}, {}, "add")
+      .Node("Mul", {"x", "s"}, {"p"}, {}, "mul")
+      .Node("Mul", {"p", "half"}, {"y"}, {}, "half")
+      .Output("y");
+  ExpectFused(g.Build(), {{"x", Planted({4, 2}, 14, 3)}}, {"div"}, true);
+}
+
+TEST(CpuTransformerFusionTest, GeluNearMissesAreNotFused) {
+  {  // the Mul takes another tensor than the Div's input
+    GraphBuilder g("g");
+    g.Input("x").Input("z");
+    g.Initializer(InitializerFrom("c", Floats({}, {1.4f})))
+        .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+        .Initializer(InitializerFrom("half", Floats({}, {0.5f})));
+    g.Node("Div", {"x", "c"}, {"d"}, {}, "div")
+        .Node("Erf", {"d"}, {"e"}, {}, "erf")
+        .Node("Add", {"e", "one"}, {"s"}, {}, "add")
+        .Node("Mul", {"z", "s"}, {"p"}, {}, "mul")
+        .Node("Mul", {"p", "half"}, {"y"}, {}, "half")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 15)}, {"z", RandomFloats({6, 5}, 16)}},
+                {"div", "erf", "add", "mul", "half"});
+  }
+  {  // the Erf result is also an output
+    GraphBuilder g = Gelu(false);
+    g.Output("e");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 17)}}, {"div", "erf", "add", "mul", "half"});
+  }
+}
+
+TEST(CpuTransformerFusionTest, MatMulBiasFeedingGelu) {
+  // The feed-forward block: the product's result is read by two nodes of
+  // the GELU chain.
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("w", RandomFloats({24, 90}, 21)))
+      .Initializer(InitializerFrom("b", RandomFloats({90}, 22)))
+      .Initializer(InitializerFrom("c", Floats({}, {1.4142135f})))
+      .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+      .Initializer(InitializerFrom("half", Floats({}, {0.5f})));
+  g.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm")
+      .Node("Add", {"b", "m"}, {"h"}, {}, "bias")
+      .Node("Div", {"h", "c"}, {"d"}, {}, "div")
+      .Node("Erf", {"d"}, {"e"}, {}, "erf")
+      .Node("Add", {"e", "one"}, {"s"}, {}, "add")
+      .Node("Mul", {"h", "s"}, {"p"}, {}, "mul")
+      .Node("Mul", {"p", "half"}, {"y"}, {}, "half")
+      .Output("y");
+  ExpectFused(g.Build(), {{"x", RandomFloats({1, 9, 24}, 23)}}, {"mm", "div"}, NoPacked());
+  ExpectFused(g.Build(), {{"x", Planted({1, 9, 24}, 24)}}, {"mm", "div"}, NoPacked());
+  ExpectFused(g.Build(), {{"x", RandomFloats({3, 70, 24}, 25)}}, {"mm", "div"}, NoPacked(), 2);
+}
+
+// q [.., s, d] -> MatMul(kt) -> Div(c) -> Add(mask) -> Softmax(axis) ->
+// MatMul(v) -> "y"; every tensor a graph input.
+pb::GraphProto Attention(bool mask_first, int64_t axis = -1) {
+  GraphBuilder g("g");
+  g.Input("q").Input("kt").Input("c").Input("mask").Input("v");
+  g.Node("MatMul", {"q", "kt"}, {"s"}, {}, "qk")
+      .Node("Div", {"s", "c"}, {"d"}, {}, "div")
+      .Node("Add", mask_first ? std::vector<std::string>{"mask", "d"} : std::vector<std::string>{"d", "mask"},
+            {"m"}, {}, "mask_add")
+      .Node("Softmax", {"m"}, {"p"}, {AttrInt("axis", axis)}, "softmax")
+      .Node("MatMul", {"p", "v"}, {"y"}, {}, "pv")
+      .Output("y");
+  return g.Build();
+}
+
+Feeds AttentionFeeds(std::vector<int64_t> batch, int64_t s, int64_t d, int64_t sk, int64_t dv,
+                     std::vector<int64_t> mask, uint32_t seed) {
+  auto with = [&](std::vector<int64_t> tail) {
+    std::vector<int64_t> shape = batch;
+    shape.insert(shape.end(), tail.begin(), tail.end());
+    return shape;
+  };
+  return {{"q", RandomFloats(with({s, d}), seed)},
+          {"kt", RandomFloats(with({d, sk}), seed + 1)},
+          {"c", Floats({}, {1.7f})},
+          {"mask", RandomFloats(mask, seed + 2, -3, 0)},
+          {"v", RandomFloats(with({sk, dv}), seed + 3)}};
+}
+
+TEST(CpuTransformerFusionTest, AttentionRunsAsOneStep) {
+  const bool no_packed = NoPacked();
+  // Value widths on either side of 32, row counts with and without a tail
+  // of the 8-row steps, masks of every broadcast.
+  ExpectFused(Attention(false), AttentionFeeds({2, 3}, 10, 8, 12, 5, {2, 1, 1, 12}, 31), {"qk"}, no_packed);
+  ExpectFused(Attention(true), AttentionFeeds({2, 3}, 16, 8, 70, 40, {70}, 32), {"qk"}, no_packed);
+  ExpectFused(Attention(false), AttentionFeeds({3}, 9, 16, 33, 64, {3, 9, 33}, 33), {"qk"}, no_packed);
+  ExpectFused(Attention(true), AttentionFeeds({}, 5, 4, 7, 3, {}, 34), {"qk"}, no_packed);
+  // Two threads share the heads and row steps.
+  ExpectFused(Attention(false), AttentionFeeds({2, 3}, 10, 8, 12, 40, {2, 1, 1, 12}, 35), {"qk"}, no_packed, 2);
+}
+
+TEST(CpuTransformerFusionTest, AttentionRowsTheReferenceMakesNaN) {
+  // Finite inputs whose scores overflow: head 0's first row meets a key of
+  // +inf score (its softmax row is NaN), head 1's a key of -inf (weight 0).
+  Feeds feeds = AttentionFeeds({1, 2}, 10, 8, 12, 5, {1, 1, 1, 12}, 41);
+  float* q = feeds[0].second.mutable_data<float>();
+  float* kt = feeds[1].second.mutable_data<float>();
+  for (int64_t i = 0; i < 8; ++i) {
+    q[i] = 1e20f;                 // head 0, row 0
+    q[10 * 8 + i] = 1e20f;        // head 1, row 0
+    kt[i * 12] = 1e20f;           // head 0, key 0
+    kt[8 * 12 + i * 12] = -1e20f; // head 1, key 0
+  }
+  ExpectFused(Attention(false), feeds, {"qk"}, NoPacked());
+  auto cpu = RunGraphOn(runner::Backend::kCpu, Attention(false), feeds);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const runner::Tensor& y = (*cpu)[0].tensor();
+  int64_t nan = 0;
+  for (int64_t i = 0; i < y.size(); ++i) nan += std::isnan(y.data<float>()[i]) ? 1 : 0;
+  EXPECT_EQ(nan, 5);  // head 0's first row only
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithNonFiniteInputsRunsNodeByNode) {
+  for (int which : {0, 1, 3, 4}) {  // q, kt, mask, v
+    Feeds feeds = AttentionFeeds({2, 2}, 6, 8, 9, 5, {2, 1, 1, 9}, 50 + which);
+    feeds[static_cast<size_t>(which)].second = Planted(feeds[static_cast<size_t>(which)].second.shape(), 60);
+    ExpectFused(Attention(false), feeds, {"qk"}, true);
+  }
+  Feeds zero = AttentionFeeds({2}, 6, 8, 9, 5, {9}, 70);
+  zero[2].second = Floats({}, {0.f});
+  ExpectFused(Attention(false), zero, {"qk"}, true);
+}
+
+TEST(CpuTransformerFusionTest, AttentionShapesItDoesNotTakeRunNodeByNode) {
+  // Softmax over another axis; batch dims that broadcast; a mask that widens.
+  ExpectFused(Attention(false, 2), AttentionFeeds({2, 3}, 6, 8, 6, 5, {6}, 80), {"qk"}, true);
+  Feeds broadcast = AttentionFeeds({2, 3}, 6, 8, 9, 5, {9}, 81);
+  broadcast[1].second = RandomFloats({1, 3, 8, 9}, 82);
+  ExpectFused(Attention(false), broadcast, {"qk"}, true);
+  ExpectFused(Attention(false), AttentionFeeds({3}, 6, 8, 9, 5, {2, 3, 6, 9}, 83), {"qk"}, true);
+}
+
+// a + b -> LayerNormalization(axis, scale, [bias]) -> "y".
+pb::GraphProto AddNorm(std::vector<int64_t> tail, int64_t axis, bool bias, int outputs = 1) {
+  GraphBuilder g("g");
+  g.Input("a").Input("b");
+  g.Initializer(InitializerFrom("scale", RandomFloats(tail, 91, 0.5f, 2.f)));
+  std::vector<std::string> in = {"x", "scale"};
+  if (bias) {
+    g.Initializer(InitializerFrom("bias", RandomFloats(tail, 92)));
+    in.push_back("bias");
+  }
+  std::vector<std::string> out = {"y"};
+  if (outputs > 1) out.push_back("mean");
+  g.Node("Add", {"a", "b"}, {"x"}, {}, "add")
+      .Node("LayerNormalization", in, out, {AttrInt("axis", axis), AttrFloat("epsilon", 1e-3f)}, "ln");
+  for (const std::string& o : out) g.Output(o);
+  return g.Build();
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormRunsAsOnePass) {
+  ExpectFused(AddNorm({40}, -1, true), {{"a", RandomFloats({2, 7, 40}, 93)}, {"b", RandomFloats({2, 7, 40}, 94)}},
+              {"add"});
+  ExpectFused(AddNorm({4, 6}, 1, false), {{"a", RandomFloats({3, 4, 6}, 95)}, {"b", RandomFloats({3, 4, 6}, 96)}},
+              {"add"});
+  ExpectFused(AddNorm({1, 40}, -1, true), {{"a", RandomFloats({64, 40}, 97)}, {"b", RandomFloats({64, 40}, 98)}},
+              {"add"}, false, 2);
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormWithNonFiniteRowsRunsNodeByNode) {
+  ExpectFused(AddNorm({40}, -1, true), {{"a", Planted({2, 7, 40}, 99)}, {"b", RandomFloats({2, 7, 40}, 100)}},
+              {"add"}, true);
+  // Finite inputs whose sum overflows.
+  runner::Tensor big = RandomFloats({2, 40}, 101);
+  big.mutable_data<float>()[3] = 3e38f;
+  runner::Tensor big2 = RandomFloats({2, 40}, 102);
+  big2.mutable_data<float>()[3] = 3e38f;
+  ExpectFused(AddNorm({40}, -1, false), {{"a", big}, {"b", big2}}, {"add"}, true);
+}
+
+TEST(CpuTransformerFusionTest, AddLayerNormShapesItDoesNotTake) {
+  // A broadcasting Add runs node by node; a requested Mean is not fused.
+  ExpectFused(AddNorm({40}, -1, true), {{"a", RandomFloats({2, 7, 40}, 103)}, {"b", RandomFloats({40}, 104)}},
+              {"add"}, true);
+  ExpectFused(AddNorm({40}, -1, true, 2), {{"a", RandomFloats({2, 40}, 105)}, {"b", RandomFloats({2, 40}, 106)}},
+              {"add", "ln"});
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
