@@ -13,6 +13,11 @@
 //       -> Where(Greater(a, b), a, b) chains (Less for Min)
 //   RNN/GRU/LSTM-14 layout=1 -> Transposes of X and the initial states to
 //       sequence-first, layout 0, Transposes of Y/Y_h/Y_c back
+//   DepthToSpace-11 mode=CRD (C, H, W known)
+//       -> Reshape [N, C/b², b, b, H, W], Transpose [0,1,4,2,5,3], Reshape
+//   MaxPool-10 ceil_mode=1 (static spatial dims) -> MaxPool-8 with extra end
+//       padding so that the floor count equals the ceil count (windows
+//       starting in the end padding dropped, as the spec says)
 // Each refuses (Block) what it cannot show to be the same.
 #include <algorithm>
 #include <cstring>
@@ -288,6 +293,71 @@ absl::Status RnnLayoutDown14(Step& step) {
   for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
   step.replaced = true;
   return absl::OkStatus();
+}
+
+absl::Status DepthToSpaceCrdDown11(Step& step) {
+  if (step.node->GetString("mode").value_or("DCR") != "CRD") {
+    step.node->RemoveAttribute("mode");
+    return GenericStep(step);
+  }
+  ir::Value* x = step.node->input(0);
+  std::optional<std::vector<int64_t>> shape = KnownShape(*x, *step.ctx);
+  const int64_t b = step.node->GetInt("blocksize").value_or(0);
+  if (!shape || shape->size() != 4) return Block("mode=CRD needs a 4-D input of known rank below opset 11");
+  const int64_t c = (*shape)[1], h = (*shape)[2], w = (*shape)[3];
+  if (c < 0 || h < 0 || w < 0) return Block("mode=CRD needs known channel and spatial dims below opset 11");
+  if (b <= 0 || b > (int64_t{1} << 16) || c % (b * b) != 0) return Block("blocksize does not divide the channels");
+  // Dim 0 of a Reshape-5 shape copies the batch.
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s6, AddInts(step, "crd_shape", {0, c / (b * b), b, b, h, w}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s4, AddInts(step, "crd_out_shape", {0, c / (b * b), h * b, w * b}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * r6, AddBefore(step, "Reshape", {x, s6}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, Transposed(step, r6->output(0), {0, 1, 4, 2, 5, 3}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * r4, AddBefore(step, "Reshape", {t, s4}, 1));
+  return Finish(step, r4);
+}
+
+absl::Status MaxPoolCeilDown10(Step& step) {
+  ir::Node& node = *step.node;
+  if (node.GetInt("ceil_mode").value_or(0) == 0) return GenericStep(step);
+  const std::string auto_pad = node.GetString("auto_pad").value_or("NOTSET");
+  if (auto_pad != "NOTSET") return Block("ceil_mode=1 with auto_pad has no MaxPool-8 equivalent");
+  std::optional<std::vector<int64_t>> shape = KnownShape(*node.input(0), *step.ctx);
+  const ir::Attribute* ks = node.FindAttribute("kernel_shape");
+  if (ks == nullptr || ks->proto.ints.empty()) return Block("kernel_shape is missing");
+  const std::vector<int64_t> kernel = ks->proto.ints;
+  const size_t n = kernel.size();
+  if (!shape || shape->size() != n + 2) return Block("ceil_mode=1 needs the input rank below opset 10");
+  std::vector<int64_t> strides(n, 1), pads(2 * n, 0), dilations(n, 1);
+  if (const ir::Attribute* a = node.FindAttribute("strides"); a != nullptr && !a->proto.ints.empty()) strides = a->proto.ints;
+  if (const ir::Attribute* a = node.FindAttribute("pads"); a != nullptr && !a->proto.ints.empty()) pads = a->proto.ints;
+  if (const ir::Attribute* a = node.FindAttribute("dilations"); a != nullptr && !a->proto.ints.empty()) {
+    dilations = a->proto.ints;
+  }
+  if (strides.size() != n || pads.size() != 2 * n || dilations.size() != n) return Block("attribute lengths differ");
+  for (int64_t d : dilations) {
+    if (d != 1) return Block("dilations other than 1 have no MaxPool-8 equivalent");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = (*shape)[i + 2], s = strides[i], k = kernel[i], d = dilations[i];
+    const int64_t pb = pads[i], pe = pads[i + n];
+    if (in < 0) return Block("ceil_mode=1 needs static spatial dims below opset 10");
+    if (s <= 0 || k <= 0 || d <= 0 || pb < 0 || pe < 0 || k > (int64_t{1} << 20) || d > (int64_t{1} << 20) ||
+        in > (int64_t{1} << 40) || s > (int64_t{1} << 20) || pb > (int64_t{1} << 20) || pe > (int64_t{1} << 20)) {
+      return Block("pool attributes out of range");
+    }
+    const int64_t eff = (k - 1) * d + 1;
+    const int64_t total = in + pb + pe - eff;
+    if (total < 0) return Block("the window is larger than the padded input");
+    int64_t out = (total + s - 1) / s + 1;
+    // A last window that would start in the end padding is dropped.
+    if ((out - 1) * s >= in + pb) --out;
+    const int64_t extra = std::max<int64_t>(0, (out - 1) * s + eff - (in + pb + pe));
+    if ((total + extra) / s + 1 != out || pe >= eff) return Block("the ceil count has no floor-mode padding");
+    pads[i + n] = pe + extra;
+  }
+  node.SetAttribute(IntsAttr("pads", pads));
+  node.RemoveAttribute("ceil_mode");
+  return GenericStep(step);
 }
 
 }  // namespace onnxkit::passes::convert

@@ -2,15 +2,18 @@
 // (passes/convert/adapters_down.cc and the Gelu tanh expansion): each fires,
 // reproduces the original's outputs on the reference backend, and refuses
 // what it cannot show to be the same.
+#include <array>
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/convert/convert.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "runner/reference/float_types.h"
 #include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
@@ -254,6 +257,138 @@ TEST(ConvertDownTest, GeluTanhExpands) {
   EXPECT_EQ(OpCount(down.model, "Gelu"), 0);
   EXPECT_EQ(OpCount(down.model, "Tanh"), 1);
   ExpectSameOutputs(m, down.model, {{"x", RandomFloats({3, 7}, 41, -4, 4)}}, 1e-5, 1e-5);
+}
+
+TEST(ConvertDownTest, DepthToSpaceCrdBecomesReshapeTransposeReshape) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 8, 2, 3}})
+                                        .Node("DepthToSpace", {"x"}, {"y"},
+                                              {AttrInt("blocksize", 2), AttrString("mode", "CRD")})
+                                        .Output("y", pb::kFloat, {{2, 2, 4, 6}})
+                                        .Build(),
+                                    13, 7);
+  ConvertResult down = ConvertTo(m, 9);
+  ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+  EXPECT_EQ(OpCount(down.model, "DepthToSpace"), 0);
+  EXPECT_EQ(OpCount(down.model, "Reshape"), 2);
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 8, 2, 3}, 51)}}, 0, 0);
+  // DCR is DepthToSpace-1's only mode: it stays.
+  pb::ModelProto dcr = m;
+  dcr.graph->node[0].attribute[1].s = "DCR";
+  ConvertResult plain = ConvertTo(dcr, 9);
+  ASSERT_TRUE(plain.blockers.empty()) << FirstBlocker(plain);
+  EXPECT_EQ(OpCount(plain.model, "DepthToSpace"), 1);
+}
+
+pb::ModelProto CeilPool(std::vector<int64_t> dims, std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                        std::vector<int64_t> pads) {
+  return ModelFromGraph(GraphBuilder("g")
+                            .Input("x", pb::kFloat, dims)
+                            .Node("MaxPool", {"x"}, {"y", "i"},
+                                  {AttrInts("kernel_shape", kernel), AttrInts("strides", strides),
+                                   AttrInts("pads", pads), AttrInt("ceil_mode", 1)},
+                                  "pool")
+                            .Output("y", pb::kFloat)
+                            .Output("i", pb::kInt64)
+                            .Build(),
+                        12, 7);
+}
+
+TEST(ConvertDownTest, MaxPoolCeilModeBecomesEndPadding) {
+  // 7 wide, kernel 3, stride 2: ceil gives 4 windows, floor 3; and a last
+  // window that would start in the end padding (6 wide, kernel 2, stride
+  // 2, pad 1 at the end) is dropped.
+  for (auto [w, k, s, pe] : {std::array<int64_t, 4>{7, 3, 2, 0}, std::array<int64_t, 4>{6, 2, 2, 1},
+                             std::array<int64_t, 4>{9, 3, 3, 0}}) {
+    SCOPED_TRACE(absl::StrCat(w, " ", k, " ", s, " ", pe));
+    pb::ModelProto m = CeilPool({1, 2, 5, w}, {2, k}, {1, s}, {0, 0, 1, pe});
+    ConvertResult down = ConvertTo(m, 9);
+    ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+    EXPECT_EQ(down.steps["MaxPool 10->8 ceil-by-end-padding"], 1);
+    ExpectValid(down.model);
+    ExpectSameOutputs(m, down.model, {{"x", RandomFloats({1, 2, 5, w}, 52)}}, 0, 0);
+  }
+}
+
+TEST(ConvertDownTest, MaxPoolCeilModeOnASymbolicShapeBlocks) {
+  pb::ModelProto m = CeilPool({1, 2, 5, -1}, {2, 3}, {1, 2}, {0, 0, 0, 0});
+  ConvertResult down = ConvertTo(m, 9);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("static spatial dims"));
+}
+
+runner::Tensor Halfs(std::vector<int64_t> shape, const std::vector<float>& v) {
+  std::vector<uint16_t> bits;
+  for (float f : v) bits.push_back(runner::Float16::FromFloat(f));
+  return MakeTensor<uint16_t>(pb::kFloat16, std::move(shape), bits);
+}
+
+TEST(ConvertDownTest, QLinearMatMulHalfScalesBecomeFloat) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("a", pb::kUint8, {{2, 3}})
+                                        .Input("b", pb::kUint8, {{3, 2}})
+                                        .Input("ys", pb::kFloat16, {{}})
+                                        .Initializer(InitializerFrom("as", Halfs({}, {0.0123f})))
+                                        .Initializer(InitializerFrom("az", Uint8s({}, {113})))
+                                        .Initializer(InitializerFrom("bs", Halfs({}, {0.00457f})))
+                                        .Initializer(InitializerFrom("bz", Uint8s({}, {98})))
+                                        .Initializer(InitializerFrom("yz", Uint8s({}, {120})))
+                                        .Node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"})
+                                        .Output("y", pb::kUint8, {{2, 2}})
+                                        .Build(),
+                                    21, 9);
+  ConvertResult down = ConvertTo(m, 10);
+  ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+  EXPECT_EQ(OpCount(down.model, "Cast"), 1);  // the fed y_scale; the others are constants
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model,
+                    {{"a", Uint8s({2, 3}, {208, 236, 0, 238, 3, 214})},
+                     {"b", Uint8s({3, 2}, {152, 51, 244, 60, 26, 255})},
+                     {"ys", Halfs({}, {0.0107f})}},
+                    0, 0);
+}
+
+TEST(ConvertDownTest, DequantizeHalfScaleRunsInFloatQuantizeBlocks) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kInt8, {{6}})
+                                        .Input("h", pb::kFloat16, {{6}})
+                                        .Initializer(InitializerFrom("s", Halfs({}, {0.37f})))
+                                        .Initializer(InitializerFrom("z", Int8s({}, {-3})))
+                                        .Node("DequantizeLinear", {"x", "s", "z"}, {"y"}, {}, "dq")
+                                        .Node("QuantizeLinear", {"h", "s", "z"}, {"q"}, {}, "q")
+                                        .Output("y", pb::kFloat16, {{6}})
+                                        .Output("q", pb::kInt8, {{6}})
+                                        .Build(),
+                                    19, 9);
+  ConvertResult down = ConvertTo(m, 13);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].node, HasSubstr("q"));
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("float16"));
+  // Without the QuantizeLinear the rest converts, with the same outputs.
+  m.graph->node.pop_back();
+  m.graph->output.pop_back();
+  ConvertResult dq = ConvertTo(m, 13);
+  ASSERT_TRUE(dq.blockers.empty()) << FirstBlocker(dq);
+  ExpectValid(dq.model);
+  ExpectSameOutputs(m, dq.model, {{"x", Int8s({6}, {-128, -3, 0, 5, 127, 77})}, {"h", Halfs({6}, {0, 0, 0, 0, 0, 0})}},
+                    0, 0);
+}
+
+TEST(ConvertDownTest, HalfRangeRunsInFloat) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("start", pb::kFloat16, {{}})
+                                        .Input("limit", pb::kFloat16, {{}})
+                                        .Input("delta", pb::kFloat16, {{}})
+                                        .Node("Range", {"start", "limit", "delta"}, {"y"})
+                                        .Output("y", pb::kFloat16)
+                                        .Build(),
+                                    27, 10);
+  ConvertResult down = ConvertTo(m, 11);
+  ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+  EXPECT_EQ(OpCount(down.model, "Cast"), 4);
+  ExpectSameOutputs(m, down.model,
+                    {{"start", Halfs({}, {1.3f})}, {"limit", Halfs({}, {7.9f})}, {"delta", Halfs({}, {0.7f})}}, 0, 0);
 }
 
 }  // namespace
