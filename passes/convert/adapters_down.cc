@@ -74,6 +74,7 @@ absl::StatusOr<ir::Value*> NotNaN(Step& step, ir::Value* v, int32_t dtype) {
 // The indices Slice takes along one axis of length `dim` (ONNX clamping).
 absl::StatusOr<std::vector<int64_t>> SliceIndices(int64_t dim, int64_t start, int64_t end, int64_t stride) {
   if (stride == 0) return Block("a slice step of 0");
+  if (dim == 0) return std::vector<int64_t>{};
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   if (stride > 0) {
@@ -83,12 +84,14 @@ absl::StatusOr<std::vector<int64_t>> SliceIndices(int64_t dim, int64_t start, in
     start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
   }
+  // Both bounds lie in [-1, dim]: their distance does not overflow.
+  const int64_t span = stride > 0 ? end - start : start - end;
+  const int64_t mag = stride > 0 ? stride : (stride == std::numeric_limits<int64_t>::min() ? dim + 1 : -stride);
+  const int64_t count = span <= 0 ? 0 : span / mag + (span % mag != 0 ? 1 : 0);
+  if (count > (int64_t{1} << 20)) return Block("the stepped slice has too many indices to list");
   std::vector<int64_t> out;
-  for (int64_t i = start; stride > 0 ? i < end : i > end; i += stride) {
-    out.push_back(i);
-    if (stride > 0 && i > std::numeric_limits<int64_t>::max() - stride) break;
-    if (stride < 0 && i < std::numeric_limits<int64_t>::min() - stride) break;
-  }
+  out.reserve(static_cast<size_t>(count));
+  for (int64_t k = 0; k < count; ++k) out.push_back(stride > 0 ? start + k * mag : start - k * mag);
   return out;
 }
 
@@ -156,7 +159,6 @@ absl::Status SliceStepsDown10(Step& step) {
       s_starts.push_back(idx.empty() ? 0 : idx.front());
       s_ends.push_back(idx.empty() ? 0 : idx.back() + 1);
     } else {
-      if (idx.size() > (size_t{1} << 20)) return Block("the stepped slice has too many indices to list");
       gathers.emplace_back(axis, std::move(idx));
     }
   }
@@ -306,6 +308,7 @@ absl::Status DepthToSpaceCrdDown11(Step& step) {
   if (!shape || shape->size() != 4) return Block("mode=CRD needs a 4-D input of known rank below opset 11");
   const int64_t c = (*shape)[1], h = (*shape)[2], w = (*shape)[3];
   if (c < 0 || h < 0 || w < 0) return Block("mode=CRD needs known channel and spatial dims below opset 11");
+  if (h > (int64_t{1} << 40) || w > (int64_t{1} << 40)) return Block("spatial dims out of range");
   if (b <= 0 || b > (int64_t{1} << 16) || c % (b * b) != 0) return Block("blocksize does not divide the channels");
   // Dim 0 of a Reshape-5 shape copies the batch.
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s6, AddInts(step, "crd_shape", {0, c / (b * b), b, b, h, w}));

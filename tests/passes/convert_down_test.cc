@@ -109,6 +109,13 @@ TEST(ConvertDownTest, SliceStepsOnASymbolicShapeBlock) {
   EXPECT_THAT(down.blockers[0].reason, HasSubstr("static input shape"));
 }
 
+TEST(ConvertDownTest, SliceStepsOverAHugeAxisBlockWithoutListingIt) {
+  pb::ModelProto m = SteppedSlice(std::vector<int64_t>{int64_t{1} << 40, 2, 6, 8});
+  ConvertResult down = ConvertTo(m, 9);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("too many indices"));
+}
+
 TEST(ConvertDownTest, FloatEqualIsWrittenWithOrderAndNaNTests) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
