@@ -1,6 +1,7 @@
 // Expansions of ops that do not exist below their first opset into older
 // ops, as the ONNX spec defines them:
 //   Gelu (20, approximate="none"):  0.5 * x * (1 + Erf(x / sqrt(2)))
+//   Gelu (20, approximate="tanh"):  0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
 //   HardSwish (14):                 x * HardSigmoid[alpha=1/6, beta=0.5](x)
 //   Mish (18):                      x * Tanh(Softplus(x))
 //   LayerNormalization (17):        (x - mean) / sqrt(var + eps) * scale + B
@@ -28,12 +29,31 @@ absl::StatusOr<int32_t> ElemOf(Step& step) {
   return *e;
 }
 
+absl::Status ExpandGeluTanh(Step& step, int32_t t) {
+  ir::Value* x = step.node->input(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, AddScalar(step, "sqrt_2_over_pi", t, std::sqrt(2.0 / M_PI)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddScalar(step, "gelu_cubic", t, 0.044715));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", t, 1.0));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, AddScalar(step, "half", t, 0.5));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * x2, AddBefore(step, "Mul", {x, x}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * x3, AddBefore(step, "Mul", {x2->output(0), x}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cx3, AddBefore(step, "Mul", {x3->output(0), c}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * in, AddBefore(step, "Add", {x, cx3->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * arg, AddBefore(step, "Mul", {in->output(0), k}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * th, AddBefore(step, "Tanh", {arg->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * a, AddBefore(step, "Add", {th->output(0), one}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * m, AddBefore(step, "Mul", {x, a->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {m->output(0), half}, 1));
+  return Finish(step, y);
+}
+
 }  // namespace
 
 absl::Status ExpandGelu(Step& step) {
   std::string approx = step.node->GetString("approximate").value_or("none");
-  if (approx != "none") return Block("approximate='tanh' is not expanded");
+  if (approx != "none" && approx != "tanh") return Block(absl::StrCat("approximate='", approx, "' is unknown"));
   ONNXKIT_ASSIGN_OR_RETURN(int32_t t, ElemOf(step));
+  if (approx == "tanh") return ExpandGeluTanh(step, t);
   ir::Value* x = step.node->input(0);
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sqrt2, AddScalar(step, "sqrt2", t, std::sqrt(2.0)));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", t, 1.0));

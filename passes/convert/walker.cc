@@ -386,6 +386,17 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
         // Best effort: a producer that stays is only untidy.
         RemoveOrphanedProducers(graph, std::move(producers)).IgnoreError();
       }
+      if (row != nullptr && !st.ok() && IsBlock(st) && !step.replaced) {
+        // An adapter that leaves a type it does not handle to the generic
+        // step: widening may still apply.
+        absl::StatusOr<ir::Node*> wide = TryWiden(step);
+        if (wide.ok() && *wide != nullptr) {
+          (*stats.steps)[absl::StrCat(op, " ", step.from->since_version(), "->", step.boundary - 1, " widen-types")] += 1;
+          for (ir::Node* c : created) work.emplace_back(c, cur);
+          work.emplace_front(*wide, cur);
+          break;
+        }
+      }
       if (!st.ok() && IsBlock(st) && !step.replaced) {
         absl::StatusOr<bool> folded = FoldKnownOutputs(graph, node, ctx);
         if (folded.ok() && *folded) {
