@@ -139,9 +139,10 @@ absl::Status DropoutDown12(Step& step) {
   // Not training, the ratio changes nothing: one fed at run time is dropped.
   absl::StatusOr<std::optional<double>> ratio_or = ConstScalarInput(step, 1);
   if (!ratio_or.ok() && !IsBlock(ratio_or.status())) return ratio_or.status();
-  std::optional<double> ratio = ratio_or.ok() ? *ratio_or : std::nullopt;
+  const bool has_ratio = ratio_or.ok() && ratio_or->has_value();
+  const double ratio = has_ratio ? **ratio_or : 0.0;
   while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
-  if (ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(*ratio)));
+  if (has_ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(ratio)));
   // Not training: the seed draws nothing.
   step.node->RemoveAttribute("seed");
   return GenericStep(step);
