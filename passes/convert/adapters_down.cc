@@ -183,6 +183,9 @@ absl::Status EqualFloatDown11(Step& step) {
   ir::Value* b = step.node->input(1);
   std::optional<int32_t> ta = ElemType(*a, *step.ctx);
   std::optional<int32_t> tb = ElemType(*b, *step.ctx);
+  // Both inputs are of one type T: one known is enough.
+  if (!ta) ta = tb;
+  if (!tb) tb = ta;
   // Integers and bool: the generic step (and widening, for the integer
   // types Equal-7 lacks).
   if (!ta || !tb || !IsFloatType(*ta) || !IsFloatType(*tb)) return GenericStep(step);

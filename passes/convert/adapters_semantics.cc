@@ -95,7 +95,57 @@ absl::Status ScatterReductionDown18(Step& step) {
   return GenericStep(step);
 }
 
+namespace {
+
+// DequantizeLinear-13 per axis below 13, where DequantizeLinear-10 is
+// per-tensor: (Cast(x) - Cast(zero_point)) * scale with scale and zero point
+// reshaped to broadcast along the axis. Exact for 8-bit x: x and the zero
+// point are exact in float, their difference too, and the product is the
+// one rounding both forms make.
+absl::Status DequantizePerAxisDown13(Step& step) {
+  ir::Node* node = step.node;
+  ir::Value* x = node->input(0);
+  std::optional<int32_t> elem = ElemType(*x, *step.ctx);
+  if (!elem || (*elem != pb::kInt8 && *elem != pb::kUint8)) {
+    return Block("per-axis dequantization below 13 is written out for int8/uint8 inputs only");
+  }
+  std::optional<int64_t> rank = RankOf(step, x);
+  if (!rank || *rank < 1) return Block("per-axis dequantization below 13 needs the input rank");
+  int64_t axis = node->GetInt("axis").value_or(1);
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank) return Block("axis out of range");
+  std::vector<int64_t> shape(static_cast<size_t>(*rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AddInts(step, "per_axis_shape", shape));
+  auto reshape = [&](ir::Value* v) -> absl::StatusOr<ir::Value*> {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * r, AddBefore(step, "Reshape", {v, along}, 1));
+    return r->output(0);
+  };
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * xf, AddBefore(step, "Cast", {x}, 1, {IntAttr("to", pb::kFloat)}));
+  ir::Value* centered = xf->output(0);
+  if (node->num_inputs() > 2 && node->input(2) != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * zf, AddBefore(step, "Cast", {node->input(2)}, 1, {IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, reshape(zf->output(0)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sub, AddBefore(step, "Sub", {centered, z}, 1));
+    centered = sub->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, reshape(node->input(1)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {centered, scale}, 1));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status QuantizeDown13(Step& step) {
+  if (step.node->op_type() == "DequantizeLinear" && step.node->num_inputs() > 1 && step.node->input(1) != nullptr) {
+    std::optional<int64_t> scale_rank = RankOf(step, step.node->input(1));
+    if (scale_rank && *scale_rank == 1) {
+      std::optional<std::vector<int64_t>> dims = KnownShape(*step.node->input(1), *step.ctx);
+      if (!dims || (*dims)[0] != 1) return DequantizePerAxisDown13(step);
+    }
+  }
   for (int i : {1, 2}) {
     if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) continue;
     std::optional<int64_t> rank = RankOf(step, step.node->input(i));

@@ -574,4 +574,19 @@ TEST(ConvertAdaptersTest, TopKSmallestIsTheNegatedLargestBelowEleven) {
   EXPECT_EQ(r.model.graph->output[0].name, "values");
 }
 
+TEST(ConvertAdaptersTest, PerAxisDequantizeBelowThirteenIsWrittenOut) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kUint8, {{2, 3, 2}})
+                                        .Initializer(Named(Floats({3}, {0.5f, 0.125f, 2.0f}), "scale"))
+                                        .Initializer(Named(Uint8s({3}, {0, 128, 7}), "zero"))
+                                        .Node("DequantizeLinear", {"x", "scale", "zero"}, {"y"}, {AttrInt("axis", 1)}, "dq")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "DequantizeLinear"), 0);
+  ExpectSameOutputs(m, r.model, {{"x", Uint8s({2, 3, 2}, {0, 1, 127, 128, 255, 7, 3, 9, 200, 100, 50, 25})}}, 0, 0);
+}
+
 }  // namespace onnxkit::testing
