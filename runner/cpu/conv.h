@@ -32,6 +32,10 @@ bool QuantizedChainsRunInt8();
 // and how many Winograd convolutions sequences have run in this process.
 bool WinogradSupported();
 int64_t WinogradConvolutionRuns();
+// The fewest output channels a Winograd stage may have (default 64); returns
+// the previous value. Sessions planned afterwards see it (tests use it to
+// exercise the Winograd path on small convolutions).
+int64_t SetWinogradMinOutputChannels(int64_t channels);
 // pool.cc
 Factory MakeMaxPool;
 Factory MakeAveragePool;

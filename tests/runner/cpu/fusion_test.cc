@@ -20,6 +20,14 @@
 namespace onnxkit::testing {
 namespace {
 
+// Winograd stages for the small convolutions tests use (the product plans
+// them from 64 output channels): the path is exercised while it lives.
+struct SmallConvWinograd {
+  int64_t previous = runner::cpu::SetWinogradMinOutputChannels(1);
+  ~SmallConvWinograd() { runner::cpu::SetWinogradMinOutputChannels(previous); }
+};
+
+
 // A convolution geometry: channels in and out, group, kernel, image size.
 struct ConvCase {
   std::string name;
@@ -469,6 +477,7 @@ TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
 }
 
 TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
+  SmallConvWinograd winograd;
   // The block's 3x3 stride-1 Conv over a 28x28 image (784 positions) runs
   // as a Winograd convolution; 12 channels do not fill a 16-channel block;
   // stride 2 or a 20x20 image (400 positions) convolve directly.
@@ -485,6 +494,14 @@ TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
     bool ran = runner::cpu::WinogradConvolutionRuns() > before;
     EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
   }
+}
+
+TEST(CpuFusionTest, NarrowConvolutionsDoNotRunWinograd) {
+  // The product's gate: fewer than 64 output channels convolve directly.
+  int64_t before = runner::cpu::WinogradConvolutionRuns();
+  ExpectFused(ProjectionBlockGraph(16, 28, 1), {{"x", RandomFloats({1, 16, 28, 28}, 251)}}, {"s", "a"},
+              /*opset=*/9);
+  EXPECT_EQ(runner::cpu::WinogradConvolutionRuns(), before);
 }
 
 // Two ResNet identity blocks, each y = Relu(x + C3(Relu(C2(Relu(C1(x))))))
@@ -515,6 +532,7 @@ pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = fa
 }
 
 TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
+  SmallConvWinograd winograd;
   // The first block's output is the second's X and its residual: one
   // sequence runs both blocks, the residual kept in its stage's layout.
   for (int64_t hw : {7, 28}) {  // 28: the 3x3 Convs run as Winograd ones
