@@ -71,6 +71,10 @@ absl::StatusOr<std::vector<Window>> Windows(Step& step) {
       return Block(absl::StrCat("auto_pad '", auto_pad, "' is not known"));
     }
     if (a.pad_begin < 0 || a.pad_end < 0) return Block("negative pads");
+    // The divisor visits kernel taps per output position.
+    if (a.out > (int64_t{1} << 22) || a.out * a.kernel > (int64_t{1} << 24)) {
+      return Block("the pooled axis is too large to expand");
+    }
   }
   return w;
 }
@@ -118,13 +122,16 @@ absl::StatusOr<ir::Value*> WindowSum(Step& step, ir::Value* x, int32_t elem, int
   for (size_t i = 0; i < w.size(); ++i) {
     wshape.push_back(w[i].kernel);
     taps *= w[i].kernel;
+    if (taps > (int64_t{1} << 22)) return Block("the window is too large to expand");
     kernel.push_back(w[i].kernel);
     strides.push_back(w[i].stride);
     dilations.push_back(w[i].dilation);
     pads[i] = w[i].pad_begin;
     pads[i + w.size()] = ConvPadEnd(w[i]);
   }
-  if (channels * taps > (int64_t{1} << 24)) return Block("the window is too large to expand");
+  if (channels > (int64_t{1} << 22) || channels * taps > (int64_t{1} << 22)) {
+    return Block("the window is too large to expand");
+  }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ones, AddFilled(step, "pool_ones", elem, wshape,
                                                        std::vector<double>(static_cast<size_t>(channels * taps), 1.0)));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * conv, AddBefore(step, "Conv", {x, ones}, 1,
@@ -188,7 +195,7 @@ absl::Status ExpandAveragePool(Step& step) {
   std::vector<double> counts{1.0};
   for (const Window& a : p.windows) {
     shape.push_back(a.out);
-    if (a.out > 0 && static_cast<int64_t>(counts.size()) > (int64_t{1} << 24) / a.out) {
+    if (a.out > 0 && static_cast<int64_t>(counts.size()) > (int64_t{1} << 22) / a.out) {
       return Block("the output is too large to expand");
     }
     std::vector<double> next;

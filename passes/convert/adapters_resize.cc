@@ -131,6 +131,10 @@ absl::Status ExpandResize(Step& step) {
     }
     if (identity) continue;
     if (k_max > kMaxTaps) return Block(absl::StrCat("axis ", d, " reads ", k_max, " input positions per output"));
+    // The index and weight constants hold out x taps values.
+    if (out * static_cast<int64_t>(std::max<size_t>(k_max, 1)) > (int64_t{1} << 22)) {
+      return Block(absl::StrCat("axis ", d, " is too large to expand (", out, " outputs x ", k_max, " taps)"));
+    }
     const bool weighted = c.mode != rz::Mode::kNearest || outside;
     if (weighted && !is_float) {
       return Block("expanding it into Gathers computes weighted sums, which needs a float input");
