@@ -18,17 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 using passes::convert::ConvertResult;
 
-ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset) {
-  io::LoadedModel loaded;
-  loaded.proto = m;
-  passes::convert::ConvertOptions o;
-  o.target_opset = opset;
-  o.verify = false;
-  auto r = passes::convert::Convert(loaded, o);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : ConvertResult{};
-}
-
 TEST(ConvertAdaptersTest, ReduceMeanAxesUpAndDown) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2, 3, 4}})

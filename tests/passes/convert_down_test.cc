@@ -22,17 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 using passes::convert::ConvertResult;
 
-ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset) {
-  io::LoadedModel loaded;
-  loaded.proto = m;
-  passes::convert::ConvertOptions o;
-  o.target_opset = opset;
-  o.verify = false;
-  auto r = passes::convert::Convert(loaded, o);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : ConvertResult{};
-}
-
 std::string FirstBlocker(const ConvertResult& r) { return r.blockers.empty() ? "" : r.blockers[0].reason; }
 
 TEST(ConvertDownTest, SoftmaxFamilyOnANonLastAxisRunsBetweenTransposes) {

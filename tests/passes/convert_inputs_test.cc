@@ -13,17 +13,6 @@ namespace {
 
 using passes::convert::ConvertResult;
 
-ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset) {
-  io::LoadedModel loaded;
-  loaded.proto = m;
-  passes::convert::ConvertOptions o;
-  o.target_opset = opset;
-  o.verify = false;
-  auto r = passes::convert::Convert(loaded, o);
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : ConvertResult{};
-}
-
 // Converts `m` to each of `targets` in turn, checking outputs after each.
 void RoundTrip(const pb::ModelProto& m, std::vector<int64_t> targets, const Feeds& feeds) {
   pb::ModelProto cur = m;

@@ -99,4 +99,15 @@ void ExpectValid(const pb::ModelProto& model) {
   EXPECT_EQ(r.errors, 0) << all;
 }
 
+passes::convert::ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset) {
+  io::LoadedModel loaded;
+  loaded.proto = m;
+  passes::convert::ConvertOptions o;
+  o.target_opset = opset;
+  o.verify = false;
+  auto r = passes::convert::Convert(loaded, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : passes::convert::ConvertResult{};
+}
+
 }  // namespace onnxkit::testing

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/io/proto.h"
+#include "passes/convert/convert.h"
 #include "passes/manager.h"
 #include "tests/util/run_graph.h"
 
@@ -45,6 +46,10 @@ int NodeCount(const pb::ModelProto& model);
 // output equal in type and shape and within atol + rtol * |expected|.
 void ExpectSameOutputs(const pb::ModelProto& before, const pb::ModelProto& after, const Feeds& feeds,
                        double atol = 1e-5, double rtol = 1e-5);
+
+// `onnxkit convert --opset` of `m` without verification; a failed
+// conversion is a test failure (and an empty result).
+passes::convert::ConvertResult ConvertTo(const pb::ModelProto& m, int64_t opset);
 
 // `check --full` finds no error in the model (structure, nodes, inference).
 void ExpectValid(const pb::ModelProto& model);
