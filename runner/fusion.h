@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "lib/ir/ir.h"
 #include "runner/kernel.h"
@@ -65,6 +66,11 @@ struct FusionChain {
     const ir::Node* dequantize;
   };
   std::vector<Bypass> bypass;
+  // Quantized chains (PlanQuantizedLayouts): the 8-bit source (every
+  // quantized operand, for an elementwise chain) and the result are stored
+  // channels-last, a 4-D tensor [N, C, H, W] held as [N, H, W, C].
+  bool nhwc_in = false;
+  bool nhwc_out = false;
 
   int InnerInput(size_t k) const { return k < inner_input.size() ? inner_input[k] : -1; }
   // True when `v` is made and used only inside the chain.
@@ -106,6 +112,22 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                                const std::function<bool(const ir::Value*)>& is_constant,
                                                const std::function<bool(const ir::Node*)>& skip);
+
+// Chooses channels-last storage for the 8-bit values passed between the
+// quantized chains of `graph` (FusionChain::nhwc_in / nhwc_out), so that
+// int8 convolutions, which compute channels-last, read and write their
+// values without reordering them. A value is stored so only when its
+// producer is a 2-D Conv, elementwise or lookup chain, it is 4-D, it is
+// not a graph output, and every reader is such a chain's kernel: a Conv or
+// lookup chain starting with its DequantizeLinear, or an elided
+// (`elided`) DequantizeLinear all of whose uses are Conv or elementwise
+// chains that bypass it. An elementwise chain computes on every operand and
+// its result in one layout, so its values are all channels-last or none.
+// The parameters of every DequantizeLinear and QuantizeLinear involved must
+// be single values (`is_scalar`: a constant of one element, or omitted).
+void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& graph,
+                          const absl::flat_hash_set<const ir::Node*>& elided,
+                          const std::function<bool(const ir::Value*)>& is_scalar);
 
 // Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a
 // lookup-shaped chain DequantizeLinear -> op -> QuantizeLinear may run on

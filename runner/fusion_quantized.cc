@@ -12,6 +12,8 @@
 // After: one step from %xq to %yq.
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "absl/container/flat_hash_set.h"
 #include "runner/fusion.h"
 
@@ -223,6 +225,154 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
     if (MatchTable(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
   }
   return chains;
+}
+
+namespace {
+
+// What a quantized chain can do with channels-last 8-bit values.
+enum class LayoutRole {
+  kNone,
+  kConv2d,  // a 2-D Conv: source and result each in either layout
+  kBinary,  // Add / Sub / Mul / Div of two quantized operands: all in one layout
+  kTable,   // DequantizeLinear -> elementwise op -> QuantizeLinear: source and result each in either layout
+};
+
+bool ScalarParameters(const ir::Node& qdq, const std::function<bool(const ir::Value*)>& is_scalar) {
+  return qdq.num_inputs() >= 2 && is_scalar(qdq.input(1)) &&
+         (qdq.num_inputs() < 3 || !Present(qdq.input(2)) || is_scalar(qdq.input(2)));
+}
+
+LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::Value*)>& is_scalar) {
+  if (chain.kind != FusionKind::kQuantized || chain.tail().op_type() != "QuantizeLinear" ||
+      !ScalarParameters(chain.tail(), is_scalar)) {
+    return LayoutRole::kNone;
+  }
+  const std::string& head = chain.head().op_type();
+  if (head == "Add" || head == "Sub" || head == "Mul" || head == "Div") {
+    if (chain.bypass.size() != 2) return LayoutRole::kNone;  // a float constant operand
+    for (const FusionChain::Bypass& by : chain.bypass) {
+      if (!ScalarParameters(*by.dequantize, is_scalar)) return LayoutRole::kNone;
+    }
+    return LayoutRole::kBinary;
+  }
+  if (chain.extra_inputs.size() == kQuantizedExtras) {
+    const ir::Node* op = nullptr;
+    for (const ir::Node* n : chain.nodes) {
+      if (n->op_type() == "Conv") op = n;
+    }
+    const ir::Value* w = chain.extra_inputs[kQwData];
+    const ir::Value* xs = chain.extra_inputs[kQxScale];
+    const ir::Value* xz = chain.extra_inputs[kQxZeroPoint];
+    if (op == nullptr || w == nullptr || w->initializer() == nullptr || w->initializer()->dims.size() != 4 ||
+        xs == nullptr || !is_scalar(xs) || (xz != nullptr && !is_scalar(xz))) {
+      return LayoutRole::kNone;
+    }
+    return LayoutRole::kConv2d;
+  }
+  if (chain.nodes.size() == 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
+      ScalarParameters(chain.head(), is_scalar)) {
+    return LayoutRole::kTable;
+  }
+  return LayoutRole::kNone;
+}
+
+// The quantized values a chain of `role` reads.
+std::vector<const ir::Value*> Sources(const FusionChain& chain, LayoutRole role) {
+  switch (role) {
+    case LayoutRole::kConv2d:
+      return {chain.extra_inputs[kQxData]};
+    case LayoutRole::kBinary:
+      return {chain.bypass[0].dequantize->input(0), chain.bypass[1].dequantize->input(0)};
+    case LayoutRole::kTable:
+      return {chain.head().input(0)};
+    case LayoutRole::kNone:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& graph,
+                          const absl::flat_hash_set<const ir::Node*>& elided,
+                          const std::function<bool(const ir::Value*)>& is_scalar) {
+  std::vector<LayoutRole> roles(chains.size(), LayoutRole::kNone);
+  absl::flat_hash_map<const ir::Node*, size_t> chain_of;
+  absl::flat_hash_map<const ir::Value*, size_t> produced_by;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    roles[i] = RoleOf(chains[i], is_scalar);
+    for (const ir::Node* n : chains[i].nodes) chain_of[n] = i;
+    if (roles[i] != LayoutRole::kNone) produced_by[chains[i].tail().output(0)] = i;
+  }
+  // Values known to be 4-D: a 2-D Conv's source and result, an elementwise
+  // chain's result from 4-D operands, a lookup chain's source and result
+  // together.
+  absl::flat_hash_set<const ir::Value*> four_d;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    if (roles[i] != LayoutRole::kConv2d) continue;
+    four_d.insert(chains[i].extra_inputs[kQxData]);
+    four_d.insert(chains[i].tail().output(0));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < chains.size(); ++i) {
+      const ir::Value* out = chains[i].tail().output(0);
+      std::vector<const ir::Value*> in = Sources(chains[i], roles[i]);
+      if (roles[i] == LayoutRole::kBinary) {
+        if (!four_d.contains(out) && four_d.contains(in[0]) && four_d.contains(in[1]))
+          changed |= four_d.insert(out).second;
+      } else if (roles[i] == LayoutRole::kTable && four_d.contains(in[0]) != four_d.contains(out)) {
+        four_d.insert(in[0]);
+        four_d.insert(out);
+        changed = true;
+      }
+    }
+  }
+  // Every reader must take the value channels-last.
+  auto readers_accept = [&](const ir::Value* v) {
+    if (!Present(v) || v->IsGraphOutput() || v->graph() != &graph) return false;
+    for (const ir::Use& use : v->uses()) {
+      const ir::Node* u = use.node;
+      if (u->graph() != &graph || u->op_type() != "DequantizeLinear" || use.input_index != 0) return false;
+      auto c = chain_of.find(u);
+      if (c != chain_of.end()) {
+        LayoutRole role = roles[c->second];
+        if ((role != LayoutRole::kConv2d && role != LayoutRole::kTable) || &chains[c->second].head() != u)
+          return false;
+        continue;
+      }
+      if (!elided.contains(u)) return false;
+      for (const ir::Use& read : u->output(0)->uses()) {
+        auto r = chain_of.find(read.node);
+        if (r == chain_of.end()) return false;
+        LayoutRole role = roles[r->second];
+        if (role != LayoutRole::kConv2d && role != LayoutRole::kBinary) return false;
+      }
+    }
+    return true;
+  };
+  absl::flat_hash_set<const ir::Value*> nhwc;
+  for (const auto& [v, i] : produced_by) {
+    if (four_d.contains(v) && readers_accept(v)) nhwc.insert(v);
+  }
+  // An elementwise chain's values are all channels-last or none.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < chains.size(); ++i) {
+      if (roles[i] != LayoutRole::kBinary) continue;
+      std::vector<const ir::Value*> values = Sources(chains[i], roles[i]);
+      values.push_back(chains[i].tail().output(0));
+      bool all = true;
+      for (const ir::Value* v : values) all = all && nhwc.contains(v);
+      if (all) continue;
+      for (const ir::Value* v : values) changed |= nhwc.erase(v) > 0;
+    }
+  }
+  for (size_t i = 0; i < chains.size(); ++i) {
+    if (roles[i] == LayoutRole::kNone) continue;
+    chains[i].nhwc_in = nhwc.contains(Sources(chains[i], roles[i])[0]);
+    chains[i].nhwc_out = nhwc.contains(chains[i].tail().output(0));
+  }
 }
 
 }  // namespace onnxkit::runner

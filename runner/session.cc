@@ -609,6 +609,18 @@ void Session::PlanFusion() {
         elided_.insert(dq);
       }
     }
+    // Channels-last 8-bit values between the quantized chains.
+    auto is_scalar = [&](const ir::Value* v) {
+      if (v == nullptr || v->name().empty()) return true;
+      if (!is_constant(v)) return false;
+      auto c = constants_.find(v);
+      if (c != constants_.end()) return c->second.is_tensor() && c->second.tensor().size() == 1;
+      if (v->initializer() == nullptr) return false;
+      int64_t n = 1;
+      for (int64_t d : v->initializer()->dims) n = d == 1 ? n : 0;
+      return n == 1;
+    };
+    PlanQuantizedLayouts(found, graph, elided_, is_scalar);
     absl::flat_hash_set<const ir::Node*> fused = quantized;
     for (const FusionChain& chain : conv) fused.insert(chain.nodes.begin(), chain.nodes.end());
     std::vector<FusionChain> transformer = FindTransformerChains(

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -61,6 +62,68 @@ std::optional<float> ScalarFloat(const Tensor* t) {
 const Tensor* OptionalTensor(KernelContext& ctx, int i) {
   absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
   return t.ok() ? *t : nullptr;
+}
+
+// Channels-last storage (FusionChain::nhwc_in / nhwc_out): the logical
+// shape [N, C, H, W] of a tensor held as [N, H, W, C], and back.
+std::vector<int64_t> LogicalShape(const std::vector<int64_t>& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
+std::vector<int64_t> StoredShape(const std::vector<int64_t>& nchw) { return {nchw[0], nchw[2], nchw[3], nchw[1]}; }
+
+// Copies 8-bit `n` x `c` x `hw` values between plain (n, c, hw) and
+// channels-last (n, hw, c) order, through `table` when given.
+void Transpose8(const uint8_t* in, uint8_t* out, int64_t n, int64_t c, int64_t hw, bool to_nhwc,
+                const uint8_t* table = nullptr, uint8_t flip = 0) {
+  for (int64_t b = 0; b < n; ++b) {
+    const uint8_t* src = in + b * c * hw;
+    uint8_t* dst = out + b * c * hw;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = ch * hw + p, last = p * c + ch;
+        uint8_t v = src[to_nhwc ? plain : last];
+        dst[to_nhwc ? last : plain] = table != nullptr ? table[v ^ flip] : v;
+      }
+    }
+  }
+}
+
+// `t` (8-bit, 4-D) stored the other way: to channels-last, or from it.
+absl::StatusOr<Tensor> Relayout(const Tensor& t, bool to_nhwc) {
+  if (t.rank() != 4 || !IsInt8Type(t.dtype())) {
+    return absl::InternalError("a channels-last quantized value is not a 4-D 8-bit tensor");
+  }
+  std::vector<int64_t> shape = to_nhwc ? StoredShape(t.shape()) : LogicalShape(t.shape());
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor out, Tensor::AllocateUninitialized(t.dtype(), shape));
+  const std::vector<int64_t>& logical = to_nhwc ? t.shape() : shape;
+  Transpose8(static_cast<const uint8_t*>(t.raw()), static_cast<uint8_t*>(out.mutable_raw()), logical[0], logical[1],
+             logical[2] * logical[3], to_nhwc);
+  return out;
+}
+
+// Runs `run` (a chain's node-by-node kernel) on plain copies of the
+// channels-last inputs: input `source` and every other input holding the
+// same value. Stores output 0 channels-last when `out_nhwc`.
+absl::Status RunPlain(KernelContext& ctx, int source, bool out_nhwc,
+                      const std::function<absl::Status(KernelContext&)>& run) {
+  std::vector<const RtValue*> inputs;
+  for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.Value(i));
+  RtValue plain;
+  const RtValue* stored = source >= 0 ? ctx.Value(source) : nullptr;
+  if (stored != nullptr && stored->is_tensor()) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Relayout(stored->tensor(), /*to_nhwc=*/false));
+    plain = RtValue::FromTensor(std::move(t));
+    for (const RtValue*& in : inputs) in = in == stored ? &plain : in;
+  }
+  std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
+  KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+  ONNXKIT_RETURN_IF_ERROR(run(sub));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i == 0 && out_nhwc && outputs[i].is_tensor()) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Relayout(outputs[i].tensor(), /*to_nhwc=*/true));
+      outputs[i] = RtValue::FromTensor(std::move(t));
+    }
+    if (outputs[i].defined()) ONNXKIT_RETURN_IF_ERROR(ctx.SetOutput(static_cast<int>(i), std::move(outputs[i])));
+  }
+  return absl::OkStatus();
 }
 
 // Where a weighted chain's operands are among the fused kernel's inputs.
@@ -187,26 +250,43 @@ class WeightedKernel : public CpuKernel {
   WeightedKernel(WeightedLayout layout, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)), in_(layout) {}
 
+  // Channels-last source and result (FusionChain::nhwc_in / nhwc_out).
+  void SetLayouts(bool nhwc_in, bool nhwc_out) {
+    nhwc_in_ = nhwc_in;
+    nhwc_out_ = nhwc_out;
+  }
+
   absl::Status Run(KernelContext& ctx) override {
     const Tensor* x = OptionalTensor(ctx, in_.extra + kQxData);
-    if (x == nullptr || !ExactProducts()) return Fallback(ctx);
+    if (x == nullptr || !ExactProducts()) return PlainFallback(ctx);
+    if (nhwc_in_ && x->rank() != 4) return absl::InternalError("a channels-last quantized source is not 4-D");
     if (state_ == 0) state_ = Resolve(ctx, params_) ? 1 : -1;
-    if (state_ < 0 || x->dtype() != params_.x_type) return Fallback(ctx);
+    if (state_ < 0 || x->dtype() != params_.x_type) return PlainFallback(ctx);
     if (!plan_built_ || x->shape() != plan_.x_shape) {
       plan_ = Int8Plan();
-      plan_ok_ = x->size() > 0 && Build(*x, plan_);
+      plan_ok_ = x->size() > 0 && Build(nhwc_in_ ? LogicalShape(x->shape()) : x->shape(), x->dtype(), plan_);
       plan_built_ = true;
       plan_.x_shape = x->shape();
     }
-    if (!plan_ok_) return Fallback(ctx);
+    if (!plan_ok_) return PlainFallback(ctx);
     return Execute(ctx, *x);
   }
 
  protected:
   // Fills the parameters from the first run's inputs; false: not covered.
   virtual bool Resolve(KernelContext& ctx, WeightedParams& p) = 0;
-  // Plans for source `x`; false: not covered.
-  virtual bool Build(const Tensor& x, Int8Plan& plan) = 0;
+  // Plans for a source of (logical) shape `x_shape` and type `x_type`;
+  // false: not covered.
+  virtual bool Build(const std::vector<int64_t>& x_shape, int32_t x_type, Int8Plan& plan) = 0;
+
+  // The user-side descriptions of the source and result of logical shapes
+  // `x_shape` and `y_shape`: plain, or channels-last where planned so.
+  memory::desc SourceDesc(const std::vector<int64_t>& x_shape, dt type) const {
+    return nhwc_in_ ? memory::desc(Dims(x_shape), type, tag::acdb) : PlainDesc(x_shape, type);
+  }
+  memory::desc ResultDesc(const std::vector<int64_t>& y_shape, dt type) const {
+    return nhwc_out_ ? memory::desc(Dims(y_shape), type, tag::acdb) : PlainDesc(y_shape, type);
+  }
 
   // The primitive attributes of the fused requantization. Throws dnnl::error.
   dnnl::primitive_attr Attributes(int per_channel_mask) {
@@ -243,9 +323,16 @@ class WeightedKernel : public CpuKernel {
   const WeightedParams& params() const { return params_; }
 
  private:
+  absl::Status PlainFallback(KernelContext& ctx) {
+    if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
+    return RunPlain(ctx, nhwc_in_ ? in_.extra + kQxData : -1, nhwc_out_,
+                    [this](KernelContext& sub) { return Fallback(sub); });
+  }
+
   absl::Status Execute(KernelContext& ctx, const Tensor& x) {
     Int8Plan& p = plan_;
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, params_.y_type, p.y_shape));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(
+                                             0, params_.y_type, nhwc_out_ ? StoredShape(p.y_shape) : p.y_shape));
     std::unordered_map<int, memory> args = p.args;
     memory x_user, y_user;
     ONNXKIT_RETURN_IF_ERROR(Guard("int8 memory", [&] {
@@ -267,6 +354,7 @@ class WeightedKernel : public CpuKernel {
   }
 
   WeightedLayout in_;
+  bool nhwc_in_ = false, nhwc_out_ = false;
   int state_ = 0;  // parameters: 0 unresolved, 1 covered, -1 not covered
   WeightedParams params_;
   bool plan_built_ = false;
@@ -300,21 +388,21 @@ class QuantizedConvKernel : public WeightedKernel {
     return ResolveParams(ctx, layout(), w->dim(0), axis == 0 ? 0 : -1, bias, 1.0f, 1.0f, p);
   }
 
-  bool Build(const Tensor& x, Int8Plan& plan) override {
+  bool Build(const std::vector<int64_t>& x_shape, int32_t x_type, Int8Plan& plan) override {
     const Tensor& w = params().weights;
-    if (x.rank() != w.rank()) return false;
-    const int64_t c = x.dim(1), m = w.dim(0);
+    if (static_cast<int>(x_shape.size()) != w.rank()) return false;
+    const int64_t c = x_shape[1], m = w.dim(0);
     if (c != w.dim(1) * group_ || m % group_ != 0) return false;
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
     if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
-    std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+    std::vector<int64_t> spatial(x_shape.begin() + 2, x_shape.end());
     absl::StatusOr<reference::Window> win = reference::ResolveWindow(attrs_, spatial, kernel);
     if (!win.ok() || win->out_size == 0) return false;
-    plan.y_shape = {x.dim(0), m};
+    plan.y_shape = {x_shape[0], m};
     plan.y_shape.insert(plan.y_shape.end(), win->out.begin(), win->out.end());
-    const dt xt = *DnnlType(x.dtype()), yt = *DnnlType(params().y_type);
-    plan.src_user = PlainDesc(x.shape(), xt);
-    plan.dst_user = PlainDesc(plan.y_shape, yt);
+    const dt xt = *DnnlType(x_type), yt = *DnnlType(params().y_type);
+    plan.src_user = SourceDesc(x_shape, xt);
+    plan.dst_user = ResultDesc(plan.y_shape, yt);
     const memory::dims wdims = GroupedWeightDims(group_, w.shape());
     memory::dims dil;
     for (int64_t d : win->dilations) dil.push_back(d - 1);
@@ -323,7 +411,7 @@ class QuantizedConvKernel : public WeightedKernel {
                                                            : memory::desc({m}, dt::f32, tag::a);
              dnnl::convolution_forward::desc d(
                  dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                 memory::desc(Dims(x.shape()), xt, tag::any), memory::desc(wdims, dt::s8, tag::any), bias,
+                 memory::desc(Dims(x_shape), xt, tag::any), memory::desc(wdims, dt::s8, tag::any), bias,
                  memory::desc(Dims(plan.y_shape), yt, tag::any), Dims(win->strides), dil,
                  Dims(win->pad_begin), Dims(win->pad_end));
              dnnl::convolution_forward::primitive_desc pd(d, Attributes(0b10), Engine());
@@ -359,14 +447,16 @@ class QuantizedMatMulKernel : public WeightedKernel {
     return ResolveParams(ctx, layout(), w->dim(n_axis), axis == n_axis ? n_axis : -1, bias, alpha_, beta_, p);
   }
 
-  bool Build(const Tensor& x, Int8Plan& plan) override {
+  bool Build(const std::vector<int64_t>& x_shape, int32_t x_type, Int8Plan& plan) override {
     const Tensor& w = params().weights;
     const int64_t k = trans_b_ ? w.dim(1) : w.dim(0), n = trans_b_ ? w.dim(0) : w.dim(1);
-    if (x.rank() < 2 || (gemm_ && x.rank() != 2) || x.dim(x.rank() - 1) != k || k > kMaxK) return false;
-    const int64_t rows = x.size() / k;
-    plan.y_shape = x.shape();
+    const size_t rank = x_shape.size();
+    if (rank < 2 || (gemm_ && rank != 2) || x_shape.back() != k || k > kMaxK) return false;
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < rank; ++i) rows *= x_shape[i];
+    plan.y_shape = x_shape;
     plan.y_shape.back() = n;
-    const dt xt = *DnnlType(x.dtype()), yt = *DnnlType(params().y_type);
+    const dt xt = *DnnlType(x_type), yt = *DnnlType(params().y_type);
     return Guard("int8 matmul", [&] {
              plan.src_user = memory::desc({rows, k}, xt, tag::ab);
              plan.dst_user = memory::desc({rows, n}, yt, tag::ab);
@@ -393,21 +483,34 @@ class QuantizedMatMulKernel : public WeightedKernel {
 class TableKernel : public CpuKernel {
  public:
   TableKernel(const FusionChain& chain, std::unique_ptr<Kernel> probe, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), probe_(std::move(probe)), q_offset_(chain.input_offset.back()) {}
+      : CpuKernel(std::move(fallback)),
+        probe_(std::move(probe)),
+        q_offset_(chain.input_offset.back()),
+        nhwc_in_(chain.nhwc_in),
+        nhwc_out_(chain.nhwc_out) {}
 
   absl::Status Run(KernelContext& ctx) override {
     const Tensor* x = OptionalTensor(ctx, 0);
-    if (x == nullptr || !IsInt8Type(x->dtype())) return Fallback(ctx);
+    if (x == nullptr || !IsInt8Type(x->dtype())) return PlainFallback(ctx);
     if (x->dtype() != x_type_) {
       x_type_ = x->dtype();
       ok_ = BuildTable(ctx);
     }
-    if (!ok_) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type_, x->shape()));
+    if (!ok_) return PlainFallback(ctx);
     const uint8_t* in = static_cast<const uint8_t*>(x->raw());
-    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
     const uint8_t* table = table_;
     const uint8_t flip = x_type_ == pb::kInt8 ? 0x80 : 0;  // s8 bytes index from -128
+    if (nhwc_in_ != nhwc_out_) {  // the lookup and the change of layout in one pass
+      if (x->rank() != 4) return absl::InternalError("a channels-last quantized value is not 4-D");
+      const std::vector<int64_t> logical = nhwc_in_ ? LogicalShape(x->shape()) : x->shape();
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(
+                                               0, y_type_, nhwc_out_ ? StoredShape(logical) : logical));
+      Transpose8(in, static_cast<uint8_t*>(y->mutable_raw()), logical[0], logical[1], logical[2] * logical[3],
+                 nhwc_out_, table, flip);
+      return absl::OkStatus();
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type_, x->shape()));
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
     const int64_t n = x->size();
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
     for (int64_t i = 0; i < n; ++i) out[i] = table[in[i] ^ flip];
@@ -442,8 +545,14 @@ class TableKernel : public CpuKernel {
     return true;
   }
 
+  absl::Status PlainFallback(KernelContext& ctx) {
+    if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
+    return RunPlain(ctx, nhwc_in_ ? 0 : -1, nhwc_out_, [this](KernelContext& sub) { return Fallback(sub); });
+  }
+
   std::unique_ptr<Kernel> probe_;
   int q_offset_;
+  bool nhwc_in_, nhwc_out_;
   int32_t x_type_ = 0, y_type_ = 0;
   bool ok_ = false;
   uint8_t table_[256] = {};
@@ -661,8 +770,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
   if (op->op_type() == "Conv") {
     ONNXKIT_ASSIGN_OR_RETURN(reference::WindowAttrs attrs, reference::ParseWindowAttrs(*op));
     attrs.ceil_mode = false;
-    return std::unique_ptr<Kernel>(new QuantizedConvKernel(layout, std::move(attrs),
-                                                           reference::AttrInt(*op, "group", 1), std::move(fallback)));
+    auto kernel = std::make_unique<QuantizedConvKernel>(layout, std::move(attrs), reference::AttrInt(*op, "group", 1),
+                                                        std::move(fallback));
+    kernel->SetLayouts(chain.nhwc_in, chain.nhwc_out);
+    return std::unique_ptr<Kernel>(std::move(kernel));
   }
   const bool gemm = op->op_type() == "Gemm";
   if (gemm && op->GetInt("transA").value_or(0) != 0) {

@@ -5,12 +5,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "lib/io/model_io.h"
+#include "lib/ir/model.h"
+#include "lib/ir/topo.h"
 #include "runner/cpu/conv.h"
 #include "runner/fusion.h"
 #include "runner/session.h"
@@ -411,6 +416,140 @@ TEST(CpuQdqTest, DataMovementOnQuantizedTensors) {
       EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, !same);
     }
   }
+}
+
+// A quantized residual block: conv c1 -> Relu table -> conv c2, whose
+// result is added to the Relu's, then a final Relu table. Names: "dq_x"
+// (the source's DequantizeLinear), "c1", "c2" (the Conv nodes), "add",
+// "relu1", "relu2"; output "outq". `asymmetric_c2`: c2's int8 weights have
+// a non-zero zero point, which its int8 kernel does not cover. `conv_out`:
+// one more conv "c3" reads the final Relu's result and gives the output.
+pb::GraphProto ResidualBlock(bool asymmetric_c2, bool conv_out) {
+  QdqCase qc = Cases()[0];
+  qc.relu = false;
+  GraphBuilder g("g");
+  AddSource(g, qc, {1, 16, 8, 8});
+  int n = 0;
+  // DequantizeLinear of `q` with scale `s` and zero point `z` into a new value.
+  auto dq = [&](const std::string& q, float s, int z) {
+    const std::string name = "dq" + std::to_string(n++);
+    g.Initializer(InitializerFrom(name + "_s", Floats({}, {s})));
+    g.Initializer(InitializerFrom(name + "_z", ScalarOf(pb::kUint8, z)));
+    g.Node("DequantizeLinear", {q, name + "_s", name + "_z"}, {name}, {}, name);
+    return name;
+  };
+  auto q = [&](const std::string& x, float s, int z, const std::string& name) {
+    g.Initializer(InitializerFrom(name + "_s", Floats({}, {s})));
+    g.Initializer(InitializerFrom(name + "_z", ScalarOf(pb::kUint8, z)));
+    g.Node("QuantizeLinear", {x, name + "_s", name + "_z"}, {name}, {}, name);
+    return name;
+  };
+  auto conv = [&](const std::string& x, const std::string& name, uint32_t seed) {
+    AddWeights(g, qc, name + "_w", {16, 16, 3, 3}, 0, 16, seed);
+    g.Initializer(InitializerFrom(name + "_b", RandomFloats({16}, seed + 7, -0.5f, 0.5f)));
+    g.Node("Conv", {x, name + "_w", name + "_b"}, {name}, {AttrInts("pads", {1, 1, 1, 1})}, name);
+    return name;
+  };
+  std::string c1q = q(conv("x", "c1", 51), 0.05f, 128, "q_c1");
+  g.Node("Relu", {dq(c1q, 0.05f, 128)}, {"relu1"}, {}, "relu1");
+  std::string r1q = q("relu1", 0.03f, 0, "q_relu1");
+  std::string c2q = q(conv(dq(r1q, 0.03f, 0), "c2", 61), 0.05f, 120, "q_c2");
+  g.Node("Add", {dq(c2q, 0.05f, 120), dq(r1q, 0.03f, 0)}, {"add"}, {}, "add");
+  std::string aq = q("add", 0.06f, 110, "q_add");
+  g.Node("Relu", {dq(aq, 0.06f, 110)}, {"relu2"}, {}, "relu2");
+  std::string out = q("relu2", 0.04f, 0, "q_relu2");
+  if (conv_out) out = q(conv(dq(out, 0.04f, 0), "c3", 71), 0.05f, 128, "q_c3");
+  g.Node("Identity", {out}, {"outq"}, {}, "out").Output("outq", pb::kUint8);
+  pb::GraphProto graph = g.Build();
+  if (asymmetric_c2) {
+    for (auto& t : graph.initializer) {
+      if (t.name == "c2_w_z") t = InitializerFrom("c2_w_z", ZeroPoints(pb::kInt8, 16, 3));
+    }
+  }
+  return graph;
+}
+
+// The layouts the cpu backend's planning gives the quantized chains of
+// `graph`, by the name of each chain's QuantizeLinear: "in out" with "c"
+// for channels-last and "p" for plain.
+std::map<std::string, std::string> PlannedLayouts(const pb::GraphProto& graph) {
+  std::map<std::string, std::string> out;
+  auto model = ir::FromProto(ModelFromGraph(graph, 19, 9));
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return out;
+  const ir::Graph& g = (*model)->graph();
+  auto order = ir::TopologicalOrder(g);
+  EXPECT_TRUE(order.ok());
+  if (!order.ok()) return out;
+  auto is_constant = [](const ir::Value* v) { return v->IsConstant(); };
+  std::vector<runner::FusionChain> chains =
+      runner::FindQuantizedChains(*order, g, is_constant, [](const ir::Node*) { return false; });
+  // The DequantizeLinear nodes all of whose uses fused kernels bypass.
+  absl::flat_hash_map<const ir::Node*, size_t> bypassed;
+  for (const runner::FusionChain& c : chains) {
+    for (const runner::FusionChain::Bypass& by : c.bypass) ++bypassed[by.dequantize];
+  }
+  absl::flat_hash_set<const ir::Node*> elided;
+  for (const auto& [dq, count] : bypassed) {
+    if (count == dq->output(0)->uses().size()) elided.insert(dq);
+  }
+  runner::PlanQuantizedLayouts(chains, g, elided, [](const ir::Value* v) {
+    if (v == nullptr) return true;
+    return v->initializer() != nullptr && v->initializer()->dims.empty();
+  });
+  for (const runner::FusionChain& c : chains) {
+    out[c.tail().name()] = std::string(c.nhwc_in ? "c" : "p") + (c.nhwc_out ? "c" : "p");
+  }
+  return out;
+}
+
+// The values between quantized Convs, lookups and elementwise chains stay
+// channels-last; a graph output and a graph input are plain.
+TEST(CpuQdqTest, ChannelsLastBetweenQuantizedChains) {
+  std::map<std::string, std::string> plain_end = PlannedLayouts(ResidualBlock(false, false));
+  EXPECT_EQ(plain_end, (std::map<std::string, std::string>{
+                           {"q_c1", "pc"}, {"q_relu1", "cc"}, {"q_c2", "cc"}, {"q_add", "cc"}, {"q_relu2", "cp"}}));
+  std::map<std::string, std::string> conv_end = PlannedLayouts(ResidualBlock(false, true));
+  EXPECT_EQ(conv_end["q_relu2"], "cc");
+  EXPECT_EQ(conv_end["q_c3"], "cp");
+  for (bool conv_out : {false, true}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(std::string(conv_out ? "conv at the end" : "lookup at the end") +
+                   (asymmetric ? ", c2 node by node" : ""));
+      pb::GraphProto graph = ResidualBlock(asymmetric, conv_out);
+      const Feeds feeds = {{"xq", Source(Cases()[0], {1, 16, 8, 8}, 23)}};
+      auto ref = RunOn(graph, runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(graph, runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      // Steps add up along the chain: each int8 Conv is within one step.
+      ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], conv_out ? 3 : 2);
+      if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, asymmetric);
+    }
+  }
+}
+
+// A quantized value also read by a float op stays plain.
+TEST(CpuQdqTest, ChannelsLastOnlyWhereEveryReaderTakesIt) {
+  pb::GraphProto graph = ResidualBlock(false, false);
+  GraphBuilder g("g");
+  g.graph() = graph;
+  // relu1's quantized result also feeds a float Sigmoid.
+  g.Initializer(InitializerFrom("f_s", Floats({}, {0.03f})));
+  g.Node("DequantizeLinear", {"q_relu1", "f_s"}, {"f"}, {}, "dq_f");
+  g.Node("Sigmoid", {"f"}, {"sig"}, {}, "sig").Output("sig", pb::kFloat);
+  std::map<std::string, std::string> layouts = PlannedLayouts(g.Build());
+  EXPECT_EQ(layouts["q_relu1"], "cp");
+  EXPECT_EQ(layouts["q_c2"], "pp") << "its result meets the plain operand";
+  EXPECT_EQ(layouts["q_add"], "pp") << "the Add's operands are in one layout";
+  EXPECT_EQ(layouts["q_relu2"], "pp");
+  const Feeds feeds = {{"xq", Source(Cases()[0], {1, 16, 8, 8}, 24)}};
+  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok() && cpu.ok());
+  ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
+  ExpectTensorsClose(ref->outputs[1], cpu->outputs[1], 0.05f, 0.05f, "sig");
 }
 
 // QuantizeLinear and DequantizeLinear alone agree exactly with the
