@@ -100,8 +100,11 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
 // with the op; the weights' DequantizeLinear (folded: its inputs are
 // constant) is never part of the chain. Scales and zero points must be
 // constant; the kernel checks their types and shapes.
+// `is_scalar`: a constant of one element (an elementwise op with such an
+// operand belongs in a lookup chain).
 std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                              const std::function<bool(const ir::Value*)>& is_constant,
+                                             const std::function<bool(const ir::Value*)>& is_scalar,
                                              const std::function<bool(const ir::Node*)>& skip);
 
 // Transformer chains (kind kTransformer) of `graph`, as above

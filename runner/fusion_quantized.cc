@@ -9,7 +9,8 @@
 //
 // Before (lookup):
 //   %x = DequantizeLinear(%xq, %xs, %xz)    %r = Relu(%x)    %yq = QuantizeLinear(%r, %ys, %yz)
-// After: one step from %xq to %yq.
+// After: one step from %xq to %yq. Several elementwise ops of the one
+// variable (Div by a constant, then Erf, say) make one lookup chain too.
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -150,6 +151,7 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
 // nodes stay outside the chain: both are bypassed.
 bool MatchBinary(const ir::Node& op, const ir::Graph& graph,
                  const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Value*)>& is_scalar,
                  const std::function<bool(const ir::Node*)>& skip,
                  const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
   const std::string& t = op.op_type();
@@ -159,6 +161,7 @@ bool MatchBinary(const ir::Node& op, const ir::Graph& graph,
   }
   const ir::Node* dq[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
+    if (is_scalar(op.input(i))) return false;  // a lookup chain
     if (is_constant(op.input(i))) continue;
     dq[i] = Dequantizer(op.input(i), is_constant);
     if (dq[i] == nullptr || is_constant(dq[i]->input(0))) return false;
@@ -178,34 +181,116 @@ bool MatchBinary(const ir::Node& op, const ir::Graph& graph,
   return true;
 }
 
-// The lookup chain at `dq`, if any.
+// Elementwise ops with a constant one-element operand a lookup chain may
+// hold (the chained value the other operand).
+bool IsTableBinaryOp(const ir::Node& node) {
+  static constexpr std::string_view kOps[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+  if (!InDefaultDomain(node) || !OnlyFirstOutput(node) || node.num_inputs() != 2) return false;
+  for (std::string_view op : kOps) {
+    if (node.op_type() == op) return true;
+  }
+  return false;
+}
+
+// True when `node` can follow `cur` in a lookup chain, taking it as input
+// `*at`: a unary op of the table list, or a binary one whose other operand
+// is a one-element constant.
+bool IsTableStep(const ir::Node& node, const ir::Value* cur, const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Value*)>& is_scalar, int* at) {
+  int uses = 0;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (node.input(i) == cur) *at = i, ++uses;
+  }
+  if (uses != 1) return false;
+  if (IsTableBinaryOp(node)) return is_scalar(node.input(1 - *at));
+  return *at == 0 && IsTableOp(node, is_constant);
+}
+
+// Appends to `chain` the table steps after `cur`, then the QuantizeLinear;
+// false when no QuantizeLinear ends them.
+bool ExtendTable(const ir::Value* cur, const ir::Graph& graph, const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Value*)>& is_scalar,
+                 const std::function<bool(const ir::Node*)>& skip, const absl::flat_hash_set<const ir::Node*>& taken,
+                 FusionChain& chain) {
+  constexpr size_t kMaxNodes = 10;
+  for (;;) {
+    const ir::Node* next = SoleConsumer(cur, graph);
+    if (next == nullptr || skip(next) || taken.contains(next) || chain.nodes.size() >= kMaxNodes) return false;
+    if (IsQdqNode(next, "QuantizeLinear", is_constant) && next->input(0) == cur) {
+      chain.nodes.push_back(next);
+      chain.chained_input.push_back(0);
+      return true;
+    }
+    int at = -1;
+    if (!IsTableStep(*next, cur, is_constant, is_scalar, &at)) return false;
+    chain.nodes.push_back(next);
+    chain.chained_input.push_back(at);
+    cur = next->output(0);
+  }
+}
+
+// The lookup chain at `dq`, if any: DequantizeLinear, one or more
+// elementwise ops of one variable (unary ops, or binary ones with a
+// one-element constant), QuantizeLinear; or DequantizeLinear, one data
+// movement op, QuantizeLinear.
 bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
                 const std::function<bool(const ir::Value*)>& is_constant,
+                const std::function<bool(const ir::Value*)>& is_scalar,
                 const std::function<bool(const ir::Node*)>& skip,
                 const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
   if (!IsQdqNode(&dq, "DequantizeLinear", is_constant) || is_constant(dq.input(0))) return false;
+  chain.nodes = {&dq};
+  chain.chained_input = {-1};
   const ir::Node* op = SoleConsumer(dq.output(0), graph);
-  if (op == nullptr || skip(op) || taken.contains(op) || !(IsTableOp(*op, is_constant) || IsQuantizedMovementOp(*op)) ||
-      op->input(0) != dq.output(0)) {
-    return false;
+  if (op == nullptr || skip(op) || taken.contains(op)) return false;
+  int at = -1;
+  if (IsQuantizedMovementOp(*op)) {
+    if (op->input(0) != dq.output(0)) return false;
+    for (int i = 1; i < op->num_inputs(); ++i) {
+      if (op->input(i) == dq.output(0)) return false;
+    }
+    const ir::Node* q = SoleConsumer(op->output(0), graph);
+    if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != op->output(0))
+      return false;
+    chain.nodes = {&dq, op, q};
+    chain.chained_input = {-1, 0, 0};
+    return true;
   }
-  for (int i = 1; i < op->num_inputs(); ++i) {
-    if (op->input(i) == dq.output(0)) return false;
+  if (!IsTableStep(*op, dq.output(0), is_constant, is_scalar, &at)) return false;
+  chain.nodes.push_back(op);
+  chain.chained_input.push_back(at);
+  return ExtendTable(op->output(0), graph, is_constant, is_scalar, skip, taken, chain);
+}
+
+// A lookup chain at `op` whose DequantizeLinear has other readers too (the
+// GELU's x / sqrt(2) and x * ...): it starts at the op, reads the quantized
+// source as its extra inputs and bypasses the DequantizeLinear.
+bool MatchTableBypass(const ir::Node& op, const ir::Graph& graph,
+                      const std::function<bool(const ir::Value*)>& is_constant,
+                      const std::function<bool(const ir::Value*)>& is_scalar,
+                      const std::function<bool(const ir::Node*)>& skip,
+                      const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  if (!InDefaultDomain(op) || !OnlyFirstOutput(op)) return false;
+  for (int i = 0; i < op.num_inputs(); ++i) {
+    const ir::Node* dq = Dequantizer(op.input(i), is_constant);
+    int at = -1;
+    if (dq == nullptr || is_constant(dq->input(0)) || !IsTableStep(op, op.input(i), is_constant, is_scalar, &at))
+      continue;
+    chain.nodes = {&op};
+    chain.chained_input = {-1};
+    if (!ExtendTable(op.output(0), graph, is_constant, is_scalar, skip, taken, chain)) return false;
+    for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dq->num_inputs() ? dq->input(j) : nullptr);
+    chain.bypass.push_back({at, -1, dq});
+    return true;
   }
-  const ir::Node* q = SoleConsumer(op->output(0), graph);
-  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) ||
-      q->input(0) != op->output(0)) {
-    return false;
-  }
-  chain.nodes = {&dq, op, q};
-  chain.chained_input = {-1, 0, 0};
-  return true;
+  return false;
 }
 
 }  // namespace
 
 std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                              const std::function<bool(const ir::Value*)>& is_constant,
+                                             const std::function<bool(const ir::Value*)>& is_scalar,
                                              const std::function<bool(const ir::Node*)>& skip) {
   std::vector<FusionChain> chains;
   absl::flat_hash_set<const ir::Node*> taken;
@@ -217,12 +302,17 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
-    if (MatchBinary(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+    if (MatchBinary(*node, graph, is_constant, is_scalar, skip, taken, chain)) Finish(chain, taken, chains);
   }
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
-    if (MatchTable(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+    if (MatchTable(*node, graph, is_constant, is_scalar, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchTableBypass(*node, graph, is_constant, is_scalar, skip, taken, chain)) Finish(chain, taken, chains);
   }
   return chains;
 }
@@ -269,9 +359,13 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
     }
     return LayoutRole::kConv2d;
   }
-  if (chain.nodes.size() == 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
+  if (chain.nodes.size() >= 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
       ScalarParameters(chain.head(), is_scalar)) {
     return LayoutRole::kTable;
+  }
+  if (chain.bypass.size() == 1 && chain.extra_inputs.size() == 3 && head != "DequantizeLinear" &&
+      ScalarParameters(*chain.bypass[0].dequantize, is_scalar)) {
+    return LayoutRole::kTable;  // a lookup chain bypassing its DequantizeLinear
   }
   return LayoutRole::kNone;
 }
@@ -284,7 +378,7 @@ std::vector<const ir::Value*> Sources(const FusionChain& chain, LayoutRole role)
     case LayoutRole::kBinary:
       return {chain.bypass[0].dequantize->input(0), chain.bypass[1].dequantize->input(0)};
     case LayoutRole::kTable:
-      return {chain.head().input(0)};
+      return {chain.bypass.empty() ? chain.head().input(0) : chain.extra_inputs[0]};
     case LayoutRole::kNone:
       break;
   }
@@ -346,7 +440,7 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
         auto r = chain_of.find(read.node);
         if (r == chain_of.end()) return false;
         LayoutRole role = roles[r->second];
-        if (role != LayoutRole::kConv2d && role != LayoutRole::kBinary) return false;
+        if (role == LayoutRole::kNone) return false;
       }
     }
     return true;

@@ -572,13 +572,24 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
 void Session::PlanFusion() {
   if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
   auto is_constant = [&](const ir::Value* v) { return v->IsConstant() || run_constants_.contains(v); };
+  // A constant of one element.
+  auto is_scalar = [&](const ir::Value* v) {
+    if (v == nullptr || v->name().empty() || !is_constant(v)) return false;
+    auto c = constants_.find(v);
+    if (c != constants_.end()) return c->second.is_tensor() && c->second.tensor().size() == 1;
+    if (v->initializer() == nullptr) return false;
+    for (int64_t d : v->initializer()->dims) {
+      if (d != 1) return false;
+    }
+    return true;
+  };
   ir::ForEachGraph(*model_, [&](ir::Graph& graph) {
     auto plan = PlanFor(graph);
     if (!plan.ok()) return;
     // Quantized chains in the main graph; Conv chains in every graph.
     std::vector<FusionChain> found;
     if (&graph == &model_->graph()) {
-      found = FindQuantizedChains((*plan)->order, graph, is_constant,
+      found = FindQuantizedChains((*plan)->order, graph, is_constant, is_scalar,
                                   [&](const ir::Node* n) { return folded_nodes_.contains(n); });
     }
     absl::flat_hash_set<const ir::Node*> quantized;
@@ -610,17 +621,8 @@ void Session::PlanFusion() {
       }
     }
     // Channels-last 8-bit values between the quantized chains.
-    auto is_scalar = [&](const ir::Value* v) {
-      if (v == nullptr || v->name().empty()) return true;
-      if (!is_constant(v)) return false;
-      auto c = constants_.find(v);
-      if (c != constants_.end()) return c->second.is_tensor() && c->second.tensor().size() == 1;
-      if (v->initializer() == nullptr) return false;
-      int64_t n = 1;
-      for (int64_t d : v->initializer()->dims) n = d == 1 ? n : 0;
-      return n == 1;
-    };
-    PlanQuantizedLayouts(found, graph, elided_, is_scalar);
+    PlanQuantizedLayouts(found, graph, elided_,
+                         [&](const ir::Value* v) { return v == nullptr || v->name().empty() || is_scalar(v); });
     absl::flat_hash_set<const ir::Node*> fused = quantized;
     for (const FusionChain& chain : conv) fused.insert(chain.nodes.begin(), chain.nodes.end());
     std::vector<FusionChain> transformer = FindTransformerChains(

@@ -478,20 +478,25 @@ class QuantizedMatMulKernel : public WeightedKernel {
   float alpha_, beta_;
 };
 
-// DequantizeLinear -> unary op -> QuantizeLinear as a table over the 256
-// source values, computed once by running the chain on all of them.
+// DequantizeLinear -> elementwise ops -> QuantizeLinear as a table over the
+// 256 source values, computed once by running the chain on all of them
+// (the chain's nodes after a bypassed DequantizeLinear on their dequantized
+// values).
 class TableKernel : public CpuKernel {
  public:
   TableKernel(const FusionChain& chain, std::unique_ptr<Kernel> probe, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
         probe_(std::move(probe)),
         q_offset_(chain.input_offset.back()),
+        x_slot_(chain.bypass.empty() ? 0 : chain.num_inputs),
+        probe_slot_(chain.bypass.empty() ? 0 : chain.bypass[0].slot),
         nhwc_in_(chain.nhwc_in),
         nhwc_out_(chain.nhwc_out) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    const Tensor* x = OptionalTensor(ctx, 0);
-    if (x == nullptr || !IsInt8Type(x->dtype())) return PlainFallback(ctx);
+    const Tensor* x = OptionalTensor(ctx, x_slot_);
+    // (A one-element constant of rank 1 would make a scalar's result 1-D.)
+    if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() == 0) return PlainFallback(ctx);
     if (x->dtype() != x_type_) {
       x_type_ = x->dtype();
       ok_ = BuildTable(ctx);
@@ -519,10 +524,11 @@ class TableKernel : public CpuKernel {
 
  private:
   bool BuildTable(KernelContext& ctx) {
-    // Per-tensor parameters only (a table per channel is not worth it).
-    for (int i : {1, 2, q_offset_ + 1, q_offset_ + 2}) {
+    // Per-tensor parameters and one-element constants only (a table per
+    // channel is not worth it; a longer constant would broadcast).
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
       const Tensor* t = OptionalTensor(ctx, i);
-      if (t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
+      if (i != x_slot_ && i != probe_slot_ && t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
     }
     absl::StatusOr<Tensor> all = Tensor::AllocateUninitialized(x_type_, {256});
     if (!all.ok()) return false;
@@ -531,9 +537,20 @@ class TableKernel : public CpuKernel {
       int value = x_type_ == pb::kInt8 ? v - 128 : v;
       static_cast<uint8_t*>(all->mutable_raw())[v] = static_cast<uint8_t>(value);
     }
+    if (x_slot_ != 0) {  // the chain starts after the DequantizeLinear: probe with its result
+      std::optional<float> scale = ScalarFloat(OptionalTensor(ctx, x_slot_ + 1));
+      const Tensor* zp = OptionalTensor(ctx, x_slot_ + 2);
+      if (!scale || (zp != nullptr && zp->dtype() != x_type_) || (zp == nullptr && x_type_ != pb::kUint8))
+        return false;
+      absl::StatusOr<Tensor> floats = Tensor::AllocateUninitialized(pb::kFloat, {256});
+      if (!floats.ok()) return false;
+      DequantizeByteRow(all->raw(), x_type_, floats->mutable_data<float>(), 256, *scale,
+                        zp != nullptr ? Int8Value(*zp, 0) : 0);
+      all = *std::move(floats);
+    }
     RtValue probe = RtValue::FromTensor(*std::move(all));
     std::vector<const RtValue*> inputs;
-    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == 0 ? &probe : ctx.Value(i));
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == probe_slot_ ? &probe : ctx.Value(i));
     std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
     KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
     if (!probe_->Run(sub).ok()) return false;
@@ -547,11 +564,13 @@ class TableKernel : public CpuKernel {
 
   absl::Status PlainFallback(KernelContext& ctx) {
     if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
-    return RunPlain(ctx, nhwc_in_ ? 0 : -1, nhwc_out_, [this](KernelContext& sub) { return Fallback(sub); });
+    return RunPlain(ctx, nhwc_in_ ? x_slot_ : -1, nhwc_out_, [this](KernelContext& sub) { return Fallback(sub); });
   }
 
   std::unique_ptr<Kernel> probe_;
   int q_offset_;
+  int x_slot_;      // the quantized source
+  int probe_slot_;  // where the probe's 256 values go: the source, or the bypassed DequantizeLinear's result
   bool nhwc_in_, nhwc_out_;
   int32_t x_type_ = 0, y_type_ = 0;
   bool ok_ = false;
@@ -578,11 +597,27 @@ class BinaryKernel : public CpuKernel {
         (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1))) {
       return Fallback(ctx);
     }
+    const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+    const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+    if (a.quantized && b.quantized && a.t->dtype() == y_type && b.t->dtype() == y_type &&
+        a.t->shape() == b.t->shape()) {  // one fused pass
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, a.t->shape()));
+      const uint8_t* pa = static_cast<const uint8_t*>(a.t->raw());
+      const uint8_t* pb = static_cast<const uint8_t*>(b.t->raw());
+      uint8_t* py = static_cast<uint8_t*>(y->mutable_raw());
+      const int64_t total = a.t->size(), chunks = (total + kFusedChunk - 1) / kFusedChunk;
+#pragma omp parallel for schedule(static) if (total > (1 << 18))
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t begin = c * kFusedChunk, n = std::min(kFusedChunk, total - begin);
+        BinaryByteRow(static_cast<int>(op_), pa + begin, pb + begin, py + begin, y_type, n, a.scale, a.zp, b.scale,
+                      b.zp, *ys, zy);
+      }
+      return absl::OkStatus();
+    }
     const Operand& big = a.t->size() >= b.t->size() ? a : b;
     const Operand& small = a.t->size() >= b.t->size() ? b : a;
     if (!SuffixOf(small.t->shape(), big.t->shape()) || big.t->size() == 0) return Fallback(ctx);
-    const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
-    const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+    if (big.quantized && big.t->dtype() == y_type) return RunMixed(ctx, a, b, *ys, y_type, zy);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, big.t->shape()));
     // Rows of the smaller operand's size (one row when it is a scalar), in
     // chunks of at most kChunk elements.
@@ -606,6 +641,7 @@ class BinaryKernel : public CpuKernel {
 
  private:
   static constexpr int64_t kChunk = 1024;
+  static constexpr int64_t kFusedChunk = 1 << 14;
 
   struct Operand {
     const Tensor* t = nullptr;  // quantized data or the float constant
@@ -613,6 +649,43 @@ class BinaryKernel : public CpuKernel {
     float scale = 1;
     int32_t zp = 0;
   };
+
+  // The larger operand quantized (of the result's type), the smaller one a
+  // float constant or dequantized once: one pass per row of the smaller
+  // operand's size (a scalar repeated into a row).
+  absl::Status RunMixed(KernelContext& ctx, const Operand& a, const Operand& b, float ys, int32_t y_type,
+                        int32_t zy) {
+    const bool q_first = a.t->size() >= b.t->size();
+    const Operand& big = q_first ? a : b;
+    const Operand& small = q_first ? b : a;
+    const int64_t total = big.t->size();
+    const int64_t period = small.t->size() == 1 ? std::min<int64_t>(total, kFusedChunk) : small.t->size();
+    std::vector<float> row(static_cast<size_t>(period));
+    if (small.t->size() == 1) {
+      const float v = small.quantized ? static_cast<float>(Int8Value(*small.t, 0) - small.zp) * small.scale
+                                      : small.t->data<float>()[0];
+      std::fill(row.begin(), row.end(), v);
+    } else if (small.quantized) {
+      DequantizeByteRow(small.t->raw(), small.t->dtype(), row.data(), period, small.scale, small.zp);
+    } else {
+      std::copy(small.t->data<float>(), small.t->data<float>() + period, row.begin());
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, big.t->shape()));
+    const uint8_t* q = static_cast<const uint8_t*>(big.t->raw());
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
+    const int64_t per_row = (period + kFusedChunk - 1) / kFusedChunk;
+    const int64_t chunks = (total + period - 1) / period * per_row;
+    const float* f = row.data();
+#pragma omp parallel for schedule(static) if (total > (1 << 18))
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t within = c % per_row * kFusedChunk, begin = c / per_row * period + within;
+      const int64_t n = std::min({kFusedChunk, period - within, total - begin});
+      if (n <= 0) continue;
+      BinaryByteFloatRow(static_cast<int>(op_), q_first, q + begin, f + within, out + begin, y_type, n, big.scale,
+                         big.zp, ys, zy);
+    }
+    return absl::OkStatus();
+  }
 
   bool Resolve(KernelContext& ctx, int i, Operand& o) {
     const Tensor* q = OptionalTensor(ctx, extra_ + 3 * i);
@@ -726,7 +799,7 @@ bool QuantizedChainsRunInt8() { return ExactProducts(); }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeBypassFallback(chain, Backend::kCpu, info));
   const std::string& head = chain.head().op_type();
-  if (head == "Add" || head == "Sub" || head == "Mul" || head == "Div") {
+  if ((head == "Add" || head == "Sub" || head == "Mul" || head == "Div") && chain.extra_inputs.size() == 6) {
     const BinaryKernel::Op op = head == "Add"   ? BinaryKernel::Op::kAdd
                                 : head == "Sub" ? BinaryKernel::Op::kSub
                                 : head == "Mul" ? BinaryKernel::Op::kMul
@@ -734,7 +807,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
     return std::unique_ptr<Kernel>(
         new BinaryKernel(op, chain.num_inputs, chain.input_offset.back(), std::move(fallback)));
   }
-  if (chain.nodes.size() == 3 && IsQuantizedMovementOp(*chain.nodes[1])) {
+  if (chain.nodes.size() == 3 && head == "DequantizeLinear" && IsQuantizedMovementOp(*chain.nodes[1])) {
     const ir::Node& node = *chain.nodes[1];
     ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry,
                              FindKernel(Backend::kCpu, node.domain(), node.op_type(), info.opset));

@@ -71,7 +71,87 @@ ONNXKIT_ROW_CLONES void DequantizeRow(const int8_t* x, float* y, int64_t n, floa
 ONNXKIT_ROW_CLONES void DequantizeRow(const int32_t* x, float* y, int64_t n, float scale, int32_t zp) {
   DequantizeRowT(x, y, n, scale, zp);
 }
+
+// One pass of DequantizeRowT on both operands, the op, and QuantizeRowT.
+template <typename Q, int kOp>
+__attribute__((always_inline)) inline void BinaryRowT(const Q* a, const Q* b, Q* y, int64_t n, float sa, int32_t za,
+                                                      float sb, int32_t zb, float sy, float zy, float lo, float hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(static_cast<int32_t>(a[i]) - za) * sa;
+    const float fb = static_cast<float>(static_cast<int32_t>(b[i]) - zb) * sb;
+    const float v = kOp == 0 ? fa + fb : kOp == 1 ? fa - fb : kOp == 2 ? fa * fb : fa / fb;
+    float q = v / sy;
+    float r = __builtin_rintf(q) + zy;
+    r = r < lo ? lo : r;
+    r = r > hi ? hi : r;
+    r = q != q ? zy : r;
+    y[i] = static_cast<Q>(static_cast<int32_t>(r));
+  }
+}
+
+template <typename Q, int kOp, bool kQFirst>
+__attribute__((always_inline)) inline void MixedRowT(const Q* a, const float* b, Q* y, int64_t n, float sa, int32_t za,
+                                                     float sy, float zy, float lo, float hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float fq = static_cast<float>(static_cast<int32_t>(a[i]) - za) * sa;
+    const float x = kQFirst ? fq : b[i], w = kQFirst ? b[i] : fq;
+    const float v = kOp == 0 ? x + w : kOp == 1 ? x - w : kOp == 2 ? x * w : x / w;
+    float q = v / sy;
+    float r = __builtin_rintf(q) + zy;
+    r = r < lo ? lo : r;
+    r = r > hi ? hi : r;
+    r = q != q ? zy : r;
+    y[i] = static_cast<Q>(static_cast<int32_t>(r));
+  }
+}
+
+// All ops and operand orders in one multiversioned function per type.
+#define ONNXKIT_MIXED_ROW(Q)                                                                                    \
+  ONNXKIT_ROW_CLONES void MixedRow(int op, bool q_first, const Q* a, const float* b, Q* y, int64_t n, float sa, \
+                                   int32_t za, float sy, float zy, float lo, float hi) {                          \
+    switch (op * 2 + (q_first ? 1 : 0)) {                                                                      \
+      case 0: MixedRowT<Q, 0, false>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                               \
+      case 1: MixedRowT<Q, 0, true>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                                \
+      case 2: MixedRowT<Q, 1, false>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                               \
+      case 3: MixedRowT<Q, 1, true>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                                \
+      case 4: MixedRowT<Q, 2, false>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                               \
+      case 5: MixedRowT<Q, 2, true>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                                \
+      case 6: MixedRowT<Q, 3, false>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                               \
+      default: MixedRowT<Q, 3, true>(a, b, y, n, sa, za, sy, zy, lo, hi); break;                               \
+    }                                                                                                          \
+  }
+ONNXKIT_MIXED_ROW(uint8_t)
+ONNXKIT_MIXED_ROW(int8_t)
+#undef ONNXKIT_MIXED_ROW
+
+#define ONNXKIT_BINARY_ROW(name, Q, op)                                                                          \
+  ONNXKIT_ROW_CLONES void name(const Q* a, const Q* b, Q* y, int64_t n, float sa, int32_t za, float sb, int32_t zb, \
+                               float sy, float zy, float lo, float hi) {                                           \
+    BinaryRowT<Q, op>(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi);                                                  \
+  }
+ONNXKIT_BINARY_ROW(AddRow, uint8_t, 0)
+ONNXKIT_BINARY_ROW(AddRow, int8_t, 0)
+ONNXKIT_BINARY_ROW(SubRow, uint8_t, 1)
+ONNXKIT_BINARY_ROW(SubRow, int8_t, 1)
+ONNXKIT_BINARY_ROW(MulRow, uint8_t, 2)
+ONNXKIT_BINARY_ROW(MulRow, int8_t, 2)
+ONNXKIT_BINARY_ROW(DivRow, uint8_t, 3)
+ONNXKIT_BINARY_ROW(DivRow, int8_t, 3)
+#undef ONNXKIT_BINARY_ROW
 #undef ONNXKIT_ROW_CLONES
+
+template <typename Q>
+void BinaryRowOf(int op, const Q* a, const Q* b, Q* y, int64_t n, float sa, int32_t za, float sb, int32_t zb,
+                 float sy, float zy, float lo, float hi) {
+  switch (op) {
+    case 0: AddRow(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi); break;
+    case 1: SubRow(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi); break;
+    case 2: MulRow(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi); break;
+    default: DivRow(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi); break;
+  }
+}
 
 // The rows of x a per-tensor or per-axis scale applies to: x is
 // [outer, dim, inner] around `axis`; per tensor, dim is 1 and inner all.
@@ -203,6 +283,28 @@ void DequantizeByteRow(const void* x, int32_t x_type, float* y, int64_t n, float
     DequantizeRow(static_cast<const uint8_t*>(x), y, n, scale, zp);
   } else {
     DequantizeRow(static_cast<const int8_t*>(x), y, n, scale, zp);
+  }
+}
+
+void BinaryByteRow(int op, const void* a, const void* b, void* y, int32_t type, int64_t n, float sa, int32_t za,
+                   float sb, int32_t zb, float sy, int32_t zy) {
+  if (type == pb::kUint8) {
+    BinaryRowOf(op, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b), static_cast<uint8_t*>(y), n, sa,
+                za, sb, zb, sy, static_cast<float>(zy), 0.f, 255.f);
+  } else {
+    BinaryRowOf(op, static_cast<const int8_t*>(a), static_cast<const int8_t*>(b), static_cast<int8_t*>(y), n, sa, za,
+                sb, zb, sy, static_cast<float>(zy), -128.f, 127.f);
+  }
+}
+
+void BinaryByteFloatRow(int op, bool q_first, const void* q, const float* f, void* y, int32_t type, int64_t n,
+                        float sq, int32_t zq, float sy, int32_t zy) {
+  if (type == pb::kUint8) {
+    MixedRow(op, q_first, static_cast<const uint8_t*>(q), f, static_cast<uint8_t*>(y), n, sq, zq, sy,
+             static_cast<float>(zy), 0.f, 255.f);
+  } else {
+    MixedRow(op, q_first, static_cast<const int8_t*>(q), f, static_cast<int8_t*>(y), n, sq, zq, sy,
+             static_cast<float>(zy), -128.f, 127.f);
   }
 }
 

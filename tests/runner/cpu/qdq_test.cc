@@ -350,34 +350,106 @@ TEST(CpuQdqTest, BinaryChainsAreExact) {
         ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 0, 0, "output " + std::to_string(i));
       }
       std::vector<std::string> want = {"op"};
+      if (form == 2) want = {"dq_x"};  // a scalar constant: a lookup chain
       if (form == 3) want = {"dq_b", "other", "op"};  // the chain runs where its QuantizeLinear was
       EXPECT_EQ(cpu->ran, want);
     }
   }
 }
 
+// Several elementwise ops of one variable between DequantizeLinear and
+// QuantizeLinear, constants of one element at either input: one lookup
+// chain (the cpu kernels' Erf may differ from the reference's by an ulp,
+// which can move a rounding tie: one step at most). A longer constant
+// broadcasts: no lookup chain.
+TEST(CpuQdqTest, LookupChainsOfSeveralOps) {
+  for (int form = 0; form < 3; ++form) {
+    SCOPED_TRACE("form " + std::to_string(form));
+    QdqCase qc;
+    qc.x_zp = 100;
+    GraphBuilder g("g");
+    AddSource(g, qc, {2, 3, 40});
+    g.Initializer(InitializerFrom("k", form == 2 ? RandomFloats({40}, 3, 1.f, 2.f) : Floats({}, {1.41421354f})));
+    g.Initializer(InitializerFrom("one", Floats({}, {1.f})));
+    if (form == 1) {
+      g.Node("Sub", {"one", "x"}, {"d"}, {}, "op");  // the variable second
+      g.Node("Sigmoid", {"d"}, {"e"}, {}, "op2");
+    } else {
+      g.Node("Div", {"x", "k"}, {"d"}, {}, "op");
+      g.Node("Erf", {"d"}, {"e"}, {}, "op2");
+    }
+    g.Node("Add", {"e", "one"}, {"u"}, {}, "op3");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.008f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 3)));
+    g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    const Feeds feeds = {{"xq", Source(qc, {2, 3, 40}, 25)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 1);
+    if (form < 2) {
+      EXPECT_EQ(cpu->ran, std::vector<std::string>{"dq_x"});
+    } else {
+      EXPECT_GT(cpu->ran.size(), 1u);
+    }
+  }
+}
+
+// The GELU of a quantized x: x's DequantizeLinear feeds Div (-> Erf -> Add
+// -> QuantizeLinear, a lookup chain that bypasses it) and the final Mul (an
+// elementwise chain bypassing it too): it is never computed.
+TEST(CpuQdqTest, LookupChainBypassingASharedDequantize) {
+  QdqCase qc;
+  qc.x_zp = 128;
+  GraphBuilder g("g");
+  AddSource(g, qc, {1, 4, 8, 8});
+  g.Initializer(InitializerFrom("sqrt2", Floats({}, {1.41421354f})));
+  g.Initializer(InitializerFrom("one", Floats({}, {1.f})));
+  g.Node("Div", {"x", "sqrt2"}, {"d"}, {}, "div");
+  g.Node("Erf", {"d"}, {"e"}, {}, "erf");
+  g.Node("Add", {"e", "one"}, {"p"}, {}, "add");
+  g.Initializer(InitializerFrom("p_s", Floats({}, {0.008f})));
+  g.Initializer(InitializerFrom("p_z", ScalarOf(pb::kUint8, 0)));
+  g.Node("QuantizeLinear", {"p", "p_s", "p_z"}, {"pq"}, {}, "q_p");
+  g.Node("DequantizeLinear", {"pq", "p_s", "p_z"}, {"pd"}, {}, "dq_p");
+  g.Node("Mul", {"x", "pd"}, {"m"}, {}, "mul");
+  g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
+  g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 10)));
+  g.Node("QuantizeLinear", {"m", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+  const Feeds feeds = {{"xq", Source(qc, {1, 4, 8, 8}, 26)}};
+  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+  const int64_t fallbacks = runner::ChainFallbackRuns();
+  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok() && cpu.ok());
+  EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+  // One step of the lookup can move the product by one more.
+  ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
+  EXPECT_EQ(cpu->ran, (std::vector<std::string>{"div", "mul"}));
+}
+
 // A bias longer than the kernel's chunks and not a multiple of them, and a
-// quantized scalar operand.
+// quantized scalar operand (repeated in rows that do not divide the
+// tensor).
 TEST(CpuQdqTest, BinaryBroadcastsLongRowsAndScalars) {
   for (bool scalar : {false, true}) {
     SCOPED_TRACE(scalar ? "scalar" : "long bias");
     QdqCase qc;
     qc.x_zp = 90;
     GraphBuilder g("g");
-    AddSource(g, qc, {3, 1500});
+    AddSource(g, qc, {3, 20000});
     if (scalar) {
       g.Input("bq", pb::kUint8, std::vector<int64_t>{});
       g.Initializer(InitializerFrom("b_s", Floats({}, {0.05f})));
       g.Initializer(InitializerFrom("b_z", ScalarOf(pb::kUint8, 7)));
       g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
     } else {
-      g.Initializer(InitializerFrom("b", RandomFloats({1500}, 17, -1.f, 1.f)));
+      g.Initializer(InitializerFrom("b", RandomFloats({20000}, 17, -1.f, 1.f)));
     }
     g.Node("Add", {"b", "x"}, {"u"}, {}, "op");
     g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
     g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 128)));
     g.Node("QuantizeLinear", {"u", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
-    Feeds feeds = {{"xq", Source(qc, {3, 1500}, 18)}};
+    Feeds feeds = {{"xq", Source(qc, {3, 20000}, 18)}};
     if (scalar) feeds.push_back({"bq", Uint8s({}, {201})});
     auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
     auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
@@ -482,8 +554,11 @@ std::map<std::string, std::string> PlannedLayouts(const pb::GraphProto& graph) {
   EXPECT_TRUE(order.ok());
   if (!order.ok()) return out;
   auto is_constant = [](const ir::Value* v) { return v->IsConstant(); };
+  auto is_scalar = [](const ir::Value* v) {
+    return v != nullptr && v->initializer() != nullptr && v->initializer()->dims.empty();
+  };
   std::vector<runner::FusionChain> chains =
-      runner::FindQuantizedChains(*order, g, is_constant, [](const ir::Node*) { return false; });
+      runner::FindQuantizedChains(*order, g, is_constant, is_scalar, [](const ir::Node*) { return false; });
   // The DequantizeLinear nodes all of whose uses fused kernels bypass.
   absl::flat_hash_map<const ir::Node*, size_t> bypassed;
   for (const runner::FusionChain& c : chains) {
