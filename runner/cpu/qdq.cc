@@ -502,6 +502,9 @@ class TableKernel : public CpuKernel {
       ok_ = BuildTable(ctx);
     }
     if (!ok_) return PlainFallback(ctx);
+    // An identity table (a Relu after a result quantized from zero, a Clip
+    // within the grid's range): the result is the source.
+    if (identity_ && nhwc_in_ == nhwc_out_) return ctx.SetOutput(0, *ctx.Value(x_slot_));
     const uint8_t* in = static_cast<const uint8_t*>(x->raw());
     const uint8_t* table = table_;
     const uint8_t flip = x_type_ == pb::kInt8 ? 0x80 : 0;  // s8 bytes index from -128
@@ -559,6 +562,9 @@ class TableKernel : public CpuKernel {
     if (!IsInt8Type(y.dtype()) || y.size() != 256) return false;
     std::memcpy(table_, y.raw(), 256);
     y_type_ = y.dtype();
+    identity_ = y_type_ == x_type_;
+    const int flip = x_type_ == pb::kInt8 ? 0x80 : 0;
+    for (int byte = 0; byte < 256; ++byte) identity_ = identity_ && table_[byte ^ flip] == byte;
     return true;
   }
 
@@ -574,6 +580,7 @@ class TableKernel : public CpuKernel {
   bool nhwc_in_, nhwc_out_;
   int32_t x_type_ = 0, y_type_ = 0;
   bool ok_ = false;
+  bool identity_ = false;
   uint8_t table_[256] = {};
 };
 

@@ -357,6 +357,27 @@ TEST(CpuQdqTest, BinaryChainsAreExact) {
   }
 }
 
+// A Relu on values quantized from zero with the same parameters is the
+// identity: the source passes through (also when the source is read again).
+TEST(CpuQdqTest, IdentityLookupPassesTheSourceThrough) {
+  QdqCase qc;
+  qc.x_zp = 0;
+  GraphBuilder g("g");
+  AddSource(g, qc, {2, 3, 8});
+  g.Node("Relu", {"x"}, {"r"}, {}, "relu");
+  g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 0)));
+  g.Node("QuantizeLinear", {"r", "x_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+  g.Node("DequantizeLinear", {"yq", "x_s", "y_z"}, {"y2"}, {}, "dq2");
+  g.Node("Neg", {"y2"}, {"n"}, {}, "neg");
+  g.Node("QuantizeLinear", {"n", "x_s", "x_z"}, {"nq"}, {}, "q2").Output("nq", pb::kUint8);
+  const Feeds feeds = {{"xq", Source(qc, {2, 3, 8}, 27)}};
+  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok() && cpu.ok());
+  ExpectTensorsClose(feeds[0].second, cpu->outputs[0], 0, 0, "identity");
+  for (size_t i = 0; i < 2; ++i) ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 0, 0, "output");
+}
+
 // Several elementwise ops of one variable between DequantizeLinear and
 // QuantizeLinear, constants of one element at either input: one lookup
 // chain (the cpu kernels' Erf may differ from the reference's by an ulp,
