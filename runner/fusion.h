@@ -98,7 +98,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
 // Quantized chains (kind kQuantized) of `graph`, as above. Weighted chains
 // start with the source's DequantizeLinear when the op is its only use, else
 // with the op; the weights' DequantizeLinear (folded: its inputs are
-// constant) is never part of the chain. Scales and zero points must be
+// constant; or, for a MatMul of two activations, bypassed) is never part of
+// the chain. Scales and zero points must be
 // constant; the kernel checks their types and shapes.
 // `is_scalar`: a constant of one element (an elementwise op with such an
 // operand belongs in a lookup chain).

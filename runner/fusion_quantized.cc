@@ -5,7 +5,9 @@
 //   %x = DequantizeLinear(%xq, %xs, %xz)    %w = DequantizeLinear(%wq, %ws, %wz)
 //   %c = Conv(%x, %w, %b)    [%r = Relu(%c)]    %yq = QuantizeLinear(%c|%r, %ys, %yz)
 // After: one step from %xq to %yq (the DequantizeLinear of %x in the chain
-// when Conv is its only use; %w stays a folded constant).
+// when Conv is its only use; %w stays a folded constant, or, for a MatMul
+// of two activations, is read quantized with its DequantizeLinear
+// bypassed).
 //
 // Before (lookup):
 //   %x = DequantizeLinear(%xq, %xs, %xz)    %r = Relu(%x)    %yq = QuantizeLinear(%r, %ys, %yz)
@@ -114,7 +116,10 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
   const ir::Node* dq_x = Dequantizer(op.input(0), is_constant);
   const ir::Node* dq_w = Dequantizer(op.input(1), is_constant);
   if (dq_x == nullptr || dq_w == nullptr || dq_x == dq_w || is_constant(dq_x->input(0))) return false;
-  if (!is_constant(dq_w->input(0)) || op.input(0) == op.input(1)) return false;
+  // MatMul of two quantized activations (attention's Q K^T and P V): the
+  // second's DequantizeLinear stays outside the chain, bypassed.
+  const bool activations = !is_constant(dq_w->input(0));
+  if ((activations && t != "MatMul") || op.input(0) == op.input(1)) return false;
   if (op.num_inputs() == 3 && Present(op.input(2)) && !is_constant(op.input(2))) return false;
   // Then an optional Relu and the QuantizeLinear.
   const ir::Node* next = SoleConsumer(op.output(0), graph);
@@ -143,6 +148,7 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
     for (int i = 0; i < 3; ++i) chain.extra_inputs.push_back(i < dq->num_inputs() ? dq->input(i) : nullptr);
   }
   if (!dq_in_chain) chain.bypass.push_back({0, -1, dq_x});  // slot: the op's input 0; extra set in Finish
+  if (activations) chain.bypass.push_back({(dq_in_chain ? dq_x->num_inputs() : 0) + 1, -1 - kQwData, dq_w});
   return true;
 }
 

@@ -478,6 +478,162 @@ class QuantizedMatMulKernel : public WeightedKernel {
   float alpha_, beta_;
 };
 
+// MatMul of two quantized activations (the weighted chain whose weights
+// are the second activation: attention's Q K^T and P V), A [..., M, K] x
+// B [..., K, N] with equal batch dims or a 2-D B: a oneDNN int8 matmul
+// into int32 with A's zero point fused and B shifted to s8 (u8 - 128 with
+// its zero point moved alike), then B's zero point's share zb * sum_k(A -
+// za) removed per row, the exact sum scaled by sa * sb and quantized with
+// the reference's QuantizeLinear arithmetic. Tolerance as for the weighted
+// chains: one step where float rounding meets a tie.
+class ActivationMatMulKernel : public CpuKernel {
+ public:
+  ActivationMatMulKernel(int extra, int y_scale, int y_zp, bool relu, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), extra_(extra), y_scale_(y_scale), y_zp_(y_zp), relu_(relu) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* a = OptionalTensor(ctx, extra_ + kQxData);
+    const Tensor* b = OptionalTensor(ctx, extra_ + kQwData);
+    if (a == nullptr || b == nullptr || !ExactProducts() || !IsInt8Type(a->dtype()) || !IsInt8Type(b->dtype()))
+      return Fallback(ctx);
+    std::optional<float> sa = ScalarFloat(OptionalTensor(ctx, extra_ + kQxScale));
+    std::optional<float> sb = ScalarFloat(OptionalTensor(ctx, extra_ + kQwScale));
+    std::optional<float> sy = ScalarFloat(y_scale_ >= 0 ? OptionalTensor(ctx, y_scale_) : nullptr);
+    int32_t za = 0, zb = 0, zy = 0, y_type = pb::kUint8;
+    if (!sa || !sb || !sy || !(*sa > 0) || !(*sb > 0) || !(*sy > 0) || !std::isfinite(*sa * *sb) ||
+        !std::isfinite(*sy) || !ZeroPoint(OptionalTensor(ctx, extra_ + kQxZeroPoint), a->dtype(), za) ||
+        !ZeroPoint(OptionalTensor(ctx, extra_ + kQwZeroPoint), b->dtype(), zb)) {
+      return Fallback(ctx);
+    }
+    if (const Tensor* t = y_zp_ >= 0 ? OptionalTensor(ctx, y_zp_) : nullptr) {
+      if (!IsInt8Type(t->dtype()) || !ZeroPoint(t, t->dtype(), zy)) return Fallback(ctx);
+      y_type = t->dtype();
+    }
+    const int ra = a->rank(), rb = b->rank();
+    if (ra < 2 || rb < 2) return Fallback(ctx);
+    const int64_t m = a->dim(ra - 2), k = a->dim(ra - 1), n = b->dim(rb - 1);
+    if (b->dim(rb - 2) != k || k > kMaxK || a->size() == 0 || b->size() == 0) return Fallback(ctx);
+    std::vector<int64_t> y_shape = a->shape();
+    y_shape.back() = n;
+    int64_t batch = 1;
+    const bool shared_b = rb == 2;
+    if (!shared_b) {
+      if (ra != rb || !std::equal(a->shape().begin(), a->shape().end() - 2, b->shape().begin())) return Fallback(ctx);
+      for (int i = 0; i + 2 < ra; ++i) batch *= a->dim(i);
+    }
+    const int64_t rows = a->size() / k;  // batch * m, or every row of A against a 2-D B
+    if (!plan_ || a->shape() != a_shape_ || b->shape() != b_shape_ || a->dtype() != a_type_ || (za != 0) != with_za_) {
+      plan_ok_ = Plan(*a, shared_b ? memory::dims{rows, k} : memory::dims{batch, m, k},
+                      shared_b ? memory::dims{k, n} : memory::dims{batch, k, n},
+                      shared_b ? memory::dims{rows, n} : memory::dims{batch, m, n}, za != 0);
+      a_shape_ = a->shape();
+      b_shape_ = b->shape();
+      a_type_ = a->dtype();
+      with_za_ = za != 0;
+    }
+    if (!plan_ok_) return Fallback(ctx);
+    // B as s8: u8 values and zero point moved down by 128 (exact).
+    b_s8_.resize(static_cast<size_t>(b->size()));
+    const uint8_t* bb = static_cast<const uint8_t*>(b->raw());
+    const uint8_t flip = b->dtype() == pb::kUint8 ? 0x80 : 0;
+    for (int64_t i = 0; i < b->size(); ++i) b_s8_[static_cast<size_t>(i)] = static_cast<int8_t>(bb[i] ^ flip);
+    if (flip != 0) zb -= 128;
+    acc_.resize(static_cast<size_t>(rows * n));
+    ONNXKIT_RETURN_IF_ERROR(Guard("int8 activation matmul", [&] {
+      memory am(src_, Engine(), const_cast<void*>(a->raw()));
+      memory bm(wei_, Engine(), b_s8_.data());
+      memory cm(dst_, Engine(), acc_.data());
+      std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+      if (za != 0) {
+        args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = memory(memory::desc({1}, dt::s32, tag::a), Engine(), &za);
+      }
+      primitive_.execute(Stream(), args);
+      Stream().wait();
+    }));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, y_shape));
+    // One multiplier sa * sb / sy, as the weighted kernels' output scales.
+    const float mult = static_cast<float>(static_cast<double>(*sa) * *sb / *sy);
+    for (int64_t r = 0; r < rows; ++r) {
+      // |zb * sum(a - za)| <= 128 * 255 * kMaxK, and c[j] - shift is the
+      // exact sum of products, within int32 by kMaxK.
+      const int32_t shift = zb * (RowSum(*a, r * k, k) - static_cast<int32_t>(k) * za);
+      const int32_t* c = acc_.data() + r * n;
+      if (y_type == pb::kUint8) {
+        Requantize(c, shift, mult, static_cast<float>(zy), 0.f, 255.f, relu_, y->mutable_data<uint8_t>() + r * n, n);
+      } else {
+        Requantize(c, shift, mult, static_cast<float>(zy), -128.f, 127.f, relu_, y->mutable_data<int8_t>() + r * n, n);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // |(a - za) * (b - zb)| <= 255 * 255: sums of up to this many fit in int32.
+  static constexpr int64_t kMaxK = 32768;
+
+  // y[j] = saturate(round_half_even(max?(c[j] - shift) * mult) + zy).
+  template <typename Q>
+  static void Requantize(const int32_t* c, int32_t shift, float mult, float zy, float lo, float hi, bool relu, Q* y,
+                         int64_t n) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+      float q = static_cast<float>(c[j] - shift) * mult;
+      q = relu && q < 0 ? 0.f : q;
+      float v = __builtin_rintf(q) + zy;
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      y[j] = static_cast<Q>(static_cast<int32_t>(v));
+    }
+  }
+
+  // The sum of elements [begin, begin + k) of an 8-bit tensor.
+  static int32_t RowSum(const Tensor& t, int64_t begin, int64_t k) {
+    int32_t sum = 0;
+    if (t.dtype() == pb::kUint8) {
+      const uint8_t* p = t.data<uint8_t>() + begin;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < k; ++i) sum += p[i];
+    } else {
+      const int8_t* p = t.data<int8_t>() + begin;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < k; ++i) sum += p[i];
+    }
+    return sum;
+  }
+
+  static bool ZeroPoint(const Tensor* z, int32_t type, int32_t& v) {
+    if (z == nullptr) return v = 0, type == pb::kUint8 || type == pb::kInt8;
+    if (z->dtype() != type || z->size() != 1 || z->rank() > 1) return false;
+    v = Int8Value(*z, 0);
+    return true;
+  }
+
+  bool Plan(const Tensor& a, const memory::dims& ad, const memory::dims& bd, const memory::dims& cd, bool with_za) {
+    plan_ = true;
+    const tag t = ad.size() == 2 ? tag::ab : tag::abc;
+    return Guard("int8 activation matmul", [&] {
+             src_ = memory::desc(ad, *DnnlType(a.dtype()), t);
+             wei_ = memory::desc(bd, dt::s8, t);
+             dst_ = memory::desc(cd, dt::s32, t);
+             dnnl::primitive_attr attr;
+             if (with_za) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+             dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_, wei_, dst_), attr, Engine());
+             primitive_ = dnnl::matmul(pd);
+           })
+        .ok();
+  }
+
+  int extra_, y_scale_, y_zp_;
+  bool relu_;
+  bool plan_ = false, plan_ok_ = false, with_za_ = false;
+  std::vector<int64_t> a_shape_, b_shape_;
+  int32_t a_type_ = 0;
+  memory::desc src_, wei_, dst_;
+  dnnl::primitive primitive_;
+  std::vector<int8_t> b_s8_;
+  std::vector<int32_t> acc_;
+};
+
 // DequantizeLinear -> elementwise ops -> QuantizeLinear as a table over the
 // 256 source values, computed once by running the chain on all of them
 // (the chain's nodes after a bypassed DequantizeLinear on their dequantized
@@ -846,6 +1002,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
   }
   if (op == nullptr || layout.y_scale < 0) return absl::InternalError("a quantized chain has no Conv, MatMul or Gemm");
   const ir::Node* dq_w = op->input(1)->producer();
+  for (const FusionChain::Bypass& by : chain.bypass) {
+    if (by.dequantize == dq_w && op->op_type() == "MatMul") {  // two activations
+      return std::unique_ptr<Kernel>(
+          new ActivationMatMulKernel(layout.extra, layout.y_scale, layout.y_zp, layout.relu, std::move(fallback)));
+    }
+  }
   layout.w_axis = dq_w != nullptr ? dq_w->GetInt("axis").value_or(1) : 1;
   if (op->op_type() == "Conv") {
     ONNXKIT_ASSIGN_OR_RETURN(reference::WindowAttrs attrs, reference::ParseWindowAttrs(*op));

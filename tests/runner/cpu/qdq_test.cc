@@ -223,6 +223,31 @@ TEST(CpuQdqTest, Gemm) {
   }
 }
 
+// MatMul of two quantized activations (attention's Q K^T): an int8 matmul
+// into int32 with both zero points taken out exactly, one step at most.
+// Batched with equal batch dims, and with a 2-D second operand; u8 and s8;
+// a Relu before the QuantizeLinear.
+TEST(CpuQdqTest, MatMulOfTwoActivations) {
+  for (const QdqCase& qc : Cases()) {
+    for (bool batched : {true, false}) {
+      SCOPED_TRACE(qc.name + (batched ? " batched" : " 2-D B"));
+      GraphBuilder g("g");
+      AddSource(g, qc, {2, 3, 16, 40});
+      const std::vector<int64_t> b_shape = batched ? std::vector<int64_t>{2, 3, 40, 24} : std::vector<int64_t>{40, 24};
+      g.Input("bq", qc.weight, b_shape);
+      g.Initializer(InitializerFrom("b_s", Floats({}, {0.03f})));
+      g.Initializer(InitializerFrom("b_z", ScalarOf(qc.weight, qc.weight == pb::kUint8 ? 140 : -9)));
+      g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"b"}, {}, "dq_b");
+      g.Node("MatMul", {"x", "b"}, {"c"}, {}, "matmul");
+      AddOutput(g, qc, "c", 0.4f);
+      const Feeds feeds = {{"xq", Source(qc, {2, 3, 16, 40}, 28)},
+                           {"bq", qc.weight == pb::kInt8 ? RandomInts(pb::kInt8, b_shape, 29, -128, 127)
+                                                         : RandomInts(pb::kUint8, b_shape, 29, 0, 255)}};
+      ExpectQuantized(g.Build(), feeds, "dq_x", true);
+    }
+  }
+}
+
 // The source's DequantizeLinear also feeds another node: the chain starts
 // at the Conv and reads the quantized source directly.
 TEST(CpuQdqTest, SharedSourceDequantize) {
