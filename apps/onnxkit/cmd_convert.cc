@@ -160,6 +160,7 @@ void WriteJson(const ConvertFlags& f, const passes::convert::ConvertResult& r, b
       w.KeyDouble("max_rel", o.metrics.max_rel);
       w.KeyDouble("sqnr_db", o.metrics.sqnr_db);  // null when equal (infinite)
       w.KeyInt("out_of_tolerance", o.metrics.out_of_tolerance);
+      w.KeyInt("nan_inf_mismatches", o.metrics.nan_inf_mismatches);
       w.EndObject();
     }
     w.EndArray();
