@@ -83,7 +83,8 @@ void WritePrecisionJson(JsonWriter& w, const passes::convert::PrecisionReport& p
   w.Key("range_guard");
   w.BeginObject();
   w.KeyBool("applied", p.range_guard.applied);
-  w.KeyDouble("limit", p.range_guard.limit);
+  w.KeyDouble("limit", p.range_guard.limits.high);
+  w.KeyDouble("low_limit", p.range_guard.limits.low);
   w.Key("nodes");
   w.BeginArray();
   for (const std::string& n : p.range_guard.nodes) w.String(n);
@@ -332,8 +333,8 @@ void RegisterConvert(CLI::App& app, Action& action) {
       ->allow_extra_args(false);
   sub->add_flag("--range-guard,!--no-range-guard", f->range_guard,
                 "Run the original once on the verification inputs first and keep float32 every node whose float32 "
-                "values pass half the target's range (float16: 32752); the kept nodes are listed in a warning "
-                "(default on)");
+                "values pass half the target's range (float16: 32752) or lie all below its smallest normal value "
+                "(float16: 6.1e-5); the kept nodes are listed in a warning (default on)");
   sub->add_option("--min-sqnr", f->min_sqnr,
                   "Verification floor of every float output's SQNR in dB (default 30 float16, 20 bfloat16)");
   sub->add_flag("--inline", f->inline_data, "Bring external data back into the .onnx file (refused past 2 GiB)");

@@ -78,8 +78,9 @@ std::string RangeGuardWarning(const RangeGuardReport& g, const std::string& inpu
   std::string names;
   for (size_t i = 0; i < g.nodes.size() && i < kNamed; ++i) absl::StrAppend(&names, i == 0 ? "" : ", ", g.nodes[i]);
   if (g.nodes.size() > kNamed) absl::StrAppend(&names, " and ", g.nodes.size() - kNamed, " more");
-  return absl::StrCat("range guard: ", g.nodes.size(), " node(s) kept float32, their float32 values pass +-", g.limit,
-                      " on the ", inputs, ": ", names, " (--no-range-guard converts them)");
+  return absl::StrCat("range guard: ", g.nodes.size(), " node(s) kept float32, their float32 values beyond +-",
+                      g.limits.high, " or all below ", g.limits.low, " on the ", inputs, ": ", names,
+                      " (--no-range-guard converts them)");
 }
 
 // Whether `graph` or a body of its nodes holds an ai.onnx node.

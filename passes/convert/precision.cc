@@ -213,7 +213,8 @@ void Converter::DecideNode(ir::Node* node) {
   if (!verdict.convert) return Keep(node, verdict.reason);
   if (beyond_range_.contains(node)) {
     report_->range_guard.nodes.push_back(ir::NodeLabel(*node));
-    return Keep(node, absl::StrCat("range guard: float32 values beyond +-", report_->range_guard.limit));
+    const RangeLimits& l = report_->range_guard.limits;
+    return Keep(node, absl::StrCat("range guard: float32 values beyond +-", l.high, " or all below ", l.low));
   }
   d.convert = true;
   d.plan = std::move(verdict.plan);
@@ -334,8 +335,8 @@ absl::Status Converter::Run() {
   }
   if (observed_ != nullptr) {
     report_->range_guard.applied = true;
-    report_->range_guard.limit = RangeGuardLimit(o_.target);
-    for (ir::Node* n : NodesBeyondRange(model_.graph(), *observed_, report_->range_guard.limit)) {
+    report_->range_guard.limits = RangeGuardLimits(o_.target);
+    for (ir::Node* n : NodesBeyondRange(model_.graph(), *observed_, report_->range_guard.limits)) {
       beyond_range_.insert(n);
     }
   }

@@ -31,8 +31,8 @@
 //     of more than 64 elements) and touches no main graph input or output:
 //     between float32 nodes it would only add Casts;
 //   - with observed magnitudes (the range guard, range_guard.h), a node that
-//     would convert but reads or writes a float32 value past the guard's
-//     limit on the inputs the original ran on.
+//     would convert but reads or writes a float32 value outside the guard's
+//     limits on the inputs the original ran on.
 // Float32 values only: float64 and values already in the target type are left
 // as they are, so converting a converted model changes nothing.
 #ifndef ONNXKIT_PASSES_CONVERT_PRECISION_H_
@@ -65,7 +65,7 @@ struct PrecisionOptions {
 
 struct RangeGuardReport {
   bool applied = false;  // magnitudes were observed and used
-  double limit = 0;      // RangeGuardLimit(target)
+  RangeLimits limits;    // RangeGuardLimits(target)
   // The nodes it kept float32 (NodeLabel), in pre-order; only nodes that
   // would have converted otherwise.
   std::vector<std::string> nodes;

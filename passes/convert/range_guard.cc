@@ -21,7 +21,11 @@ void CollectBodyNodes(const ir::Graph& g, std::vector<ir::Node*>* out) {
 
 }  // namespace
 
-double RangeGuardLimit(int32_t target) { return static_cast<double>(TargetMax(target)) / 2; }
+RangeLimits RangeGuardLimits(int32_t target) {
+  // Smallest normal values: float16 2^-14, bfloat16 2^-126.
+  return RangeLimits{static_cast<double>(TargetMax(target)) / 2,
+                     target == pb::kBfloat16 ? std::ldexp(1.0, -126) : std::ldexp(1.0, -14)};
+}
 
 std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeObserver(ValueMagnitudes* seen) {
   return [seen](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
@@ -41,11 +45,13 @@ std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeO
   };
 }
 
-std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen, double limit) {
+std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen, const RangeLimits& limits) {
   auto beyond = [&](const ir::Value* v) {
     if (v == nullptr || v->name().empty() || v->graph() != &main) return false;
     auto it = seen.find(v->name());
-    return it != seen.end() && static_cast<double>(it->second) > limit;
+    if (it == seen.end()) return false;
+    const double m = it->second;
+    return m > limits.high || (m > 0 && m < limits.low);
   };
   auto touches = [&](const ir::Node* n) {
     for (const ir::Value* v : n->inputs()) {

@@ -90,10 +90,11 @@ TEST(RangeGuardTest, KeepsTheOverflowingNodesFloat32AndVerifies) {
   EXPECT_TRUE(r->verified) << r->verification->summary;
   const passes::convert::RangeGuardReport& g = r->precision->range_guard;
   EXPECT_TRUE(g.applied);
-  EXPECT_EQ(g.limit, 32752);
+  EXPECT_EQ(g.limits.high, 32752);
+  EXPECT_EQ(g.limits.low, 1.0 / 16384);
   // mm2 writes g, scale reads it; mm1 and relu convert.
   EXPECT_THAT(g.nodes, ElementsAre(HasSubstr("'mm2'"), HasSubstr("'scale'")));
-  EXPECT_EQ(r->precision->kept.at("range guard: float32 values beyond +-32752"), 2);
+  EXPECT_EQ(r->precision->kept.at("range guard: float32 values beyond +-32752 or all below 6.10352e-05"), 2);
   EXPECT_EQ(r->precision->nodes_converted, 2);
   EXPECT_EQ(InitType(r->model, "w1"), pb::kFloat16);
   EXPECT_EQ(InitType(r->model, "w2"), pb::kFloat);
@@ -117,9 +118,37 @@ TEST(RangeGuardTest, Bfloat16HoldsTheValues) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verified) << r->verification->summary;
   EXPECT_TRUE(r->precision->range_guard.applied);
-  EXPECT_GT(r->precision->range_guard.limit, 1e38);
+  EXPECT_GT(r->precision->range_guard.limits.high, 1e38);
+  EXPECT_LT(r->precision->range_guard.limits.low, 1e-37);
   EXPECT_THAT(r->precision->range_guard.nodes, IsEmpty());
   EXPECT_EQ(r->precision->nodes_converted, 4);
+}
+
+TEST(RangeGuardTest, ValuesTooSmallForFloat16StayFloat32) {
+  // x * 1e-9 flushes to zero in float16; * 1e9 brings it back in float32.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Initializer(RawFloatTensor("w", {4, 4}, 1.f))
+                                        .Initializer(RawFloatTensor("small", {}, 1e-9f))
+                                        .Initializer(RawFloatTensor("large", {}, 1e9f))
+                                        .Node("MatMul", {"x", "w"}, {"h"}, {}, "mm")
+                                        .Node("Mul", {"h", "small"}, {"t"}, {}, "down")
+                                        .Node("Mul", {"t", "large"}, {"y"}, {}, "up")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    17);
+  auto unguarded = Precision(m, {.guard = false});
+  ASSERT_TRUE(unguarded.ok()) << unguarded.status();
+  EXPECT_FALSE(unguarded->verified);
+  auto r = Precision(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verified) << r->verification->summary;
+  EXPECT_THAT(r->precision->range_guard.nodes, ElementsAre(HasSubstr("'down'"), HasSubstr("'up'")));
+  EXPECT_EQ(InitType(r->model, "w"), pb::kFloat16);
+  // bfloat16's normal range goes down to 1e-38.
+  auto b = Precision(m, {.target = pb::kBfloat16});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_THAT(b->precision->range_guard.nodes, IsEmpty());
 }
 
 TEST(RangeGuardTest, InfinityInFloat32IsNoReasonToKeep) {
