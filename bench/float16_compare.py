@@ -20,6 +20,14 @@ the torch exports of bench/models; models not present are skipped):
   3. the same with --no-range-guard: whether verification passes and its
      SQNR, and ORT's SQNR of the unguarded model (written with --no-verify).
 
+The light models' weights are constant fills, so every class gets the same
+logit and their Softmax output is uniform (1/1000) whatever the precision:
+an SQNR of inf there only says nothing overflowed. For those models the
+input of the final Softmax (the logits) is made a second graph output before
+converting (the copy converted is the original plus that output), so that
+the verification and ORT columns, the worst over the outputs, measure the
+logits.
+
   ORT_NODE=<onnxruntime-node folder> /usr/bin/python3 bench/float16_compare.py
       [--models light,resnet50,mobilenet_v2,bert_mini,bert_base] [--json-out F]
 
@@ -110,7 +118,26 @@ def ort_judge(model, spec_path, out_json, expected_sets):
     return {"ort_runs": True, **{k: worst_sqnr(e, values) for k, e in expected_sets.items()}}
 
 
+def with_logits(name, path, tmp):
+    """A copy of `path` whose final Softmax's input is a graph output too
+    (the path itself when the graph does not end in a Softmax)."""
+    model = onnx.load(path)
+    last = model.graph.node[-1]
+    outputs = {o.name for o in model.graph.output}
+    if last.op_type != "Softmax" or last.input[0] in outputs:
+        return path
+    model.graph.output.append(onnx.helper.make_empty_tensor_value_info(last.input[0]))
+    model.graph.output[-1].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    copy = os.path.join(tmp, name + ".logits.onnx")
+    onnx.save(model, copy)
+    return copy
+
+
 def bench_model(args, name, path, light, tmp):
+    suite_pb = os.path.join(os.path.dirname(path), name + "_output_0.pb")
+    original_size = os.path.getsize(path)
+    if light:
+        path = with_logits(name, path, tmp)
     if light:
         feeds = {n: np.zeros(d, np.float32) for n, _, d in graph_inputs(path)}
     else:
@@ -127,12 +154,12 @@ def bench_model(args, name, path, light, tmp):
         row["error"] = "ORT cannot run the original: " + err
         return row
     expected = {"ort_sqnr": [o["values"] for o in f32 if o["dtype"] == "float32"]}
-    if light:
-        pb = os.path.join(os.path.dirname(path), name + "_output_0.pb")
-        if os.path.exists(pb):
-            expected["suite_sqnr"] = [numpy_helper.to_array(onnx.load_tensor(pb)).ravel().tolist()]
+    if light and os.path.exists(suite_pb):
+        expected["suite_sqnr"] = [numpy_helper.to_array(onnx.load_tensor(suite_pb)).ravel().tolist()]
     out = os.path.join(tmp, name + ".f16.onnx")
     row["guarded"] = convert(args.onnxkit, path, out, [])
+    if row["guarded"].get("written"):
+        row["guarded"]["ratio"] = os.path.getsize(out) / original_size
     if not row["guarded"].get("written"):
         # Judge what --no-verify would have written.
         convert(args.onnxkit, path, out, ["--no-verify"])

@@ -27,7 +27,8 @@ RangeLimits RangeGuardLimits(int32_t target) {
                      target == pb::kBfloat16 ? std::ldexp(1.0, -126) : std::ldexp(1.0, -14)};
 }
 
-std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeObserver(ValueMagnitudes* seen) {
+std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeObserver(
+    ValueMagnitudes* seen) {
   return [seen](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
     if (!v.is_tensor() || v.tensor().dtype() != pb::kFloat) return absl::OkStatus();
     const float* p = v.tensor().data<float>();
@@ -45,7 +46,8 @@ std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeO
   };
 }
 
-std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen, const RangeLimits& limits) {
+std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen,
+                                        const RangeLimits& limits) {
   auto beyond = [&](const ir::Value* v) {
     if (v == nullptr || v->name().empty() || v->graph() != &main) return false;
     auto it = seen.find(v->name());

@@ -58,13 +58,15 @@ RangeLimits RangeGuardLimits(int32_t target);
 // An observer (runner::SessionOptions::observer, VerifyOptions::observer)
 // that folds each float32 tensor it is shown into `*seen` (the largest
 // finite |x| per value name, over every call); it keeps no tensor.
-std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeObserver(ValueMagnitudes* seen);
+std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeObserver(
+    ValueMagnitudes* seen);
 
 // The nodes the guard keeps float32, each once, in pre-order (a node before
 // the nodes of its bodies): every node of `main` or of a body that reads or
 // writes a value of `main` whose magnitude is outside `limits`, and every
 // node of the bodies (nested ones too) of a node of `main` that does.
-std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen, const RangeLimits& limits);
+std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen,
+                                        const RangeLimits& limits);
 
 }  // namespace onnxkit::passes::convert
 

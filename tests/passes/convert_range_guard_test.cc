@@ -178,18 +178,19 @@ TEST(RangeGuardTest, BodiesOfAnOverflowingIfStayFloat32) {
         .Output(out, pb::kFloat, {{2, 4}})
         .Build();
   };
-  pb::ModelProto m = ModelFromGraph(
-      GraphBuilder("g")
-          .Input("c", pb::kBool, {{}})
-          .Input("x", pb::kFloat, {{2, 4}})
-          .Initializer(RawFloatTensor("w2", {4, 4}, 60000.f))
-          .Initializer(RawFloatTensor("s", {}, 1e-5f))
-          .Node("If", {"c"}, {"g"},
-                {AttrGraph("then_branch", branch("then", "t")), AttrGraph("else_branch", branch("else", "e"))}, "if")
-          .Node("Mul", {"g", "s"}, {"y"}, {}, "scale")
-          .Output("y", pb::kFloat, {{2, 4}})
-          .Build(),
-      17);
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("c", pb::kBool, {{}})
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Initializer(RawFloatTensor("w2", {4, 4}, 60000.f))
+                                        .Initializer(RawFloatTensor("s", {}, 1e-5f))
+                                        .Node("If", {"c"}, {"g"},
+                                              {AttrGraph("then_branch", branch("then", "t")),
+                                               AttrGraph("else_branch", branch("else", "e"))},
+                                              "if")
+                                        .Node("Mul", {"g", "s"}, {"y"}, {}, "scale")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    17);
   auto unguarded = Precision(m, {.guard = false});
   ASSERT_TRUE(unguarded.ok()) << unguarded.status();
   EXPECT_FALSE(unguarded->verified);
@@ -213,18 +214,19 @@ TEST(RangeGuardTest, BodyNodesReadingAnOverflowingOuterValueStayFloat32) {
         .Output(out, pb::kFloat, {{2, 4}})
         .Build();
   };
-  pb::ModelProto m = ModelFromGraph(
-      GraphBuilder("g")
-          .Input("c", pb::kBool, {{}})
-          .Input("x", pb::kFloat, {{2, 4}})
-          .Initializer(RawFloatTensor("w2", {4, 4}, 60000.f))
-          .Initializer(RawFloatTensor("s", {}, 1e-5f))
-          .Node("MatMul", {"x", "w2"}, {"g"}, {}, "mm")
-          .Node("If", {"c"}, {"y"},
-                {AttrGraph("then_branch", branch("then", "t")), AttrGraph("else_branch", branch("else", "e"))}, "if")
-          .Output("y", pb::kFloat, {{2, 4}})
-          .Build(),
-      17);
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("c", pb::kBool, {{}})
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Initializer(RawFloatTensor("w2", {4, 4}, 60000.f))
+                                        .Initializer(RawFloatTensor("s", {}, 1e-5f))
+                                        .Node("MatMul", {"x", "w2"}, {"g"}, {}, "mm")
+                                        .Node("If", {"c"}, {"y"},
+                                              {AttrGraph("then_branch", branch("then", "t")),
+                                               AttrGraph("else_branch", branch("else", "e"))},
+                                              "if")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    17);
   auto r = Precision(m);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->verified) << r->verification->summary;
