@@ -73,12 +73,14 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
   v->source_.mapping = original.mapping;
   if (options.inputs.dir.empty() && options.inputs.files.empty()) options.inputs.random = true;
   v->options_ = options;
+  v->options_.observer = nullptr;
 
   io::LoadedModel copy = v->source_;
   copy.proto = original.proto;
   runner::SessionOptions session_options;
   session_options.backend = options.backend;
   session_options.timeout_seconds = options.timeout_seconds;
+  session_options.observer = options.observer;
   auto session = runner::Session::Create(std::move(copy), session_options);
   if (!session.ok()) return AnnotateStatus(session.status(), "the original model cannot run");
   runner::InputSpec spec = options.inputs;
@@ -90,6 +92,13 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
     if (!flag.empty()) spec.shapes.push_back(flag);
   }
   ONNXKIT_ASSIGN_OR_RETURN(v->feeds_, runner::PrepareInputs((*session)->FeedInputs(), spec));
+  if (options.observer) {
+    for (const ir::Value* input : (*session)->FeedInputs()) {
+      for (const auto& [name, value] : v->feeds_) {
+        if (name == input->name()) ONNXKIT_RETURN_IF_ERROR(options.observer(*input, value));
+      }
+    }
+  }
   for (const ir::Value* out : (*session)->Outputs()) v->output_names_.push_back(out->name());
   auto outputs = (*session)->Run(v->feeds_);
   if (!outputs.ok()) return AnnotateStatus(outputs.status(), "the original model fails on the verification inputs");

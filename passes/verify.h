@@ -9,6 +9,7 @@
 #ifndef ONNXKIT_PASSES_VERIFY_H_
 #define ONNXKIT_PASSES_VERIFY_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "runner/compare/compare.h"
 #include "runner/inputs.h"
 #include "runner/kernel_registry.h"
+#include "runner/value.h"
 
 namespace onnxkit::passes {
 
@@ -42,6 +44,10 @@ struct VerifyOptions {
   std::optional<double> min_sqnr_db;
   // Run-time limit of one execution in seconds (0: none).
   double timeout_seconds = 0;
+  // When set, shown each feed and every main-graph value of the original's
+  // run in Create (runner::SessionOptions::observer); candidates run
+  // without it. It must outlive Create only.
+  std::function<absl::Status(const ir::Value& value, const runner::RtValue& v)> observer;
 };
 
 struct OutputCheck {

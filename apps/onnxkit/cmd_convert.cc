@@ -36,6 +36,7 @@ struct ConvertFlags {
   bool bfloat16 = false;
   bool keep_io_types = true;
   std::vector<std::string> keep_float32;
+  bool range_guard = true;
   bool inline_data = false;
   double min_sqnr = 0;
   bool tolerances_given = false;  // --atol or --rtol on the command line
@@ -79,6 +80,16 @@ void WritePrecisionJson(JsonWriter& w, const passes::convert::PrecisionReport& p
     w.EndObject();
   }
   w.EndArray();
+  w.Key("range_guard");
+  w.BeginObject();
+  w.KeyBool("applied", p.range_guard.applied);
+  w.KeyDouble("limit", p.range_guard.limits.high);
+  w.KeyDouble("low_limit", p.range_guard.limits.low);
+  w.Key("nodes");
+  w.BeginArray();
+  for (const std::string& n : p.range_guard.nodes) w.String(n);
+  w.EndArray();
+  w.EndObject();
   w.EndObject();
 }
 
@@ -150,6 +161,7 @@ void WriteJson(const ConvertFlags& f, const passes::convert::ConvertResult& r, b
       w.KeyDouble("max_rel", o.metrics.max_rel);
       w.KeyDouble("sqnr_db", o.metrics.sqnr_db);  // null when equal (infinite)
       w.KeyInt("out_of_tolerance", o.metrics.out_of_tolerance);
+      w.KeyInt("nan_inf_mismatches", o.metrics.nan_inf_mismatches);
       w.EndObject();
     }
     w.EndArray();
@@ -190,6 +202,11 @@ void PrintHuman(const ConvertFlags& f, const passes::convert::ConvertResult& r, 
     if (r.precision) {
       for (const passes::OutputCheck& o : r.verification->outputs) {
         if (!o.metrics.comparable) continue;
+        if (o.metrics.nan_inf_mismatches > 0) {
+          std::cout << absl::StrCat("  output '", o.name, "': ", o.metrics.nan_inf_mismatches,
+                                    " element(s) NaN or Inf where the original's are not (or the reverse)\n");
+          continue;
+        }
         std::cout << absl::StrCat("  output '", o.name, "': SQNR ", o.metrics.sqnr_db, " dB, max abs ",
                                   o.metrics.max_abs, "\n");
       }
@@ -222,8 +239,10 @@ absl::StatusOr<int> RunConvert(const ConvertFlags& f) {
   }
   if (f.float16 && f.bfloat16) return UsageError("--float16 and --bfloat16 exclude each other");
   if (f.inline_data && f.external_data >= 0) return UsageError("--inline and --external-data exclude each other");
-  if (!f.float16 && !f.bfloat16 && (!f.keep_float32.empty() || !f.keep_io_types || f.min_sqnr_given)) {
-    return UsageError("--keep-float32, --no-keep-io-types and --min-sqnr need --float16 or --bfloat16");
+  if (!f.float16 && !f.bfloat16 &&
+      (!f.keep_float32.empty() || !f.keep_io_types || f.min_sqnr_given || !f.range_guard)) {
+    return UsageError(
+        "--keep-float32, --no-keep-io-types, --no-range-guard and --min-sqnr need --float16 or --bfloat16");
   }
   if (f.opset != 0 &&
       (f.opset < passes::convert::kMinTargetOpset || f.opset > passes::convert::kMaxTargetOpset)) {
@@ -253,6 +272,7 @@ absl::StatusOr<int> RunConvert(const ConvertFlags& f) {
     p.target = TargetOf(f);
     p.keep_io_types = f.keep_io_types;
     p.keep_float32 = f.keep_float32;
+    p.range_guard = f.range_guard;
     options.precision = p;
     const PrecisionTolerance& t = f.bfloat16 ? kBfloat16Tolerance : kFloat16Tolerance;
     if (!f.tolerances_given) {
@@ -311,6 +331,10 @@ void RegisterConvert(CLI::App& app, Action& action) {
                 "Graph inputs and outputs stay float32 (default on)");
   sub->add_option("--keep-float32", f->keep_float32, "Op type or node name that stays float32; repeatable")
       ->allow_extra_args(false);
+  sub->add_flag("--range-guard,!--no-range-guard", f->range_guard,
+                "Run the original once on the verification inputs first and keep float32 every node whose float32 "
+                "values pass half the target's range (float16: 32752) or lie all below its smallest normal value "
+                "(float16: 6.1e-5); the kept nodes are listed in a warning (default on)");
   sub->add_option("--min-sqnr", f->min_sqnr,
                   "Verification floor of every float output's SQNR in dB (default 30 float16, 20 bfloat16)");
   sub->add_flag("--inline", f->inline_data, "Bring external data back into the .onnx file (refused past 2 GiB)");

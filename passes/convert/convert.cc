@@ -47,6 +47,42 @@ absl::Status ConvertFunctions(ir::Model& model, std::string_view domain, int64_t
   return absl::OkStatus();
 }
 
+// The range guard's run (range_guard.h): the original once on the
+// verification inputs, magnitudes into `*seen`. That run is the
+// verification's reference too (`*verifier`, when verifying). Returns whether
+// it ran; when it cannot, the conversion fails if it is to be verified
+// (the verification could not run either), else goes on unguarded with a
+// warning.
+absl::StatusOr<bool> ObserveMagnitudes(const io::LoadedModel& loaded, const ConvertOptions& options,
+                                       ValueMagnitudes* seen, std::unique_ptr<Verifier>* verifier,
+                                       ConvertResult* result) {
+  VerifyOptions vo = options.verify_options;
+  vo.observer = MagnitudeObserver(seen);
+  auto v = Verifier::Create(loaded, vo);
+  const bool verifying = options.verify && !options.dry_run;
+  if (!v.ok()) {
+    if (verifying) return v.status();
+    result->warnings.push_back(absl::StrCat("range guard skipped (", v.status().message(),
+                                            "): nodes whose values pass the ", PrecisionName(options.precision->target),
+                                            " range are not detected"));
+    return false;
+  }
+  result->verify_inputs = (*v)->input_description();
+  if (verifying) *verifier = std::move(*v);
+  return true;
+}
+
+// "range guard: 12 node(s) kept float32 ...: a, b, c, d, e and 7 more".
+std::string RangeGuardWarning(const RangeGuardReport& g, const std::string& inputs) {
+  constexpr size_t kNamed = 5;
+  std::string names;
+  for (size_t i = 0; i < g.nodes.size() && i < kNamed; ++i) absl::StrAppend(&names, i == 0 ? "" : ", ", g.nodes[i]);
+  if (g.nodes.size() > kNamed) absl::StrAppend(&names, " and ", g.nodes.size() - kNamed, " more");
+  return absl::StrCat("range guard: ", g.nodes.size(), " node(s) kept float32, their float32 values beyond +-",
+                      g.limits.high, " or all below ", g.limits.low, " on the ", inputs, ": ", names,
+                      " (--no-range-guard converts them)");
+}
+
 // Whether `graph` or a body of its nodes holds an ai.onnx node.
 bool HasOnnxNode(const ir::Graph& graph) {
   for (ir::Node* n : SnapshotNodes(const_cast<ir::Graph&>(graph))) {
@@ -163,13 +199,22 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
   if (!result.blockers.empty()) return result;
+  std::unique_ptr<Verifier> verifier;
   if (options.precision) {
+    ValueMagnitudes seen;
+    bool observed = false;
+    if (options.precision->range_guard) {
+      ONNXKIT_ASSIGN_OR_RETURN(observed, ObserveMagnitudes(loaded, options, &seen, &verifier, &result));
+    }
     infer::Engine after(*model);
     after.Run();
     result.precision.emplace();
     ONNXKIT_RETURN_IF_ERROR(ConvertPrecision(*model, to, *options.precision, after.States(), resolver.get(),
-                                             &*result.precision));
+                                             observed ? &seen : nullptr, &*result.precision));
     for (const std::string& w : result.precision->warnings) result.warnings.push_back(w);
+    if (!result.precision->range_guard.nodes.empty()) {
+      result.warnings.push_back(RangeGuardWarning(result.precision->range_guard, result.verify_inputs));
+    }
   }
   if (options.dry_run) return result;
   result.model = ir::ToProto(std::move(model));
@@ -179,7 +224,9 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
     result.inlined = inlined;
   }
   if (!options.verify) return result;
-  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier, Verifier::Create(loaded, options.verify_options));
+  if (verifier == nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(verifier, Verifier::Create(loaded, options.verify_options));
+  }
   result.verify_inputs = verifier->input_description();
   ONNXKIT_ASSIGN_OR_RETURN(VerifyResult r, verifier->Check(result.model));
   result.verified = r.ok;

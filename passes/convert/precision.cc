@@ -72,8 +72,14 @@ class Converter {
  public:
   Converter(ir::Model& model, int64_t opset, const PrecisionOptions& options,
             const std::map<std::string, infer::ValueState>& states, io::ExternalDataResolver* resolver,
-            PrecisionReport* report)
-      : model_(model), opset_(opset), o_(options), states_(states), resolver_(resolver), report_(report) {}
+            const ValueMagnitudes* observed, PrecisionReport* report)
+      : model_(model),
+        opset_(opset),
+        o_(options),
+        states_(states),
+        resolver_(resolver),
+        observed_(observed),
+        report_(report) {}
 
   absl::Status Run();
 
@@ -115,7 +121,9 @@ class Converter {
   const PrecisionOptions& o_;
   const std::map<std::string, infer::ValueState>& states_;
   io::ExternalDataResolver* resolver_;
+  const ValueMagnitudes* observed_;
   PrecisionReport* report_;
+  absl::flat_hash_set<const ir::Node*> beyond_range_;  // the range guard's nodes
   std::vector<ir::Graph*> graphs_;  // pre-order
   std::vector<ir::Node*> nodes_;    // every node, graph by graph
   absl::flat_hash_map<const ir::Value*, ValueFacts> facts_;
@@ -203,6 +211,11 @@ void Converter::DecideNode(ir::Node* node) {
   }
   NodeVerdict verdict = PlanNode(*node, opset_, o_.target, [this](const ir::Value* v) { return IsFloat32(v); });
   if (!verdict.convert) return Keep(node, verdict.reason);
+  if (beyond_range_.contains(node)) {
+    report_->range_guard.nodes.push_back(ir::NodeLabel(*node));
+    const RangeLimits& l = report_->range_guard.limits;
+    return Keep(node, absl::StrCat("range guard: float32 values beyond +-", l.high, " or all below ", l.low));
+  }
   d.convert = true;
   d.plan = std::move(verdict.plan);
   d.pending_cast = is_cast && node->num_outputs() == 1 && IsFloat32(node->output(0));
@@ -319,6 +332,13 @@ absl::Status Converter::Run() {
   });
   for (ir::Graph* g : graphs_) {
     for (ir::Node* n : g->nodes()) nodes_.push_back(n);
+  }
+  if (observed_ != nullptr) {
+    report_->range_guard.applied = true;
+    report_->range_guard.limits = RangeGuardLimits(o_.target);
+    for (ir::Node* n : NodesBeyondRange(model_.graph(), *observed_, report_->range_guard.limits)) {
+      beyond_range_.insert(n);
+    }
   }
   // Bodies come after their owners in pre-order, so outer producers are
   // decided before the body nodes that read them.
@@ -584,8 +604,9 @@ absl::Status Converter::Rewrite() {
 
 absl::Status ConvertPrecision(ir::Model& model, int64_t opset, const PrecisionOptions& options,
                               const std::map<std::string, infer::ValueState>& states,
-                              io::ExternalDataResolver* resolver, PrecisionReport* report) {
-  Converter c(model, opset, options, states, resolver, report);
+                              io::ExternalDataResolver* resolver, const ValueMagnitudes* observed,
+                              PrecisionReport* report) {
+  Converter c(model, opset, options, states, resolver, observed, report);
   return c.Run();
 }
 

@@ -29,7 +29,10 @@
 //     or that carry coordinates (Resize roi);
 //   - a group of would-be converted nodes that reads no weight (a constant
 //     of more than 64 elements) and touches no main graph input or output:
-//     between float32 nodes it would only add Casts.
+//     between float32 nodes it would only add Casts;
+//   - with observed magnitudes (the range guard, range_guard.h), a node that
+//     would convert but reads or writes a float32 value outside the guard's
+//     limits on the inputs the original ran on.
 // Float32 values only: float64 and values already in the target type are left
 // as they are, so converting a converted model changes nothing.
 #ifndef ONNXKIT_PASSES_CONVERT_PRECISION_H_
@@ -46,6 +49,7 @@
 #include "lib/infer/types.h"
 #include "lib/io/external_data.h"
 #include "lib/ir/ir.h"
+#include "passes/convert/range_guard.h"
 
 namespace onnxkit::passes::convert {
 
@@ -54,6 +58,17 @@ struct PrecisionOptions {
   bool keep_io_types = true;
   // Op types or node names that stay float32, on top of the kept list.
   std::vector<std::string> keep_float32;
+  // Run the original once first and keep float32 the nodes whose float32
+  // values pass the target's range (range_guard.h). Convert does the run.
+  bool range_guard = true;
+};
+
+struct RangeGuardReport {
+  bool applied = false;  // magnitudes were observed and used
+  RangeLimits limits;    // RangeGuardLimits(target)
+  // The nodes it kept float32 (NodeLabel), in pre-order; only nodes that
+  // would have converted otherwise.
+  std::vector<std::string> nodes;
 };
 
 struct PrecisionReport {
@@ -67,6 +82,7 @@ struct PrecisionReport {
   int64_t tensor_bytes_before = 0, tensor_bytes_after = 0;
   // Tensors with values beyond the target range, with the count clamped.
   std::vector<std::pair<std::string, int64_t>> clamped;
+  RangeGuardReport range_guard;
   std::vector<std::string> warnings;
 };
 
@@ -76,11 +92,13 @@ std::optional<std::string_view> KeptOpReason(std::string_view op, int32_t target
 
 // Converts `model` (ai.onnx at `opset`) in place. `states` are the inferred
 // value types (infer::Engine::States); `resolver` reads external data (may be
-// null when the model has none). Errors: a target that is not float16 or
+// null when the model has none); `observed` are the magnitudes of the range
+// guard (null: no guard). Errors: a target that is not float16 or
 // bfloat16 (InvalidArgument), unreadable tensor data, internal errors.
 absl::Status ConvertPrecision(ir::Model& model, int64_t opset, const PrecisionOptions& options,
                               const std::map<std::string, infer::ValueState>& states,
-                              io::ExternalDataResolver* resolver, PrecisionReport* report);
+                              io::ExternalDataResolver* resolver, const ValueMagnitudes* observed,
+                              PrecisionReport* report);
 
 // "float16" / "bfloat16".
 const char* PrecisionName(int32_t target);

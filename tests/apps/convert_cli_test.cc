@@ -224,6 +224,42 @@ TEST(ConvertCliTest, InlineAndExternalDataWithoutOpset) {
   EXPECT_EQ(both.exit_code, 0) << both.out << both.err;
 }
 
+// x[2,4] -> MatMul(w: 60000..) -> Mul(1e-5): the MatMul's output passes
+// float16's range, the model's output does not.
+std::string WriteOverflowingModel(const fs::path& dir) {
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2, 4}})
+      .Initializer(RawFloatTensor("w", {4, 4}, 60000.f))
+      .Initializer(RawFloatTensor("s", {}, 1e-5f))
+      .Node("MatMul", {"x", "w"}, {"big"}, {}, "mm")
+      .Node("Mul", {"big", "s"}, {"y"}, {}, "scale")
+      .Output("y", pb::kFloat, {{2, 4}});
+  std::string path = (dir / "big.onnx").string();
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, path).ok());
+  return path;
+}
+
+TEST(ConvertCliTest, RangeGuardKeepsOverflowingNodesUnlessTurnedOff) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteOverflowingModel(dir);
+  std::string out = (dir / "h.onnx").string();
+  CliResult r = RunCli({"convert", in, "--float16", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: range guard: 2 node(s) kept float32"));
+  EXPECT_THAT(r.err, HasSubstr("'mm' (MatMul), 'scale' (Mul)"));
+  EXPECT_THAT(r.out, HasSubstr("kept float32: 2 node(s): range guard"));
+  CliResult j = RunCli({"convert", in, "--float16", "-o", out, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  EXPECT_THAT(j.out, HasSubstr("\"applied\": true"));
+  EXPECT_THAT(j.out, HasSubstr("\"'mm' (MatMul)\""));
+  std::string off = (dir / "off.onnx").string();
+  CliResult n = RunCli({"convert", in, "--float16", "--no-range-guard", "-o", off});
+  EXPECT_EQ(n.exit_code, 1) << n.out << n.err;
+  EXPECT_THAT(n.out, HasSubstr("NaN or Inf"));
+  EXPECT_FALSE(fs::exists(off));
+  EXPECT_EQ(RunCli({"convert", in, "--opset", "18", "--no-range-guard", "-o", off}).exit_code, 2);
+}
+
 TEST(ConvertCliTest, PrecisionUsageErrorsExit2) {
   fs::path dir = MakeTempDir();
   std::string in = WriteMatMulModel(dir);
