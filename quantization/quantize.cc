@@ -73,7 +73,12 @@ class Driver {
       r.holdout_samples = held->count();
       ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
       ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
-      r.target_met = Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) >= 0;
+      if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
+        ONNXKIT_RETURN_IF_ERROR(Fallback(r));
+        if (!r.kept_float.empty()) {
+          ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
+        }
+      }
       return Finish(r);
     }
     if (options_.calibration) {
@@ -101,6 +106,8 @@ class Driver {
     }
     if (options_.report_tensors) {
       ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, &r.qdq.activations));
+    } else if (!r.kept_float.empty()) {  // the report of the model written
+      ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
     }
     held_ = std::move(held);
     calib_ = std::move(calib);
@@ -122,10 +129,17 @@ class Driver {
     double sqnr, cosine, margin;
   };
 
-  absl::StatusOr<Trial> Try(const std::set<std::string>& keep) {
+  // The model quantized in this run's mode with the nodes of `keep` left in float.
+  absl::StatusOr<QdqResult> QuantizeKeeping(const std::set<std::string>& keep) {
     QdqOptions o = options_.qdq;
     o.keep_float = keep;
-    ONNXKIT_ASSIGN_OR_RETURN(QdqResult q, InsertQdq(model_, calib_result_ ? *calib_result_ : Calibration{}, o));
+    if (options_.dynamic) return QuantizeDynamic(model_, o);
+    if (options_.weights_only) return QuantizeWeightsOnly(model_, o, options_.weights_only_options);
+    return InsertQdq(model_, calib_result_ ? *calib_result_ : Calibration{}, o);
+  }
+
+  absl::StatusOr<Trial> Try(const std::set<std::string>& keep) {
+    ONNXKIT_ASSIGN_OR_RETURN(QdqResult q, QuantizeKeeping(keep));
     ONNXKIT_ASSIGN_OR_RETURN(ErrorReport rep, evaluator_->Evaluate(q.model, nullptr));
     double sqnr = rep.min_output_sqnr(), cosine = rep.min_output_cosine();
     return Trial{std::move(q), sqnr, cosine, Margin(sqnr, cosine)};

@@ -186,6 +186,10 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
                       "--allow-random-calibration (random data gives poor scales)");
   }
   if (sources > 1) return UsageError("give only one of --calibration, --input, --allow-random-calibration");
+  if (sources == 0 && (!std::isnan(f.target_sqnr) || !std::isnan(f.target_cosine))) {
+    return UsageError("--target-sqnr and --target-cosine measure the quantized model on samples: give --calibration "
+                      "DIR, --input FILE or --allow-random-calibration");
+  }
   if (f.samples < 1 || f.holdout < 1 || f.bins < 16 || f.bins > (1 << 20)) {
     return UsageError("--samples and --holdout must be >= 1, --bins in [16, 1048576]");
   }

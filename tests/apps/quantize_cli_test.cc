@@ -194,6 +194,11 @@ TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
                            "--target-sqnr", "500", "--json"});
   EXPECT_EQ(both.exit_code, 1) << both.err;  // the SQNR target still fails
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--target-cosine", "1.5"}).exit_code, 2);
+  // A target needs samples to measure on, whatever the mode.
+  CliResult none = RunCli({"quantize", in, "-o", out, "--weights-only", "--target-sqnr", "30"});
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("--target-sqnr"));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--mode", "dynamic", "--target-cosine", "0.9"}).exit_code, 2);
 }
 
 }  // namespace

@@ -138,6 +138,32 @@ TEST(BlockedTest, WeightsBecomeBlockedDequantizeLinearAndRun) {
   }
 }
 
+// --target-sqnr with --weights-only: the greedy fallback keeps the weights
+// in float until the target is met, and the report is the written model's.
+TEST(BlockedTest, TargetKeepsWeightsInFloat) {
+  io::LoadedModel m = Model(21, false);
+  QuantizeOptions o;
+  o.weights_only = true;
+  o.weights_only_options = {4, 16};
+  o.min_opset = kWeightsOnlyOpset;
+  o.backend = runner::Backend::kReference;
+  o.target_sqnr_db = 150;  // only float reaches it
+  auto samples = RandomSamples(2, 1, -1, 1, {});
+  auto r = Quantize(m, samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->target_met);
+  EXPECT_EQ(r->kept_float.size(), 1u);
+  EXPECT_EQ(r->qdq.weights, 0);
+  EXPECT_GE(r->report.min_output_sqnr(), 150);
+  testing::ExpectValid(r->qdq.model);
+  o.target_sqnr_db = 5;  // int4 reaches it: nothing kept
+  auto easy = Quantize(m, samples.get(), o);
+  ASSERT_TRUE(easy.ok()) << easy.status();
+  EXPECT_TRUE(easy->target_met);
+  EXPECT_TRUE(easy->kept_float.empty());
+  EXPECT_EQ(easy->qdq.weights, 1);
+}
+
 TEST(BlockedTest, OlderOpsetIsConvertedOrRefused) {
   QuantizeOptions o;
   o.weights_only = true;
