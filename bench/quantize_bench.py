@@ -5,14 +5,16 @@ For each model and method: quantize on N seeded random samples
 (--allow-random-calibration), read the output SQNR vs float32 from the
 report, then check that ONNX Runtime runs the QDQ model with outputs close to
 onnxkit's reference backend on the same model (ORT_NODE, bench/ort_outputs.js).
-Also measures calibration memory: peak RSS with 16 vs 256 samples.
+Also measures calibration memory: peak RSS with 16 vs 256 samples (--memory),
+and runs `onnxkit check --full` and onnx.checker (full_check) on every result.
 
 Usage: bench/quantize_bench.py [--onnxkit BIN] [--samples 32] [--models a.onnx ...]
 """
 import argparse, glob, json, math, os, random, struct, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPES = {'bert_mini': ['input_ids=1x64', 'attention_mask=1x64', 'token_type_ids=1x64']}
+SHAPES = {'bert_mini': ['input_ids=1x64', 'attention_mask=1x64', 'token_type_ids=1x64'],
+          'bert_base': ['input_ids=1x64', 'attention_mask=1x64', 'token_type_ids=1x64']}
 
 
 def varint(b, i):
@@ -158,6 +160,8 @@ def main():
             row.update(quantize(a.onnxkit, m, method, a.samples, shapes, out, out + '.json'))
             if 'error' not in row:
                 row['onnx_checker'] = onnx_checker(out)
+                chk = subprocess.run([a.onnxkit, 'check', '--full', out], capture_output=True, text=True)
+                row['onnxkit_check_full'] = 'ok' if chk.returncode == 0 else 'exit %d' % chk.returncode
             if 'error' not in row and not a.no_ort and method == a.methods.split(',')[0]:
                 d = os.path.join(work, base + '_ort'); os.makedirs(d, exist_ok=True)
                 try:

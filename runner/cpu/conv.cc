@@ -5,8 +5,9 @@
 // everything oneDNN does not cover falls back to them.
 //
 // Layouts: the runner's tensors are plain (NCHW). Pointwise convolutions
-// (grouped ones too) over at least 100 positions run plain (oneDNN's GEMM
-// path beats a blocked convolution plus reorders there); depthwise ones run
+// (grouped ones too) of stride 1 over at least 100 positions run plain
+// (oneDNN's GEMM path beats a blocked convolution plus reorders there; a
+// strided one would gather its source first, about 4x slower); depthwise ones run
 // channel-blocked (nChw16c: the cheapest reorders and oneDNN's fastest
 // depthwise kernel); the others let oneDNN choose (format_tag::any, NHWC
 // here). The source is reordered in and the destination out, which costs
@@ -295,8 +296,9 @@ class ConvKernel : public FloatConvKernel {
     plan.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
     if (b != nullptr) plan.bias = PlainDesc(b->shape(), memory::data_type::f32);
     plan.y_shape = y_shape;
-    bool pointwise = !(group_ > 1 && group_ == c) && AllEqual(kernel, 1) && AllEqual(win->pad_begin, 0) &&
-                     AllEqual(win->pad_end, 0) && win->out_size >= kPlainPointwiseMinPositions;
+    bool pointwise = !(group_ > 1 && group_ == c) && AllEqual(kernel, 1) && AllEqual(win->strides, 1) &&
+                     AllEqual(win->pad_begin, 0) && AllEqual(win->pad_end, 0) &&
+                     win->out_size >= kPlainPointwiseMinPositions;
     bool depthwise = group_ > 1 && group_ == c;
     std::vector<memory::format_tag> tags = {memory::format_tag::any};
     if (pointwise) tags = {PlainTag(x.rank()), memory::format_tag::any};
