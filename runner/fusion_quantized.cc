@@ -268,6 +268,51 @@ bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
   return ExtendTable(op->output(0), graph, is_constant, is_scalar, skip, taken, chain);
 }
 
+// The pooling chain at `dq`, if any: DequantizeLinear, then Relu, Clip or
+// Identity nodes (their bounds constant), then MaxPool (only its first
+// output read, floor rounding), then QuantizeLinear. Max pooling commutes
+// with the other, non-decreasing steps, so the kernel pools the 8-bit
+// values and looks the result up (it checks the table is non-decreasing).
+bool MatchPool(const ir::Node& dq, const ir::Graph& graph, const std::function<bool(const ir::Value*)>& is_constant,
+               const std::function<bool(const ir::Node*)>& skip, const absl::flat_hash_set<const ir::Node*>& taken,
+               FusionChain& chain) {
+  if (!IsQdqNode(&dq, "DequantizeLinear", is_constant) || is_constant(dq.input(0))) return false;
+  chain.nodes = {&dq};
+  chain.chained_input = {-1};
+  const ir::Value* cur = dq.output(0);
+  for (;;) {
+    const ir::Node* next = SoleConsumer(cur, graph);
+    if (next == nullptr || skip(next) || taken.contains(next) || next->input(0) != cur || chain.nodes.size() > 6)
+      return false;
+    for (int i = 1; i < next->num_inputs(); ++i) {
+      if (next->input(i) == cur || (Present(next->input(i)) && !is_constant(next->input(i)))) return false;
+    }
+    const std::string& t = next->op_type();
+    chain.nodes.push_back(next);
+    chain.chained_input.push_back(0);
+    if (t == "MaxPool") {
+      if (!InDefaultDomain(*next) || !OnlyFirstOutput(*next) || next->GetInt("ceil_mode").value_or(0) != 0)
+        return false;
+      // Every window must hold an element (a pad shorter than the kernel).
+      std::vector<int64_t> kernel = next->GetInts("kernel_shape").value_or(std::vector<int64_t>{});
+      std::vector<int64_t> pads = next->GetInts("pads").value_or(std::vector<int64_t>{});
+      if (kernel.empty() || (!pads.empty() && pads.size() != 2 * kernel.size())) return false;
+      for (size_t i = 0; i < pads.size(); ++i) {
+        if (pads[i] >= kernel[i % kernel.size()]) return false;
+      }
+      const ir::Node* q = SoleConsumer(next->output(0), graph);
+      if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != next->output(0))
+        return false;
+      chain.nodes.push_back(q);
+      chain.chained_input.push_back(0);
+      return true;
+    }
+    if ((t != "Relu" && t != "Clip" && t != "Identity") || !InDefaultDomain(*next) || !OnlyFirstOutput(*next))
+      return false;
+    cur = next->output(0);
+  }
+}
+
 // A lookup chain at `op` whose DequantizeLinear has other readers too (the
 // GELU's x / sqrt(2) and x * ...): it starts at the op, reads the quantized
 // source as its extra inputs and bypasses the DequantizeLinear.
@@ -318,6 +363,11 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
+    if (MatchPool(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
     if (MatchTableBypass(*node, graph, is_constant, is_scalar, skip, taken, chain)) Finish(chain, taken, chains);
   }
   return chains;
@@ -364,6 +414,9 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
       return LayoutRole::kNone;
     }
     return LayoutRole::kConv2d;
+  }
+  for (const ir::Node* n : chain.nodes) {
+    if (n->op_type() == "MaxPool") return LayoutRole::kNone;  // pooling chains run plain
   }
   if (chain.nodes.size() >= 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
       ScalarParameters(chain.head(), is_scalar)) {

@@ -9,7 +9,9 @@
 // the first NaN) and AveragePool's float sums are the reference's.
 // The rest (1-D and 3-D windows, global pooling, int8/uint8 MaxPool) runs on
 // oneDNN pooling_v2 (dilations) over plain tensors of rank 3 to 5 (oneDNN's
-// plain pooling kernels beat a reorder to blocked layouts here). The window
+// plain float pooling kernels beat a reorder to blocked layouts here; its
+// 8-bit ones exist only channels-last, so 8-bit tensors are reordered in
+// and out). The window
 // is the reference kernels' (auto_pad, pads, ceil_mode resolved per input
 // shape); for oneDNN, ceil_mode becomes extra end padding.
 //
@@ -363,6 +365,8 @@ class PoolKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (!built_ || x->shape() != shape_ || x->dtype() != dtype_) {
       primitive_ = dnnl::primitive();
+      to_last_ = dnnl::reorder();
+      from_last_ = dnnl::reorder();
       supported_ = Build(*x);
       built_ = true;
       shape_ = x->shape();
@@ -380,10 +384,20 @@ class PoolKernel : public CpuKernel {
       return absl::OkStatus();
     }
     std::unordered_map<int, memory> args;
+    memory x_user, y_user;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
-      args[DNNL_ARG_SRC] = UserMemory(*x, src_);
-      args[DNNL_ARG_DST] = UserMemory(*y, dst_);
+      x_user = UserMemory(*x, src_);
+      y_user = UserMemory(*y, dst_);
     }));
+    if (to_last_) {
+      ONNXKIT_RETURN_IF_ERROR(Execute("pooling source reorder", to_last_,
+                                      {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, src_last_}}));
+      ONNXKIT_RETURN_IF_ERROR(
+          Execute("pooling", primitive_, {{DNNL_ARG_SRC, src_last_}, {DNNL_ARG_DST, dst_last_}}));
+      return Execute("pooling result reorder", from_last_, {{DNNL_ARG_FROM, dst_last_}, {DNNL_ARG_TO, y_user}});
+    }
+    args[DNNL_ARG_SRC] = x_user;
+    args[DNNL_ARG_DST] = y_user;
     return Execute("pooling", primitive_, args);
   }
 
@@ -420,15 +434,29 @@ class PoolKernel : public CpuKernel {
     }
     src_ = PlainDesc(x.shape(), *dt);
     dst_ = PlainDesc(y_shape_, *dt);
+    // 8-bit pooling has vector kernels only channels-last (plain runs
+    // oneDNN's reference loops, ~100x slower): reorder in and out.
+    const bool bytes = x.dtype() != pb::kFloat;
+    const memory::format_tag last = x.rank() == 3 ? memory::format_tag::acb
+                                    : x.rank() == 4 ? memory::format_tag::acdb
+                                                    : memory::format_tag::acdeb;
     dnnl::algorithm alg = mode_ == PoolMode::kMax ? dnnl::algorithm::pooling_max
                           : count_include_pad_    ? dnnl::algorithm::pooling_avg_include_padding
                                                   : dnnl::algorithm::pooling_avg_exclude_padding;
     memory::dims dilations;
     for (int64_t d : w.dilations) dilations.push_back(d - 1);
     absl::Status s = Guard("pooling", [&] {
-      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_, dst_, Dims(w.strides),
+      memory::desc src = bytes ? memory::desc(Dims(x.shape()), *dt, last) : src_;
+      memory::desc dst = bytes ? memory::desc(Dims(y_shape_), *dt, last) : dst_;
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, Dims(w.strides),
                                        Dims(w.kernel), dilations, Dims(w.pad_begin), pad_end);
       primitive_ = dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(d, Engine()));
+      if (bytes) {
+        src_last_ = memory(src, Engine());
+        dst_last_ = memory(dst, Engine());
+        to_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_, Engine(), src));
+        from_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_));
+      }
     });
     return s.ok();
   }
@@ -447,6 +475,9 @@ class PoolKernel : public CpuKernel {
   std::vector<int64_t> y_shape_;
   memory::desc src_, dst_;
   dnnl::primitive primitive_;
+  // 8-bit: the channels-last copies and their reorders.
+  memory src_last_, dst_last_;
+  dnnl::reorder to_last_, from_last_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const ir::Node& node, const KernelInfo& info, PoolMode mode,

@@ -658,6 +658,152 @@ class ActivationMatMulKernel : public CpuKernel {
   std::vector<int32_t> acc_;
 };
 
+// Runs `probe` (a chain ending in QuantizeLinear, run as `ctx`'s node) with
+// the 256 values of `x_type` in ascending order as input `probe_slot`
+// (dequantized with `scale` and `zp` first when `dequantize`), the other
+// inputs `inputs`; fills `table` (entry v: the result for the source byte
+// v ^ flip) and the result type. False when it does not give 256 8-bit
+// values.
+bool ProbeTable(KernelContext& ctx, Kernel& probe, std::vector<const RtValue*> inputs, int probe_slot, bool dequantize,
+                const Tensor* scale, const Tensor* zp, int32_t x_type, uint8_t table[256], int32_t* y_type) {
+  absl::StatusOr<Tensor> all = Tensor::AllocateUninitialized(x_type, {256});
+  if (!all.ok()) return false;
+  for (int v = 0; v < 256; ++v) {
+    // Entry v holds the source byte v ^ flip: the values in ascending order.
+    int value = x_type == pb::kInt8 ? v - 128 : v;
+    static_cast<uint8_t*>(all->mutable_raw())[v] = static_cast<uint8_t>(value);
+  }
+  if (dequantize) {  // the chain starts after the DequantizeLinear: probe with its result
+    std::optional<float> s = ScalarFloat(scale);
+    if (!s || (zp != nullptr && zp->dtype() != x_type) || (zp == nullptr && x_type != pb::kUint8)) return false;
+    absl::StatusOr<Tensor> floats = Tensor::AllocateUninitialized(pb::kFloat, {256});
+    if (!floats.ok()) return false;
+    DequantizeByteRow(all->raw(), x_type, floats->mutable_data<float>(), 256, *s, zp != nullptr ? Int8Value(*zp, 0) : 0);
+    all = *std::move(floats);
+  }
+  RtValue values = RtValue::FromTensor(*std::move(all));
+  if (probe_slot < 0 || probe_slot >= static_cast<int>(inputs.size())) return false;
+  inputs[static_cast<size_t>(probe_slot)] = &values;
+  std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
+  KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
+  if (!probe.Run(sub).ok()) return false;
+  if (outputs.empty() || !outputs[0].is_tensor()) return false;
+  const Tensor& y = outputs[0].tensor();
+  if (!IsInt8Type(y.dtype()) || y.size() != 256) return false;
+  std::memcpy(table, y.raw(), 256);
+  *y_type = y.dtype();
+  return true;
+}
+
+// True when `table` maps every byte to itself.
+bool IdentityTable(const uint8_t table[256], int32_t x_type, int32_t y_type) {
+  const int flip = x_type == pb::kInt8 ? 0x80 : 0;
+  bool identity = x_type == y_type;
+  for (int byte = 0; byte < 256; ++byte) identity = identity && table[byte ^ flip] == byte;
+  return identity;
+}
+
+// DequantizeLinear -> Relu / Clip / Identity -> MaxPool -> QuantizeLinear
+// (runner/fusion.h's pooling chains): the 8-bit source max-pooled by the
+// cpu MaxPool kernel, then looked up in the table of the chain without its
+// MaxPool. Exact when the table is non-decreasing over the ascending source
+// values and QuantizeLinear's scale is positive (checked; else node by
+// node): if the maximum float value comes from element i and the largest
+// source is element m, then Q(f(x_i)) >= Q(f(x_m)) (Q non-decreasing) and
+// table(x_i) <= table(x_m) (x_i <= x_m), so both give the same result.
+class PoolChainKernel : public CpuKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<Kernel>> Make(const FusionChain& chain, const KernelInfo& info,
+                                                      std::unique_ptr<Kernel> fallback) {
+    auto kernel = std::unique_ptr<PoolChainKernel>(new PoolChainKernel(std::move(fallback)));
+    auto probe = std::make_unique<FusionChain>();
+    probe->kind = FusionKind::kQuantized;
+    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+      if (chain.nodes[k]->op_type() == "MaxPool") {
+        kernel->pool_ = k;
+        continue;
+      }
+      probe->input_offset.push_back(probe->num_inputs);
+      kernel->source_offset_.push_back(chain.input_offset[k]);
+      probe->nodes.push_back(chain.nodes[k]);
+      probe->chained_input.push_back(probe->nodes.size() == 1 ? -1 : 0);
+      probe->num_inputs += chain.nodes[k]->num_inputs();
+    }
+    if (kernel->pool_ == 0 || probe->nodes.size() + 1 != chain.nodes.size())
+      return absl::InternalError("a quantized pooling chain without one MaxPool");
+    const ir::Node& pool = *chain.nodes[kernel->pool_];
+    ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry, FindKernel(Backend::kCpu, pool.domain(), pool.op_type(), info.opset));
+    ONNXKIT_ASSIGN_OR_RETURN(kernel->pool_kernel_, entry->factory(pool, info));
+    ONNXKIT_ASSIGN_OR_RETURN(kernel->probe_, MakeChainKernel(*probe, Backend::kCpu, info, /*counted=*/false));
+    kernel->pool_node_ = &pool;
+    kernel->q_offset_ = chain.input_offset.back();
+    kernel->probe_chain_ = std::move(probe);
+    return std::unique_ptr<Kernel>(std::move(kernel));
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, 0);
+    if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() < 3) return Fallback(ctx);
+    if (x->dtype() != x_type_) {
+      x_type_ = x->dtype();
+      ok_ = BuildTable(ctx);
+    }
+    if (!ok_) return Fallback(ctx);
+    std::vector<RtValue> pooled(static_cast<size_t>(pool_node_->num_outputs()));
+    KernelContext sub(*pool_node_, ctx.opset(), {ctx.Value(0)}, &pooled, ctx.subgraphs());
+    ONNXKIT_RETURN_IF_ERROR(pool_kernel_->Run(sub));
+    if (pooled.empty() || !pooled[0].is_tensor() || pooled[0].tensor().dtype() != x_type_)
+      return absl::InternalError("8-bit max pooling changed the element type");
+    if (identity_) return ctx.SetOutput(0, std::move(pooled[0]));
+    const Tensor& p = pooled[0].tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type_, p.shape()));
+    Lookup(static_cast<const uint8_t*>(p.raw()), static_cast<uint8_t*>(y->mutable_raw()), p.size(), table_,
+           x_type_ == pb::kInt8 ? 0x80 : 0);
+    return absl::OkStatus();
+  }
+
+ private:
+  explicit PoolChainKernel(std::unique_ptr<Kernel> fallback) : CpuKernel(std::move(fallback)) {}
+
+  bool BuildTable(KernelContext& ctx) {
+    std::vector<const RtValue*> inputs;
+    for (size_t k = 0; k < probe_chain_->nodes.size(); ++k) {
+      for (int j = 0; j < probe_chain_->nodes[k]->num_inputs(); ++j) {
+        const RtValue* v = ctx.Value(source_offset_[k] + j);
+        const Tensor* t = v != nullptr && v->is_tensor() ? &v->tensor() : nullptr;
+        if (!(k == 0 && j == 0) && t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
+        // Finite bounds and scales (a NaN bound would not commute with the maximum).
+        if (t != nullptr && t->dtype() == pb::kFloat && t->size() == 1 && !std::isfinite(t->data<float>()[0]))
+          return false;
+        inputs.push_back(v);
+      }
+    }
+    if (!ProbeTable(ctx, *probe_, std::move(inputs), 0, false, nullptr, nullptr, x_type_, table_, &y_type_))
+      return false;
+    identity_ = IdentityTable(table_, x_type_, y_type_);
+    // QuantizeLinear non-decreasing (a positive scale), and the table
+    // non-decreasing over the ascending source values (entry v).
+    std::optional<float> y_scale = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    if (!y_scale || !(*y_scale > 0)) return false;
+    for (int v = 0; v + 1 < 256; ++v) {
+      const int a = y_type_ == pb::kInt8 ? static_cast<int8_t>(table_[v]) : table_[v];
+      const int b = y_type_ == pb::kInt8 ? static_cast<int8_t>(table_[v + 1]) : table_[v + 1];
+      if (a > b) return false;
+    }
+    return true;
+  }
+
+  size_t pool_ = 0;
+  const ir::Node* pool_node_ = nullptr;
+  std::unique_ptr<FusionChain> probe_chain_;  // outlives probe_ (declared first), which refers to it
+  std::unique_ptr<Kernel> pool_kernel_, probe_;
+  std::vector<int> source_offset_;            // per probe node: its first input in the fused kernel
+  int q_offset_ = 0;                          // the QuantizeLinear's first input
+  int32_t x_type_ = 0, y_type_ = 0;
+  bool ok_ = false, identity_ = false;
+  uint8_t table_[256] = {};
+};
+
 // DequantizeLinear -> elementwise ops -> QuantizeLinear as a table over the
 // 256 source values, computed once by running the chain on all of them
 // (the chain's nodes after a bypassed DequantizeLinear on their dequantized
@@ -718,38 +864,13 @@ class TableKernel : public CpuKernel {
       const Tensor* t = OptionalTensor(ctx, i);
       if (i != x_slot_ && i != probe_slot_ && t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
     }
-    absl::StatusOr<Tensor> all = Tensor::AllocateUninitialized(x_type_, {256});
-    if (!all.ok()) return false;
-    for (int v = 0; v < 256; ++v) {
-      // Entry v holds the source byte v ^ flip: the values in ascending order.
-      int value = x_type_ == pb::kInt8 ? v - 128 : v;
-      static_cast<uint8_t*>(all->mutable_raw())[v] = static_cast<uint8_t>(value);
-    }
-    if (x_slot_ != 0) {  // the chain starts after the DequantizeLinear: probe with its result
-      std::optional<float> scale = ScalarFloat(OptionalTensor(ctx, x_slot_ + 1));
-      const Tensor* zp = OptionalTensor(ctx, x_slot_ + 2);
-      if (!scale || (zp != nullptr && zp->dtype() != x_type_) || (zp == nullptr && x_type_ != pb::kUint8))
-        return false;
-      absl::StatusOr<Tensor> floats = Tensor::AllocateUninitialized(pb::kFloat, {256});
-      if (!floats.ok()) return false;
-      DequantizeByteRow(all->raw(), x_type_, floats->mutable_data<float>(), 256, *scale,
-                        zp != nullptr ? Int8Value(*zp, 0) : 0);
-      all = *std::move(floats);
-    }
-    RtValue probe = RtValue::FromTensor(*std::move(all));
     std::vector<const RtValue*> inputs;
-    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(i == probe_slot_ ? &probe : ctx.Value(i));
-    std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
-    KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
-    if (!probe_->Run(sub).ok()) return false;
-    if (outputs.empty() || !outputs[0].is_tensor()) return false;
-    const Tensor& y = outputs[0].tensor();
-    if (!IsInt8Type(y.dtype()) || y.size() != 256) return false;
-    std::memcpy(table_, y.raw(), 256);
-    y_type_ = y.dtype();
-    identity_ = y_type_ == x_type_;
-    const int flip = x_type_ == pb::kInt8 ? 0x80 : 0;
-    for (int byte = 0; byte < 256; ++byte) identity_ = identity_ && table_[byte ^ flip] == byte;
+    for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.Value(i));
+    const Tensor* scale = x_slot_ != 0 ? OptionalTensor(ctx, x_slot_ + 1) : nullptr;
+    const Tensor* zp = x_slot_ != 0 ? OptionalTensor(ctx, x_slot_ + 2) : nullptr;
+    if (!ProbeTable(ctx, *probe_, std::move(inputs), probe_slot_, x_slot_ != 0, scale, zp, x_type_, table_, &y_type_))
+      return false;
+    identity_ = IdentityTable(table_, x_type_, y_type_);
     return true;
   }
 
@@ -1005,6 +1126,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
                              FindKernel(Backend::kCpu, node.domain(), node.op_type(), info.opset));
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> op, entry->factory(node, info));
     return std::unique_ptr<Kernel>(new MovementKernel(chain, std::move(op), std::move(fallback)));
+  }
+  for (const ir::Node* n : chain.nodes) {
+    if (n->op_type() == "MaxPool") return PoolChainKernel::Make(chain, info, std::move(fallback));
   }
   if (chain.extra_inputs.size() != kQuantizedExtras) {
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> probe,

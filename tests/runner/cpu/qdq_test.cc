@@ -382,6 +382,52 @@ TEST(CpuQdqTest, BinaryChainsAreExact) {
   }
 }
 
+// DequantizeLinear -> [Relu | Clip] -> MaxPool -> QuantizeLinear: the 8-bit
+// values pooled, then looked up: exact. The same parameters on both sides
+// and no step: the pooled 8-bit values themselves. Negative scales (a
+// decreasing table or QuantizeLinear, which do not commute with the
+// maximum): node by node.
+TEST(CpuQdqTest, MaxPoolChainsAreExact) {
+  for (int form = 0; form < 6; ++form) {
+    SCOPED_TRACE("form " + std::to_string(form));
+    QdqCase qc;
+    qc.act = form == 2 ? pb::kInt8 : pb::kUint8;
+    qc.x_zp = form == 2 ? -7 : 118;
+    GraphBuilder g("g");
+    AddSource(g, qc, {1, 5, 13, 11});
+    std::string v = "x";
+    if (form == 0 || form == 2) {
+      g.Node("Relu", {v}, {"r"}, {}, "relu");
+      v = "r";
+    } else if (form == 1) {
+      g.Initializer(InitializerFrom("lo", Floats({}, {-0.5f})));
+      g.Initializer(InitializerFrom("hi", Floats({}, {1.f})));
+      g.Node("Clip", {v, "lo", "hi"}, {"r"}, {}, "clip");
+      v = "r";
+    }
+    g.Node("MaxPool", {v}, {"p"},
+           {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})}, "pool");
+    const bool same = form == 3;
+    g.Initializer(InitializerFrom("y_s", Floats({}, {same ? 0.02f : form == 5 ? -0.03f : 0.013f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(qc.act, same ? qc.x_zp : qc.act == pb::kInt8 ? -100 : 9)));
+    if (form >= 4) {  // a negative scale on the source (and, form 5, the result)
+      for (auto& t : g.graph().initializer) {
+        if (t.name == "x_s") t = InitializerFrom("x_s", Floats({}, {-0.02f}));
+      }
+    }
+    g.Node("QuantizeLinear", {"p", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", qc.act);
+    const Feeds feeds = {{"xq", Source(qc, {1, 5, 13, 11}, 30)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"dq_x"});
+    EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, form >= 4);
+  }
+}
+
 // A Relu on values quantized from zero with the same parameters is the
 // identity: the source passes through (also when the source is read again).
 TEST(CpuQdqTest, IdentityLookupPassesTheSourceThrough) {
