@@ -7,7 +7,8 @@
 // After: one step from %xq to %yq (the DequantizeLinear of %x in the chain
 // when Conv is its only use; %w stays a folded constant, or, for a MatMul
 // of two activations, is read quantized with its DequantizeLinear
-// bypassed).
+// bypassed). Without a QuantizeLinear after the op (or its Relu), the
+// chain ends there and gives the float result.
 //
 // Before (lookup):
 //   %x = DequantizeLinear(%xq, %xs, %xz)    %r = Relu(%x)    %yq = QuantizeLinear(%r, %ys, %yz)
@@ -129,8 +130,12 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
     relu = next;
     next = SoleConsumer(relu->output(0), graph);
   }
-  if (!IsQdqNode(next, "QuantizeLinear", is_constant) || skip(next) || taken.contains(next)) return false;
-  if (next->input(0) != (relu != nullptr ? relu->output(0) : op.output(0))) return false;
+  // Without a QuantizeLinear after it, the chain gives the float result
+  // (a classifier's last Gemm): the int8 primitive writes float32.
+  const bool quantized_out = IsQdqNode(next, "QuantizeLinear", is_constant) && !skip(next) &&
+                             !taken.contains(next) &&
+                             next->input(0) == (relu != nullptr ? relu->output(0) : op.output(0));
+  if (!quantized_out && activations) return false;
   const bool dq_in_chain = SoleConsumer(dq_x->output(0), graph) == &op && !skip(dq_x) && !taken.contains(dq_x);
   if (dq_in_chain) {
     chain.nodes.push_back(dq_x);
@@ -142,8 +147,10 @@ bool MatchWeighted(const ir::Node& op, const ir::Graph& graph,
     chain.nodes.push_back(relu);
     chain.chained_input.push_back(0);
   }
-  chain.nodes.push_back(next);
-  chain.chained_input.push_back(0);
+  if (quantized_out) {
+    chain.nodes.push_back(next);
+    chain.chained_input.push_back(0);
+  }
   for (const ir::Node* dq : {dq_x, dq_w}) {
     for (int i = 0; i < 3; ++i) chain.extra_inputs.push_back(i < dq->num_inputs() ? dq->input(i) : nullptr);
   }

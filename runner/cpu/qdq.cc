@@ -159,13 +159,14 @@ bool ResolveParams(KernelContext& ctx, const WeightedLayout& in, int64_t channel
   const Tensor* w_zp = OptionalTensor(ctx, in.extra + kQwZeroPoint);
   const Tensor* y_zp = in.y_zp >= 0 ? OptionalTensor(ctx, in.y_zp) : nullptr;
   std::optional<float> xs = ScalarFloat(OptionalTensor(ctx, in.extra + kQxScale));
-  std::optional<float> ys = ScalarFloat(in.y_scale >= 0 ? OptionalTensor(ctx, in.y_scale) : nullptr);
+  // No QuantizeLinear (y_scale < 0): a float32 result, scaled by 1.
+  std::optional<float> ys = in.y_scale >= 0 ? ScalarFloat(OptionalTensor(ctx, in.y_scale)) : std::optional<float>(1.f);
   if (x == nullptr || w == nullptr || !xs || !ys || !IsInt8Type(x->dtype()) || !IsInt8Type(w->dtype())) return false;
   if (!(*xs > 0) || !(*ys > 0) || !std::isfinite(*xs) || !std::isfinite(*ys)) return false;
   if (x_zp != nullptr && (x_zp->dtype() != x->dtype() || x_zp->size() != 1 || x_zp->rank() > 1)) return false;
   if (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1)) return false;
   p.x_type = x->dtype();
-  p.y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+  p.y_type = in.y_scale < 0 ? pb::kFloat : y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
   p.x_zp = x_zp != nullptr ? Int8Value(*x_zp, 0) : 0;
   p.y_zp = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
   // Weight scales: one, or one per channel along the output-channel axis.
@@ -1153,7 +1154,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
         layout.y_zp = offset + 2;
     }
   }
-  if (op == nullptr || layout.y_scale < 0) return absl::InternalError("a quantized chain has no Conv, MatMul or Gemm");
+  if (op == nullptr) return absl::InternalError("a quantized chain has no Conv, MatMul or Gemm");
   const ir::Node* dq_w = op->input(1)->producer();
   for (const FusionChain::Bypass& by : chain.bypass) {
     if (by.dequantize == dq_w && op->op_type() == "MatMul") {  // two activations

@@ -223,6 +223,38 @@ TEST(CpuQdqTest, Gemm) {
   }
 }
 
+// A weighted op whose result is not quantized again (a classifier's last
+// Gemm): the int8 primitive writes float32, equal to the reference's float
+// computation up to float rounding (the int8 sum is exact).
+TEST(CpuQdqTest, FloatResultOfAWeightedOp) {
+  for (int form = 0; form < 2; ++form) {
+    SCOPED_TRACE(form == 0 ? "Gemm" : "Conv + Relu");
+    QdqCase qc = Cases()[0];
+    GraphBuilder g("g");
+    std::vector<int64_t> x_shape = form == 0 ? std::vector<int64_t>{3, 64} : std::vector<int64_t>{1, 16, 9, 9};
+    AddSource(g, qc, x_shape);
+    if (form == 0) {
+      AddWeights(g, qc, "w", {10, 64}, 0, 10, 33);
+      g.Initializer(InitializerFrom("b", RandomFloats({10}, 34, -1.f, 1.f)));
+      g.Node("Gemm", {"x", "w", "b"}, {"y"}, {AttrInt("transB", 1)}, "gemm").Output("y", pb::kFloat);
+    } else {
+      AddWeights(g, qc, "w", {8, 16, 3, 3}, 0, 8, 35);
+      g.Node("Conv", {"x", "w"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv");
+      g.Node("Relu", {"c"}, {"y"}, {}, "relu").Output("y", pb::kFloat);
+    }
+    const Feeds feeds = {{"xq", Source(qc, x_shape, 36)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    ASSERT_EQ(cpu->outputs[0].dtype(), pb::kFloat);
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 1e-4f, 1e-5f, "y");
+    // One step from the source (dq_w is folded when the session starts).
+    EXPECT_EQ(cpu->ran, (std::vector<std::string>{"dq_w", "dq_x"}));
+    if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+  }
+}
+
 // MatMul of two quantized activations (attention's Q K^T): an int8 matmul
 // into int32 with both zero points taken out exactly, one step at most.
 // Batched with equal batch dims, and with a 2-D second operand; u8 and s8;
