@@ -131,6 +131,36 @@ absl::Status DropoutUp12(Step& step) {
   return GenericStep(step);
 }
 
+// Dropout's mask became bool at opset 10 (the input's type before). In
+// inference the mask is all ones: an unused mask is dropped, a used one is
+// the new mask cast to the old type (true <-> 1). `up`: 9 -> 10.
+absl::Status DropoutMaskStep(Step& step, bool up) {
+  ir::Value* mask = step.node->num_outputs() > 1 ? step.node->output(1) : nullptr;
+  if (mask == nullptr || mask->name().empty()) return GenericStep(step);
+  if (mask->IsGraphOutput()) return Block("the mask is a graph output, whose type would change");
+  const bool used = mask->has_uses();
+  std::optional<int32_t> x_type = ElemType(*step.node->input(0), *step.ctx);
+  if (used && !up && !x_type) return Block("the mask is used and the input's type is unknown");
+  std::vector<ir::Value*> inputs(step.node->inputs().begin(), step.node->inputs().end());
+  std::vector<pb::AttributeProto> attrs;
+  for (const ir::Attribute& a : step.node->attributes()) attrs.push_back(a.proto);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * d, AddBefore(step, "Dropout", inputs, used ? 2 : 1, std::move(attrs)));
+  if (used) {
+    const int32_t to = up ? x_type.value_or(pb::kFloat) : pb::kBool;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddBefore(step, "Cast", {d->output(1)}, 1, {IntAttr("to", to)}));
+    TypeLike(step, d->output(1), up ? pb::kBool : x_type.value_or(pb::kFloat), step.node->input(0));
+    TypeLike(step, cast->output(0), to, step.node->input(0));
+    ONNXKIT_RETURN_IF_ERROR(ReplaceValue(*step.graph, mask, cast->output(0)));
+  }
+  TypeLike(step, d->output(0), x_type.value_or(pb::kFloat), step.node->input(0));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, d->output(0)));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status DropoutMaskUp10(Step& step) { return DropoutMaskStep(step, true); }
+absl::Status DropoutMaskDown10(Step& step) { return DropoutMaskStep(step, false); }
+
 absl::Status DropoutDown12(Step& step) {
   if (step.node->num_inputs() > 2 && step.node->input(2) != nullptr) {
     ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> training, ConstScalarInput(step, 2));

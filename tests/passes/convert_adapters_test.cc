@@ -498,6 +498,44 @@ TEST(ConvertAdaptersTest, InferenceDropoutDropsARatioFedAtRunTime) {
   EXPECT_FALSE(ConvertTo(training, 10).blockers.empty());
 }
 
+// Dropout's mask is the input's type below 10 and bool from 10: a mask
+// nothing reads is dropped (the light models of the backend suite declare
+// one), a mask that is read is cast (all ones / true in inference).
+TEST(ConvertAdaptersTest, DropoutMaskChangesTypeAtOpset10) {
+  for (bool read : {false, true}) {
+    SCOPED_TRACE(read ? "mask read" : "mask unused");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{2, 3}});
+    g.Node("Dropout", {"x"}, {"y", "mask"}, {AttrFloat("ratio", 0.3f)}, "drop");
+    g.Output("y", pb::kFloat, {{2, 3}});
+    if (read) {
+      g.Node("Mul", {"y", "mask"}, {"z"}, {}, "mul");
+      g.Output("z", pb::kFloat, {{2, 3}});
+    }
+    pb::ModelProto m = ModelFromGraph(g.Build(), 9, 7);
+    ConvertResult up = ConvertTo(m, 13);
+    ASSERT_TRUE(up.blockers.empty()) << up.blockers[0].reason;
+    EXPECT_EQ(OpCount(up.model, "Cast"), read ? 1 : 0);
+    const Feeds feeds = {{"x", RandomFloats({2, 3}, 40)}};
+    ExpectSameOutputs(m, up.model, feeds);
+    // And back down to 9: the bool mask cast to float again.
+    ConvertResult down = ConvertTo(up.model, 9);
+    ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+    ExpectSameOutputs(m, down.model, feeds);
+  }
+  // A mask that is a graph output would change the output's type: refused.
+  pb::ModelProto m13 = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, {{4}})
+                                          .Node("Dropout", {"x"}, {"y", "mask"}, {}, "drop")
+                                          .Output("y", pb::kFloat, {{4}})
+                                          .Output("mask", pb::kBool, {{4}})
+                                          .Build(),
+                                      13, 7);
+  ConvertResult down = ConvertTo(m13, 9);
+  ASSERT_FALSE(down.blockers.empty());
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("graph output"));
+}
+
 TEST(ConvertAdaptersTest, OneHotIndicesFedAtRunTimeWrapLikeOpset11) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("i", pb::kInt64, {{2, 3}})
