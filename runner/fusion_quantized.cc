@@ -277,7 +277,7 @@ bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
 
 // The pooling chain at `dq`, if any: DequantizeLinear, then Relu, Clip or
 // Identity nodes (their bounds constant), then MaxPool (only its first
-// output read, floor rounding), then QuantizeLinear. Max pooling commutes
+// output read), then QuantizeLinear. Max pooling commutes
 // with the other, non-decreasing steps, so the kernel pools the 8-bit
 // values and looks the result up (it checks the table is non-decreasing).
 bool MatchPool(const ir::Node& dq, const ir::Graph& graph, const std::function<bool(const ir::Value*)>& is_constant,
@@ -298,15 +298,7 @@ bool MatchPool(const ir::Node& dq, const ir::Graph& graph, const std::function<b
     chain.nodes.push_back(next);
     chain.chained_input.push_back(0);
     if (t == "MaxPool") {
-      if (!InDefaultDomain(*next) || !OnlyFirstOutput(*next) || next->GetInt("ceil_mode").value_or(0) != 0)
-        return false;
-      // Every window must hold an element (a pad shorter than the kernel).
-      std::vector<int64_t> kernel = next->GetInts("kernel_shape").value_or(std::vector<int64_t>{});
-      std::vector<int64_t> pads = next->GetInts("pads").value_or(std::vector<int64_t>{});
-      if (kernel.empty() || (!pads.empty() && pads.size() != 2 * kernel.size())) return false;
-      for (size_t i = 0; i < pads.size(); ++i) {
-        if (pads[i] >= kernel[i % kernel.size()]) return false;
-      }
+      if (!InDefaultDomain(*next) || !OnlyFirstOutput(*next)) return false;
       const ir::Node* q = SoleConsumer(next->output(0), graph);
       if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != next->output(0))
         return false;
@@ -318,6 +310,27 @@ bool MatchPool(const ir::Node& dq, const ir::Graph& graph, const std::function<b
       return false;
     cur = next->output(0);
   }
+}
+
+// A pooling chain at a MaxPool whose DequantizeLinear has other readers too
+// (an Inception module's pooling branch): MaxPool then QuantizeLinear,
+// reading the quantized source as extra inputs, the DequantizeLinear
+// bypassed.
+bool MatchPoolBypass(const ir::Node& op, const ir::Graph& graph,
+                     const std::function<bool(const ir::Value*)>& is_constant,
+                     const std::function<bool(const ir::Node*)>& skip,
+                     const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  if (op.op_type() != "MaxPool" || !InDefaultDomain(op) || !OnlyFirstOutput(op) || op.num_inputs() != 1) return false;
+  const ir::Node* dq = Dequantizer(op.input(0), is_constant);
+  if (dq == nullptr || is_constant(dq->input(0))) return false;
+  const ir::Node* q = SoleConsumer(op.output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != op.output(0))
+    return false;
+  chain.nodes = {&op, q};
+  chain.chained_input = {-1, 0};
+  for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dq->num_inputs() ? dq->input(j) : nullptr);
+  chain.bypass.push_back({0, -1, dq});
+  return true;
 }
 
 // A lookup chain at `op` whose DequantizeLinear has other readers too (the
@@ -376,6 +389,11 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
     if (MatchTableBypass(*node, graph, is_constant, is_scalar, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
+    if (MatchPoolBypass(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
   }
   return chains;
 }

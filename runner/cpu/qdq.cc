@@ -730,7 +730,9 @@ class PoolChainKernel : public CpuKernel {
       probe->chained_input.push_back(probe->nodes.size() == 1 ? -1 : 0);
       probe->num_inputs += chain.nodes[k]->num_inputs();
     }
-    if (kernel->pool_ == 0 || probe->nodes.size() + 1 != chain.nodes.size())
+    kernel->bypass_ = !chain.bypass.empty();
+    kernel->x_slot_ = kernel->bypass_ ? chain.num_inputs : 0;
+    if ((kernel->pool_ == 0) != kernel->bypass_ || probe->nodes.size() + 1 != chain.nodes.size())
       return absl::InternalError("a quantized pooling chain without one MaxPool");
     const ir::Node& pool = *chain.nodes[kernel->pool_];
     ONNXKIT_ASSIGN_OR_RETURN(const KernelEntry* entry, FindKernel(Backend::kCpu, pool.domain(), pool.op_type(), info.opset));
@@ -738,20 +740,26 @@ class PoolChainKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(kernel->probe_, MakeChainKernel(*probe, Backend::kCpu, info, /*counted=*/false));
     kernel->pool_node_ = &pool;
     kernel->q_offset_ = chain.input_offset.back();
+    ONNXKIT_ASSIGN_OR_RETURN(kernel->attrs_, reference::ParseWindowAttrs(pool));
     kernel->probe_chain_ = std::move(probe);
     return std::unique_ptr<Kernel>(std::move(kernel));
   }
 
   absl::Status Run(KernelContext& ctx) override {
-    const Tensor* x = OptionalTensor(ctx, 0);
+    const Tensor* x = OptionalTensor(ctx, x_slot_);
     if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() < 3) return Fallback(ctx);
     if (x->dtype() != x_type_) {
       x_type_ = x->dtype();
       ok_ = BuildTable(ctx);
     }
     if (!ok_) return Fallback(ctx);
+    if (x->shape() != shape_) {
+      shape_ = x->shape();
+      windows_ok_ = EveryWindowHoldsAnElement(*x);
+    }
+    if (!windows_ok_) return Fallback(ctx);
     std::vector<RtValue> pooled(static_cast<size_t>(pool_node_->num_outputs()));
-    KernelContext sub(*pool_node_, ctx.opset(), {ctx.Value(0)}, &pooled, ctx.subgraphs());
+    KernelContext sub(*pool_node_, ctx.opset(), {ctx.Value(x_slot_)}, &pooled, ctx.subgraphs());
     ONNXKIT_RETURN_IF_ERROR(pool_kernel_->Run(sub));
     if (pooled.empty() || !pooled[0].is_tensor() || pooled[0].tensor().dtype() != x_type_)
       return absl::InternalError("8-bit max pooling changed the element type");
@@ -772,6 +780,8 @@ class PoolChainKernel : public CpuKernel {
       for (int j = 0; j < probe_chain_->nodes[k]->num_inputs(); ++j) {
         const RtValue* v = ctx.Value(source_offset_[k] + j);
         const Tensor* t = v != nullptr && v->is_tensor() ? &v->tensor() : nullptr;
+        // (The probe's slot: the source, or after a bypassed
+        // DequantizeLinear the QuantizeLinear's input.)
         if (!(k == 0 && j == 0) && t != nullptr && (t->size() != 1 || t->rank() > 1)) return false;
         // Finite bounds and scales (a NaN bound would not commute with the maximum).
         if (t != nullptr && t->dtype() == pb::kFloat && t->size() == 1 && !std::isfinite(t->data<float>()[0]))
@@ -779,8 +789,9 @@ class PoolChainKernel : public CpuKernel {
         inputs.push_back(v);
       }
     }
-    if (!ProbeTable(ctx, *probe_, std::move(inputs), 0, false, nullptr, nullptr, x_type_, table_, &y_type_))
-      return false;
+    const Tensor* scale = bypass_ ? OptionalTensor(ctx, x_slot_ + 1) : nullptr;
+    const Tensor* zp = bypass_ ? OptionalTensor(ctx, x_slot_ + 2) : nullptr;
+    if (!ProbeTable(ctx, *probe_, std::move(inputs), 0, bypass_, scale, zp, x_type_, table_, &y_type_)) return false;
     identity_ = IdentityTable(table_, x_type_, y_type_);
     // QuantizeLinear non-decreasing (a positive scale), and the table
     // non-decreasing over the ascending source values (entry v).
@@ -794,8 +805,33 @@ class PoolChainKernel : public CpuKernel {
     return true;
   }
 
+  // True when every output window of the pooling reads at least one
+  // element of `x` (an empty window gives -inf in float, which no table
+  // entry stands for).
+  bool EveryWindowHoldsAnElement(const Tensor& x) const {
+    std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+    absl::StatusOr<reference::Window> w = reference::ResolveWindow(attrs_, spatial, attrs_.kernel_shape);
+    if (!w.ok()) return false;
+    for (size_t d = 0; d < spatial.size(); ++d) {
+      for (int64_t o = 0; o < w->out[d]; ++o) {
+        bool reads = false;
+        for (int64_t k = 0; k < w->kernel[d] && !reads; ++k) {
+          const int64_t i = o * w->strides[d] - w->pad_begin[d] + k * w->dilations[d];
+          reads = i >= 0 && i < w->in[d];
+        }
+        if (!reads) return false;
+      }
+    }
+    return true;
+  }
+
   size_t pool_ = 0;
+  bool bypass_ = false;  // the DequantizeLinear is outside the chain: the source is an extra input
+  int x_slot_ = 0;
   const ir::Node* pool_node_ = nullptr;
+  reference::WindowAttrs attrs_;
+  std::vector<int64_t> shape_;
+  bool windows_ok_ = false;
   std::unique_ptr<FusionChain> probe_chain_;  // outlives probe_ (declared first), which refers to it
   std::unique_ptr<Kernel> pool_kernel_, probe_;
   std::vector<int> source_offset_;            // per probe node: its first input in the fused kernel

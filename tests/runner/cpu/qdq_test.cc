@@ -460,6 +460,30 @@ TEST(CpuQdqTest, MaxPoolChainsAreExact) {
   }
 }
 
+// The pooling branch of an Inception module: the DequantizeLinear also
+// feeds another reader, so the chain starts at the MaxPool (ceil rounding
+// here) and reads the 8-bit source itself.
+TEST(CpuQdqTest, MaxPoolChainAfterASharedDequantize) {
+  QdqCase qc;
+  qc.x_zp = 30;
+  GraphBuilder g("g");
+  AddSource(g, qc, {1, 4, 12, 9});
+  g.Node("MaxPool", {"x"}, {"p"},
+         {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInt("ceil_mode", 1)}, "pool");
+  g.Initializer(InitializerFrom("y_s", Floats({}, {0.015f})));
+  g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 4)));
+  g.Node("QuantizeLinear", {"p", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+  g.Node("Sigmoid", {"x"}, {"s"}, {}, "other").Output("s", pb::kFloat);
+  const Feeds feeds = {{"xq", Source(qc, {1, 4, 12, 9}, 31)}};
+  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+  const int64_t fallbacks = runner::ChainFallbackRuns();
+  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok() && cpu.ok());
+  ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+  EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+  EXPECT_EQ(cpu->ran, (std::vector<std::string>{"dq_x", "pool", "other"}));
+}
+
 // A Relu on values quantized from zero with the same parameters is the
 // identity: the source passes through (also when the source is read again).
 TEST(CpuQdqTest, IdentityLookupPassesTheSourceThrough) {
