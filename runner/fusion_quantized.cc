@@ -312,6 +312,34 @@ bool MatchPool(const ir::Node& dq, const ir::Graph& graph, const std::function<b
   }
 }
 
+// The concatenation chain at `op`, if any: Concat of dequantized 8-bit
+// tensors, then QuantizeLinear. Each DequantizeLinear is bypassed; the
+// kernel requantizes each input by a table and concatenates.
+bool MatchConcat(const ir::Node& op, const ir::Graph& graph, const std::function<bool(const ir::Value*)>& is_constant,
+                 const std::function<bool(const ir::Node*)>& skip, const absl::flat_hash_set<const ir::Node*>& taken,
+                 FusionChain& chain) {
+  if (op.op_type() != "Concat" || !InDefaultDomain(op) || !OnlyFirstOutput(op) || op.num_inputs() < 1 ||
+      !op.GetInt("axis").has_value()) {
+    return false;
+  }
+  std::vector<const ir::Node*> dqs;
+  for (int i = 0; i < op.num_inputs(); ++i) {
+    const ir::Node* dq = Dequantizer(op.input(i), is_constant);
+    if (dq == nullptr || is_constant(dq->input(0))) return false;
+    dqs.push_back(dq);
+  }
+  const ir::Node* q = SoleConsumer(op.output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) || q->input(0) != op.output(0))
+    return false;
+  chain.nodes = {&op, q};
+  chain.chained_input = {-1, 0};
+  for (size_t i = 0; i < dqs.size(); ++i) {
+    for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dqs[i]->num_inputs() ? dqs[i]->input(j) : nullptr);
+    chain.bypass.push_back({static_cast<int>(i), -1 - 3 * static_cast<int>(i), dqs[i]});
+  }
+  return true;
+}
+
 // A pooling chain at a MaxPool whose DequantizeLinear has other readers too
 // (an Inception module's pooling branch): MaxPool then QuantizeLinear,
 // reading the quantized source as extra inputs, the DequantizeLinear
@@ -393,6 +421,11 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
+    if (MatchConcat(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node)) continue;
+    FusionChain chain;
     if (MatchPoolBypass(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
   }
   return chains;
@@ -441,7 +474,8 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
     return LayoutRole::kConv2d;
   }
   for (const ir::Node* n : chain.nodes) {
-    if (n->op_type() == "MaxPool") return LayoutRole::kNone;  // pooling chains run plain
+    // Pooling and concatenation chains run plain.
+    if (n->op_type() == "MaxPool" || n->op_type() == "Concat") return LayoutRole::kNone;
   }
   if (chain.nodes.size() >= 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
       ScalarParameters(chain.head(), is_scalar)) {

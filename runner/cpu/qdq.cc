@@ -841,6 +841,111 @@ class PoolChainKernel : public CpuKernel {
   uint8_t table_[256] = {};
 };
 
+// Concat of dequantized 8-bit tensors, then QuantizeLinear: each input
+// requantized by a 256-entry table computed with the reference's
+// DequantizeLinear and QuantizeLinear arithmetic (so exact; the identity,
+// a plain copy, when its parameters are the output's), written at its
+// offset along the axis.
+class ConcatChainKernel : public CpuKernel {
+ public:
+  ConcatChainKernel(const FusionChain& chain, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        n_(chain.nodes.front()->num_inputs()),
+        axis_(chain.nodes.front()->GetInt("axis").value_or(0)),
+        extra_(chain.num_inputs),
+        q_offset_(chain.input_offset.back()) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::optional<float> ys = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    const Tensor* y_zp = OptionalTensor(ctx, q_offset_ + 2);
+    if (!ys || !(*ys > 0) || !std::isfinite(*ys) ||
+        (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1))) {
+      return Fallback(ctx);
+    }
+    const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
+    const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
+    std::vector<const Tensor*> x(static_cast<size_t>(n_));
+    for (int i = 0; i < n_; ++i) {
+      x[static_cast<size_t>(i)] = OptionalTensor(ctx, extra_ + 3 * i);
+      if (x[static_cast<size_t>(i)] == nullptr || !IsInt8Type(x[static_cast<size_t>(i)]->dtype())) return Fallback(ctx);
+    }
+    const int rank = x[0]->rank();
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (rank < 1 || axis < 0 || axis >= rank) return Fallback(ctx);
+    std::vector<int64_t> y_shape = x[0]->shape();
+    y_shape[static_cast<size_t>(axis)] = 0;
+    for (const Tensor* t : x) {
+      if (t->rank() != rank) return Fallback(ctx);
+      for (int d = 0; d < rank; ++d) {
+        if (d != axis && t->dim(d) != x[0]->dim(d)) return Fallback(ctx);
+      }
+      y_shape[static_cast<size_t>(axis)] += t->dim(static_cast<int>(axis));
+    }
+    // One table per input (rebuilt when a type changes; the parameters are constant).
+    if (tables_.size() != static_cast<size_t>(n_)) tables_.assign(static_cast<size_t>(n_), Table());
+    for (int i = 0; i < n_; ++i) {
+      Table& t = tables_[static_cast<size_t>(i)];
+      if (t.x_type != x[static_cast<size_t>(i)]->dtype() || t.y_type != y_type) {
+        t.x_type = x[static_cast<size_t>(i)]->dtype();
+        t.y_type = y_type;
+        t.ok = BuildTable(ctx, i, *ys, zy, t);
+      }
+      if (!t.ok) return Fallback(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, y_shape));
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= y_shape[static_cast<size_t>(d)];
+    const int64_t row = y->size() / std::max<int64_t>(outer, 1);
+    uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
+    int64_t offset = 0;
+    for (int i = 0; i < n_; ++i) {
+      const Tensor& t = *x[static_cast<size_t>(i)];
+      const Table& table = tables_[static_cast<size_t>(i)];
+      const int64_t part = outer > 0 ? t.size() / outer : 0;
+      const uint8_t* in = static_cast<const uint8_t*>(t.raw());
+      const uint8_t flip = t.dtype() == pb::kInt8 ? 0x80 : 0;
+      for (int64_t o = 0; o < outer && part > 0; ++o) {
+        if (table.identity) {
+          std::memcpy(out + o * row + offset, in + o * part, static_cast<size_t>(part));
+        } else {
+          Lookup(in + o * part, out + o * row + offset, part, table.entries, flip);
+        }
+      }
+      offset += part;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Table {
+    int32_t x_type = 0, y_type = 0;
+    bool ok = false, identity = false;
+    uint8_t entries[256] = {};
+  };
+
+  // Entry v: QuantizeLinear(DequantizeLinear(the source byte v ^ flip)).
+  bool BuildTable(KernelContext& ctx, int i, float ys, int32_t zy, Table& t) {
+    std::optional<float> xs = ScalarFloat(OptionalTensor(ctx, extra_ + 3 * i + 1));
+    const Tensor* zp = OptionalTensor(ctx, extra_ + 3 * i + 2);
+    if (!xs || (zp != nullptr && (zp->dtype() != t.x_type || zp->size() != 1 || zp->rank() > 1)) ||
+        (zp == nullptr && t.x_type != pb::kUint8)) {
+      return false;
+    }
+    uint8_t bytes[256];
+    for (int v = 0; v < 256; ++v) bytes[v] = static_cast<uint8_t>(t.x_type == pb::kInt8 ? v - 128 : v);
+    float values[256];
+    DequantizeByteRow(bytes, t.x_type, values, 256, *xs, zp != nullptr ? Int8Value(*zp, 0) : 0);
+    QuantizeFloatRow(values, t.entries, t.y_type, 256, ys, zy);
+    t.identity = IdentityTable(t.entries, t.x_type, t.y_type);
+    return true;
+  }
+
+  int n_;
+  int64_t axis_;
+  int extra_, q_offset_;
+  std::vector<Table> tables_;
+};
+
 // DequantizeLinear -> elementwise ops -> QuantizeLinear as a table over the
 // 256 source values, computed once by running the chain on all of them
 // (the chain's nodes after a bypassed DequantizeLinear on their dequantized
@@ -1149,6 +1254,7 @@ bool QuantizedChainsRunInt8() { return ExactProducts(); }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeBypassFallback(chain, Backend::kCpu, info));
   const std::string& head = chain.head().op_type();
+  if (head == "Concat") return std::unique_ptr<Kernel>(new ConcatChainKernel(chain, std::move(fallback)));
   if ((head == "Add" || head == "Sub" || head == "Mul" || head == "Div") && chain.extra_inputs.size() == 6) {
     const BinaryKernel::Op op = head == "Add"   ? BinaryKernel::Op::kAdd
                                 : head == "Sub" ? BinaryKernel::Op::kSub

@@ -460,6 +460,45 @@ TEST(CpuQdqTest, MaxPoolChainsAreExact) {
   }
 }
 
+// Concat of dequantized tensors, then QuantizeLinear: each input
+// requantized by a table (a copy when its parameters are the output's),
+// exact, along any axis; u8 and s8 inputs into one output type.
+TEST(CpuQdqTest, ConcatChainsAreExact) {
+  for (int axis : {1, -1, 0}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    GraphBuilder g("g");
+    std::vector<std::string> ins;
+    const std::vector<std::vector<int64_t>> shapes = {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}};
+    for (int i = 0; i < 3; ++i) {
+      const std::string n = "in" + std::to_string(i);
+      const int32_t type = i == 2 ? pb::kInt8 : pb::kUint8;
+      g.Input(n + "q", type, shapes[static_cast<size_t>(i)]);
+      g.Initializer(InitializerFrom(n + "_s", Floats({}, {i == 0 ? 0.02f : 0.013f + 0.01f * static_cast<float>(i)})));
+      g.Initializer(InitializerFrom(n + "_z", ScalarOf(type, i == 0 ? 10 : i == 1 ? 200 : -3)));
+      g.Node("DequantizeLinear", {n + "q", n + "_s", n + "_z"}, {n}, {}, "dq" + std::to_string(i));
+      ins.push_back(n);
+    }
+    g.Node("Concat", ins, {"c"}, {AttrInt("axis", axis)}, "concat");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));  // input 0's parameters: a copy
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 10)));
+    g.Node("QuantizeLinear", {"c", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    Feeds feeds;
+    for (int i = 0; i < 3; ++i) {
+      const int32_t type = i == 2 ? pb::kInt8 : pb::kUint8;
+      feeds.push_back({"in" + std::to_string(i) + "q", RandomInts(type, shapes[static_cast<size_t>(i)], 40 + i,
+                                                                   type == pb::kInt8 ? -128 : 0,
+                                                                   type == pb::kInt8 ? 127 : 255)});
+    }
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 0, 0, "yq");
+    EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"concat"});
+  }
+}
+
 // The pooling branch of an Inception module: the DequantizeLinear also
 // feeds another reader, so the chain starts at the MaxPool (ceil rounding
 // here) and reads the 8-bit source itself.
