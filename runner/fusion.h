@@ -121,12 +121,13 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
 // quantized chains of `graph` (FusionChain::nhwc_in / nhwc_out), so that
 // int8 convolutions, which compute channels-last, read and write their
 // values without reordering them. A value is stored so only when its
-// producer is a 2-D Conv, elementwise or lookup chain, it is 4-D, it is
+// producer is a 2-D Conv, elementwise, lookup or concatenation chain, it is 4-D, it is
 // not a graph output, and every reader is such a chain's kernel: a Conv or
 // lookup chain starting with its DequantizeLinear, or an elided
 // (`elided`) DequantizeLinear all of whose uses are Conv or elementwise
-// chains that bypass it. An elementwise chain computes on every operand and
-// its result in one layout, so its values are all channels-last or none.
+// chains that bypass it. An elementwise or concatenation chain computes on
+// every operand and its result in one layout, so its values are all
+// channels-last or none.
 // The parameters of every DequantizeLinear and QuantizeLinear involved must
 // be single values (`is_scalar`: a constant of one element, or omitted).
 void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& graph,

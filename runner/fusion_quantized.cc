@@ -439,6 +439,7 @@ enum class LayoutRole {
   kConv2d,  // a 2-D Conv: source and result each in either layout
   kBinary,  // Add / Sub / Mul / Div of two quantized operands: all in one layout
   kTable,   // DequantizeLinear -> elementwise op -> QuantizeLinear: source and result each in either layout
+  kConcat,  // Concat of quantized inputs: all in one layout (the axis mapped)
 };
 
 bool ScalarParameters(const ir::Node& qdq, const std::function<bool(const ir::Value*)>& is_scalar) {
@@ -459,6 +460,14 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
     }
     return LayoutRole::kBinary;
   }
+  if (head == "Concat") {
+    if (chain.bypass.size() != static_cast<size_t>(chain.head().num_inputs())) return LayoutRole::kNone;
+    for (const FusionChain::Bypass& by : chain.bypass) {
+      if (!ScalarParameters(*by.dequantize, is_scalar)) return LayoutRole::kNone;
+    }
+    const int64_t axis = chain.head().GetInt("axis").value_or(99);
+    return axis >= -4 && axis < 4 ? LayoutRole::kConcat : LayoutRole::kNone;
+  }
   if (chain.extra_inputs.size() == kQuantizedExtras) {
     const ir::Node* op = nullptr;
     for (const ir::Node* n : chain.nodes) {
@@ -474,8 +483,7 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
     return LayoutRole::kConv2d;
   }
   for (const ir::Node* n : chain.nodes) {
-    // Pooling and concatenation chains run plain.
-    if (n->op_type() == "MaxPool" || n->op_type() == "Concat") return LayoutRole::kNone;
+    if (n->op_type() == "MaxPool") return LayoutRole::kNone;  // pooling chains run plain
   }
   if (chain.nodes.size() >= 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
       ScalarParameters(chain.head(), is_scalar)) {
@@ -497,6 +505,11 @@ std::vector<const ir::Value*> Sources(const FusionChain& chain, LayoutRole role)
       return {chain.bypass[0].dequantize->input(0), chain.bypass[1].dequantize->input(0)};
     case LayoutRole::kTable:
       return {chain.bypass.empty() ? chain.head().input(0) : chain.extra_inputs[0]};
+    case LayoutRole::kConcat: {
+      std::vector<const ir::Value*> in;
+      for (const FusionChain::Bypass& by : chain.bypass) in.push_back(by.dequantize->input(0));
+      return in;
+    }
     case LayoutRole::kNone:
       break;
   }
@@ -533,6 +546,12 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
       if (roles[i] == LayoutRole::kBinary) {
         if (!four_d.contains(out) && four_d.contains(in[0]) && four_d.contains(in[1]))
           changed |= four_d.insert(out).second;
+      } else if (roles[i] == LayoutRole::kConcat) {  // the same rank in and out
+        bool any = four_d.contains(out);
+        for (const ir::Value* v : in) any = any || four_d.contains(v);
+        if (!any) continue;
+        changed |= four_d.insert(out).second;
+        for (const ir::Value* v : in) changed |= four_d.insert(v).second;
       } else if (roles[i] == LayoutRole::kTable && four_d.contains(in[0]) != four_d.contains(out)) {
         four_d.insert(in[0]);
         four_d.insert(out);
@@ -567,11 +586,11 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
   for (const auto& [v, i] : produced_by) {
     if (four_d.contains(v) && readers_accept(v)) nhwc.insert(v);
   }
-  // An elementwise chain's values are all channels-last or none.
+  // An elementwise or concatenation chain's values are all channels-last or none.
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < chains.size(); ++i) {
-      if (roles[i] != LayoutRole::kBinary) continue;
+      if (roles[i] != LayoutRole::kBinary && roles[i] != LayoutRole::kConcat) continue;
       std::vector<const ir::Value*> values = Sources(chains[i], roles[i]);
       values.push_back(chains[i].tail().output(0));
       bool all = true;

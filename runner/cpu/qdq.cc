@@ -101,18 +101,19 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, bool to_nhwc) {
 }
 
 // Runs `run` (a chain's node-by-node kernel) on plain copies of the
-// channels-last inputs: input `source` and every other input holding the
-// same value. Stores output 0 channels-last when `out_nhwc`.
-absl::Status RunPlain(KernelContext& ctx, int source, bool out_nhwc,
+// channels-last inputs: the inputs `sources` and every other input holding
+// the same value. Stores output 0 channels-last when `out_nhwc`.
+absl::Status RunPlain(KernelContext& ctx, const std::vector<int>& sources, bool out_nhwc,
                       const std::function<absl::Status(KernelContext&)>& run) {
   std::vector<const RtValue*> inputs;
   for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.Value(i));
-  RtValue plain;
-  const RtValue* stored = source >= 0 ? ctx.Value(source) : nullptr;
-  if (stored != nullptr && stored->is_tensor()) {
+  std::vector<RtValue> plain(sources.size());  // sized once: `inputs` points into it
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const RtValue* stored = ctx.Value(sources[s]);
+    if (stored == nullptr || !stored->is_tensor()) continue;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Relayout(stored->tensor(), /*to_nhwc=*/false));
-    plain = RtValue::FromTensor(std::move(t));
-    for (const RtValue*& in : inputs) in = in == stored ? &plain : in;
+    plain[s] = RtValue::FromTensor(std::move(t));
+    for (const RtValue*& in : inputs) in = in == stored ? &plain[s] : in;
   }
   std::vector<RtValue> outputs(static_cast<size_t>(ctx.num_outputs()));
   KernelContext sub(ctx.node(), ctx.opset(), std::move(inputs), &outputs, ctx.subgraphs());
@@ -327,7 +328,7 @@ class WeightedKernel : public CpuKernel {
  private:
   absl::Status PlainFallback(KernelContext& ctx) {
     if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
-    return RunPlain(ctx, nhwc_in_ ? in_.extra + kQxData : -1, nhwc_out_,
+    return RunPlain(ctx, nhwc_in_ ? std::vector<int>{in_.extra + kQxData} : std::vector<int>{}, nhwc_out_,
                     [this](KernelContext& sub) { return Fallback(sub); });
   }
 
@@ -852,6 +853,7 @@ class ConcatChainKernel : public CpuKernel {
       : CpuKernel(std::move(fallback)),
         n_(chain.nodes.front()->num_inputs()),
         axis_(chain.nodes.front()->GetInt("axis").value_or(0)),
+        nhwc_(chain.nhwc_in),
         extra_(chain.num_inputs),
         q_offset_(chain.input_offset.back()) {}
 
@@ -860,24 +862,29 @@ class ConcatChainKernel : public CpuKernel {
     const Tensor* y_zp = OptionalTensor(ctx, q_offset_ + 2);
     if (!ys || !(*ys > 0) || !std::isfinite(*ys) ||
         (y_zp != nullptr && (!IsInt8Type(y_zp->dtype()) || y_zp->size() != 1 || y_zp->rank() > 1))) {
-      return Fallback(ctx);
+      return PlainFallback(ctx);
     }
     const int32_t y_type = y_zp != nullptr ? y_zp->dtype() : pb::kUint8;
     const int32_t zy = y_zp != nullptr ? Int8Value(*y_zp, 0) : 0;
     std::vector<const Tensor*> x(static_cast<size_t>(n_));
     for (int i = 0; i < n_; ++i) {
       x[static_cast<size_t>(i)] = OptionalTensor(ctx, extra_ + 3 * i);
-      if (x[static_cast<size_t>(i)] == nullptr || !IsInt8Type(x[static_cast<size_t>(i)]->dtype())) return Fallback(ctx);
+      if (x[static_cast<size_t>(i)] == nullptr || !IsInt8Type(x[static_cast<size_t>(i)]->dtype())) return PlainFallback(ctx);
     }
     const int rank = x[0]->rank();
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (rank < 1 || axis < 0 || axis >= rank) return Fallback(ctx);
+    int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (rank < 1 || axis < 0 || axis >= rank) return PlainFallback(ctx);
+    if (nhwc_) {  // stored [N, H, W, C]: the logical axis's place
+      if (rank != 4) return absl::InternalError("a channels-last quantized value is not 4-D");
+      static constexpr int64_t kStored[4] = {0, 3, 1, 2};
+      axis = kStored[axis];
+    }
     std::vector<int64_t> y_shape = x[0]->shape();
     y_shape[static_cast<size_t>(axis)] = 0;
     for (const Tensor* t : x) {
-      if (t->rank() != rank) return Fallback(ctx);
+      if (t->rank() != rank) return PlainFallback(ctx);
       for (int d = 0; d < rank; ++d) {
-        if (d != axis && t->dim(d) != x[0]->dim(d)) return Fallback(ctx);
+        if (d != axis && t->dim(d) != x[0]->dim(d)) return PlainFallback(ctx);
       }
       y_shape[static_cast<size_t>(axis)] += t->dim(static_cast<int>(axis));
     }
@@ -890,7 +897,7 @@ class ConcatChainKernel : public CpuKernel {
         t.y_type = y_type;
         t.ok = BuildTable(ctx, i, *ys, zy, t);
       }
-      if (!t.ok) return Fallback(ctx);
+      if (!t.ok) return PlainFallback(ctx);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_type, y_shape));
     int64_t outer = 1;
@@ -923,6 +930,14 @@ class ConcatChainKernel : public CpuKernel {
     uint8_t entries[256] = {};
   };
 
+  // The node-by-node run, on plain copies of channels-last inputs.
+  absl::Status PlainFallback(KernelContext& ctx) {
+    if (!nhwc_) return Fallback(ctx);
+    std::vector<int> sources;
+    for (int i = 0; i < n_; ++i) sources.push_back(extra_ + 3 * i);
+    return RunPlain(ctx, sources, true, [this](KernelContext& sub) { return Fallback(sub); });
+  }
+
   // Entry v: QuantizeLinear(DequantizeLinear(the source byte v ^ flip)).
   bool BuildTable(KernelContext& ctx, int i, float ys, int32_t zy, Table& t) {
     std::optional<float> xs = ScalarFloat(OptionalTensor(ctx, extra_ + 3 * i + 1));
@@ -942,6 +957,7 @@ class ConcatChainKernel : public CpuKernel {
 
   int n_;
   int64_t axis_;
+  bool nhwc_;  // every input and the result channels-last (PlanQuantizedLayouts)
   int extra_, q_offset_;
   std::vector<Table> tables_;
 };
@@ -1018,7 +1034,8 @@ class TableKernel : public CpuKernel {
 
   absl::Status PlainFallback(KernelContext& ctx) {
     if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
-    return RunPlain(ctx, nhwc_in_ ? x_slot_ : -1, nhwc_out_, [this](KernelContext& sub) { return Fallback(sub); });
+    return RunPlain(ctx, nhwc_in_ ? std::vector<int>{x_slot_} : std::vector<int>{}, nhwc_out_,
+                    [this](KernelContext& sub) { return Fallback(sub); });
   }
 
   std::unique_ptr<Kernel> probe_;

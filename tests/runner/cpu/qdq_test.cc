@@ -792,6 +792,54 @@ TEST(CpuQdqTest, ChannelsLastBetweenQuantizedChains) {
   }
 }
 
+// An Inception-style block: two quantized Convs of one source concatenated
+// along channels, then a third Conv. The concatenation runs channels-last
+// on channels-last inputs; with a negative output scale (which its kernel
+// does not take) it runs node by node on plain copies.
+TEST(CpuQdqTest, ChannelsLastConcat) {
+  for (bool negative : {false, true}) {
+    SCOPED_TRACE(negative ? "node by node" : "fused");
+    QdqCase qc = Cases()[0];
+    GraphBuilder g("g");
+    AddSource(g, qc, {1, 8, 6, 7});
+    auto conv = [&](const std::string& name, int64_t m, int64_t c, uint32_t seed, const std::string& x) {
+      AddWeights(g, qc, name + "_w", {m, c, 3, 3}, 0, m, seed);
+      g.Node("Conv", {x, name + "_w"}, {name}, {AttrInts("pads", {1, 1, 1, 1})}, name);
+      g.Initializer(InitializerFrom(name + "_s", Floats({}, {0.05f})));
+      g.Initializer(InitializerFrom(name + "_z", ScalarOf(pb::kUint8, 128)));
+      g.Node("QuantizeLinear", {name, name + "_s", name + "_z"}, {name + "q"}, {}, "q_" + name);
+    };
+    conv("a", 8, 8, 61, "x");
+    g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x2"}, {}, "dq_x2");
+    conv("b", 4, 8, 62, "x2");
+    g.Node("DequantizeLinear", {"aq", "a_s", "a_z"}, {"ad"}, {}, "dq_a");
+    g.Node("DequantizeLinear", {"bq", "b_s", "b_z"}, {"bd"}, {}, "dq_b");
+    g.Node("Concat", {"ad", "bd"}, {"cat"}, {AttrInt("axis", 1)}, "concat");
+    g.Initializer(InitializerFrom("cat_s", Floats({}, {negative ? -0.06f : 0.06f})));
+    g.Initializer(InitializerFrom("cat_z", ScalarOf(pb::kUint8, 120)));
+    g.Node("QuantizeLinear", {"cat", "cat_s", "cat_z"}, {"catq"}, {}, "q_cat");
+    g.Node("DequantizeLinear", {"catq", "cat_s", "cat_z"}, {"catd"}, {}, "dq_cat");
+    AddWeights(g, qc, "c_w", {5, 12, 3, 3}, 0, 5, 63);
+    g.Node("Conv", {"catd", "c_w"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})}, "c");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.05f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 128)));
+    g.Node("QuantizeLinear", {"c", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    std::map<std::string, std::string> layouts = PlannedLayouts(g.Build());
+    EXPECT_EQ(layouts["q_a"], "pc");
+    EXPECT_EQ(layouts["q_b"], "pc");
+    EXPECT_EQ(layouts["q_cat"], "cc");
+    EXPECT_EQ(layouts["q"], "cp");
+    const Feeds feeds = {{"xq", Source(qc, {1, 8, 6, 7}, 64)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
+    if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, negative);
+  }
+}
+
 // A quantized value also read by a float op stays plain.
 TEST(CpuQdqTest, ChannelsLastOnlyWhereEveryReaderTakesIt) {
   pb::GraphProto graph = ResidualBlock(false, false);
