@@ -83,6 +83,17 @@ bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
          InputsConstant(node, 1, is_constant);
 }
 
+// A MaxPool without dilations whose Indices output is omitted: it may end a
+// Conv chain (its kernel pools the last convolution's result in oneDNN's
+// layout, whose jit pooling kernels take no dilations).
+bool IsMaxPool(const ir::Node& node) {
+  if (node.op_type() != "MaxPool" || node.num_inputs() != 1 || !OnlyFirstOutput(node)) return false;
+  for (int64_t d : node.GetInts("dilations").value_or(std::vector<int64_t>{})) {
+    if (d != 1) return false;
+  }
+  return true;
+}
+
 // The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
 // as X (`conv`, a sequence convolution) and a two-input Add or Sum that
 // takes it once (`add`): a residual block's input. False otherwise.
@@ -133,7 +144,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     // Stages: 0 after the Conv and the nodes folded into it
     // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
     // activation, 3 after the residual Add, 4 after an activation that
-    // follows it.
+    // follows it, 5 after a MaxPool (the end of the chain).
     int stage = 0;
     const ir::Node* last = head;
     const ir::Node* conv = head;  // the convolution of the current stage
@@ -143,7 +154,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     // reads: the output of node `pending_source`.
     const ir::Node* pending_add = nullptr;
     int pending_source = -1;
-    while (OnlyFirstOutput(*last)) {
+    bool pooled = false;  // the chain ends with a MaxPool
+    while (!pooled && OnlyFirstOutput(*last)) {
       const ir::Value* v = last->output(0);
       const ir::Node* next = SoleConsumer(v, graph);
       const ir::Node* add = nullptr;
@@ -181,6 +193,10 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         next_stage = 3;
       } else if (next == pending_add) {
         break;  // the block's residual Add, where the chain cannot take it
+      } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
+        slot = 0;
+        next_stage = 5;  // the end of the chain
+        pooled = true;
       }
       if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
         slot = 0;

@@ -792,8 +792,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   std::vector<SequenceStage> stages;
   bool conv_constant = false;  // the current stage's weights (and bias) are constant
   std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
+  std::optional<WindowAttrs> pool;  // a MaxPool ending the chain
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
+    if (node.op_type() == "MaxPool") {
+      if (k + 1 != chain.nodes.size() || stages.empty())
+        return absl::InternalError("a MaxPool must end a Conv chain");
+      ONNXKIT_ASSIGN_OR_RETURN(pool, reference::ParseWindowAttrs(node));
+      continue;
+    }
     stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
     if (node.op_type() == "Conv") {
       SequenceStage stage;
@@ -818,8 +825,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
         return absl::InternalError("a residual from inside a Conv chain must follow a finished stage");
     }
   }
-  if (stages.size() > 1) {
-    return MakeConvSequence(std::move(stages), std::move(fallback));
+  if (stages.size() > 1 || pool.has_value()) {
+    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool));
   }
   const ir::Node& head = chain.head();
   return std::unique_ptr<Kernel>(

@@ -140,8 +140,18 @@ struct SequenceStage {
 
 // conv_sequence.cc: a kernel running several Convs in a row (each taking
 // the previous one's result, after its post-ops, as X) with constant
-// weights; `fallback` runs the chain node by node.
-std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback);
+// weights, then, with `pool`, a MaxPool (its attributes) over the last
+// result; `fallback` runs the chain node by node.
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                                         std::optional<reference::WindowAttrs> pool = std::nullopt);
+
+// pool.cc: the window of a pooling over spatial dims `in` resolved as the
+// reference kernels do, with the end padding oneDNN needs (ceil_mode as
+// extra end padding) in `pad_end`; nullopt when some output window reads
+// no input element or oneDNN's output size would differ.
+std::optional<reference::Window> DnnlPoolWindow(const reference::WindowAttrs& attrs,
+                                                const std::vector<int64_t>& in,
+                                                const std::vector<int64_t>& kernel, dnnl::memory::dims* pad_end);
 
 }  // namespace onnxkit::runner::cpu
 

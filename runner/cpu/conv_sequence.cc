@@ -18,6 +18,13 @@
 // on first need). The scan reads X and the residuals only, not the larger
 // values inside the sequence.
 //
+// MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
+// plan it runs as oneDNN's max pooling over the last convolution's result
+// in that result's layout, so only the pooled (smaller) value is reordered
+// to plain; on bounded values no NaN or infinity can occur, and the maximum
+// is exact. oneDNN's max pooling skips NaN, so where the fast plan does not
+// apply the chain runs node by node.
+//
 // Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
 // least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
 // half the multiplications), the sequence then channel-blocked throughout.
@@ -49,6 +56,7 @@ namespace {
 
 using dnnl::memory;
 using reference::Window;
+using reference::WindowAttrs;
 
 // The largest |x[i]|, or infinity when x holds NaN or an infinity.
 __attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
@@ -125,6 +133,11 @@ struct SequencePlan {
   bool built = false, supported = false;
   std::vector<StagePlan> stages;
   bool own_last = false;  // the last stage's post-ops run after the reorder out
+  // A MaxPool ending the sequence (fast plan only), over the last stage's
+  // destination in its layout, into pool_dst.
+  dnnl::primitive pool;
+  memory::desc pool_dst;
+  std::vector<int64_t> y_shape;  // the kernel's result
   memory::desc y_plain;
   dnnl::reorder dst_out;
 };
@@ -140,8 +153,9 @@ struct StageWeights {
 
 class ConvSequenceKernel : public CpuKernel {
  public:
-  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), stages_(std::move(stages)), weights_(stages_.size()) {}
+  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                     std::optional<WindowAttrs> pool)
+      : CpuKernel(std::move(fallback)), stages_(std::move(stages)), weights_(stages_.size()), pool_(std::move(pool)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
@@ -162,6 +176,9 @@ class ConvSequenceKernel : public CpuKernel {
       fast.built = true;
     }
     const bool safe = !fast.supported || !Bounded(ctx, fast);
+    // oneDNN's max pooling skips NaN and may start from the lowest finite
+    // float: a MaxPool runs fused only on bounded values.
+    if (safe && pool_.has_value()) return Fallback(ctx);
     SequencePlan& plan = plans_[safe ? 1 : 0];
     if (!plan.built) {
       plan.supported = Build(ctx, /*safe=*/true, plan);
@@ -379,6 +396,8 @@ class ConvSequenceKernel : public CpuKernel {
       current = s.dst;
       x_shape = s.y_shape;
     }
+    if (pool_.has_value() && !BuildPool(x_shape, plan, current)) return false;
+    plan.y_shape = x_shape;
     plan.y_plain = PlainDesc(x_shape, memory::data_type::f32);
     return Guard("reorder",
                  [&] {
@@ -387,6 +406,33 @@ class ConvSequenceKernel : public CpuKernel {
                                                           : dnnl::reorder();
                  })
         .ok();
+  }
+
+  // Plans the MaxPool over `current` (of `shape`), the last stage's
+  // destination; on success `current` and `shape` become its result's.
+  bool BuildPool(std::vector<int64_t>& shape, SequencePlan& plan, memory::desc& current) {
+    if (plan.own_last || shape.size() < 3) return false;
+    std::vector<int64_t> in(shape.begin() + 2, shape.end());
+    memory::dims pad_end;
+    std::optional<Window> w = DnnlPoolWindow(*pool_, in, pool_->kernel_shape, &pad_end);
+    if (!w) return false;
+    std::vector<int64_t> y_shape = {shape[0], shape[1]};
+    y_shape.insert(y_shape.end(), w->out.begin(), w->out.end());
+    memory::dims dilations = Minus1(w->dilations);
+    absl::Status s = Guard("pooling", [&] {
+      memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, current,
+                                       dst, Dims(w->strides), Dims(w->kernel), dilations, Dims(w->pad_begin),
+                                       pad_end);
+      dnnl::pooling_v2_forward::primitive_desc pd(d, Engine());
+      if (IsReference(pd)) return;
+      plan.pool = dnnl::pooling_v2_forward(pd);
+      plan.pool_dst = pd.dst_desc();
+    });
+    if (!s.ok() || !plan.pool) return false;
+    current = plan.pool_dst;
+    shape = std::move(y_shape);
+    return true;
   }
 
   // The lowest scratch slot not in `busy`.
@@ -449,7 +495,7 @@ class ConvSequenceKernel : public CpuKernel {
   absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     const StagePlan& final_stage = plan.stages.back();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan.y_shape));
     memory current;
     int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
     // Each stage's result and its slot, while a later stage adds it.
@@ -480,7 +526,7 @@ class ConvSequenceKernel : public CpuKernel {
       // The last stage writes Y directly where its layout is plain.
       memory dst;
       int dst_slot = -1;
-      if (last && !plan.dst_out) {
+      if (last && !plan.pool && !plan.dst_out) {
         ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
       } else {
         dst_slot = FreeSlot(busy);
@@ -506,6 +552,19 @@ class ConvSequenceKernel : public CpuKernel {
       current_slot = dst_slot;
       results[k] = dst;
       result_slot[k] = dst_slot;
+    }
+    if (plan.pool) {
+      memory pooled;
+      int pooled_slot = -1;
+      if (!plan.dst_out) {
+        ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] { pooled = UserMemory(*y, plan.y_plain); }));
+      } else {
+        pooled_slot = FreeSlot({current_slot});
+        ONNXKIT_ASSIGN_OR_RETURN(pooled, ScratchMemory(plan.pool_dst, pooled_slot));
+      }
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("pooling", plan.pool, {{DNNL_ARG_SRC, current}, {DNNL_ARG_DST, pooled}}));
+      current = pooled;
+      current_slot = pooled_slot;
     }
     if (plan.dst_out) {
       memory y_user;
@@ -539,6 +598,7 @@ class ConvSequenceKernel : public CpuKernel {
   std::vector<StageWeights> weights_;
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
   SequencePlan plans_[2];  // fast, safe
+  std::optional<WindowAttrs> pool_;
 };
 
 }  // namespace
@@ -555,9 +615,10 @@ int64_t SetWinogradMinOutputChannels(int64_t channels) {
   return g_winograd_min_output_channels.exchange(channels, std::memory_order_relaxed);
 }
 
-std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
-                                         std::unique_ptr<Kernel> fallback) {
-  return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                                         std::optional<WindowAttrs> pool) {
+  return std::unique_ptr<Kernel>(
+      new ConvSequenceKernel(std::move(stages), std::move(fallback), std::move(pool)));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -3,6 +3,7 @@
 // reference kernels; that the chain really runs as one step; the cases that
 // must not fuse; fused kernels falling back node by node; and runs that
 // feed an initializer the fused kernel treated as constant.
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -627,6 +628,117 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
         .Node("Conv", {"a", "w2"}, {"y"}, {}, "c2");
     g.Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, 30}, 79)}}, {"c1"});
+  }
+}
+
+// MaxPool windows a Conv chain may end with (pooled in the layout of the
+// last convolution's result): overlapping, with padding, ceil_mode (the
+// last window reaching past the padded input), dilations of 1, non-square.
+struct PoolCase {
+  std::string name;
+  std::vector<pb::AttributeProto> attrs;
+};
+
+std::vector<PoolCase> PoolCases() {
+  return {
+      {"k3s2", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}},
+      {"k3s2_pads", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})}},
+      {"k3s2_ceil", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInt("ceil_mode", 1)}},
+      {"k2_dilations_1", {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {1, 1})}},
+      {"k2x3_same", {AttrInts("kernel_shape", {2, 3}), AttrInts("strides", {1, 2}), AttrString("auto_pad", "SAME_UPPER")}},
+  };
+}
+
+TEST(CpuFusionTest, ConvChainsEndWithMaxPool) {
+  for (const ConvCase& cc : kCases) {
+    for (const PoolCase& pc : PoolCases()) {
+      for (bool batch_norm : {false, true}) {
+        SCOPED_TRACE(cc.name + " " + pc.name + (batch_norm ? " bn" : ""));
+        GraphBuilder g("g");
+        AddConv(g, cc, true, 70);
+        std::string act_in = "conv";
+        if (batch_norm) {
+          AddBatchNorm(g, "conv", "norm", cc.m, 72);
+          act_in = "norm";
+        }
+        g.Node("Relu", {act_in}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pc.attrs, "pool").Output("y");
+        ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 74)}}, {"conv"});
+      }
+      {
+        // A MaxPool right after the Conv, over a batch of two.
+        SCOPED_TRACE(cc.name + " " + pc.name + " conv_pool");
+        GraphBuilder g("g");
+        g.Input("x", pb::kFloat, std::vector<int64_t>{2, cc.c, cc.hw, cc.hw});
+        g.Initializer(InitializerFrom("w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, 76)));
+        g.Node("Conv", {"x", "w"}, {"conv"}, {AttrInt("group", cc.group)}, "conv")
+            .Node("MaxPool", {"conv"}, {"y"}, pc.attrs, "pool")
+            .Output("y");
+        ExpectFused(g.Build(), {{"x", RandomFloats({2, cc.c, cc.hw, cc.hw}, 77)}}, {"conv"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ConvSequencesEndWithMaxPool) {
+  // The stem of a small CNN: 3x3 stride-2 Conv, BatchNormalization, Relu,
+  // a 1x1 Conv and Relu, then MaxPool; and a depthwise sequence (blocked
+  // layout) ending with one.
+  for (int64_t c : {3, 12}) {
+    SCOPED_TRACE(c);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, 23, 23});
+    AddStage(g, "stem", "x", "s", c, 24, 1, 3, 2, 80);
+    AddBatchNorm(g, "s", "sn", 24, 82);
+    g.Node("Relu", {"sn"}, {"sr"}, {}, "stem_relu");
+    AddStage(g, "pw", "sr", "p", 24, 16, 1, 1, 1, 84);
+    g.Node("Relu", {"p"}, {"pr"}, {}, "pw_relu");
+    AddStage(g, "dw", "pr", "d", 16, 16, 16, 3, 1, 86);
+    g.Node("MaxPool", {"d"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}, "pool")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, c, 23, 23}, 88)}}, {"stem"});
+  }
+}
+
+TEST(CpuFusionTest, MaxPoolNearMissesAndNonFiniteInputs) {
+  const ConvCase& cc = kCases[2];
+  const std::vector<pb::AttributeProto> pool = {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})};
+  Feeds feeds = {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 90)}};
+  {
+    // Indices requested: the MaxPool runs on its own.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 91);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu")
+        .Node("MaxPool", {"r"}, {"y", "idx"}, pool, "pool")
+        .Output("y")
+        .Output("idx");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // Dilations: oneDNN's jit pooling takes none, the MaxPool runs on its own.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 95);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu")
+        .Node("MaxPool", {"r"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {2, 2})}, "pool")
+        .Output("y");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // The Relu's result is also a graph output.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 92);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pool, "pool").Output("y").Output("r");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // NaN and -inf in X: the chain runs node by node (the reference's
+    // MaxPool keeps NaN, oneDNN's skips it).
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 93);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pool, "pool").Output("y");
+    runner::Tensor x = RandomFloats({1, cc.c, cc.hw, cc.hw}, 94);
+    x.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    x.mutable_data<float>()[9] = -std::numeric_limits<float>::infinity();
+    ExpectFused(g.Build(), {{"x", x}}, {"conv"}, 18, /*node_by_node=*/true);
   }
 }
 

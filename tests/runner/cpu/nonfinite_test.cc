@@ -184,6 +184,19 @@ const Tail kTails[] = {
        g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
      },
      true},
+    // A MaxPool ending the chain (pooled in oneDNN's layout on bounded
+    // values only).
+    {"relu_maxpool",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Relu", {"conv"}, {"a"}, {}, "relu")
+           .Node("MaxPool", {"a"}, {"y"},
+                 {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})},
+                 "pool");
+     }},
+    {"maxpool",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("MaxPool", {"conv"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInt("ceil_mode", 1)}, "pool");
+     }},
 };
 
 TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
