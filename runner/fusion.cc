@@ -1,6 +1,7 @@
 // Finding Conv chains, and running a chain node by node.
 #include "runner/fusion.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string_view>
 #include <utility>
@@ -117,6 +118,96 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
   return true;
 }
 
+// The nodes of a branch making `v` (an input of a Concat): a Conv with
+// constant weights (and bias), then BatchNormalization / Mul / Add folded
+// into it and at most one activation, each value used once, by the next
+// node. Empty when `v` is not such a branch's result.
+std::vector<const ir::Node*> ConcatBranch(const ir::Value* v, const ir::Graph& graph, int64_t opset,
+                                          const std::function<bool(const ir::Value*)>& is_constant,
+                                          const std::function<bool(const ir::Node*)>& skip,
+                                          const absl::flat_hash_set<const ir::Node*>& taken) {
+  constexpr int kMaxBranchNodes = 6;
+  std::vector<const ir::Node*> nodes;  // from the end back to the Conv
+  const ir::Value* out = v;
+  while (static_cast<int>(nodes.size()) < kMaxBranchNodes) {
+    if (out == nullptr || out->name().empty() || out->uses().size() != 1 || out->IsGraphOutput()) return {};
+    const ir::Node* n = out->producer();
+    if (n == nullptr || n->graph() != &graph || !InDefaultDomain(*n) || skip(n) || taken.contains(n) ||
+        !OnlyFirstOutput(*n) || n->output(0) != out)
+      return {};
+    nodes.push_back(n);
+    if (n->op_type() == "Conv") break;
+    if (n->num_inputs() < 1) return {};
+    // The chained value: input 0, or for a Mul / Add by a constant the other input.
+    int slot = 0;
+    if ((n->op_type() == "Mul" || n->op_type() == "Add") && n->num_inputs() == 2 && is_constant(n->input(0)))
+      slot = 1;
+    out = n->input(slot);
+  }
+  if (nodes.empty() || nodes.back()->op_type() != "Conv") return {};
+  std::reverse(nodes.begin(), nodes.end());
+  const ir::Node& conv = *nodes[0];
+  if (!IsSequenceConv(conv, conv.input(0), is_constant) || conv.input(0) == nullptr) return {};
+  bool activated = false;
+  for (size_t k = 1; k < nodes.size(); ++k) {
+    const ir::Node& n = *nodes[k];
+    const ir::Value* in = nodes[k - 1]->output(0);
+    if (!activated && IsActivation(n, opset, is_constant) && n.input(0) == in) {
+      activated = true;
+    } else if (activated || !(IsFoldableBatchNorm(n, conv, opset, is_constant) && n.input(0) == in) &&
+                                !IsFoldableAffine(n, in, conv, is_constant)) {
+      return {};
+    }
+  }
+  return nodes;
+}
+
+// Concats along axis 1 of two Conv branches reading the same value
+// (ConcatBranch), as chains: the first branch, the second (its Conv takes
+// X as an input of the chain), then the Concat, which takes the first
+// branch's result as its inner input.
+void FindConvConcatChains(const std::vector<ir::Node*>& order, const ir::Graph& graph, int64_t opset,
+                          const std::function<bool(const ir::Value*)>& is_constant,
+                          const std::function<bool(const ir::Node*)>& skip,
+                          absl::flat_hash_set<const ir::Node*>& taken, std::vector<FusionChain>& chains) {
+  for (const ir::Node* concat : order) {
+    if (concat->op_type() != "Concat" || !InDefaultDomain(*concat) || skip(concat) || concat->num_inputs() != 2 ||
+        concat->num_outputs() != 1 || concat->input(0) == concat->input(1))
+      continue;
+    const int64_t axis = concat->GetInt("axis").value_or(opset < 4 ? 1 : 0);
+    if (axis != 1 && axis >= 0) continue;  // negative: the kernel resolves it by rank
+    std::vector<const ir::Node*> a = ConcatBranch(concat->input(0), graph, opset, is_constant, skip, taken);
+    std::vector<const ir::Node*> b = ConcatBranch(concat->input(1), graph, opset, is_constant, skip, taken);
+    if (a.empty() || b.empty() || a[0]->input(0) != b[0]->input(0)) continue;
+    // The branch whose Conv comes first in `order` goes first.
+    auto position = [&](const ir::Node* n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+    const bool swapped = position(b[0]) < position(a[0]);
+    if (swapped) std::swap(a, b);
+    FusionChain chain;
+    for (const std::vector<const ir::Node*>* branch : {&a, &b}) {
+      for (size_t k = 0; k < branch->size(); ++k) {
+        const ir::Node* n = (*branch)[k];
+        int slot = -1;
+        if (k > 0) slot = n->input(0) == (*branch)[k - 1]->output(0) ? 0 : 1;
+        chain.nodes.push_back(n);
+        chain.chained_input.push_back(slot);
+      }
+    }
+    chain.nodes.push_back(concat);
+    chain.chained_input.push_back(swapped ? 0 : 1);
+    chain.inner_input.assign(chain.nodes.size(), -1);
+    chain.inner_source.assign(chain.nodes.size(), -1);
+    chain.inner_input.back() = swapped ? 1 : 0;
+    chain.inner_source.back() = static_cast<int>(a.size()) - 1;
+    for (const ir::Node* n : chain.nodes) {
+      taken.insert(n);
+      chain.input_offset.push_back(chain.num_inputs);
+      chain.num_inputs += n->num_inputs();
+    }
+    chains.push_back(std::move(chain));
+  }
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -130,6 +221,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
   if (model != nullptr) opset = model->OpsetVersion("").value_or(0);
   if (opset == 0) return chains;
   absl::flat_hash_set<const ir::Node*> taken;  // nodes of a chain found earlier
+  FindConvConcatChains(order, graph, opset, is_constant, skip, taken, chains);
   for (const ir::Node* head : order) {
     // Heads: a Conv, or a BatchNormalization that an affine chain (Mul / Add
     // by constants, an activation) follows.

@@ -21,6 +21,10 @@
 
 namespace onnxkit::runner::cpu {
 
+// Pointwise convolutions with at least this many output positions per
+// image run on plain tensors.
+constexpr int64_t kPlainPointwiseMinPositions = 100;
+
 // Each value less one (ONNX dilations to oneDNN's).
 dnnl::memory::dims Minus1(const std::vector<int64_t>& v);
 // The channel-blocked (16) layout of activations of `rank` 3..5.
@@ -144,6 +148,14 @@ struct SequenceStage {
 // result; `fallback` runs the chain node by node.
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
                                          std::optional<reference::WindowAttrs> pool = std::nullopt);
+
+// conv_sequence.cc: a kernel running Conv branches (one stage each) that
+// read the same X and a Concat of their results along the channels (axis
+// `axis`), each branch writing its channels of the result directly (batch
+// 1); branch order[i] makes the Concat's input i. `fallback` runs the chain
+// node by node.
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
+                                       std::unique_ptr<Kernel> fallback);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

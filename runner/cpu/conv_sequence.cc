@@ -153,15 +153,29 @@ struct StageWeights {
 
 class ConvSequenceKernel : public CpuKernel {
  public:
+  // `plain_pointwise`: a lone pointwise stage may run on plain tensors.
   ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
-                     std::optional<WindowAttrs> pool)
-      : CpuKernel(std::move(fallback)), stages_(std::move(stages)), weights_(stages_.size()), pool_(std::move(pool)) {}
+                     std::optional<WindowAttrs> pool, bool plain_pointwise = false)
+      : CpuKernel(std::move(fallback)),
+        stages_(std::move(stages)),
+        weights_(stages_.size()),
+        pool_(std::move(pool)),
+        plain_pointwise_(plain_pointwise) {}
 
   absl::Status Run(KernelContext& ctx) override {
+    SequencePlan* plan = Prepare(ctx);
+    if (plan == nullptr) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan->y_shape));
+    return Execute(ctx, *plan, y->mutable_data<float>());
+  }
+
+  // The plan for the inputs of `ctx`; null where the chain must run node by
+  // node (the fallback).
+  SequencePlan* Prepare(KernelContext& ctx) {
     std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-      if (!t.ok()) return Fallback(ctx);
+      if (!t.ok()) return nullptr;
       key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
                        *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
     }
@@ -178,15 +192,15 @@ class ConvSequenceKernel : public CpuKernel {
     const bool safe = !fast.supported || !Bounded(ctx, fast);
     // oneDNN's max pooling skips NaN and may start from the lowest finite
     // float: a MaxPool runs fused only on bounded values.
-    if (safe && pool_.has_value()) return Fallback(ctx);
+    if (safe && pool_.has_value()) return nullptr;
     SequencePlan& plan = plans_[safe ? 1 : 0];
     if (!plan.built) {
       plan.supported = Build(ctx, /*safe=*/true, plan);
       plan.built = true;
     }
-    if (!plan.supported) return Fallback(ctx);
-    return Execute(ctx, plan);
+    return plan.supported ? &plan : nullptr;
   }
+
 
  private:
   // The weights and bias of stage k (folded when it has a BatchNormalization).
@@ -345,6 +359,18 @@ class ConvSequenceKernel : public CpuKernel {
       const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
       std::vector<Candidate> tags = {{memory::format_tag::any, direct}};
       if (has_depthwise || has_winograd) tags = {{Blocked16Tag(rank), direct}, {memory::format_tag::any, direct}};
+      // A lone pointwise convolution over enough positions: oneDNN's GEMM
+      // convolution on plain tensors (as runner/cpu/conv.cc's kernel), its
+      // post-ops then ApplyPostOps' (the GEMM convolution runs them one
+      // element at a time).
+      const bool plain_first = plain_pointwise_ && stages_.size() == 1 && stage.group == 1 &&
+                               std::all_of(kernel.begin(), kernel.end(), [](int64_t v) { return v == 1; }) &&
+                               std::all_of(win->strides.begin(), win->strides.end(), [](int64_t v) { return v == 1; }) &&
+                               std::all_of(win->pad_begin.begin(), win->pad_begin.end(), [](int64_t v) { return v == 0; }) &&
+                               std::all_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t v) { return v == 0; }) &&
+                               win->out_size >= kPlainPointwiseMinPositions;
+      if (plain_first) tags = {{PlainTag(rank), direct}, {memory::format_tag::any, direct}};
+      const bool own_by_mode = s.own;
       if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
       bool planned = false;
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
@@ -354,6 +380,8 @@ class ConvSequenceKernel : public CpuKernel {
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
                        memory::data_type::f32, memory::data_type::f32, tags[i].first, tags[i].second);
+          s.own = own_by_mode || (tags[i].first == PlainTag(rank) && !s.resolved.empty());
+          plan.own_last = last && s.own;
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -492,10 +520,16 @@ class ConvSequenceKernel : public CpuKernel {
     return false;
   }
 
-  absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
+ public:
+  // Runs `plan` (from Prepare) into y, plain, of plan.y_shape.
+  absl::Status Execute(KernelContext& ctx, SequencePlan& plan, float* y) {
+    int64_t y_size = 1;
+    for (int64_t d : plan.y_shape) y_size *= d;
+    auto y_memory = [&](memory* m) {
+      return Guard("convolution memory", [&] { *m = memory(plan.y_plain, Engine(), y); });
+    };
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     const StagePlan& final_stage = plan.stages.back();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan.y_shape));
     memory current;
     int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
     // Each stage's result and its slot, while a later stage adds it.
@@ -527,7 +561,7 @@ class ConvSequenceKernel : public CpuKernel {
       memory dst;
       int dst_slot = -1;
       if (last && !plan.pool && !plan.dst_out) {
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
+        ONNXKIT_RETURN_IF_ERROR(y_memory(&dst));
       } else {
         dst_slot = FreeSlot(busy);
         ONNXKIT_ASSIGN_OR_RETURN(dst, ScratchMemory(s.dst, dst_slot));
@@ -557,7 +591,7 @@ class ConvSequenceKernel : public CpuKernel {
       memory pooled;
       int pooled_slot = -1;
       if (!plan.dst_out) {
-        ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] { pooled = UserMemory(*y, plan.y_plain); }));
+        ONNXKIT_RETURN_IF_ERROR(y_memory(&pooled));
       } else {
         pooled_slot = FreeSlot({current_slot});
         ONNXKIT_ASSIGN_OR_RETURN(pooled, ScratchMemory(plan.pool_dst, pooled_slot));
@@ -568,7 +602,7 @@ class ConvSequenceKernel : public CpuKernel {
     }
     if (plan.dst_out) {
       memory y_user;
-      ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, plan.y_plain); }));
+      ONNXKIT_RETURN_IF_ERROR(y_memory(&y_user));
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
                                            {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
     }
@@ -582,26 +616,91 @@ class ConvSequenceKernel : public CpuKernel {
         ONNXKIT_RETURN_IF_ERROR(cpu::Execute("residual reorder", final_stage.inner_plain,
                                              {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, r_plain}}));
       }
-      ApplyPostOps(y->mutable_data<float>(), static_cast<const float*>(r_plain.get_data_handle()), y->size(),
+      ApplyPostOps(y, static_cast<const float*>(r_plain.get_data_handle()), y_size,
                    final_stage.resolved);
     } else if (plan.own_last) {
       const Tensor* residual = nullptr;
       if (final_stage.residual >= 0) {
         ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
       }
-      ApplyPostOps(*y, residual, final_stage.resolved);
+      if (residual != nullptr && (residual->dtype() != pb::kFloat || residual->shape() != plan.y_shape))
+        return absl::InternalError("residual changed");
+      ApplyPostOps(y, residual != nullptr ? residual->data<float>() : nullptr, y_size, final_stage.resolved);
     }
     return absl::OkStatus();
   }
 
+ private:
   std::vector<SequenceStage> stages_;
   std::vector<StageWeights> weights_;
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;
+  bool plain_pointwise_;
+};
+
+// Two Conv branches reading the same X whose results a Concat joins along
+// the channels (a SqueezeNet fire module's expand convolutions): each runs
+// as a one-stage sequence writing straight into its channels of the
+// Concat's result, which for a batch of one are contiguous; the Concat
+// copies nothing.
+class ConvConcatKernel : public CpuKernel {
+ public:
+  // branches_[order[i]] makes the Concat's input i.
+  ConvConcatKernel(std::vector<std::unique_ptr<ConvSequenceKernel>> branches, std::vector<int> order,
+                   int64_t axis, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), branches_(std::move(branches)), order_(std::move(order)), axis_(axis) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::vector<SequencePlan*> plans;
+    for (const std::unique_ptr<ConvSequenceKernel>& branch : branches_) {
+      plans.push_back(branch->Prepare(ctx));
+      if (plans.back() == nullptr) return Fallback(ctx);
+    }
+    const std::vector<int64_t>& first = plans[static_cast<size_t>(order_[0])]->y_shape;
+    const int64_t rank = static_cast<int64_t>(first.size());
+    if (rank < 3 || first[0] != 1 || (axis_ < 0 ? axis_ + rank : axis_) != 1) return Fallback(ctx);
+    std::vector<int64_t> y_shape = first;
+    y_shape[1] = 0;
+    for (const SequencePlan* plan : plans) {
+      if (plan->y_shape.size() != first.size()) return Fallback(ctx);
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != 1 && plan->y_shape[static_cast<size_t>(d)] != first[static_cast<size_t>(d)]) return Fallback(ctx);
+      }
+      y_shape[1] += plan->y_shape[1];
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, y_shape));
+    float* out = y->mutable_data<float>();
+    for (int b : order_) {
+      SequencePlan& plan = *plans[static_cast<size_t>(b)];
+      ONNXKIT_RETURN_IF_ERROR(branches_[static_cast<size_t>(b)]->Execute(ctx, plan, out));
+      int64_t size = 1;
+      for (int64_t d : plan.y_shape) size *= d;
+      out += size;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::unique_ptr<ConvSequenceKernel>> branches_;
+  std::vector<int> order_;
+  int64_t axis_;
 };
 
 }  // namespace
+
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
+                                       std::unique_ptr<Kernel> fallback) {
+  std::vector<std::unique_ptr<ConvSequenceKernel>> kernels;
+  for (SequenceStage& stage : branches) {
+    std::vector<SequenceStage> one;
+    one.push_back(std::move(stage));
+    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, std::nullopt,
+                                                           /*plain_pointwise=*/true));
+  }
+  return std::unique_ptr<Kernel>(
+      new ConvConcatKernel(std::move(kernels), std::move(order), axis, std::move(fallback)));
+}
 
 bool WinogradSupported() {
   // The ISA values are bit sets: each one holds the bits of those it extends.

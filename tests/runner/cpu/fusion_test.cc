@@ -742,6 +742,92 @@ TEST(CpuFusionTest, MaxPoolNearMissesAndNonFiniteInputs) {
   }
 }
 
+// A SqueezeNet fire module: a 1x1 "squeeze" Conv + Relu feeding a 1x1 and
+// a 3x3 "expand" Conv (+ `act`), joined by a Concat along `axis`
+// (`swapped`: the 3x3 branch first). The expand branches and the Concat run
+// as one step, under the Conv that comes first.
+pb::GraphProto FireGraph(int64_t c, int64_t hw, int64_t n, const std::string& act, bool swapped, int64_t axis = 1,
+                         bool batch_norm = false, int64_t e3 = 24) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{n, c, hw, hw});
+  AddStage(g, "squeeze", "x", "s", c, 8, 1, 1, 1, 100);
+  g.Node("Relu", {"s"}, {"sr"}, {}, "squeeze_relu");
+  AddStage(g, "e1", "sr", "a", 8, 16, 1, 1, 1, 102);
+  AddStage(g, "e3", "sr", "b", 8, e3, 1, 3, 1, 104);
+  std::string a = "a", b = "b";
+  if (batch_norm) {
+    g.Initializer(InitializerFrom("bn_scale", RandomFloats({24}, 106, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom("bn_shift", RandomFloats({24}, 107)))
+        .Initializer(InitializerFrom("bn_mean", RandomFloats({24}, 108)))
+        .Initializer(InitializerFrom("bn_var", RandomFloats({24}, 109, 0.1f, 3.0f)))
+        .Node("BatchNormalization", {"b", "bn_scale", "bn_shift", "bn_mean", "bn_var"}, {"bn"}, {}, "e3_bn");
+    b = "bn";
+  }
+  if (act == "relu") {
+    g.Node("Relu", {a}, {"ar"}, {}, "e1_relu").Node("Relu", {b}, {"br"}, {}, "e3_relu");
+    a = "ar";
+    b = "br";
+  } else if (act == "clip") {
+    g.Node("Clip", {a}, {"ar"}, {AttrFloat("min", 0.0f), AttrFloat("max", 6.0f)}, "e1_clip")
+        .Node("LeakyRelu", {b}, {"br"}, {AttrFloat("alpha", 0.1f)}, "e3_leaky");
+    a = "ar";
+    b = "br";
+  }
+  std::vector<std::string> inputs = swapped ? std::vector<std::string>{b, a} : std::vector<std::string>{a, b};
+  g.Node("Concat", inputs, {"y"}, {AttrInt("axis", axis)}, "concat").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, FireModuleBranchesWriteIntoTheConcat) {
+  for (int64_t hw : {12, 5}) {  // 144 positions: the 1x1 branch on plain tensors; 25: oneDNN's layout
+    for (const char* act : {"relu", "clip", "none"}) {
+      for (bool swapped : {false, true}) {
+        for (bool batch_norm : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << "hw " << hw << " " << act << (swapped ? " swapped" : "")
+                                            << (batch_norm ? " bn" : ""));
+          // Clip has attributes before opset 11.
+          int64_t opset = std::string(act) == "clip" ? 10 : 18;
+          ExpectFused(FireGraph(12, hw, 1, act, swapped, 1, batch_norm), {{"x", RandomFloats({1, 12, hw, hw}, 110)}},
+                      {"squeeze", "e1"}, opset);
+        }
+      }
+    }
+  }
+  // A negative axis naming the channels.
+  ExpectFused(FireGraph(12, 7, 1, "relu", false, -3), {{"x", RandomFloats({1, 12, 7, 7}, 111)}}, {"squeeze", "e1"});
+}
+
+TEST(CpuFusionTest, FireModulesThatCannotWriteIntoTheConcat) {
+  // A batch of two (each branch's channels are not contiguous): node by node.
+  ExpectFused(FireGraph(12, 6, 2, "relu", false), {{"x", RandomFloats({2, 12, 6, 6}, 112)}}, {"squeeze", "e1"}, 18,
+              /*node_by_node=*/true);
+  // NaN in X: the branches run fused with their activations after the
+  // convolutions (oneDNN's would drop NaN), keeping NaN as the reference.
+  runner::Tensor x = RandomFloats({1, 12, 6, 6}, 113);
+  x.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  ExpectFused(FireGraph(12, 6, 1, "relu", false), {{"x", x}}, {"squeeze", "e1"});
+  // A Concat along the height: each branch fuses with its Relu, the Concat
+  // runs on its own.
+  ExpectFused(FireGraph(12, 6, 1, "relu", false, 2, false, 16), {{"x", RandomFloats({1, 12, 6, 6}, 114)}},
+              {"squeeze", "e1", "e3", "concat"});
+  {
+    // Branches reading different values, and a branch result also returned.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6}).Input("z", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6});
+    AddStage(g, "e1", "x", "a", 8, 16, 1, 1, 1, 115);
+    AddStage(g, "e3", "z", "b", 8, 16, 1, 3, 1, 116);
+    g.Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 8, 6, 6}, 117)}, {"z", RandomFloats({1, 8, 6, 6}, 118)}},
+                {"e1", "e3", "concat"});
+    GraphBuilder h("h");
+    h.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6});
+    AddStage(h, "e1", "x", "a", 8, 16, 1, 1, 1, 115);
+    AddStage(h, "e3", "x", "b", 8, 16, 1, 3, 1, 116);
+    h.Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y").Output("b");
+    ExpectFused(h.Build(), {{"x", RandomFloats({1, 8, 6, 6}, 119)}}, {"e1", "e3", "concat"});
+  }
+}
+
 TEST(CpuFusionTest, SequenceIntermediatesCountAgainstTheMemoryLimit) {
   // The first Conv's huge pads make a 1.1 GB intermediate that only the
   // sequence's scratch would hold; the limit refuses it cleanly.

@@ -288,6 +288,27 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
   }
 }
 
+// A fire module (two Conv branches joined by a Concat, run as one step
+// writing into the Concat's result): NaN and infinities into X, with Relu
+// and Clip activations, which oneDNN's post-ops would bound.
+TEST(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    for (int64_t hw : {12, 5}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, hw, hw});
+      AddConv(g, {"", 8, 16, 1, 1, hw}, "x", "a", "e1", 130);
+      AddConv(g, {"", 8, 24, 1, 3, hw}, "x", "b", "e3", 132);
+      g.Node("Relu", {"a"}, {"ar"}, {}, "relu")
+          .Node("Clip", {"b"}, {"br"}, {AttrFloat("min", -1.0f), AttrFloat("max", 6.0f)}, "clip")
+          .Node("Concat", {"br", "ar"}, {"y"}, {AttrInt("axis", 1)}, "concat")
+          .Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 8, hw, hw}, 134), kinds, 5)}}, 10,
+                          HasNaN(kinds));
+    }
+  }
+}
+
 // A projection block (two branches of Conv + BatchNormalization meeting in
 // a Sum, then Relu, fused as two steps): NaN and infinities into X reach
 // the output through both branches. On 28x28 images the 3x3 Conv runs as a
