@@ -84,6 +84,28 @@ bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
          InputsConstant(node, 1, is_constant);
 }
 
+// A channel shuffle starting at `reshape`: Reshape (to [N, G, C/G, H, W])
+// -> Transpose (perm 0, 2, 1, 3, 4) -> Reshape (back to [N, C, H, W]), each
+// value used once, shapes constant (the kernel checks their values), then a
+// Conv of the sequence. Returns the three nodes and the Conv, or empty.
+std::vector<const ir::Node*> ChannelShuffle(const ir::Node& reshape, const ir::Graph& graph,
+                                            const std::function<bool(const ir::Value*)>& is_constant) {
+  auto is_reshape = [&](const ir::Node& n) {
+    return n.op_type() == "Reshape" && n.num_inputs() == 2 && n.input(1) != nullptr && is_constant(n.input(1)) &&
+           n.num_outputs() == 1 && n.GetInt("allowzero").value_or(0) == 0;
+  };
+  if (!is_reshape(reshape)) return {};
+  const ir::Node* transpose = SoleConsumer(reshape.output(0), graph);
+  if (transpose == nullptr || transpose->op_type() != "Transpose" || transpose->num_outputs() != 1 ||
+      transpose->GetInts("perm").value_or(std::vector<int64_t>{}) != std::vector<int64_t>{0, 2, 1, 3, 4})
+    return {};
+  const ir::Node* back = SoleConsumer(transpose->output(0), graph);
+  if (back == nullptr || !is_reshape(*back) || back->input(0) != transpose->output(0)) return {};
+  const ir::Node* conv = SoleConsumer(back->output(0), graph);
+  if (conv == nullptr || !IsSequenceConv(*conv, back->output(0), is_constant)) return {};
+  return {&reshape, transpose, back, conv};
+}
+
 // A MaxPool without dilations whose Indices output is omitted: it may end a
 // Conv chain (its kernel pools the last convolution's result in oneDNN's
 // layout, whose jit pooling kernels take no dilations).
@@ -294,6 +316,24 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         slot = 0;
         next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
         conv = next;
+      }
+      // A channel shuffle before the next convolution: its nodes join the
+      // chain, the Conv's stage reads the shuffled value.
+      if (next_stage < 0 && !bn_head && head_constant && next->input(0) == v) {
+        std::vector<const ir::Node*> shuffle = ChannelShuffle(*next, graph, is_constant);
+        bool free = !shuffle.empty();
+        for (const ir::Node* n : shuffle) free = free && !skip(n) && !taken.contains(n);
+        if (free) {
+          for (size_t i = 0; i + 1 < shuffle.size(); ++i) {
+            chain.nodes.push_back(shuffle[i]);
+            chain.chained_input.push_back(0);
+          }
+          next = shuffle.back();
+          v = shuffle[2]->output(0);
+          slot = 0;
+          next_stage = 0;
+          conv = next;
+        }
       }
       if (next_stage < 0 || next->input(slot) != v) break;
       chain.nodes.push_back(next);

@@ -1,7 +1,9 @@
 // Node chains the cpu backend runs as one kernel: a Conv and the nodes that
 // follow it one by one (BatchNormalization and Mul / Add by per-channel
 // constants folded into its weights, Relu / LeakyRelu / Clip and a residual
-// Add, or Sum of two, as post-ops, then possibly further Convs, and last
+// Add, or Sum of two, as post-ops, then possibly further Convs, each
+// possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose
+// with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), and last
 // possibly a MaxPool without Indices); or a
 // BatchNormalization, Mul / Add by per-channel constants and an activation
 // as one per-channel pass.

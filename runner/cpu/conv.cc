@@ -789,6 +789,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   bool conv_constant = false;  // the current stage's weights (and bias) are constant
   std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
   std::optional<WindowAttrs> pool;  // a MaxPool ending the chain
+  int shuffle_shape = -1, shuffle_back = -1;  // a channel shuffle before the next Conv
   const bool concat = chain.tail().op_type() == "Concat";  // branches joined by a Concat
   std::vector<int> branch_of_input;  // for a Concat: the branch (stage) making each input
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
@@ -810,8 +811,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       continue;
     }
     stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
+    if (node.op_type() == "Reshape" || node.op_type() == "Transpose") {
+      // A channel shuffle before the next Conv (FindConvChains checked its shape).
+      if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
+      if (node.op_type() == "Reshape") (shuffle_shape < 0 ? shuffle_shape : shuffle_back) = chain.input_offset[k] + 1;
+      continue;
+    }
     if (node.op_type() == "Conv") {
       SequenceStage stage;
+      stage.shuffle_shape = shuffle_shape;
+      stage.shuffle_back = shuffle_back;
+      if ((shuffle_shape < 0) != (shuffle_back < 0)) return absl::InternalError("an incomplete channel shuffle");
+      shuffle_shape = shuffle_back = -1;
       stage.base = chain.input_offset[k];
       stage.node_inputs = node.num_inputs();
       stage.group = reference::AttrInt(node, "group", 1);

@@ -29,6 +29,8 @@ constexpr int64_t kPlainPointwiseMinPositions = 100;
 dnnl::memory::dims Minus1(const std::vector<int64_t>& v);
 // The channel-blocked (16) layout of activations of `rank` 3..5.
 dnnl::memory::format_tag Blocked16Tag(int rank);
+// The channels-last layout of activations of `rank` 3..5.
+dnnl::memory::format_tag ChannelsLastTag(int rank);
 // True when oneDNN picked its generic reference implementation.
 bool IsReference(const dnnl::primitive_desc_base& pd);
 // Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
@@ -140,6 +142,10 @@ struct SequenceStage {
   int64_t group = 1;
   reference::WindowAttrs attrs;
   ConvChainSpec spec;
+  // A channel shuffle of the stage's source (runner/fusion.h): the inputs
+  // holding the shapes of its Reshape to [N, G, C/G, H, W] and of its
+  // Reshape back; -1: none.
+  int shuffle_shape = -1, shuffle_back = -1;
 };
 
 // conv_sequence.cc: a kernel running several Convs in a row (each taking

@@ -18,6 +18,13 @@
 // on first need). The scan reads X and the residuals only, not the larger
 // values inside the sequence.
 //
+// Channel shuffles: a stage may read its source shuffled (runner/fusion.h).
+// Such sequences run channels-last throughout, and the shuffle is the
+// stage's source reorder, between strided 5-D views of the previous result
+// and of the stage's source; the Reshapes' shapes must be the exact
+// [N, G, C/G, H, W] and [N, C, H, W] of that result, else the chain runs
+// node by node.
+//
 // MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
 // plan it runs as oneDNN's max pooling over the last convolution's result
 // in that result's layout, so only the pooled (smaller) value is reordered
@@ -126,6 +133,11 @@ struct StagePlan {
   // layout); else they are oneDNN's post-ops.
   bool own = false;
   bool winograd = false;
+  // A channel shuffle of the source (SequenceStage::shuffle_shape): src_in
+  // reorders shuffle_from, the previous result as [N, C/G, G, H, W], into
+  // shuffle_to, src as the same.
+  bool shuffle = false;
+  memory::desc shuffle_from, shuffle_to;
   PreparedWeight weight;
 };
 
@@ -296,9 +308,11 @@ class ConvSequenceKernel : public CpuKernel {
     const int rank = static_cast<int>(x_shape.size());
     memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
     bool has_depthwise = false;
+    bool has_shuffle = false;
     {
       int64_t channels = x_shape[1];
       for (const SequenceStage& s : stages_) {
+        has_shuffle = has_shuffle || s.shuffle_shape >= 0;
         absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
         if (!w.ok() || (*w)->rank() < 2) return false;
         if (s.group > 1 && s.group == channels) has_depthwise = true;
@@ -315,7 +329,7 @@ class ConvSequenceKernel : public CpuKernel {
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
-        winograd[k] = !safe && WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window);
+        winograd[k] = !safe && !has_shuffle && WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
       }
@@ -370,6 +384,12 @@ class ConvSequenceKernel : public CpuKernel {
                                std::all_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t v) { return v == 0; }) &&
                                win->out_size >= kPlainPointwiseMinPositions;
       if (plain_first) tags = {{PlainTag(rank), direct}, {memory::format_tag::any, direct}};
+      // Sequences with a channel shuffle run channels-last throughout: the
+      // shuffle is then one reorder between strided views (a blocked layout
+      // cannot express it when the channels do not fill whole blocks).
+      if (has_shuffle) tags = {{ChannelsLastTag(rank), direct}, {memory::format_tag::any, direct}};
+      s.shuffle = stage.shuffle_shape >= 0;
+      if (s.shuffle && !ShuffleViews(ctx, stage, x_shape, current, &s.shuffle_from)) return false;
       const bool own_by_mode = s.own;
       if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
       bool planned = false;
@@ -398,9 +418,17 @@ class ConvSequenceKernel : public CpuKernel {
           s.wei = pd.weights_desc();
           s.winograd = is_winograd;
           s.primitive = dnnl::convolution_forward(pd);
-          s.src_in = s.src != current
-                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
-                         : dnnl::reorder();
+          if (s.shuffle) {
+            // The shuffled view of the source into s.src: Y[n, i * G + j] = X[n, j * C/G + i].
+            std::optional<memory::desc> to = ChannelView(s.src, s.shuffle_from.data.dims[2], /*source=*/false);
+            if (!to) return;
+            s.shuffle_to = *to;
+            s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.shuffle_from, Engine(), s.shuffle_to));
+          } else {
+            s.src_in = s.src != current
+                           ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
+                           : dnnl::reorder();
+          }
           memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
           bool reordered = s.residual >= 0 && !(s.own && last);
           s.residual_in =
@@ -461,6 +489,48 @@ class ConvSequenceKernel : public CpuKernel {
     current = plan.pool_dst;
     shape = std::move(y_shape);
     return true;
+  }
+
+  // The 4-D strided `desc` ([N, C, H, W], no blocking) as [N, C/G, G, H, W]
+  // (G = `groups`): with `source`, element (n, i, j) is channel j * C/G + i
+  // (the value a channel shuffle reads); else channel i * G + j (the value
+  // it writes). nullopt when `desc` is blocked or not 4-D.
+  static std::optional<memory::desc> ChannelView(const memory::desc& desc, int64_t groups, bool source) {
+    const dnnl_memory_desc_t& d = desc.data;
+    if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+        d.offset0 != 0 || groups <= 0 || d.dims[1] % groups != 0)
+      return std::nullopt;
+    const dnnl_dims_t& st = d.format_desc.blocking.strides;
+    const int64_t per_group = d.dims[1] / groups;
+    memory::dims dims = {d.dims[0], per_group, groups, d.dims[2], d.dims[3]};
+    memory::dims strides = {st[0], source ? st[1] : st[1] * groups, source ? st[1] * per_group : st[1], st[2], st[3]};
+    return memory::desc(dims, memory::data_type::f32, strides);
+  }
+
+  // Checks the shapes of stage `stage`'s channel shuffle against its source
+  // (`x_shape`, held as `current`) and sets `from`, the view it reads.
+  static bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
+                           const memory::desc& current, memory::desc* from) {
+    absl::StatusOr<const Tensor*> shape = ctx.Input(stage.shuffle_shape);
+    absl::StatusOr<const Tensor*> back = ctx.Input(stage.shuffle_back);
+    if (!shape.ok() || !back.ok() || x_shape.size() != 4) return false;
+    for (const Tensor* t : {*shape, *back}) {
+      if (t->dtype() != pb::kInt64 || t->rank() != 1) return false;
+    }
+    const std::vector<int64_t> to(back.value()->data<int64_t>(), back.value()->data<int64_t>() + back.value()->size());
+    if (to != x_shape || (*shape)->size() != 5) return false;
+    const int64_t* s = (*shape)->data<int64_t>();
+    const int64_t groups = s[1];
+    if (groups <= 0 || x_shape[1] % groups != 0 || s[0] != x_shape[0] || s[2] != x_shape[1] / groups ||
+        s[3] != x_shape[2] || s[4] != x_shape[3])
+      return false;
+    bool ok = false;
+    absl::Status status = Guard("shuffle view", [&] {
+      std::optional<memory::desc> view = ChannelView(current, groups, /*source=*/true);
+      if (view) *from = *view;
+      ok = view.has_value();
+    });
+    return status.ok() && ok;
   }
 
   // The lowest scratch slot not in `busy`.
@@ -554,8 +624,15 @@ class ConvSequenceKernel : public CpuKernel {
         src_slot = FreeSlot(busy);
         ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
         busy.push_back(src_slot);
+        memory from = current, to = src;
+        if (s.shuffle) {
+          ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
+            from = memory(s.shuffle_from, Engine(), current.get_data_handle());
+            to = memory(s.shuffle_to, Engine(), src.get_data_handle());
+          }));
+        }
         ONNXKIT_RETURN_IF_ERROR(
-            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
+            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
       }
       // The last stage writes Y directly where its layout is plain.
       memory dst;

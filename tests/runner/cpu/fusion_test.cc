@@ -66,6 +66,16 @@ void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out
             "bn");
 }
 
+// Adds BatchNormalization `out` of `in` with random constant parameters
+// named after `out`.
+void AddBatchNormNamed(GraphBuilder& g, const std::string& in, const std::string& out, int64_t m, uint32_t seed) {
+  g.Initializer(InitializerFrom(out + "_scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
+      .Initializer(InitializerFrom(out + "_shift", RandomFloats({m}, seed + 1)))
+      .Initializer(InitializerFrom(out + "_mean", RandomFloats({m}, seed + 2)))
+      .Initializer(InitializerFrom(out + "_var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
+      .Node("BatchNormalization", {in, out + "_scale", out + "_shift", out + "_mean", out + "_var"}, {out}, {}, out);
+}
+
 std::vector<int64_t> OutShape(const ConvCase& cc) { return {1, cc.m, cc.hw, cc.hw}; }
 
 struct Result {
@@ -826,6 +836,70 @@ TEST(CpuFusionTest, FireModulesThatCannotWriteIntoTheConcat) {
     h.Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y").Output("b");
     ExpectFused(h.Build(), {{"x", RandomFloats({1, 8, 6, 6}, 119)}}, {"e1", "e3", "concat"});
   }
+}
+
+// A ShuffleNet unit: grouped 1x1 Conv + BatchNormalization + Relu, a
+// channel shuffle (Reshape to [1, G, C/G, H, W], Transpose, Reshape back),
+// a depthwise 3x3 Conv + BatchNormalization, a grouped 1x1 Conv +
+// BatchNormalization, the residual Sum with X and Relu; `units` of them in
+// a row. `shape` replaces the first Reshape's shape when given.
+pb::GraphProto ShuffleGraph(int64_t c, int64_t groups, int64_t hw, int units, std::vector<int64_t> shape = {}) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  if (shape.empty()) shape = {1, groups, c / groups, hw, hw};
+  g.Initializer(InitializerFrom("split", Int64s({5}, shape)))
+      .Initializer(InitializerFrom("join", Int64s({4}, {1, c, hw, hw})));
+  std::string in = "x";
+  for (int u = 0; u < units; ++u) {
+    std::string p = "u" + std::to_string(u) + "_";
+    uint32_t seed = 300 + 20 * static_cast<uint32_t>(u);
+    AddStage(g, p + "g1", in, p + "a", c, c, groups, 1, 1, seed);
+    AddBatchNormNamed(g, p + "a", p + "an", c, seed + 2);
+    g.Node("Relu", {p + "an"}, {p + "ar"}, {}, p + "relu1")
+        .Node("Reshape", {p + "ar", "split"}, {p + "r5"}, {}, p + "split")
+        .Node("Transpose", {p + "r5"}, {p + "t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, p + "transpose")
+        .Node("Reshape", {p + "t5", "join"}, {p + "sh"}, {}, p + "join");
+    AddStage(g, p + "dw", p + "sh", p + "d", c, c, c, 3, 1, seed + 6);
+    AddBatchNormNamed(g, p + "d", p + "dn", c, seed + 8);
+    AddStage(g, p + "g2", p + "dn", p + "b", c, c, groups, 1, 1, seed + 12);
+    AddBatchNormNamed(g, p + "b", p + "bn", c, seed + 14);
+    g.Node("Sum", {p + "bn", in}, {p + "s"}, {}, p + "sum").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "relu2");
+    in = p + "y";
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ChannelShufflesRunInsideConvSequences) {
+  // 12 and 24 channels: not whole 16-channel blocks.
+  for (auto [c, groups] : std::vector<std::pair<int64_t, int64_t>>{{12, 3}, {24, 4}, {32, 4}}) {
+    for (int64_t hw : {9, 14}) {
+      for (int units : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << "c " << c << " groups " << groups << " hw " << hw << " units " << units);
+        ExpectFused(ShuffleGraph(c, groups, hw, units), {{"x", RandomFloats({1, c, hw, hw}, 340)}}, {"u0_g1"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
+  // A shape the kernel does not read as a shuffle (-1 for C/G): the chain
+  // runs node by node, as the reference.
+  ExpectFused(ShuffleGraph(12, 3, 9, 1, {1, 3, -1, 9, 9}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"}, 18,
+              /*node_by_node=*/true);
+  // Another transposition: not a shuffle, the nodes run on their own.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 12, 6, 6});
+  g.Initializer(InitializerFrom("split", Int64s({5}, {1, 3, 4, 6, 6})))
+      .Initializer(InitializerFrom("join", Int64s({4}, {1, 12, 6, 6})));
+  AddStage(g, "a", "x", "a_c", 12, 12, 3, 1, 1, 342);
+  g.Node("Relu", {"a_c"}, {"ar"}, {}, "relu")
+      .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+      .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 1, 2, 4, 3})}, "transpose")
+      .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join");
+  AddStage(g, "b", "sh", "y", 12, 12, 12, 3, 1, 343);
+  g.Output("y");
+  ExpectFused(g.Build(), {{"x", RandomFloats({1, 12, 6, 6}, 344)}}, {"a", "split", "transpose", "join", "b"});
 }
 
 TEST(CpuFusionTest, SequenceIntermediatesCountAgainstTheMemoryLimit) {

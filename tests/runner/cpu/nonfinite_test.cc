@@ -309,6 +309,29 @@ TEST(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
   }
 }
 
+// A ShuffleNet unit run as one sequence with its channel shuffle (grouped
+// 1x1 Conv + Relu, shuffle, depthwise 3x3 Conv, grouped 1x1 Conv, residual
+// Sum with X, Relu): NaN and infinities into X.
+TEST(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    const int64_t c = 12, hw = 7;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+        .Initializer(InitializerFrom("split", Int64s({5}, {1, 3, c / 3, hw, hw})))
+        .Initializer(InitializerFrom("join", Int64s({4}, {1, c, hw, hw})));
+    AddConv(g, {"", c, c, 3, 1, hw}, "x", "a", "g1", 140);
+    g.Node("Relu", {"a"}, {"ar"}, {}, "relu1")
+        .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+        .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, "transpose")
+        .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join");
+    AddConv(g, {"", c, c, c, 3, hw}, "sh", "d", "dw", 142);
+    AddConv(g, {"", c, c, 3, 1, hw}, "d", "b", "g2", 144);
+    g.Node("Sum", {"b", "x"}, {"s"}, {}, "sum").Node("Relu", {"s"}, {"y"}, {}, "relu2").Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 146), kinds, 6)}}, 18, HasNaN(kinds));
+  }
+}
+
 // A projection block (two branches of Conv + BatchNormalization meeting in
 // a Sum, then Relu, fused as two steps): NaN and infinities into X reach
 // the output through both branches. On 28x28 images the 3x3 Conv runs as a
