@@ -221,6 +221,14 @@ void FindConvConcatChains(const std::vector<ir::Node*>& order, const ir::Graph& 
     chain.inner_source.assign(chain.nodes.size(), -1);
     chain.inner_input.back() = swapped ? 1 : 0;
     chain.inner_source.back() = static_cast<int>(a.size()) - 1;
+    // A MaxPool of the result: each branch pools its own channels.
+    const ir::Node* pool = SoleConsumer(concat->output(0), graph);
+    if (pool != nullptr && IsMaxPool(*pool) && !skip(pool) && !taken.contains(pool)) {
+      chain.nodes.push_back(pool);
+      chain.chained_input.push_back(0);
+      chain.inner_input.push_back(-1);
+      chain.inner_source.push_back(-1);
+    }
     for (const ir::Node* n : chain.nodes) {
       taken.insert(n);
       chain.input_offset.push_back(chain.num_inputs);

@@ -14,8 +14,9 @@
 // channels of two such Conv branches reading the same X (a SqueezeNet fire
 // module's expand convolutions) is a chain too: the first branch, the
 // second (its Conv takes X as a chain input, chained_input -1), then the
-// Concat, taking the first branch's result as its inner input; its kernel
-// writes each branch's result into the Concat's. The session finds
+// Concat, taking the first branch's result as its inner input, and
+// possibly a MaxPool of the Concat's result; its kernel writes each
+// branch's result (pooled) into the Concat's. The session finds
 // chains once (FindConvChains) and, in runs that use them, executes the
 // chain at the position of its last node, with the inputs of every node of
 // the chain concatenated (FusionChain::input_offset). A kernel that cannot

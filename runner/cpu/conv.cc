@@ -790,11 +790,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
   std::optional<WindowAttrs> pool;  // a MaxPool ending the chain
   int shuffle_shape = -1, shuffle_back = -1;  // a channel shuffle before the next Conv
-  const bool concat = chain.tail().op_type() == "Concat";  // branches joined by a Concat
+  // Branches joined by a Concat (then possibly a MaxPool).
+  const size_t n = chain.nodes.size();
+  const bool pooled_concat = n >= 2 && chain.tail().op_type() == "MaxPool" && chain.nodes[n - 2]->op_type() == "Concat";
+  const bool concat = chain.tail().op_type() == "Concat" || pooled_concat;
+  const size_t concat_at = pooled_concat ? n - 2 : n - 1;
   std::vector<int> branch_of_input;  // for a Concat: the branch (stage) making each input
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
-    if (concat && k + 1 == chain.nodes.size()) {
+    if (concat && k == concat_at) {
       for (int j = 0; j < node.num_inputs(); ++j) {
         int source = j == chain.chained_input[k] ? static_cast<int>(k) - 1
                      : j == chain.InnerInput(k)  ? chain.inner_source[k]
@@ -802,7 +806,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
         if (source < 0) return absl::InternalError("a Concat chain must join its branches");
         branch_of_input.push_back(stage_of[static_cast<size_t>(source)]);
       }
-      break;
+      continue;
     }
     if (node.op_type() == "MaxPool") {
       if (k + 1 != chain.nodes.size() || stages.empty())
@@ -851,8 +855,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       if (sorted[i] != static_cast<int>(i) || stages.size() != sorted.size())
         return absl::InternalError("a Concat chain must join one branch per input");
     }
-    int64_t axis = chain.tail().GetInt("axis").value_or(1);
-    return MakeConvConcat(std::move(stages), std::move(branch_of_input), axis, std::move(fallback));
+    int64_t axis = chain.nodes[concat_at]->GetInt("axis").value_or(1);
+    return MakeConvConcat(std::move(stages), std::move(branch_of_input), axis, std::move(fallback), std::move(pool));
   }
   if (stages.size() > 1 || pool.has_value()) {
     return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool));

@@ -160,8 +160,11 @@ std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std:
 // `axis`), each branch writing its channels of the result directly (batch
 // 1); branch order[i] makes the Concat's input i. `fallback` runs the chain
 // node by node.
+// With `pool`, a MaxPool of the Concat's result follows: each branch pools
+// its own channels.
 std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
-                                       std::unique_ptr<Kernel> fallback);
+                                       std::unique_ptr<Kernel> fallback,
+                                       std::optional<reference::WindowAttrs> pool = std::nullopt);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

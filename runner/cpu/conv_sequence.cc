@@ -767,13 +767,13 @@ class ConvConcatKernel : public CpuKernel {
 }  // namespace
 
 std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
-                                       std::unique_ptr<Kernel> fallback) {
+                                       std::unique_ptr<Kernel> fallback, std::optional<WindowAttrs> pool) {
   std::vector<std::unique_ptr<ConvSequenceKernel>> kernels;
   for (SequenceStage& stage : branches) {
     std::vector<SequenceStage> one;
     one.push_back(std::move(stage));
-    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, std::nullopt,
-                                                           /*plain_pointwise=*/true));
+    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, pool,
+                                                           /*plain_pointwise=*/!pool.has_value()));
   }
   return std::unique_ptr<Kernel>(
       new ConvConcatKernel(std::move(kernels), std::move(order), axis, std::move(fallback)));

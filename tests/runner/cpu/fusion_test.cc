@@ -757,7 +757,7 @@ TEST(CpuFusionTest, MaxPoolNearMissesAndNonFiniteInputs) {
 // (`swapped`: the 3x3 branch first). The expand branches and the Concat run
 // as one step, under the Conv that comes first.
 pb::GraphProto FireGraph(int64_t c, int64_t hw, int64_t n, const std::string& act, bool swapped, int64_t axis = 1,
-                         bool batch_norm = false, int64_t e3 = 24) {
+                         bool batch_norm = false, int64_t e3 = 24, bool pool = false) {
   GraphBuilder g("g");
   g.Input("x", pb::kFloat, std::vector<int64_t>{n, c, hw, hw});
   AddStage(g, "squeeze", "x", "s", c, 8, 1, 1, 1, 100);
@@ -784,7 +784,13 @@ pb::GraphProto FireGraph(int64_t c, int64_t hw, int64_t n, const std::string& ac
     b = "br";
   }
   std::vector<std::string> inputs = swapped ? std::vector<std::string>{b, a} : std::vector<std::string>{a, b};
-  g.Node("Concat", inputs, {"y"}, {AttrInt("axis", axis)}, "concat").Output("y");
+  if (pool) {
+    g.Node("Concat", inputs, {"cat"}, {AttrInt("axis", axis)}, "concat")
+        .Node("MaxPool", {"cat"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}, "pool");
+  } else {
+    g.Node("Concat", inputs, {"y"}, {AttrInt("axis", axis)}, "concat");
+  }
+  g.Output("y");
   return g.Build();
 }
 
@@ -803,6 +809,19 @@ TEST(CpuFusionTest, FireModuleBranchesWriteIntoTheConcat) {
       }
     }
   }
+  // A MaxPool of the Concat's result: each branch pools its channels.
+  for (bool swapped : {false, true}) {
+    for (int64_t hw : {13, 6}) {
+      SCOPED_TRACE(::testing::Message() << "pooled hw " << hw << (swapped ? " swapped" : ""));
+      ExpectFused(FireGraph(12, hw, 1, "relu", swapped, 1, false, 24, true),
+                  {{"x", RandomFloats({1, 12, hw, hw}, 120)}}, {"squeeze", "e1"});
+    }
+  }
+  // NaN: the pooled chain runs node by node.
+  runner::Tensor x = RandomFloats({1, 12, 9, 9}, 121);
+  x.mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  ExpectFused(FireGraph(12, 9, 1, "relu", false, 1, false, 24, true), {{"x", x}}, {"squeeze", "e1"}, 18,
+              /*node_by_node=*/true);
   // A negative axis naming the channels.
   ExpectFused(FireGraph(12, 7, 1, "relu", false, -3), {{"x", RandomFloats({1, 12, 7, 7}, 111)}}, {"squeeze", "e1"});
 }
