@@ -21,9 +21,9 @@
 // Channel shuffles: a stage may read its source shuffled (runner/fusion.h).
 // Such sequences run channels-last throughout, and the shuffle is the
 // stage's source reorder, between strided 5-D views of the previous result
-// and of the stage's source; the Reshapes' shapes must be the exact
-// [N, G, C/G, H, W] and [N, C, H, W] of that result, else the chain runs
-// node by node.
+// and of the stage's source; the Reshapes' shapes (0 and -1 resolved as
+// Reshape does) must be [N, G, C/G, H, W] and [N, C, H, W] of that result,
+// else the chain runs node by node.
 //
 // MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
 // plan it runs as oneDNN's max pooling over the last convolution's result
@@ -507,6 +507,39 @@ class ConvSequenceKernel : public CpuKernel {
     return memory::desc(dims, memory::data_type::f32, strides);
   }
 
+  // The shape a Reshape (allowzero 0) of a tensor of shape `in` to `spec`
+  // gives: 0 copies the input dim, -1 takes what is left; nullopt when the
+  // spec does not fit.
+  static std::optional<std::vector<int64_t>> ReshapeTo(const std::vector<int64_t>& in, const Tensor& spec) {
+    int64_t total = 1;
+    for (int64_t d : in) total *= d;
+    std::vector<int64_t> out(spec.data<int64_t>(), spec.data<int64_t>() + spec.size());
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i] == 0) {
+        if (i >= in.size()) return std::nullopt;
+        out[i] = in[i];
+      }
+      if (out[i] == -1) {
+        if (infer >= 0) return std::nullopt;
+        infer = static_cast<int64_t>(i);
+      } else if (out[i] <= 0 || out[i] > total) {
+        return std::nullopt;
+      } else {
+        known *= out[i];
+        if (known > total) return std::nullopt;
+      }
+    }
+    if (infer >= 0) {
+      if (known == 0 || total % known != 0) return std::nullopt;
+      out[static_cast<size_t>(infer)] = total / known;
+    }
+    int64_t product = 1;
+    for (int64_t d : out) product *= d;
+    if (product != total) return std::nullopt;
+    return out;
+  }
+
   // Checks the shapes of stage `stage`'s channel shuffle against its source
   // (`x_shape`, held as `current`) and sets `from`, the view it reads.
   static bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
@@ -517,10 +550,12 @@ class ConvSequenceKernel : public CpuKernel {
     for (const Tensor* t : {*shape, *back}) {
       if (t->dtype() != pb::kInt64 || t->rank() != 1) return false;
     }
-    const std::vector<int64_t> to(back.value()->data<int64_t>(), back.value()->data<int64_t>() + back.value()->size());
-    if (to != x_shape || (*shape)->size() != 5) return false;
-    const int64_t* s = (*shape)->data<int64_t>();
+    std::optional<std::vector<int64_t>> split = ReshapeTo(x_shape, **shape);
+    if (!split || split->size() != 5) return false;
+    const std::vector<int64_t>& s = *split;
     const int64_t groups = s[1];
+    std::optional<std::vector<int64_t>> to = ReshapeTo({s[0], s[2], s[1], s[3], s[4]}, **back);
+    if (!to || *to != x_shape) return false;
     if (groups <= 0 || x_shape[1] % groups != 0 || s[0] != x_shape[0] || s[2] != x_shape[1] / groups ||
         s[3] != x_shape[2] || s[4] != x_shape[3])
       return false;

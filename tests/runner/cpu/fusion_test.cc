@@ -902,9 +902,11 @@ TEST(CpuFusionTest, ChannelShufflesRunInsideConvSequences) {
 }
 
 TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
-  // A shape the kernel does not read as a shuffle (-1 for C/G): the chain
-  // runs node by node, as the reference.
-  ExpectFused(ShuffleGraph(12, 3, 9, 1, {1, 3, -1, 9, 9}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"}, 18,
+  // Shapes with 0 and -1 resolve as Reshape does.
+  ExpectFused(ShuffleGraph(12, 3, 9, 1, {0, 3, -1, 9, 9}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"});
+  // A shape the kernel does not read as a shuffle (the image split as 3 x
+  // 27): the chain runs node by node, as the reference.
+  ExpectFused(ShuffleGraph(12, 3, 9, 1, {1, 3, 4, 3, 27}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"}, 18,
               /*node_by_node=*/true);
   // Another transposition: not a shuffle, the nodes run on their own.
   GraphBuilder g("g");
