@@ -166,6 +166,17 @@ std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std:
                                        std::unique_ptr<Kernel> fallback,
                                        std::optional<reference::WindowAttrs> pool = std::nullopt);
 
+// conv_shuffle.cc: the 4-D strided `desc` ([N, C, H, W], no blocking) as
+// [N, C/G, G, H, W] (G = `groups`): with `source`, element (n, i, j) is
+// channel j * C/G + i (the value a channel shuffle reads); else channel
+// i * G + j (the value it writes). nullopt when `desc` is blocked or not 4-D.
+std::optional<dnnl::memory::desc> ChannelView(const dnnl::memory::desc& desc, int64_t groups, bool source);
+// Checks the shapes of `stage`'s channel shuffle (0 and -1 resolved as
+// Reshape does) against its source (`x_shape`, held as `current`) and sets
+// `from`, the view the shuffle reads.
+bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
+                  const dnnl::memory::desc& current, dnnl::memory::desc* from);
+
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as
 // extra end padding) in `pad_end`; nullopt when some output window reads
