@@ -826,6 +826,17 @@ TEST(CpuFusionTest, FireModuleBranchesWriteIntoTheConcat) {
   ExpectFused(FireGraph(12, 7, 1, "relu", false, -3), {{"x", RandomFloats({1, 12, 7, 7}, 111)}}, {"squeeze", "e1"});
 }
 
+TEST(CpuFusionTest, FireModuleBranchesRunWinogradFrom13x13) {
+  SmallConvWinograd winograd;
+  for (int64_t hw : {13, 12}) {
+    SCOPED_TRACE(hw);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    ExpectFused(FireGraph(12, hw, 1, "relu", false), {{"x", RandomFloats({1, 12, hw, hw}, 122)}}, {"squeeze", "e1"});
+    bool ran = runner::cpu::WinogradConvolutionRuns() > before;
+    EXPECT_EQ(ran, hw == 13 && runner::cpu::WinogradSupported());
+  }
+}
+
 TEST(CpuFusionTest, FireModulesThatCannotWriteIntoTheConcat) {
   // A batch of two (each branch's channels are not contiguous): node by node.
   ExpectFused(FireGraph(12, 6, 2, "relu", false), {{"x", RandomFloats({2, 12, 6, 6}, 112)}}, {"squeeze", "e1"}, 18,
