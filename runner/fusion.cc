@@ -1,6 +1,7 @@
 // Finding Conv chains, and running a chain node by node.
 #include "runner/fusion.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string_view>
 #include <utility>
@@ -83,6 +84,39 @@ bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
          InputsConstant(node, 1, is_constant);
 }
 
+// A channel shuffle starting at `reshape`: Reshape (to [N, G, C/G, H, W])
+// -> Transpose (perm 0, 2, 1, 3, 4) -> Reshape (back to [N, C, H, W]), each
+// value used once, shapes constant (the kernel checks their values), then a
+// Conv of the sequence. Returns the three nodes and the Conv, or empty.
+std::vector<const ir::Node*> ChannelShuffle(const ir::Node& reshape, const ir::Graph& graph,
+                                            const std::function<bool(const ir::Value*)>& is_constant) {
+  auto is_reshape = [&](const ir::Node& n) {
+    return n.op_type() == "Reshape" && n.num_inputs() == 2 && n.input(1) != nullptr && is_constant(n.input(1)) &&
+           n.num_outputs() == 1 && n.GetInt("allowzero").value_or(0) == 0;
+  };
+  if (!is_reshape(reshape)) return {};
+  const ir::Node* transpose = SoleConsumer(reshape.output(0), graph);
+  if (transpose == nullptr || transpose->op_type() != "Transpose" || transpose->num_outputs() != 1 ||
+      transpose->GetInts("perm").value_or(std::vector<int64_t>{}) != std::vector<int64_t>{0, 2, 1, 3, 4})
+    return {};
+  const ir::Node* back = SoleConsumer(transpose->output(0), graph);
+  if (back == nullptr || !is_reshape(*back) || back->input(0) != transpose->output(0)) return {};
+  const ir::Node* conv = SoleConsumer(back->output(0), graph);
+  if (conv == nullptr || !IsSequenceConv(*conv, back->output(0), is_constant)) return {};
+  return {&reshape, transpose, back, conv};
+}
+
+// A MaxPool without dilations whose Indices output is omitted: it may end a
+// Conv chain (its kernel pools the last convolution's result in oneDNN's
+// layout, whose jit pooling kernels take no dilations).
+bool IsMaxPool(const ir::Node& node) {
+  if (node.op_type() != "MaxPool" || node.num_inputs() != 1 || !OnlyFirstOutput(node)) return false;
+  for (int64_t d : node.GetInts("dilations").value_or(std::vector<int64_t>{})) {
+    if (d != 1) return false;
+  }
+  return true;
+}
+
 // The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
 // as X (`conv`, a sequence convolution) and a two-input Add or Sum that
 // takes it once (`add`): a residual block's input. False otherwise.
@@ -106,6 +140,104 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
   return true;
 }
 
+// The nodes of a branch making `v` (an input of a Concat): a Conv with
+// constant weights (and bias), then BatchNormalization / Mul / Add folded
+// into it and at most one activation, each value used once, by the next
+// node. Empty when `v` is not such a branch's result.
+std::vector<const ir::Node*> ConcatBranch(const ir::Value* v, const ir::Graph& graph, int64_t opset,
+                                          const std::function<bool(const ir::Value*)>& is_constant,
+                                          const std::function<bool(const ir::Node*)>& skip,
+                                          const absl::flat_hash_set<const ir::Node*>& taken) {
+  constexpr int kMaxBranchNodes = 6;
+  std::vector<const ir::Node*> nodes;  // from the end back to the Conv
+  const ir::Value* out = v;
+  while (static_cast<int>(nodes.size()) < kMaxBranchNodes) {
+    if (out == nullptr || out->name().empty() || out->uses().size() != 1 || out->IsGraphOutput()) return {};
+    const ir::Node* n = out->producer();
+    if (n == nullptr || n->graph() != &graph || !InDefaultDomain(*n) || skip(n) || taken.contains(n) ||
+        !OnlyFirstOutput(*n) || n->output(0) != out)
+      return {};
+    nodes.push_back(n);
+    if (n->op_type() == "Conv") break;
+    if (n->num_inputs() < 1) return {};
+    // The chained value: input 0, or for a Mul / Add by a constant the other input.
+    int slot = 0;
+    if ((n->op_type() == "Mul" || n->op_type() == "Add") && n->num_inputs() == 2 && is_constant(n->input(0)))
+      slot = 1;
+    out = n->input(slot);
+  }
+  if (nodes.empty() || nodes.back()->op_type() != "Conv") return {};
+  std::reverse(nodes.begin(), nodes.end());
+  const ir::Node& conv = *nodes[0];
+  if (!IsSequenceConv(conv, conv.input(0), is_constant) || conv.input(0) == nullptr) return {};
+  bool activated = false;
+  for (size_t k = 1; k < nodes.size(); ++k) {
+    const ir::Node& n = *nodes[k];
+    const ir::Value* in = nodes[k - 1]->output(0);
+    if (!activated && IsActivation(n, opset, is_constant) && n.input(0) == in) {
+      activated = true;
+    } else if (activated || !(IsFoldableBatchNorm(n, conv, opset, is_constant) && n.input(0) == in) &&
+                                !IsFoldableAffine(n, in, conv, is_constant)) {
+      return {};
+    }
+  }
+  return nodes;
+}
+
+// Concats along axis 1 of two Conv branches reading the same value
+// (ConcatBranch), as chains: the first branch, the second (its Conv takes
+// X as an input of the chain), then the Concat, which takes the first
+// branch's result as its inner input.
+void FindConvConcatChains(const std::vector<ir::Node*>& order, const ir::Graph& graph, int64_t opset,
+                          const std::function<bool(const ir::Value*)>& is_constant,
+                          const std::function<bool(const ir::Node*)>& skip,
+                          absl::flat_hash_set<const ir::Node*>& taken, std::vector<FusionChain>& chains) {
+  for (const ir::Node* concat : order) {
+    if (concat->op_type() != "Concat" || !InDefaultDomain(*concat) || skip(concat) || concat->num_inputs() != 2 ||
+        concat->num_outputs() != 1 || concat->input(0) == concat->input(1))
+      continue;
+    const int64_t axis = concat->GetInt("axis").value_or(opset < 4 ? 1 : 0);
+    if (axis != 1 && axis >= 0) continue;  // negative: the kernel resolves it by rank
+    std::vector<const ir::Node*> a = ConcatBranch(concat->input(0), graph, opset, is_constant, skip, taken);
+    std::vector<const ir::Node*> b = ConcatBranch(concat->input(1), graph, opset, is_constant, skip, taken);
+    if (a.empty() || b.empty() || a[0]->input(0) != b[0]->input(0)) continue;
+    // The branch whose Conv comes first in `order` goes first.
+    auto position = [&](const ir::Node* n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+    const bool swapped = position(b[0]) < position(a[0]);
+    if (swapped) std::swap(a, b);
+    FusionChain chain;
+    for (const std::vector<const ir::Node*>* branch : {&a, &b}) {
+      for (size_t k = 0; k < branch->size(); ++k) {
+        const ir::Node* n = (*branch)[k];
+        int slot = -1;
+        if (k > 0) slot = n->input(0) == (*branch)[k - 1]->output(0) ? 0 : 1;
+        chain.nodes.push_back(n);
+        chain.chained_input.push_back(slot);
+      }
+    }
+    chain.nodes.push_back(concat);
+    chain.chained_input.push_back(swapped ? 0 : 1);
+    chain.inner_input.assign(chain.nodes.size(), -1);
+    chain.inner_source.assign(chain.nodes.size(), -1);
+    chain.inner_input.back() = swapped ? 1 : 0;
+    chain.inner_source.back() = static_cast<int>(a.size()) - 1;
+    // A MaxPool of the result: each branch pools its own channels.
+    const ir::Node* pool = SoleConsumer(concat->output(0), graph);
+    if (pool != nullptr && IsMaxPool(*pool) && !skip(pool) && !taken.contains(pool)) {
+      chain.nodes.push_back(pool);
+      chain.chained_input.push_back(0);
+      chain.inner_input.push_back(-1);
+      chain.inner_source.push_back(-1);
+    }
+    for (const ir::Node* n : chain.nodes) {
+      taken.insert(n);
+      chain.input_offset.push_back(chain.num_inputs);
+      chain.num_inputs += n->num_inputs();
+    }
+    chains.push_back(std::move(chain));
+  }
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -119,6 +251,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
   if (model != nullptr) opset = model->OpsetVersion("").value_or(0);
   if (opset == 0) return chains;
   absl::flat_hash_set<const ir::Node*> taken;  // nodes of a chain found earlier
+  FindConvConcatChains(order, graph, opset, is_constant, skip, taken, chains);
   for (const ir::Node* head : order) {
     // Heads: a Conv, or a BatchNormalization that an affine chain (Mul / Add
     // by constants, an activation) follows.
@@ -133,7 +266,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     // Stages: 0 after the Conv and the nodes folded into it
     // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
     // activation, 3 after the residual Add, 4 after an activation that
-    // follows it.
+    // follows it, 5 after a MaxPool (the end of the chain).
     int stage = 0;
     const ir::Node* last = head;
     const ir::Node* conv = head;  // the convolution of the current stage
@@ -143,7 +276,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     // reads: the output of node `pending_source`.
     const ir::Node* pending_add = nullptr;
     int pending_source = -1;
-    while (OnlyFirstOutput(*last)) {
+    bool pooled = false;  // the chain ends with a MaxPool
+    while (!pooled && OnlyFirstOutput(*last)) {
       const ir::Value* v = last->output(0);
       const ir::Node* next = SoleConsumer(v, graph);
       const ir::Node* add = nullptr;
@@ -181,11 +315,33 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         next_stage = 3;
       } else if (next == pending_add) {
         break;  // the block's residual Add, where the chain cannot take it
+      } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
+        slot = 0;
+        next_stage = 5;  // the end of the chain
+        pooled = true;
       }
       if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
         slot = 0;
         next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
         conv = next;
+      }
+      // A channel shuffle before the next convolution: its nodes join the
+      // chain, the Conv's stage reads the shuffled value.
+      if (next_stage < 0 && !bn_head && head_constant && next->input(0) == v) {
+        std::vector<const ir::Node*> shuffle = ChannelShuffle(*next, graph, is_constant);
+        bool free = !shuffle.empty();
+        for (const ir::Node* n : shuffle) free = free && !skip(n) && !taken.contains(n);
+        if (free) {
+          for (size_t i = 0; i + 1 < shuffle.size(); ++i) {
+            chain.nodes.push_back(shuffle[i]);
+            chain.chained_input.push_back(0);
+          }
+          next = shuffle.back();
+          v = shuffle[2]->output(0);
+          slot = 0;
+          next_stage = 0;
+          conv = next;
+        }
       }
       if (next_stage < 0 || next->input(slot) != v) break;
       chain.nodes.push_back(next);

@@ -1,13 +1,22 @@
 // Node chains the cpu backend runs as one kernel: a Conv and the nodes that
 // follow it one by one (BatchNormalization and Mul / Add by per-channel
 // constants folded into its weights, Relu / LeakyRelu / Clip and a residual
-// Add, or Sum of two, as post-ops, then possibly further Convs); or a
+// Add, or Sum of two, as post-ops, then possibly further Convs, each
+// possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose
+// with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), and last
+// possibly a MaxPool without Indices); or a
 // BatchNormalization, Mul / Add by per-channel constants and an activation
 // as one per-channel pass.
 //
 //   %c = Conv(%x, %w, %b); %n = BatchNormalization(%c, ...); %y = Relu(%n)
 //
-// becomes one step producing %y; %c and %n never exist. The session finds
+// becomes one step producing %y; %c and %n never exist. A Concat along the
+// channels of two such Conv branches reading the same X (a SqueezeNet fire
+// module's expand convolutions) is a chain too: the first branch, the
+// second (its Conv takes X as a chain input, chained_input -1), then the
+// Concat, taking the first branch's result as its inner input, and
+// possibly a MaxPool of the Concat's result; its kernel writes each
+// branch's result (pooled) into the Concat's. The session finds
 // chains once (FindConvChains) and, in runs that use them, executes the
 // chain at the position of its last node, with the inputs of every node of
 // the chain concatenated (FusionChain::input_offset). A kernel that cannot
@@ -86,7 +95,7 @@ struct FusionChain {
 };
 
 // Chains of `graph` (in its topological order `order`) the cpu backend can
-// fuse. `is_constant` tells which values are the same in every run; nodes
+// fuse, Concat chains first. `is_constant` tells which values are the same in every run; nodes
 // for which `skip` is true (folded ones) are never part of a chain. Every
 // value inside a chain is used only inside it and is not a graph output; it
 // has one use (the next node), or, after an activation, two: the next

@@ -129,10 +129,6 @@ void ConvPlan::Finish(const PrimitiveDesc& pd, dnnl::primitive p) {
     dst_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_user, Engine(), dst));
 }
 
-// Pointwise convolutions with at least this many output positions per
-// image run on plain tensors.
-constexpr int64_t kPlainPointwiseMinPositions = 100;
-
 bool AllEqual(const std::vector<int64_t>& v, int64_t value) {
   return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == value; });
 }
@@ -792,11 +788,45 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   std::vector<SequenceStage> stages;
   bool conv_constant = false;  // the current stage's weights (and bias) are constant
   std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
+  std::optional<WindowAttrs> pool;  // a MaxPool ending the chain
+  int shuffle_shape = -1, shuffle_back = -1;  // a channel shuffle before the next Conv
+  // Branches joined by a Concat (then possibly a MaxPool).
+  const size_t n = chain.nodes.size();
+  const bool pooled_concat = n >= 2 && chain.tail().op_type() == "MaxPool" && chain.nodes[n - 2]->op_type() == "Concat";
+  const bool concat = chain.tail().op_type() == "Concat" || pooled_concat;
+  const size_t concat_at = pooled_concat ? n - 2 : n - 1;
+  std::vector<int> branch_of_input;  // for a Concat: the branch (stage) making each input
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
     const ir::Node& node = *chain.nodes[k];
+    if (concat && k == concat_at) {
+      for (int j = 0; j < node.num_inputs(); ++j) {
+        int source = j == chain.chained_input[k] ? static_cast<int>(k) - 1
+                     : j == chain.InnerInput(k)  ? chain.inner_source[k]
+                                                 : -1;
+        if (source < 0) return absl::InternalError("a Concat chain must join its branches");
+        branch_of_input.push_back(stage_of[static_cast<size_t>(source)]);
+      }
+      continue;
+    }
+    if (node.op_type() == "MaxPool") {
+      if (k + 1 != chain.nodes.size() || stages.empty())
+        return absl::InternalError("a MaxPool must end a Conv chain");
+      ONNXKIT_ASSIGN_OR_RETURN(pool, reference::ParseWindowAttrs(node));
+      continue;
+    }
     stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
+    if (node.op_type() == "Reshape" || node.op_type() == "Transpose") {
+      // A channel shuffle before the next Conv (FindConvChains checked its shape).
+      if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
+      if (node.op_type() == "Reshape") (shuffle_shape < 0 ? shuffle_shape : shuffle_back) = chain.input_offset[k] + 1;
+      continue;
+    }
     if (node.op_type() == "Conv") {
       SequenceStage stage;
+      stage.shuffle_shape = shuffle_shape;
+      stage.shuffle_back = shuffle_back;
+      if ((shuffle_shape < 0) != (shuffle_back < 0)) return absl::InternalError("an incomplete channel shuffle");
+      shuffle_shape = shuffle_back = -1;
       stage.base = chain.input_offset[k];
       stage.node_inputs = node.num_inputs();
       stage.group = reference::AttrInt(node, "group", 1);
@@ -809,7 +839,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     }
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
     ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
-    if (chain.InnerInput(k) >= 0) {
+    if (chain.InnerInput(k) >= 0 && !concat) {
       // A residual from inside the chain: the result of the stage its
       // source node ends (the next node is a Conv).
       ConvChainSpec::PostOp& op = stages.back().spec.ops.back();
@@ -818,8 +848,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
         return absl::InternalError("a residual from inside a Conv chain must follow a finished stage");
     }
   }
-  if (stages.size() > 1) {
-    return MakeConvSequence(std::move(stages), std::move(fallback));
+  if (concat) {
+    std::vector<int> sorted = branch_of_input;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted[i] != static_cast<int>(i) || stages.size() != sorted.size())
+        return absl::InternalError("a Concat chain must join one branch per input");
+    }
+    int64_t axis = chain.nodes[concat_at]->GetInt("axis").value_or(1);
+    return MakeConvConcat(std::move(stages), std::move(branch_of_input), axis, std::move(fallback), std::move(pool));
+  }
+  if (stages.size() > 1 || pool.has_value()) {
+    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool));
   }
   const ir::Node& head = chain.head();
   return std::unique_ptr<Kernel>(

@@ -25,6 +25,10 @@ memory::format_tag Blocked16Tag(int rank) {
                      : memory::format_tag::nCdhw16c;
 }
 
+memory::format_tag ChannelsLastTag(int rank) {
+  return rank == 3 ? memory::format_tag::nwc : rank == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
+}
+
 // True when oneDNN picked its generic reference implementation.
 bool IsReference(const dnnl::primitive_desc_base& pd) {
   std::string impl = pd.impl_info_str();

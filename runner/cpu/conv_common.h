@@ -21,10 +21,16 @@
 
 namespace onnxkit::runner::cpu {
 
+// Pointwise convolutions with at least this many output positions per
+// image run on plain tensors.
+constexpr int64_t kPlainPointwiseMinPositions = 100;
+
 // Each value less one (ONNX dilations to oneDNN's).
 dnnl::memory::dims Minus1(const std::vector<int64_t>& v);
 // The channel-blocked (16) layout of activations of `rank` 3..5.
 dnnl::memory::format_tag Blocked16Tag(int rank);
+// The channels-last layout of activations of `rank` 3..5.
+dnnl::memory::format_tag ChannelsLastTag(int rank);
 // True when oneDNN picked its generic reference implementation.
 bool IsReference(const dnnl::primitive_desc_base& pd);
 // Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
@@ -136,12 +142,48 @@ struct SequenceStage {
   int64_t group = 1;
   reference::WindowAttrs attrs;
   ConvChainSpec spec;
+  // A channel shuffle of the stage's source (runner/fusion.h): the inputs
+  // holding the shapes of its Reshape to [N, G, C/G, H, W] and of its
+  // Reshape back; -1: none.
+  int shuffle_shape = -1, shuffle_back = -1;
 };
 
 // conv_sequence.cc: a kernel running several Convs in a row (each taking
 // the previous one's result, after its post-ops, as X) with constant
-// weights; `fallback` runs the chain node by node.
-std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback);
+// weights, then, with `pool`, a MaxPool (its attributes) over the last
+// result; `fallback` runs the chain node by node.
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                                         std::optional<reference::WindowAttrs> pool = std::nullopt);
+
+// conv_sequence.cc: a kernel running Conv branches (one stage each) that
+// read the same X and a Concat of their results along the channels (axis
+// `axis`), each branch writing its channels of the result directly (batch
+// 1); branch order[i] makes the Concat's input i. `fallback` runs the chain
+// node by node.
+// With `pool`, a MaxPool of the Concat's result follows: each branch pools
+// its own channels.
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
+                                       std::unique_ptr<Kernel> fallback,
+                                       std::optional<reference::WindowAttrs> pool = std::nullopt);
+
+// conv_shuffle.cc: the 4-D strided `desc` ([N, C, H, W], no blocking) as
+// [N, C/G, G, H, W] (G = `groups`): with `source`, element (n, i, j) is
+// channel j * C/G + i (the value a channel shuffle reads); else channel
+// i * G + j (the value it writes). nullopt when `desc` is blocked or not 4-D.
+std::optional<dnnl::memory::desc> ChannelView(const dnnl::memory::desc& desc, int64_t groups, bool source);
+// Checks the shapes of `stage`'s channel shuffle (0 and -1 resolved as
+// Reshape does) against its source (`x_shape`, held as `current`) and sets
+// `from`, the view the shuffle reads.
+bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
+                  const dnnl::memory::desc& current, dnnl::memory::desc* from);
+
+// pool.cc: the window of a pooling over spatial dims `in` resolved as the
+// reference kernels do, with the end padding oneDNN needs (ceil_mode as
+// extra end padding) in `pad_end`; nullopt when some output window reads
+// no input element or oneDNN's output size would differ.
+std::optional<reference::Window> DnnlPoolWindow(const reference::WindowAttrs& attrs,
+                                                const std::vector<int64_t>& in,
+                                                const std::vector<int64_t>& kernel, dnnl::memory::dims* pad_end);
 
 }  // namespace onnxkit::runner::cpu
 

@@ -18,6 +18,20 @@
 // on first need). The scan reads X and the residuals only, not the larger
 // values inside the sequence.
 //
+// Channel shuffles: a stage may read its source shuffled (runner/fusion.h).
+// Such sequences run channels-last throughout, and the shuffle is the
+// stage's source reorder, between strided 5-D views of the previous result
+// and of the stage's source; the Reshapes' shapes (0 and -1 resolved as
+// Reshape does) must be [N, G, C/G, H, W] and [N, C, H, W] of that result,
+// else the chain runs node by node.
+//
+// MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
+// plan it runs as oneDNN's max pooling over the last convolution's result
+// in that result's layout, so only the pooled (smaller) value is reordered
+// to plain; on bounded values no NaN or infinity can occur, and the maximum
+// is exact. oneDNN's max pooling skips NaN, so where the fast plan does not
+// apply the chain runs node by node.
+//
 // Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
 // least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
 // half the multiplications), the sequence then channel-blocked throughout.
@@ -49,6 +63,7 @@ namespace {
 
 using dnnl::memory;
 using reference::Window;
+using reference::WindowAttrs;
 
 // The largest |x[i]|, or infinity when x holds NaN or an infinity.
 __attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
@@ -81,6 +96,10 @@ std::atomic<int64_t> g_winograd_runs{0};
 // Smaller images gain nothing from Winograd (ResNet-50's 14x14 stage lost a
 // little to the blocked layout it imposes); Inception's 28x28 and 56x56 gain.
 constexpr int64_t kWinogradMinPositions = 28 * 28;
+// A Conv branch joined by a Concat (one stage) has its reorders in and out
+// whatever its layout: SqueezeNet's 13x13 fire modules ran about 5% faster
+// with their 3x3 expand convolutions as Winograd.
+constexpr int64_t kBranchWinogradMinPositions = 13 * 13;
 // Narrow outputs gain nothing either: DenseNet-121's 3x3 convolutions (32
 // output channels) ran about 10 % slower as Winograd.
 constexpr int64_t kWinogradMinOutputChannels = 64;
@@ -89,7 +108,7 @@ std::atomic<int64_t> g_winograd_min_output_channels{kWinogradMinOutputChannels};
 // True when stage `s` may run as a Winograd convolution of weights `w`
 // producing `y_shape`: 2-D, 3x3, group 1, stride and dilation 1.
 bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vector<int64_t>& y_shape,
-                       const Window& win) {
+                       const Window& win, int64_t min_positions) {
   if (s.group != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || y_shape.size() != 4) return false;
   for (int64_t v : win.strides) {
     if (v != 1) return false;
@@ -98,7 +117,7 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
     if (v != 1) return false;
   }
   return w.dim(0) >= g_winograd_min_output_channels.load(std::memory_order_relaxed) &&
-         y_shape[2] * y_shape[3] >= kWinogradMinPositions;
+         y_shape[2] * y_shape[3] >= min_positions;
 }
 
 // A stage planned for one set of input shapes, in one mode.
@@ -118,6 +137,11 @@ struct StagePlan {
   // layout); else they are oneDNN's post-ops.
   bool own = false;
   bool winograd = false;
+  // A channel shuffle of the source (SequenceStage::shuffle_shape): src_in
+  // reorders shuffle_from, the previous result as [N, C/G, G, H, W], into
+  // shuffle_to, src as the same.
+  bool shuffle = false;
+  memory::desc shuffle_from, shuffle_to;
   PreparedWeight weight;
 };
 
@@ -125,6 +149,11 @@ struct SequencePlan {
   bool built = false, supported = false;
   std::vector<StagePlan> stages;
   bool own_last = false;  // the last stage's post-ops run after the reorder out
+  // A MaxPool ending the sequence (fast plan only), over the last stage's
+  // destination in its layout, into pool_dst.
+  dnnl::primitive pool;
+  memory::desc pool_dst;
+  std::vector<int64_t> y_shape;  // the kernel's result
   memory::desc y_plain;
   dnnl::reorder dst_out;
 };
@@ -140,14 +169,32 @@ struct StageWeights {
 
 class ConvSequenceKernel : public CpuKernel {
  public:
-  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), stages_(std::move(stages)), weights_(stages_.size()) {}
+  // `plain_pointwise`: a lone pointwise stage may run on plain tensors.
+  // `winograd_min_positions`: the smallest image a Winograd stage may have.
+  ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                     std::optional<WindowAttrs> pool, bool plain_pointwise = false,
+                     int64_t winograd_min_positions = kWinogradMinPositions)
+      : CpuKernel(std::move(fallback)),
+        stages_(std::move(stages)),
+        weights_(stages_.size()),
+        pool_(std::move(pool)),
+        plain_pointwise_(plain_pointwise),
+        winograd_min_positions_(winograd_min_positions) {}
 
   absl::Status Run(KernelContext& ctx) override {
+    SequencePlan* plan = Prepare(ctx);
+    if (plan == nullptr) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan->y_shape));
+    return Execute(ctx, *plan, y->mutable_data<float>());
+  }
+
+  // The plan for the inputs of `ctx`; null where the chain must run node by
+  // node (the fallback).
+  SequencePlan* Prepare(KernelContext& ctx) {
     std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-      if (!t.ok()) return Fallback(ctx);
+      if (!t.ok()) return nullptr;
       key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
                        *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
     }
@@ -162,14 +209,17 @@ class ConvSequenceKernel : public CpuKernel {
       fast.built = true;
     }
     const bool safe = !fast.supported || !Bounded(ctx, fast);
+    // oneDNN's max pooling skips NaN and may start from the lowest finite
+    // float: a MaxPool runs fused only on bounded values.
+    if (safe && pool_.has_value()) return nullptr;
     SequencePlan& plan = plans_[safe ? 1 : 0];
     if (!plan.built) {
       plan.supported = Build(ctx, /*safe=*/true, plan);
       plan.built = true;
     }
-    if (!plan.supported) return Fallback(ctx);
-    return Execute(ctx, plan);
+    return plan.supported ? &plan : nullptr;
   }
+
 
  private:
   // The weights and bias of stage k (folded when it has a BatchNormalization).
@@ -265,9 +315,11 @@ class ConvSequenceKernel : public CpuKernel {
     const int rank = static_cast<int>(x_shape.size());
     memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
     bool has_depthwise = false;
+    bool has_shuffle = false;
     {
       int64_t channels = x_shape[1];
       for (const SequenceStage& s : stages_) {
+        has_shuffle = has_shuffle || s.shuffle_shape >= 0;
         absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
         if (!w.ok() || (*w)->rank() < 2) return false;
         if (s.group > 1 && s.group == channels) has_depthwise = true;
@@ -284,7 +336,8 @@ class ConvSequenceKernel : public CpuKernel {
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
-        winograd[k] = !safe && WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window);
+        winograd[k] = !safe && !has_shuffle &&
+                      WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window, winograd_min_positions_);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
       }
@@ -328,6 +381,24 @@ class ConvSequenceKernel : public CpuKernel {
       const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
       std::vector<Candidate> tags = {{memory::format_tag::any, direct}};
       if (has_depthwise || has_winograd) tags = {{Blocked16Tag(rank), direct}, {memory::format_tag::any, direct}};
+      // A lone pointwise convolution over enough positions: oneDNN's GEMM
+      // convolution on plain tensors (as runner/cpu/conv.cc's kernel), its
+      // post-ops then ApplyPostOps' (the GEMM convolution runs them one
+      // element at a time).
+      const bool plain_first = plain_pointwise_ && stages_.size() == 1 && stage.group == 1 &&
+                               std::all_of(kernel.begin(), kernel.end(), [](int64_t v) { return v == 1; }) &&
+                               std::all_of(win->strides.begin(), win->strides.end(), [](int64_t v) { return v == 1; }) &&
+                               std::all_of(win->pad_begin.begin(), win->pad_begin.end(), [](int64_t v) { return v == 0; }) &&
+                               std::all_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t v) { return v == 0; }) &&
+                               win->out_size >= kPlainPointwiseMinPositions;
+      if (plain_first) tags = {{PlainTag(rank), direct}, {memory::format_tag::any, direct}};
+      // Sequences with a channel shuffle run channels-last throughout: the
+      // shuffle is then one reorder between strided views (a blocked layout
+      // cannot express it when the channels do not fill whole blocks).
+      if (has_shuffle) tags = {{ChannelsLastTag(rank), direct}, {memory::format_tag::any, direct}};
+      s.shuffle = stage.shuffle_shape >= 0;
+      if (s.shuffle && !ShuffleViews(ctx, stage, x_shape, current, &s.shuffle_from)) return false;
+      const bool own_by_mode = s.own;
       if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
       bool planned = false;
       for (size_t i = 0; i < tags.size() && !planned; ++i) {
@@ -337,6 +408,8 @@ class ConvSequenceKernel : public CpuKernel {
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
                        memory::data_type::f32, memory::data_type::f32, tags[i].first, tags[i].second);
+          s.own = own_by_mode || (tags[i].first == PlainTag(rank) && !s.resolved.empty());
+          plan.own_last = last && s.own;
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
@@ -353,9 +426,17 @@ class ConvSequenceKernel : public CpuKernel {
           s.wei = pd.weights_desc();
           s.winograd = is_winograd;
           s.primitive = dnnl::convolution_forward(pd);
-          s.src_in = s.src != current
-                         ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
-                         : dnnl::reorder();
+          if (s.shuffle) {
+            // The shuffled view of the source into s.src: Y[n, i * G + j] = X[n, j * C/G + i].
+            std::optional<memory::desc> to = ChannelView(s.src, s.shuffle_from.data.dims[2], /*source=*/false);
+            if (!to) return;
+            s.shuffle_to = *to;
+            s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.shuffle_from, Engine(), s.shuffle_to));
+          } else {
+            s.src_in = s.src != current
+                           ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
+                           : dnnl::reorder();
+          }
           memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
           bool reordered = s.residual >= 0 && !(s.own && last);
           s.residual_in =
@@ -379,6 +460,8 @@ class ConvSequenceKernel : public CpuKernel {
       current = s.dst;
       x_shape = s.y_shape;
     }
+    if (pool_.has_value() && !BuildPool(x_shape, plan, current)) return false;
+    plan.y_shape = x_shape;
     plan.y_plain = PlainDesc(x_shape, memory::data_type::f32);
     return Guard("reorder",
                  [&] {
@@ -387,6 +470,33 @@ class ConvSequenceKernel : public CpuKernel {
                                                           : dnnl::reorder();
                  })
         .ok();
+  }
+
+  // Plans the MaxPool over `current` (of `shape`), the last stage's
+  // destination; on success `current` and `shape` become its result's.
+  bool BuildPool(std::vector<int64_t>& shape, SequencePlan& plan, memory::desc& current) {
+    if (plan.own_last || shape.size() < 3) return false;
+    std::vector<int64_t> in(shape.begin() + 2, shape.end());
+    memory::dims pad_end;
+    std::optional<Window> w = DnnlPoolWindow(*pool_, in, pool_->kernel_shape, &pad_end);
+    if (!w) return false;
+    std::vector<int64_t> y_shape = {shape[0], shape[1]};
+    y_shape.insert(y_shape.end(), w->out.begin(), w->out.end());
+    memory::dims dilations = Minus1(w->dilations);
+    absl::Status s = Guard("pooling", [&] {
+      memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, current,
+                                       dst, Dims(w->strides), Dims(w->kernel), dilations, Dims(w->pad_begin),
+                                       pad_end);
+      dnnl::pooling_v2_forward::primitive_desc pd(d, Engine());
+      if (IsReference(pd)) return;
+      plan.pool = dnnl::pooling_v2_forward(pd);
+      plan.pool_dst = pd.dst_desc();
+    });
+    if (!s.ok() || !plan.pool) return false;
+    current = plan.pool_dst;
+    shape = std::move(y_shape);
+    return true;
   }
 
   // The lowest scratch slot not in `busy`.
@@ -446,10 +556,16 @@ class ConvSequenceKernel : public CpuKernel {
     return false;
   }
 
-  absl::Status Execute(KernelContext& ctx, SequencePlan& plan) {
+ public:
+  // Runs `plan` (from Prepare) into y, plain, of plan.y_shape.
+  absl::Status Execute(KernelContext& ctx, SequencePlan& plan, float* y) {
+    int64_t y_size = 1;
+    for (int64_t d : plan.y_shape) y_size *= d;
+    auto y_memory = [&](memory* m) {
+      return Guard("convolution memory", [&] { *m = memory(plan.y_plain, Engine(), y); });
+    };
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     const StagePlan& final_stage = plan.stages.back();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, final_stage.y_shape));
     memory current;
     int current_slot = -1;  // scratch slot holding `current`; -1: a tensor
     // Each stage's result and its slot, while a later stage adds it.
@@ -474,14 +590,21 @@ class ConvSequenceKernel : public CpuKernel {
         src_slot = FreeSlot(busy);
         ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
         busy.push_back(src_slot);
+        memory from = current, to = src;
+        if (s.shuffle) {
+          ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
+            from = memory(s.shuffle_from, Engine(), current.get_data_handle());
+            to = memory(s.shuffle_to, Engine(), src.get_data_handle());
+          }));
+        }
         ONNXKIT_RETURN_IF_ERROR(
-            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, src}}));
+            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
       }
       // The last stage writes Y directly where its layout is plain.
       memory dst;
       int dst_slot = -1;
-      if (last && !plan.dst_out) {
-        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { dst = UserMemory(*y, plan.y_plain); }));
+      if (last && !plan.pool && !plan.dst_out) {
+        ONNXKIT_RETURN_IF_ERROR(y_memory(&dst));
       } else {
         dst_slot = FreeSlot(busy);
         ONNXKIT_ASSIGN_OR_RETURN(dst, ScratchMemory(s.dst, dst_slot));
@@ -507,9 +630,22 @@ class ConvSequenceKernel : public CpuKernel {
       results[k] = dst;
       result_slot[k] = dst_slot;
     }
+    if (plan.pool) {
+      memory pooled;
+      int pooled_slot = -1;
+      if (!plan.dst_out) {
+        ONNXKIT_RETURN_IF_ERROR(y_memory(&pooled));
+      } else {
+        pooled_slot = FreeSlot({current_slot});
+        ONNXKIT_ASSIGN_OR_RETURN(pooled, ScratchMemory(plan.pool_dst, pooled_slot));
+      }
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("pooling", plan.pool, {{DNNL_ARG_SRC, current}, {DNNL_ARG_DST, pooled}}));
+      current = pooled;
+      current_slot = pooled_slot;
+    }
     if (plan.dst_out) {
       memory y_user;
-      ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] { y_user = UserMemory(*y, plan.y_plain); }));
+      ONNXKIT_RETURN_IF_ERROR(y_memory(&y_user));
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,
                                            {{DNNL_ARG_FROM, current}, {DNNL_ARG_TO, y_user}}));
     }
@@ -523,25 +659,93 @@ class ConvSequenceKernel : public CpuKernel {
         ONNXKIT_RETURN_IF_ERROR(cpu::Execute("residual reorder", final_stage.inner_plain,
                                              {{DNNL_ARG_FROM, r}, {DNNL_ARG_TO, r_plain}}));
       }
-      ApplyPostOps(y->mutable_data<float>(), static_cast<const float*>(r_plain.get_data_handle()), y->size(),
+      ApplyPostOps(y, static_cast<const float*>(r_plain.get_data_handle()), y_size,
                    final_stage.resolved);
     } else if (plan.own_last) {
       const Tensor* residual = nullptr;
       if (final_stage.residual >= 0) {
         ONNXKIT_ASSIGN_OR_RETURN(residual, ctx.Input(final_stage.residual));
       }
-      ApplyPostOps(*y, residual, final_stage.resolved);
+      if (residual != nullptr && (residual->dtype() != pb::kFloat || residual->shape() != plan.y_shape))
+        return absl::InternalError("residual changed");
+      ApplyPostOps(y, residual != nullptr ? residual->data<float>() : nullptr, y_size, final_stage.resolved);
     }
     return absl::OkStatus();
   }
 
+ private:
   std::vector<SequenceStage> stages_;
   std::vector<StageWeights> weights_;
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
   SequencePlan plans_[2];  // fast, safe
+  std::optional<WindowAttrs> pool_;
+  bool plain_pointwise_;
+  int64_t winograd_min_positions_;
+};
+
+// Two Conv branches reading the same X whose results a Concat joins along
+// the channels (a SqueezeNet fire module's expand convolutions): each runs
+// as a one-stage sequence writing straight into its channels of the
+// Concat's result, which for a batch of one are contiguous; the Concat
+// copies nothing.
+class ConvConcatKernel : public CpuKernel {
+ public:
+  // branches_[order[i]] makes the Concat's input i.
+  ConvConcatKernel(std::vector<std::unique_ptr<ConvSequenceKernel>> branches, std::vector<int> order,
+                   int64_t axis, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), branches_(std::move(branches)), order_(std::move(order)), axis_(axis) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    std::vector<SequencePlan*> plans;
+    for (const std::unique_ptr<ConvSequenceKernel>& branch : branches_) {
+      plans.push_back(branch->Prepare(ctx));
+      if (plans.back() == nullptr) return Fallback(ctx);
+    }
+    const std::vector<int64_t>& first = plans[static_cast<size_t>(order_[0])]->y_shape;
+    const int64_t rank = static_cast<int64_t>(first.size());
+    if (rank < 3 || first[0] != 1 || (axis_ < 0 ? axis_ + rank : axis_) != 1) return Fallback(ctx);
+    std::vector<int64_t> y_shape = first;
+    y_shape[1] = 0;
+    for (const SequencePlan* plan : plans) {
+      if (plan->y_shape.size() != first.size()) return Fallback(ctx);
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != 1 && plan->y_shape[static_cast<size_t>(d)] != first[static_cast<size_t>(d)]) return Fallback(ctx);
+      }
+      y_shape[1] += plan->y_shape[1];
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, y_shape));
+    float* out = y->mutable_data<float>();
+    for (int b : order_) {
+      SequencePlan& plan = *plans[static_cast<size_t>(b)];
+      ONNXKIT_RETURN_IF_ERROR(branches_[static_cast<size_t>(b)]->Execute(ctx, plan, out));
+      int64_t size = 1;
+      for (int64_t d : plan.y_shape) size *= d;
+      out += size;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::unique_ptr<ConvSequenceKernel>> branches_;
+  std::vector<int> order_;
+  int64_t axis_;
 };
 
 }  // namespace
+
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
+                                       std::unique_ptr<Kernel> fallback, std::optional<WindowAttrs> pool) {
+  std::vector<std::unique_ptr<ConvSequenceKernel>> kernels;
+  for (SequenceStage& stage : branches) {
+    std::vector<SequenceStage> one;
+    one.push_back(std::move(stage));
+    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, pool,
+                                                           /*plain_pointwise=*/!pool.has_value(),
+                                                           kBranchWinogradMinPositions));
+  }
+  return std::unique_ptr<Kernel>(
+      new ConvConcatKernel(std::move(kernels), std::move(order), axis, std::move(fallback)));
+}
 
 bool WinogradSupported() {
   // The ISA values are bit sets: each one holds the bits of those it extends.
@@ -555,9 +759,10 @@ int64_t SetWinogradMinOutputChannels(int64_t channels) {
   return g_winograd_min_output_channels.exchange(channels, std::memory_order_relaxed);
 }
 
-std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages,
-                                         std::unique_ptr<Kernel> fallback) {
-  return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback)));
+std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
+                                         std::optional<WindowAttrs> pool) {
+  return std::unique_ptr<Kernel>(
+      new ConvSequenceKernel(std::move(stages), std::move(fallback), std::move(pool)));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -36,6 +36,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 #include "runner/cpu/conv.h"
+#include "runner/cpu/conv_common.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
@@ -409,20 +410,12 @@ class PoolKernel : public CpuKernel {
     if (!dt || !type_ok || x.rank() < 3 || x.rank() > 5 || x.size() == 0) return false;
     std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end());
     std::vector<int64_t> kernel = global_ ? in : attrs_.kernel_shape;
-    if (kernel.size() != in.size()) return false;
-    absl::StatusOr<Window> resolved = reference::ResolveWindow(global_ ? WindowAttrs{} : attrs_, in, kernel);
-    if (!resolved.ok() || resolved->out_size == 0) return false;
-    const Window& w = *resolved;
     memory::dims pad_end;
+    std::optional<Window> resolved = DnnlPoolWindow(global_ ? WindowAttrs{} : attrs_, in, kernel, &pad_end);
+    if (!resolved) return false;
+    const Window& w = *resolved;
     for (size_t d = 0; d < in.size(); ++d) {
-      if (!EveryWindowReadsInput(w, d)) return false;
-      int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
-      // End padding the last window needs (more than pad_end under ceil_mode).
-      int64_t needed = (w.out[d] - 1) * w.strides[d] + extent - w.in[d] - w.pad_begin[d];
-      int64_t end = std::max(needed, w.pad_end[d]);
-      if (end > w.pad_end[d] && mode_ == PoolMode::kAverage && count_include_pad_) return false;
-      if ((w.in[d] + w.pad_begin[d] + end - extent) / w.strides[d] + 1 != w.out[d]) return false;
-      pad_end.push_back(end);
+      if (pad_end[d] > w.pad_end[d] && mode_ == PoolMode::kAverage && count_include_pad_) return false;
     }
     y_shape_ = {x.dim(0), x.dim(1)};
     y_shape_.insert(y_shape_.end(), w.out.begin(), w.out.end());
@@ -494,6 +487,25 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const ir::Node& node, const Ker
 }
 
 }  // namespace
+
+std::optional<Window> DnnlPoolWindow(const WindowAttrs& attrs, const std::vector<int64_t>& in,
+                                     const std::vector<int64_t>& kernel, memory::dims* pad_end) {
+  if (kernel.size() != in.size()) return std::nullopt;
+  absl::StatusOr<Window> resolved = reference::ResolveWindow(attrs, in, kernel);
+  if (!resolved.ok() || resolved->out_size == 0) return std::nullopt;
+  const Window& w = *resolved;
+  pad_end->clear();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!EveryWindowReadsInput(w, d)) return std::nullopt;
+    int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
+    // End padding the last window needs (more than pad_end under ceil_mode).
+    int64_t needed = (w.out[d] - 1) * w.strides[d] + extent - w.in[d] - w.pad_begin[d];
+    int64_t end = std::max(needed, w.pad_end[d]);
+    if ((w.in[d] + w.pad_begin[d] + end - extent) / w.strides[d] + 1 != w.out[d]) return std::nullopt;
+    pad_end->push_back(end);
+  }
+  return w;
+}
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxPool(const ir::Node& node, const KernelInfo& info) {
   return MakePool(node, info, PoolMode::kMax, false);

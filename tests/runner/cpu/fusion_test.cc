@@ -3,6 +3,7 @@
 // reference kernels; that the chain really runs as one step; the cases that
 // must not fuse; fused kernels falling back node by node; and runs that
 // feed an initializer the fused kernel treated as constant.
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,16 @@ void AddBatchNorm(GraphBuilder& g, const std::string& in, const std::string& out
       .Initializer(InitializerFrom("var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
       .Node("BatchNormalization", {in, "scale", "shift", "mean", "var"}, {out}, {AttrFloat("epsilon", 1e-3f)},
             "bn");
+}
+
+// Adds BatchNormalization `out` of `in` with random constant parameters
+// named after `out`.
+void AddBatchNormNamed(GraphBuilder& g, const std::string& in, const std::string& out, int64_t m, uint32_t seed) {
+  g.Initializer(InitializerFrom(out + "_scale", RandomFloats({m}, seed, 0.5f, 2.0f)))
+      .Initializer(InitializerFrom(out + "_shift", RandomFloats({m}, seed + 1)))
+      .Initializer(InitializerFrom(out + "_mean", RandomFloats({m}, seed + 2)))
+      .Initializer(InitializerFrom(out + "_var", RandomFloats({m}, seed + 3, 0.1f, 3.0f)))
+      .Node("BatchNormalization", {in, out + "_scale", out + "_shift", out + "_mean", out + "_var"}, {out}, {}, out);
 }
 
 std::vector<int64_t> OutShape(const ConvCase& cc) { return {1, cc.m, cc.hw, cc.hw}; }
@@ -628,6 +639,299 @@ TEST(CpuFusionTest, ConvSequenceEdgeCases) {
     g.Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, 30}, 79)}}, {"c1"});
   }
+}
+
+// MaxPool windows a Conv chain may end with (pooled in the layout of the
+// last convolution's result): overlapping, with padding, ceil_mode (the
+// last window reaching past the padded input), dilations of 1, non-square.
+struct PoolCase {
+  std::string name;
+  std::vector<pb::AttributeProto> attrs;
+};
+
+std::vector<PoolCase> PoolCases() {
+  return {
+      {"k3s2", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}},
+      {"k3s2_pads", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})}},
+      {"k3s2_ceil", {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInt("ceil_mode", 1)}},
+      {"k2_dilations_1", {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {1, 1})}},
+      {"k2x3_same", {AttrInts("kernel_shape", {2, 3}), AttrInts("strides", {1, 2}), AttrString("auto_pad", "SAME_UPPER")}},
+  };
+}
+
+TEST(CpuFusionTest, ConvChainsEndWithMaxPool) {
+  for (const ConvCase& cc : kCases) {
+    for (const PoolCase& pc : PoolCases()) {
+      for (bool batch_norm : {false, true}) {
+        SCOPED_TRACE(cc.name + " " + pc.name + (batch_norm ? " bn" : ""));
+        GraphBuilder g("g");
+        AddConv(g, cc, true, 70);
+        std::string act_in = "conv";
+        if (batch_norm) {
+          AddBatchNorm(g, "conv", "norm", cc.m, 72);
+          act_in = "norm";
+        }
+        g.Node("Relu", {act_in}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pc.attrs, "pool").Output("y");
+        ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 74)}}, {"conv"});
+      }
+      {
+        // A MaxPool right after the Conv, over a batch of two.
+        SCOPED_TRACE(cc.name + " " + pc.name + " conv_pool");
+        GraphBuilder g("g");
+        g.Input("x", pb::kFloat, std::vector<int64_t>{2, cc.c, cc.hw, cc.hw});
+        g.Initializer(InitializerFrom("w", RandomFloats({cc.m, cc.c / cc.group, cc.k, cc.k}, 76)));
+        g.Node("Conv", {"x", "w"}, {"conv"}, {AttrInt("group", cc.group)}, "conv")
+            .Node("MaxPool", {"conv"}, {"y"}, pc.attrs, "pool")
+            .Output("y");
+        ExpectFused(g.Build(), {{"x", RandomFloats({2, cc.c, cc.hw, cc.hw}, 77)}}, {"conv"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ConvSequencesEndWithMaxPool) {
+  // The stem of a small CNN: 3x3 stride-2 Conv, BatchNormalization, Relu,
+  // a 1x1 Conv and Relu, then MaxPool; and a depthwise sequence (blocked
+  // layout) ending with one.
+  for (int64_t c : {3, 12}) {
+    SCOPED_TRACE(c);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, 23, 23});
+    AddStage(g, "stem", "x", "s", c, 24, 1, 3, 2, 80);
+    AddBatchNorm(g, "s", "sn", 24, 82);
+    g.Node("Relu", {"sn"}, {"sr"}, {}, "stem_relu");
+    AddStage(g, "pw", "sr", "p", 24, 16, 1, 1, 1, 84);
+    g.Node("Relu", {"p"}, {"pr"}, {}, "pw_relu");
+    AddStage(g, "dw", "pr", "d", 16, 16, 16, 3, 1, 86);
+    g.Node("MaxPool", {"d"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}, "pool")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, c, 23, 23}, 88)}}, {"stem"});
+  }
+}
+
+TEST(CpuFusionTest, MaxPoolNearMissesAndNonFiniteInputs) {
+  const ConvCase& cc = kCases[2];
+  const std::vector<pb::AttributeProto> pool = {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})};
+  Feeds feeds = {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 90)}};
+  {
+    // Indices requested: the MaxPool runs on its own.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 91);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu")
+        .Node("MaxPool", {"r"}, {"y", "idx"}, pool, "pool")
+        .Output("y")
+        .Output("idx");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // Dilations: oneDNN's jit pooling takes none, the MaxPool runs on its own.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 95);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu")
+        .Node("MaxPool", {"r"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {2, 2})}, "pool")
+        .Output("y");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // The Relu's result is also a graph output.
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 92);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pool, "pool").Output("y").Output("r");
+    ExpectFused(g.Build(), feeds, {"conv", "pool"});
+  }
+  {
+    // NaN and -inf in X: the chain runs node by node (the reference's
+    // MaxPool keeps NaN, oneDNN's skips it).
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 93);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu").Node("MaxPool", {"r"}, {"y"}, pool, "pool").Output("y");
+    runner::Tensor x = RandomFloats({1, cc.c, cc.hw, cc.hw}, 94);
+    x.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    x.mutable_data<float>()[9] = -std::numeric_limits<float>::infinity();
+    ExpectFused(g.Build(), {{"x", x}}, {"conv"}, 18, /*node_by_node=*/true);
+  }
+}
+
+// A SqueezeNet fire module: a 1x1 "squeeze" Conv + Relu feeding a 1x1 and
+// a 3x3 "expand" Conv (+ `act`), joined by a Concat along `axis`
+// (`swapped`: the 3x3 branch first). The expand branches and the Concat run
+// as one step, under the Conv that comes first.
+pb::GraphProto FireGraph(int64_t c, int64_t hw, int64_t n, const std::string& act, bool swapped, int64_t axis = 1,
+                         bool batch_norm = false, int64_t e3 = 24, bool pool = false) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{n, c, hw, hw});
+  AddStage(g, "squeeze", "x", "s", c, 8, 1, 1, 1, 100);
+  g.Node("Relu", {"s"}, {"sr"}, {}, "squeeze_relu");
+  AddStage(g, "e1", "sr", "a", 8, 16, 1, 1, 1, 102);
+  AddStage(g, "e3", "sr", "b", 8, e3, 1, 3, 1, 104);
+  std::string a = "a", b = "b";
+  if (batch_norm) {
+    g.Initializer(InitializerFrom("bn_scale", RandomFloats({24}, 106, 0.5f, 2.0f)))
+        .Initializer(InitializerFrom("bn_shift", RandomFloats({24}, 107)))
+        .Initializer(InitializerFrom("bn_mean", RandomFloats({24}, 108)))
+        .Initializer(InitializerFrom("bn_var", RandomFloats({24}, 109, 0.1f, 3.0f)))
+        .Node("BatchNormalization", {"b", "bn_scale", "bn_shift", "bn_mean", "bn_var"}, {"bn"}, {}, "e3_bn");
+    b = "bn";
+  }
+  if (act == "relu") {
+    g.Node("Relu", {a}, {"ar"}, {}, "e1_relu").Node("Relu", {b}, {"br"}, {}, "e3_relu");
+    a = "ar";
+    b = "br";
+  } else if (act == "clip") {
+    g.Node("Clip", {a}, {"ar"}, {AttrFloat("min", 0.0f), AttrFloat("max", 6.0f)}, "e1_clip")
+        .Node("LeakyRelu", {b}, {"br"}, {AttrFloat("alpha", 0.1f)}, "e3_leaky");
+    a = "ar";
+    b = "br";
+  }
+  std::vector<std::string> inputs = swapped ? std::vector<std::string>{b, a} : std::vector<std::string>{a, b};
+  if (pool) {
+    g.Node("Concat", inputs, {"cat"}, {AttrInt("axis", axis)}, "concat")
+        .Node("MaxPool", {"cat"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})}, "pool");
+  } else {
+    g.Node("Concat", inputs, {"y"}, {AttrInt("axis", axis)}, "concat");
+  }
+  g.Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, FireModuleBranchesWriteIntoTheConcat) {
+  for (int64_t hw : {12, 5}) {  // 144 positions: the 1x1 branch on plain tensors; 25: oneDNN's layout
+    for (const char* act : {"relu", "clip", "none"}) {
+      for (bool swapped : {false, true}) {
+        for (bool batch_norm : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << "hw " << hw << " " << act << (swapped ? " swapped" : "")
+                                            << (batch_norm ? " bn" : ""));
+          // Clip has attributes before opset 11.
+          int64_t opset = std::string(act) == "clip" ? 10 : 18;
+          ExpectFused(FireGraph(12, hw, 1, act, swapped, 1, batch_norm), {{"x", RandomFloats({1, 12, hw, hw}, 110)}},
+                      {"squeeze", "e1"}, opset);
+        }
+      }
+    }
+  }
+  // A MaxPool of the Concat's result: each branch pools its channels.
+  for (bool swapped : {false, true}) {
+    for (int64_t hw : {13, 6}) {
+      SCOPED_TRACE(::testing::Message() << "pooled hw " << hw << (swapped ? " swapped" : ""));
+      ExpectFused(FireGraph(12, hw, 1, "relu", swapped, 1, false, 24, true),
+                  {{"x", RandomFloats({1, 12, hw, hw}, 120)}}, {"squeeze", "e1"});
+    }
+  }
+  // NaN: the pooled chain runs node by node.
+  runner::Tensor x = RandomFloats({1, 12, 9, 9}, 121);
+  x.mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  ExpectFused(FireGraph(12, 9, 1, "relu", false, 1, false, 24, true), {{"x", x}}, {"squeeze", "e1"}, 18,
+              /*node_by_node=*/true);
+  // A negative axis naming the channels.
+  ExpectFused(FireGraph(12, 7, 1, "relu", false, -3), {{"x", RandomFloats({1, 12, 7, 7}, 111)}}, {"squeeze", "e1"});
+}
+
+TEST(CpuFusionTest, FireModuleBranchesRunWinogradFrom13x13) {
+  SmallConvWinograd winograd;
+  for (int64_t hw : {13, 12}) {
+    SCOPED_TRACE(hw);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    ExpectFused(FireGraph(12, hw, 1, "relu", false), {{"x", RandomFloats({1, 12, hw, hw}, 122)}}, {"squeeze", "e1"});
+    bool ran = runner::cpu::WinogradConvolutionRuns() > before;
+    EXPECT_EQ(ran, hw == 13 && runner::cpu::WinogradSupported());
+  }
+}
+
+TEST(CpuFusionTest, FireModulesThatCannotWriteIntoTheConcat) {
+  // A batch of two (each branch's channels are not contiguous): node by node.
+  ExpectFused(FireGraph(12, 6, 2, "relu", false), {{"x", RandomFloats({2, 12, 6, 6}, 112)}}, {"squeeze", "e1"}, 18,
+              /*node_by_node=*/true);
+  // NaN in X: the branches run fused with their activations after the
+  // convolutions (oneDNN's would drop NaN), keeping NaN as the reference.
+  runner::Tensor x = RandomFloats({1, 12, 6, 6}, 113);
+  x.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  ExpectFused(FireGraph(12, 6, 1, "relu", false), {{"x", x}}, {"squeeze", "e1"});
+  // A Concat along the height: each branch fuses with its Relu, the Concat
+  // runs on its own.
+  ExpectFused(FireGraph(12, 6, 1, "relu", false, 2, false, 16), {{"x", RandomFloats({1, 12, 6, 6}, 114)}},
+              {"squeeze", "e1", "e3", "concat"});
+  {
+    // Branches reading different values, and a branch result also returned.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6}).Input("z", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6});
+    AddStage(g, "e1", "x", "a", 8, 16, 1, 1, 1, 115);
+    AddStage(g, "e3", "z", "b", 8, 16, 1, 3, 1, 116);
+    g.Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 8, 6, 6}, 117)}, {"z", RandomFloats({1, 8, 6, 6}, 118)}},
+                {"e1", "e3", "concat"});
+    GraphBuilder h("h");
+    h.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 6, 6});
+    AddStage(h, "e1", "x", "a", 8, 16, 1, 1, 1, 115);
+    AddStage(h, "e3", "x", "b", 8, 16, 1, 3, 1, 116);
+    h.Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y").Output("b");
+    ExpectFused(h.Build(), {{"x", RandomFloats({1, 8, 6, 6}, 119)}}, {"e1", "e3", "concat"});
+  }
+}
+
+// A ShuffleNet unit: grouped 1x1 Conv + BatchNormalization + Relu, a
+// channel shuffle (Reshape to [1, G, C/G, H, W], Transpose, Reshape back),
+// a depthwise 3x3 Conv + BatchNormalization, a grouped 1x1 Conv +
+// BatchNormalization, the residual Sum with X and Relu; `units` of them in
+// a row. `shape` replaces the first Reshape's shape when given.
+pb::GraphProto ShuffleGraph(int64_t c, int64_t groups, int64_t hw, int units, std::vector<int64_t> shape = {}) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  if (shape.empty()) shape = {1, groups, c / groups, hw, hw};
+  g.Initializer(InitializerFrom("split", Int64s({5}, shape)))
+      .Initializer(InitializerFrom("join", Int64s({4}, {1, c, hw, hw})));
+  std::string in = "x";
+  for (int u = 0; u < units; ++u) {
+    std::string p = "u" + std::to_string(u) + "_";
+    uint32_t seed = 300 + 20 * static_cast<uint32_t>(u);
+    AddStage(g, p + "g1", in, p + "a", c, c, groups, 1, 1, seed);
+    AddBatchNormNamed(g, p + "a", p + "an", c, seed + 2);
+    g.Node("Relu", {p + "an"}, {p + "ar"}, {}, p + "relu1")
+        .Node("Reshape", {p + "ar", "split"}, {p + "r5"}, {}, p + "split")
+        .Node("Transpose", {p + "r5"}, {p + "t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, p + "transpose")
+        .Node("Reshape", {p + "t5", "join"}, {p + "sh"}, {}, p + "join");
+    AddStage(g, p + "dw", p + "sh", p + "d", c, c, c, 3, 1, seed + 6);
+    AddBatchNormNamed(g, p + "d", p + "dn", c, seed + 8);
+    AddStage(g, p + "g2", p + "dn", p + "b", c, c, groups, 1, 1, seed + 12);
+    AddBatchNormNamed(g, p + "b", p + "bn", c, seed + 14);
+    g.Node("Sum", {p + "bn", in}, {p + "s"}, {}, p + "sum").Node("Relu", {p + "s"}, {p + "y"}, {}, p + "relu2");
+    in = p + "y";
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ChannelShufflesRunInsideConvSequences) {
+  // 12 and 24 channels: not whole 16-channel blocks.
+  for (auto [c, groups] : std::vector<std::pair<int64_t, int64_t>>{{12, 3}, {24, 4}, {32, 4}}) {
+    for (int64_t hw : {9, 14}) {
+      for (int units : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << "c " << c << " groups " << groups << " hw " << hw << " units " << units);
+        ExpectFused(ShuffleGraph(c, groups, hw, units), {{"x", RandomFloats({1, c, hw, hw}, 340)}}, {"u0_g1"});
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
+  // Shapes with 0 and -1 resolve as Reshape does.
+  ExpectFused(ShuffleGraph(12, 3, 9, 1, {0, 3, -1, 9, 9}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"});
+  // A shape the kernel does not read as a shuffle (the image split as 3 x
+  // 27): the chain runs node by node, as the reference.
+  ExpectFused(ShuffleGraph(12, 3, 9, 1, {1, 3, 4, 3, 27}), {{"x", RandomFloats({1, 12, 9, 9}, 341)}}, {"u0_g1"}, 18,
+              /*node_by_node=*/true);
+  // Another transposition: not a shuffle, the nodes run on their own.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 12, 6, 6});
+  g.Initializer(InitializerFrom("split", Int64s({5}, {1, 3, 4, 6, 6})))
+      .Initializer(InitializerFrom("join", Int64s({4}, {1, 12, 6, 6})));
+  AddStage(g, "a", "x", "a_c", 12, 12, 3, 1, 1, 342);
+  g.Node("Relu", {"a_c"}, {"ar"}, {}, "relu")
+      .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+      .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 1, 2, 4, 3})}, "transpose")
+      .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join");
+  AddStage(g, "b", "sh", "y", 12, 12, 12, 3, 1, 343);
+  g.Output("y");
+  ExpectFused(g.Build(), {{"x", RandomFloats({1, 12, 6, 6}, 344)}}, {"a", "split", "transpose", "join", "b"});
 }
 
 TEST(CpuFusionTest, SequenceIntermediatesCountAgainstTheMemoryLimit) {

@@ -184,6 +184,19 @@ const Tail kTails[] = {
        g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
      },
      true},
+    // A MaxPool ending the chain (pooled in oneDNN's layout on bounded
+    // values only).
+    {"relu_maxpool",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Relu", {"conv"}, {"a"}, {}, "relu")
+           .Node("MaxPool", {"a"}, {"y"},
+                 {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})},
+                 "pool");
+     }},
+    {"maxpool",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("MaxPool", {"conv"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInt("ceil_mode", 1)}, "pool");
+     }},
 };
 
 TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
@@ -272,6 +285,51 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
             18, HasNaN(kinds));
       }
     }
+  }
+}
+
+// A fire module (two Conv branches joined by a Concat, run as one step
+// writing into the Concat's result): NaN and infinities into X, with Relu
+// and Clip activations, which oneDNN's post-ops would bound.
+TEST(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
+  SmallConvWinograd winograd;  // 13x13: the 3x3 branch's Winograd gate
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    for (int64_t hw : {13, 12, 5}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, hw, hw});
+      AddConv(g, {"", 8, 16, 1, 1, hw}, "x", "a", "e1", 130);
+      AddConv(g, {"", 8, 24, 1, 3, hw}, "x", "b", "e3", 132);
+      g.Node("Relu", {"a"}, {"ar"}, {}, "relu")
+          .Node("Clip", {"b"}, {"br"}, {AttrFloat("min", -1.0f), AttrFloat("max", 6.0f)}, "clip")
+          .Node("Concat", {"br", "ar"}, {"y"}, {AttrInt("axis", 1)}, "concat")
+          .Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 8, hw, hw}, 134), kinds, 5)}}, 10,
+                          HasNaN(kinds));
+    }
+  }
+}
+
+// A ShuffleNet unit run as one sequence with its channel shuffle (grouped
+// 1x1 Conv + Relu, shuffle, depthwise 3x3 Conv, grouped 1x1 Conv, residual
+// Sum with X, Relu): NaN and infinities into X.
+TEST(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    const int64_t c = 12, hw = 7;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+        .Initializer(InitializerFrom("split", Int64s({5}, {1, 3, c / 3, hw, hw})))
+        .Initializer(InitializerFrom("join", Int64s({4}, {1, c, hw, hw})));
+    AddConv(g, {"", c, c, 3, 1, hw}, "x", "a", "g1", 140);
+    g.Node("Relu", {"a"}, {"ar"}, {}, "relu1")
+        .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+        .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, "transpose")
+        .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join");
+    AddConv(g, {"", c, c, c, 3, hw}, "sh", "d", "dw", 142);
+    AddConv(g, {"", c, c, 3, 1, hw}, "d", "b", "g2", 144);
+    g.Node("Sum", {"b", "x"}, {"s"}, {}, "sum").Node("Relu", {"s"}, {"y"}, {}, "relu2").Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 146), kinds, 6)}}, 18, HasNaN(kinds));
   }
 }
 
