@@ -251,7 +251,9 @@ TEST(CpuQdqTest, FloatResultOfAWeightedOp) {
     ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 1e-4f, 1e-5f, "y");
     // One step from the source (dq_w is folded when the session starts).
     EXPECT_EQ(cpu->ran, (std::vector<std::string>{"dq_w", "dq_x"}));
-    if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+    if (runner::cpu::QuantizedChainsRunInt8()) {
+      EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+    }
   }
 }
 
@@ -787,7 +789,9 @@ TEST(CpuQdqTest, ChannelsLastBetweenQuantizedChains) {
       ASSERT_TRUE(cpu.ok()) << cpu.status();
       // Steps add up along the chain: each int8 Conv is within one step.
       ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], conv_out ? 3 : 2);
-      if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, asymmetric);
+      if (runner::cpu::QuantizedChainsRunInt8()) {
+        EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, asymmetric);
+      }
     }
   }
 }
@@ -836,7 +840,9 @@ TEST(CpuQdqTest, ChannelsLastConcat) {
     ASSERT_TRUE(ref.ok()) << ref.status();
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
-    if (runner::cpu::QuantizedChainsRunInt8()) EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, negative);
+    if (runner::cpu::QuantizedChainsRunInt8()) {
+      EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, negative);
+    }
   }
 }
 
