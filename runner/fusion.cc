@@ -176,8 +176,8 @@ std::vector<const ir::Node*> ConcatBranch(const ir::Value* v, const ir::Graph& g
     const ir::Value* in = nodes[k - 1]->output(0);
     if (!activated && IsActivation(n, opset, is_constant) && n.input(0) == in) {
       activated = true;
-    } else if (activated || !(IsFoldableBatchNorm(n, conv, opset, is_constant) && n.input(0) == in) &&
-                                !IsFoldableAffine(n, in, conv, is_constant)) {
+    } else if (activated || (!(IsFoldableBatchNorm(n, conv, opset, is_constant) && n.input(0) == in) &&
+                             !IsFoldableAffine(n, in, conv, is_constant))) {
       return {};
     }
   }
