@@ -104,6 +104,15 @@ double LoadDouble(const Tensor& t, int64_t i);
 // Product of dims [from, to) of `shape` (1 for an empty range).
 int64_t DimProduct(const std::vector<int64_t>& shape, size_t from, size_t to);
 
+// Slice's window on an input of `shape`: the first element and step along
+// each axis and the output shape, from the starts/ends/axes/steps
+// attributes (before opset 10) or inputs 1 to 4 (read on the host),
+// clamped as the spec says.
+struct SliceGeometry {
+  std::vector<int64_t> start, step, out_shape;
+};
+absl::StatusOr<SliceGeometry> ResolveSlice(KernelContext& ctx, const std::vector<int64_t>& shape);
+
 // The random stream of numpy's legacy RandomState: MT19937 seeded like
 // np.random.seed(seed), doubles like random_sample and normals like
 // standard_normal. Random kernels use it so that a seeded node reproduces

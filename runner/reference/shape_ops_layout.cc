@@ -254,14 +254,17 @@ absl::StatusOr<SliceParams> ReadSliceParams(KernelContext& ctx, int64_t rank) {
 
 }  // namespace
 
-absl::Status Slice(KernelContext& ctx) {
-  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  ONNXKIT_ASSIGN_OR_RETURN(SliceParams p, ReadSliceParams(ctx, x->rank()));
-  size_t rank = x->shape().size();
-  std::vector<int64_t> start(rank, 0), step(rank, 1), out_shape = x->shape();
+absl::StatusOr<shape_ops::SliceGeometry> shape_ops::ResolveSlice(KernelContext& ctx,
+                                                                 const std::vector<int64_t>& shape) {
+  ONNXKIT_ASSIGN_OR_RETURN(SliceParams p, ReadSliceParams(ctx, static_cast<int64_t>(shape.size())));
+  size_t rank = shape.size();
+  SliceGeometry g;
+  g.start.assign(rank, 0);
+  g.step.assign(rank, 1);
+  g.out_shape = shape;
   for (size_t i = 0; i < p.axes.size(); ++i) {
     size_t a = static_cast<size_t>(p.axes[i]);
-    int64_t dim = x->shape()[a], s = p.starts[i], e = p.ends[i], st = p.steps[i];
+    int64_t dim = shape[a], s = p.starts[i], e = p.ends[i], st = p.steps[i];
     if (st == 0) return absl::InvalidArgumentError(absl::StrCat("step of axis ", a, " is 0"));
     if (s < 0) s += dim;
     if (e < 0) e += dim;
@@ -278,10 +281,20 @@ absl::Status Slice(KernelContext& ctx) {
       __int128 neg = -static_cast<__int128>(st);
       count = s > e ? (static_cast<__int128>(s) - e + neg - 1) / neg : 0;
     }
-    start[a] = s;
-    step[a] = st;
-    out_shape[a] = static_cast<int64_t>(count);
+    g.start[a] = s;
+    g.step[a] = st;
+    g.out_shape[a] = static_cast<int64_t>(count);
   }
+  return g;
+}
+
+absl::Status Slice(KernelContext& ctx) {
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+  ONNXKIT_ASSIGN_OR_RETURN(shape_ops::SliceGeometry g, shape_ops::ResolveSlice(ctx, x->shape()));
+  size_t rank = x->shape().size();
+  const std::vector<int64_t>& start = g.start;
+  const std::vector<int64_t>& step = g.step;
+  const std::vector<int64_t>& out_shape = g.out_shape;
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
   std::vector<int64_t> strides = Strides(x->shape());
   ElementCopier copy(*x, *y);
