@@ -241,7 +241,7 @@ class Session::Executor : public SubgraphRunner {
     Backend backend = session_->HostBackend();
     auto it = session_->cuda_kernels_.find(&node);
     bool ran = false;
-    if (it != session_->cuda_kernels_.end()) {
+    if (it != session_->cuda_kernels_.end() && !IsHostShapeMath(node, frame)) {
       std::vector<const RtValue*> inputs;
       for (const ir::Value* v : node.inputs()) inputs.push_back(v == nullptr ? nullptr : Lookup(frame, v));
       std::vector<RtValue> unused(node.outputs().size());
@@ -250,8 +250,18 @@ class Session::Executor : public SubgraphRunner {
       if (it->second->Accepts(probe)) {
         ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
         for (int i = 0; i < node.num_inputs(); ++i) {
-          if (node.input(i) == nullptr) continue;
-          ONNXKIT_ASSIGN_OR_RETURN(inputs[static_cast<size_t>(i)], DeviceValue(frame, node.input(i)));
+          const ir::Value* v = node.input(i);
+          if (v == nullptr) continue;
+          const cuda::CudaKernel::Side side = it->second->InputSide(i);
+          if (side == cuda::CudaKernel::Side::kDevice) {
+            ONNXKIT_ASSIGN_OR_RETURN(inputs[static_cast<size_t>(i)], DeviceValue(frame, v));
+          } else if (side == cuda::CudaKernel::Side::kHost) {
+            ONNXKIT_RETURN_IF_ERROR(OnHost(frame, v));
+            inputs[static_cast<size_t>(i)] = Lookup(frame, v);
+            if (inputs[static_cast<size_t>(i)] == nullptr) {
+              return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+            }
+          }
         }
         ONNXKIT_RETURN_IF_ERROR(RunKernel(*it->second, node, node, std::move(inputs), frame, {}, /*device=*/true));
         backend = Backend::kCuda;
@@ -272,6 +282,27 @@ class Session::Executor : public SubgraphRunner {
       session_->options_.on_node_run(node, run);
     }
     return absl::OkStatus();
+  }
+
+  // Shape arithmetic of a cuda session stays on the host: a node whose
+  // inputs are all small integer (or bool) tensors already on the host runs
+  // there (its result is read by host code, Reshape's shape or Slice's
+  // bounds, far more often than by a device kernel), with no copies.
+  bool IsHostShapeMath(const ir::Node& node, Frame& frame) {
+    constexpr int64_t kMaxElements = 64;
+    bool any = false;
+    for (const ir::Value* v : node.inputs()) {
+      if (v == nullptr) continue;
+      const RtValue* value = Lookup(frame, v);
+      if (value == nullptr || !value->is_tensor() || OnDevice(*value)) return false;
+      const Tensor& t = value->tensor();
+      const int32_t dtype = t.dtype();
+      const bool integer = dtype == 2 || dtype == 3 || dtype == 4 || dtype == 5 || dtype == 6 || dtype == 7 ||
+                           dtype == 9 || dtype == 12 || dtype == 13;
+      if (!integer || t.size() > kMaxElements) return false;
+      any = true;
+    }
+    return any;
   }
 
   // Runs one node in `frame` (its outputs are added to it). `releasing`:

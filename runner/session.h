@@ -96,6 +96,12 @@ class Session {
   // The main graph's planned placement (cuda sessions; empty otherwise):
   // the steps of its topological order and the copies the plan needs.
   const PlacementPlan& placement() const { return placement_; }
+  // Replaces (or, with null, removes) the on_node_run callback for later
+  // runs. While one is set, a cuda session waits for every device kernel
+  // to finish (to time it); benchmarks remove it after the first run.
+  void set_on_node_run(std::function<void(const ir::Node& node, const NodeRun& run)> callback) {
+    options_.on_node_run = std::move(callback);
+  }
 
  private:
   class Executor;

@@ -203,6 +203,9 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   if (!first.ok()) return first.status();
   dumping = false;
   placing = false;
+  // Later runs are not placed node by node: without the callback the
+  // device kernels of a run are queued without waiting for each one.
+  (*session)->set_on_node_run(nullptr);
   const runner::CopyStats first_copies = (*session)->last_run_copies();
   if (!o.dump_all.empty()) {
     std::string index;

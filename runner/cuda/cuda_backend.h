@@ -61,6 +61,13 @@ class CudaKernel : public Kernel {
   // ranks, shapes known only at run time). False: the session runs the node
   // on the cpu backend. Reads only types and shapes, never element values.
   virtual bool Accepts(const KernelContext& ctx) const = 0;
+
+  // Where input i must be when Run is called: on the device (host values
+  // are copied up), on the host (values the kernel reads with host code:
+  // shapes, axes, indices, bounds; device values are copied down), or
+  // either (the kernel reads only its shape).
+  enum class Side { kDevice, kHost, kAny };
+  virtual Side InputSide(int /*i*/) const { return Side::kDevice; }
 };
 
 // The CUDA kernel of `node`, or null when the backend has none for its op
