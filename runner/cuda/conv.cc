@@ -6,8 +6,8 @@
 // padded more at one end than the other run on the cpu backend. fp32 runs
 // without tensor-core (TF32) math unless the session allows it.
 //
-// Descriptors and the algorithm (cuDNN's heuristic choice) are made again
-// only when the input shape changes.
+// Descriptors and the algorithm (the fastest cuDNN measures on the device,
+// or its heuristic choice) are made again only when the input shape changes.
 #include <climits>
 
 #include "lib/base/checked_math.h"
@@ -123,6 +123,20 @@ class ConvKernel : public CudaKernel {
     return s;
   }
 
+  // FFT and Winograd transforms round differently from a direct sum (their
+  // float32 error is well above 1e-6); GEMM-based and direct algorithms only.
+  static bool Usable(const cudnnConvolutionFwdAlgoPerf_t& perf) {
+    switch (perf.algo) {
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+        return false;
+      default:
+        return perf.status == CUDNN_STATUS_SUCCESS;
+    }
+  }
+
   static std::vector<int> Packed(const std::vector<int>& dims) {
     std::vector<int> strides(dims.size(), 1);
     for (size_t i = dims.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
@@ -158,14 +172,25 @@ class ConvKernel : public CudaKernel {
     ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
         cudnnGetConvolutionNdForwardOutputDim(conv_desc_, x_desc_, w_desc_, n, out.data()), "output dims"));
     if (out != s.y) return absl::InternalError("cuDNN computes another Conv output shape than the reference");
+    // The fastest algorithm measured on this device for these shapes (cuDNN
+    // runs each candidate once); its heuristic choice when measuring fails.
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnGetConvolutionForwardAlgorithm_v7(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
-        "choosing a convolution algorithm"));
+    if (cudnnFindConvolutionForwardAlgorithm(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+                                             perf) != CUDNN_STATUS_SUCCESS) {
+      returned = 0;
+    }
+    bool found = false;
+    for (int i = 0; i < returned; ++i) found = found || Usable(perf[i]);
+    if (!found) {
+      ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
+          cudnnGetConvolutionForwardAlgorithm_v7(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+          "choosing a convolution algorithm"));
+    }
     for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      if (!Usable(perf[i])) continue;
       algo_ = perf[i].algo;
       return CudnnStatus(cudnnGetConvolutionForwardWorkspaceSize(context_->cudnn(), x_desc_, w_desc_, conv_desc_,
                                                                  y_desc_, algo_, &workspace_bytes_),

@@ -54,6 +54,11 @@ __device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha, float b
     case UnaryOp::kFloor: return floorf(x);
     case UnaryOp::kCeil: return ceilf(x);
     case UnaryOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, alpha * x + beta));
+    case UnaryOp::kClip: {  // min(max(x, low), high): high wins when low > high
+      if (x != x) return x;
+      const float v = x < alpha ? alpha : x;
+      return v > beta ? beta : v;
+    }
   }
   return x;
 }
@@ -82,8 +87,8 @@ __global__ void UnaryKernel(UnaryOp op, const T* x, T* y, int64_t n, float alpha
 template <typename T>
 __global__ void BinaryKernel(BinaryOp op, const T* a, const T* b, T* y, int64_t n, StridedGeometry g) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
-    int64_t ia = i;
-    int64_t ib = i;
+    int64_t ia = g.a_period > 0 ? (i / g.a_div) % g.a_period : i;
+    int64_t ib = g.b_period > 0 ? (i / g.b_div) % g.b_period : i;
     if (g.rank > 0) {
       ia = 0;
       ib = 0;

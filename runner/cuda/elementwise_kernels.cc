@@ -2,6 +2,7 @@
 // binary arithmetic, Cast. Floating-point types (float, float16, bfloat16)
 // only, except Cast; other types, ranks above kMaxRank and variadic
 // Max/Min run on the cpu backend.
+#include <algorithm>
 #include <string>
 
 #include "lib/base/status_macros.h"
@@ -72,12 +73,55 @@ class BinaryKernel : public CudaKernel {
     }
     std::vector<int64_t> shapes[] = {a.shape(), b.shape()};
     ONNXKIT_ASSIGN_OR_RETURN(plan.shape, reference::BroadcastShapes(shapes));
+    int64_t a_div = 1, a_period = 0, b_div = 1, b_period = 0;
+    if (Periodic(a.shape(), plan.shape, &a_div, &a_period) &&
+        Periodic(b.shape(), plan.shape, &b_div, &b_period)) {
+      plan.geometry.a_div = a_div;
+      plan.geometry.a_period = a_period;
+      plan.geometry.b_div = b_div;
+      plan.geometry.b_period = b_period;
+      return plan;
+    }
     auto ga = BroadcastGeometry(a.shape(), plan.shape);
     auto gb = BroadcastGeometry(b.shape(), plan.shape);
     if (!ga || !gb) return absl::UnimplementedError("rank above the CUDA kernels' limit");
     plan.geometry = *ga;
     for (int d = 0; d < gb->rank; ++d) plan.geometry.b[d] = gb->a[d];
     return plan;
+  }
+
+  // Whether operand `in` broadcast to `out` reads element (i / div) %
+  // period of output element i: its dims that are not 1 form one run
+  // equal to out's dims there (a row, one value per channel, a scalar).
+  // Period 0: the operand has out's shape.
+  static bool Periodic(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* div,
+                       int64_t* period) {
+    if (in == out) {
+      *div = 1;
+      *period = 0;
+      return true;
+    }
+    const size_t lead = out.size() - in.size();
+    auto dim = [&](size_t j) { return j < lead ? int64_t{1} : in[j - lead]; };
+    size_t first = out.size(), last = 0;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (dim(j) != 1) {
+        first = std::min(first, j);
+        last = j + 1;
+      }
+    }
+    int64_t p = 1, d = 1;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (j >= first && j < last) {
+        if (dim(j) != out[j]) return false;
+        p *= out[j];
+      } else if (j >= last) {
+        d *= out[j];
+      }
+    }
+    *div = d > 0 ? d : 1;
+    *period = p > 0 ? p : 1;
+    return true;
   }
 
   std::shared_ptr<Context> context_;

@@ -34,6 +34,19 @@ Factory MakeMatMul;
 Factory MakeGemm;
 // conv.cc (cuDNN): Conv.
 Factory MakeConv;
+// nn_kernels.cc: BatchNormalization, LayerNormalization, LRN, pooling, Clip, Sum.
+Factory MakeBatchNorm;
+Factory MakeLayerNorm;
+Factory MakeLrn;
+Factory MakePool;
+Factory MakeClip;
+Factory MakeSum;
+// data_kernels.cc: views and shape queries, Concat, Slice, Gather, Expand.
+Factory MakeView;
+Factory MakeConcat;
+Factory MakeSlice;
+Factory MakeGather;
+Factory MakeExpand;
 
 // The tensor inputs [0, n) of ctx, or nullopt when one is missing or is
 // not a tensor (the node then runs on the cpu backend).

@@ -33,11 +33,17 @@ struct StridedGeometry {
   int64_t dims[kMaxRank] = {};
   int64_t a[kMaxRank] = {};
   int64_t b[kMaxRank] = {};
+  // LaunchBinary with rank 0: operand a reads element (i / a_div) %
+  // a_period of output element i (a_period 0: element i), b likewise; the
+  // broadcasts of a row (bias) or of one value per channel, without the
+  // per-dim index arithmetic.
+  int64_t a_div = 1, a_period = 0, b_div = 1, b_period = 0;
 };
 
 enum class UnaryOp {
   kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kAbs, kNeg, kReciprocal,
   kLeakyRelu, kElu, kErf, kGelu, kGeluTanh, kFloor, kCeil, kHardSigmoid,
+  kClip,  // alpha = low bound, beta = high bound; NaN stays NaN
 };
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 
@@ -61,6 +67,38 @@ cudaError_t LaunchStridedCopy(int elem_bytes, const void* x, void* y, int64_t n,
 // j of row (o, i) is at (o * len + j) * inner + i; outer * inner rows.
 cudaError_t LaunchSoftmax(int32_t dtype, bool log, const void* x, void* y, int64_t outer, int64_t len,
                           int64_t inner, cudaStream_t stream);
+
+// Pooling windows over 1 to 3 spatial dims (nn.cu). Coordinates are taken
+// in the padded input: tap k of output position o along dim d sits at
+// o * stride + k * dilation, which is input element (that - pad_begin) when
+// it lies in [0, in); `limit` is in + pad_begin + pad_end (the taps that
+// count_include_pad counts).
+struct PoolGeometry {
+  int rank = 0;
+  int64_t planes = 0;  // N * C
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1}, pad_begin[3] = {}, limit[3] = {1, 1, 1};
+  int64_t in_size = 1, out_size = 1;  // products of in and out
+};
+enum class PoolMode { kMax, kAverage, kAverageIncludePad };
+cudaError_t LaunchPool(PoolMode mode, int32_t dtype, const void* x, void* y, const PoolGeometry& g,
+                       cudaStream_t stream);
+// BatchNormalization in inference: x has `total` elements laid out as
+// [n, c, inner]; scale, bias, mean and var have c elements of x's type.
+cudaError_t LaunchBatchNorm(int32_t dtype, const void* x, const void* scale, const void* bias, const void* mean,
+                            const void* var, void* y, int64_t total, int64_t c, int64_t inner, float epsilon,
+                            cudaStream_t stream);
+// LayerNormalization of `rows` rows of `len` elements; scale and bias (null:
+// none) have len elements of x's type.
+cudaError_t LaunchLayerNorm(int32_t dtype, const void* x, const void* scale, const void* bias, void* y, int64_t rows,
+                            int64_t len, float epsilon, cudaStream_t stream);
+// LRN across the c channels of [n, c, inner].
+cudaError_t LaunchLrn(int32_t dtype, const void* x, void* y, int64_t total, int64_t c, int64_t inner, int64_t size,
+                      float alpha, float beta, float bias, cudaStream_t stream);
+// y[o, j, i] = x[o, indices[j], i] for x of [outer, axis_len, inner]; the
+// (device) indices are already in [0, axis_len).
+cudaError_t LaunchGather(int elem_bytes, const void* x, const int64_t* indices, void* y, int64_t outer,
+                         int64_t axis_len, int64_t count, int64_t inner, cudaStream_t stream);
 
 }  // namespace onnxkit::runner::cuda
 

@@ -4,6 +4,8 @@
 // with "no CUDA device" when there is none.
 #include "runner/cuda/cuda_backend.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -36,6 +39,35 @@ void ExpectCudaMatchesReference(const pb::GraphProto& graph, const Feeds& feeds,
     ASSERT_TRUE((*got)[i].is_tensor());
     EXPECT_FALSE((*got)[i].tensor().on_device()) << "outputs come back to the host";
     ExpectTensorsClose((*want)[i].tensor(), (*got)[i].tensor(), atol, rtol, "output " + std::to_string(i));
+  }
+}
+
+// Runs `graph` on cuda with the given feeds (initializers from `inits`) and
+// on the reference backend; outputs must agree within atol + rtol * |ref|,
+// and every node whose op is in `on_device` must have run on the device
+// (not fallen back to the cpu backend).
+void ExpectOnDeviceAndClose(const pb::GraphProto& graph, const Feeds& feeds,
+                            const std::vector<std::string>& on_device, int64_t opset = 18, double atol = 1e-4,
+                            double rtol = 1e-3) {
+  ExpectCudaMatchesReference(graph, feeds, opset, atol, rtol);
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, opset);
+  runner::SessionOptions options;
+  options.backend = Backend::kCuda;
+  std::vector<std::pair<std::string, Backend>> ran;
+  options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
+    ran.emplace_back(node.op_type(), run.backend);
+  };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<std::pair<std::string, runner::RtValue>> run_feeds;
+  for (const auto& [name, t] : feeds) run_feeds.emplace_back(name, runner::RtValue::FromTensor(t));
+  auto out = (*session)->Run(std::move(run_feeds));
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (const auto& [op, backend] : ran) {
+    if (std::find(on_device.begin(), on_device.end(), op) != on_device.end()) {
+      EXPECT_EQ(backend, Backend::kCuda) << op << " ran on the host";
+    }
   }
 }
 
@@ -199,6 +231,161 @@ TEST(CudaBackendTest, Conv) {
                                    {"b", RandomFloats({c.w[0]}, 14)}},
                                18, 1e-4, 1e-3);
   }
+}
+
+TEST(CudaBackendTest, BatchNormalizationAndPooling) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  const int64_t c = 5;
+  pb::GraphProto bn =
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{2, c, 7, 6}})
+          .Initializer(InitializerFrom("s", RandomFloats({c}, 21)))
+          .Initializer(InitializerFrom("b", RandomFloats({c}, 22)))
+          .Initializer(InitializerFrom("m", RandomFloats({c}, 23)))
+          .Initializer(InitializerFrom("v", RandomFloats({c}, 24, 0.5f, 2.f)))
+          .Node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"n"}, {AttrFloat("epsilon", 1e-3f)})
+          .Node("MaxPool", {"n"}, {"p"},
+                {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
+                 AttrInts("pads", {1, 0, 1, 1}), AttrInt("ceil_mode", 1)})
+          .Node("AveragePool", {"n"}, {"q"},
+                {AttrInts("kernel_shape", {2, 3}), AttrInts("pads", {1, 1, 0, 1}),
+                 AttrInt("count_include_pad", 1)})
+          .Node("AveragePool", {"n"}, {"r"},
+                {AttrInts("kernel_shape", {3, 2}), AttrString("auto_pad", "SAME_UPPER"),
+                 AttrInts("dilations", {2, 1})})
+          .Node("GlobalAveragePool", {"n"}, {"u"})
+          .Node("GlobalMaxPool", {"n"}, {"w"})
+          .Output("p", pb::kFloat)
+          .Output("q", pb::kFloat)
+          .Output("r", pb::kFloat)
+          .Output("u", pb::kFloat)
+          .Output("w", pb::kFloat)
+          .Build();
+  Feeds feeds = {{"x", RandomFloats({2, c, 7, 6}, 25, -3, 3)}};
+  // A NaN and an Inf reach the pooled outputs as on the reference backend.
+  feeds[0].second.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  feeds[0].second.mutable_data<float>()[50] = std::numeric_limits<float>::infinity();
+  ExpectOnDeviceAndClose(
+      bn, feeds, {"BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"});
+  // 1-D and 3-D windows.
+  pb::GraphProto p1 =
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{1, 3, 11}})
+          .Input("z", pb::kFloat, {{1, 2, 5, 4, 6}})
+          .Node("MaxPool", {"x"}, {"a"}, {AttrInts("kernel_shape", {3}), AttrInts("strides", {2})})
+          .Node("AveragePool", {"z"}, {"b"}, {AttrInts("kernel_shape", {2, 2, 3})})
+          .Output("a", pb::kFloat)
+          .Output("b", pb::kFloat)
+          .Build();
+  ExpectOnDeviceAndClose(p1, {{"x", RandomFloats({1, 3, 11}, 26)}, {"z", RandomFloats({1, 2, 5, 4, 6}, 27)}},
+                         {"MaxPool", "AveragePool"});
+}
+
+TEST(CudaBackendTest, LayerNormalizationLrnClipSum) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3, 300}})
+                         .Input("t", pb::kFloat, {{300}})
+                         .Initializer(InitializerFrom("s", RandomFloats({300}, 31)))
+                         .Initializer(InitializerFrom("b", RandomFloats({300}, 32)))
+                         .Initializer(InitializerFrom("lo", Floats({}, {-0.5f})))
+                         .Node("LayerNormalization", {"x", "s", "b"}, {"ln"}, {AttrFloat("epsilon", 1e-5f)})
+                         .Node("LayerNormalization", {"x", "s"}, {"ln2"}, {AttrInt("axis", 1)})
+                         .Node("Clip", {"ln", "lo"}, {"c"})
+                         .Node("Sum", {"c", "ln2", "t"}, {"y"})
+                         .Node("LRN", {"x"}, {"l"}, {AttrInt("size", 3), AttrFloat("alpha", 0.01f)})
+                         .Output("y", pb::kFloat)
+                         .Output("l", pb::kFloat)
+                         .Build();
+  // ln2 normalizes over [3, 300] with scale of 300 elements: the cpu runs it.
+  ExpectOnDeviceAndClose(g, {{"x", RandomFloats({2, 3, 300}, 33, -4, 4)}, {"t", RandomFloats({300}, 34)}},
+                         {"Clip", "Sum", "LRN"}, 18, 1e-4, 1e-3);
+  pb::GraphProto h = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{4, 64}})
+                         .Initializer(InitializerFrom("s", RandomFloats({64}, 35)))
+                         .Node("LayerNormalization", {"x", "s"}, {"y"})
+                         .Output("y", pb::kFloat)
+                         .Build();
+  ExpectOnDeviceAndClose(h, {{"x", RandomFloats({4, 64}, 36)}}, {"LayerNormalization"}, 18);
+  // Clip's bounds as attributes (opset 10), one of them left out.
+  pb::GraphProto k = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{4, 64}})
+                         .Node("Clip", {"x"}, {"y"}, {AttrFloat("min", -0.3f), AttrFloat("max", 0.2f)})
+                         .Node("Clip", {"x"}, {"z"}, {AttrFloat("max", 0.1f)})
+                         .Output("y", pb::kFloat)
+                         .Output("z", pb::kFloat)
+                         .Build();
+  ExpectOnDeviceAndClose(k, {{"x", RandomFloats({4, 64}, 37)}}, {"Clip"}, 10);
+}
+
+TEST(CudaBackendTest, ViewsAndDataMovement) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Shape arithmetic (Shape, Gather, Concat on int64) stays on the host;
+  // the float data it shapes stays on the device.
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                         .Input("ids", pb::kInt64, {{2, 6}})
+                         .Initializer(InitializerFrom("emb", RandomFloats({10, 8}, 41)))
+                         .Initializer(InitializerFrom("i0", Int64s({}, {0})))
+                         .Initializer(InitializerFrom("minus1", Int64s({1}, {-1})))
+                         .Initializer(InitializerFrom("starts", Int64s({2}, {1, -1})))
+                         .Initializer(InitializerFrom("ends", Int64s({2}, {3, -6})))
+                         .Initializer(InitializerFrom("axes", Int64s({2}, {1, 3})))
+                         .Initializer(InitializerFrom("steps", Int64s({2}, {1, -2})))
+                         .Initializer(InitializerFrom("ex", Int64s({4}, {3, 1, 1, 4})))
+                         .Node("Relu", {"x"}, {"r"})
+                         .Node("Shape", {"r"}, {"sh"})
+                         .Node("Gather", {"sh", "i0"}, {"n"})
+                         .Node("Unsqueeze", {"n", "i0"}, {"n1"})
+                         .Node("Concat", {"n1", "minus1"}, {"newshape"}, {AttrInt("axis", 0)})
+                         .Node("Reshape", {"r", "newshape"}, {"flat"})
+                         .Node("Flatten", {"r"}, {"f2"}, {AttrInt("axis", 2)})
+                         .Node("Concat", {"r", "x", "r"}, {"cat"}, {AttrInt("axis", 1)})
+                         .Node("Slice", {"cat", "starts", "ends", "axes", "steps"}, {"sl"})
+                         .Node("Gather", {"emb", "ids"}, {"e"})
+                         .Node("Gather", {"x", "i0"}, {"g1"}, {AttrInt("axis", 3)})
+                         .Node("Expand", {"g1", "ex"}, {"big"})
+                         .Node("Squeeze", {"e"}, {"sq"})
+                         .Output("flat", pb::kFloat)
+                         .Output("f2", pb::kFloat)
+                         .Output("sl", pb::kFloat)
+                         .Output("sq", pb::kFloat)
+                         .Output("big", pb::kFloat)
+                         .Build();
+  ExpectOnDeviceAndClose(
+      g, {{"x", RandomFloats({2, 3, 4, 5}, 42)}, {"ids", RandomInts(pb::kInt64, {2, 6}, 43, -10, 9)}},
+      {"Relu", "Reshape", "Flatten", "Slice", "Expand", "Squeeze"}, 18, 0, 0);
+  // An index out of range is an error, as on the other backends.
+  pb::GraphProto bad = GraphBuilder("g")
+                           .Input("x", pb::kFloat, {{4, 3}})
+                           .Input("i", pb::kInt64, {{2}})
+                           .Node("Relu", {"x"}, {"r"})
+                           .Node("Gather", {"r", "i"}, {"y"})
+                           .Output("y", pb::kFloat)
+                           .Build();
+  auto out = RunGraphOn(Backend::kCuda, bad, {{"x", RandomFloats({4, 3}, 44)}, {"i", Int64s({2}, {1, 4})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(std::string(out.status().message()).find("out of range"), std::string::npos) << out.status();
+}
+
+TEST(CudaBackendTest, Float16NormalizationAndPooling) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{1, 4, 9, 9}})
+                         .Input("s", pb::kFloat, {{9}})
+                         .Node("Cast", {"x"}, {"h"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("Cast", {"s"}, {"sh"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("MaxPool", {"h"}, {"p"}, {AttrInts("kernel_shape", {3, 3})})
+                         .Node("GlobalAveragePool", {"p"}, {"a"})
+                         .Node("Flatten", {"a"}, {"f"})
+                         .Node("LayerNormalization", {"h", "sh"}, {"ln"})
+                         .Node("Cast", {"f"}, {"y"}, {AttrInt("to", pb::kFloat)})
+                         .Node("Cast", {"ln"}, {"z"}, {AttrInt("to", pb::kFloat)})
+                         .Output("y", pb::kFloat)
+                         .Output("z", pb::kFloat)
+                         .Build();
+  ExpectOnDeviceAndClose(g, {{"x", RandomFloats({1, 4, 9, 9}, 51, -3, 3)}, {"s", RandomFloats({9}, 52)}},
+                         {"MaxPool", "GlobalAveragePool", "Flatten", "LayerNormalization"}, 18, 1e-2, 1e-2);
 }
 
 TEST(CudaBackendTest, MixedGraphReportsPlacementAndCopies) {

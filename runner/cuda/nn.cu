@@ -1,0 +1,261 @@
+// Device kernels: pooling, BatchNormalization (inference), LayerNormalization,
+// LRN, Gather. Floating-point element types (float, float16, bfloat16) are
+// computed in float; NaN and Inf propagate as in the reference kernels.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "runner/cuda/launch.h"
+
+namespace onnxkit::runner::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? (blocks > 0 ? blocks : 1) : (int64_t{1} << 20));
+}
+
+__device__ __forceinline__ float Load(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float Load(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float Load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void Store(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void Store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void Store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Calls f with a typed null pointer of dtype's device type.
+template <typename F>
+cudaError_t WithFloatType(int32_t dtype, F&& f) {
+  switch (dtype) {
+    case kFloat:
+      return f(static_cast<float*>(nullptr));
+    case kFloat16:
+      return f(static_cast<__half*>(nullptr));
+    case kBFloat16:
+      return f(static_cast<__nv_bfloat16*>(nullptr));
+  }
+  return cudaErrorInvalidValue;
+}
+
+// One thread per output element: its window's taps, in row-major order.
+// Max keeps the first largest value and lets a NaN win; average divides by
+// the taps inside the input, or (count_include_pad) inside the padded input.
+template <typename T>
+__global__ void PoolKernel(PoolMode mode, const T* x, T* y, PoolGeometry g) {
+  const int64_t total = g.planes * g.out_size;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t plane = i / g.out_size;
+    int64_t o = i % g.out_size;
+    int64_t pos[3] = {0, 0, 0};
+    for (int d = g.rank - 1; d >= 0; --d) {
+      pos[d] = o % g.out[d];
+      o /= g.out[d];
+    }
+    const T* xp = x + plane * g.in_size;
+    float acc = mode == PoolMode::kMax ? -INFINITY : 0.f;
+    bool any = false;
+    int64_t count = 0, padded = 0;
+    int64_t k[3] = {0, 0, 0};
+    const int64_t taps = g.kernel[0] * (g.rank > 1 ? g.kernel[1] : 1) * (g.rank > 2 ? g.kernel[2] : 1);
+    for (int64_t t = 0; t < taps; ++t) {
+      int64_t rest = t;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        k[d] = rest % g.kernel[d];
+        rest /= g.kernel[d];
+      }
+      bool inside = true, in_padded = true;
+      int64_t offset = 0;
+      for (int d = 0; d < g.rank; ++d) {
+        const int64_t p = pos[d] * g.stride[d] + k[d] * g.dilation[d];  // in padded coordinates
+        in_padded = in_padded && p < g.limit[d];
+        const int64_t c = p - g.pad_begin[d];
+        inside = inside && c >= 0 && c < g.in[d];
+        offset = offset * g.in[d] + c;
+      }
+      padded += in_padded;
+      if (!inside) continue;
+      const float v = Load(xp, offset);
+      ++count;
+      if (mode == PoolMode::kMax) {
+        if (!any || v > acc || (v != v && acc == acc)) acc = v;
+        any = true;
+      } else {
+        acc += v;
+      }
+    }
+    if (mode != PoolMode::kMax) {
+      const int64_t divisor = mode == PoolMode::kAverageIncludePad ? padded : count;
+      acc = divisor > 0 ? acc / static_cast<float>(divisor) : NAN;
+    }
+    Store(y, i, acc);
+  }
+}
+
+template <typename T>
+__global__ void BatchNormKernel(const T* x, const T* scale, const T* bias, const T* mean, const T* var, T* y,
+                                int64_t total, int64_t c, int64_t inner, float epsilon) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t ch = (i / inner) % c;
+    const float v = (Load(x, i) - Load(mean, ch)) / sqrtf(Load(var, ch) + epsilon);
+    Store(y, i, v * Load(scale, ch) + Load(bias, ch));
+  }
+}
+
+// One block per row: the mean, then the mean of squared deviations (two
+// passes over the row, which stays in L1/L2), then the normalized row.
+template <typename T>
+__global__ void LayerNormKernel(const T* x, const T* scale, const T* bias, T* y, int64_t rows, int64_t len,
+                                float epsilon) {
+  __shared__ float partial[kThreads];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * len;
+    T* yr = y + row * len;
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += Load(xr, j);
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+      __syncthreads();
+    }
+    const float mean = partial[0] / static_cast<float>(len);
+    __syncthreads();
+    float sq = 0.f;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      const float d = Load(xr, j) - mean;
+      sq += d * d;
+    }
+    partial[threadIdx.x] = sq;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+      __syncthreads();
+    }
+    const float inv = 1.f / sqrtf(partial[0] / static_cast<float>(len) + epsilon);
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      float v = (Load(xr, j) - mean) * inv * Load(scale, j);
+      if (bias != nullptr) v += Load(bias, j);
+      Store(yr, j, v);
+    }
+  }
+}
+
+// y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta;
+// the window of channel ch is [ch - floor((size-1)/2), ch + ceil((size-1)/2)].
+template <typename T>
+__global__ void LrnKernel(const T* x, T* y, int64_t total, int64_t c, int64_t inner, int64_t size,
+                          float alpha, float beta, float bias) {
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t ch = (i / inner) % c;
+    const int64_t base = i - ch * inner;
+    const int64_t lo = ch - before > 0 ? ch - before : 0;
+    const int64_t hi = ch + after < c - 1 ? ch + after : c - 1;
+    float sq = 0.f;
+    for (int64_t j = lo; j <= hi; ++j) {
+      const float v = Load(x, base + j * inner);
+      sq += v * v;
+    }
+    Store(y, i, Load(x, i) / powf(bias + alpha / static_cast<float>(size) * sq, beta));
+  }
+}
+
+template <typename U>
+__global__ void GatherKernel(const U* x, const int64_t* indices, U* y, int64_t outer, int64_t axis_len,
+                             int64_t count, int64_t inner) {
+  const int64_t total = outer * count * inner;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t in = i % inner;
+    const int64_t j = (i / inner) % count;
+    const int64_t o = i / (inner * count);
+    y[i] = x[(o * axis_len + indices[j]) * inner + in];
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchPool(PoolMode mode, int32_t dtype, const void* x, void* y, const PoolGeometry& g,
+                       cudaStream_t stream) {
+  const int64_t total = g.planes * g.out_size;
+  if (total == 0) return cudaSuccess;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    PoolKernel<<<Blocks(total), kThreads, 0, stream>>>(mode, static_cast<const T*>(x), static_cast<T*>(y), g);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchBatchNorm(int32_t dtype, const void* x, const void* scale, const void* bias,
+                            const void* mean, const void* var, void* y, int64_t total, int64_t c,
+                            int64_t inner, float epsilon, cudaStream_t stream) {
+  if (total == 0) return cudaSuccess;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    BatchNormKernel<<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias),
+        static_cast<const T*>(mean), static_cast<const T*>(var), static_cast<T*>(y), total, c, inner,
+        epsilon);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchLayerNorm(int32_t dtype, const void* x, const void* scale, const void* bias, void* y,
+                            int64_t rows, int64_t len, float epsilon, cudaStream_t stream) {
+  if (rows == 0 || len == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20));
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    LayerNormKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(scale),
+                                                     static_cast<const T*>(bias), static_cast<T*>(y), rows,
+                                                     len, epsilon);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchLrn(int32_t dtype, const void* x, void* y, int64_t total, int64_t c, int64_t inner,
+                      int64_t size, float alpha, float beta, float bias, cudaStream_t stream) {
+  if (total == 0) return cudaSuccess;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    LrnKernel<<<Blocks(total), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), total, c,
+                                                      inner, size, alpha, beta, bias);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchGather(int elem_bytes, const void* x, const int64_t* indices, void* y, int64_t outer,
+                         int64_t axis_len, int64_t count, int64_t inner, cudaStream_t stream) {
+  const int64_t total = outer * count * inner;
+  if (total == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const uint8_t*>(x), indices, static_cast<uint8_t*>(y), outer, axis_len, count, inner);
+      break;
+    case 2:
+      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const uint16_t*>(x), indices, static_cast<uint16_t*>(y), outer, axis_len, count, inner);
+      break;
+    case 4:
+      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const uint32_t*>(x), indices, static_cast<uint32_t*>(y), outer, axis_len, count, inner);
+      break;
+    case 8:
+      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const uint64_t*>(x), indices, static_cast<uint64_t*>(y), outer, axis_len, count, inner);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace onnxkit::runner::cuda

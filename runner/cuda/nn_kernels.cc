@@ -1,0 +1,353 @@
+// CUDA kernels of normalization and pooling ops: BatchNormalization
+// (inference), LayerNormalization, LRN, MaxPool / AveragePool and their
+// Global forms, Clip, Sum. Floating-point types (float, float16, bfloat16)
+// only; what a kernel declines (training outputs, pooling Indices, mixed
+// parameter types, more than 3 spatial dims) runs on the cpu backend. The
+// pooling windows are the reference backend's geometry (runner/reference/
+// nn.h), shared.
+#include <cmath>
+#include <limits>
+
+#include "lib/base/checked_math.h"
+#include "lib/base/status_macros.h"
+#include "runner/cuda/kernels.h"
+#include "runner/reference/dispatch.h"
+#include "runner/reference/nn.h"
+#include "runner/reference/shape_ops.h"
+
+namespace onnxkit::runner::cuda {
+namespace {
+
+// Whether every present input among [0, n) is a tensor of x's float type.
+bool SameFloatType(const KernelContext& ctx, int n, int required) {
+  auto in = TensorInputs(ctx, required);
+  if (!in || !IsFloatType((*in)[0]->dtype())) return false;
+  for (int i = 0; i < n; ++i) {
+    const RtValue* v = ctx.Value(i);
+    if (v == nullptr) continue;
+    if (!v->is_tensor() || !v->tensor().defined() || v->tensor().dtype() != (*in)[0]->dtype()) return false;
+  }
+  return true;
+}
+
+// Whether output i beyond the first is requested (named) by the node.
+bool ExtraOutputsRequested(const KernelContext& ctx) {
+  for (int i = 1; i < ctx.num_outputs(); ++i) {
+    if (ctx.OutputRequested(i)) return true;
+  }
+  return false;
+}
+
+class BatchNormKernel : public CudaKernel {
+ public:
+  BatchNormKernel(std::shared_ptr<Context> context, float epsilon)
+      : context_(std::move(context)), epsilon_(epsilon) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    if (ExtraOutputsRequested(ctx) || !SameFloatType(ctx, 5, 5)) return false;
+    const Tensor& x = ctx.Value(0)->tensor();
+    if (x.rank() < 2) return false;
+    for (int i = 1; i < 5; ++i) {
+      const Tensor& p = ctx.Value(i)->tensor();
+      if (p.rank() != 1 || p.dim(0) != x.dim(1)) return false;
+    }
+    return true;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    const int64_t c = x.dim(1);
+    const int64_t inner = reference::shape_ops::DimProduct(x.shape(), 2, x.shape().size());
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), x.shape()));
+    ONNXKIT_RETURN_IF_ERROR(Launched(
+        LaunchBatchNorm(x.dtype(), x.raw(), ctx.Value(1)->tensor().raw(), ctx.Value(2)->tensor().raw(),
+                        ctx.Value(3)->tensor().raw(), ctx.Value(4)->tensor().raw(), y.mutable_raw(), x.size(),
+                        c, inner, epsilon_, context_->stream()),
+        "BatchNormalization"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  float epsilon_;
+};
+
+class LayerNormKernel : public CudaKernel {
+ public:
+  LayerNormKernel(std::shared_ptr<Context> context, int64_t axis, float epsilon)
+      : context_(std::move(context)), axis_(axis), epsilon_(epsilon) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    if (ExtraOutputsRequested(ctx) || !SameFloatType(ctx, 3, 2)) return false;
+    const Tensor& x = ctx.Value(0)->tensor();
+    auto axis = reference::NormalizeAxis(axis_, x.rank());
+    if (!axis.ok()) return false;
+    const int64_t len =
+        reference::shape_ops::DimProduct(x.shape(), static_cast<size_t>(*axis), x.shape().size());
+    // Scale and bias of exactly the normalized size (broadcast ones run on
+    // the cpu backend).
+    for (int i = 1; i < 3; ++i) {
+      const RtValue* v = ctx.Value(i);
+      if (v != nullptr && v->tensor().size() != len) return false;
+    }
+    return len > 0;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, reference::NormalizeAxis(axis_, x.rank()));
+    const int64_t len =
+        reference::shape_ops::DimProduct(x.shape(), static_cast<size_t>(axis), x.shape().size());
+    const int64_t rows = x.size() / len;
+    const void* bias = ctx.Value(2) != nullptr ? ctx.Value(2)->tensor().raw() : nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), x.shape()));
+    ONNXKIT_RETURN_IF_ERROR(
+        Launched(LaunchLayerNorm(x.dtype(), x.raw(), ctx.Value(1)->tensor().raw(), bias, y.mutable_raw(),
+                                 rows, len, epsilon_, context_->stream()),
+                 "LayerNormalization"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  int64_t axis_;
+  float epsilon_;
+};
+
+class LrnKernel : public CudaKernel {
+ public:
+  LrnKernel(std::shared_ptr<Context> context, int64_t size, float alpha, float beta, float bias)
+      : context_(std::move(context)), size_(size), alpha_(alpha), beta_(beta), bias_(bias) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    return SameFloatType(ctx, 1, 1) && ctx.Value(0)->tensor().rank() >= 2;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    const int64_t inner = reference::shape_ops::DimProduct(x.shape(), 2, x.shape().size());
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), x.shape()));
+    ONNXKIT_RETURN_IF_ERROR(Launched(LaunchLrn(x.dtype(), x.raw(), y.mutable_raw(), x.size(), x.dim(1), inner,
+                                               size_, alpha_, beta_, bias_, context_->stream()),
+                                     "LRN"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  int64_t size_;
+  float alpha_, beta_, bias_;
+};
+
+class PoolKernel : public CudaKernel {
+ public:
+  PoolKernel(std::shared_ptr<Context> context, reference::WindowAttrs attrs, PoolMode mode, bool global)
+      : context_(std::move(context)), attrs_(std::move(attrs)), mode_(mode), global_(global) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    if (ExtraOutputsRequested(ctx) || !SameFloatType(ctx, 1, 1)) return false;
+    return Geometry(ctx.Value(0)->tensor()).ok();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(Plan plan, Geometry(x));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), plan.shape));
+    ONNXKIT_RETURN_IF_ERROR(
+        Launched(LaunchPool(mode_, x.dtype(), x.raw(), y.mutable_raw(), plan.g, context_->stream()),
+                 ctx.node().op_type()));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  struct Plan {
+    PoolGeometry g;
+    std::vector<int64_t> shape;
+  };
+
+  absl::StatusOr<Plan> Geometry(const Tensor& x) const {
+    const int spatial = x.rank() - 2;
+    if (spatial < 1 || spatial > 3) return absl::UnimplementedError("pooling over 1 to 3 spatial dims");
+    std::span<const int64_t> in(x.shape().data() + 2, static_cast<size_t>(spatial));
+    std::vector<int64_t> kernel = global_ ? std::vector<int64_t>(in.begin(), in.end()) : attrs_.kernel_shape;
+    if (kernel.size() != in.size()) return absl::InvalidArgumentError("kernel_shape does not match X");
+    reference::WindowAttrs attrs = global_ ? reference::WindowAttrs{} : attrs_;
+    ONNXKIT_ASSIGN_OR_RETURN(reference::Window w, reference::ResolveWindow(attrs, in, kernel));
+    Plan plan;
+    plan.shape = {x.dim(0), x.dim(1)};
+    plan.shape.insert(plan.shape.end(), w.out.begin(), w.out.end());
+    if (!CheckedElementCount(plan.shape)) return absl::InvalidArgumentError("output size overflows");
+    PoolGeometry& g = plan.g;
+    g.rank = spatial;
+    g.planes = x.dim(0) * x.dim(1);
+    for (int d = 0; d < spatial; ++d) {
+      const auto u = static_cast<size_t>(d);
+      g.in[d] = w.in[u];
+      g.out[d] = w.out[u];
+      g.kernel[d] = w.kernel[u];
+      g.stride[d] = w.strides[u];
+      g.dilation[d] = w.dilations[u];
+      g.pad_begin[d] = w.pad_begin[u];
+      g.limit[d] = w.in[u] + w.pad_begin[u] + w.pad_end[u];
+    }
+    g.in_size = w.in_size;
+    g.out_size = w.out_size;
+    return plan;
+  }
+
+  std::shared_ptr<Context> context_;
+  reference::WindowAttrs attrs_;
+  PoolMode mode_;
+  bool global_;
+};
+
+// Clip: bounds from attributes (before opset 11) or from the optional
+// one-element inputs 1 and 2, read on the host.
+class ClipKernel : public CudaKernel {
+ public:
+  ClipKernel(std::shared_ptr<Context> context, bool from_inputs, float lo, float hi)
+      : context_(std::move(context)), from_inputs_(from_inputs), lo_(lo), hi_(hi) {}
+
+  Side InputSide(int i) const override { return i == 0 ? Side::kDevice : Side::kHost; }
+
+  bool Accepts(const KernelContext& ctx) const override {
+    if (!SameFloatType(ctx, from_inputs_ ? 3 : 1, 1)) return false;
+    for (int i = 1; i < 3 && from_inputs_; ++i) {
+      if (ctx.Value(i) != nullptr && ctx.Value(i)->tensor().size() != 1) return false;
+    }
+    return true;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    float lo = lo_, hi = hi_;
+    if (from_inputs_) {
+      for (int i = 1; i < 3; ++i) {
+        if (ctx.Value(i) == nullptr) continue;
+        ONNXKIT_ASSIGN_OR_RETURN(
+            double v, reference::shape_ops::ReadScalar(ctx.Value(i)->tensor(), i == 1 ? "min" : "max"));
+        (i == 1 ? lo : hi) = static_cast<float>(v);
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), x.shape()));
+    ONNXKIT_RETURN_IF_ERROR(Launched(LaunchUnary(UnaryOp::kClip, x.dtype(), x.raw(), y.mutable_raw(),
+                                                 x.size(), lo, hi, context_->stream()),
+                                     "Clip"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  bool from_inputs_;
+  float lo_, hi_;
+};
+
+// Sum of one or more broadcasting inputs: the first two added into the
+// output, each further one added in place.
+class SumKernel : public CudaKernel {
+ public:
+  explicit SumKernel(std::shared_ptr<Context> context) : context_(std::move(context)) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    if (ctx.num_inputs() < 1 || !SameFloatType(ctx, ctx.num_inputs(), ctx.num_inputs())) return false;
+    return OutputShape(ctx).ok();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x0 = ctx.Value(0)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, OutputShape(ctx));
+    if (ctx.num_inputs() == 1) return ctx.SetOutput(0, *ctx.Value(0));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x0.dtype(), shape));
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      const Tensor& a = i == 1 ? x0 : y;
+      const Tensor& b = ctx.Value(i)->tensor();
+      auto ga = BroadcastGeometry(a.shape(), shape);
+      auto gb = BroadcastGeometry(b.shape(), shape);
+      if (!ga || !gb) return absl::InternalError("Sum shapes changed after the kernel accepted them");
+      StridedGeometry g = *ga;
+      for (int d = 0; d < gb->rank; ++d) g.b[d] = gb->a[d];
+      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchBinary(BinaryOp::kAdd, x0.dtype(), a.raw(), b.raw(),
+                                                    y.mutable_raw(), y.size(), g, context_->stream()),
+                                       "Sum"));
+    }
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  static absl::StatusOr<std::vector<int64_t>> OutputShape(const KernelContext& ctx) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (int i = 0; i < ctx.num_inputs(); ++i) shapes.push_back(ctx.Value(i)->tensor().shape());
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, reference::BroadcastShapes(shapes));
+    if (shape.size() > static_cast<size_t>(kMaxRank)) return absl::UnimplementedError("rank above the limit");
+    return shape;
+  }
+
+  std::shared_ptr<Context> context_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBatchNorm(const std::shared_ptr<Context>& context,
+                                                          const ir::Node& node, const KernelInfo& info) {
+  // Training mode (opset 14+) and per-element parameters (spatial = 0,
+  // before opset 9) run on the cpu backend.
+  if (info.opset >= 14 && reference::AttrInt(node, "training_mode", 0) != 0)
+    return std::unique_ptr<CudaKernel>();
+  if (info.opset < 9 && reference::AttrInt(node, "spatial", 1) == 0) return std::unique_ptr<CudaKernel>();
+  if (info.opset < 7) return std::unique_ptr<CudaKernel>();  // is_test and consumed_inputs
+  return std::unique_ptr<CudaKernel>(
+      new BatchNormKernel(context, reference::AttrFloat(node, "epsilon", 1e-5f)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeLayerNorm(const std::shared_ptr<Context>& context,
+                                                          const ir::Node& node, const KernelInfo&) {
+  return std::unique_ptr<CudaKernel>(new LayerNormKernel(context, reference::AttrInt(node, "axis", -1),
+                                                         reference::AttrFloat(node, "epsilon", 1e-5f)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeLrn(const std::shared_ptr<Context>& context,
+                                                    const ir::Node& node, const KernelInfo&) {
+  const int64_t size = reference::AttrInt(node, "size", 0);
+  if (size < 1) return std::unique_ptr<CudaKernel>();  // the cpu kernel reports it
+  return std::unique_ptr<CudaKernel>(new LrnKernel(context, size, reference::AttrFloat(node, "alpha", 1e-4f),
+                                                   reference::AttrFloat(node, "beta", 0.75f),
+                                                   reference::AttrFloat(node, "bias", 1.0f)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakePool(const std::shared_ptr<Context>& context,
+                                                     const ir::Node& node, const KernelInfo&) {
+  const std::string& op = node.op_type();
+  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  const bool max = op == "MaxPool" || op == "GlobalMaxPool";
+  reference::WindowAttrs attrs;
+  if (!global) {
+    auto parsed = reference::ParseWindowAttrs(node);
+    if (!parsed.ok() || parsed->kernel_shape.empty()) return std::unique_ptr<CudaKernel>();
+    attrs = *std::move(parsed);
+    // Indices in column-major order exist only with the Indices output,
+    // which runs on the cpu backend anyway.
+  }
+  PoolMode mode =
+      max ? PoolMode::kMax
+          : (!global && reference::AttrInt(node, "count_include_pad", 0) != 0 ? PoolMode::kAverageIncludePad
+                                                                              : PoolMode::kAverage);
+  return std::unique_ptr<CudaKernel>(new PoolKernel(context, std::move(attrs), mode, global));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeClip(const std::shared_ptr<Context>& context,
+                                                     const ir::Node& node, const KernelInfo& info) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (info.opset >= 11) return std::unique_ptr<CudaKernel>(new ClipKernel(context, true, -kInf, kInf));
+  const ir::Attribute* lo = node.FindAttribute("min");
+  const ir::Attribute* hi = node.FindAttribute("max");
+  return std::unique_ptr<CudaKernel>(new ClipKernel(context, false,
+                                                    lo ? reference::AttrFloat(node, "min", 0) : -kInf,
+                                                    hi ? reference::AttrFloat(node, "max", 0) : kInf));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSum(const std::shared_ptr<Context>& context, const ir::Node&,
+                                                    const KernelInfo&) {
+  return std::unique_ptr<CudaKernel>(new SumKernel(context));
+}
+
+}  // namespace onnxkit::runner::cuda
