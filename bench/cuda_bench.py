@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""The cuda backend on a machine with an NVIDIA GPU: correctness against the
+reference backend and latency against ONNX Runtime's CUDA execution provider,
+same inputs, same run.
+
+For each model (fp32, and fp16 made by `onnxkit convert --float16` when
+--fp16 is given):
+  - `onnxkit compare --a-backend cuda --b-backend reference` on the seeded
+    inputs (the verdict and the worst output's error);
+  - `onnxkit run --backend cuda --bench N --json --profile`: median latency,
+    the nodes placed on the device and on the host, the copies;
+  - ONNX Runtime with CUDAExecutionProvider (when the onnxruntime Python
+    package offers it), median of N runs after warm-up, same inputs.
+
+  python3 bench/cuda_bench.py --models bench/models/resnet50.onnx,bench/models/bert_base.onnx --fp16
+  python3 bench/cuda_bench.py --light-dir testdata/models/light --runs 50
+
+Inputs are made as bench/ort_compare.py makes them (token ids in [0, 1000),
+masks of ones, token types of zeros, floats in [-1, 1)). Prints one table row
+per model and variant; --json-out writes every figure.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def graph_inputs(path):
+    model = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim]
+        out.append((vi.name, t.elem_type, dims))
+    return out
+
+
+def make_inputs(path, seed, seq):
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, elem_type, dims in graph_inputs(path):
+        shape = [d if d > 0 else (seq if i == 1 else 1) for i, d in enumerate(dims)]
+        if elem_type == onnx.TensorProto.INT64:
+            if "mask" in name:
+                feeds[name] = np.ones(shape, np.int64)
+            elif "type" in name:
+                feeds[name] = np.zeros(shape, np.int64)
+            else:
+                feeds[name] = rng.integers(0, 1000, size=shape, dtype=np.int64)
+        elif elem_type == onnx.TensorProto.FLOAT:
+            feeds[name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        elif elem_type == onnx.TensorProto.FLOAT16:
+            feeds[name] = rng.uniform(-1, 1, size=shape).astype(np.float16)
+        elif elem_type == onnx.TensorProto.BOOL:
+            feeds[name] = np.ones(shape, np.bool_)
+        else:
+            raise SystemExit(f"{path}: input {name} has element type {elem_type}, not handled")
+    return feeds
+
+
+def run(cmd, timeout):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {timeout} s")
+
+
+def onnxkit_compare(binary, model, npz, tf32, oracle, timeout):
+    cmd = [binary, "compare", "--a", model, "--a-backend", "cuda", "--b", model, "--b-backend", oracle, "--json"]
+    if npz:
+        cmd += ["--input", npz]
+    if tf32:
+        cmd.append("--tf32")
+    res = run(cmd, timeout)
+    if res.returncode not in (0, 1):
+        return {"error": res.stderr.strip()[-600:]}
+    try:
+        out = json.loads(res.stdout)
+    except json.JSONDecodeError:
+        return {"error": (res.stdout + res.stderr).strip()[-600:]}
+    return {"exit": res.returncode, "report": out}
+
+
+def onnxkit_bench(binary, model, npz, runs, tf32, timeout, profile=False):
+    cmd = [binary, "run", model, "--backend", "cuda", "--bench", str(runs), "--warmup", "5", "--json", "-q"]
+    if profile:
+        cmd.append("--profile")
+    if npz:
+        cmd += ["--input", npz]
+    if tf32:
+        cmd.append("--tf32")
+    res = run(cmd, timeout)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-600:]}
+    try:
+        return json.loads(res.stdout)
+    except json.JSONDecodeError:
+        return {"error": res.stdout.strip()[-600:]}
+
+
+def ort_bench(model, feeds, runs):
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return {"error": "onnxruntime is not installed"}
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return {"error": "onnxruntime has no CUDAExecutionProvider here"}
+    try:
+        sess = ort.InferenceSession(model, providers=["CUDAExecutionProvider"])
+        for _ in range(5):
+            sess.run(None, feeds)
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            sess.run(None, feeds)
+            times.append((time.perf_counter() - t) * 1e3)
+    except Exception as e:  # noqa: BLE001 - report whatever ORT says
+        return {"error": str(e)[-400:]}
+    return {"latency_ms": {"median": float(np.median(times)), "min": float(np.min(times))}}
+
+
+def worst_output(report):
+    """(name, max abs error, SQNR dB) of the output with the largest error."""
+    outs = report.get("outputs", []) if isinstance(report, dict) else []
+    worst = None
+    for o in outs:
+        err = o.get("max_abs")
+        if err is None:
+            continue
+        if worst is None or err > worst[1]:
+            worst = (o.get("name", "?"), err, o.get("sqnr_db", float("nan")))
+    return worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
+    ap.add_argument("--models", default="", help="comma-separated .onnx files")
+    ap.add_argument("--light-dir", help="also every .onnx file of this folder")
+    ap.add_argument("--fp16", action="store_true", help="also each model converted with `onnxkit convert --float16`")
+    ap.add_argument("--fp16-only", default="", help="comma-separated model names: --fp16 for these only")
+    ap.add_argument("--tf32", action="store_true", help="fp32 products on TF32 tensor cores (onnxkit --tf32)")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--seq", type=int, default=128, help="second dim of symbolic inputs (sequence length)")
+    ap.add_argument("--no-compare", action="store_true")
+    ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
+                    help="backend the cuda outputs are compared with (default reference)")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--profile", action="store_true",
+                    help="also a profiled run (each device kernel waited for): the ops that take the most time")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+
+    models = [m for m in args.models.split(",") if m]
+    if args.light_dir:
+        models += [os.path.join(args.light_dir, f) for f in sorted(os.listdir(args.light_dir)) if f.endswith(".onnx")]
+    results = {}
+    print(f"{'model':28} {'verdict':>8} {'max err':>9} {'sqnr dB':>8} {'cuda ms':>9} {'ort ms':>9} {'cuda/ort':>8} "
+          f"{'dev/host nodes':>15} {'copies':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in models:
+            base = os.path.splitext(os.path.basename(path))[0]
+            variants = [(base, path)]
+            if args.fp16 and (not args.fp16_only or base in args.fp16_only.split(",")):
+                half = os.path.join(tmp, base + "_fp16.onnx")
+                res = run([args.onnxkit, "convert", path, "-o", half, "--float16", "--no-verify"], args.timeout)
+                if res.returncode != 0:
+                    res = run([args.onnxkit, "convert", path, "-o", half, "--float16"], args.timeout)
+                if res.returncode == 0:
+                    variants.append((base + "_fp16", half))
+                else:
+                    print(f"{base + '_fp16':28} convert failed: {res.stderr.strip()[-300:]}")
+            for name, model in variants:
+                feeds = make_inputs(model, 1, args.seq)
+                npz = None
+                if feeds:
+                    npz = os.path.join(tmp, name + ".npz")
+                    np.savez(npz, **feeds)
+                row = {}
+                if not args.no_compare:
+                    row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout)
+                row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout)
+                if args.profile:
+                    prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True)
+                    row["profile_ms"] = prof.get("profile_ms", prof.get("error"))
+                row["ort"] = ort_bench(model, feeds, args.runs)
+                results[name] = row
+
+                verdict, err, sqnr = "-", float("nan"), float("nan")
+                cmp = row.get("compare", {})
+                if "report" in cmp:
+                    verdict = "match" if cmp["exit"] == 0 else "DIFFER"
+                    w = worst_output(cmp["report"])
+                    if w:
+                        err = w[1]
+                        sqnr = w[2] if isinstance(w[2], (int, float)) else float("inf")
+                elif "error" in cmp:
+                    verdict = "ERROR"
+                cuda_ms = row["cuda"].get("latency_ms", {}).get("median", float("nan"))
+                if not isinstance(err, (int, float)):
+                    err = float("nan")
+                ort_ms = row["ort"].get("latency_ms", {}).get("median", float("nan"))
+                placed = row["cuda"].get("placement", [])
+                on_dev = sum(1 for p in placed if p.get("backend") == "cuda")
+                nodes = f"{on_dev}/{len(placed) - on_dev}"
+                copies = row["cuda"].get("copies", {}).get("count", "?")
+                host_ops = {}
+                for p in placed:
+                    if p.get("backend") != "cuda":
+                        host_ops[p["op"]] = host_ops.get(p["op"], 0) + 1
+                row["host_ops"] = host_ops
+                print(f"{name:28} {verdict:>8} {err:9.2e} {sqnr:8.1f} {cuda_ms:9.3f} {ort_ms:9.3f} {cuda_ms / ort_ms:8.2f} "
+                      f"{nodes:>15} {copies!s:>7}", flush=True)
+                prof = row.get("profile_ms")
+                if isinstance(prof, dict):
+                    top = sorted(prof.items(), key=lambda kv: -kv[1])[:8]
+                    print("  profile (ms per run, each kernel waited for): " +
+                          ", ".join(f"{op} {ms:.3f}" for op, ms in top))
+                if host_ops:
+                    print("  on the host: " + ", ".join(f"{op} x{n}" for op, n in sorted(host_ops.items())))
+                for k, r in row.items():
+                    if isinstance(r, dict) and "error" in r:
+                        print(f"  {k}: {r['error']}")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
