@@ -2,7 +2,8 @@
 //   - views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference
 //     Dropout) and shape queries (Shape, Size): the reference kernels, which
 //     read only the input's shape and their host-side shape/axes inputs; the
-//     output shares the device buffer (Shape and Size give host tensors);
+//     output shares the device buffer (Shape, Size and Dropout's mask are
+//     host tensors);
 //   - Concat (one 2-D copy per input), Slice (a strided copy; the window is
 //     the reference backend's, shared), Gather (indices checked on the host,
 //     then copied up; constant indices once), Expand (a broadcasting copy).
@@ -260,12 +261,13 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeView(const std::shared_ptr<Conte
   if (op == "Shape") return Wrap(std::unique_ptr<Kernel>(new FnKernel(reference::Shape)), 1);
   if (op == "Size") return Wrap(std::unique_ptr<Kernel>(new FnKernel(reference::Size)), 1);
   if (op == "Dropout") {
-    // Only the inference form without a mask: training_mode (input 2 from
-    // opset 12) reads the elements, and so does the mask.
+    // The inference form: the output is the input, the mask (when named) a
+    // host tensor of ones. training_mode (input 2 from opset 12) draws a
+    // mask from the elements' positions and scales them: the cpu backend.
     if (info.opset >= 12 && node.num_inputs() > 2 && node.input(2) != nullptr)
       return std::unique_ptr<CudaKernel>();
     if (info.opset < 7 && reference::AttrInt(node, "is_test", 0) == 0) return std::unique_ptr<CudaKernel>();
-    return Wrap(std::unique_ptr<Kernel>(new FnKernel(reference::Identity)), 1);
+    return Wrap(reference::MakeDropout(node, info), 2);
   }
   return std::unique_ptr<CudaKernel>();
 }

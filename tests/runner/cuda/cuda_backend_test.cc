@@ -368,6 +368,23 @@ TEST(CudaBackendTest, ViewsAndDataMovement) {
   EXPECT_NE(std::string(out.status().message()).find("out of range"), std::string::npos) << out.status();
 }
 
+TEST(CudaBackendTest, InferenceDropoutStaysOnTheDevice) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Opset 9: the mask has the input's type; it is a host tensor of ones.
+  for (int64_t opset : {9, 13}) {
+    SCOPED_TRACE(opset);
+    pb::GraphProto g = GraphBuilder("g")
+                           .Input("x", pb::kFloat, {{3, 4}})
+                           .Node("Relu", {"x"}, {"r"})
+                           .Node("Dropout", {"r"}, {"d", "mask"})
+                           .Node("Add", {"d", "x"}, {"y"})
+                           .Output("y", pb::kFloat)
+                           .Output("mask", opset < 10 ? pb::kFloat : pb::kBool)
+                           .Build();
+    ExpectOnDeviceAndClose(g, {{"x", RandomFloats({3, 4}, 61)}}, {"Relu", "Dropout", "Add"}, opset, 0, 0);
+  }
+}
+
 TEST(CudaBackendTest, Float16NormalizationAndPooling) {
   ONNXKIT_NEED_CUDA_DEVICE();
   pb::GraphProto g = GraphBuilder("g")
