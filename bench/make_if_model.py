@@ -90,6 +90,8 @@ def net(x):
 
 
 def main():
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
+        sys.exit(__doc__)
     out = sys.argv[1] if len(sys.argv) > 1 else "bench/models/if_convnet.onnx"
     y = net("x")
     body_nodes = list(nodes)
