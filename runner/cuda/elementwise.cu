@@ -8,31 +8,16 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runner/cuda/device_common.cuh"
 #include "runner/cuda/launch.h"
 
 namespace onnxkit::runner::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-// Blocks for n elements (the grid-stride loop covers the rest).
-unsigned Blocks(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? (blocks > 0 ? blocks : 1) : (int64_t{1} << 20));
-}
-
-__device__ __forceinline__ float ToFloat(float x) { return x; }
-__device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T>
-__device__ __forceinline__ T FromFloat(float x);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+using device::Blocks;
+using device::FromFloat;
+using device::kThreads;
+using device::ToFloat;
 
 __device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha, float beta) {
   switch (op) {

@@ -7,24 +7,26 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runner/cuda/device_common.cuh"
 #include "runner/cuda/launch.h"
 
 namespace onnxkit::runner::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using device::BlockReduce;
+using device::Blocks;
+using device::FromFloat;
+using device::kThreads;
+using device::ToFloat;
 
-unsigned Blocks(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (int64_t{1} << 20) ? (blocks > 0 ? blocks : 1) : (int64_t{1} << 20));
+template <typename T>
+__device__ __forceinline__ float Load(const T* p, int64_t i) {
+  return ToFloat(p[i]);
 }
-
-__device__ __forceinline__ float Load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float Load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float Load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void Store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void Store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void Store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+template <typename T>
+__device__ __forceinline__ void Store(T* p, int64_t i, float v) {
+  p[i] = FromFloat<T>(v);
+}
 
 // Calls f with a typed null pointer of dtype's device type.
 template <typename F>
@@ -117,27 +119,13 @@ __global__ void LayerNormKernel(const T* x, const T* scale, const T* bias, T* y,
     T* yr = y + row * len;
     float sum = 0.f;
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += Load(xr, j);
-    partial[threadIdx.x] = sum;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-      if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-      __syncthreads();
-    }
-    const float mean = partial[0] / static_cast<float>(len);
-    __syncthreads();
+    const float mean = BlockReduce<false>(sum, partial) / static_cast<float>(len);
     float sq = 0.f;
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
       const float d = Load(xr, j) - mean;
       sq += d * d;
     }
-    partial[threadIdx.x] = sq;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-      if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-      __syncthreads();
-    }
-    const float inv = 1.f / sqrtf(partial[0] / static_cast<float>(len) + epsilon);
-    __syncthreads();
+    const float inv = 1.f / sqrtf(BlockReduce<false>(sq, partial) / static_cast<float>(len) + epsilon);
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
       float v = (Load(xr, j) - mean) * inv * Load(scale, j);
       if (bias != nullptr) v += Load(bias, j);

@@ -6,37 +6,16 @@
 
 #include <cstdint>
 
+#include "runner/cuda/device_common.cuh"
 #include "runner/cuda/launch.h"
 
 namespace onnxkit::runner::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-__device__ __forceinline__ float ToFloat(float x) { return x; }
-__device__ __forceinline__ float ToFloat(__half x) { return __half2float(x); }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void Store(float* p, float x) { *p = x; }
-__device__ __forceinline__ void Store(__half* p, float x) { *p = __float2half_rn(x); }
-__device__ __forceinline__ void Store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
-
-// The maximum (kMax) or sum of every thread's `v` in the block, returned to
-// every thread.
-template <bool kMax>
-__device__ float BlockReduce(float v, float* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      float other = shared[threadIdx.x + s];
-      shared[threadIdx.x] = kMax ? fmaxf(shared[threadIdx.x], other) : shared[threadIdx.x] + other;
-    }
-    __syncthreads();
-  }
-  float result = shared[0];
-  __syncthreads();
-  return result;
-}
+using device::BlockReduce;
+using device::FromFloat;
+using device::kThreads;
+using device::ToFloat;
 
 template <typename T>
 __global__ void SoftmaxKernel(bool log, const T* x, T* y, int64_t outer, int64_t len, int64_t inner) {
@@ -52,7 +31,7 @@ __global__ void SoftmaxKernel(bool log, const T* x, T* y, int64_t outer, int64_t
     const float log_s = logf(s);
     for (int64_t j = threadIdx.x; j < len; j += kThreads) {
       float d = ToFloat(x[base + j * inner]) - m;
-      Store(&y[base + j * inner], log ? d - log_s : expf(d) / s);
+      y[base + j * inner] = FromFloat<T>(log ? d - log_s : expf(d) / s);
     }
   }
 }
