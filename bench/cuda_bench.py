@@ -15,8 +15,8 @@ For each model (fp32, and fp16 made by `onnxkit convert --float16` when
   python3 bench/cuda_bench.py --models bench/models/resnet50.onnx,bench/models/bert_base.onnx --fp16
   python3 bench/cuda_bench.py --light-dir testdata/models/light --runs 50
 
-Inputs are made as bench/ort_compare.py makes them (token ids in [0, 1000),
-masks of ones, token types of zeros, floats in [-1, 1)). Prints one table row
+Inputs are bench/ort_compare.py's (token ids in [0, 1000), masks of ones,
+token types of zeros, floats in [-1, 1), sequence length 128). Prints one table row
 per model and variant; --json-out writes every figure.
 """
 import argparse
@@ -28,46 +28,11 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-
-
-def graph_inputs(path):
-    model = onnx.load(path, load_external_data=False)
-    inits = {t.name for t in model.graph.initializer}
-    out = []
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        t = vi.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim]
-        out.append((vi.name, t.elem_type, dims))
-    return out
-
-
-def make_inputs(path, seed, seq):
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for name, elem_type, dims in graph_inputs(path):
-        shape = [d if d > 0 else (seq if i == 1 else 1) for i, d in enumerate(dims)]
-        if elem_type == onnx.TensorProto.INT64:
-            if "mask" in name:
-                feeds[name] = np.ones(shape, np.int64)
-            elif "type" in name:
-                feeds[name] = np.zeros(shape, np.int64)
-            else:
-                feeds[name] = rng.integers(0, 1000, size=shape, dtype=np.int64)
-        elif elem_type == onnx.TensorProto.FLOAT:
-            feeds[name] = rng.uniform(-1, 1, size=shape).astype(np.float32)
-        elif elem_type == onnx.TensorProto.FLOAT16:
-            feeds[name] = rng.uniform(-1, 1, size=shape).astype(np.float16)
-        elif elem_type == onnx.TensorProto.BOOL:
-            feeds[name] = np.ones(shape, np.bool_)
-        else:
-            raise SystemExit(f"{path}: input {name} has element type {elem_type}, not handled")
-    return feeds
+sys.path.insert(0, HERE)
+from ort_compare import make_inputs  # noqa: E402
 
 
 def run(cmd, timeout):
@@ -153,7 +118,6 @@ def main():
     ap.add_argument("--fp16-only", default="", help="comma-separated model names: --fp16 for these only")
     ap.add_argument("--tf32", action="store_true", help="fp32 products on TF32 tensor cores (onnxkit --tf32)")
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--seq", type=int, default=128, help="second dim of symbolic inputs (sequence length)")
     ap.add_argument("--no-compare", action="store_true")
     ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
                     help="backend the cuda outputs are compared with (default reference)")
@@ -183,7 +147,7 @@ def main():
                 else:
                     print(f"{base + '_fp16':28} convert failed: {res.stderr.strip()[-300:]}")
             for name, model in variants:
-                feeds = make_inputs(model, 1, args.seq)
+                feeds = make_inputs(name, model, seed=1)
                 npz = None
                 if feeds:
                     npz = os.path.join(tmp, name + ".npz")
