@@ -109,6 +109,10 @@ class Kernel {
 struct KernelInfo {
   int64_t opset = 0;  // imported opset of the node's domain
   int threads = 1;    // threads the backend may use
+  // cpu: float32 Conv and ConvTranspose, and MatMul and Gemm with a
+  // constant B, compute their products in bfloat16 (inputs rounded to bfloat16,
+  // float32 accumulation and results).
+  bool bf16 = false;
 };
 
 using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(const ir::Node& node,

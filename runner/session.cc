@@ -475,6 +475,12 @@ Backend Session::HostBackend() const {
   return options_.backend == Backend::kCuda ? Backend::kCpu : options_.backend;
 }
 
+KernelInfo Session::InfoFor(int64_t opset) const {
+  KernelInfo info{opset, options_.threads};
+  info.bf16 = options_.bf16 && options_.backend == Backend::kCpu && cpu::Bf16Supported();
+  return info;
+}
+
 absl::Status Session::PlanDevice() {
   ONNXKIT_ASSIGN_OR_RETURN(cuda_, cuda::CreateContext({options_.device, options_.allow_tf32}));
   ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, PlanFor(model_->graph()));
@@ -760,12 +766,11 @@ absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
   if (it != chain_kernels_.end()) return it->second.get();
   ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, OpsetOf(chain.head()));
   SessionConstantsScope scope(&run_constants_);
-  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
-                           chain.kind == FusionKind::kQuantized
-                               ? cpu::MakeQuantizedChain(chain, KernelInfo{opset, options_.threads})
-                           : chain.kind == FusionKind::kTransformer
-                               ? cpu::MakeTransformerChain(chain, KernelInfo{opset, options_.threads})
-                               : cpu::MakeConvChain(chain, KernelInfo{opset, options_.threads}));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<Kernel> kernel,
+      chain.kind == FusionKind::kQuantized     ? cpu::MakeQuantizedChain(chain, InfoFor(opset))
+      : chain.kind == FusionKind::kTransformer ? cpu::MakeTransformerChain(chain, InfoFor(opset))
+                                               : cpu::MakeConvChain(chain, InfoFor(opset)));
   Kernel* raw = kernel.get();
   chain_kernels_[&chain] = std::move(kernel);
   return raw;
@@ -780,7 +785,7 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
   auto entry = FindKernel(HostBackend(), node.domain(), node.op_type(), opset);
   if (entry.ok()) {
     SessionConstantsScope scope(strict ? &stable_folded_values_ : &run_constants_);
-    ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, KernelInfo{opset, options_.threads}));
+    ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, InfoFor(opset)));
   } else {
     const pb::FunctionProto* function = nullptr;
     for (const auto& f : model_->functions()) {

@@ -72,6 +72,13 @@ struct SessionOptions {
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.
   bool fuse = true;
+  // The cpu backend computes the products of float32 Conv and
+  // ConvTranspose nodes, and of MatMul and Gemm nodes whose B is constant, in
+  // bfloat16 (about 3
+  // significant digits; float32 accumulation, and every tensor stays
+  // float32), where the CPU has bfloat16 instructions (cpu::Bf16Supported);
+  // elsewhere the flag has no effect. Off for the other backends.
+  bool bf16 = false;
 };
 
 class Session {
@@ -135,6 +142,8 @@ class Session {
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
   // The backend of the kernels that run on the host.
   Backend HostBackend() const;
+  // What the kernel factories of this session are told.
+  KernelInfo InfoFor(int64_t opset) const;
   // cuda sessions: opens the device and makes the CUDA kernel of every
   // main-graph node that has one; plans the placement.
   absl::Status PlanDevice();

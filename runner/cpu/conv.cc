@@ -74,6 +74,8 @@ struct ConvPlan {
   // Non-constant weights are reordered here on every run.
   dnnl::reorder wei_in;
   dnnl::memory wei_memory;
+  // Constant weights in the primitive's layout.
+  PreparedWeight weight;
 
   // Takes the layouts the primitive chose and creates the reorders it needs.
   // Throws dnnl::error: call inside Guard.
@@ -90,12 +92,16 @@ class ConvLikeKernel : public CpuKernel {
 
  protected:
   // Fills `plan` for the inputs of `ctx`; false when oneDNN does not cover
-  // them (then the reference kernel runs, and reports any error).
-  virtual bool Build(KernelContext& ctx, ConvPlan& plan) = 0;
+  // them (then the reference kernel runs, and reports any error). `bf16`:
+  // in bfloat16 where oneDNN can (float kernels).
+  virtual bool Build(KernelContext& ctx, ConvPlan& plan, bool bf16) = 0;
 
-  // The plan for the inputs of `ctx`, rebuilt when an input's type or shape
-  // changed since the last call; null when there is none.
-  ConvPlan* PlanFor(KernelContext& ctx);
+  // The plan for the inputs of `ctx` (the bfloat16 one with `bf16`),
+  // rebuilt when an input's type or shape changed since the last call; null
+  // when there is none.
+  ConvPlan* PlanFor(KernelContext& ctx, bool bf16 = false);
+
+  bool constant_weights() const { return constant_weights_; }
 
   // Allocates output 0 (`y_dtype`, plan's shape) and runs the plan on x, w
   // and the optional bias b; with a sum post-op, `residual` (of the output's
@@ -108,11 +114,14 @@ class ConvLikeKernel : public CpuKernel {
 
  private:
   bool constant_weights_;
-  bool built_ = false;
-  bool supported_ = false;
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;  // per input: type and shape (type 0: omitted)
-  ConvPlan plan_;
-  PreparedWeight weight_;
+  // The plans for key_: float32 (or the integer kernels') and bfloat16.
+  struct Slot {
+    bool built = false;
+    bool supported = false;
+    ConvPlan plan;
+  };
+  Slot slots_[2];
 };
 
 template <typename PrimitiveDesc>
@@ -154,7 +163,7 @@ bool FloatOperands(KernelContext& ctx, int node_inputs, const Tensor** x, const 
 ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback, int weight_input)
     : CpuKernel(std::move(fallback)), constant_weights_(IsSessionConstantInput(node, weight_input)) {}
 
-ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx) {
+ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx, bool bf16) {
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
@@ -162,13 +171,17 @@ ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx) {
     key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
                      *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
   }
-  if (!built_ || key != key_) {
-    plan_ = ConvPlan();
-    supported_ = Build(ctx, plan_);
-    built_ = true;
+  if (key != key_ || (!slots_[0].built && !slots_[1].built)) {
+    slots_[0] = Slot();
+    slots_[1] = Slot();
     key_ = std::move(key);
   }
-  return supported_ ? &plan_ : nullptr;
+  Slot& slot = slots_[bf16 ? 1 : 0];
+  if (!slot.built) {
+    slot.supported = Build(ctx, slot.plan, bf16);
+    slot.built = true;
+  }
+  return slot.supported ? &slot.plan : nullptr;
 }
 
 absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tensor& x, const Tensor& w,
@@ -176,7 +189,7 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, y_dtype, p.y_shape));
   memory wei;
   if (constant_weights_) {
-    ONNXKIT_ASSIGN_OR_RETURN(wei, weight_.Get(w, p.wei_user, p.wei));
+    ONNXKIT_ASSIGN_OR_RETURN(wei, p.weight.Get(w, p.wei_user, p.wei));
   }
   void* src_buffer = p.src_in ? ThreadScratch(0, p.src.get_size()) : nullptr;
   void* dst_buffer = p.dst_out ? ThreadScratch(1, p.dst.get_size()) : nullptr;
@@ -233,16 +246,25 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
 }
 
 // A float Conv/ConvTranspose kernel: plans, runs, or falls back.
+//
+// bfloat16 (KernelInfo::bf16, constant weights): oneDNN's bfloat16
+// convolutions multiply pairs of values, a padded one among them, so an
+// infinity could meet a zero and make NaN where the float32 convolution
+// keeps it. They run only when X holds no NaN or infinity (checked every
+// run), and the weights none (checked when planning); else float32.
 class FloatConvKernel : public ConvLikeKernel {
  public:
-  FloatConvKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback)
-      : ConvLikeKernel(node, std::move(fallback)), node_inputs_(node.num_inputs()) {}
+  FloatConvKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : ConvLikeKernel(node, std::move(fallback)),
+        node_inputs_(node.num_inputs()),
+        bf16_(info.bf16 && constant_weights()) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    ConvPlan* plan = PlanFor(ctx);
-    if (plan == nullptr) return Fallback(ctx);
     const Tensor *x, *w, *b;
     if (!FloatOperands(ctx, node_inputs_, &x, &w, &b)) return Fallback(ctx);
+    ConvPlan* plan = bf16_ && AllFinite(*x) ? PlanFor(ctx, true) : nullptr;
+    if (plan == nullptr) plan = PlanFor(ctx, false);
+    if (plan == nullptr) return Fallback(ctx);
     return RunPlanned(ctx, *plan, *x, *w, b);
   }
 
@@ -253,22 +275,30 @@ class FloatConvKernel : public ConvLikeKernel {
     return RunPlan(ctx, plan, x, w, b, pb::kFloat);
   }
 
+  // The convolution types of a plan: bfloat16 first with `bf16` and finite
+  // weights `w`, then float32.
+  static std::vector<memory::data_type> Types(bool bf16, const Tensor& w) {
+    if (bf16 && AllFinite(w)) return {memory::data_type::bf16, memory::data_type::f32};
+    return {memory::data_type::f32};
+  }
+
   int node_inputs_;
+  bool bf16_;
 };
 
 // --- Conv ---
 
 class ConvKernel : public FloatConvKernel {
  public:
-  ConvKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, WindowAttrs attrs,
-             ConvChainSpec chain = {})
-      : FloatConvKernel(node, std::move(fallback)),
+  ConvKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback,
+             WindowAttrs attrs, ConvChainSpec chain = {})
+      : FloatConvKernel(node, info, std::move(fallback)),
         attrs_(std::move(attrs)),
         group_(reference::AttrInt(node, "group", 1)),
         chain_(std::move(chain)) {}
 
  protected:
-  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+  bool Build(KernelContext& ctx, ConvPlan& plan, bool bf16) override {
     const Tensor *px, *pw, *b;
     if (!FloatOperands(ctx, node_inputs_, &px, &pw, &b)) return false;
     const Tensor &x = *px, &w = *pw;
@@ -299,13 +329,17 @@ class ConvKernel : public FloatConvKernel {
     std::vector<memory::format_tag> tags = {memory::format_tag::any};
     if (pointwise) tags = {PlainTag(x.rank()), memory::format_tag::any};
     if (depthwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
-    for (size_t i = 0; i < tags.size(); ++i) {
-      bool last = i + 1 == tags.size();
+    // bfloat16 source and weights first where asked (the result float32),
+    // then float32.
+    const std::vector<memory::data_type> types = Types(bf16, chain_.linear.empty() ? w : folded_w_);
+    for (size_t n = 0; n < types.size() * tags.size(); ++n) {
+      const memory::data_type xt = types[n / tags.size()];
+      const size_t i = n % tags.size();
+      bool last = n + 1 == types.size() * tags.size();
       bool planned = false;
       absl::Status s = Guard("convolution", [&] {
         dnnl::convolution_forward::desc d =
-            ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, memory::data_type::f32,
-                     memory::data_type::f32, memory::data_type::f32, tags[i]);
+            ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, xt, xt, memory::data_type::f32, tags[i]);
         // Plain layouts (oneDNN's GEMM convolution runs post-ops one element
         // at a time) and activations (see HasActivation): the post-ops run
         // after the primitive (ApplyPostOps). A lone residual sum stays
@@ -386,16 +420,16 @@ struct DeconvGeometry {
 
 class ConvTransposeKernel : public FloatConvKernel {
  public:
-  ConvTransposeKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback,
+  ConvTransposeKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback,
                       WindowAttrs attrs)
-      : FloatConvKernel(node, std::move(fallback)),
+      : FloatConvKernel(node, info, std::move(fallback)),
         attrs_(std::move(attrs)),
         group_(reference::AttrInt(node, "group", 1)),
         output_padding_(reference::AttrInts(node, "output_padding")),
         output_shape_(reference::AttrInts(node, "output_shape")) {}
 
  protected:
-  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+  bool Build(KernelContext& ctx, ConvPlan& plan, bool bf16) override {
     const Tensor *px, *pw, *b;
     if (!FloatOperands(ctx, node_inputs_, &px, &pw, &b)) return false;
     const Tensor &x = *px, &w = *pw;
@@ -427,17 +461,24 @@ class ConvTransposeKernel : public FloatConvKernel {
     plan.wei_user = memory::desc(wdims, memory::data_type::f32, wstrides);
     if (b != nullptr) plan.bias = PlainDesc(b->shape(), memory::data_type::f32);
     plan.y_shape = y_shape;
-    absl::Status s = Guard("deconvolution", [&] {
-      memory::desc src(Dims(x.shape()), memory::data_type::f32, memory::format_tag::any);
-      memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
-      memory::desc wei(wdims, memory::data_type::f32, memory::format_tag::any);
-      dnnl::deconvolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei, plan.bias, dst,
-          Dims(g->strides), Minus1(g->dilations), Dims(g->pad_begin), Dims(g->pad_end));
-      dnnl::deconvolution_forward::primitive_desc pd(d, Engine());
-      plan.Finish(pd, dnnl::deconvolution_forward(pd));
-    });
-    return s.ok();
+    // bfloat16 source and weights first where asked (the result float32).
+    for (memory::data_type xt : Types(bf16, w)) {
+      bool planned = false;
+      absl::Status s = Guard("deconvolution", [&] {
+        memory::desc src(Dims(x.shape()), xt, memory::format_tag::any);
+        memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
+        memory::desc wei(wdims, xt, memory::format_tag::any);
+        dnnl::deconvolution_forward::desc d(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src, wei, plan.bias,
+            dst, Dims(g->strides), Minus1(g->dilations), Dims(g->pad_begin), Dims(g->pad_end));
+        dnnl::deconvolution_forward::primitive_desc pd(d, Engine());
+        if (xt != memory::data_type::f32 && IsReference(pd)) return;
+        plan.Finish(pd, dnnl::deconvolution_forward(pd));
+        planned = true;
+      });
+      if (s.ok() && planned) return true;
+    }
+    return false;
   }
 
  private:
@@ -558,7 +599,7 @@ class IntegerConvKernel : public ConvLikeKernel {
   }
 
  protected:
-  bool Build(KernelContext& ctx, ConvPlan& plan) override {
+  bool Build(KernelContext& ctx, ConvPlan& plan, bool /*bf16*/) override {
     auto get = [&](int i) -> const Tensor* {
       if (i < 0) return nullptr;
       absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
@@ -856,10 +897,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
         return absl::InternalError("a Concat chain must join one branch per input");
     }
     int64_t axis = chain.nodes[concat_at]->GetInt("axis").value_or(1);
-    return MakeConvConcat(std::move(stages), std::move(branch_of_input), axis, std::move(fallback), std::move(pool));
+    return MakeConvConcat(std::move(stages), std::move(branch_of_input), axis, std::move(fallback),
+                          std::move(pool), info.bf16);
   }
   if (stages.size() > 1 || pool.has_value()) {
-    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool));
+    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool), info.bf16);
   }
   const ir::Node& head = chain.head();
   return std::unique_ptr<Kernel>(

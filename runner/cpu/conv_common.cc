@@ -2,6 +2,7 @@
 #include "runner/cpu/conv_common.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -99,7 +100,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsCh
   }
 }
 
+// The largest |x[i]|, or infinity when x holds NaN or an infinity.
+__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
+  float m = 0;
+  int bad = 0;
+#pragma omp simd reduction(max : m) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) {
+    float a = std::fabs(x[i]);
+    m = a > m ? a : m;
+    bad |= !(a <= FLT_MAX);
+  }
+  return bad != 0 ? std::numeric_limits<double>::infinity() : m;
+}
+
 }  // namespace
+
+double MaxAbs(const float* x, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  double m = 0;
+#pragma omp parallel for reduction(max : m) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    m = std::max(m, MaxAbsChunk(x + c * kChunk, std::min(kChunk, n - c * kChunk)));
+  return m;
+}
 
 void ApplyPostOpsTo(float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
   ApplyPostOpsChunk(y, residual, n, ops, num_ops);

@@ -7,6 +7,7 @@
 #ifndef ONNXKIT_RUNNER_CPU_CONV_COMMON_H_
 #define ONNXKIT_RUNNER_CPU_CONV_COMMON_H_
 
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,12 @@ struct ResolvedPostOp {
   float alpha = 0, beta = 0;
 };
 
+// The largest |x[i]| of n floats, or infinity when x holds NaN or an
+// infinity (a parallel pass).
+double MaxAbs(const float* x, int64_t n);
+// True when no element of float tensor t is NaN or infinite.
+inline bool AllFinite(const Tensor& t) { return MaxAbs(t.data<float>(), t.size()) <= FLT_MAX; }
+
 // y = ops(y) in order over n floats: relu with slope alpha, clip to
 // [alpha, beta], or + residual (same layout as y). NaN stays NaN, as in the
 // reference kernels.
@@ -151,9 +158,11 @@ struct SequenceStage {
 // conv_sequence.cc: a kernel running several Convs in a row (each taking
 // the previous one's result, after its post-ops, as X) with constant
 // weights, then, with `pool`, a MaxPool (its attributes) over the last
-// result; `fallback` runs the chain node by node.
+// result; `fallback` runs the chain node by node. `bf16`: the convolutions
+// compute in bfloat16 where oneDNN has a kernel (KernelInfo::bf16).
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
-                                         std::optional<reference::WindowAttrs> pool = std::nullopt);
+                                         std::optional<reference::WindowAttrs> pool = std::nullopt,
+                                         bool bf16 = false);
 
 // conv_sequence.cc: a kernel running Conv branches (one stage each) that
 // read the same X and a Concat of their results along the channels (axis
@@ -162,9 +171,10 @@ std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std:
 // node by node.
 // With `pool`, a MaxPool of the Concat's result follows: each branch pools
 // its own channels.
-std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
-                                       std::unique_ptr<Kernel> fallback,
-                                       std::optional<reference::WindowAttrs> pool = std::nullopt);
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order,
+                                       int64_t axis, std::unique_ptr<Kernel> fallback,
+                                       std::optional<reference::WindowAttrs> pool = std::nullopt,
+                                       bool bf16 = false);
 
 // conv_shuffle.cc: the 4-D strided `desc` ([N, C, H, W], no blocking) as
 // [N, C/G, G, H, W] (G = `groups`): with `source`, element (n, i, j) is

@@ -65,29 +65,6 @@ using dnnl::memory;
 using reference::Window;
 using reference::WindowAttrs;
 
-// The largest |x[i]|, or infinity when x holds NaN or an infinity.
-__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(const float* x, int64_t n) {
-  float m = 0;
-  int bad = 0;
-#pragma omp simd reduction(max : m) reduction(| : bad)
-  for (int64_t i = 0; i < n; ++i) {
-    float a = std::fabs(x[i]);
-    m = a > m ? a : m;
-    bad |= !(a <= FLT_MAX);
-  }
-  return bad != 0 ? std::numeric_limits<double>::infinity() : m;
-}
-
-double MaxAbs(const float* x, int64_t n) {
-  constexpr int64_t kChunk = int64_t{1} << 16;
-  int64_t chunks = (n + kChunk - 1) / kChunk;
-  double m = 0;
-#pragma omp parallel for reduction(max : m) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c)
-    m = std::max(m, MaxAbsChunk(x + c * kChunk, std::min(kChunk, n - c * kChunk)));
-  return m;
-}
-
 // Bounds below this keep every partial sum far from the float range (the
 // rounding of a float sum grows it by far less than the factor left).
 constexpr double kSafeBound = FLT_MAX / 16;
@@ -171,13 +148,15 @@ class ConvSequenceKernel : public CpuKernel {
  public:
   // `plain_pointwise`: a lone pointwise stage may run on plain tensors.
   // `winograd_min_positions`: the smallest image a Winograd stage may have.
+  // `bf16`: the convolutions compute in bfloat16 where oneDNN has a kernel.
   ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
-                     std::optional<WindowAttrs> pool, bool plain_pointwise = false,
+                     std::optional<WindowAttrs> pool, bool bf16, bool plain_pointwise = false,
                      int64_t winograd_min_positions = kWinogradMinPositions)
       : CpuKernel(std::move(fallback)),
         stages_(std::move(stages)),
         weights_(stages_.size()),
         pool_(std::move(pool)),
+        bf16_(bf16),
         plain_pointwise_(plain_pointwise),
         winograd_min_positions_(winograd_min_positions) {}
 
@@ -336,8 +315,10 @@ class ConvSequenceKernel : public CpuKernel {
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
-        winograd[k] = !safe && !has_shuffle &&
-                      WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window, winograd_min_positions_);
+        // bfloat16 direct convolutions beat float32 Winograd ones.
+        winograd[k] =
+            !safe && !has_shuffle && !bf16_ &&
+            WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window, winograd_min_positions_);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
       }
@@ -400,15 +381,26 @@ class ConvSequenceKernel : public CpuKernel {
       if (s.shuffle && !ShuffleViews(ctx, stage, x_shape, current, &s.shuffle_from)) return false;
       const bool own_by_mode = s.own;
       if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
+      // In bfloat16 first where asked, in the fast plan only (bounded
+      // values: oneDNN's bfloat16 convolutions multiply pairs of values, a
+      // padded one among them, so an infinity could meet a zero and make
+      // NaN): the source and weights in bfloat16, and an inner stage's
+      // result too unless its post-ops run here (they read floats); the last
+      // result is float32.
+      std::vector<memory::data_type> types = {memory::data_type::f32};
+      if (bf16_ && !safe) types.insert(types.begin(), memory::data_type::bf16);
       bool planned = false;
-      for (size_t i = 0; i < tags.size() && !planned; ++i) {
-        bool last_tag = i + 1 == tags.size();
+      for (size_t n = 0; n < types.size() * tags.size() && !planned; ++n) {
+        const memory::data_type xt = types[n / tags.size()];
+        const size_t i = n % tags.size();
+        bool last_tag = n + 1 == types.size() * tags.size();
         bool is_winograd = tags[i].second != direct;
+        bool is_bf16 = xt == memory::data_type::bf16;
         absl::Status status = Guard("convolution", [&] {
-          dnnl::convolution_forward::desc d =
-              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, memory::data_type::f32,
-                       memory::data_type::f32, memory::data_type::f32, tags[i].first, tags[i].second);
           s.own = own_by_mode || (tags[i].first == PlainTag(rank) && !s.resolved.empty());
+          const memory::data_type yt = is_bf16 && !last && !s.own ? xt : memory::data_type::f32;
+          dnnl::convolution_forward::desc d =
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, tags[i].first, tags[i].second);
           plan.own_last = last && s.own;
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
@@ -453,8 +445,9 @@ class ConvSequenceKernel : public CpuKernel {
           }
           planned = true;
         });
-        // oneDNN refuses Winograd for geometries its kernel does not cover.
-        if (!status.ok() && !is_winograd) return false;
+        // oneDNN refuses Winograd for geometries its kernel does not cover,
+        // and may refuse bfloat16.
+        if (!status.ok() && !is_winograd && !is_bf16) return false;
       }
       if (!planned) return false;
       current = s.dst;
@@ -679,6 +672,7 @@ class ConvSequenceKernel : public CpuKernel {
   std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;
+  bool bf16_;
   bool plain_pointwise_;
   int64_t winograd_min_positions_;
 };
@@ -733,13 +727,14 @@ class ConvConcatKernel : public CpuKernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order, int64_t axis,
-                                       std::unique_ptr<Kernel> fallback, std::optional<WindowAttrs> pool) {
+std::unique_ptr<Kernel> MakeConvConcat(std::vector<SequenceStage> branches, std::vector<int> order,
+                                       int64_t axis, std::unique_ptr<Kernel> fallback,
+                                       std::optional<WindowAttrs> pool, bool bf16) {
   std::vector<std::unique_ptr<ConvSequenceKernel>> kernels;
   for (SequenceStage& stage : branches) {
     std::vector<SequenceStage> one;
     one.push_back(std::move(stage));
-    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, pool,
+    kernels.push_back(std::make_unique<ConvSequenceKernel>(std::move(one), nullptr, pool, bf16,
                                                            /*plain_pointwise=*/!pool.has_value(),
                                                            kBranchWinogradMinPositions));
   }
@@ -760,9 +755,9 @@ int64_t SetWinogradMinOutputChannels(int64_t channels) {
 }
 
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
-                                         std::optional<WindowAttrs> pool) {
+                                         std::optional<WindowAttrs> pool, bool bf16) {
   return std::unique_ptr<Kernel>(
-      new ConvSequenceKernel(std::move(stages), std::move(fallback), std::move(pool)));
+      new ConvSequenceKernel(std::move(stages), std::move(fallback), std::move(pool), bf16));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -111,4 +111,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReferenceKernel(const ir::Node& node
 
 void SetThreads(int threads) { omp_set_num_threads(threads < 1 ? 1 : threads); }
 
+bool Bf16Supported() {
+  // The ISA values are bit sets: each one holds the bits of those it extends.
+  const int bf16 = static_cast<int>(dnnl::cpu_isa::avx512_core_bf16);
+  return (static_cast<int>(dnnl::get_effective_cpu_isa()) & bf16) == bf16;
+}
+
 }  // namespace onnxkit::runner::cpu

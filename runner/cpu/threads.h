@@ -1,5 +1,6 @@
-// Threads of the cpu backend: oneDNN (OpenMP runtime) and the backend's own
-// loops share one OpenMP pool sized here.
+// Process-wide settings and facts of the cpu backend. Threads: oneDNN
+// (OpenMP runtime) and the backend's own loops share one OpenMP pool sized
+// here.
 #ifndef ONNXKIT_RUNNER_CPU_THREADS_H_
 #define ONNXKIT_RUNNER_CPU_THREADS_H_
 
@@ -7,6 +8,12 @@ namespace onnxkit::runner::cpu {
 
 // Sets the OpenMP threads of this process (at least 1).
 void SetThreads(int threads);
+
+// True when this CPU has bfloat16 dot-product instructions (AVX512_BF16 or
+// AMX) that oneDNN uses: only then do sessions asking for bfloat16
+// (SessionOptions::bf16) compute in it; elsewhere oneDNN would emulate
+// bfloat16 more slowly than float32 runs.
+bool Bf16Supported();
 
 }  // namespace onnxkit::runner::cpu
 

@@ -109,6 +109,9 @@ class GeluKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
   const std::string& head = chain.head().op_type();
+  if (head == "MatMul" && chain.nodes.size() == 2 && info.bf16) {
+    return MakeMatMulBias(chain.head(), info, OtherInput(chain, 1), std::move(fallback));
+  }
   if (head == "MatMul" && chain.nodes.size() == 2) {
     return std::unique_ptr<Kernel>(
         new MatMulBiasKernel(OtherInput(chain, 1), IsSessionConstantInput(chain.head(), 1), std::move(fallback)));

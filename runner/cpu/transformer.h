@@ -23,6 +23,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
 // node for inputs they do not cover.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
                                                            std::unique_ptr<Kernel> fallback);
+// matmul.cc: a MatMul (`matmul`, constant 2-D B) whose product gets the
+// float bias of input `bias_input` of the kernel added, as one oneDNN
+// matmul; used for KernelInfo::bf16 (in bfloat16). Other inputs run
+// `fallback`.
+std::unique_ptr<Kernel> MakeMatMulBias(const ir::Node& matmul, const KernelInfo& info, int bias_input,
+                                       std::unique_ptr<Kernel> fallback);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain& chain, const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback);
 

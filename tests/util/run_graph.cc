@@ -38,7 +38,8 @@ bool IsFloating(int32_t dtype) { return dtype == pb::kFloat || dtype == pb::kDou
 }  // namespace
 
 absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend, const pb::GraphProto& graph,
-                                                        const Feeds& feeds, int64_t opset, int threads) {
+                                                        const Feeds& feeds, int64_t opset, int threads,
+                                                        bool bf16) {
   io::LoadedModel loaded;
   loaded.proto = ModelFromGraph(graph, opset);
   pb::OperatorSetIdProto ml;
@@ -52,6 +53,7 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
   runner::SessionOptions options;
   options.backend = backend;
   options.threads = threads;
+  options.bf16 = bf16;
   absl::StatusOr<std::unique_ptr<runner::Session>> session =
       runner::Session::Create(std::move(loaded), options);
   if (!session.ok()) return session.status();

@@ -25,9 +25,10 @@ using Feeds = std::vector<std::pair<std::string, runner::Tensor>>;
 
 // Runs `graph` (opset `opset` of ai.onnx, plus ai.onnx.ml 5 and
 // com.microsoft 1 imports) on `backend` with `feeds`; the graph outputs.
+// `bf16`: SessionOptions::bf16.
 absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend, const pb::GraphProto& graph,
                                                         const Feeds& feeds, int64_t opset = 18,
-                                                        int threads = 1);
+                                                        int threads = 1, bool bf16 = false);
 
 // Runs one node `op` (of `domain`) on `inputs`, named x0, x1... (an
 // undefined tensor leaves that input out), at `opset`; returns its

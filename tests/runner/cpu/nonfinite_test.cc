@@ -5,7 +5,9 @@
 // oneDNN or vector code compares values (activations, pooling, Max / Min,
 // reductions, softmax). The outputs must be non-finite exactly where the
 // reference backend's are: NaN where it has NaN, the same infinity where it
-// has one; the finite elements agree as usual.
+// has one; the finite elements agree as usual. Every test runs twice: in
+// float32, and with the products in bfloat16 (SessionOptions::bf16; where
+// the CPU has no bfloat16 instructions that run is float32 again).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "runner/cpu/conv.h"
+#include "runner/cpu/threads.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -56,9 +59,19 @@ runner::Tensor Plant(runner::Tensor t, const std::string& kinds, uint32_t seed) 
 // payload of a propagated NaN open), and the finite ones close. With
 // `planted_nan`, also expects a non-finite output element (a NaN always
 // reaches the outputs; an infinity a Clip may bound).
+// The precision of the cpu runs of the current test (CpuNonFiniteTest's
+// parameter).
+bool g_bf16 = false;
+
+class CpuNonFiniteTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { g_bf16 = GetParam(); }
+  void TearDown() override { g_bf16 = false; }
+};
+
 void ExpectSameNonFinite(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset, bool planted_nan) {
   auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, opset);
-  auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, opset);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, opset, /*threads=*/1, g_bf16);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_EQ(ref->size(), cpu->size());
@@ -79,7 +92,9 @@ void ExpectSameNonFinite(const pb::GraphProto& graph, const Feeds& feeds, int64_
     EXPECT_EQ(wrong, 0) << "output " << o << ": " << wrong << " non-finite elements differ; first at "
                         << first << ": reference " << e.data<float>()[first] << ", cpu "
                         << a.data<float>()[first];
-    ExpectTensorsClose(e, a, 1e-4, 1e-4, "output " + std::to_string(o));
+    // bfloat16 keeps 8 significant bits of each factor.
+    const double tolerance = g_bf16 ? 3e-2 : 1e-4;
+    ExpectTensorsClose(e, a, tolerance, tolerance, "output " + std::to_string(o));
   }
   if (planted_nan) {
     EXPECT_GT(non_finite, 0) << "nothing non-finite reached the outputs";
@@ -199,7 +214,7 @@ const Tail kTails[] = {
      }},
 };
 
-TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
+TEST_P(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
   uint32_t seed = 1;
   for (const ConvCase& cc : kCases) {
     for (const Tail& tail : kTails) {
@@ -230,7 +245,7 @@ TEST(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
   }
 }
 
-TEST(CpuNonFiniteTest, NanPlantedMidNetworkReachesTheOutput) {
+TEST_P(CpuNonFiniteTest, NanPlantedMidNetworkReachesTheOutput) {
   // Sqrt of a negative value, times zero, added to a Conv output before its
   // Relu: the fused Conv + Add + Relu must keep the NaN.
   for (const ConvCase& cc : kCases) {
@@ -257,7 +272,7 @@ TEST(CpuNonFiniteTest, NanPlantedMidNetworkReachesTheOutput) {
 // in oneDNN's layouts): an inverted residual block with Clip activations, a
 // Conv -> BatchNormalization -> Relu -> Conv pair, and a residual taken by
 // an inner stage; channel counts that do not fill 16-channel blocks.
-TEST(CpuNonFiniteTest, IntoConvSequences) {
+TEST_P(CpuNonFiniteTest, IntoConvSequences) {
   for (int64_t c : {8, 12}) {
     for (const char* kinds : {"n", "+-"}) {
       for (bool into_residual : {false, true}) {
@@ -291,7 +306,7 @@ TEST(CpuNonFiniteTest, IntoConvSequences) {
 // A fire module (two Conv branches joined by a Concat, run as one step
 // writing into the Concat's result): NaN and infinities into X, with Relu
 // and Clip activations, which oneDNN's post-ops would bound.
-TEST(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
+TEST_P(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
   SmallConvWinograd winograd;  // 13x13: the 3x3 branch's Winograd gate
   for (const char* kinds : {"n", "+-", "n+-"}) {
     for (int64_t hw : {13, 12, 5}) {
@@ -313,7 +328,7 @@ TEST(CpuNonFiniteTest, IntoConvBranchesJoinedByAConcat) {
 // A ShuffleNet unit run as one sequence with its channel shuffle (grouped
 // 1x1 Conv + Relu, shuffle, depthwise 3x3 Conv, grouped 1x1 Conv, residual
 // Sum with X, Relu): NaN and infinities into X.
-TEST(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
+TEST_P(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
   for (const char* kinds : {"n", "+-", "n+-"}) {
     SCOPED_TRACE(kinds);
     const int64_t c = 12, hw = 7;
@@ -352,7 +367,7 @@ pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
   return g.Build();
 }
 
-TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
+TEST_P(CpuNonFiniteTest, IntoProjectionBlocks) {
   SmallConvWinograd winograd;
   for (int64_t hw : {9, 28}) {
     for (const char* kinds : {"n", "+-", "n+-"}) {
@@ -368,7 +383,7 @@ TEST(CpuNonFiniteTest, IntoProjectionBlocks) {
 // inside it as the second's residual: NaN and infinities into X, and
 // finite inputs so large that the sequence overflows, reach the output as
 // on the reference.
-TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
+TEST_P(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
   SmallConvWinograd winograd;
   const int64_t c = 16;
   for (int64_t hw : {7, 28}) {
@@ -400,7 +415,7 @@ TEST(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
 // overflow where the direct one does not: the bound refuses Winograd, and
 // the result agrees with the reference's (tolerances relative to the
 // output's magnitude).
-TEST(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
+TEST_P(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
   SmallConvWinograd winograd;
   const int64_t c = 16, hw = 28;
   for (float scale : {1.0f, 1e32f}) {
@@ -408,19 +423,22 @@ TEST(CpuNonFiniteTest, LargeInputsIntoAWinogradStage) {
     Feeds feeds = {{"x", RandomFloats({1, c, hw, hw}, 98, -scale, scale)}};
     auto ref = RunGraphOn(runner::Backend::kReference, ProjectionBlock(c, hw), feeds, 9);
     int64_t before = runner::cpu::WinogradConvolutionRuns();
-    auto cpu = RunGraphOn(runner::Backend::kCpu, ProjectionBlock(c, hw), feeds, 9);
+    auto cpu = RunGraphOn(runner::Backend::kCpu, ProjectionBlock(c, hw), feeds, 9, /*threads=*/1, g_bf16);
     ASSERT_TRUE(ref.ok()) << ref.status();
     ASSERT_TRUE(cpu.ok()) << cpu.status();
-    EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > before, scale == 1.0f && runner::cpu::WinogradSupported());
+    // In bfloat16 the sequence convolves directly (faster than float32 Winograd).
+    const bool bf16 = g_bf16 && runner::cpu::Bf16Supported();
+    EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > before,
+              scale == 1.0f && runner::cpu::WinogradSupported() && !bf16);
     const runner::Tensor& e = (*ref)[0].tensor();
     double magnitude = 0;
     for (int64_t i = 0; i < e.size(); ++i) magnitude = std::max(magnitude, std::fabs(double{e.data<float>()[i]}));
     ASSERT_TRUE(std::isfinite(magnitude));
-    ExpectTensorsClose(e, (*cpu)[0].tensor(), 1e-5 * magnitude, 1e-4, "y");
+    ExpectTensorsClose(e, (*cpu)[0].tensor(), (bf16 ? 3e-2 : 1e-5) * magnitude, bf16 ? 3e-2 : 1e-4, "y");
   }
 }
 
-TEST(CpuNonFiniteTest, OverflowInsideAConvSequence) {
+TEST_P(CpuNonFiniteTest, OverflowInsideAConvSequence) {
   // Finite inputs near the top of the float range: the first Conv (positive
   // weights) overflows to +inf everywhere, the second (weights of both
   // signs) sums infinities of both signs into NaN, which its Relu must keep.
@@ -441,7 +459,7 @@ TEST(CpuNonFiniteTest, OverflowInsideAConvSequence) {
   }
 }
 
-TEST(CpuNonFiniteTest, IntoBatchNormAffineChains) {
+TEST_P(CpuNonFiniteTest, IntoBatchNormAffineChains) {
   for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 6, 5, 7}, {3, 6}, {1, 6, 40, 40}}) {
     for (const char* kinds : {"n", "+-", "n+-"}) {
       SCOPED_TRACE(::testing::Message() << shape.size() << " " << kinds);
@@ -475,7 +493,7 @@ struct SingleOp {
   int64_t opset = 18;
 };
 
-TEST(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
+TEST_P(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
   const std::vector<SingleOp> ops = {
       {"Relu", {{2, 3, 50}}, {}},
       {"LeakyRelu", {{2, 3, 50}}, {AttrFloat("alpha", 0.1f)}},
@@ -542,7 +560,7 @@ TEST(CpuNonFiniteTest, IntoKernelsThatCompareValues) {
   }
 }
 
-TEST(CpuNonFiniteTest, IntoResize) {
+TEST_P(CpuNonFiniteTest, IntoResize) {
   for (const char* mode : {"nearest", "linear"}) {
     for (const char* kinds : {"n", "+", "n+-"}) {
       SCOPED_TRACE(std::string(mode) + " " + kinds);
@@ -557,6 +575,11 @@ TEST(CpuNonFiniteTest, IntoResize) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CpuNonFiniteTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Bfloat16" : "Float32";
+                         });
 
 }  // namespace
 }  // namespace onnxkit::testing

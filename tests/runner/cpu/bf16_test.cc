@@ -1,0 +1,203 @@
+// The cpu backend's bfloat16 products (SessionOptions::bf16): Conv (each
+// convolution path), ConvTranspose, MatMul, MatMul + bias chains and Gemm
+// with constant weights compute on the inputs and weights rounded to
+// bfloat16 (round to nearest even), accumulating in float32. Checked
+// against the reference backend run on inputs and weights rounded the same
+// way (close to float32 accuracy), and against the reference on the
+// unrounded values (bfloat16 accuracy, and measurably different: the
+// rounding did happen). On a CPU without bfloat16 instructions the flag has
+// no effect and the float32 results are expected.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runner/cpu/threads.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+// `t` with every element rounded to the nearest bfloat16 (ties to even).
+runner::Tensor RoundToBf16(runner::Tensor t) {
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &p[i], sizeof(u));
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    u &= 0xFFFF0000u;
+    std::memcpy(&p[i], &u, sizeof(u));
+  }
+  return t;
+}
+
+double MaxAbsDiff(const runner::Tensor& a, const runner::Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    m = std::max(m, std::fabs(double{a.data<float>()[i]} - double{b.data<float>()[i]}));
+  }
+  return m;
+}
+
+// One graph: an input x, float initializers (the weights), and which of
+// them are rounded (the bias of a product stays float32).
+struct Case {
+  std::string name;
+  GraphBuilder graph{"g"};
+  std::vector<int64_t> x_shape;
+  std::vector<std::pair<std::string, runner::Tensor>> weights;  // rounded in bfloat16
+  std::vector<std::pair<std::string, runner::Tensor>> biases;   // kept
+  // A sequence of products rounds its intermediate values too: compared
+  // with the unrounded reference only.
+  bool exact_rounding = true;
+};
+
+pb::GraphProto Build(Case& c, bool round) {
+  GraphBuilder g = c.graph;
+  for (const auto& [name, t] : c.weights) g.Initializer(InitializerFrom(name, round ? RoundToBf16(t) : t));
+  for (const auto& [name, t] : c.biases) g.Initializer(InitializerFrom(name, t));
+  return g.Build();
+}
+
+void ExpectBf16Products(Case& c, uint32_t seed) {
+  SCOPED_TRACE(c.name);
+  runner::Tensor x = RandomFloats(c.x_shape, seed);
+  auto exact = RunGraphOn(runner::Backend::kReference, Build(c, false), {{"x", x}});
+  auto rounded = RunGraphOn(runner::Backend::kReference, Build(c, true), {{"x", RoundToBf16(x)}});
+  auto bf16 = RunGraphOn(runner::Backend::kCpu, Build(c, false), {{"x", x}}, 18, 1, /*bf16=*/true);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  ASSERT_TRUE(rounded.ok()) << rounded.status();
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  const runner::Tensor& e = (*exact)[0].tensor();
+  const runner::Tensor& r = (*rounded)[0].tensor();
+  const runner::Tensor& y = (*bf16)[0].tensor();
+  ASSERT_EQ(e.shape(), y.shape());
+  if (!runner::cpu::Bf16Supported()) {
+    ExpectTensorsClose(e, y, 1e-4, 1e-4, "float32 on this CPU");
+    return;
+  }
+  ExpectTensorsClose(e, y, 3e-2, 3e-2, "bfloat16 against float32");
+  if (c.exact_rounding) ExpectTensorsClose(r, y, 1e-4, 1e-4, "against the reference on rounded values");
+  // The rounding changed the result (random values are rarely bfloat16s).
+  EXPECT_GT(MaxAbsDiff(e, y), 1e-4);
+}
+
+Case ConvCase(const std::string& name, int64_t c, int64_t m, int64_t group, int64_t k, int64_t hw,
+              uint32_t seed) {
+  Case cc;
+  cc.name = name;
+  cc.x_shape = {1, c, hw, hw};
+  cc.weights.emplace_back("w", RandomFloats({m, c / group, k, k}, seed));
+  cc.biases.emplace_back("b", RandomFloats({m}, seed + 1));
+  cc.graph.Input("x", pb::kFloat, cc.x_shape)
+      .Node("Conv", {"x", "w", "b"}, {"y"},
+            {AttrInt("group", group), AttrInts("pads", {k / 2, k / 2, k / 2, k / 2})}, "conv")
+      .Output("y");
+  return cc;
+}
+
+TEST(CpuBf16Test, ConvolutionPaths) {
+  uint32_t seed = 1;
+  for (Case c : {ConvCase("pointwise", 32, 48, 1, 1, 14, 10), ConvCase("spatial", 16, 32, 1, 3, 12, 20),
+                 ConvCase("depthwise", 32, 32, 32, 3, 10, 30), ConvCase("grouped", 16, 32, 4, 3, 9, 40)}) {
+    ExpectBf16Products(c, seed++);
+  }
+}
+
+TEST(CpuBf16Test, ConvChainsAndSequences) {
+  {
+    // Conv + Add (residual input) + Relu as one kernel.
+    Case c = ConvCase("conv relu", 16, 16, 1, 3, 10, 50);
+    c.graph = GraphBuilder("g");
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Node("Conv", {"x", "w", "b"}, {"a"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+        .Node("Relu", {"a"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectBf16Products(c, 51);
+  }
+  {
+    // Two Convs in a row: the value between them stays bfloat16.
+    Case c;
+    c.name = "sequence";
+    c.exact_rounding = false;
+    c.x_shape = {1, 16, 12, 12};
+    c.weights.emplace_back("w1", RandomFloats({32, 16, 1, 1}, 60));
+    c.weights.emplace_back("w2", RandomFloats({32, 32, 3, 3}, 61, -0.2f, 0.2f));
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Node("Conv", {"x", "w1"}, {"a"}, {}, "first")
+        .Node("Relu", {"a"}, {"a1"}, {}, "relu1")
+        .Node("Conv", {"a1", "w2"}, {"b"}, {AttrInts("pads", {1, 1, 1, 1})}, "second")
+        .Node("Relu", {"b"}, {"y"}, {}, "relu2")
+        .Output("y");
+    ExpectBf16Products(c, 62);
+  }
+}
+
+TEST(CpuBf16Test, ConvTranspose) {
+  Case c;
+  c.name = "convtranspose";
+  c.x_shape = {1, 16, 7, 7};
+  c.weights.emplace_back("w", RandomFloats({16, 8, 3, 3}, 70));
+  c.graph.Input("x", pb::kFloat, c.x_shape)
+      .Node("ConvTranspose", {"x", "w"}, {"y"}, {AttrInts("strides", {2, 2})}, "deconv")
+      .Output("y");
+  ExpectBf16Products(c, 71);
+}
+
+TEST(CpuBf16Test, MatrixProducts) {
+  {
+    Case c;
+    c.name = "matmul";
+    c.x_shape = {2, 24, 64};
+    c.weights.emplace_back("w", RandomFloats({64, 96}, 80));
+    c.graph.Input("x", pb::kFloat, c.x_shape).Node("MatMul", {"x", "w"}, {"y"}, {}, "mm").Output("y");
+    ExpectBf16Products(c, 81);
+  }
+  {
+    // MatMul + bias: a transformer chain.
+    Case c;
+    c.name = "matmul bias";
+    c.x_shape = {1, 32, 64};
+    c.weights.emplace_back("w", RandomFloats({64, 128}, 82));
+    c.biases.emplace_back("bias", RandomFloats({128}, 83));
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Node("MatMul", {"x", "w"}, {"m"}, {}, "mm")
+        .Node("Add", {"m", "bias"}, {"y"}, {}, "add")
+        .Output("y");
+    ExpectBf16Products(c, 84);
+  }
+  {
+    Case c;
+    c.name = "gemm";
+    c.x_shape = {16, 48};
+    c.weights.emplace_back("w", RandomFloats({40, 48}, 85));
+    c.biases.emplace_back("bias", RandomFloats({40}, 86));
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Node("Gemm", {"x", "w", "bias"}, {"y"}, {AttrInt("transB", 1)}, "gemm")
+        .Output("y");
+    ExpectBf16Products(c, 87);
+  }
+}
+
+TEST(CpuBf16Test, FedWeightsStayFloat32) {
+  // A MatMul whose B is an input is not a model's weights: float32.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{8, 32})
+      .Input("w", pb::kFloat, std::vector<int64_t>{32, 16})
+      .Node("MatMul", {"x", "w"}, {"y"}, {}, "mm")
+      .Output("y");
+  Feeds feeds = {{"x", RandomFloats({8, 32}, 90)}, {"w", RandomFloats({32, 16}, 91)}};
+  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds);
+  auto bf16 = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, 1, /*bf16=*/true);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  ExpectTensorsClose((*ref)[0].tensor(), (*bf16)[0].tensor(), 1e-5, 1e-5, "y");
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
