@@ -18,6 +18,7 @@
 #include "lib/io/model_io.h"
 #include "runner/compare/compare.h"
 #include "runner/convert.h"
+#include "runner/cpu/threads.h"
 #include "runner/cuda/cuda_backend.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
@@ -37,6 +38,7 @@ struct CompareOptions {
   bool json = false;
   int device = 0;  // the CUDA device of a cuda side
   bool tf32 = false;
+  std::string a_precision = "fp32", b_precision = "fp32";
 };
 
 struct Row {
@@ -138,6 +140,15 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   if (o.b.empty() == o.reference.empty()) return UsageError("give exactly one of --b MODEL or --reference DIR");
   if (o.per_layer && !o.reference.empty()) return UsageError("--per-layer needs two executions (--b)");
   if (o.device < 0) return UsageError("--device must be 0 or more");
+  if ((o.a_precision == "bf16" && o.a_backend != "cpu") ||
+      (o.b_precision == "bf16" && o.b_backend != "cpu")) {
+    return UsageError("--a-precision / --b-precision bf16 apply to a cpu side");
+  }
+  if ((o.a_precision == "bf16" || o.b_precision == "bf16") && !runner::cpu::Bf16Supported()) {
+    std::cerr
+        << "onnxkit: note: this processor has no bfloat16 instructions (AVX512_BF16 or AMX); computing in "
+           "float32\n";
+  }
   // Without a usable device nothing else happens (not even loading).
   for (const std::string* side : {&o.a_backend, &o.b_backend}) {
     if (*side == "cuda") ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));
@@ -152,6 +163,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   runner::SessionOptions a_options;
   a_options.device = o.device;
   a_options.allow_tf32 = o.tf32;
+  a_options.bf16 = o.a_precision == "bf16";
   if (o.per_layer) {
     scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
     fs::remove_all(scratch);
@@ -187,6 +199,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     runner::SessionOptions b_options;
     b_options.device = o.device;
     b_options.allow_tf32 = o.tf32;
+    b_options.bf16 = o.b_precision == "bf16";
     if (o.per_layer) {
       // Compare each value of B as it is computed with A's copy on disk.
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
@@ -280,6 +293,12 @@ void RegisterCompare(CLI::App& app, Action& action) {
   sub->add_option("--b", o->b, "Model of side B (may be the same file with another backend)");
   sub->add_option("--b-backend", o->b_backend, "Backend of side B: reference (default), cpu or cuda")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  sub->add_option("--a-precision", o->a_precision,
+                  "fp32 (default) or bf16: a cpu side A computes float32 Conv/ConvTranspose, and MatMul/Gemm "
+                  "with constant weights, in bfloat16 (as run --precision)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  sub->add_option("--b-precision", o->b_precision, "fp32 (default) or bf16: the same for side B")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   sub->add_option("--device", o->device, "CUDA device index of a cuda side (default 0)");
   sub->add_flag("--tf32", o->tf32, "cuda sides: let fp32 MatMul/Gemm/Conv use TF32 tensor cores (~1e-3 error)");
   sub->add_option("--reference", o->reference,

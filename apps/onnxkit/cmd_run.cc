@@ -17,6 +17,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
 #include "runner/convert.h"
+#include "runner/cpu/threads.h"
 #include "runner/cuda/cuda_backend.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
@@ -33,6 +34,7 @@ struct RunOptions {
   int threads = 1;
   int device = 0;
   bool tf32 = false;
+  std::string precision = "fp32";
   int bench = 0;
   int warmup = 1;
   bool json = false;
@@ -146,6 +148,14 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   if (o.bench < 0 || o.warmup < 0 || o.threads < 1) return UsageError("--bench, --warmup and --threads must be positive");
   if (o.inputs.low > o.inputs.high) return UsageError("--range: low must not exceed high");
   if (o.device < 0) return UsageError("--device must be 0 or more");
+  const bool bf16 = o.precision == "bf16";
+  if (bf16 && backend != runner::Backend::kCpu)
+    return UsageError("--precision bf16 applies to --backend cpu");
+  if (bf16 && !runner::cpu::Bf16Supported()) {
+    std::cerr
+        << "onnxkit: note: this processor has no bfloat16 instructions (AVX512_BF16 or AMX); computing in "
+           "float32\n";
+  }
   // Without a usable device nothing else happens (not even loading).
   if (backend == runner::Backend::kCuda) ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));
   runner::SetMemoryLimit(o.memory_limit_mb * (int64_t{1} << 20));
@@ -158,6 +168,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.timeout_seconds = o.timeout;
   options.device = o.device;
   options.allow_tf32 = o.tf32;
+  options.bf16 = bf16;
   std::vector<Placed> placed;
   bool placing = true;  // the first run only
   if (backend == runner::Backend::kCuda) {
@@ -231,6 +242,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
     w.KeyString("model", o.model);
     w.KeyString("backend", o.backend);
     w.KeyInt("threads", o.threads);
+    // What the products were computed in.
+    w.KeyString("precision", bf16 && runner::cpu::Bf16Supported() ? "bf16" : "fp32");
     WriteOutputsJson(w, names, *first);
     if (o.bench > 0) {
       w.Key("latency_ms");
@@ -316,13 +329,21 @@ void RegisterRun(CLI::App& app, Action& action) {
   sub->add_option("--device", o->device, "CUDA device index of --backend cuda (default 0)");
   sub->add_flag("--tf32", o->tf32, "--backend cuda: let fp32 MatMul/Gemm/Conv use TF32 tensor cores (~1e-3 error)");
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
+  sub->add_option(
+         "--precision", o->precision,
+         "fp32 (default) or bf16: --backend cpu computes float32 Conv and ConvTranspose, and MatMul and "
+         "Gemm with constant weights (B), in bfloat16 (about 3 significant digits; float32 accumulation and "
+         "tensors) where the processor has bfloat16 instructions (AVX512_BF16 or AMX), else float32 "
+         "with a note; measure the error with compare --b-precision bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   sub->add_option("--bench", o->bench, "Time N runs after warm-up and report min/median/p90 latency");
   sub->add_option("--warmup", o->warmup, "Warm-up runs before --bench (default 1; the first run counts)");
   sub->add_flag("--profile", o->profile,
                 "Report time per op type, nodes inside If/Loop/Scan bodies and functions included (a node running "
                 "a body counts only its own time)");
   sub->add_flag("--json", o->json,
-                "Print one JSON object (outputs, latency_ms, peak_rss_mb, profile_ms; on cuda: placement, copies)");
+                "Print one JSON object (outputs, precision, latency_ms, peak_rss_mb, profile_ms; on cuda: "
+                "placement, copies)");
   sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds");
   sub->add_option("--memory-limit", o->memory_limit_mb, "Fail when tensors would need more than this many MiB");
   sub->add_flag("-q,--quiet", o->quiet, "Do not print output summaries");

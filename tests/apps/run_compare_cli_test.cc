@@ -188,6 +188,45 @@ TEST(CompareCliTest, TwoModelsPerLayerNamesTheFirstDivergence) {
   EXPECT_EQ(per_output.exit_code, 0) << per_output.out;
 }
 
+// run --precision bf16 and compare --b-precision bf16 on a MatMul with
+// constant weights: the JSON says which precision ran; in bfloat16 the
+// rounded inputs move the result, in float32 (a CPU without bfloat16
+// instructions) it is the float32 one.
+TEST(RunCliTest, Bfloat16PrecisionOfTheCpuBackend) {
+  auto dir = MakeTempDir();
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, std::vector<int64_t>{2, 32})
+                                        .Initializer(RawFloatTensor("w", {32, 8}, 0.5f))
+                                        .Node("MatMul", {"x", "w"}, {"y"})
+                                        .Output("y", pb::kFloat)
+                                        .Build());
+  fs::path model = dir / "mm.onnx";
+  ASSERT_TRUE(io::SaveModel(m, dir, model).ok());
+  CliResult r = RunCli({"run", model.string(), "--random", "--precision", "bf16", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const bool bf16 = r.out.find("\"precision\": \"bf16\"") != std::string::npos;
+  EXPECT_TRUE(bf16 || r.out.find("\"precision\": \"fp32\"") != std::string::npos) << r.out;
+  if (!bf16) EXPECT_THAT(r.err, HasSubstr("no bfloat16 instructions"));
+  CliResult plain = RunCli({"run", model.string(), "--random", "--json"});
+  EXPECT_THAT(plain.out, HasSubstr("\"precision\": \"fp32\""));
+  CliResult c =
+      RunCli({"compare", "--a", model.string(), "--a-backend", "cpu", "--b", model.string(), "--b-backend",
+              "cpu", "--b-precision", "bf16", "--random", "--atol", "0", "--rtol", "0"});
+  EXPECT_EQ(c.exit_code, bf16 ? 1 : 0) << c.out;
+  CliResult loose = RunCli({"compare", "--a", model.string(), "--a-backend", "cpu", "--b", model.string(),
+                            "--b-backend", "cpu", "--b-precision", "bf16", "--random", "--rtol", "1e-2"});
+  EXPECT_EQ(loose.exit_code, 0) << loose.out;
+  // bfloat16 is the cpu backend's.
+  EXPECT_EQ(
+      RunCli({"run", model.string(), "--random", "--backend", "reference", "--precision", "bf16"}).exit_code,
+      2);
+  EXPECT_EQ(RunCli({"run", model.string(), "--random", "--precision", "fp16"}).exit_code, 2);
+  EXPECT_EQ(
+      RunCli({"compare", "--a", model.string(), "--a-precision", "bf16", "--b", model.string(), "--random"})
+          .exit_code,
+      2);
+}
+
 TEST(CompareCliTest, UsageErrors) {
   auto dir = MakeTempDir();
   std::string a = WriteModel(dir, "a.onnx", 1);
