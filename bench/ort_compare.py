@@ -67,9 +67,11 @@ def make_inputs(name, path, seed):
     return feeds
 
 
-def run_onnxkit(binary, model, npz, backend, runs, threads):
+def run_onnxkit(binary, model, npz, backend, runs, threads, precision="fp32"):
     cmd = [binary, "run", model, "--backend", backend, "--bench", str(runs), "--warmup", "3",
            "--threads", str(threads), "--json", "-q", "--profile"]
+    if backend == "cpu" and precision != "fp32":
+        cmd += ["--precision", precision]
     if npz:
         cmd += ["--input", npz]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -98,6 +100,8 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--reference-runs", type=int, default=3, help="runs for the (slow) reference backend")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="onnxkit's cpu backend computes Conv/MatMul/Gemm in this precision (run --precision)")
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="latency figure compared (min resists a busy machine)")
     ap.add_argument("--baseline", help="a second onnxkit binary whose cpu backend is measured in the same run "
@@ -142,9 +146,9 @@ def main():
             row = {"ort": run_ort(path, spec_path, args.runs, args.threads)}
             for backend in args.backends.split(","):
                 runs = args.runs if backend != "reference" else args.reference_runs
-                row[backend] = run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads)
+                row[backend] = run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads, args.precision)
             if args.baseline:
-                row["baseline"] = run_onnxkit(args.baseline, path, npz, "cpu", args.runs, args.threads)
+                row["baseline"] = run_onnxkit(args.baseline, path, npz, "cpu", args.runs, args.threads, args.precision)
             results[name] = row
 
             def med(r):
