@@ -61,7 +61,7 @@ std::optional<memory::desc> ChannelView(const memory::desc& desc, int64_t groups
   const int64_t per_group = d.dims[1] / groups;
   memory::dims dims = {d.dims[0], per_group, groups, d.dims[2], d.dims[3]};
   memory::dims strides = {st[0], source ? st[1] : st[1] * groups, source ? st[1] * per_group : st[1], st[2], st[3]};
-  return memory::desc(dims, memory::data_type::f32, strides);
+  return memory::desc(dims, static_cast<memory::data_type>(d.data_type), strides);
 }
 
 // Checks the shapes of stage `stage`'s channel shuffle against its source

@@ -138,6 +138,55 @@ TEST(CpuBf16Test, ConvChainsAndSequences) {
   }
 }
 
+TEST(CpuBf16Test, SequencesWithInnerResidualsAndChannelShuffles) {
+  {
+    // A bottleneck block whose residual is the result of its first stage.
+    Case c;
+    c.name = "inner residual";
+    c.exact_rounding = false;
+    c.x_shape = {1, 16, 10, 10};
+    c.weights.emplace_back("w1", RandomFloats({32, 16, 1, 1}, 100));
+    c.weights.emplace_back("w2", RandomFloats({16, 32, 3, 3}, 101, -0.2f, 0.2f));
+    c.weights.emplace_back("w3", RandomFloats({32, 16, 1, 1}, 102));
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Node("Conv", {"x", "w1"}, {"a"}, {}, "c1")
+        .Node("Relu", {"a"}, {"r1"}, {}, "relu1")
+        .Node("Conv", {"r1", "w2"}, {"b"}, {AttrInts("pads", {1, 1, 1, 1})}, "c2")
+        .Node("Relu", {"b"}, {"r2"}, {}, "relu2")
+        .Node("Conv", {"r2", "w3"}, {"d"}, {}, "c3")
+        .Node("Add", {"d", "r1"}, {"s"}, {}, "add")
+        .Node("Relu", {"s"}, {"y"}, {}, "relu3")
+        .Output("y");
+    ExpectBf16Products(c, 103);
+  }
+  {
+    // A ShuffleNet unit: grouped Conv, channel shuffle, depthwise Conv,
+    // grouped Conv, residual.
+    const int64_t ch = 12, hw = 7;
+    Case c;
+    c.name = "channel shuffle";
+    c.exact_rounding = false;
+    c.x_shape = {1, ch, hw, hw};
+    c.weights.emplace_back("g1", RandomFloats({ch, ch / 3, 1, 1}, 110));
+    c.weights.emplace_back("dw", RandomFloats({ch, 1, 3, 3}, 111));
+    c.weights.emplace_back("g2", RandomFloats({ch, ch / 3, 1, 1}, 112));
+    c.graph.Input("x", pb::kFloat, c.x_shape)
+        .Initializer(InitializerFrom("split", Int64s({5}, {1, 3, ch / 3, hw, hw})))
+        .Initializer(InitializerFrom("join", Int64s({4}, {1, ch, hw, hw})))
+        .Node("Conv", {"x", "g1"}, {"a"}, {AttrInt("group", 3)}, "g1")
+        .Node("Relu", {"a"}, {"ar"}, {}, "relu1")
+        .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+        .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, "transpose")
+        .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join")
+        .Node("Conv", {"sh", "dw"}, {"d"}, {AttrInt("group", ch), AttrInts("pads", {1, 1, 1, 1})}, "dw")
+        .Node("Conv", {"d", "g2"}, {"b"}, {AttrInt("group", 3)}, "g2")
+        .Node("Sum", {"b", "x"}, {"s"}, {}, "sum")
+        .Node("Relu", {"s"}, {"y"}, {}, "relu2")
+        .Output("y");
+    ExpectBf16Products(c, 113);
+  }
+}
+
 TEST(CpuBf16Test, ConvTranspose) {
   Case c;
   c.name = "convtranspose";
