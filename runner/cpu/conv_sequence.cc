@@ -84,8 +84,15 @@ std::atomic<int64_t> g_winograd_min_output_channels{kWinogradMinOutputChannels};
 
 // True when stage `s` may run as a Winograd convolution of weights `w`
 // producing `y_shape`: 2-D, 3x3, group 1, stride and dilation 1.
+// In bfloat16 sequences a stage competes with a bfloat16 direct
+// convolution (about twice as fast as a float32 one), which beat float32
+// Winograd on 64 channels at 56x56 and 28x28 and lost to it from 128
+// channels at 28x28, and on 64 channels at 224x224 (1 thread, AVX512_BF16):
+// it needs twice the channels, or an image of at least this many positions.
+constexpr int64_t kBf16WinogradMinPositions = 112 * 112;
+
 bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vector<int64_t>& y_shape,
-                       const Window& win, int64_t min_positions) {
+                       const Window& win, int64_t min_positions, bool bf16) {
   if (s.group != 1 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 || y_shape.size() != 4) return false;
   for (int64_t v : win.strides) {
     if (v != 1) return false;
@@ -93,8 +100,10 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
   for (int64_t v : win.dilations) {
     if (v != 1) return false;
   }
-  return w.dim(0) >= g_winograd_min_output_channels.load(std::memory_order_relaxed) &&
-         y_shape[2] * y_shape[3] >= min_positions;
+  const int64_t min_channels = g_winograd_min_output_channels.load(std::memory_order_relaxed);
+  const int64_t positions = y_shape[2] * y_shape[3];
+  if (bf16 && w.dim(0) < 2 * min_channels && positions < kBf16WinogradMinPositions) return false;
+  return w.dim(0) >= min_channels && positions >= min_positions;
 }
 
 // A stage planned for one set of input shapes, in one mode.
@@ -315,10 +324,9 @@ class ConvSequenceKernel : public CpuKernel {
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
-        // bfloat16 direct convolutions beat float32 Winograd ones.
-        winograd[k] =
-            !safe && !has_shuffle && !bf16_ &&
-            WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window, winograd_min_positions_);
+        winograd[k] = !safe && !has_shuffle &&
+                      WinogradCandidate(stages_[k], *w, geometry->y_shape, geometry->window,
+                                        winograd_min_positions_, bf16_);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
       }
@@ -380,27 +388,40 @@ class ConvSequenceKernel : public CpuKernel {
       s.shuffle = stage.shuffle_shape >= 0;
       if (s.shuffle && !ShuffleViews(ctx, stage, x_shape, current, &s.shuffle_from)) return false;
       const bool own_by_mode = s.own;
-      if (winograd[k]) tags.insert(tags.begin(), {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd});
-      // In bfloat16 first where asked, in the fast plan only (bounded
-      // values: oneDNN's bfloat16 convolutions multiply pairs of values, a
-      // padded one among them, so an infinity could meet a zero and make
-      // NaN): the source and weights in bfloat16, and an inner stage's
-      // result too unless its post-ops run here (they read floats); the last
-      // result is float32.
-      std::vector<memory::data_type> types = {memory::data_type::f32};
-      if (bf16_ && !safe) types.insert(types.begin(), memory::data_type::bf16);
+      // The candidates in order. A Winograd stage first (float32: on the
+      // large images it is chosen for it beats a bfloat16 direct one). Then
+      // in bfloat16 where asked, in the fast plan only (bounded values:
+      // oneDNN's bfloat16 convolutions multiply pairs of values, a padded
+      // one among them, so an infinity could meet a zero and make NaN): the
+      // source and weights in bfloat16, and an inner stage's result too
+      // unless its post-ops run here (they read floats); the last result is
+      // float32. Then float32.
+      struct Choice {
+        memory::format_tag tag;
+        dnnl::algorithm alg;
+        memory::data_type type;
+      };
+      std::vector<Choice> candidates;
+      if (winograd[k]) {
+        candidates.push_back(
+            {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd, memory::data_type::f32});
+      }
+      if (bf16_ && !safe) {
+        for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::bf16});
+      }
+      for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::f32});
       bool planned = false;
-      for (size_t n = 0; n < types.size() * tags.size() && !planned; ++n) {
-        const memory::data_type xt = types[n / tags.size()];
-        const size_t i = n % tags.size();
-        bool last_tag = n + 1 == types.size() * tags.size();
-        bool is_winograd = tags[i].second != direct;
+      for (size_t n = 0; n < candidates.size() && !planned; ++n) {
+        const Choice& cand = candidates[n];
+        const memory::data_type xt = cand.type;
+        bool last_tag = n + 1 == candidates.size();
+        bool is_winograd = cand.alg != direct;
         bool is_bf16 = xt == memory::data_type::bf16;
         absl::Status status = Guard("convolution", [&] {
-          s.own = own_by_mode || (tags[i].first == PlainTag(rank) && !s.resolved.empty());
+          s.own = own_by_mode || (cand.tag == PlainTag(rank) && !s.resolved.empty());
           const memory::data_type yt = is_bf16 && !last && !s.own ? xt : memory::data_type::f32;
           dnnl::convolution_forward::desc d =
-              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, tags[i].first, tags[i].second);
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg);
           plan.own_last = last && s.own;
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
