@@ -41,8 +41,11 @@ def compare(binary, model, npz):
         return {"error": res.stderr.strip()[-400:]}
     out = json.loads(res.stdout)
     rows = out.get("outputs", [])
-    return {"sqnr_db": min(r["sqnr_db"] for r in rows) if rows else float("nan"),
-            "cosine": min(r["cosine"] for r in rows) if rows else float("nan")}
+    # null: identical outputs (infinite SQNR).
+    sqnr = [r["sqnr_db"] if r.get("sqnr_db") is not None else float("inf") for r in rows]
+    return {"sqnr_db": min(sqnr) if rows else float("nan"),
+            "cosine": min(r["cosine"] if r.get("cosine") is not None else float("nan") for r in rows)
+            if rows else float("nan")}
 
 
 def main():
