@@ -28,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from ort_compare import make_inputs, run_onnxkit, run_ort  # noqa: E402
+from ort_compare import make_inputs, run_onnxkit, run_ort, write_ort_spec  # noqa: E402
 
 
 def compare(binary, model, npz):
@@ -78,13 +78,8 @@ def main():
                    "bf16": run_onnxkit(args.onnxkit, path, npz, "cpu", args.runs, args.threads, "bf16"),
                    "error": compare(args.onnxkit, path, npz)}
             if with_ort:
-                spec = {}
-                for k, v in (feeds or {}).items():
-                    dtype = {np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}.get(v.dtype, "float32")
-                    spec[k] = {"dtype": dtype, "shape": list(v.shape), "values": v.ravel().tolist()}
                 spec_path = os.path.join(tmp, name + ".json")
-                with open(spec_path, "w") as f:
-                    json.dump(spec, f)
+                write_ort_spec(feeds, spec_path)
                 row["ort"] = run_ort(path, spec_path, args.runs, args.threads)
             results[name] = row
             for k, r in row.items():

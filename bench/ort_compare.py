@@ -82,6 +82,16 @@ def run_onnxkit(binary, model, npz, backend, runs, threads, precision="fp32"):
             "profile_ms": out.get("profile_ms")}
 
 
+def write_ort_spec(feeds, path):
+    """Writes `feeds` (name -> array) as the JSON input spec of bench/ort_bench.js."""
+    spec = {}
+    for k, v in (feeds or {}).items():
+        dtype = {np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}.get(v.dtype, "float32")
+        spec[k] = {"dtype": dtype, "shape": list(v.shape), "values": v.ravel().tolist()}
+    with open(path, "w") as f:
+        json.dump(spec, f)
+
+
 def run_ort(model, spec_path, runs, threads):
     res = subprocess.run(["node", os.path.join(HERE, "ort_bench.js"), model, spec_path, str(runs), str(threads)],
                          capture_output=True, text=True)
@@ -133,16 +143,11 @@ def main():
                 continue
             feeds = make_inputs(name, path, seed=1)
             npz = None
-            spec = {}
             if feeds:
                 npz = os.path.join(tmp, name + ".npz")
                 np.savez(npz, **feeds)
-                for k, v in feeds.items():
-                    dtype = {np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}.get(v.dtype, "float32")
-                    spec[k] = {"dtype": dtype, "shape": list(v.shape), "values": v.ravel().tolist()}
             spec_path = os.path.join(tmp, name + ".json")
-            with open(spec_path, "w") as f:
-                json.dump(spec, f)
+            write_ort_spec(feeds, spec_path)
             row = {"ort": run_ort(path, spec_path, args.runs, args.threads)}
             for backend in args.backends.split(","):
                 runs = args.runs if backend != "reference" else args.reference_runs
