@@ -206,7 +206,9 @@ TEST(RunCliTest, Bfloat16PrecisionOfTheCpuBackend) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const bool bf16 = r.out.find("\"precision\": \"bf16\"") != std::string::npos;
   EXPECT_TRUE(bf16 || r.out.find("\"precision\": \"fp32\"") != std::string::npos) << r.out;
-  if (!bf16) EXPECT_THAT(r.err, HasSubstr("no bfloat16 instructions"));
+  if (!bf16) {
+    EXPECT_THAT(r.err, HasSubstr("no bfloat16 instructions"));
+  }
   CliResult plain = RunCli({"run", model.string(), "--random", "--json"});
   EXPECT_THAT(plain.out, HasSubstr("\"precision\": \"fp32\""));
   CliResult c =
