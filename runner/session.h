@@ -73,11 +73,11 @@ struct SessionOptions {
   // intermediate values are never computed. Off while an observer is set.
   bool fuse = true;
   // The cpu backend computes the products of float32 Conv and
-  // ConvTranspose nodes, and of MatMul and Gemm nodes whose B is constant, in
-  // bfloat16 (about 3
-  // significant digits; float32 accumulation, and every tensor stays
-  // float32), where the CPU has bfloat16 instructions (cpu::Bf16Supported);
-  // elsewhere the flag has no effect. Off for the other backends.
+  // ConvTranspose nodes, and of MatMul and Gemm nodes whose B is constant,
+  // in bfloat16 (8 significant bits; float32 accumulation, and every tensor
+  // stays float32), where the CPU has bfloat16 instructions
+  // (cpu::Bf16Supported); elsewhere the flag has no effect. Off for the
+  // other backends.
   bool bf16 = false;
 };
 

@@ -332,7 +332,7 @@ void RegisterRun(CLI::App& app, Action& action) {
   sub->add_option(
          "--precision", o->precision,
          "fp32 (default) or bf16: --backend cpu computes float32 Conv and ConvTranspose, and MatMul and "
-         "Gemm with constant weights (B), in bfloat16 (about 3 significant digits; float32 accumulation and "
+         "Gemm with constant weights (B), in bfloat16 (8 significant bits; float32 accumulation and "
          "tensors) where the processor has bfloat16 instructions (AVX512_BF16 or AMX), else float32 "
          "with a note; measure the error with compare --b-precision bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}));
