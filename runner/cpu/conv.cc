@@ -114,7 +114,7 @@ class ConvLikeKernel : public CpuKernel {
 
  private:
   bool constant_weights_;
-  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;  // per input: type and shape (type 0: omitted)
+  InputKey key_;
   // The plans for key_: float32 (or the integer kernels') and bfloat16.
   struct Slot {
     bool built = false;
@@ -164,17 +164,11 @@ ConvLikeKernel::ConvLikeKernel(const ir::Node& node, std::unique_ptr<Kernel> fal
     : CpuKernel(std::move(fallback)), constant_weights_(IsSessionConstantInput(node, weight_input)) {}
 
 ConvPlan* ConvLikeKernel::PlanFor(KernelContext& ctx, bool bf16) {
-  std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-    if (!t.ok()) return nullptr;
-    key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
-                     *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
-  }
-  if (key != key_ || (!slots_[0].built && !slots_[1].built)) {
+  const int changed = UpdateInputKey(ctx, key_);
+  if (changed < 0) return nullptr;
+  if (changed > 0) {
     slots_[0] = Slot();
     slots_[1] = Slot();
-    key_ = std::move(key);
   }
   Slot& slot = slots_[bf16 ? 1 : 0];
   if (!slot.built) {

@@ -115,6 +115,28 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsChunk(
 
 }  // namespace
 
+int UpdateInputKey(KernelContext& ctx, InputKey& key) {
+  const size_t n = static_cast<size_t>(ctx.num_inputs());
+  bool same = key.size() == n;
+  for (size_t i = 0; i < n && same; ++i) {
+    absl::StatusOr<const Tensor*> t = ctx.OptionalInput(static_cast<int>(i));
+    if (!t.ok()) return -1;
+    same = *t != nullptr ? key[i].first == (*t)->dtype() && key[i].second == (*t)->shape()
+                         : key[i].first == 0 && key[i].second.empty();
+  }
+  if (same) return 0;
+  InputKey fresh;
+  fresh.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    absl::StatusOr<const Tensor*> t = ctx.OptionalInput(static_cast<int>(i));
+    if (!t.ok()) return -1;
+    fresh.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
+                       *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
+  }
+  key = std::move(fresh);
+  return 1;
+}
+
 double MaxAbs(const float* x, int64_t n) {
   constexpr int64_t kChunk = int64_t{1} << 16;
   int64_t chunks = (n + kChunk - 1) / kChunk;

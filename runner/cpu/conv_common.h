@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,14 @@ namespace onnxkit::runner::cpu {
 // Pointwise convolutions with at least this many output positions per
 // image run on plain tensors.
 constexpr int64_t kPlainPointwiseMinPositions = 100;
+
+// What a kernel's plans are cached under: the element type and shape of
+// each of its inputs (type 0, no dims: omitted).
+using InputKey = std::vector<std::pair<int32_t, std::vector<int64_t>>>;
+// Brings `key` up to date with the inputs of `ctx`, allocating nothing when
+// they did not change: 1 when it changed, 0 when not, -1 when an input
+// cannot be read.
+int UpdateInputKey(KernelContext& ctx, InputKey& key);
 
 // Each value less one (ONNX dilations to oneDNN's).
 dnnl::memory::dims Minus1(const std::vector<int64_t>& v);

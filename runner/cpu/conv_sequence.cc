@@ -179,17 +179,11 @@ class ConvSequenceKernel : public CpuKernel {
   // The plan for the inputs of `ctx`; null where the chain must run node by
   // node (the fallback).
   SequencePlan* Prepare(KernelContext& ctx) {
-    std::vector<std::pair<int32_t, std::vector<int64_t>>> key;
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
-      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(i);
-      if (!t.ok()) return nullptr;
-      key.emplace_back(*t != nullptr ? (*t)->dtype() : 0,
-                       *t != nullptr ? (*t)->shape() : std::vector<int64_t>{});
-    }
-    if (key != key_) {
+    const int changed = UpdateInputKey(ctx, key_);
+    if (changed < 0) return nullptr;
+    if (changed > 0) {
       plans_[0] = SequencePlan();
       plans_[1] = SequencePlan();
-      key_ = std::move(key);
     }
     SequencePlan& fast = plans_[0];
     if (!fast.built) {
@@ -690,7 +684,7 @@ class ConvSequenceKernel : public CpuKernel {
  private:
   std::vector<SequenceStage> stages_;
   std::vector<StageWeights> weights_;
-  std::vector<std::pair<int32_t, std::vector<int64_t>>> key_;
+  InputKey key_;
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;
   bool bf16_;
