@@ -28,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from ort_compare import make_inputs, run_onnxkit, run_ort, write_ort_spec  # noqa: E402
+from ort_compare import make_inputs, model_paths, run_onnxkit, run_ort, write_ort_spec  # noqa: E402
 
 
 def compare(binary, model, npz):
@@ -63,9 +63,7 @@ def main():
     print(f"{'model':22} {'fp32 ms':>9} {'bf16 ms':>9} {'speed-up':>9} {'SQNR dB':>8} {'cosine':>9}" +
           (f" {'ort ms':>9} {'bf16/ort':>9}" if with_ort else "") + f"   (median, {args.threads} thread(s))")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
-            path = (os.path.join(args.light_dir, name + ".onnx") if name.startswith("light_")
-                    else os.path.join(HERE, "models", name + ".onnx"))
+        for name, path in model_paths(args.models, args.light_dir):
             if not os.path.exists(path):
                 print(f"{name:22} missing ({path})")
                 continue

@@ -82,6 +82,22 @@ def run_onnxkit(binary, model, npz, backend, runs, threads, precision="fp32"):
             "profile_ms": out.get("profile_ms")}
 
 
+def model_paths(names, light_dir):
+    """(name, path) of each comma-separated name: 'light' is every light model of `light_dir`,
+    light_NAME one of them, any other name bench/models/NAME.onnx."""
+    models = []
+    for name in names.split(","):
+        if name == "light":
+            for f in sorted(os.listdir(light_dir)):
+                if f.endswith(".onnx"):
+                    models.append((f[:-5], os.path.join(light_dir, f)))
+        elif name.startswith("light_"):
+            models.append((name, os.path.join(light_dir, name + ".onnx")))
+        else:
+            models.append((name, os.path.join(HERE, "models", name + ".onnx")))
+    return models
+
+
 def write_ort_spec(feeds, path):
     """Writes `feeds` (name -> array) as the JSON input spec of bench/ort_bench.js."""
     spec = {}
@@ -121,16 +137,7 @@ def main():
     if "ORT_NODE" not in os.environ:
         sys.exit("set ORT_NODE to the onnxruntime-node 1.30 package folder")
 
-    models = []
-    for name in args.models.split(","):
-        if name == "light":
-            for f in sorted(os.listdir(args.light_dir)):
-                if f.endswith(".onnx"):
-                    models.append((f[:-5], os.path.join(args.light_dir, f)))
-        elif name.startswith("light_"):
-            models.append((name, os.path.join(args.light_dir, name + ".onnx")))
-        else:
-            models.append((name, os.path.join(HERE, "models", name + ".onnx")))
+    models = model_paths(args.models, args.light_dir)
 
     results = {}
     print(f"{'model':24} {'ort ms':>9} " + " ".join(f"{b + ' ms':>13}" for b in args.backends.split(",")) +

@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "apps/onnxkit/commands.h"
+#include "runner/cpu/threads.h"
 
 namespace onnxkit::app {
 namespace {
@@ -13,6 +14,13 @@ namespace {
 constexpr char kUsagePayload[] = "onnxkit.dev/usage";
 
 }  // namespace
+
+void NoteWhenBf16Unsupported() {
+  if (runner::cpu::Bf16Supported()) return;
+  std::cerr
+      << "onnxkit: note: this processor has no bfloat16 instructions (AVX512_BF16 or AMX); computing in "
+         "float32\n";
+}
 
 absl::Status UsageError(std::string_view message) {
   absl::Status status(absl::StatusCode::kInvalidArgument, std::string(message));

@@ -18,7 +18,6 @@
 #include "lib/io/model_io.h"
 #include "runner/compare/compare.h"
 #include "runner/convert.h"
-#include "runner/cpu/threads.h"
 #include "runner/cuda/cuda_backend.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
@@ -144,11 +143,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
       (o.b_precision == "bf16" && o.b_backend != "cpu")) {
     return UsageError("--a-precision / --b-precision bf16 apply to a cpu side");
   }
-  if ((o.a_precision == "bf16" || o.b_precision == "bf16") && !runner::cpu::Bf16Supported()) {
-    std::cerr
-        << "onnxkit: note: this processor has no bfloat16 instructions (AVX512_BF16 or AMX); computing in "
-           "float32\n";
-  }
+  if (o.a_precision == "bf16" || o.b_precision == "bf16") NoteWhenBf16Unsupported();
   // Without a usable device nothing else happens (not even loading).
   for (const std::string* side : {&o.a_backend, &o.b_backend}) {
     if (*side == "cuda") ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));

@@ -151,11 +151,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   const bool bf16 = o.precision == "bf16";
   if (bf16 && backend != runner::Backend::kCpu)
     return UsageError("--precision bf16 applies to --backend cpu");
-  if (bf16 && !runner::cpu::Bf16Supported()) {
-    std::cerr
-        << "onnxkit: note: this processor has no bfloat16 instructions (AVX512_BF16 or AMX); computing in "
-           "float32\n";
-  }
+  if (bf16) NoteWhenBf16Unsupported();
   // Without a usable device nothing else happens (not even loading).
   if (backend == runner::Backend::kCuda) ONNXKIT_RETURN_IF_ERROR(runner::cuda::CheckDevice(o.device));
   runner::SetMemoryLimit(o.memory_limit_mb * (int64_t{1} << 20));

@@ -35,6 +35,10 @@ using Action = std::function<absl::StatusOr<int>()>;
 // printed like a CLI11 error and mapped to exit code 2.
 absl::Status UsageError(std::string_view message);
 
+// Says on stderr that --precision bf16 computes in float32 here, where the
+// processor has no bfloat16 instructions; nothing where it has them.
+void NoteWhenBf16Unsupported();
+
 // 2 for UsageError, 4 for Internal/Unknown/DataLoss-free internal faults,
 // 3 for everything about the input (missing, unreadable, malformed, limits).
 int ExitCodeFor(const absl::Status& status);

@@ -174,7 +174,8 @@ class MatMulKernel : public CpuKernel {
     const Tensor* bias = nullptr;
     if (bias_input_ >= 0) {
       ONNXKIT_ASSIGN_OR_RETURN(bias, ctx.Input(bias_input_));
-      if (!constant_b_ || b->rank() != 2 || !BiasFits(*bias, a->rank(), b->dim(1))) return Fallback(ctx);
+      if (!constant_b_ || b->rank() != 2 || !MatMulBiasFits(*bias, a->rank(), b->dim(1)))
+        return Fallback(ctx);
     }
     const bool bf16 = bf16_ && constant_b_ && finite_b_(*b) && AllFinite(*a);
     if (!bf16 && constant_b_ && bias == nullptr && PackedGemmTakes(*a, *b)) return RunPacked(ctx, *a, *b);
@@ -200,13 +201,6 @@ class MatMulKernel : public CpuKernel {
     PackedGemm(a.data<float>(), a.size() / b.dim(0), b.dim(0), *packed, nullptr, y->mutable_data<float>(),
                b.dim(1));
     return absl::OkStatus();
-  }
-
-  // A float bias of n values along the last axis that leaves the product's
-  // shape (rank `rank`) as it is.
-  static bool BiasFits(const Tensor& bias, int rank, int64_t n) {
-    if (bias.dtype() != pb::kFloat || bias.size() != n || bias.rank() > rank) return false;
-    return bias.rank() == 0 ? n == 1 : bias.shape().back() == n;
   }
 
   // Resolves the shapes (promoting 1-D operands) and builds the primitive.
@@ -358,6 +352,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const ir::Node& node, const K
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<GemmKernel>(node, info);
+}
+
+bool MatMulBiasFits(const Tensor& bias, int rank, int64_t n) {
+  if (bias.dtype() != pb::kFloat || bias.size() != n || bias.rank() > rank) return false;
+  return bias.rank() == 0 ? n == 1 : bias.shape().back() == n;
 }
 
 std::unique_ptr<Kernel> MakeMatMulBias(const ir::Node& matmul, const KernelInfo& info, int bias_input,

@@ -38,7 +38,7 @@ class MatMulBiasKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(1));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bias, ctx.Input(bias_));
-    if (!constant_b_ || !PackedGemmTakes(*a, *b) || !BiasFits(*bias, a->rank(), b->dim(1))) {
+    if (!constant_b_ || !PackedGemmTakes(*a, *b) || !MatMulBiasFits(*bias, a->rank(), b->dim(1))) {
       return fallback_->Run(ctx);
     }
     ONNXKIT_ASSIGN_OR_RETURN(const PackedMatrix* packed, packed_.Get(*b));
@@ -51,13 +51,6 @@ class MatMulBiasKernel : public Kernel {
   }
 
  private:
-  // A float bias of n values along the last axis that leaves the product's
-  // shape (rank `rank`) as it is.
-  static bool BiasFits(const Tensor& bias, int rank, int64_t n) {
-    if (bias.dtype() != pb::kFloat || bias.size() != n || bias.rank() > rank) return false;
-    return bias.rank() == 0 ? n == 1 : bias.shape().back() == n;
-  }
-
   int bias_;
   bool constant_b_;
   std::unique_ptr<Kernel> fallback_;

@@ -23,6 +23,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
 // node for inputs they do not cover.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
                                                            std::unique_ptr<Kernel> fallback);
+// matmul.cc: true when `bias` is a float bias of n values along the last
+// axis that leaves a product's shape (rank `rank`) as it is.
+bool MatMulBiasFits(const Tensor& bias, int rank, int64_t n);
 // matmul.cc: a MatMul (`matmul`, constant 2-D B) whose product gets the
 // float bias of input `bias_input` of the kernel added, as one oneDNN
 // matmul; used for KernelInfo::bf16 (in bfloat16). Other inputs run
