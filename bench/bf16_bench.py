@@ -23,12 +23,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from ort_compare import make_inputs, model_paths, run_onnxkit, run_ort, write_ort_spec  # noqa: E402
+from ort_compare import model_paths, run_onnxkit, run_ort, write_inputs, write_ort_spec  # noqa: E402
 
 
 def compare(binary, model, npz):
@@ -67,11 +66,7 @@ def main():
             if not os.path.exists(path):
                 print(f"{name:22} missing ({path})")
                 continue
-            feeds = make_inputs(name, path, seed=1)
-            npz = None
-            if feeds:
-                npz = os.path.join(tmp, name + ".npz")
-                np.savez(npz, **feeds)
+            feeds, npz = write_inputs(name, path, tmp)
             row = {"fp32": run_onnxkit(args.onnxkit, path, npz, "cpu", args.runs, args.threads),
                    "bf16": run_onnxkit(args.onnxkit, path, npz, "cpu", args.runs, args.threads, "bf16"),
                    "error": compare(args.onnxkit, path, npz)}

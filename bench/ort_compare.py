@@ -98,6 +98,17 @@ def model_paths(names, light_dir):
     return models
 
 
+def write_inputs(name, path, tmp):
+    """The seeded inputs of model `name` (make_inputs) and the .npz in folder `tmp` holding them for
+    onnxkit (None when the model has no inputs to make)."""
+    feeds = make_inputs(name, path, seed=1)
+    npz = None
+    if feeds:
+        npz = os.path.join(tmp, name + ".npz")
+        np.savez(npz, **feeds)
+    return feeds, npz
+
+
 def write_ort_spec(feeds, path):
     """Writes `feeds` (name -> array) as the JSON input spec of bench/ort_bench.js."""
     spec = {}
@@ -148,11 +159,7 @@ def main():
             if not os.path.exists(path):
                 print(f"{name:24} missing ({path})")
                 continue
-            feeds = make_inputs(name, path, seed=1)
-            npz = None
-            if feeds:
-                npz = os.path.join(tmp, name + ".npz")
-                np.savez(npz, **feeds)
+            feeds, npz = write_inputs(name, path, tmp)
             spec_path = os.path.join(tmp, name + ".json")
             write_ort_spec(feeds, spec_path)
             row = {"ort": run_ort(path, spec_path, args.runs, args.threads)}
