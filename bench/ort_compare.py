@@ -45,7 +45,7 @@ def graph_inputs(path):
 
 def make_inputs(name, path, seed):
     """Seeded inputs: token ids in [0, 1000), attention masks of ones,
-    token types of zeros, floats in [-1, 1), bools true (an If's condition
+    token types of zeros, a sample rate `sr` of 16000, floats in [-1, 1), bools true (an If's condition
     takes the branch that holds the network)."""
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -56,6 +56,8 @@ def make_inputs(name, path, seed):
                 feeds[input_name] = np.ones(shape, np.int64)
             elif "type" in input_name:
                 feeds[input_name] = np.zeros(shape, np.int64)
+            elif input_name == "sr":
+                feeds[input_name] = np.array(16000, np.int64).reshape(shape)
             else:
                 feeds[input_name] = rng.integers(0, 1000, size=shape, dtype=np.int64)
         elif elem_type == onnx.TensorProto.FLOAT:

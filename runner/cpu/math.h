@@ -18,6 +18,8 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
+// rnn.cc: RNN, GRU, LSTM.
+Factory MakeRecurrent;
 // quantize_linear.cc
 Factory MakeQuantizeLinear;
 Factory MakeDequantizeLinear;

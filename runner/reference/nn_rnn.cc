@@ -2,6 +2,8 @@
 // activations with alpha/beta; clip; layout 0 and 1; sequence_lens;
 // initial states; GRU linear_before_reset; LSTM peepholes and
 // input_forget). One batch item and one direction at a time, in double.
+#include "runner/reference/nn.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -10,39 +12,15 @@
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
-#include "runner/reference/nn.h"
+#include "runner/reference/rnn_options.h"
 
 namespace onnxkit::runner::reference {
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
-
-int Gates(Cell c) { return c == Cell::kRnn ? 1 : (c == Cell::kGru ? 3 : 4); }
-int ActivationsPerDirection(Cell c) { return c == Cell::kRnn ? 1 : (c == Cell::kGru ? 2 : 3); }
-
-struct Activation {
-  enum Kind { kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu,
-              kSoftsign, kSoftplus };
-  Kind kind = kTanh;
-  double alpha = 0, beta = 0;
-
-  double operator()(double x) const {
-    switch (kind) {
-      case kRelu: return std::max(x, 0.0);
-      case kTanh: return std::tanh(x);
-      case kSigmoid: return 1 / (1 + std::exp(-x));
-      case kAffine: return alpha * x + beta;
-      case kLeakyRelu: return x >= 0 ? x : alpha * x;
-      case kThresholdedRelu: return x > alpha ? x : 0;
-      case kScaledTanh: return alpha * std::tanh(beta * x);
-      case kHardSigmoid: return std::clamp(alpha * x + beta, 0.0, 1.0);
-      case kElu: return x >= 0 ? x : alpha * (std::exp(x) - 1);
-      case kSoftsign: return x / (1 + std::abs(x));
-      case kSoftplus: return std::log1p(std::exp(x));
-    }
-    return x;
-  }
-};
+using Cell = RnnCell;
+using Activation = RnnActivation;
+int Gates(Cell c) { return RnnGates(c); }
+int ActivationsPerDirection(Cell c) { return RnnActivationsPerDirection(c); }
 
 // Parses `activations` with their alphas and betas, consumed in order by the
 // activations that take them (defaults as the standalone ops).
@@ -60,7 +38,8 @@ absl::StatusOr<std::vector<Activation>> ParseActivations(const ir::Node& node, C
   // RNN's schema default lists two; a forward RNN uses the first.
   if (static_cast<int>(names.size()) > per_dir * directions && cell == Cell::kRnn) names.resize(static_cast<size_t>(per_dir * directions));
   if (static_cast<int>(names.size()) == per_dir && directions == 2) {
-    names.insert(names.end(), names.begin(), names.end());
+    std::vector<std::string> forward = names;  // inserting a vector's own range into it is undefined
+    names.insert(names.end(), forward.begin(), forward.end());
   }
   if (static_cast<int>(names.size()) != per_dir * directions) {
     return absl::InvalidArgumentError(absl::StrCat("activations has ", names.size(), " entries, expected ",
@@ -96,18 +75,6 @@ absl::StatusOr<std::vector<Activation>> ParseActivations(const ir::Node& node, C
   }
   return out;
 }
-
-struct RnnOptions {
-  Cell cell = Cell::kRnn;
-  int64_t hidden = 0;  // 0: from R's shape
-  int directions = 1;
-  bool reverse_only = false;
-  bool batch_first = false;  // layout = 1
-  std::optional<double> clip;
-  bool linear_before_reset = false;
-  bool input_forget = false;
-  std::vector<Activation> acts;  // per direction, ActivationsPerDirection each
-};
 
 // Weights of one direction, as doubles.
 struct DirWeights {
@@ -274,12 +241,15 @@ class RnnKernel : public Kernel {
         // Gates i, o, f, c; peepholes i, o, f.
         for (int64_t k = 0; k < h; ++k) {
           double c_prev = cs[static_cast<size_t>(k)];
-          double pi = w.p ? w.p[k] : 0, po = w.p ? w.p[h + k] : 0, pf = w.p ? w.p[2 * h + k] : 0;
-          double ig = act[0](Clip(at(xw, k) + at(hr, k) + pi * c_prev));
-          double fg = o_.input_forget ? 1 - ig : act[0](Clip(at(xw, 2 * h + k) + at(hr, 2 * h + k) + pf * c_prev));
+          // Without P there is no peephole term at all (not 0 * c, which
+          // would turn an infinite cell state into NaN).
+          auto peep = [&](int64_t gate, double c) { return w.p ? w.p[gate * h + k] * c : 0.0; };
+          double ig = act[0](Clip(at(xw, k) + at(hr, k) + peep(0, c_prev)));
+          double fg = o_.input_forget ? 1 - ig
+                                      : act[0](Clip(at(xw, 2 * h + k) + at(hr, 2 * h + k) + peep(2, c_prev)));
           double cg = act[1](Clip(at(xw, 3 * h + k) + at(hr, 3 * h + k)));
           double c = fg * c_prev + ig * cg;
-          double og = act[0](Clip(at(xw, h + k) + at(hr, h + k) + po * c));
+          double og = act[0](Clip(at(xw, h + k) + at(hr, h + k) + peep(1, c)));
           cs[static_cast<size_t>(k)] = c;
           next[static_cast<size_t>(k)] = og * act[2](c);
         }
@@ -292,6 +262,13 @@ class RnnKernel : public Kernel {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRnnLike(const ir::Node& node, const KernelInfo& info, Cell cell) {
+  ONNXKIT_ASSIGN_OR_RETURN(RnnOptions o, ParseRnnOptions(node, info, cell));
+  return std::unique_ptr<Kernel>(new RnnKernel(std::move(o)));
+}
+
+}  // namespace
+
+absl::StatusOr<RnnOptions> ParseRnnOptions(const ir::Node& node, const KernelInfo& info, RnnCell cell) {
   RnnOptions o;
   o.cell = cell;
   o.hidden = AttrInt(node, "hidden_size", 0);
@@ -314,10 +291,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRnnLike(const ir::Node& node, const 
   o.linear_before_reset = AttrInt(node, "linear_before_reset", 0) != 0;
   o.input_forget = AttrInt(node, "input_forget", 0) != 0;
   ONNXKIT_ASSIGN_OR_RETURN(o.acts, ParseActivations(node, cell, o.directions));
-  return std::unique_ptr<Kernel>(new RnnKernel(std::move(o)));
+  return o;
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRNN(const ir::Node& node, const KernelInfo& info) {
   return MakeRnnLike(node, info, Cell::kRnn);
