@@ -187,7 +187,11 @@ bool PackedGemmTakes(const Tensor& a, const Tensor& b) {
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedMatrix& b, const float* bias, float* c,
                 int64_t ldc) {
-  const int64_t parts = std::min<int64_t>(omp_get_max_threads(), b.panels());
+  // Products under about 10 microseconds of one core's work (a recurrent
+  // step's matrix-vector product) cost less than waking the other threads.
+  constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
+  const int64_t parts =
+      m * b.k() * b.n() < kMinParallelMacs ? 1 : std::min<int64_t>(omp_get_max_threads(), b.panels());
 #pragma omp parallel for if (parts > 1)
   for (int64_t part = 0; part < parts; ++part) {
     GemmPanels(a, m, lda, b, bias, c, ldc, b.panels() * part / parts, b.panels() * (part + 1) / parts);

@@ -72,7 +72,8 @@ bool PackedGemmTakes(const Tensor& a, const Tensor& b);
 
 // C = A B (+ bias when non-null, bias[j] added to column j). A has m rows
 // of b.k() floats, `lda` floats apart; C has m rows of b.n() floats, `ldc`
-// floats apart. Splits the panels over the OpenMP threads. Requires
+// floats apart. Splits the panels over the OpenMP threads (from 2^18
+// multiply-adds; smaller products run on the calling thread). Requires
 // PackedGemmAvailable().
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedMatrix& b, const float* bias, float* c,
                 int64_t ldc);

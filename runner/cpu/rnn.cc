@@ -14,6 +14,7 @@
 // NaN and infinities propagate as in the reference: no comparison or clamp
 // other than the ops' own (Relu, clip) is involved, and those pass NaN on.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -24,7 +25,10 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/erf_approx.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/vector_math.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/rnn_options.h"
 
@@ -50,15 +54,47 @@ absl::Status GemmNT(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
   return absl::OkStatus();
 }
 
-// v[i] = act(v[i]) for n values; the loop per kind keeps each one simple
-// enough for the compiler to vectorize.
+}  // namespace
+
+// ExpNonPositive flushes to 0 below -87.3; inputs are clamped at -100 so
+// that -inf (whose integer part is undefined) gives exactly 0 as well.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidRow(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float x = v[i];
+    float m = -std::fabs(x);
+    float e = ExpNonPositive(m < -100.f ? -100.f : m);  // e^-|x|
+    float r = 1.f / (1.f + e);
+    v[i] = x >= 0.f ? r : (x < 0.f ? e * r : x);
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void TanhRow(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float x = v[i];
+    float ax = std::fabs(x);
+    // Near 0 the odd series (its next term is below 1e-12 there); elsewhere
+    // (1 - e^-2|x|) / (1 + e^-2|x|), whose subtraction loses little from 0.1 on.
+    float x2 = x * x;
+    float series = x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
+    float m = -2.f * ax;
+    float e = ExpNonPositive(m < -100.f ? -100.f : m);
+    float t = std::copysign((1.f - e) / (1.f + e), x);
+    v[i] = ax < 0.1f ? series : t;
+  }
+}
+
+namespace {
+
+// v[i] = act(v[i]) for n values.
 void Apply(const RnnActivation& act, float* v, int64_t n) {
   switch (act.kind) {
     case RnnActivation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) v[i] = 1.0f / (1.0f + std::exp(-v[i]));
+      SigmoidRow(v, n);
       return;
     case RnnActivation::kTanh:
-      for (int64_t i = 0; i < n; ++i) v[i] = std::tanh(v[i]);
+      TanhRow(v, n);
       return;
     case RnnActivation::kRelu:
       for (int64_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
@@ -79,8 +115,10 @@ constexpr int64_t kMaxProjection = int64_t{1} << 28;
 
 class RecurrentKernel : public CpuKernel {
  public:
-  RecurrentKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback, RnnOptions o)
-      : CpuKernel(std::move(fallback)), o_(std::move(o)) {}
+  RecurrentKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback, RnnOptions o)
+      : CpuKernel(std::move(fallback)),
+        o_(std::move(o)),
+        constant_weights_(IsSessionConstantInput(node, 1) && IsSessionConstantInput(node, 2)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     const bool lstm = o_.cell == RnnCell::kLstm;
@@ -143,6 +181,8 @@ class RecurrentKernel : public CpuKernel {
     cs_.resize(static_cast<size_t>(batch_ * h_));
     tmp_.resize(static_cast<size_t>(batch_ * h_));
     bias_.resize(static_cast<size_t>(g_ * h_));
+    packed_ = constant_weights_ && PackedGemmAvailable() && isz_ <= kPackedGemmMaxK &&
+              h_ <= kPackedGemmMaxK && Pack(*in[1], *in[2]);
     for (int64_t d = 0; d < nd; ++d) {
       ONNXKIT_RETURN_IF_ERROR(Direction(d, in, out));
     }
@@ -176,11 +216,16 @@ class RecurrentKernel : public CpuKernel {
       if (rb != nullptr && !(lbr && j >= 2 * h)) bias += rb[j];
       bias_[static_cast<size_t>(j)] = bias;
     }
-    ONNXKIT_RETURN_IF_ERROR(
-        GemmNT(seq_ * batch_, gh, isz_, in[0]->data<float>(), isz_, w, isz_, xw_.data(), gh));
-    for (int64_t row = 0; row < seq_ * batch_; ++row) {
-      float* p = xw_.data() + row * gh;
-      for (int64_t j = 0; j < gh; ++j) p[j] += bias_[static_cast<size_t>(j)];
+    if (packed_) {
+      PackedGemm(in[0]->data<float>(), seq_ * batch_, isz_, packs_[static_cast<size_t>(d)].w, bias_.data(),
+                 xw_.data(), gh);
+    } else {
+      ONNXKIT_RETURN_IF_ERROR(
+          GemmNT(seq_ * batch_, gh, isz_, in[0]->data<float>(), isz_, w, isz_, xw_.data(), gh));
+      for (int64_t row = 0; row < seq_ * batch_; ++row) {
+        float* p = xw_.data() + row * gh;
+        for (int64_t j = 0; j < gh; ++j) p[j] += bias_[static_cast<size_t>(j)];
+      }
     }
     for (int64_t b = 0; b < batch_; ++b) {
       int64_t si = StateIndex(d, b);
@@ -204,8 +249,12 @@ class RecurrentKernel : public CpuKernel {
     auto time_of = [&](int64_t b, int64_t s) { return reverse ? lens_[static_cast<size_t>(b)] - 1 - s : s; };
     for (int64_t s = 0; s < steps; ++s) {
       // The recurrent product: all gates, or GRU's z and r first.
-      ONNXKIT_RETURN_IF_ERROR(
-          GemmNT(batch_, gru && !lbr ? 2 * h : gh, h, hs_.data(), h, r, h, hr_.data(), gh));
+      if (packed_) {
+        PackedGemm(hs_.data(), batch_, h, packs_[static_cast<size_t>(d)].r, nullptr, hr_.data(), gh);
+      } else {
+        ONNXKIT_RETURN_IF_ERROR(
+            GemmNT(batch_, gru && !lbr ? 2 * h : gh, h, hs_.data(), h, r, h, hr_.data(), gh));
+      }
       for (int64_t b = 0; b < batch_; ++b) {
         if (!active(b, s)) continue;
         float* g = hr_.data() + b * gh;
@@ -242,8 +291,13 @@ class RecurrentKernel : public CpuKernel {
         for (int64_t b = 0; b < batch_; ++b) {
           if (!active(b, s)) std::fill_n(tmp_.data() + b * h, h, 0.0f);
         }
-        ONNXKIT_RETURN_IF_ERROR(
-            GemmNT(batch_, h, h, tmp_.data(), h, r + 2 * h * h, h, hr_.data() + 2 * h, gh));
+        if (packed_) {
+          PackedGemm(tmp_.data(), batch_, h, packs_[static_cast<size_t>(d)].r_h, nullptr, hr_.data() + 2 * h,
+                     gh);
+        } else {
+          ONNXKIT_RETURN_IF_ERROR(
+              GemmNT(batch_, h, h, tmp_.data(), h, r + 2 * h * h, h, hr_.data() + 2 * h, gh));
+        }
         for (int64_t b = 0; b < batch_; ++b) {
           if (active(b, s))
             GruUpdate(hr_.data() + b * gh, xw_.data() + InputRow(time_of(b, s), b) * gh, nullptr, act[1],
@@ -270,6 +324,45 @@ class RecurrentKernel : public CpuKernel {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Packs W^T and R^T of every direction for PackedGemm (R's candidate
+  // rows apart for GRU without linear_before_reset), once per weight
+  // buffers; false when a packed copy cannot be allocated.
+  bool Pack(const Tensor& w, const Tensor& r) {
+    if (w.raw() == packed_w_ && r.raw() == packed_r_ && packs_.size() == static_cast<size_t>(o_.directions)) {
+      return true;
+    }
+    packed_w_ = packed_r_ = nullptr;
+    packs_.clear();
+    const int64_t gh = g_ * h_;
+    const bool split = o_.cell == RnnCell::kGru && !o_.linear_before_reset;
+    std::vector<float> t;
+    // The transpose of rows [first, first + n) of the [rows, k] matrix m: [k, n].
+    auto packed = [&](const float* m, int64_t first, int64_t n, int64_t k) -> absl::StatusOr<PackedMatrix> {
+      t.resize(static_cast<size_t>(k * n));
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < k; ++i) t[static_cast<size_t>(i * n + j)] = m[(first + j) * k + i];
+      }
+      return PackedMatrix::Pack(t.data(), k, n);
+    };
+    for (int64_t d = 0; d < o_.directions; ++d) {
+      DirectionPack p;
+      absl::StatusOr<PackedMatrix> pw = packed(w.data<float>() + d * gh * isz_, 0, gh, isz_);
+      absl::StatusOr<PackedMatrix> pr = packed(r.data<float>() + d * gh * h_, 0, split ? 2 * h_ : gh, h_);
+      if (!pw.ok() || !pr.ok()) return false;
+      p.w = *std::move(pw);
+      p.r = *std::move(pr);
+      if (split) {
+        absl::StatusOr<PackedMatrix> ph = packed(r.data<float>() + d * gh * h_, 2 * h_, h_, h_);
+        if (!ph.ok()) return false;
+        p.r_h = *std::move(ph);
+      }
+      packs_.push_back(std::move(p));
+    }
+    packed_w_ = w.raw();
+    packed_r_ = r.raw();
+    return true;
   }
 
   // GRU's candidate and new state from activated z, r (g[0, 2h)) and the
@@ -327,7 +420,18 @@ class RecurrentKernel : public CpuKernel {
     for (int64_t k = 0; k < h; ++k) hb[k] = go[k] * gc[k];
   }
 
+  struct DirectionPack {
+    // W^T; R^T (GRU without linear_before_reset: its z and r columns, and
+    // the candidate's in r_h).
+    PackedMatrix w, r, r_h;
+  };
+
   RnnOptions o_;
+  const bool constant_weights_;
+  bool packed_ = false;
+  std::vector<DirectionPack> packs_;
+  const void* packed_w_ = nullptr;
+  const void* packed_r_ = nullptr;
   int64_t seq_ = 0, batch_ = 0, isz_ = 0, g_ = 0, h_ = 0;
   std::vector<int64_t> state_shape_, lens_;
   std::vector<float> xw_, hr_, hs_, cs_, tmp_, bias_;

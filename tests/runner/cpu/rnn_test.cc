@@ -4,6 +4,7 @@
 // linear_before_reset, activations with parameters, outputs left out,
 // NaN and infinities, repeated runs with new shapes, and the fallbacks.
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct Layer {
   int64_t layout = 0;
   int64_t seq = 5, batch = 1, input = 7, hidden = 6;
   bool bias = true, initial = true, peepholes = false, ragged = false;
+  bool constant_weights = false;  // W and R as initializers (packed once)
   std::vector<pb::AttributeProto> extra;
   std::vector<std::string> outputs = {"y", "yh", "yc"};
 };
@@ -59,8 +61,20 @@ std::pair<pb::GraphProto, Feeds> Build(const Layer& l, uint32_t seed) {
     if (l.peepholes) feeds.push_back({"p", RandomFloats({nd, 3 * l.hidden}, seed + 6)});
   }
   while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+  if (l.constant_weights) {
+    for (size_t i = 0; i < feeds.size();) {
+      if (feeds[i].first == "w" || feeds[i].first == "r") {
+        b.Initializer(InitializerFrom(feeds[i].first, feeds[i].second));
+        feeds.erase(feeds.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
   for (const std::string& in : inputs) {
-    if (!in.empty()) b.Input(in, in == "lens" ? pb::kInt32 : pb::kFloat);
+    if (!in.empty() && !(l.constant_weights && (in == "w" || in == "r"))) {
+      b.Input(in, in == "lens" ? pb::kInt32 : pb::kFloat);
+    }
   }
   std::vector<pb::AttributeProto> attrs = {AttrInt("hidden_size", l.hidden),
                                            AttrString("direction", l.direction), AttrInt("layout", l.layout)};
@@ -83,10 +97,12 @@ TEST(CpuRnnTest, EveryCellDirectionAndLayoutMatchesReference) {
           for (bool ragged : {false, true}) {
             Layer l;
             l.op = op, l.direction = direction, l.layout = layout, l.batch = batch, l.ragged = ragged;
+            l.constant_weights = seed % 4 < 2;
             l.bias = seed % 2 == 0;
             l.initial = seed % 3 != 0;
             SCOPED_TRACE(op + " " + direction + " layout " + std::to_string(layout) + " batch " +
-                         std::to_string(batch) + (ragged ? " ragged" : ""));
+                         std::to_string(batch) + (ragged ? " ragged" : "") +
+                         (l.constant_weights ? " constant weights" : ""));
             auto [graph, feeds] = Build(l, seed++);
             ExpectCpuMatchesReference(graph, feeds, 14, 1e-5, 1e-4);
           }
@@ -102,6 +118,7 @@ TEST(CpuRnnTest, GruLinearBeforeResetAndClipMatchReference) {
     for (bool clip : {false, true}) {
       Layer l;
       l.op = "GRU", l.direction = "bidirectional", l.batch = 2, l.ragged = true, l.seq = 7;
+      l.constant_weights = clip;
       l.extra = {AttrInt("linear_before_reset", lbr)};
       if (clip) l.extra.push_back(AttrFloat("clip", 0.5f));
       SCOPED_TRACE("linear_before_reset " + std::to_string(lbr) + (clip ? " clip" : ""));
@@ -117,6 +134,7 @@ TEST(CpuRnnTest, LstmPeepholesInputForgetClipAndActivationsMatchReference) {
     for (bool clip : {false, true}) {
       Layer l;
       l.direction = "bidirectional", l.batch = 2, l.peepholes = true, l.seq = 6;
+      l.constant_weights = input_forget;
       l.extra = {AttrInt("input_forget", input_forget ? 1 : 0)};
       if (clip) l.extra.push_back(AttrFloat("clip", 0.7f));
       SCOPED_TRACE(std::string(input_forget ? "input_forget" : "") + (clip ? " clip" : ""));
@@ -162,6 +180,7 @@ TEST(CpuRnnTest, LongSequencesRunInFloat32) {
   // reference itself (its values differ in the last bits).
   Layer l;
   l.seq = 64, l.batch = 4, l.input = 40, l.hidden = 48, l.direction = "bidirectional";
+  l.constant_weights = true;
   auto [graph, feeds] = Build(l, 500);
   ExpectCpuMatchesReference(graph, feeds, 14, 1e-5, 1e-4);
   auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, 14);
@@ -179,6 +198,7 @@ TEST(CpuRnnTest, NanAndInfinityPropagateAsInTheReference) {
     for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
       Layer l;
       l.op = op, l.batch = 2, l.seq = 4, l.direction = "bidirectional";
+      l.constant_weights = std::isnan(bad);
       l.extra = {AttrStrings("activations", op == "RNN" ? std::vector<std::string>{"Relu"}
                                             : op == "GRU"
                                                 ? std::vector<std::string>{"Sigmoid", "Relu"}
