@@ -296,13 +296,33 @@ absl::Status Slice(KernelContext& ctx) {
   const std::vector<int64_t>& step = g.step;
   const std::vector<int64_t>& out_shape = g.out_shape;
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
+  if (y->size() == 0) return absl::OkStatus();
   std::vector<int64_t> strides = Strides(x->shape());
   ElementCopier copy(*x, *y);
+  // Trailing axes copied whole are one contiguous block of `inner`
+  // elements; so is the run along the last sliced axis when its step is 1.
+  // The axes before it are walked index by index.
+  size_t outer_rank = rank;
+  int64_t inner = 1;
+  while (outer_rank > 0 && start[outer_rank - 1] == 0 && step[outer_rank - 1] == 1 &&
+         out_shape[outer_rank - 1] == x->shape()[outer_rank - 1]) {
+    inner *= out_shape[--outer_rank];
+  }
+  int64_t run = inner;
+  if (outer_rank > 0 && step[outer_rank - 1] == 1) {
+    --outer_rank;
+    run *= out_shape[outer_rank];
+  }
+  std::vector<int64_t> outer_shape(out_shape.begin(),
+                                   out_shape.begin() + static_cast<std::ptrdiff_t>(outer_rank));
+  // The contiguous run starts at the sliced axis' start.
+  int64_t base = outer_rank < rank ? start[outer_rank] * strides[outer_rank] : 0;
   int64_t out = 0;
-  ForEachIndex(out_shape, [&](const std::vector<int64_t>& c) {
-    int64_t src = 0;
-    for (size_t d = 0; d < rank; ++d) src += (start[d] + c[d] * step[d]) * strides[d];
-    copy.Copy(src, out++);
+  ForEachIndex(outer_shape, [&](const std::vector<int64_t>& c) {
+    int64_t src = base;
+    for (size_t d = 0; d < outer_rank; ++d) src += (start[d] + c[d] * step[d]) * strides[d];
+    copy.CopyRun(src, out, run);
+    out += run;
   });
   return absl::OkStatus();
 }

@@ -76,6 +76,41 @@ class PadKernel : public Kernel {
     ElementCopier copy(*x, *y);
     ElementCopier fill(value, *y);
     int64_t out = 0;
+    if (rank > 0 && y->size() > 0) {
+      // Row by row along the last axis: its inside part is one run.
+      const size_t last = rank - 1;
+      const AxisPad& lp = axes[last];
+      const int64_t row = out_shape[last];
+      std::vector<int64_t> outer(out_shape.begin(), out_shape.end() - 1);
+      ForEachIndex(outer, [&](const std::vector<int64_t>& c) {
+        int64_t src = 0;
+        bool inside = true;
+        for (size_t d = 0; d < last && inside; ++d) {
+          int64_t r = c[d] - axes[d].before;
+          if (r < 0 || r >= axes[d].len) {
+            if (mode_ == PadMode::kConstant) {
+              inside = false;
+              break;
+            }
+            r = MapIndex(mode_, r, axes[d].len);
+          }
+          src += (axes[d].lo + r) * strides[d];
+        }
+        for (int64_t j = 0; j < row; ++j) {
+          int64_t r = j - lp.before;
+          if (inside && r == 0 && lp.len > 0) {
+            copy.CopyRun(src + lp.lo, out + j, lp.len);
+            j += lp.len - 1;
+          } else if (inside && (mode_ != PadMode::kConstant || (r >= 0 && r < lp.len))) {
+            copy.Copy(src + lp.lo + (r >= 0 && r < lp.len ? r : MapIndex(mode_, r, lp.len)), out + j);
+          } else if (value.defined()) {
+            fill.Copy(0, out + j);
+          }
+        }
+        out += row;
+      });
+      return absl::OkStatus();
+    }
     ForEachIndex(out_shape, [&](const std::vector<int64_t>& c) {
       int64_t src = 0;
       bool inside = true;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -434,6 +435,121 @@ TEST(ShapeOpsTest, SeededRandomNodesRepeatTheirDraws) {
       RunOp("Multinomial", {Floats({1, 2}, {-1e30f, 0})}, {AttrInt("sample_size", 3), AttrFloat("seed", 1)});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(Values<int32_t>(*m), (std::vector<int32_t>{1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+// x[i] = i as floats, `shape` dims.
+runner::Tensor Iota(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
+  return Floats(shape, v);
+}
+
+// Row-major strides of `shape`.
+std::vector<int64_t> StridesOf(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+TEST(ShapeOpsTest, SliceAndPadRunsMatchIndexByIndexCopies) {
+  // Random shapes, bounds, steps and pads against the element-by-element
+  // definition: the kernels copy whole runs where they can.
+  std::mt19937 rng(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    int64_t rank = pick(1, 4);
+    std::vector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i) shape.push_back(pick(1, 5));
+    runner::Tensor x = Iota(shape);
+    std::vector<int64_t> strides = StridesOf(shape);
+    // Slice: every axis, step in {-2, -1, 1, 2, 3}, bounds anywhere.
+    std::vector<int64_t> starts, ends, steps, axes;
+    std::vector<int64_t> first(static_cast<size_t>(rank)), step(static_cast<size_t>(rank)),
+        count(static_cast<size_t>(rank));
+    for (int64_t a = 0; a < rank; ++a) {
+      int64_t dim = shape[static_cast<size_t>(a)];
+      int64_t st = std::vector<int64_t>{-2, -1, 1, 1, 2, 3}[static_cast<size_t>(pick(0, 5))];
+      int64_t s = pick(0, dim - 1), e = st > 0 ? pick(s, dim) : pick(0, s);
+      if (trial % 3 == 0) s = st > 0 ? 0 : dim - 1, e = st > 0 ? dim : -dim - 1, st = st > 0 ? 1 : st;
+      starts.push_back(s);
+      ends.push_back(e);
+      steps.push_back(st);
+      axes.push_back(a);
+      int64_t real_e = e < 0 ? e + dim : e;  // -dim - 1 (through index 0) becomes -1
+      first[static_cast<size_t>(a)] = s;
+      step[static_cast<size_t>(a)] = st;
+      count[static_cast<size_t>(a)] = st > 0 ? (real_e - s + st - 1) / st : (s - real_e + (-st) - 1) / (-st);
+    }
+    auto sliced = RunSingleNodeTensors("Slice", {x, Int64s({rank}, starts), Int64s({rank}, ends),
+                                                 Int64s({rank}, axes), Int64s({rank}, steps)});
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    const runner::Tensor& y = (*sliced)[0];
+    ASSERT_EQ(y.shape(), count) << "trial " << trial;
+    std::vector<int64_t> c(static_cast<size_t>(rank), 0);
+    for (int64_t i = 0; i < y.size(); ++i) {
+      int64_t src = 0;
+      for (size_t d = 0; d < c.size(); ++d) src += (first[d] + c[d] * step[d]) * strides[d];
+      ASSERT_EQ(y.data<float>()[i], static_cast<float>(src)) << "slice trial " << trial << " element " << i;
+      for (size_t d = c.size(); d-- > 0;) {
+        if (++c[d] < count[d]) break;
+        c[d] = 0;
+      }
+    }
+    // Pad: pads in [-dim + 1, 4] per side, one of the four modes.
+    const char* modes[] = {"constant", "reflect", "edge", "wrap"};
+    std::string mode = modes[pick(0, 3)];
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank));
+    std::vector<int64_t> out_shape(static_cast<size_t>(rank));
+    for (int64_t a = 0; a < rank; ++a) {
+      int64_t dim = shape[static_cast<size_t>(a)];
+      int64_t b = pick(-(dim - 1) / 2, 3), e = pick(-(dim - 1) / 2, 3);
+      if (mode == "reflect") b = std::min(b, dim - 1), e = std::min(e, dim - 1);
+      pads[static_cast<size_t>(a)] = b;
+      pads[static_cast<size_t>(a + rank)] = e;
+      out_shape[static_cast<size_t>(a)] = dim + b + e;
+    }
+    auto padded = RunSingleNodeTensors("Pad", {x, Int64s({2 * rank}, pads), Floats({}, {-1.f})},
+                                       {AttrString("mode", mode)});
+    ASSERT_TRUE(padded.ok()) << padded.status() << " " << mode;
+    const runner::Tensor& p = (*padded)[0];
+    ASSERT_EQ(p.shape(), out_shape);
+    std::fill(c.begin(), c.end(), 0);
+    for (int64_t i = 0; i < p.size(); ++i) {
+      float expected = 0;
+      int64_t src = 0;
+      bool inside = true;
+      for (size_t d = 0; d < c.size(); ++d) {
+        int64_t dim = shape[d], lo = pads[d] < 0 ? -pads[d] : 0;
+        int64_t len = dim - lo - (pads[d + c.size()] < 0 ? -pads[d + c.size()] : 0);
+        int64_t r = c[d] - std::max<int64_t>(pads[d], 0);
+        if (r < 0 || r >= len) {
+          if (mode == "constant") inside = false;
+          if (mode == "edge") r = r < 0 ? 0 : len - 1;
+          if (mode == "wrap") r = ((r % len) + len) % len;
+          if (mode == "reflect") {
+            int64_t period = 2 * (len - 1);
+            r = period == 0 ? 0 : ((r % period) + period) % period;
+            if (r >= len) r = period - r;
+          }
+        }
+        src += (lo + r) * strides[d];
+      }
+      expected = inside ? static_cast<float>(src) : -1.f;
+      ASSERT_EQ(p.data<float>()[i], expected) << mode << " pad trial " << trial << " element " << i;
+      for (size_t d = c.size(); d-- > 0;) {
+        if (++c[d] < out_shape[d]) break;
+        c[d] = 0;
+      }
+    }
+  }
 }
 
 }  // namespace
