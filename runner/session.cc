@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -379,6 +380,24 @@ class Session::Executor : public SubgraphRunner {
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame);
   }
 
+  // True when every input of the node is a tensor and together they hold
+  // fewer than 16384 elements (64 KiB of floats): element-wise work on them
+  // takes a few microseconds, about what a fork and join of the OpenMP pool
+  // costs. Inputs include weights, so small convolutions and products with
+  // large weights count as large.
+  static bool SmallWork(const KernelContext& ctx) {
+    constexpr int64_t kSmallElements = 16384;
+    int64_t total = 0;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const RtValue* v = ctx.Value(i);
+      if (v == nullptr) continue;
+      if (!v->is_tensor()) return false;
+      total += v->tensor().size();
+      if (total >= kSmallElements) return false;
+    }
+    return true;
+  }
+
   // Runs `kernel` as `node` (whose outputs it produces into `frame`),
   // reporting its time under `timed`.
   // `device`: a CUDA kernel, waited for when its time is measured.
@@ -395,6 +414,13 @@ class Session::Executor : public SubgraphRunner {
     // The time of nodes this kernel runs inside (subgraph and function
     // bodies) is theirs, not its own.
     if (timing) inner_seconds_.push_back(0);
+    // Small nodes run on one thread: waking the others costs more than
+    // their work (each node sets its own width, so the nodes of a subgraph
+    // or function run by a small node decide for themselves).
+    std::optional<cpu::ThreadsScope> width;
+    if (!device && session_->options_.threads > 1 && session_->HostBackend() == Backend::kCpu) {
+      width.emplace(SmallWork(ctx) ? 1 : session_->options_.threads);
+    }
     absl::Status status = kernel.Run(ctx);
     if (status.ok() && device && (timing || session_->options_.on_node_run)) {
       status = cuda::Synchronize(*session_->cuda_);

@@ -111,6 +111,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReferenceKernel(const ir::Node& node
 
 void SetThreads(int threads) { omp_set_num_threads(threads < 1 ? 1 : threads); }
 
+ThreadsScope::ThreadsScope(int threads) : saved_(omp_get_max_threads()) {
+  if (threads < 1) threads = 1;
+  if (threads != saved_) omp_set_num_threads(threads);
+}
+
+ThreadsScope::~ThreadsScope() {
+  if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
 bool Bf16Supported() {
   // The ISA values are bit sets: each one holds the bits of those it extends.
   const int bf16 = static_cast<int>(dnnl::cpu_isa::avx512_core_bf16);

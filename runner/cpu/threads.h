@@ -9,6 +9,21 @@ namespace onnxkit::runner::cpu {
 // Sets the OpenMP threads of this process (at least 1).
 void SetThreads(int threads);
 
+// While alive, the calling thread's OpenMP pool is `threads` wide (at
+// least 1); the width before comes back at the end of the scope. oneDNN
+// sizes a primitive's partition when the primitive is created, so a kernel
+// that builds and runs its primitives inside the scope uses that width.
+class ThreadsScope {
+ public:
+  explicit ThreadsScope(int threads);
+  ~ThreadsScope();
+  ThreadsScope(const ThreadsScope&) = delete;
+  ThreadsScope& operator=(const ThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 // True when this CPU has bfloat16 dot-product instructions (AVX512_BF16 or
 // AMX) that oneDNN uses: only then do sessions asking for bfloat16
 // (SessionOptions::bf16) compute in it; elsewhere oneDNN would emulate
