@@ -13,11 +13,16 @@ figures as JSON (--json-out).
 
 Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini}.onnx (made by
 bench/export_torch_models.py), if_convnet and if_convnet_flat (a conv net inside
-an If and the same net without it, made by bench/make_if_model.py), and the
-light models of the onnx backend data.
+an If and the same net without it, made by bench/make_if_model.py), vad_if (a
+0.1 ms voice-activity model, Fourier Conv, Conv encoder and an LSTM step inside
+an If on the sample rate, made by bench/make_vad_model.py), and the light
+models of the onnx backend data. The default set is every one of them but
+if_convnet_flat. Missing files are reported and skipped; the last line is the
+geometric mean of cpu/ort and the worst ratio.
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -132,7 +137,7 @@ def run_ort(model, spec_path, runs, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
-    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,light",
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,light,if_convnet,vad_if",
                     help="comma-separated names; 'light' means every light model, light_NAME one of them")
     ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
     ap.add_argument("--backends", default="cpu,reference")
@@ -156,6 +161,7 @@ def main():
     print(f"{'model':24} {'ort ms':>9} " + " ".join(f"{b + ' ms':>13}" for b in args.backends.split(",")) +
           f" {'cpu/ort':>8}" + (f" {'base ms':>9} {'base/ort':>8}" if args.baseline else "") +
           f"   ({args.stat}, {args.threads} thread{'s' if args.threads != 1 else ''})")
+    ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in models:
             if not os.path.exists(path):
@@ -176,15 +182,20 @@ def main():
                 return r["latency_ms"][args.stat] if "latency_ms" in r else float("nan")
 
             ratio = med(row.get("cpu", {})) / med(row["ort"]) if "cpu" in row else float("nan")
+            if ratio == ratio:
+                ratios.append(ratio)
             base = ""
             if args.baseline:
-                base = f" {med(row['baseline']):9.2f} {med(row['baseline']) / med(row['ort']):8.2f}"
-            print(f"{name:24} {med(row['ort']):9.2f} " +
-                  " ".join(f"{med(row[b]):13.2f}" for b in args.backends.split(",")) + f" {ratio:8.2f}" + base,
+                base = f" {med(row['baseline']):9.3f} {med(row['baseline']) / med(row['ort']):8.2f}"
+            print(f"{name:24} {med(row['ort']):9.3f} " +
+                  " ".join(f"{med(row[b]):13.3f}" for b in args.backends.split(",")) + f" {ratio:8.2f}" + base,
                   flush=True)
             for k, r in row.items():
                 if "error" in r:
                     print(f"  {k}: {r['error']}")
+    if ratios:
+        print(f"{'geomean cpu/ort':24} {math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.3f} "
+              f"over {len(ratios)} models; worst {max(ratios):.2f}")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)
