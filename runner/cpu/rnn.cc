@@ -13,6 +13,8 @@
 // on the reference kernel. Arithmetic is float32 (the reference's is double),
 // NaN and infinities propagate as in the reference: no comparison or clamp
 // other than the ops' own (Relu, clip) is involved, and those pass NaN on.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -175,14 +177,26 @@ class RecurrentKernel : public CpuKernel {
     }
     if (out[0] != nullptr && ragged) std::fill_n(out[0]->mutable_data<float>(), *y_size, 0.0f);
 
-    xw_.resize(static_cast<size_t>(*xw_size));
-    hr_.resize(static_cast<size_t>(batch_ * g_ * h_));
-    hs_.resize(static_cast<size_t>(batch_ * h_));
-    cs_.resize(static_cast<size_t>(batch_ * h_));
-    tmp_.resize(static_cast<size_t>(batch_ * h_));
-    bias_.resize(static_cast<size_t>(g_ * h_));
+    for (int64_t d = 0; d < nd; ++d) {
+      Scratch& sc = scratch_[d];
+      sc.xw.resize(static_cast<size_t>(*xw_size));
+      sc.hr.resize(static_cast<size_t>(batch_ * g_ * h_));
+      sc.hs.resize(static_cast<size_t>(batch_ * h_));
+      sc.cs.resize(static_cast<size_t>(batch_ * h_));
+      sc.tmp.resize(static_cast<size_t>(batch_ * h_));
+      sc.bias.resize(static_cast<size_t>(g_ * h_));
+    }
     packed_ = constant_weights_ && PackedGemmAvailable() && isz_ <= kPackedGemmMaxK &&
               h_ <= kPackedGemmMaxK && Pack(*in[1], *in[2]);
+    if (nd == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
+      // The two directions are independent: one thread each (the products
+      // inside then run on their own thread).
+      absl::Status status[2];
+#pragma omp parallel for num_threads(2)
+      for (int d = 0; d < 2; ++d) status[d] = Direction(d, in, out);
+      ONNXKIT_RETURN_IF_ERROR(status[0]);
+      return status[1];
+    }
     for (int64_t d = 0; d < nd; ++d) {
       ONNXKIT_RETURN_IF_ERROR(Direction(d, in, out));
     }
@@ -200,6 +214,7 @@ class RecurrentKernel : public CpuKernel {
   }
 
   absl::Status Direction(int64_t d, const Tensor* const* in, Tensor* const* out) {
+    Scratch& sc = scratch_[d];
     const int64_t gh = g_ * h_, h = h_;
     const bool gru = o_.cell == RnnCell::kGru, lbr = gru && o_.linear_before_reset;
     const float* w = in[1]->data<float>() + d * gh * isz_;
@@ -214,23 +229,23 @@ class RecurrentKernel : public CpuKernel {
     for (int64_t j = 0; j < gh; ++j) {
       float bias = wb != nullptr ? wb[j] : 0.0f;
       if (rb != nullptr && !(lbr && j >= 2 * h)) bias += rb[j];
-      bias_[static_cast<size_t>(j)] = bias;
+      sc.bias[static_cast<size_t>(j)] = bias;
     }
     if (packed_) {
-      PackedGemm(in[0]->data<float>(), seq_ * batch_, isz_, packs_[static_cast<size_t>(d)].w, bias_.data(),
-                 xw_.data(), gh);
+      PackedGemm(in[0]->data<float>(), seq_ * batch_, isz_, packs_[static_cast<size_t>(d)].w, sc.bias.data(),
+                 sc.xw.data(), gh);
     } else {
       ONNXKIT_RETURN_IF_ERROR(
-          GemmNT(seq_ * batch_, gh, isz_, in[0]->data<float>(), isz_, w, isz_, xw_.data(), gh));
+          GemmNT(seq_ * batch_, gh, isz_, in[0]->data<float>(), isz_, w, isz_, sc.xw.data(), gh));
       for (int64_t row = 0; row < seq_ * batch_; ++row) {
-        float* p = xw_.data() + row * gh;
-        for (int64_t j = 0; j < gh; ++j) p[j] += bias_[static_cast<size_t>(j)];
+        float* p = sc.xw.data() + row * gh;
+        for (int64_t j = 0; j < gh; ++j) p[j] += sc.bias[static_cast<size_t>(j)];
       }
     }
     for (int64_t b = 0; b < batch_; ++b) {
       int64_t si = StateIndex(d, b);
-      float* hb = hs_.data() + b * h;
-      float* cb = cs_.data() + b * h;
+      float* hb = sc.hs.data() + b * h;
+      float* cb = sc.cs.data() + b * h;
       if (in[5] != nullptr) {
         std::memcpy(hb, in[5]->data<float>() + si, static_cast<size_t>(h) * sizeof(float));
       } else {
@@ -250,17 +265,17 @@ class RecurrentKernel : public CpuKernel {
     for (int64_t s = 0; s < steps; ++s) {
       // The recurrent product: all gates, or GRU's z and r first.
       if (packed_) {
-        PackedGemm(hs_.data(), batch_, h, packs_[static_cast<size_t>(d)].r, nullptr, hr_.data(), gh);
+        PackedGemm(sc.hs.data(), batch_, h, packs_[static_cast<size_t>(d)].r, nullptr, sc.hr.data(), gh);
       } else {
         ONNXKIT_RETURN_IF_ERROR(
-            GemmNT(batch_, gru && !lbr ? 2 * h : gh, h, hs_.data(), h, r, h, hr_.data(), gh));
+            GemmNT(batch_, gru && !lbr ? 2 * h : gh, h, sc.hs.data(), h, r, h, sc.hr.data(), gh));
       }
       for (int64_t b = 0; b < batch_; ++b) {
         if (!active(b, s)) continue;
-        float* g = hr_.data() + b * gh;
-        const float* xg = xw_.data() + InputRow(time_of(b, s), b) * gh;
-        float* hb = hs_.data() + b * h;
-        float* cb = cs_.data() + b * h;
+        float* g = sc.hr.data() + b * gh;
+        const float* xg = sc.xw.data() + InputRow(time_of(b, s), b) * gh;
+        float* hb = sc.hs.data() + b * h;
+        float* cb = sc.cs.data() + b * h;
         switch (o_.cell) {
           case RnnCell::kRnn:
             for (int64_t k = 0; k < h; ++k) hb[k] = g[k] + xg[k];
@@ -274,7 +289,7 @@ class RecurrentKernel : public CpuKernel {
             if (o_.clip) Clip(g, 2 * h, clip);
             Apply(act[0], g, 2 * h);
             if (!lbr) {
-              float* rh = tmp_.data() + b * h;
+              float* rh = sc.tmp.data() + b * h;
               for (int64_t k = 0; k < h; ++k) rh[k] = g[h + k] * hb[k];
             } else {
               GruUpdate(g, xg, rb != nullptr ? rb + 2 * h : nullptr, act[1], clip, hb);
@@ -289,25 +304,25 @@ class RecurrentKernel : public CpuKernel {
         // Inactive items' rows are not read back; zero them so the product
         // sees defined values.
         for (int64_t b = 0; b < batch_; ++b) {
-          if (!active(b, s)) std::fill_n(tmp_.data() + b * h, h, 0.0f);
+          if (!active(b, s)) std::fill_n(sc.tmp.data() + b * h, h, 0.0f);
         }
         if (packed_) {
-          PackedGemm(tmp_.data(), batch_, h, packs_[static_cast<size_t>(d)].r_h, nullptr, hr_.data() + 2 * h,
-                     gh);
+          PackedGemm(sc.tmp.data(), batch_, h, packs_[static_cast<size_t>(d)].r_h, nullptr,
+                     sc.hr.data() + 2 * h, gh);
         } else {
           ONNXKIT_RETURN_IF_ERROR(
-              GemmNT(batch_, h, h, tmp_.data(), h, r + 2 * h * h, h, hr_.data() + 2 * h, gh));
+              GemmNT(batch_, h, h, sc.tmp.data(), h, r + 2 * h * h, h, sc.hr.data() + 2 * h, gh));
         }
         for (int64_t b = 0; b < batch_; ++b) {
           if (active(b, s))
-            GruUpdate(hr_.data() + b * gh, xw_.data() + InputRow(time_of(b, s), b) * gh, nullptr, act[1],
-                      clip, hs_.data() + b * h);
+            GruUpdate(sc.hr.data() + b * gh, sc.xw.data() + InputRow(time_of(b, s), b) * gh, nullptr, act[1],
+                      clip, sc.hs.data() + b * h);
         }
       }
       if (out[0] != nullptr) {
         for (int64_t b = 0; b < batch_; ++b) {
           if (!active(b, s)) continue;
-          std::memcpy(out[0]->mutable_data<float>() + OutputIndex(time_of(b, s), d, b), hs_.data() + b * h,
+          std::memcpy(out[0]->mutable_data<float>() + OutputIndex(time_of(b, s), d, b), sc.hs.data() + b * h,
                       static_cast<size_t>(h) * sizeof(float));
         }
       }
@@ -315,11 +330,11 @@ class RecurrentKernel : public CpuKernel {
     for (int64_t b = 0; b < batch_; ++b) {
       int64_t si = StateIndex(d, b);
       if (out[1] != nullptr) {
-        std::memcpy(out[1]->mutable_data<float>() + si, hs_.data() + b * h,
+        std::memcpy(out[1]->mutable_data<float>() + si, sc.hs.data() + b * h,
                     static_cast<size_t>(h) * sizeof(float));
       }
       if (out[2] != nullptr) {
-        std::memcpy(out[2]->mutable_data<float>() + si, cs_.data() + b * h,
+        std::memcpy(out[2]->mutable_data<float>() + si, sc.cs.data() + b * h,
                     static_cast<size_t>(h) * sizeof(float));
       }
     }
@@ -426,6 +441,11 @@ class RecurrentKernel : public CpuKernel {
     PackedMatrix w, r, r_h;
   };
 
+  // Buffers of one direction; grown to the largest shapes seen.
+  struct Scratch {
+    std::vector<float> xw, hr, hs, cs, tmp, bias;
+  };
+
   RnnOptions o_;
   const bool constant_weights_;
   bool packed_ = false;
@@ -434,7 +454,7 @@ class RecurrentKernel : public CpuKernel {
   const void* packed_r_ = nullptr;
   int64_t seq_ = 0, batch_ = 0, isz_ = 0, g_ = 0, h_ = 0;
   std::vector<int64_t> state_shape_, lens_;
-  std::vector<float> xw_, hr_, hs_, cs_, tmp_, bias_;
+  Scratch scratch_[2];
 };
 
 }  // namespace

@@ -213,6 +213,29 @@ TEST(CpuRnnTest, NanAndInfinityPropagateAsInTheReference) {
   }
 }
 
+TEST(CpuRnnTest, BidirectionalLayersOnTwoThreads) {
+  // Each direction on its own thread: the same results as the reference.
+  uint32_t seed = 900;
+  for (std::string op : {"RNN", "GRU", "LSTM"}) {
+    for (bool constant : {false, true}) {
+      Layer l;
+      l.op = op, l.direction = "bidirectional", l.batch = 3, l.seq = 9, l.ragged = true, l.layout = seed % 2;
+      l.input = 40, l.hidden = 48;  // over 16384 input elements: the session keeps both threads
+      l.constant_weights = constant;
+      SCOPED_TRACE(op + (constant ? " constant weights" : ""));
+      auto [graph, feeds] = Build(l, seed++);
+      auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, 14);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, 14, /*threads=*/2);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      ASSERT_EQ(ref->size(), cpu->size());
+      for (size_t i = 0; i < ref->size(); ++i) {
+        ExpectTensorsClose((*ref)[i].tensor(), (*cpu)[i].tensor(), 1e-5, 1e-4, "output " + std::to_string(i));
+      }
+    }
+  }
+}
+
 TEST(CpuRnnTest, RepeatedRunsWithNewShapes) {
   Layer l;
   l.op = "GRU", l.ragged = true;
