@@ -18,6 +18,13 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
+// common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil,
+// InstanceNormalization.
+Factory MakeWhere;
+Factory MakeExpand;
+Factory MakeCast;
+Factory MakeRounding;
+Factory MakeInstanceNorm;
 // rnn.cc: RNN, GRU, LSTM.
 Factory MakeRecurrent;
 // quantize_linear.cc

@@ -1,0 +1,418 @@
+// cpu kernels for common ops oneDNN has no primitive for, which otherwise
+// run on the reference kernels (each element through a double, one index
+// tuple at a time): InstanceNormalization, Where, Expand, Cast between
+// float32 and int64 / int32 / int8 / uint8 / bool, HardSigmoid, Floor and
+// Ceil. Where, Expand, Cast, Floor and Ceil give the reference's values bit
+// for bit; HardSigmoid computes in double as the reference does;
+// InstanceNormalization takes its sums in double in another order (they
+// differ from the reference's sequential sums in the last bits of a double,
+// far below float precision). Other types, shapes and attributes run on the
+// reference kernel, which also reports every error.
+//
+// Broadcasting (Where, Expand): the output's dims are merged where every
+// input is either contiguous or broadcast across both, and the rows of the
+// last merged dim are walked with stride 0 or 1 per input; rows are split
+// over the OpenMP threads from 2^16 output elements.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "lib/base/data_type.h"
+#include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
+#include "runner/reference/dispatch.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+// Output dims merged where possible and, per input, the stride (in
+// elements) of each merged dim: 0 where the input is broadcast.
+struct Broadcast {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;
+};
+
+Broadcast PlanBroadcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& inputs) {
+  const size_t rank = out.size();
+  Broadcast b;
+  std::vector<std::vector<int64_t>> full(inputs.size(), std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::vector<int64_t>& s = *inputs[k];
+    int64_t stride = 1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const size_t d = s.size() - 1 - i, o = rank - 1 - i;
+      full[k][o] = s[d] == 1 && out[o] != 1 ? 0 : stride;
+      stride *= s[d];
+    }
+  }
+  // Merge dim d into the dim after it when every input's stride allows.
+  b.strides.assign(inputs.size(), {});
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;  // size-1 dims take no part
+    bool merge = !b.dims.empty();
+    for (size_t k = 0; k < inputs.size() && merge; ++k) {
+      merge = b.strides[k].back() == full[k][d] * out[d];
+    }
+    if (merge) {
+      b.dims.back() *= out[d];
+      for (size_t k = 0; k < inputs.size(); ++k) b.strides[k].back() = full[k][d];
+    } else {
+      b.dims.push_back(out[d]);
+      for (size_t k = 0; k < inputs.size(); ++k) b.strides[k].push_back(full[k][d]);
+    }
+  }
+  if (b.dims.empty()) {
+    b.dims.push_back(1);
+    for (auto& s : b.strides) s.push_back(1);
+  }
+  return b;
+}
+
+// fn(row_offsets (one per input), out_offset, n, inner_strides) for every
+// row of the last merged dim; rows in parallel for large outputs.
+template <typename F>
+void ForEachRow(const Broadcast& b, F&& fn) {
+  const size_t rank = b.dims.size(), inputs = b.strides.size();
+  const int64_t n = b.dims.back();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= b.dims[d];
+  std::vector<int64_t> inner(inputs);
+  for (size_t k = 0; k < inputs; ++k) inner[k] = b.strides[k].back();
+#pragma omp parallel for if (rows > 1 && rows * n >= kParallelElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t offsets[4] = {0, 0, 0, 0};
+    int64_t rest = row;
+    for (size_t d = rank - 1; d-- > 0;) {
+      const int64_t i = rest % b.dims[d];
+      rest /= b.dims[d];
+      for (size_t k = 0; k < inputs; ++k) offsets[k] += i * b.strides[k][d];
+    }
+    fn(offsets, row * n, n, inner.data());
+  }
+}
+
+// The unsigned integer type of an element of `bytes` bytes.
+template <int kBytes>
+struct Word;
+template <>
+struct Word<1> {
+  using T = uint8_t;
+};
+template <>
+struct Word<2> {
+  using T = uint16_t;
+};
+template <>
+struct Word<4> {
+  using T = uint32_t;
+};
+template <>
+struct Word<8> {
+  using T = uint64_t;
+};
+
+// Calls fn(Word<bytes>::T{}) for element sizes 1, 2, 4 and 8 bytes; false
+// for other types (strings, packed 4-bit, complex).
+template <typename F>
+bool VisitWord(int32_t dtype, F&& fn) {
+  if (dtype == pb::kString || dtype == 14 || dtype == 15) return false;  // strings, complex
+  switch (DataTypeBits(dtype)) {
+    case 8: fn(uint8_t{}); return true;
+    case 16: fn(uint16_t{}); return true;
+    case 32: fn(uint32_t{}); return true;
+    case 64: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+// The broadcast shape of `shapes`, or nullopt.
+std::optional<std::vector<int64_t>> BroadcastOf(std::vector<std::vector<int64_t>> shapes) {
+  absl::StatusOr<std::vector<int64_t>> out = reference::BroadcastShapes(shapes);
+  if (!out.ok()) return std::nullopt;
+  return *std::move(out);
+}
+
+class WhereKernel : public CpuKernel {
+ public:
+  WhereKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* c, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* y, ctx.Input(2));
+    if (c->dtype() != pb::kBool || x->dtype() != y->dtype()) return Fallback(ctx);
+    std::optional<std::vector<int64_t>> shape = BroadcastOf({c->shape(), x->shape(), y->shape()});
+    if (!shape) return Fallback(ctx);
+    const int32_t dtype = x->dtype();
+    Tensor* out = nullptr;
+    bool typed = VisitWord(dtype, [&](auto) {});
+    if (!typed) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(out, ctx.AllocateOutputUninitialized(0, dtype, *shape));
+    if (out->size() == 0) return absl::OkStatus();
+    Broadcast b = PlanBroadcast(*shape, {&c->shape(), &x->shape(), &y->shape()});
+    VisitWord(dtype, [&](auto word) {
+      using T = decltype(word);
+      const bool* cp = c->data<bool>();
+      const T* xp = static_cast<const T*>(x->raw());
+      const T* yp = static_cast<const T*>(y->raw());
+      T* op = static_cast<T*>(out->mutable_raw());
+      ForEachRow(b, [&](const int64_t* off, int64_t o, int64_t n, const int64_t* s) {
+        const bool* cr = cp + off[0];
+        const T* xr = xp + off[1];
+        const T* yr = yp + off[2];
+        T* orow = op + o;
+        if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+          for (int64_t i = 0; i < n; ++i) orow[i] = cr[i] ? xr[i] : yr[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) orow[i] = cr[i * s[0]] ? xr[i * s[1]] : yr[i * s[2]];
+        }
+      });
+    });
+    return absl::OkStatus();
+  }
+};
+
+class ExpandKernel : public CpuKernel {
+ public:
+  ExpandKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.Input(1));
+    if (s->dtype() != pb::kInt64 || s->rank() != 1) return Fallback(ctx);
+    std::vector<int64_t> target(s->data<int64_t>(), s->data<int64_t>() + s->size());
+    for (int64_t d : target) {
+      if (d < 0) return Fallback(ctx);
+    }
+    std::optional<std::vector<int64_t>> shape = BroadcastOf({x->shape(), target});
+    if (!shape || !VisitWord(x->dtype(), [&](auto) {})) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutputUninitialized(0, x->dtype(), *shape));
+    if (out->size() == 0) return absl::OkStatus();
+    Broadcast b = PlanBroadcast(*shape, {&x->shape()});
+    VisitWord(x->dtype(), [&](auto word) {
+      using T = decltype(word);
+      const T* xp = static_cast<const T*>(x->raw());
+      T* op = static_cast<T*>(out->mutable_raw());
+      ForEachRow(b, [&](const int64_t* off, int64_t o, int64_t n, const int64_t* st) {
+        if (st[0] == 1) {
+          std::memcpy(op + o, xp + off[0], static_cast<size_t>(n) * sizeof(T));
+        } else {
+          std::fill_n(op + o, n, xp[off[0]]);
+        }
+      });
+    });
+    return absl::OkStatus();
+  }
+};
+
+// The reference's float-to-integer conversion: truncation toward zero, NaN
+// as 0, beyond the int64 range saturated, then the low bits kept.
+inline int64_t FloatToInt64Bits(float f) {
+  if (std::isnan(f)) return 0;
+  const double t = std::trunc(static_cast<double>(f));
+  if (t >= 0x1p64) return -1;
+  if (t >= 0x1p63) return static_cast<int64_t>(static_cast<uint64_t>(t));
+  if (t < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(t);
+}
+
+class CastKernel : public CpuKernel {
+ public:
+  CastKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), to_(static_cast<int32_t>(reference::AttrInt(node, "to", 0))) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    const int32_t from = x->dtype();
+    const bool to_float = to_ == pb::kFloat && (from == pb::kInt64 || from == pb::kInt32 || from == pb::kBool ||
+                                                 from == pb::kInt8 || from == pb::kUint8);
+    const bool from_float =
+        from == pb::kFloat && (to_ == pb::kInt64 || to_ == pb::kInt32 || to_ == pb::kBool);
+    // Small tensors (shape arithmetic) are not worth a second code path.
+    if ((!to_float && !from_float) || x->size() < 256) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, to_, x->shape()));
+    const int64_t n = x->size();
+    if (to_float) {
+      float* out = y->mutable_data<float>();
+      // Through double, as the reference: an int64 beyond 2^53 rounds twice.
+      auto convert = [&](auto* in) {
+#pragma omp parallel for if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
+      };
+      switch (from) {
+        case pb::kInt64: convert(x->data<int64_t>()); break;
+        case pb::kInt32: convert(x->data<int32_t>()); break;
+        case pb::kInt8: convert(x->data<int8_t>()); break;
+        case pb::kUint8: convert(x->data<uint8_t>()); break;
+        default: convert(x->data<bool>()); break;
+      }
+      return absl::OkStatus();
+    }
+    const float* in = x->data<float>();
+    if (to_ == pb::kBool) {
+      bool* out = y->mutable_data<bool>();
+#pragma omp parallel for if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) out[i] = in[i] != 0 || std::isnan(in[i]);
+    } else if (to_ == pb::kInt64) {
+      int64_t* out = y->mutable_data<int64_t>();
+#pragma omp parallel for if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) out[i] = FloatToInt64Bits(in[i]);
+    } else {
+      int32_t* out = y->mutable_data<int32_t>();
+#pragma omp parallel for if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(static_cast<uint32_t>(FloatToInt64Bits(in[i])));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int32_t to_;
+};
+
+// Rows of the rounding kernel, compiled for AVX-512 and AVX2 too (the
+// baseline x86-64 has no vector rounding instruction: floor would be a
+// libm call per element).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void FloorRow(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = std::floor(x[i]);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void CeilRow(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = std::ceil(x[i]);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void HardSigmoidRow(const float* x, float* y,
+                                                                               int64_t n, double alpha,
+                                                                               double beta) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    // Selects after the conversion, so the loop vectorizes; NaN stays NaN.
+    const double v = alpha * static_cast<double>(x[i]) + beta;
+    float r = static_cast<float>(v);
+    r = v < 0 ? 0.f : r;
+    r = v > 1 ? 1.f : r;
+    y[i] = r;
+  }
+}
+
+// HardSigmoid, Floor, Ceil on float32, in double as the reference.
+class RoundingKernel : public CpuKernel {
+ public:
+  enum class Op { kHardSigmoid, kFloor, kCeil };
+
+  RoundingKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        op_(node.op_type() == "HardSigmoid" ? Op::kHardSigmoid
+            : node.op_type() == "Floor"     ? Op::kFloor
+                                            : Op::kCeil),
+        alpha_(reference::AttrFloat(node, "alpha", 0.2f)),
+        beta_(reference::AttrFloat(node, "beta", 0.5f)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != pb::kFloat) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputReusing(0, 0, pb::kFloat, x->shape()));
+    const float* in = x->data<float>();
+    float* out = y->mutable_data<float>();
+    const int64_t n = x->size();
+    constexpr int64_t kChunk = 16384;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n >= kParallelElements)
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t first = k * kChunk, count = std::min(kChunk, n - first);
+      switch (op_) {
+        case Op::kHardSigmoid: HardSigmoidRow(in + first, out + first, count, alpha_, beta_); break;
+        case Op::kFloor: FloorRow(in + first, out + first, count); break;
+        case Op::kCeil: CeilRow(in + first, out + first, count); break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Op op_;
+  double alpha_, beta_;
+};
+
+// InstanceNormalization on float32 X [N, C, ...] with scale and bias [C]:
+// per (n, c) plane the mean and population variance in double, then
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias, planes in parallel.
+class InstanceNormKernel : public CpuKernel {
+ public:
+  InstanceNormKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), epsilon_(reference::AttrFloat(node, "epsilon", 1e-5f)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bias, ctx.Input(2));
+    if (x->dtype() != pb::kFloat || scale->dtype() != pb::kFloat || bias->dtype() != pb::kFloat ||
+        x->rank() < 3 || x->size() == 0) {
+      return Fallback(ctx);
+    }
+    const int64_t channels = x->dim(1), planes = x->dim(0) * channels, inner = x->size() / planes;
+    if (scale->shape() != std::vector<int64_t>{channels} || bias->shape() != std::vector<int64_t>{channels}) {
+      return Fallback(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    const float* in = x->data<float>();
+    float* out = y->mutable_data<float>();
+    const float* s = scale->data<float>();
+    const float* b = bias->data<float>();
+    const double epsilon = epsilon_;
+#pragma omp parallel for if (planes > 1 && x->size() >= kParallelElements)
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* xp = in + p * inner;
+      float* yp = out + p * inner;
+      double sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < inner; ++i) sum += xp[i];
+      const double mean = sum / static_cast<double>(inner);
+      double sq = 0;
+#pragma omp simd reduction(+ : sq)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double d = xp[i] - mean;
+        sq += d * d;
+      }
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon);
+      const double sc = s[p % channels], bi = b[p % channels];
+#pragma omp simd
+      for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<float>((xp[i] - mean) * inv * sc + bi);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  double epsilon_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeWhere(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<WhereKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeExpand(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<ExpandKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<CastKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRounding(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<RoundingKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNorm(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<InstanceNormKernel>(node, info);
+}
+
+}  // namespace onnxkit::runner::cpu

@@ -1,0 +1,182 @@
+// The cpu backend's Where, Expand, Cast, HardSigmoid, Floor, Ceil and
+// InstanceNormalization kernels (runner/cpu/common_ops.cc) against the
+// reference kernels: broadcasts of every kind, element types by size,
+// conversion edge cases (NaN, infinities, values beyond int64), NaN in
+// normalized planes, two threads, and the cases that fall back.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+runner::Tensor RandomBools(std::vector<int64_t> shape, uint32_t seed) {
+  runner::Tensor ints = RandomInts(pb::kUint8, shape, seed, 0, 1);
+  std::vector<bool> v;
+  for (int64_t i = 0; i < ints.size(); ++i) v.push_back(ints.data<uint8_t>()[i] != 0);
+  return Bools(shape, v);
+}
+
+// Runs the graph on both backends, at one and two threads, and expects
+// exactly the reference's outputs (atol, rtol 0 unless given).
+void ExpectSame(const pb::GraphProto& graph, const Feeds& feeds, int64_t opset, double atol = 0, double rtol = 0) {
+  auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, opset);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (int threads : {1, 2}) {
+    auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, opset, threads);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(ref->size(), cpu->size());
+    for (size_t i = 0; i < ref->size(); ++i) {
+      ExpectTensorsClose((*ref)[i].tensor(), (*cpu)[i].tensor(), atol, rtol,
+                         "output " + std::to_string(i) + " at " + std::to_string(threads) + " threads");
+    }
+  }
+}
+
+TEST(CpuCommonOpsTest, WhereBroadcastsEveryWay) {
+  struct Case {
+    std::vector<int64_t> c, x, y;
+  };
+  std::vector<Case> cases = {{{4, 5, 6}, {4, 5, 6}, {4, 5, 6}},
+                             {{1, 1, 64, 64}, {}, {2, 12, 64, 64}},  // attention mask, scalar fill
+                             {{64, 1}, {1, 300}, {64, 300}},
+                             {{3, 1, 7}, {1, 5, 1}, {7}},
+                             {{1}, {2, 3}, {1, 3}},
+                             {{2, 0, 3}, {1, 3}, {1}}};
+  uint32_t seed = 1;
+  for (const Case& k : cases) {
+    for (int32_t type : {pb::kFloat, pb::kInt64, pb::kUint8, pb::kBool, pb::kFloat16}) {
+      SCOPED_TRACE(std::to_string(k.y.size()) + "-d y, type " + std::to_string(type));
+      GraphBuilder g("g");
+      g.Input("c", pb::kBool).Input("x", type).Input("y", type).Node("Where", {"c", "x", "y"}, {"z"}).Output("z", type);
+      auto values = [&](const std::vector<int64_t>& shape) {
+        if (type == pb::kFloat) return RandomFloats(shape, seed++);
+        if (type == pb::kBool) return RandomBools(shape, seed++);
+        if (type == pb::kFloat16) return RandomInts(pb::kInt32, shape, seed++, 0, 1);  // replaced below
+        return RandomInts(type, shape, seed++, -100, 100);
+      };
+      Feeds feeds = {{"c", RandomBools(k.c, seed++)}, {"x", values(k.x)}, {"y", values(k.y)}};
+      if (type == pb::kFloat16) {
+        // float16 bit patterns of small integers: the kernel moves 2-byte words.
+        for (int i = 1; i <= 2; ++i) {
+          std::vector<int64_t> shape = i == 1 ? k.x : k.y;
+          runner::Tensor t = *runner::Tensor::Allocate(pb::kFloat16, shape);
+          for (int64_t j = 0; j < t.size(); ++j) static_cast<uint16_t*>(t.mutable_raw())[j] = static_cast<uint16_t>(0x3c00 + j);
+          feeds[static_cast<size_t>(i)].second = t;
+        }
+      }
+      ExpectSame(g.Build(), feeds, 16);
+    }
+  }
+}
+
+TEST(CpuCommonOpsTest, ExpandBroadcastsAndCopies) {
+  struct Case {
+    std::vector<int64_t> x, shape;
+  };
+  std::vector<Case> cases = {{{64, 1, 1}, {2, 64, 8, 8}}, {{1}, {5, 3}},       {{3, 1}, {2, 1, 6}},
+                             {{2, 3}, {2, 3}},            {{1, 300}, {70, 1}}, {{4, 1, 5}, {4, 0, 5}}};
+  uint32_t seed = 50;
+  for (const Case& k : cases) {
+    for (int32_t type : {pb::kFloat, pb::kInt64, pb::kBool}) {
+      GraphBuilder g("g");
+      g.Input("x", type).Input("s", pb::kInt64).Node("Expand", {"x", "s"}, {"y"}).Output("y", type);
+      runner::Tensor x = type == pb::kFloat  ? RandomFloats(k.x, seed++)
+                         : type == pb::kBool ? RandomBools(k.x, seed++)
+                                             : RandomInts(type, k.x, seed++, -9, 9);
+      Feeds feeds = {{"x", x}, {"s", Int64s({static_cast<int64_t>(k.shape.size())}, k.shape)}};
+      ExpectSame(g.Build(), feeds, 13);
+    }
+  }
+}
+
+TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> special = {nan,   inf,    -inf,  1e20f, -1e20f, 0x1p63f, -0x1p63f, 0x1p64f, 3e9f, -3e9f,
+                                -0.5f, 2.9f,   -2.9f, 0.f,   -0.f,   1e-40f,  65504.f,  -1.f,    0.5f, 2147483520.f};
+  runner::Tensor x = RandomFloats({1000}, 1, -1e4f, 1e4f);
+  for (size_t i = 0; i < special.size(); ++i) x.mutable_data<float>()[i * 37] = special[i];
+  for (int32_t to : {pb::kInt64, pb::kInt32, pb::kBool}) {
+    GraphBuilder g("g");
+    g.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", to)}).Output("y", to);
+    ExpectSame(g.Build(), {{"x", x}}, 13);
+  }
+  // To float: int64 beyond 2^53 (rounded through double, as the reference),
+  // int32, int8, uint8, bool.
+  runner::Tensor big = RandomInts(pb::kInt64, {512}, 2, std::numeric_limits<int64_t>::min() / 2,
+                                  std::numeric_limits<int64_t>::max() / 2);
+  big.mutable_data<int64_t>()[0] = std::numeric_limits<int64_t>::max();
+  big.mutable_data<int64_t>()[1] = std::numeric_limits<int64_t>::min();
+  big.mutable_data<int64_t>()[2] = (int64_t{1} << 53) + 1;
+  for (const runner::Tensor& t : {big, RandomInts(pb::kInt32, {300}, 3, -100000, 100000),
+                                  RandomInts(pb::kInt8, {300}, 4, -128, 127), RandomInts(pb::kUint8, {300}, 5, 0, 255),
+                                  RandomBools({300}, 6)}) {
+    GraphBuilder g("g");
+    g.Input("x", t.dtype()).Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat)}).Output("y");
+    ExpectSame(g.Build(), {{"x", t}}, 13);
+  }
+  // Float16 targets and tiny tensors run on the reference kernel.
+  GraphBuilder h("g");
+  h.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat16)}).Output("y", pb::kFloat16);
+  ExpectSame(h.Build(), {{"x", x}}, 13);
+  GraphBuilder s("g");
+  s.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kInt64)}).Output("y", pb::kInt64);
+  ExpectSame(s.Build(), {{"x", RandomFloats({3}, 7, -5.f, 5.f)}}, 13);
+}
+
+TEST(CpuCommonOpsTest, HardSigmoidFloorCeil) {
+  runner::Tensor x = RandomFloats({3, 50, 700}, 8, -8.f, 8.f);
+  const float inf = std::numeric_limits<float>::infinity();
+  float* p = x.mutable_data<float>();
+  p[0] = std::numeric_limits<float>::quiet_NaN(), p[1] = inf, p[2] = -inf, p[3] = -0.f, p[4] = 2.5f, p[5] = -2.5f;
+  for (std::string op : {"HardSigmoid", "Floor", "Ceil"}) {
+    std::vector<pb::AttributeProto> attrs;
+    if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
+    GraphBuilder g("g");
+    g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
+    SCOPED_TRACE(op);
+    ExpectSame(g.Build(), {{"x", x}}, 13);
+  }
+  // float64 runs on the reference kernel.
+  GraphBuilder d("g");
+  d.Input("x", pb::kDouble).Node("Floor", {"x"}, {"y"}).Output("y", pb::kDouble);
+  runner::Tensor xd = *runner::Tensor::Allocate(pb::kDouble, {4});
+  for (int i = 0; i < 4; ++i) xd.mutable_data<double>()[i] = i * 0.7 - 1;
+  ExpectSame(d.Build(), {{"x", xd}}, 13);
+}
+
+TEST(CpuCommonOpsTest, InstanceNormalizationMatchesReference) {
+  uint32_t seed = 20;
+  for (std::vector<int64_t> shape :
+       std::vector<std::vector<int64_t>>{{2, 3, 5, 7}, {1, 16, 100}, {1, 4, 2, 3, 5}, {2, 32, 64, 64}}) {
+    int64_t c = shape[1];
+    GraphBuilder g("g");
+    g.Input("x").Input("s").Input("b");
+    g.Node("InstanceNormalization", {"x", "s", "b"}, {"y"}, {AttrFloat("epsilon", 1e-3f)}).Output("y");
+    Feeds feeds = {{"x", RandomFloats(shape, seed++, -4.f, 6.f)},
+                   {"s", RandomFloats({c}, seed++)},
+                   {"b", RandomFloats({c}, seed++)}};
+    ExpectSame(g.Build(), feeds, 13, 1e-6, 1e-5);
+    // A NaN makes its plane NaN, as in the reference.
+    feeds[0].second.mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    ExpectSame(g.Build(), feeds, 13, 1e-6, 1e-5);
+  }
+  // Scale of the wrong size: the reference's error.
+  GraphBuilder g("g");
+  g.Input("x").Input("s").Input("b").Node("InstanceNormalization", {"x", "s", "b"}, {"y"}).Output("y");
+  Feeds bad = {{"x", RandomFloats({1, 3, 4}, 1)}, {"s", RandomFloats({4}, 2)}, {"b", RandomFloats({3}, 3)}};
+  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), bad, 13);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), bad, 13);
+  ASSERT_FALSE(ref.ok());
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(ref.status().code(), cpu.status().code());
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
