@@ -1,9 +1,10 @@
 // cpu kernels for common ops oneDNN has no primitive for, which otherwise
 // run on the reference kernels (each element through a double, one index
 // tuple at a time): InstanceNormalization, Where, Expand, Cast between
-// float32 and int64 / int32 / int8 / uint8 / bool, HardSigmoid, Floor and
-// Ceil. Where, Expand, Cast, Floor and Ceil give the reference's values bit
-// for bit; HardSigmoid computes in double as the reference does;
+// float32 and int64 / int32 / int8 / uint8 / bool, HardSigmoid, Floor,
+// Ceil, Log and Softplus. Where, Expand, Cast, Floor and Ceil give the
+// reference's values bit for bit; HardSigmoid, Log and Softplus compute in
+// double as the reference does (runner/cpu/vector_math.h);
 // InstanceNormalization takes its sums in double in another order (they
 // differ from the reference's sequential sums in the last bits of a double,
 // far below float precision). Other types, shapes and attributes run on the
@@ -26,6 +27,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/vector_math.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -306,16 +308,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void HardSigmoidRow
   }
 }
 
-// HardSigmoid, Floor, Ceil on float32, in double as the reference.
-class RoundingKernel : public CpuKernel {
+// HardSigmoid, Floor, Ceil, Log and Softplus on float32, in double as the
+// reference (runner/cpu/vector_math.h for Log and Softplus).
+class UnaryRowKernel : public CpuKernel {
  public:
-  enum class Op { kHardSigmoid, kFloor, kCeil };
+  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus };
 
-  RoundingKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+  UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
         op_(node.op_type() == "HardSigmoid" ? Op::kHardSigmoid
             : node.op_type() == "Floor"     ? Op::kFloor
-                                            : Op::kCeil),
+            : node.op_type() == "Ceil"      ? Op::kCeil
+            : node.op_type() == "Log"       ? Op::kLog
+                                            : Op::kSoftplus),
         alpha_(reference::AttrFloat(node, "alpha", 0.2f)),
         beta_(reference::AttrFloat(node, "beta", 0.5f)) {}
 
@@ -335,6 +340,12 @@ class RoundingKernel : public CpuKernel {
         case Op::kHardSigmoid: HardSigmoidRow(in + first, out + first, count, alpha_, beta_); break;
         case Op::kFloor: FloorRow(in + first, out + first, count); break;
         case Op::kCeil: CeilRow(in + first, out + first, count); break;
+        case Op::kLog:
+          LogRow(in + first, out + first, count);
+          break;
+        case Op::kSoftplus:
+          SoftplusRow(in + first, out + first, count);
+          break;
       }
     }
     return absl::OkStatus();
@@ -408,8 +419,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeExpand(const ir::Node& node, const K
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<CastKernel>(node, info);
 }
-absl::StatusOr<std::unique_ptr<Kernel>> MakeRounding(const ir::Node& node, const KernelInfo& info) {
-  return MakeCpu<RoundingKernel>(node, info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeUnaryRow(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<UnaryRowKernel>(node, info);
 }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNorm(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<InstanceNormKernel>(node, info);

@@ -18,12 +18,12 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
-// common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil,
-// InstanceNormalization.
+// common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil / Log /
+// Softplus, InstanceNormalization.
 Factory MakeWhere;
 Factory MakeExpand;
 Factory MakeCast;
-Factory MakeRounding;
+Factory MakeUnaryRow;
 Factory MakeInstanceNorm;
 // rnn.cc: RNN, GRU, LSTM.
 Factory MakeRecurrent;

@@ -27,7 +27,6 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
-#include "runner/cpu/erf_approx.h"
 #include "runner/cpu/math.h"
 #include "runner/cpu/matmul_packed.h"
 #include "runner/cpu/vector_math.h"
@@ -55,39 +54,6 @@ absl::Status GemmNT(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
   }
   return absl::OkStatus();
 }
-
-}  // namespace
-
-// ExpNonPositive flushes to 0 below -87.3; inputs are clamped at -100 so
-// that -inf (whose integer part is undefined) gives exactly 0 as well.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidRow(float* v, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float x = v[i];
-    float m = -std::fabs(x);
-    float e = ExpNonPositive(m < -100.f ? -100.f : m);  // e^-|x|
-    float r = 1.f / (1.f + e);
-    v[i] = x >= 0.f ? r : (x < 0.f ? e * r : x);
-  }
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void TanhRow(float* v, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float x = v[i];
-    float ax = std::fabs(x);
-    // Near 0 the odd series (its next term is below 1e-12 there); elsewhere
-    // (1 - e^-2|x|) / (1 + e^-2|x|), whose subtraction loses little from 0.1 on.
-    float x2 = x * x;
-    float series = x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
-    float m = -2.f * ax;
-    float e = ExpNonPositive(m < -100.f ? -100.f : m);
-    float t = std::copysign((1.f - e) / (1.f + e), x);
-    v[i] = ax < 0.1f ? series : t;
-  }
-}
-
-namespace {
 
 // v[i] = act(v[i]) for n values.
 void Apply(const RnnActivation& act, float* v, int64_t n) {

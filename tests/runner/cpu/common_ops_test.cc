@@ -1,4 +1,4 @@
-// The cpu backend's Where, Expand, Cast, HardSigmoid, Floor, Ceil and
+// The cpu backend's Where, Expand, Cast, HardSigmoid, Floor, Ceil, Log, Softplus and
 // InstanceNormalization kernels (runner/cpu/common_ops.cc) against the
 // reference kernels: broadcasts of every kind, element types by size,
 // conversion edge cases (NaN, infinities, values beyond int64), NaN in
@@ -130,12 +130,12 @@ TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
   ExpectSame(s.Build(), {{"x", RandomFloats({3}, 7, -5.f, 5.f)}}, 13);
 }
 
-TEST(CpuCommonOpsTest, HardSigmoidFloorCeil) {
+TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplus) {
   runner::Tensor x = RandomFloats({3, 50, 700}, 8, -8.f, 8.f);
   const float inf = std::numeric_limits<float>::infinity();
   float* p = x.mutable_data<float>();
   p[0] = std::numeric_limits<float>::quiet_NaN(), p[1] = inf, p[2] = -inf, p[3] = -0.f, p[4] = 2.5f, p[5] = -2.5f;
-  for (std::string op : {"HardSigmoid", "Floor", "Ceil"}) {
+  for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus"}) {
     std::vector<pb::AttributeProto> attrs;
     if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
     GraphBuilder g("g");

@@ -3,7 +3,9 @@
 // tiny and huge values, NaN and the infinities.
 #include "runner/cpu/vector_math.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -61,6 +63,50 @@ TEST(VectorMathTest, NonFiniteValues) {
   EXPECT_EQ(t[1], 1.f);
   EXPECT_EQ(t[2], -1.f);
   EXPECT_TRUE(std::isnan(t[3]));
+}
+
+}  // namespace
+}  // namespace onnxkit::runner::cpu
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+// Every 97th float bit pattern (positive and negative, normal, denormal,
+// infinite and NaN) and the values around 1.
+std::vector<float> ManyFloats() {
+  std::vector<float> v;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 97) {
+    v.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  }
+  for (int i = -5000; i <= 5000; ++i) v.push_back(1.f + static_cast<float>(i) * 1e-7f);
+  return v;
+}
+
+template <typename Row, typename Ref>
+void ExpectReferenceRounding(Row row, Ref ref, const char* what) {
+  std::vector<float> x = ManyFloats();
+  std::vector<float> y(x.size());
+  row(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  int64_t differ = 0;
+  float first = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float expected = static_cast<float>(ref(static_cast<double>(x[i])));
+    const bool same = std::isnan(expected) ? std::isnan(y[i]) : expected == y[i];
+    if (!same && differ++ == 0) first = x[i];
+  }
+  EXPECT_EQ(differ, 0) << what << ": " << differ << " of " << x.size() << " differ from the double function "
+                       << "rounded to float, first at x = " << first;
+}
+
+TEST(VectorMathTest, LogRoundsAsTheDoubleLog) {
+  ExpectReferenceRounding(
+      LogRow, [](double x) { return std::log(x); }, "log");
+}
+
+TEST(VectorMathTest, SoftplusRoundsAsTheDoubleSoftplus) {
+  ExpectReferenceRounding(
+      SoftplusRow, [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); },
+      "softplus");
 }
 
 }  // namespace

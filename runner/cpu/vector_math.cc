@@ -1,0 +1,136 @@
+// Float rows of runner/cpu/vector_math.h. Compiled with -fno-trapping-math
+// (runner/CMakeLists.txt) so that loops with selects vectorize; no
+// floating-point trap is ever enabled, so results are unchanged.
+#include "runner/cpu/vector_math.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "runner/cpu/erf_approx.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+constexpr double kLn2 = 0.69314718055994530942;
+
+// log(m) for m in [sqrt(1/2), sqrt(2)]: 2 atanh(s), s = (m - 1) / (m + 1),
+// |s| <= 0.1716, by its odd series up to s^19 (relative error below 1e-16
+// from the series; the arithmetic adds a few double roundings).
+inline double LogNearOne(double m) {
+  const double f = m - 1, s = f / (2 + f), s2 = s * s;
+  double p = 1.0 / 19;
+  p = p * s2 + 1.0 / 17;
+  p = p * s2 + 1.0 / 15;
+  p = p * s2 + 1.0 / 13;
+  p = p * s2 + 1.0 / 11;
+  p = p * s2 + 1.0 / 9;
+  p = p * s2 + 1.0 / 7;
+  p = p * s2 + 1.0 / 5;
+  p = p * s2 + 1.0 / 3;
+  p = p * s2 + 1;
+  return 2 * s * p;
+}
+
+// log(d) for a positive normal double d: d = m 2^e with m in
+// [sqrt(1/2), sqrt(2)); the exponent is read as a double through the
+// mantissa of 2^52 (bit operations only).
+inline double LogPositive(double d) {
+  const uint64_t bits = std::bit_cast<uint64_t>(d);
+  const double e = std::bit_cast<double>((bits >> 52) | 0x4330000000000000ull) - (4503599627370496.0 + 1023);
+  double m = std::bit_cast<double>((bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull);  // [1, 2)
+  const bool high = m > 1.4142135623730951;
+  m = high ? m * 0.5 : m;
+  return (high ? e + 1 : e) * kLn2 + LogNearOne(m);
+}
+
+// e^v for v in [-110, 0] (relative error below 1e-14): 2^n e^r with
+// |r| <= ln2 / 2 and a degree-12 Taylor polynomial; 2^n built from the bits
+// of n + 2^52 + 1023. Smaller v are taken as -110 (far below the smallest
+// float); NaN stays NaN.
+inline double ExpNonPositiveDouble(double v) {
+  v = v < -110 ? -110 : v;
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  const double n = (v * 1.4426950408889634 + kRound) - kRound;
+  const double r = (v - n * 0.6931471805599453) - n * 2.3190468138462996e-17;
+  double p = 1.0 / 479001600;
+  p = p * r + 1.0 / 39916800;
+  p = p * r + 1.0 / 3628800;
+  p = p * r + 1.0 / 362880;
+  p = p * r + 1.0 / 40320;
+  p = p * r + 1.0 / 5040;
+  p = p * r + 1.0 / 720;
+  p = p * r + 1.0 / 120;
+  p = p * r + 1.0 / 24;
+  p = p * r + 1.0 / 6;
+  p = p * r + 0.5;
+  p = p * r + 1;
+  p = p * r + 1;
+  const uint64_t scale = std::bit_cast<uint64_t>(n + (4503599627370496.0 + 1023)) << 52;
+  return p * std::bit_cast<double>(scale);
+}
+
+}  // namespace
+
+// ExpNonPositive flushes to 0 below -87.3; inputs are clamped at -100 so
+// that -inf (whose integer part is undefined) gives exactly 0 as well.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidRow(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float x = v[i];
+    float m = -std::fabs(x);
+    float e = ExpNonPositive(m < -100.f ? -100.f : m);  // e^-|x|
+    float r = 1.f / (1.f + e);
+    v[i] = x >= 0.f ? r : (x < 0.f ? e * r : x);
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void TanhRow(float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float x = v[i];
+    float ax = std::fabs(x);
+    // Near 0 the odd series (its next term is below 1e-12 there); elsewhere
+    // (1 - e^-2|x|) / (1 + e^-2|x|), whose subtraction loses little from 0.1 on.
+    float x2 = x * x;
+    float series = x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
+    float m = -2.f * ax;
+    float e = ExpNonPositive(m < -100.f ? -100.f : m);
+    float t = std::copysign((1.f - e) / (1.f + e), x);
+    v[i] = ax < 0.1f ? series : t;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void LogRow(const float* x, float* y, int64_t n) {
+  constexpr float kInf = INFINITY;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    // Every positive float is a normal double; others are fixed below.
+    const double d = v > 0 && v < kInf ? static_cast<double>(v) : 1.0;
+    float r = static_cast<float>(LogPositive(d));
+    r = v == 0 ? -kInf : r;
+    r = v == kInf ? kInf : r;
+    r = v < 0 ? NAN : r;
+    r = v != v ? v : r;
+    y[i] = r;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftplusRow(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double a = v < 0 ? -v : v;  // NaN stays NaN
+    const double e = ExpNonPositiveDouble(-a);  // in (0, 1]
+    // log1p(e): its series below 1e-4, else log(1 + e) with 1 + e in (1, 2].
+    const double series = e * (1 - e * (0.5 - e * (1.0 / 3 - e * 0.25)));
+    const double w = 1 + e;
+    const bool high = w > 1.4142135623730951;
+    const double wide = (high ? kLn2 : 0) + LogNearOne(high ? w * 0.5 : w);
+    const double l = e < 1e-4 ? series : wide;
+    y[i] = static_cast<float>((v > 0 ? v : 0) + l);
+  }
+}
+
+}  // namespace onnxkit::runner::cpu
