@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "absl/strings/str_join.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/tensor/tensor_data.h"
 #include "runner/reference/dispatch.h"
@@ -178,6 +179,19 @@ class ResizeKernel : public Kernel {
  private:
   absl::Status RunNearest(const Tensor& x, Tensor& y, const std::vector<std::vector<Taps>>& taps) {
     std::vector<int64_t> strides = Strides(x.shape());
+    const int bits = x.is_string() ? 0 : DataTypeBits(x.dtype());
+    if (!taps.empty() && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) {
+      switch (bits) {
+        case 8:
+          return NearestRows<uint8_t>(x, y, taps, strides);
+        case 16:
+          return NearestRows<uint16_t>(x, y, taps, strides);
+        case 32:
+          return NearestRows<uint32_t>(x, y, taps, strides);
+        default:
+          return NearestRows<uint64_t>(x, y, taps, strides);
+      }
+    }
     ElementCopier copy(x, y);
     int64_t out = 0;
     absl::Status status;
@@ -195,6 +209,45 @@ class ResizeKernel : public Kernel {
         copy.Copy(src, out);
       }
       ++out;
+    });
+    return status;
+  }
+
+  // Nearest for elements of sizeof(T) bytes, a row of the last axis at a
+  // time: its source offsets are looked up in a table (-1: outside the
+  // input, the extrapolation value).
+  template <typename T>
+  absl::Status NearestRows(const Tensor& x, Tensor& y, const std::vector<std::vector<Taps>>& taps,
+                           const std::vector<int64_t>& strides) {
+    const size_t last = taps.size() - 1;
+    const int64_t n = y.shape()[last];
+    std::vector<int64_t> table(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      const Taps& t = taps[last][static_cast<size_t>(j)];
+      table[static_cast<size_t>(j)] = t.outside || t.index.empty() ? -1 : t.index[0] * strides[last];
+    }
+    const T* src = static_cast<const T*>(x.raw());
+    T* dst = static_cast<T*>(y.mutable_raw());
+    std::vector<int64_t> outer(y.shape().begin(), y.shape().end() - 1);
+    int64_t out = 0;
+    absl::Status status;
+    ForEachIndex(outer, [&](const std::vector<int64_t>& c) {
+      int64_t base = 0;
+      bool outside = false;
+      for (size_t d = 0; d < last; ++d) {
+        const Taps& t = taps[d][static_cast<size_t>(c[d])];
+        outside = outside || t.outside || t.index.empty();
+        if (!outside) base += t.index[0] * strides[d];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = table[static_cast<size_t>(j)];
+        if (outside || at < 0) {
+          if (status.ok()) status = shape_ops::StoreDouble(y, out + j, c_.extrapolation);
+        } else {
+          dst[out + j] = src[base + at];
+        }
+      }
+      out += n;
     });
     return status;
   }

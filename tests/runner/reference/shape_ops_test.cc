@@ -554,3 +554,60 @@ TEST(ShapeOpsTest, SliceAndPadRunsMatchIndexByIndexCopies) {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(ShapeOpsTest, ResizeNearestRowsMatchTheElementPath) {
+  // Fixed-size elements take the row path (a table for the last axis);
+  // strings take the element-by-element path. The same geometry on the
+  // same values, as floats and as their text, must agree everywhere,
+  // including tf_crop_and_resize's outside values.
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const char* coords[] = {"half_pixel",         "asymmetric",           "align_corners",
+                          "pytorch_half_pixel", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  const char* nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const float scale_choices[] = {0.5f, 0.75f, 1.f, 1.5f, 2.f, 3.f};
+  for (int trial = 0; trial < 120; ++trial) {
+    int64_t rank = pick(1, 4);
+    std::vector<int64_t> shape;
+    std::vector<float> scales;
+    for (int64_t i = 0; i < rank; ++i) {
+      shape.push_back(pick(1, 6));
+      scales.push_back(scale_choices[pick(0, 5)]);
+    }
+    std::string coord = coords[pick(0, 5)], mode = nearest[pick(0, 3)];
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> values(static_cast<size_t>(n));
+    std::vector<std::string> text(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      values[static_cast<size_t>(i)] = static_cast<float>(i);
+      text[static_cast<size_t>(i)] = std::to_string(i);
+    }
+    std::vector<float> roi;
+    for (int64_t i = 0; i < rank; ++i) roi.push_back(-0.2f);
+    for (int64_t i = 0; i < rank; ++i) roi.push_back(1.1f);
+    std::vector<pb::AttributeProto> attrs = {
+        AttrString("mode", "nearest"), AttrString("coordinate_transformation_mode", coord),
+        AttrString("nearest_mode", mode), AttrFloat("extrapolation_value", -7.f)};
+    auto as_float = RunSingleNodeTensors(
+        "Resize", {Floats(shape, values), Floats({2 * rank}, roi), Floats({rank}, scales)}, attrs, 13);
+    ASSERT_TRUE(as_float.ok()) << as_float.status();
+    if (coord == "tf_crop_and_resize") continue;  // strings have no extrapolation value
+    auto as_text = RunSingleNodeTensors(
+        "Resize", {Strings(shape, text), Floats({2 * rank}, roi), Floats({rank}, scales)}, attrs, 13);
+    ASSERT_TRUE(as_text.ok()) << as_text.status();
+    const runner::Tensor& f = (*as_float)[0];
+    const runner::Tensor& t = (*as_text)[0];
+    ASSERT_EQ(f.shape(), t.shape()) << coord << " " << mode;
+    for (int64_t i = 0; i < f.size(); ++i) {
+      ASSERT_EQ(std::to_string(static_cast<int64_t>(f.data<float>()[i])), t.strings()[static_cast<size_t>(i)])
+          << coord << " " << mode << " trial " << trial << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
