@@ -88,9 +88,11 @@ absl::Status TopK(KernelContext& ctx) {
     for (int64_t in = 0; in < inner; ++in) {
       int64_t base = o * dim * inner + in;
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+      // The first k of a stable sort: ties keep the lower index first.
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t i, int64_t j) {
         int c = cmp(base + i * inner, base + j * inner);
-        return largest ? c > 0 : c < 0;
+        if (c != 0) return largest ? c > 0 : c < 0;
+        return i < j;
       });
       for (int64_t r = 0; r < k; ++r) {
         int64_t dst = (o * k + r) * inner + in;

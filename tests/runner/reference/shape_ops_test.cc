@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -605,6 +606,42 @@ TEST(ShapeOpsTest, ResizeNearestRowsMatchTheElementPath) {
     for (int64_t i = 0; i < f.size(); ++i) {
       ASSERT_EQ(std::to_string(static_cast<int64_t>(f.data<float>()[i])), t.strings()[static_cast<size_t>(i)])
           << coord << " " << mode << " trial " << trial << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(ShapeOpsTest, TopKIsTheStartOfAStableSort) {
+  // Values from a small set (many ties) with NaN among them, random k,
+  // largest and smallest: the first k of a stable sort of the indices.
+  std::mt19937 rng(5);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    int64_t dim = pick(1, 40), k = pick(0, dim);
+    bool largest = trial % 2 == 0;
+    std::vector<float> v(static_cast<size_t>(dim));
+    for (float& x : v)
+      x = pick(0, 9) == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(pick(-3, 3));
+    auto out = RunSingleNodeTensors("TopK", {Floats({dim}, v), Int64s({1}, {k})},
+                                    {AttrInt("largest", largest)}, 11, 2);
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<int64_t> order(static_cast<size_t>(dim));
+    std::iota(order.begin(), order.end(), 0);
+    auto key = [&](int64_t i) { return v[static_cast<size_t>(i)]; };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      float x = key(a), y = key(b);
+      if (std::isnan(x) || std::isnan(y))
+        return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
+      return largest ? x > y : x < y;
+    });
+    for (int64_t r = 0; r < k; ++r) {
+      ASSERT_EQ((*out)[1].data<int64_t>()[r], order[static_cast<size_t>(r)])
+          << "trial " << trial << " rank " << r;
     }
   }
 }
