@@ -85,13 +85,25 @@ absl::Status Tile(KernelContext& ctx) {
     out_shape[i] = *d;
   }
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), out_shape));
+  if (y->size() == 0) return absl::OkStatus();
   std::vector<int64_t> strides = Strides(x->shape());
   ElementCopier copy(*x, *y);
+  if (out_shape.empty()) {
+    copy.Copy(0, 0);
+    return absl::OkStatus();
+  }
+  // A row of the last axis is its source row copied `repeats` times.
+  const size_t last = out_shape.size() - 1;
+  const int64_t row = x->shape()[last];
+  std::vector<int64_t> outer(out_shape.begin(), out_shape.end() - 1);
   int64_t out = 0;
-  ForEachIndex(out_shape, [&](const std::vector<int64_t>& c) {
+  ForEachIndex(outer, [&](const std::vector<int64_t>& c) {
     int64_t src = 0;
-    for (size_t d = 0; d < c.size(); ++d) src += (c[d] % x->shape()[d]) * strides[d];
-    copy.Copy(src, out++);
+    for (size_t d = 0; d < last; ++d) src += (c[d] % x->shape()[d]) * strides[d];
+    for (int64_t r = 0; r < repeats[last]; ++r) {
+      copy.CopyRun(src, out, row);
+      out += row;
+    }
   });
   return absl::OkStatus();
 }

@@ -648,3 +648,42 @@ TEST(ShapeOpsTest, TopKIsTheStartOfAStableSort) {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(ShapeOpsTest, TileRowsMatchTheModuloDefinition) {
+  std::mt19937 rng(9);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 100; ++trial) {
+    int64_t rank = pick(1, 4);
+    std::vector<int64_t> shape, repeats, out_shape;
+    for (int64_t i = 0; i < rank; ++i) {
+      shape.push_back(pick(1, 4));
+      repeats.push_back(pick(0, 3));
+      out_shape.push_back(shape.back() * repeats.back());
+    }
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
+    auto out = RunSingleNodeTensors("Tile", {Floats(shape, v), Int64s({rank}, repeats)}, {}, 13);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const runner::Tensor& y = (*out)[0];
+    ASSERT_EQ(y.shape(), out_shape);
+    std::vector<int64_t> c(static_cast<size_t>(rank), 0);
+    for (int64_t i = 0; i < y.size(); ++i) {
+      int64_t src = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        src = src * shape[static_cast<size_t>(d)] + c[static_cast<size_t>(d)] % shape[static_cast<size_t>(d)];
+      ASSERT_EQ(y.data<float>()[i], static_cast<float>(src)) << "trial " << trial << " element " << i;
+      for (size_t d = c.size(); d-- > 0;) {
+        if (++c[d] < out_shape[d]) break;
+        c[d] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
