@@ -1,14 +1,15 @@
 // cpu kernels for common ops oneDNN has no primitive for, which otherwise
 // run on the reference kernels (each element through a double, one index
-// tuple at a time): InstanceNormalization, Where, Expand, Cast between
-// float32 and int64 / int32 / int8 / uint8 / bool, HardSigmoid, Floor,
-// Ceil, Log and Softplus. Where, Expand, Cast, Floor and Ceil give the
-// reference's values bit for bit; HardSigmoid, Log and Softplus compute in
-// double as the reference does (runner/cpu/vector_math.h);
-// InstanceNormalization takes its sums in double in another order (they
-// differ from the reference's sequential sums in the last bits of a double,
-// far below float precision). Other types, shapes and attributes run on the
-// reference kernel, which also reports every error.
+// tuple at a time): InstanceNormalization and GroupNormalization, Where,
+// Expand, Cast between float32 and int64 / int32 / int8 / uint8 / bool,
+// HardSigmoid, Floor, Ceil, Log and Softplus. Where, Expand, Cast, Floor
+// and Ceil give the reference's values bit for bit; HardSigmoid, Log and
+// Softplus compute in double as the reference does
+// (runner/cpu/vector_math.h); the normalizations take their sums in double
+// in another order (they differ from the reference's sequential sums in the
+// last bits of a double, far below float precision). Other types, shapes
+// and attributes run on the reference kernel, which also reports every
+// error.
 //
 // Broadcasting (Where, Expand): the output's dims are merged where every
 // input is either contiguous or broadcast across both, and the rows of the
@@ -356,13 +357,19 @@ class UnaryRowKernel : public CpuKernel {
   double alpha_, beta_;
 };
 
-// InstanceNormalization on float32 X [N, C, ...] with scale and bias [C]:
-// per (n, c) plane the mean and population variance in double, then
-// y = (x - mean) / sqrt(var + epsilon) * scale + bias, planes in parallel.
+// InstanceNormalization and GroupNormalization on float32 X [N, C, ...]:
+// per block (an (n, c) plane, or the C / G planes of a group) the mean and
+// population variance in double, then
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias, with scale and bias
+// per channel (InstanceNormalization, GroupNormalization from opset 21) or
+// per group (GroupNormalization 18 to 20); blocks in parallel.
 class InstanceNormKernel : public CpuKernel {
  public:
-  InstanceNormKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), epsilon_(reference::AttrFloat(node, "epsilon", 1e-5f)) {}
+  InstanceNormKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        groups_(node.op_type() == "GroupNormalization" ? reference::AttrInt(node, "num_groups", 0) : 0),
+        per_channel_(node.op_type() != "GroupNormalization" || info.opset >= 21),
+        epsilon_(reference::AttrFloat(node, "epsilon", 1e-5f)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
@@ -372,18 +379,23 @@ class InstanceNormKernel : public CpuKernel {
         x->rank() < 3 || x->size() == 0) {
       return Fallback(ctx);
     }
-    const int64_t channels = x->dim(1), planes = x->dim(0) * channels, inner = x->size() / planes;
-    if (scale->shape() != std::vector<int64_t>{channels} || bias->shape() != std::vector<int64_t>{channels}) {
+    const int64_t channels = x->dim(1), groups = groups_ == 0 ? channels : groups_;
+    if (channels == 0 || groups < 1 || channels % groups != 0) return Fallback(ctx);
+    const int64_t params = per_channel_ ? channels : groups;
+    if (scale->shape() != std::vector<int64_t>{params} || bias->shape() != std::vector<int64_t>{params}) {
       return Fallback(ctx);
     }
+    // Blocks of `per` channels of `plane` elements each.
+    const int64_t per = channels / groups, blocks = x->dim(0) * groups;
+    const int64_t plane = x->size() / (x->dim(0) * channels), inner = per * plane;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     const float* in = x->data<float>();
     float* out = y->mutable_data<float>();
     const float* s = scale->data<float>();
     const float* b = bias->data<float>();
     const double epsilon = epsilon_;
-#pragma omp parallel for if (planes > 1 && x->size() >= kParallelElements)
-    for (int64_t p = 0; p < planes; ++p) {
+#pragma omp parallel for if (blocks > 1 && x->size() >= kParallelElements)
+    for (int64_t p = 0; p < blocks; ++p) {
       const float* xp = in + p * inner;
       float* yp = out + p * inner;
       double sum = 0;
@@ -397,14 +409,22 @@ class InstanceNormKernel : public CpuKernel {
         sq += d * d;
       }
       const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon);
-      const double sc = s[p % channels], bi = b[p % channels];
+      const int64_t group = p % groups;
+      for (int64_t c = 0; c < per; ++c) {
+        const int64_t at = per_channel_ ? group * per + c : group;
+        const double sc = s[at], bi = b[at];
+        const float* xc = xp + c * plane;
+        float* yc = yp + c * plane;
 #pragma omp simd
-      for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<float>((xp[i] - mean) * inv * sc + bi);
+        for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<float>((xc[i] - mean) * inv * sc + bi);
+      }
     }
     return absl::OkStatus();
   }
 
  private:
+  int64_t groups_;  // 0: one per channel (InstanceNormalization)
+  bool per_channel_;
   double epsilon_;
 };
 

@@ -19,7 +19,7 @@ Factory MakeGemm;
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
 // common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil / Log /
-// Softplus, InstanceNormalization.
+// Softplus, InstanceNormalization and GroupNormalization.
 Factory MakeWhere;
 Factory MakeExpand;
 Factory MakeCast;

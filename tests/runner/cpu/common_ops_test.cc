@@ -151,7 +151,7 @@ TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplus) {
   ExpectSame(d.Build(), {{"x", xd}}, 13);
 }
 
-TEST(CpuCommonOpsTest, InstanceNormalizationMatchesReference) {
+TEST(CpuCommonOpsTest, InstanceAndGroupNormalizationMatchReference) {
   uint32_t seed = 20;
   for (std::vector<int64_t> shape :
        std::vector<std::vector<int64_t>>{{2, 3, 5, 7}, {1, 16, 100}, {1, 4, 2, 3, 5}, {2, 32, 64, 64}}) {
@@ -166,6 +166,23 @@ TEST(CpuCommonOpsTest, InstanceNormalizationMatchesReference) {
     // A NaN makes its plane NaN, as in the reference.
     feeds[0].second.mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
     ExpectSame(g.Build(), feeds, 13, 1e-6, 1e-5);
+  }
+  // GroupNormalization: scale and bias per group (opset 18), per channel (21).
+  for (int64_t opset : {18, 21}) {
+    for (int64_t groups : {1, 4, 32}) {
+      std::vector<int64_t> shape = {2, 32, 9, 11};
+      int64_t params = opset >= 21 ? 32 : groups;
+      GraphBuilder g("g");
+      g.Input("x").Input("s").Input("b");
+      g.Node("GroupNormalization", {"x", "s", "b"}, {"y"},
+             {AttrInt("num_groups", groups), AttrFloat("epsilon", 1e-4f)})
+          .Output("y");
+      Feeds feeds = {{"x", RandomFloats(shape, seed++, -3.f, 5.f)},
+                     {"s", RandomFloats({params}, seed++)},
+                     {"b", RandomFloats({params}, seed++)}};
+      SCOPED_TRACE("GroupNormalization-" + std::to_string(opset) + ", " + std::to_string(groups) + " groups");
+      ExpectSame(g.Build(), feeds, opset, 1e-6, 1e-5);
+    }
   }
   // Scale of the wrong size: the reference's error.
   GraphBuilder g("g");
