@@ -27,6 +27,8 @@ Factory MakeUnaryRow;
 Factory MakeInstanceNorm;
 // rnn.cc: RNN, GRU, LSTM.
 Factory MakeRecurrent;
+// einsum.cc
+Factory MakeEinsum;
 // quantize_linear.cc
 Factory MakeQuantizeLinear;
 Factory MakeDequantizeLinear;

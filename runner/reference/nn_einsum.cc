@@ -1,4 +1,4 @@
-// Reference kernel: Einsum. The equation is parsed once; each run labels
+// Reference kernel: Einsum. The equation is checked once; each run labels
 // every axis (letters, and the broadcast "..." dims), checks the sizes, and
 // sums the product of the inputs over every label combination, the output
 // labels outermost. Repeated labels in one term read diagonals; labels
@@ -11,6 +11,7 @@
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/einsum_labels.h"
 #include "runner/reference/nn.h"
 
 namespace onnxkit::runner::reference {
@@ -71,89 +72,113 @@ absl::StatusOr<Equation> ParseEquation(std::string eq) {
 // ellipsis, left to right) is 256 + k.
 constexpr int kEllipsisLabel = 256;
 
+}  // namespace
+
+absl::StatusOr<EinsumLabels> LabelEinsum(std::string_view equation,
+                                         const std::vector<std::vector<int64_t>>& shapes) {
+  ONNXKIT_ASSIGN_OR_RETURN(Equation parsed, ParseEquation(std::string(equation)));
+  size_t n_in = parsed.inputs.size();
+  if (shapes.size() != n_in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("einsum equation has ", n_in, " terms but the node has ", shapes.size(), " inputs"));
+  }
+  // Label every axis of every input.
+  int ell_rank = 0;
+  std::vector<std::vector<int>> labels(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const Term& t = parsed.inputs[i];
+    int extra = static_cast<int>(shapes[i].size()) - static_cast<int>(t.letters.size());
+    if (extra < 0 || (extra > 0 && t.ellipsis_at < 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("einsum term ", i, " does not match input ", ShapeString(shapes[i])));
+    }
+    ell_rank = std::max(ell_rank, extra);
+  }
+  std::map<int, int64_t> size;
+  for (size_t i = 0; i < n_in; ++i) {
+    const Term& t = parsed.inputs[i];
+    int extra = static_cast<int>(shapes[i].size()) - static_cast<int>(t.letters.size());
+    for (int a = 0, li = 0; a < static_cast<int>(shapes[i].size());) {
+      if (li == t.ellipsis_at && extra > 0) {
+        for (int k = 0; k < extra; ++k, ++a) labels[i].push_back(kEllipsisLabel + ell_rank - extra + k);
+        extra = 0;
+        continue;
+      }
+      labels[i].push_back(static_cast<unsigned char>(t.letters[static_cast<size_t>(li++)]));
+      ++a;
+    }
+    for (int a = 0; a < static_cast<int>(shapes[i].size()); ++a) {
+      int l = labels[i][static_cast<size_t>(a)];
+      int64_t d = shapes[i][static_cast<size_t>(a)];
+      auto [it, fresh] = size.emplace(l, d);
+      if (fresh || it->second == d) continue;
+      // Broadcast dims of "..." may be 1; letters must agree exactly.
+      if (l >= kEllipsisLabel && (d == 1 || it->second == 1)) {
+        it->second = std::max(it->second, d);
+        continue;
+      }
+      return absl::InvalidArgumentError(absl::StrCat("einsum label sizes disagree: ", it->second, " and ", d,
+                                                     " in input ", ShapeString(shapes[i])));
+    }
+  }
+  std::vector<int> out_labels;
+  for (int k = 0; k < ell_rank; ++k) out_labels.push_back(kEllipsisLabel + k);
+  if (parsed.output) {
+    if (ell_rank > 0 && parsed.output->ellipsis_at < 0) {
+      return absl::InvalidArgumentError("einsum output must keep the \"...\" dims of the inputs");
+    }
+    out_labels.clear();
+    const Term& t = *parsed.output;
+    for (int li = 0; li <= static_cast<int>(t.letters.size()); ++li) {
+      if (li == t.ellipsis_at) {
+        for (int k = 0; k < ell_rank; ++k) out_labels.push_back(kEllipsisLabel + k);
+      }
+      if (li < static_cast<int>(t.letters.size())) {
+        int l = static_cast<unsigned char>(t.letters[static_cast<size_t>(li)]);
+        if (!size.count(l) || std::count(out_labels.begin(), out_labels.end(), l) > 0) {
+          return absl::InvalidArgumentError(absl::StrCat("einsum output label '",
+                                                         std::string(1, t.letters[static_cast<size_t>(li)]),
+                                                         "' is unknown or repeated"));
+        }
+        out_labels.push_back(l);
+      }
+    }
+  } else {
+    std::map<int, int> count;
+    for (const auto& ls : labels) {
+      for (int l : ls) count[l] += l < kEllipsisLabel;
+    }
+    for (auto [l, c] : count) {
+      if (c == 1) out_labels.push_back(l);
+    }
+  }
+  EinsumLabels result;
+  result.inputs = std::move(labels);
+  result.output = std::move(out_labels);
+  result.size = std::move(size);
+  return result;
+}
+
+namespace {
+
 class EinsumKernel : public Kernel {
  public:
-  explicit EinsumKernel(Equation eq) : eq_(std::move(eq)) {}
+  explicit EinsumKernel(std::string equation) : equation_(std::move(equation)) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    size_t n_in = eq_.inputs.size();
-    if (static_cast<size_t>(ctx.num_inputs()) != n_in) {
-      return absl::InvalidArgumentError(absl::StrCat("einsum equation has ", n_in, " terms but the node has ",
-                                                     ctx.num_inputs(), " inputs"));
-    }
+    size_t n_in = static_cast<size_t>(ctx.num_inputs());
     std::vector<const Tensor*> in(n_in);
+    std::vector<std::vector<int64_t>> shapes(n_in);
     for (size_t i = 0; i < n_in; ++i) {
       ONNXKIT_ASSIGN_OR_RETURN(in[i], ctx.Input(static_cast<int>(i)));
-      if (in[i]->dtype() != in[0]->dtype()) return absl::InvalidArgumentError("Einsum inputs must have one element type");
+      if (in[i]->dtype() != in[0]->dtype())
+        return absl::InvalidArgumentError("Einsum inputs must have one element type");
+      shapes[i] = in[i]->shape();
     }
-    // Label every axis of every input.
-    int ell_rank = 0;
-    std::vector<std::vector<int>> labels(n_in);
-    for (size_t i = 0; i < n_in; ++i) {
-      const Term& t = eq_.inputs[i];
-      int extra = in[i]->rank() - static_cast<int>(t.letters.size());
-      if (extra < 0 || (extra > 0 && t.ellipsis_at < 0)) {
-        return absl::InvalidArgumentError(absl::StrCat("einsum term ", i, " does not match input ", DescribeTensor(*in[i])));
-      }
-      ell_rank = std::max(ell_rank, extra);
-    }
-    std::map<int, int64_t> size;
-    for (size_t i = 0; i < n_in; ++i) {
-      const Term& t = eq_.inputs[i];
-      int extra = in[i]->rank() - static_cast<int>(t.letters.size());
-      for (int a = 0, li = 0; a < in[i]->rank();) {
-        if (li == t.ellipsis_at && extra > 0) {
-          for (int k = 0; k < extra; ++k, ++a) labels[i].push_back(kEllipsisLabel + ell_rank - extra + k);
-          extra = 0;
-          continue;
-        }
-        labels[i].push_back(static_cast<unsigned char>(t.letters[static_cast<size_t>(li++)]));
-        ++a;
-      }
-      for (int a = 0; a < in[i]->rank(); ++a) {
-        int l = labels[i][static_cast<size_t>(a)];
-        int64_t d = in[i]->dim(a);
-        auto [it, fresh] = size.emplace(l, d);
-        if (fresh || it->second == d) continue;
-        // Broadcast dims of "..." may be 1; letters must agree exactly.
-        if (l >= kEllipsisLabel && (d == 1 || it->second == 1)) {
-          it->second = std::max(it->second, d);
-          continue;
-        }
-        return absl::InvalidArgumentError(absl::StrCat("einsum label sizes disagree: ", it->second, " and ", d,
-                                                       " in input ", DescribeTensor(*in[i])));
-      }
-    }
-    std::vector<int> out_labels;
-    for (int k = 0; k < ell_rank; ++k) out_labels.push_back(kEllipsisLabel + k);
-    if (eq_.output) {
-      if (ell_rank > 0 && eq_.output->ellipsis_at < 0) {
-        return absl::InvalidArgumentError("einsum output must keep the \"...\" dims of the inputs");
-      }
-      out_labels.clear();
-      const Term& t = *eq_.output;
-      for (int li = 0; li <= static_cast<int>(t.letters.size()); ++li) {
-        if (li == t.ellipsis_at) {
-          for (int k = 0; k < ell_rank; ++k) out_labels.push_back(kEllipsisLabel + k);
-        }
-        if (li < static_cast<int>(t.letters.size())) {
-          int l = static_cast<unsigned char>(t.letters[static_cast<size_t>(li)]);
-          if (!size.count(l) || std::count(out_labels.begin(), out_labels.end(), l) > 0) {
-            return absl::InvalidArgumentError(absl::StrCat("einsum output label '", std::string(1, t.letters[static_cast<size_t>(li)]),
-                                                           "' is unknown or repeated"));
-          }
-          out_labels.push_back(l);
-        }
-      }
-    } else {
-      std::map<int, int> count;
-      for (const auto& ls : labels) {
-        for (int l : ls) count[l] += l < kEllipsisLabel;
-      }
-      for (auto [l, c] : count) {
-        if (c == 1) out_labels.push_back(l);
-      }
-    }
+    ONNXKIT_ASSIGN_OR_RETURN(EinsumLabels labeled, LabelEinsum(equation_, shapes));
+    std::vector<std::vector<int>>& labels = labeled.inputs;
+    std::vector<int>& out_labels = labeled.output;
+    std::map<int, int64_t>& size = labeled.size;
     // Every label: the output's first, then the summed ones.
     std::vector<int> all = out_labels;
     for (auto [l, d] : size) {
@@ -215,7 +240,7 @@ class EinsumKernel : public Kernel {
   }
 
  private:
-  Equation eq_;
+  std::string equation_;
 };
 
 }  // namespace
@@ -223,8 +248,8 @@ class EinsumKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeEinsum(const ir::Node& node, const KernelInfo&) {
   auto eq = node.GetString("equation");
   if (!eq) return absl::InvalidArgumentError("equation is required");
-  ONNXKIT_ASSIGN_OR_RETURN(Equation parsed, ParseEquation(*eq));
-  return std::unique_ptr<Kernel>(new EinsumKernel(std::move(parsed)));
+  ONNXKIT_RETURN_IF_ERROR(ParseEquation(*eq).status());  // a malformed equation fails at load
+  return std::unique_ptr<Kernel>(new EinsumKernel(std::string(*eq)));
 }
 
 }  // namespace onnxkit::runner::reference
