@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
@@ -202,20 +203,28 @@ class ArgKernel : public Kernel {
       using C = std::conditional_t<std::is_integral_v<T>, T, ComputeT<T>>;
       const T* px = x->data<T>();
       int64_t* py = y->mutable_data<int64_t>();
+      // The axis outermost, the inner positions contiguous: each position
+      // sees the values k = 0, 1, ... in order, as a scan per position would.
+      using S = std::conditional_t<std::is_same_v<C, bool>, unsigned char, C>;  // not std::vector<bool>
+      std::vector<S> bv(static_cast<size_t>(inner));
       for (int64_t o = 0; o < outer; ++o) {
+        const T* p = px + o * n * inner;
+        int64_t* best = py + o * inner;
         for (int64_t i = 0; i < inner; ++i) {
-          const T* p = px + o * n * inner + i;
-          int64_t best = 0;
-          C bv = static_cast<C>(p[0]);
-          for (int64_t k = 1; k < n; ++k) {
-            C v = static_cast<C>(p[k * inner]);
-            bool better = is_max_ ? (v > bv || (last_ && v == bv)) : (v < bv || (last_ && v == bv));
+          bv[static_cast<size_t>(i)] = static_cast<S>(static_cast<C>(p[i]));
+          best[i] = 0;
+        }
+        for (int64_t k = 1; k < n; ++k) {
+          const T* row = p + k * inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            C v = static_cast<C>(row[i]);
+            C b = static_cast<C>(bv[static_cast<size_t>(i)]);
+            bool better = is_max_ ? (v > b || (last_ && v == b)) : (v < b || (last_ && v == b));
             if (better) {
-              best = k;
-              bv = v;
+              best[i] = k;
+              bv[static_cast<size_t>(i)] = static_cast<S>(v);
             }
           }
-          py[o * inner + i] = best;
         }
       }
       return absl::OkStatus();
