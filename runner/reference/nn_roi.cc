@@ -4,6 +4,7 @@
 // NonMaxSuppression.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
@@ -310,6 +311,46 @@ bool Suppresses(const Box& a, const Box& b, double threshold) {
   return inter / uni > threshold;
 }
 
+// The boxes kept so far, sorted by x0, and the widest one's width: a kept
+// box k can suppress a candidate a only if their x ranges overlap, so
+// a.x0 - max width < k.x0 < a.x1, and only those are tested (a search
+// instead of a scan of every kept box; the answer is the same). A box with
+// a NaN coordinate never suppresses nor is suppressed (its comparisons are
+// false), so it is counted but not indexed.
+class KeptBoxes {
+ public:
+  int64_t size() const { return count_; }
+
+  void Add(const Box& b) {
+    ++count_;
+    if (std::isnan(b.x0) || std::isnan(b.y0) || std::isnan(b.x1) || std::isnan(b.y1)) return;
+    auto at =
+        std::upper_bound(by_x0_.begin(), by_x0_.end(), b.x0, [](double v, const Box& k) { return v < k.x0; });
+    by_x0_.insert(at, b);
+    max_width_ = std::max(max_width_, b.x1 - b.x0);
+  }
+
+  bool AnySuppresses(const Box& a, double threshold) const {
+    if (by_x0_.empty() || std::isnan(a.x0) || std::isnan(a.y0) || std::isnan(a.x1) || std::isnan(a.y1)) {
+      return false;
+    }
+    // One step below the rounded difference: never above the exact bound.
+    const double lo = std::nextafter(a.x0 - max_width_, -std::numeric_limits<double>::infinity());
+    auto it =
+        std::lower_bound(by_x0_.begin(), by_x0_.end(), lo, [](const Box& k, double v) { return k.x0 < v; });
+    if (std::isnan(lo)) it = by_x0_.begin();  // inf - inf: test them all
+    for (; it != by_x0_.end() && it->x0 < a.x1; ++it) {
+      if (Suppresses(a, *it, threshold)) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<Box> by_x0_;
+  double max_width_ = -std::numeric_limits<double>::infinity();
+  int64_t count_ = 0;
+};
+
 class NmsKernel : public Kernel {
  public:
   explicit NmsKernel(bool center_point_box) : center_(center_point_box) {}
@@ -366,14 +407,12 @@ class NmsKernel : public Kernel {
         }
         // Highest score first; ties keep the lower index first.
         std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t z) { return s[a] > s[z]; });
-        std::vector<int64_t> kept;
+        KeptBoxes kept;
         for (int64_t i : order) {
-          if (static_cast<int64_t>(kept.size()) >= max_out) break;
-          bool keep = std::none_of(kept.begin(), kept.end(), [&](int64_t k) {
-            return Suppresses(bx[static_cast<size_t>(i)], bx[static_cast<size_t>(k)], iou);
-          });
-          if (!keep) continue;
-          kept.push_back(i);
+          if (kept.size() >= max_out) break;
+          const Box& box = bx[static_cast<size_t>(i)];
+          if (kept.AnySuppresses(box, iou)) continue;
+          kept.Add(box);
           selected.insert(selected.end(), {b, c, i});
         }
       }

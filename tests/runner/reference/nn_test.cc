@@ -2,7 +2,10 @@
 // convolution and the blocked matrix product against naive loops on random
 // shapes (fixed seed), opset-dependent semantics, and error paths on
 // malformed shapes and attributes (an error, never a crash).
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -425,6 +428,92 @@ TEST(NnNmsTest, SuppressesOverlapsPerClass) {
   EXPECT_EQ(y->shape(), (std::vector<int64_t>{2, 3}));
   std::vector<int64_t> got(y->data<int64_t>(), y->data<int64_t>() + y->size());
   EXPECT_EQ(got, (std::vector<int64_t>{0, 0, 0, 0, 0, 2}));
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(NnNmsTest, SearchOfKeptBoxesMatchesTheGreedyScan) {
+  // Random boxes (clusters, spread classes as batched detectors offset them,
+  // degenerate and inverted boxes, NaN and infinite coordinates), both box
+  // formats, several thresholds: the kernel's selection is the greedy scan's.
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = 1 + trial * 7 % 300, classes = 1 + trial % 3;
+    const bool center = trial % 4 == 3;
+    std::vector<float> boxes(static_cast<size_t>(n * 4)), scores(static_cast<size_t>(classes * n));
+    for (int64_t i = 0; i < n; ++i) {
+      float offset = static_cast<float>(i % 5) * 10.f;  // five far-apart groups
+      float x = offset + u(rng) * 3, y = offset + u(rng) * 3, w = u(rng) * 2, h = u(rng) * 2;
+      float* b = boxes.data() + i * 4;
+      if (center) {
+        b[0] = x, b[1] = y, b[2] = i % 17 == 0 ? -w : w, b[3] = h;
+      } else {
+        b[0] = y, b[1] = x, b[2] = y + h, b[3] = x + w;
+      }
+      if (i % 37 == 5) b[1] = std::numeric_limits<float>::quiet_NaN();
+      if (i % 41 == 7) b[3] = std::numeric_limits<float>::infinity();
+    }
+    for (float& s : scores) s = static_cast<float>(static_cast<int>(u(rng) * 20)) / 20;  // ties
+    const float iou = trial % 3 == 0 ? 0.f : trial % 3 == 1 ? 0.3f : 0.7f;
+    const int64_t max_out = trial % 5 == 0 ? 5 : 1000;
+    GraphBuilder g("g");
+    g.Input("b").Input("s").Input("m", pb::kInt64).Input("t");
+    g.Node("NonMaxSuppression", {"b", "s", "m", "t"}, {"y"}, {AttrInt("center_point_box", center)})
+        .Output("y", pb::kInt64);
+    Feeds feeds = {{"b", Floats({1, n, 4}, boxes)},
+                   {"s", Floats({1, classes, n}, scores)},
+                   {"m", Int64s({1}, {max_out})},
+                   {"t", Floats({1}, {iou})}};
+    auto out = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 11);
+    ASSERT_TRUE(out.ok()) << out.status();
+    // The greedy scan, as the ONNX reference implementation defines it.
+    struct B {
+      double x0, y0, x1, y1;
+    };
+    std::vector<B> bx;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* p = boxes.data() + i * 4;
+      double a0 = p[0], a1 = p[1], a2 = p[2], a3 = p[3];
+      bx.push_back(center ? B{a0 - a2 / 2, a1 - a3 / 2, a0 + a2 / 2, a1 + a3 / 2}
+                          : B{std::min(a1, a3), std::min(a0, a2), std::max(a1, a3), std::max(a0, a2)});
+    }
+    auto suppresses = [&](const B& a, const B& b) {
+      double ix0 = std::max(a.x0, b.x0), ix1 = std::min(a.x1, b.x1);
+      double iy0 = std::max(a.y0, b.y0), iy1 = std::min(a.y1, b.y1);
+      if (ix1 <= ix0 || iy1 <= iy0) return false;
+      double inter = (ix1 - ix0) * (iy1 - iy0);
+      double aa = (a.x1 - a.x0) * (a.y1 - a.y0), ab = (b.x1 - b.x0) * (b.y1 - b.y0), uni = aa + ab - inter;
+      if (inter <= 0 || aa <= 0 || ab <= 0 || uni <= 0) return false;
+      return inter / uni > static_cast<double>(iou);
+    };
+    std::vector<int64_t> expected;
+    for (int64_t c = 0; c < classes; ++c) {
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+      const float* s = scores.data() + c * n;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t z) { return s[a] > s[z]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        bool keep = std::none_of(kept.begin(), kept.end(), [&](int64_t k) {
+          return suppresses(bx[static_cast<size_t>(i)], bx[static_cast<size_t>(k)]);
+        });
+        if (!keep) continue;
+        kept.push_back(i);
+        expected.insert(expected.end(), {0, c, i});
+      }
+    }
+    const runner::Tensor& y = (*out)[0].tensor();
+    ASSERT_EQ(y.size(), static_cast<int64_t>(expected.size())) << "trial " << trial;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(y.data<int64_t>()[i], expected[i]) << "trial " << trial << " at " << i;
+    }
+  }
 }
 
 }  // namespace
