@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
@@ -60,6 +61,7 @@ class RoiAlignKernel : public Kernel {
     int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3), r = rois->dim(0);
     std::vector<double> xv = Doubles(*x), rv = Doubles(*rois);
     std::vector<double> y(static_cast<size_t>(r * c * out_h_ * out_w_), 0);
+    std::vector<Tap> taps;
     for (int64_t ri = 0; ri < r; ++ri) {
       int64_t b = batch[static_cast<size_t>(ri)];
       if (b < 0 || b >= n) return absl::InvalidArgumentError(absl::StrCat("batch index ", b, " is outside [0, ", n, ")"));
@@ -72,32 +74,60 @@ class RoiAlignKernel : public Kernel {
         rh = std::max(rh, 1.0);
       }
       double bin_h = rh / static_cast<double>(out_h_), bin_w = rw / static_cast<double>(out_w_);
-      int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(rh / static_cast<double>(out_h_)));
-      int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(std::ceil(rw / static_cast<double>(out_w_)));
+      // Adaptive grids: ceil(roi size / bins) points per bin, bounded (a
+      // roi of NaN or astronomical size is an error, not a loop forever).
+      const double adaptive_h = std::ceil(rh / static_cast<double>(out_h_)),
+                   adaptive_w = std::ceil(rw / static_cast<double>(out_w_));
+      if (sampling_ratio_ <= 0 && !(adaptive_h < 65536 && adaptive_w < 65536)) {
+        return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " needs a sampling grid of ",
+                                                       adaptive_h, " x ", adaptive_w, " points per bin"));
+      }
+      int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_h);
+      int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_w);
       grid_h = std::max<int64_t>(grid_h, 0);
       grid_w = std::max<int64_t>(grid_w, 0);
       double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+      // The sample points depend on the roi only: their corners and weights
+      // once, for every channel.
+      std::optional<int64_t> points =
+          CheckedElementCount(std::vector<int64_t>{out_h_, out_w_, grid_h, grid_w});
+      if (!points || *points > (int64_t{1} << 22)) {
+        return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri,
+                                                       " has more than 2^22 sample points (", out_h_, " x ",
+                                                       out_w_, " bins of ", grid_h, " x ", grid_w, ")"));
+      }
+      taps.clear();
+      for (int64_t ph = 0; ph < out_h_; ++ph) {
+        for (int64_t pw = 0; pw < out_w_; ++pw) {
+          for (int64_t iy = 0; iy < grid_h; ++iy) {
+            double yy = y0 + static_cast<double>(ph) * bin_h +
+                        (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              double xx = x0 + static_cast<double>(pw) * bin_w +
+                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              taps.push_back(SampleTap(h, w, yy, xx));
+            }
+          }
+        }
+      }
+      const int64_t per_bin = grid_h * grid_w;
+#pragma omp parallel for if (c > 1 && c * static_cast <int64_t>(taps.size()) >= 65536)
       for (int64_t ch = 0; ch < c; ++ch) {
         const double* plane = xv.data() + (b * c + ch) * h * w;
-        for (int64_t ph = 0; ph < out_h_; ++ph) {
-          for (int64_t pw = 0; pw < out_w_; ++pw) {
-            double acc = 0;
-            bool first = true;
-            for (int64_t iy = 0; iy < grid_h; ++iy) {
-              double yy = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              for (int64_t ix = 0; ix < grid_w; ++ix) {
-                double xx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-                double v = Sample(plane, h, w, yy, xx);
-                if (max_mode_) {
-                  acc = first ? v : std::max(acc, v);
-                  first = false;
-                } else {
-                  acc += v;
-                }
-              }
+        const Tap* t = taps.data();
+        for (int64_t bin = 0; bin < out_h_ * out_w_; ++bin) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t k = 0; k < per_bin; ++k, ++t) {
+            double v = Apply(*t, plane);
+            if (max_mode_) {
+              acc = first ? v : std::max(acc, v);
+              first = false;
+            } else {
+              acc += v;
             }
-            y[static_cast<size_t>(((ri * c + ch) * out_h_ + ph) * out_w_ + pw)] = max_mode_ ? acc : acc / count;
           }
+          y[static_cast<size_t>((ri * c + ch) * out_h_ * out_w_ + bin)] = max_mode_ ? acc : acc / count;
         }
       }
     }
@@ -105,10 +135,28 @@ class RoiAlignKernel : public Kernel {
   }
 
  private:
+  // A bilinear sample point: the offsets of its four corners and their
+  // weights (hy hx, hy lx, ly hx, ly lx); `zero` beyond one pixel outside.
+  struct Tap {
+    int64_t o1 = 0, o2 = 0, o3 = 0, o4 = 0;
+    double w1 = 0, w2 = 0, w3 = 0, w4 = 0;
+    bool zero = true;
+  };
+
+  // The value of sample `t` on `p`: the weighted corners summed, or in max
+  // mode the largest weighted corner (each product as a sample alone makes
+  // it: weight times value).
+  double Apply(const Tap& t, const double* p) const {
+    if (t.zero) return 0;
+    double v1 = t.w1 * p[t.o1], v2 = t.w2 * p[t.o2], v3 = t.w3 * p[t.o3], v4 = t.w4 * p[t.o4];
+    return max_mode_ ? std::max(std::max(v1, v2), std::max(v3, v4)) : v1 + v2 + v3 + v4;
+  }
+
   // Bilinear sample as RoiAlign defines it: zero beyond one pixel outside,
-  // clamped to the border; max mode takes the largest weighted corner.
-  double Sample(const double* p, int64_t h, int64_t w, double y, double x) const {
-    if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return 0;
+  // clamped to the border.
+  Tap SampleTap(int64_t h, int64_t w, double y, double x) const {
+    Tap t;
+    if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return t;
     y = std::max(y, 0.0);
     x = std::max(x, 0.0);
     int64_t y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x), y_hi, x_hi;
@@ -125,9 +173,10 @@ class RoiAlignKernel : public Kernel {
       x_hi = x_lo + 1;
     }
     double ly = y - static_cast<double>(y_lo), lx = x - static_cast<double>(x_lo), hy = 1 - ly, hx = 1 - lx;
-    double v1 = hy * hx * p[y_lo * w + x_lo], v2 = hy * lx * p[y_lo * w + x_hi];
-    double v3 = ly * hx * p[y_hi * w + x_lo], v4 = ly * lx * p[y_hi * w + x_hi];
-    return max_mode_ ? std::max(std::max(v1, v2), std::max(v3, v4)) : v1 + v2 + v3 + v4;
+    t.zero = false;
+    t.o1 = y_lo * w + x_lo, t.o2 = y_lo * w + x_hi, t.o3 = y_hi * w + x_lo, t.o4 = y_hi * w + x_hi;
+    t.w1 = hy * hx, t.w2 = hy * lx, t.w3 = ly * hx, t.w4 = ly * lx;
+    return t;
   }
 
   bool max_mode_, half_pixel_;

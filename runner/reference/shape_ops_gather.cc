@@ -3,8 +3,10 @@
 // mul, max, min), TensorScatter (linear and circular caches) and NonZero.
 // Every index is checked against its axis; negative indices count from the
 // end where the op allows them.
+#include <cstring>
 #include <type_traits>
 
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/shape_ops.h"
@@ -58,6 +60,63 @@ absl::Status Gather(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// For GatherElements and ScatterElements: calls fn(out, at) for every
+// element of `ind_shape` in row-major order, `out` its flat index and `at`
+// the flat offset in data of the element it addresses (index idx[out] on
+// axis a, its own coordinates on the other axes), a row of the last axis at
+// a time; stops at the first index out of range, with its error.
+template <typename F>
+absl::Status ForEachElementOffset(const std::vector<int64_t>& ind_shape,
+                                  const std::vector<int64_t>& data_shape, size_t a,
+                                  const std::vector<int64_t>& idx, std::string_view what, F&& fn) {
+  const std::vector<int64_t> strides = Strides(data_shape);
+  const size_t last = ind_shape.size() - 1;
+  const int64_t n = ind_shape[last], dim = data_shape[a];
+  std::vector<int64_t> outer(ind_shape.begin(), ind_shape.end() - 1);
+  int64_t out = 0;
+  absl::Status status;
+  ForEachIndex(outer, [&](const std::vector<int64_t>& c) {
+    if (!status.ok()) return;
+    int64_t base = 0;
+    for (size_t d = 0; d < last; ++d) {
+      if (d != a) base += c[d] * strides[d];
+    }
+    for (int64_t j = 0; j < n; ++j, ++out) {
+      const int64_t index = idx[static_cast<size_t>(out)];
+      const int64_t i = index < 0 ? index + dim : index;
+      if (i < 0 || i >= dim) {
+        status = CheckIndex(index, dim, what).status();
+        return;
+      }
+      fn(out, base + (a == last ? i : j + i * strides[a]));  // the last axis' stride is 1
+    }
+  });
+  return status;
+}
+
+// Calls fn(T{}) with the unsigned type of `t`'s element size (1, 2, 4 or 8
+// bytes); false for strings and packed types.
+template <typename F>
+bool VisitElementWord(const Tensor& t, F&& fn) {
+  if (t.is_string()) return false;
+  switch (DataTypeBits(t.dtype())) {
+    case 8:
+      fn(uint8_t{});
+      return true;
+    case 16:
+      fn(uint16_t{});
+      return true;
+    case 32:
+      fn(uint32_t{});
+      return true;
+    case 64:
+      fn(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::Status GatherElements(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* data, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* ind, ctx.Input(1));
@@ -74,23 +133,19 @@ absl::Status GatherElements(KernelContext& ctx) {
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, shape_ops::ReadInts(*ind, "indices"));
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, data->dtype(), ind->shape()));
-  std::vector<int64_t> strides = Strides(data->shape());
   size_t a = static_cast<size_t>(axis);
-  ElementCopier copy(*data, *y);
-  int64_t out = 0;
   absl::Status status;
-  ForEachIndex(ind->shape(), [&](const std::vector<int64_t>& c) {
-    if (!status.ok()) return;
-    auto i = CheckIndex(idx[static_cast<size_t>(out)], data->shape()[a], "GatherElements");
-    if (!i.ok()) {
-      status = i.status();
-      return;
-    }
-    int64_t src = 0;
-    for (size_t d = 0; d < c.size(); ++d) src += (d == a ? *i : c[d]) * strides[d];
-    copy.Copy(src, out++);
+  const bool typed = VisitElementWord(*data, [&](auto word) {
+    using T = decltype(word);
+    const T* src = static_cast<const T*>(data->raw());
+    T* dst = static_cast<T*>(y->mutable_raw());
+    status = ForEachElementOffset(ind->shape(), data->shape(), a, idx, "GatherElements",
+                                  [&](int64_t out, int64_t at) { dst[out] = src[at]; });
   });
-  return status;
+  if (typed) return status;
+  ElementCopier copy(*data, *y);
+  return ForEachElementOffset(ind->shape(), data->shape(), a, idx, "GatherElements",
+                              [&](int64_t out, int64_t at) { copy.Copy(at, out); });
 }
 
 namespace {
@@ -271,24 +326,29 @@ class ScatterElementsKernel : public Kernel {
       }
     }
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, shape_ops::ReadInts(*ind, "indices"));
-    std::vector<int64_t> strides = Strides(data->shape());
     size_t a = static_cast<size_t>(axis);
+    // Every index is checked before anything is written.
+    ONNXKIT_RETURN_IF_ERROR(ForEachElementOffset(ind->shape(), data->shape(), a, idx, "ScatterElements",
+                                                 [](int64_t, int64_t) {}));
+    if (r_ == Reduction::kNone && VisitElementWord(*data, [](auto) {})) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, data->dtype(), data->shape()));
+      std::memcpy(y->mutable_raw(), data->raw(), static_cast<size_t>(data->nbytes()));
+      absl::Status status;
+      VisitElementWord(*data, [&](auto word) {
+        using T = decltype(word);
+        const T* src = static_cast<const T*>(upd->raw());
+        T* dst = static_cast<T*>(y->mutable_raw());
+        status = ForEachElementOffset(ind->shape(), data->shape(), a, idx, "ScatterElements",
+                                      [&](int64_t out, int64_t at) { dst[at] = src[out]; });
+      });
+      return status;
+    }
     std::vector<Write> writes;
     writes.reserve(idx.size());
-    absl::Status status;
-    ForEachIndex(ind->shape(), [&](const std::vector<int64_t>& c) {
-      int64_t at = static_cast<int64_t>(writes.size());
-      auto i = CheckIndex(idx[static_cast<size_t>(at)], data->shape()[a], "ScatterElements");
-      if (!i.ok()) {
-        if (status.ok()) status = i.status();
-        writes.push_back({at, 0, 0});
-        return;
-      }
-      int64_t dst = 0;
-      for (size_t d = 0; d < c.size(); ++d) dst += (d == a ? *i : c[d]) * strides[d];
-      writes.push_back({at, dst, 1});
-    });
-    ONNXKIT_RETURN_IF_ERROR(status);
+    ONNXKIT_RETURN_IF_ERROR(ForEachElementOffset(ind->shape(), data->shape(), a, idx, "ScatterElements",
+                                                 [&](int64_t out, int64_t at) {
+                                                   writes.push_back({out, at, 1});
+                                                 }));
     return ApplyScatter(ctx, *data, *upd, writes, r_);
   }
 

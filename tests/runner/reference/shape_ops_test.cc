@@ -687,3 +687,63 @@ TEST(ShapeOpsTest, TileRowsMatchTheModuloDefinition) {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(ShapeOpsTest, GatherAndScatterElementsRowsMatchTheElementPath) {
+  // Fixed-size elements take the typed row path, strings the element path:
+  // the same indices (negative ones, repeats) on the same values must agree.
+  std::mt19937 rng(13);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 150; ++trial) {
+    int64_t rank = pick(1, 4), axis = pick(0, rank - 1);
+    std::vector<int64_t> shape, ishape;
+    for (int64_t i = 0; i < rank; ++i) {
+      shape.push_back(pick(1, 5));
+      ishape.push_back(i == axis ? pick(1, 6) : pick(1, shape.back()));
+    }
+    int64_t n = 1, m = 1;
+    for (int64_t d : shape) n *= d;
+    for (int64_t d : ishape) m *= d;
+    std::vector<float> values(static_cast<size_t>(n)), updates(static_cast<size_t>(m));
+    std::vector<std::string> text(static_cast<size_t>(n)), utext(static_cast<size_t>(m));
+    std::vector<int64_t> idx(static_cast<size_t>(m));
+    for (int64_t i = 0; i < n; ++i)
+      values[static_cast<size_t>(i)] = static_cast<float>(i),
+      text[static_cast<size_t>(i)] = std::to_string(i);
+    for (int64_t i = 0; i < m; ++i) {
+      updates[static_cast<size_t>(i)] = static_cast<float>(1000 + i),
+      utext[static_cast<size_t>(i)] = std::to_string(1000 + i);
+      int64_t dim = shape[static_cast<size_t>(axis)];
+      idx[static_cast<size_t>(i)] = pick(-dim, dim - 1);
+    }
+    std::vector<pb::AttributeProto> attrs = {AttrInt("axis", axis)};
+    auto gf = RunSingleNodeTensors("GatherElements", {Floats(shape, values), Int64s(ishape, idx)}, attrs, 13);
+    auto gs = RunSingleNodeTensors("GatherElements", {Strings(shape, text), Int64s(ishape, idx)}, attrs, 13);
+    ASSERT_TRUE(gf.ok() && gs.ok()) << gf.status() << gs.status();
+    for (int64_t i = 0; i < m; ++i) {
+      ASSERT_EQ(std::to_string(static_cast<int64_t>((*gf)[0].data<float>()[i])),
+                (*gs)[0].strings()[static_cast<size_t>(i)])
+          << "gather trial " << trial;
+    }
+    auto sf = RunSingleNodeTensors(
+        "ScatterElements", {Floats(shape, values), Int64s(ishape, idx), Floats(ishape, updates)}, attrs, 13);
+    auto ss = RunSingleNodeTensors(
+        "ScatterElements", {Strings(shape, text), Int64s(ishape, idx), Strings(ishape, utext)}, attrs, 13);
+    ASSERT_TRUE(sf.ok() && ss.ok()) << sf.status() << ss.status();
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::to_string(static_cast<int64_t>((*sf)[0].data<float>()[i])),
+                (*ss)[0].strings()[static_cast<size_t>(i)])
+          << "scatter trial " << trial;
+    }
+  }
+  // An index out of range is the same error on both paths.
+  auto bad = RunSingleNodeTensors("ScatterElements",
+                                  {Floats({3}, {1, 2, 3}), Int64s({2}, {0, 3}), Floats({2}, {5, 6})}, {}, 13);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
