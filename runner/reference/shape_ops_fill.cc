@@ -1,9 +1,12 @@
 // Reference kernels that build tensors from shapes and values: Expand,
 // Tile, ConstantOfShape, Range, EyeLike, OneHot, Trilu, CumSum, CumProd.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "lib/base/checked_math.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "runner/convert.h"
 #include "runner/reference/dispatch.h"
@@ -118,6 +121,23 @@ class ConstantOfShapeKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, Read1D(*s, "shape"));
     ONNXKIT_RETURN_IF_ERROR(CheckDims(shape, "shape"));
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, value_.dtype(), shape));
+    const int bits = value_.is_string() ? 0 : DataTypeBits(value_.dtype());
+    if (bits == 8 || bits == 16 || bits == 32 || bits == 64) {
+      // The output is zero-filled: a zero value is already there.
+      const auto* v = static_cast<const unsigned char*>(value_.raw());
+      if (std::all_of(v, v + bits / 8, [](unsigned char b) { return b == 0; })) return absl::OkStatus();
+      auto fill = [&](auto word) {
+        using T = decltype(word);
+        T w;
+        std::memcpy(&w, v, sizeof(T));
+        std::fill_n(static_cast<T*>(y->mutable_raw()), y->size(), w);
+      };
+      if (bits == 8) fill(uint8_t{});
+      if (bits == 16) fill(uint16_t{});
+      if (bits == 32) fill(uint32_t{});
+      if (bits == 64) fill(uint64_t{});
+      return absl::OkStatus();
+    }
     ElementCopier copy(value_, *y);
     for (int64_t i = 0; i < y->size(); ++i) copy.Copy(0, i);
     return absl::OkStatus();
