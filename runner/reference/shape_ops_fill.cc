@@ -294,12 +294,21 @@ absl::Status Trilu(KernelContext& ctx) {
   bool upper = AttrInt(ctx.node(), "upper", 1) != 0;
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), x->shape()));
   int64_t rows = x->dim(x->rank() - 2), cols = x->dim(x->rank() - 1);
+  if (y->size() == 0) return absl::OkStatus();
   ElementCopier copy(*x, *y);
-  for (int64_t e = 0; e < x->size(); ++e) {
-    int64_t i = (e / cols) % rows, j = e % cols;
-    // j - i vs k without overflow: k is any int64.
-    __int128 diff = static_cast<__int128>(j) - i;
-    if (upper ? diff >= k : diff <= k) copy.Copy(e, e);
+  // Row i keeps the columns j with j - i >= k (upper) or <= k (lower): one
+  // run [first, last) per row, computed without overflow (k is any int64);
+  // the rest stays zero.
+  const int64_t matrices = x->size() / (rows * cols);
+  for (int64_t m = 0; m < matrices; ++m) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const __int128 edge = static_cast<__int128>(i) + k;
+      const __int128 first = upper ? std::max<__int128>(edge, 0) : 0;
+      const __int128 last = upper ? cols : std::min<__int128>(edge + 1, cols);
+      if (first >= last) continue;
+      const int64_t at = (m * rows + i) * cols + static_cast<int64_t>(first);
+      copy.CopyRun(at, at, static_cast<int64_t>(last - first));
+    }
   }
   return absl::OkStatus();
 }

@@ -747,3 +747,33 @@ TEST(ShapeOpsTest, GatherAndScatterElementsRowsMatchTheElementPath) {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+TEST(ShapeOpsTest, TriluRunsMatchTheDefinition) {
+  std::mt19937 rng(17);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int64_t extremes[] = {kI64Min, kI64Max, kI64Min + 1, kI64Max - 1};
+  for (int trial = 0; trial < 120; ++trial) {
+    std::vector<int64_t> shape = {pick(1, 3), pick(1, 6), pick(1, 6)};
+    int64_t n = shape[0] * shape[1] * shape[2];
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i + 1);
+    int64_t k = trial % 10 == 0 ? extremes[trial / 10 % 4] : pick(-7, 7);
+    bool upper = trial % 2 == 0;
+    auto out =
+        RunSingleNodeTensors("Trilu", {Floats(shape, v), Int64s({}, {k})}, {AttrInt("upper", upper)}, 14);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t i = (e / shape[2]) % shape[1], j = e % shape[2];
+      __int128 diff = static_cast<__int128>(j) - i;
+      bool keep = upper ? diff >= k : diff <= k;
+      ASSERT_EQ((*out)[0].data<float>()[e], keep ? v[static_cast<size_t>(e)] : 0.f)
+          << "trial " << trial << " k " << k << " element " << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
