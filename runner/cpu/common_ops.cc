@@ -2,8 +2,8 @@
 // run on the reference kernels (each element through a double, one index
 // tuple at a time): InstanceNormalization and GroupNormalization, Where,
 // Expand, Cast between float32 and int64 / int32 / int8 / uint8 / bool,
-// HardSigmoid, Floor, Ceil, Log and Softplus. Where, Expand, Cast, Floor
-// and Ceil give the reference's values bit for bit; HardSigmoid, Log and
+// HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where, Expand, Cast,
+// Floor, Ceil and Sign give the reference's values bit for bit; HardSigmoid, Log and
 // Softplus compute in double as the reference does
 // (runner/cpu/vector_math.h); the normalizations take their sums in double
 // in another order (they differ from the reference's sequential sums in the
@@ -295,6 +295,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CeilRow(const 
   for (int64_t i = 0; i < n; ++i) y[i] = std::ceil(x[i]);
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SignRow(const float* x, float* y,
+                                                                          int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = v > 0 ? 1.f : v < 0 ? -1.f : v;  // 0, -0 and NaN unchanged
+  }
+}
+
 __attribute__((target_clones("avx512f", "avx2", "default"))) void HardSigmoidRow(const float* x, float* y,
                                                                                int64_t n, double alpha,
                                                                                double beta) {
@@ -309,11 +318,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void HardSigmoidRow
   }
 }
 
-// HardSigmoid, Floor, Ceil, Log and Softplus on float32, in double as the
+// HardSigmoid, Floor, Ceil, Sign, Log and Softplus on float32, in double as the
 // reference (runner/cpu/vector_math.h for Log and Softplus).
 class UnaryRowKernel : public CpuKernel {
  public:
-  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus };
+  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus, kSign };
 
   UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
@@ -321,6 +330,7 @@ class UnaryRowKernel : public CpuKernel {
             : node.op_type() == "Floor"     ? Op::kFloor
             : node.op_type() == "Ceil"      ? Op::kCeil
             : node.op_type() == "Log"       ? Op::kLog
+            : node.op_type() == "Sign"      ? Op::kSign
                                             : Op::kSoftplus),
         alpha_(reference::AttrFloat(node, "alpha", 0.2f)),
         beta_(reference::AttrFloat(node, "beta", 0.5f)) {}
@@ -346,6 +356,9 @@ class UnaryRowKernel : public CpuKernel {
           break;
         case Op::kSoftplus:
           SoftplusRow(in + first, out + first, count);
+          break;
+        case Op::kSign:
+          SignRow(in + first, out + first, count);
           break;
       }
     }

@@ -18,8 +18,8 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
-// common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil / Log /
-// Softplus, InstanceNormalization and GroupNormalization.
+// common_ops.cc: Where, Expand, Cast, HardSigmoid / Floor / Ceil / Sign /
+// Log / Softplus, InstanceNormalization and GroupNormalization.
 Factory MakeWhere;
 Factory MakeExpand;
 Factory MakeCast;

@@ -130,12 +130,13 @@ TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
   ExpectSame(s.Build(), {{"x", RandomFloats({3}, 7, -5.f, 5.f)}}, 13);
 }
 
-TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplus) {
+TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplusSign) {
   runner::Tensor x = RandomFloats({3, 50, 700}, 8, -8.f, 8.f);
   const float inf = std::numeric_limits<float>::infinity();
   float* p = x.mutable_data<float>();
   p[0] = std::numeric_limits<float>::quiet_NaN(), p[1] = inf, p[2] = -inf, p[3] = -0.f, p[4] = 2.5f, p[5] = -2.5f;
-  for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus"}) {
+  p[6] = 0.f;
+  for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign"}) {
     std::vector<pb::AttributeProto> attrs;
     if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
     GraphBuilder g("g");
