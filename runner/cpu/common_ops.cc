@@ -102,27 +102,7 @@ void ForEachRow(const Broadcast& b, F&& fn) {
   }
 }
 
-// The unsigned integer type of an element of `bytes` bytes.
-template <int kBytes>
-struct Word;
-template <>
-struct Word<1> {
-  using T = uint8_t;
-};
-template <>
-struct Word<2> {
-  using T = uint16_t;
-};
-template <>
-struct Word<4> {
-  using T = uint32_t;
-};
-template <>
-struct Word<8> {
-  using T = uint64_t;
-};
-
-// Calls fn(Word<bytes>::T{}) for element sizes 1, 2, 4 and 8 bytes; false
+// Calls fn with an unsigned word of the element size (1, 2, 4 or 8 bytes); false
 // for other types (strings, packed 4-bit, complex).
 template <typename F>
 bool VisitWord(int32_t dtype, F&& fn) {
