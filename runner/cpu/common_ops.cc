@@ -29,6 +29,7 @@
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
 #include "runner/cpu/vector_math.h"
+#include "runner/element_word.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -102,20 +103,6 @@ void ForEachRow(const Broadcast& b, F&& fn) {
   }
 }
 
-// Calls fn with an unsigned word of the element size (1, 2, 4 or 8 bytes); false
-// for other types (strings, packed 4-bit, complex).
-template <typename F>
-bool VisitWord(int32_t dtype, F&& fn) {
-  if (dtype == pb::kString || dtype == 14 || dtype == 15) return false;  // strings, complex
-  switch (DataTypeBits(dtype)) {
-    case 8: fn(uint8_t{}); return true;
-    case 16: fn(uint16_t{}); return true;
-    case 32: fn(uint32_t{}); return true;
-    case 64: fn(uint64_t{}); return true;
-    default: return false;
-  }
-}
-
 // The broadcast shape of `shapes`, or nullopt.
 std::optional<std::vector<int64_t>> BroadcastOf(std::vector<std::vector<int64_t>> shapes) {
   absl::StatusOr<std::vector<int64_t>> out = reference::BroadcastShapes(shapes);
@@ -137,12 +124,12 @@ class WhereKernel : public CpuKernel {
     if (!shape) return Fallback(ctx);
     const int32_t dtype = x->dtype();
     Tensor* out = nullptr;
-    bool typed = VisitWord(dtype, [&](auto) {});
+    bool typed = VisitElementWord(dtype, [&](auto) {});
     if (!typed) return Fallback(ctx);
     ONNXKIT_ASSIGN_OR_RETURN(out, ctx.AllocateOutputUninitialized(0, dtype, *shape));
     if (out->size() == 0) return absl::OkStatus();
     Broadcast b = PlanBroadcast(*shape, {&c->shape(), &x->shape(), &y->shape()});
-    VisitWord(dtype, [&](auto word) {
+    VisitElementWord(dtype, [&](auto word) {
       using T = decltype(word);
       const bool* cp = c->data<bool>();
       const T* xp = static_cast<const T*>(x->raw());
@@ -178,11 +165,11 @@ class ExpandKernel : public CpuKernel {
       if (d < 0) return Fallback(ctx);
     }
     std::optional<std::vector<int64_t>> shape = BroadcastOf({x->shape(), target});
-    if (!shape || !VisitWord(x->dtype(), [&](auto) {})) return Fallback(ctx);
+    if (!shape || !VisitElementWord(x->dtype(), [&](auto) {})) return Fallback(ctx);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * out, ctx.AllocateOutputUninitialized(0, x->dtype(), *shape));
     if (out->size() == 0) return absl::OkStatus();
     Broadcast b = PlanBroadcast(*shape, {&x->shape()});
-    VisitWord(x->dtype(), [&](auto word) {
+    VisitElementWord(x->dtype(), [&](auto word) {
       using T = decltype(word);
       const T* xp = static_cast<const T*>(x->raw());
       T* op = static_cast<T*>(out->mutable_raw());

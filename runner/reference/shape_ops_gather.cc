@@ -8,6 +8,7 @@
 
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
+#include "runner/element_word.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/shape_ops.h"
 
@@ -94,29 +95,6 @@ absl::Status ForEachElementOffset(const std::vector<int64_t>& ind_shape,
   return status;
 }
 
-// Calls fn(T{}) with the unsigned type of `t`'s element size (1, 2, 4 or 8
-// bytes); false for strings and packed types.
-template <typename F>
-bool VisitElementWord(const Tensor& t, F&& fn) {
-  if (t.is_string()) return false;
-  switch (DataTypeBits(t.dtype())) {
-    case 8:
-      fn(uint8_t{});
-      return true;
-    case 16:
-      fn(uint16_t{});
-      return true;
-    case 32:
-      fn(uint32_t{});
-      return true;
-    case 64:
-      fn(uint64_t{});
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::Status GatherElements(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* data, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* ind, ctx.Input(1));
@@ -135,7 +113,7 @@ absl::Status GatherElements(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, data->dtype(), ind->shape()));
   size_t a = static_cast<size_t>(axis);
   absl::Status status;
-  const bool typed = VisitElementWord(*data, [&](auto word) {
+  const bool typed = VisitElementWord(data->dtype(), [&](auto word) {
     using T = decltype(word);
     const T* src = static_cast<const T*>(data->raw());
     T* dst = static_cast<T*>(y->mutable_raw());
@@ -330,11 +308,11 @@ class ScatterElementsKernel : public Kernel {
     // Every index is checked before anything is written.
     ONNXKIT_RETURN_IF_ERROR(ForEachElementOffset(ind->shape(), data->shape(), a, idx, "ScatterElements",
                                                  [](int64_t, int64_t) {}));
-    if (r_ == Reduction::kNone && VisitElementWord(*data, [](auto) {})) {
+    if (r_ == Reduction::kNone && VisitElementWord(data->dtype(), [](auto) {})) {
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, data->dtype(), data->shape()));
       std::memcpy(y->mutable_raw(), data->raw(), static_cast<size_t>(data->nbytes()));
       absl::Status status;
-      VisitElementWord(*data, [&](auto word) {
+      VisitElementWord(data->dtype(), [&](auto word) {
         using T = decltype(word);
         const T* src = static_cast<const T*>(upd->raw());
         T* dst = static_cast<T*>(y->mutable_raw());
