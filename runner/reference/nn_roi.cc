@@ -28,13 +28,21 @@ std::vector<double> Doubles(const Tensor& t) {
   return out;
 }
 
-absl::Status Store(KernelContext& ctx, int32_t dtype, std::vector<int64_t> shape, const std::vector<double>& v) {
+// Output 0 of `shape` and type `dtype` holding `v` (as many values as the
+// shape has elements).
+absl::Status Store(KernelContext& ctx, int32_t dtype, std::vector<int64_t> shape, const double* v) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * t, ctx.AllocateOutput(0, dtype, std::move(shape)));
   return VisitFloat(dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    for (size_t j = 0; j < v.size(); ++j) t->mutable_data<T>()[j] = static_cast<T>(v[j]);
+    T* out = t->mutable_data<T>();
+    for (int64_t j = 0; j < t->size(); ++j) out[j] = static_cast<T>(v[j]);
     return absl::OkStatus();
   });
+}
+
+absl::Status Store(KernelContext& ctx, int32_t dtype, std::vector<int64_t> shape,
+                   const std::vector<double>& v) {
+  return Store(ctx, dtype, std::move(shape), v.data());
 }
 
 // --- RoiAlign ---
@@ -60,74 +68,59 @@ class RoiAlignKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> batch, ReadInt64s(*bi));
     int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3), r = rois->dim(0);
     std::vector<double> xv = Doubles(*x), rv = Doubles(*rois);
-    std::vector<double> y(static_cast<size_t>(r * c * out_h_ * out_w_), 0);
-    std::vector<Tap> taps;
+    // Every roi's sampling grid first (and every error, in roi order), then
+    // the rois' samples, split over the threads by roi.
+    std::vector<Grid> grids(static_cast<size_t>(r));
+    int64_t total_points = 0;
     for (int64_t ri = 0; ri < r; ++ri) {
-      int64_t b = batch[static_cast<size_t>(ri)];
-      if (b < 0 || b >= n) return absl::InvalidArgumentError(absl::StrCat("batch index ", b, " is outside [0, ", n, ")"));
-      double off = half_pixel_ ? 0.5 : 0.0;
-      const double* roi = rv.data() + ri * 4;
-      double x0 = roi[0] * scale_ - off, y0 = roi[1] * scale_ - off;
-      double rw = roi[2] * scale_ - off - x0, rh = roi[3] * scale_ - off - y0;
-      if (!half_pixel_) {
-        rw = std::max(rw, 1.0);
-        rh = std::max(rh, 1.0);
-      }
-      double bin_h = rh / static_cast<double>(out_h_), bin_w = rw / static_cast<double>(out_w_);
-      // Adaptive grids: ceil(roi size / bins) points per bin, bounded (a
-      // roi of NaN or astronomical size is an error, not a loop forever).
-      const double adaptive_h = std::ceil(rh / static_cast<double>(out_h_)),
-                   adaptive_w = std::ceil(rw / static_cast<double>(out_w_));
-      if (sampling_ratio_ <= 0 && !(adaptive_h < 65536 && adaptive_w < 65536)) {
-        return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " needs a sampling grid of ",
-                                                       adaptive_h, " x ", adaptive_w, " points per bin"));
-      }
-      int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_h);
-      int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_w);
-      grid_h = std::max<int64_t>(grid_h, 0);
-      grid_w = std::max<int64_t>(grid_w, 0);
-      double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
-      // The sample points depend on the roi only: their corners and weights
-      // once, for every channel.
-      std::optional<int64_t> points =
-          CheckedElementCount(std::vector<int64_t>{out_h_, out_w_, grid_h, grid_w});
-      if (!points || *points > (int64_t{1} << 22)) {
-        return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri,
-                                                       " has more than 2^22 sample points (", out_h_, " x ",
-                                                       out_w_, " bins of ", grid_h, " x ", grid_w, ")"));
-      }
-      taps.clear();
-      for (int64_t ph = 0; ph < out_h_; ++ph) {
-        for (int64_t pw = 0; pw < out_w_; ++pw) {
-          for (int64_t iy = 0; iy < grid_h; ++iy) {
-            double yy = y0 + static_cast<double>(ph) * bin_h +
-                        (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-            for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double xx = x0 + static_cast<double>(pw) * bin_w +
-                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              taps.push_back(SampleTap(h, w, yy, xx));
+      ONNXKIT_ASSIGN_OR_RETURN(grids[static_cast<size_t>(ri)],
+                               MakeGrid(ri, batch[static_cast<size_t>(ri)], n, rv.data() + ri * 4));
+      total_points += grids[static_cast<size_t>(ri)].points;  // each at most 2^22
+    }
+    std::optional<int64_t> count = CheckedElementCount(std::vector<int64_t>{r, c, out_h_, out_w_});
+    if (!count) return absl::InvalidArgumentError("RoiAlign output size overflows");
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y_t, Scratch<double>(*count));
+    double* y = y_t.mutable_data<double>();
+#pragma omp parallel if (r > 1 && static_cast <double>(c) * static_cast <double>(total_points) >= 65536)
+    {
+      std::vector<Tap> taps;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t ri = 0; ri < r; ++ri) {
+        const Grid& g = grids[static_cast<size_t>(ri)];
+        taps.clear();
+        for (int64_t ph = 0; ph < out_h_; ++ph) {
+          for (int64_t pw = 0; pw < out_w_; ++pw) {
+            for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+              double yy = g.y0 + static_cast<double>(ph) * g.bin_h +
+                          (static_cast<double>(iy) + 0.5) * g.bin_h / static_cast<double>(g.grid_h);
+              for (int64_t ix = 0; ix < g.grid_w; ++ix) {
+                double xx = g.x0 + static_cast<double>(pw) * g.bin_w +
+                            (static_cast<double>(ix) + 0.5) * g.bin_w / static_cast<double>(g.grid_w);
+                taps.push_back(SampleTap(h, w, yy, xx));
+              }
             }
           }
         }
-      }
-      const int64_t per_bin = grid_h * grid_w;
-#pragma omp parallel for if (c > 1 && c * static_cast <int64_t>(taps.size()) >= 65536)
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const double* plane = xv.data() + (b * c + ch) * h * w;
-        const Tap* t = taps.data();
-        for (int64_t bin = 0; bin < out_h_ * out_w_; ++bin) {
-          double acc = 0;
-          bool first = true;
-          for (int64_t k = 0; k < per_bin; ++k, ++t) {
-            double v = Apply(*t, plane);
-            if (max_mode_) {
-              acc = first ? v : std::max(acc, v);
-              first = false;
-            } else {
-              acc += v;
+        const int64_t per_bin = g.grid_h * g.grid_w;
+        const double count = static_cast<double>(std::max<int64_t>(per_bin, 1));
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double* plane = xv.data() + (g.batch * c + ch) * h * w;
+          const Tap* t = taps.data();
+          double* out = y + (ri * c + ch) * out_h_ * out_w_;
+          for (int64_t bin = 0; bin < out_h_ * out_w_; ++bin) {
+            double acc = 0;
+            bool first = true;
+            for (int64_t k = 0; k < per_bin; ++k, ++t) {
+              double v = Apply(*t, plane);
+              if (max_mode_) {
+                acc = first ? v : std::max(acc, v);
+                first = false;
+              } else {
+                acc += v;
+              }
             }
+            out[bin] = max_mode_ ? acc : acc / count;
           }
-          y[static_cast<size_t>((ri * c + ch) * out_h_ * out_w_ + bin)] = max_mode_ ? acc : acc / count;
         }
       }
     }
@@ -135,6 +128,52 @@ class RoiAlignKernel : public Kernel {
   }
 
  private:
+  // A roi's sampling grid: its batch image, its corner and bin sizes in
+  // the feature map, and the sample points per bin on each axis.
+  struct Grid {
+    int64_t batch = 0;
+    double x0 = 0, y0 = 0, bin_h = 0, bin_w = 0;
+    int64_t grid_h = 0, grid_w = 0, points = 0;
+  };
+
+  // The grid of roi `ri` (coordinates `roi`, batch index `b` of `n`), or
+  // the error that makes it unusable.
+  absl::StatusOr<Grid> MakeGrid(int64_t ri, int64_t b, int64_t n, const double* roi) const {
+    if (b < 0 || b >= n)
+      return absl::InvalidArgumentError(absl::StrCat("batch index ", b, " is outside [0, ", n, ")"));
+    Grid g;
+    g.batch = b;
+    double off = half_pixel_ ? 0.5 : 0.0;
+    g.x0 = roi[0] * scale_ - off, g.y0 = roi[1] * scale_ - off;
+    double rw = roi[2] * scale_ - off - g.x0, rh = roi[3] * scale_ - off - g.y0;
+    if (!half_pixel_) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    g.bin_h = rh / static_cast<double>(out_h_), g.bin_w = rw / static_cast<double>(out_w_);
+    // Adaptive grids: ceil(roi size / bins) points per bin, bounded (a roi
+    // of NaN or astronomical size is an error, not a loop forever).
+    const double adaptive_h = std::ceil(rh / static_cast<double>(out_h_)),
+                 adaptive_w = std::ceil(rw / static_cast<double>(out_w_));
+    if (sampling_ratio_ <= 0 && !(adaptive_h < 65536 && adaptive_w < 65536)) {
+      return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " needs a sampling grid of ",
+                                                     adaptive_h, " x ", adaptive_w, " points per bin"));
+    }
+    g.grid_h = std::max<int64_t>(sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_h), 0);
+    g.grid_w = std::max<int64_t>(sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_w), 0);
+    // The sample points depend on the roi only: their corners and weights
+    // are computed once, for every channel.
+    std::optional<int64_t> points =
+        CheckedElementCount(std::vector<int64_t>{out_h_, out_w_, g.grid_h, g.grid_w});
+    if (!points || *points > (int64_t{1} << 22)) {
+      return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri,
+                                                     " has more than 2^22 sample points (", out_h_, " x ",
+                                                     out_w_, " bins of ", g.grid_h, " x ", g.grid_w, ")"));
+    }
+    g.points = *points;
+    return g;
+  }
+
   // A bilinear sample point: the offsets of its four corners and their
   // weights (hy hx, hy lx, ly hx, ly lx); `zero` beyond one pixel outside.
   struct Tap {

@@ -436,6 +436,111 @@ TEST(NnNmsTest, SuppressesOverlapsPerClass) {
 namespace onnxkit::testing {
 namespace {
 
+// RoiAlign as the operator defines it, one output element at a time:
+// bilinear samples on a grid per bin (zero beyond one pixel outside, clamped
+// to the border), averaged, or in max mode the largest weighted corner.
+std::vector<double> NaiveRoiAlign(const std::vector<float>& x, int64_t c, int64_t h, int64_t w,
+                                  const std::vector<float>& rois, const std::vector<int64_t>& batch,
+                                  int64_t oh, int64_t ow, int64_t ratio, double scale, bool half_pixel,
+                                  bool max_mode) {
+  const int64_t r = static_cast<int64_t>(batch.size());
+  std::vector<double> y;
+  for (int64_t ri = 0; ri < r; ++ri) {
+    const double off = half_pixel ? 0.5 : 0.0;
+    const float* roi = rois.data() + ri * 4;
+    const double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off;
+    double rw = roi[2] * scale - off - x0, rh = roi[3] * scale - off - y0;
+    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
+    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bh));
+    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(bw));
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* p = x.data() + (batch[static_cast<size_t>(ri)] * c + ch) * h * w;
+      for (int64_t i = 0; i < oh * ow; ++i) {
+        double acc = 0;
+        bool first = true;
+        for (int64_t s = 0; s < gh * gw; ++s) {
+          double yy = y0 + static_cast<double>(i / ow) * bh +
+                      (static_cast<double>(s / gw) + 0.5) * bh / static_cast<double>(gh);
+          double xx = x0 + static_cast<double>(i % ow) * bw +
+                      (static_cast<double>(s % gw) + 0.5) * bw / static_cast<double>(gw);
+          double v = 0;
+          if (!(yy < -1.0 || yy > static_cast<double>(h) || xx < -1.0 || xx > static_cast<double>(w))) {
+            yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
+            int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx), yh = yl + 1, xh = xl + 1;
+            if (yl >= h - 1) yh = yl = h - 1, yy = static_cast<double>(yl);
+            if (xl >= w - 1) xh = xl = w - 1, xx = static_cast<double>(xl);
+            const double ly = yy - static_cast<double>(yl), lx = xx - static_cast<double>(xl);
+            const double t[4] = {(1 - ly) * (1 - lx) * p[yl * w + xl], (1 - ly) * lx * p[yl * w + xh],
+                                 ly * (1 - lx) * p[yh * w + xl], ly * lx * p[yh * w + xh]};
+            v = max_mode ? std::max(std::max(t[0], t[1]), std::max(t[2], t[3])) : t[0] + t[1] + t[2] + t[3];
+          }
+          acc = max_mode ? (first ? v : std::max(acc, v)) : acc + v;
+          first = false;
+        }
+        y.push_back(max_mode ? acc : acc / static_cast<double>(std::max<int64_t>(gh * gw, 1)));
+      }
+    }
+  }
+  return y;
+}
+
+TEST(NnRoiAlignTest, MatchesTheDefinitionAtAnyThreadCount) {
+  // Many rois (split over the threads), some beyond the image, tiny and
+  // inverted ones, two images, both modes, both coordinate transforms,
+  // fixed and adaptive grids.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  const int64_t n = 2, c = 24, h = 13, w = 17, r = 90;
+  std::vector<float> x = Random(n * c * h * w, rng), rois;
+  std::vector<int64_t> batch;
+  for (int64_t i = 0; i < r; ++i) {
+    const float x0 = u(rng) * 80 - 10, y0 = u(rng) * 60 - 10, bw = u(rng) * 50, bh = u(rng) * 40;
+    rois.insert(rois.end(), {x0, y0, i % 11 == 3 ? x0 - bw : x0 + bw, y0 + bh});
+    batch.push_back(i % n);
+  }
+  for (int mode = 0; mode < 8; ++mode) {
+    const bool max_mode = mode & 1, half_pixel = mode & 2;
+    const int64_t ratio = mode & 4 ? 2 : 0;
+    SCOPED_TRACE("max " + std::to_string(max_mode) + ", half_pixel " + std::to_string(half_pixel) +
+                 ", ratio " + std::to_string(ratio));
+    GraphBuilder g("g");
+    g.Input("x").Input("rois").Input("b", pb::kInt64);
+    g.Node("RoiAlign", {"x", "rois", "b"}, {"y"},
+           {AttrString("mode", max_mode ? "max" : "avg"),
+            AttrString("coordinate_transformation_mode", half_pixel ? "half_pixel" : "output_half_pixel"),
+            AttrInt("output_height", 5), AttrInt("output_width", 4), AttrInt("sampling_ratio", ratio),
+            AttrFloat("spatial_scale", 0.25f)})
+        .Output("y");
+    Feeds feeds = {{"x", Floats({n, c, h, w}, x)}, {"rois", Floats({r, 4}, rois)}, {"b", Int64s({r}, batch)}};
+    const std::vector<double> want =
+        NaiveRoiAlign(x, c, h, w, rois, batch, 5, 4, ratio, 0.25, half_pixel, max_mode);
+    for (int threads : {1, 2}) {
+      auto out = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 16, threads);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const Tensor& y = (*out)[0].tensor();
+      ASSERT_EQ(y.shape(), (std::vector<int64_t>{r, c, 5, 4}));
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(y.data<float>()[i], static_cast<float>(want[i]))
+            << "element " << i << ", " << threads << " threads";
+      }
+    }
+  }
+  // The first unusable roi (in roi order) names the error.
+  batch[40] = 2;
+  batch[70] = -1;
+  GraphBuilder g("g");
+  g.Input("x").Input("rois").Input("b", pb::kInt64);
+  g.Node("RoiAlign", {"x", "rois", "b"}, {"y"}, {AttrInt("output_height", 2), AttrInt("output_width", 2)})
+      .Output("y");
+  auto out = RunGraphOn(
+      runner::Backend::kReference, g.Build(),
+      {{"x", Floats({n, c, h, w}, x)}, {"rois", Floats({r, 4}, rois)}, {"b", Int64s({r}, batch)}}, 16, 2);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(std::string(out.status().message()).find("batch index 2 is outside [0, 2)"), std::string::npos)
+      << out.status();
+}
+
 TEST(NnNmsTest, SearchOfKeptBoxesMatchesTheGreedyScan) {
   // Random boxes (clusters, spread classes as batched detectors offset them,
   // degenerate and inverted boxes, NaN and infinite coordinates), both box
