@@ -1,15 +1,15 @@
 // cpu kernels for common ops oneDNN has no primitive for, which otherwise
 // run on the reference kernels (each element through a double, one index
 // tuple at a time): InstanceNormalization and GroupNormalization, Where,
-// Expand, Cast between float32 and int64 / int32 / int8 / uint8 / bool,
-// HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where, Expand, Cast,
-// Floor, Ceil and Sign give the reference's values bit for bit; HardSigmoid, Log and
-// Softplus compute in double as the reference does
-// (runner/cpu/vector_math.h); the normalizations take their sums in double
-// in another order (they differ from the reference's sequential sums in the
-// last bits of a double, far below float precision). Other types, shapes
-// and attributes run on the reference kernel, which also reports every
-// error.
+// Expand, ScatterElements, Cast between float32 and int64 / int32 / int8 /
+// uint8 / bool, HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where,
+// Expand, ScatterElements, Cast, Floor, Ceil and Sign give the reference's
+// values bit for bit; HardSigmoid, Log and Softplus compute in double as the
+// reference does (runner/cpu/vector_math.h); the normalizations take their
+// sums in double in another order (they differ from the reference's
+// sequential sums in the last bits of a double, far below float precision).
+// Other types, shapes and attributes run on the reference kernel, which also
+// reports every error.
 //
 // Broadcasting (Where, Expand): the output's dims are merged where every
 // input is either contiguous or broadcast across both, and the rows of the
@@ -337,6 +337,86 @@ class UnaryRowKernel : public CpuKernel {
   double alpha_, beta_;
 };
 
+// ScatterElements without reduction (GatherElements' inverse) where indices
+// cover data on every axis but `axis`, the common case: viewed as
+// [outer, dim, inner], a column (o, k) of indices and updates writes along
+// the axis of the same column of the output, so columns split over the
+// threads with each column's writes in index order, as the reference makes
+// them (the last of repeated indices wins). Indices are read in place (int64
+// or int32); an index out of range, other shapes, reductions and other types
+// run on the reference kernel, which reports the error.
+class ScatterElementsKernel : public CpuKernel {
+ public:
+  ScatterElementsKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        axis_(reference::AttrInt(node, "axis", 0)),
+        plain_(reference::AttrString(node, "reduction", "none") == "none") {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* data, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* ind, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* upd, ctx.Input(2));
+    const int rank = data->rank();
+    if (!plain_ || rank == 0 || ind->rank() != rank || upd->shape() != ind->shape() ||
+        upd->dtype() != data->dtype() || axis_ < -rank || axis_ >= rank ||
+        (ind->dtype() != pb::kInt64 && ind->dtype() != pb::kInt32) ||
+        !VisitElementWord(data->dtype(), [](auto) {})) {
+      return Fallback(ctx);
+    }
+    const int a = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < rank; ++d) {
+      if (d != a && ind->dim(d) != data->dim(d)) return Fallback(ctx);
+      if (d < a) outer *= data->dim(d);
+      if (d > a) inner *= data->dim(d);
+    }
+    const int64_t dim = data->dim(a), rows = ind->dim(a), n = ind->size();
+    const bool wide = ind->dtype() == pb::kInt64;
+    const int64_t* i64 = wide ? ind->data<int64_t>() : nullptr;
+    const int32_t* i32 = wide ? nullptr : ind->data<int32_t>();
+    bool bad = false;
+#pragma omp parallel for reduction(|| : bad) if (n >= kParallelElements)
+    for (int64_t e = 0; e < n; ++e) {
+      const int64_t i = wide ? i64[e] : i32[e];
+      bad = bad || i < -dim || i >= dim;
+    }
+    if (bad) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, data->dtype(), data->shape()));
+    const int64_t bytes = data->nbytes();
+    const int64_t chunk = int64_t{1} << 20;
+#pragma omp parallel for if (bytes >= 2 * chunk)
+    for (int64_t at = 0; at < bytes; at += chunk) {
+      std::memcpy(static_cast<char*>(y->mutable_raw()) + at, static_cast<const char*>(data->raw()) + at,
+                  static_cast<size_t>(std::min(chunk, bytes - at)));
+    }
+    // Work units: one outer slice and a run of at most 256 inner columns.
+    const int64_t runs = (inner + 255) / 256, units = outer * runs;
+    VisitElementWord(data->dtype(), [&](auto word) {
+      using T = decltype(word);
+      const T* src = static_cast<const T*>(upd->raw());
+      T* dst = static_cast<T*>(y->mutable_raw());
+#pragma omp parallel for if (units > 1 && n >= kParallelElements)
+      for (int64_t u = 0; u < units; ++u) {
+        const int64_t o = u / runs, k0 = (u % runs) * 256, k1 = std::min(inner, k0 + 256);
+        for (int64_t j = 0; j < rows; ++j) {
+          const int64_t from = (o * rows + j) * inner;
+          T* to = dst + o * dim * inner;
+          for (int64_t k = k0; k < k1; ++k) {
+            int64_t i = wide ? i64[from + k] : i32[from + k];
+            if (i < 0) i += dim;
+            to[i * inner + k] = src[from + k];
+          }
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+  bool plain_;
+};
+
 // InstanceNormalization and GroupNormalization on float32 X [N, C, ...]:
 // per block (an (n, c) plane, or the C / G planes of a group) the mean and
 // population variance in double, then
@@ -421,6 +501,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const ir::Node& node, const Ker
 }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeUnaryRow(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<UnaryRowKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<ScatterElementsKernel>(node, info);
 }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNorm(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<InstanceNormKernel>(node, info);

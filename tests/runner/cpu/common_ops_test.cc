@@ -1,5 +1,5 @@
-// The cpu backend's Where, Expand, Cast, HardSigmoid, Floor, Ceil, Log, Softplus and
-// InstanceNormalization kernels (runner/cpu/common_ops.cc) against the
+// The cpu backend's Where, Expand, ScatterElements, Cast, HardSigmoid, Floor,
+// Ceil, Log, Softplus and InstanceNormalization kernels (runner/cpu/common_ops.cc) against the
 // reference kernels: broadcasts of every kind, element types by size,
 // conversion edge cases (NaN, infinities, values beyond int64), NaN in
 // normalized planes, two threads, and the cases that fall back.
@@ -94,6 +94,75 @@ TEST(CpuCommonOpsTest, ExpandBroadcastsAndCopies) {
       ExpectSame(g.Build(), feeds, 13);
     }
   }
+}
+
+// ScatterElements: every axis, negative and repeated indices (the last
+// write of a column wins, as in the reference), fewer index rows than data
+// rows, int32 and int64 indices, element types by size, empty indices, and
+// the cases that run on the reference (indices narrower than data on
+// another axis, a reduction, an index out of range: the same error).
+TEST(CpuCommonOpsTest, ScatterElementsMatchesReference) {
+  struct Case {
+    std::vector<int64_t> data, ind;
+    int64_t axis;
+  };
+  std::vector<Case> cases = {{{150, 64, 7, 7}, {150, 64, 7, 7}, 0},  // 470k elements: threads
+                             {{40, 16, 9}, {25, 16, 9}, 0},
+                             {{4, 300, 70}, {4, 500, 70}, 1},  // repeats on every column
+                             {{6, 5, 129}, {6, 5, 300}, -1},
+                             {{3, 4, 5}, {3, 0, 5}, 1},
+                             {{3, 4, 5}, {2, 4, 5}, 2}};  // narrower: reference
+  uint32_t seed = 300;
+  for (const Case& k : cases) {
+    const int64_t rank = static_cast<int64_t>(k.data.size());
+    const int64_t dim = k.data[static_cast<size_t>(k.axis < 0 ? k.axis + rank : k.axis)];
+    for (int32_t type : {pb::kFloat, pb::kInt64, pb::kUint8}) {
+      for (int32_t index_type : {pb::kInt64, pb::kInt32}) {
+        SCOPED_TRACE(std::to_string(k.data.size()) + "-d data, axis " + std::to_string(k.axis) + ", type " +
+                     std::to_string(type) + ", indices " + std::to_string(index_type));
+        GraphBuilder g("g");
+        g.Input("d", type)
+            .Input("i", index_type)
+            .Input("u", type)
+            .Node("ScatterElements", {"d", "i", "u"}, {"y"}, {AttrInt("axis", k.axis)})
+            .Output("y", type);
+        auto values = [&](const std::vector<int64_t>& shape) {
+          return type == pb::kFloat ? RandomFloats(shape, seed++) : RandomInts(type, shape, seed++, 0, 200);
+        };
+        Feeds feeds = {{"d", values(k.data)},
+                       {"i", RandomInts(index_type, k.ind, seed++, -dim, dim - 1)},
+                       {"u", values(k.ind)}};
+        ExpectSame(g.Build(), feeds, 16);
+      }
+    }
+  }
+  // An index out of range: the reference's error on both backends.
+  GraphBuilder g("g");
+  g.Input("d", pb::kFloat)
+      .Input("i", pb::kInt64)
+      .Input("u", pb::kFloat)
+      .Node("ScatterElements", {"d", "i", "u"}, {"y"}, {AttrInt("axis", 0)})
+      .Output("y", pb::kFloat);
+  runner::Tensor ind = RandomInts(pb::kInt64, {300, 300}, 7, 0, 299);
+  ind.mutable_data<int64_t>()[70000] = 300;
+  Feeds feeds = {{"d", RandomFloats({300, 300}, 8)}, {"i", ind}, {"u", RandomFloats({300, 300}, 9)}};
+  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 16);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 16, 2);
+  ASSERT_FALSE(ref.ok());
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(ref.status().message(), cpu.status().message());
+  // A reduction runs on the reference kernel.
+  GraphBuilder add("g");
+  add.Input("d", pb::kFloat)
+      .Input("i", pb::kInt64)
+      .Input("u", pb::kFloat)
+      .Node("ScatterElements", {"d", "i", "u"}, {"y"}, {AttrInt("axis", 1), AttrString("reduction", "add")})
+      .Output("y", pb::kFloat);
+  ExpectSame(add.Build(),
+             {{"d", RandomFloats({20, 30}, 10)},
+              {"i", RandomInts(pb::kInt64, {20, 50}, 11, -30, 29)},
+              {"u", RandomFloats({20, 50}, 12)}},
+             16);
 }
 
 TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
