@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -46,6 +48,58 @@ void TuneAllocator() {
   (void)tuned;
 }
 
+// Blocks over the mmap threshold are mapped afresh by glibc for every
+// allocation and unmapped when freed, so each run of a model with large
+// activations (a detector's 50 MB roi features) would page-fault and zero
+// them again. Freed blocks from kCachedBlockBytes are kept here instead, at
+// most kCachedBlocks of them and kCachedTotalBytes together, and an
+// allocation takes the smallest that fits without wasting more than half of
+// it. The cache is never destroyed (tensors may die during static
+// destruction).
+constexpr size_t kCachedBlockBytes = size_t{32} << 20;
+constexpr size_t kCachedBlocks = 16;
+constexpr size_t kCachedTotalBytes = size_t{2} << 30;
+
+class BlockCache {
+ public:
+  static BlockCache& Get() {
+    static BlockCache* cache = new BlockCache();
+    return *cache;
+  }
+
+  // A cached block of at least `bytes` (its size in *block), or nullptr.
+  void* Take(size_t bytes, size_t* block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t best = blocks_.size();
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const size_t size = blocks_[i].second;
+      if (size >= bytes && size / 2 <= bytes && (best == blocks_.size() || size < blocks_[best].second))
+        best = i;
+    }
+    if (best == blocks_.size()) return nullptr;
+    void* data = blocks_[best].first;
+    *block = blocks_[best].second;
+    total_ -= *block;
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+    return data;
+  }
+
+  // Keeps `data` (`block` bytes) if there is room; false: the caller frees it.
+  bool Put(void* data, size_t block) {
+    if (block < kCachedBlockBytes) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (blocks_.size() >= kCachedBlocks || total_ + block > kCachedTotalBytes) return false;
+    blocks_.emplace_back(data, block);
+    total_ += block;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t total_ = 0;
+};
+
 }  // namespace
 
 std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
@@ -66,10 +120,15 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
     // Big tensors on 2 MiB pages: one page fault per 2 MiB instead of per
     // 4 KiB (weights folded at load, large activations), and fewer TLB misses.
     size_t huge = (rounded + kHugePage - 1) / kHugePage * kHugePage;
-    b->data_ = std::aligned_alloc(kHugePage, huge);
-    if (b->data_ != nullptr) madvise(b->data_, huge, MADV_HUGEPAGE);
+    b->data_ = huge >= kCachedBlockBytes ? BlockCache::Get().Take(huge, &b->block_) : nullptr;
+    if (b->data_ == nullptr) {
+      b->data_ = std::aligned_alloc(kHugePage, huge);
+      b->block_ = huge;
+      if (b->data_ != nullptr) madvise(b->data_, huge, MADV_HUGEPAGE);
+    }
   } else {
     b->data_ = std::aligned_alloc(64, rounded);
+    b->block_ = rounded;
   }
   if (b->data_ == nullptr) {
     g_live -= static_cast<int64_t>(rounded);
@@ -103,7 +162,7 @@ std::shared_ptr<Buffer> Buffer::Adopt(void* data, size_t bytes, MemoryKind kind,
 Buffer::~Buffer() {
   if (release_) release_(data_);
   if (owned_) {
-    std::free(data_);
+    if (!BlockCache::Get().Put(data_, block_)) std::free(data_);
     g_live -= static_cast<int64_t>(capacity_);
   }
 }

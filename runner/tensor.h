@@ -52,6 +52,7 @@ class Buffer {
   void* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  size_t block_ = 0;  // bytes of the owned block (capacity_ rounded up)
   bool owned_ = false;
   MemoryKind kind_ = MemoryKind::kHost;
   std::shared_ptr<const void> keepalive_;
