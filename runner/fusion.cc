@@ -50,6 +50,28 @@ bool IsActivation(const ir::Node& node, int64_t opset,
   return false;
 }
 
+// SiLU written out: `v` used exactly twice, by a Sigmoid and by a two-input
+// Mul of `v` and that Sigmoid's output, which only the Mul reads (how
+// exporters write x * sigmoid(x)). Sets the two nodes; false otherwise.
+bool SiluOf(const ir::Value* v, const ir::Graph& graph, const ir::Node** sigmoid, const ir::Node** mul) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
+  const ir::Node* s = v->uses()[0].node;
+  const ir::Node* m = v->uses()[1].node;
+  if (m->op_type() == "Sigmoid") std::swap(s, m);
+  if (s->op_type() != "Sigmoid" || s->num_inputs() != 1 || s->num_outputs() != 1 || s->input(0) != v ||
+      !InDefaultDomain(*s) || s->graph() != &graph)
+    return false;
+  if (SoleConsumer(s->output(0), graph) != m || m->op_type() != "Mul" || m->num_inputs() != 2 ||
+      m->num_outputs() != 1)
+    return false;
+  const bool ordered = m->input(0) == v && m->input(1) == s->output(0);
+  const bool swapped = m->input(1) == v && m->input(0) == s->output(0);
+  if (!ordered && !swapped) return false;
+  *sigmoid = s;
+  *mul = m;
+  return true;
+}
+
 // A BatchNormalization the reference runs in inference mode with per-channel
 // constant parameters, after a Conv whose weights (and bias) are constant.
 bool IsInferenceBatchNorm(const ir::Node& bn, int64_t opset,
@@ -287,6 +309,23 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
           SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) && !taken.contains(add)) {
         pending_add = add;
         pending_source = static_cast<int>(chain.nodes.size()) - 1;
+      }
+      // An activation written as x * Sigmoid(x) (SiLU, Swish): the Sigmoid
+      // and the Mul join the chain, the Mul reading x from inside it.
+      const ir::Node* silu_mul = nullptr;
+      if (next == nullptr && !bn_head && stage != 2 && stage != 4 && SiluOf(v, graph, &next, &silu_mul) &&
+          !skip(next) && !skip(silu_mul) && !taken.contains(next) && !taken.contains(silu_mul)) {
+        const int source = static_cast<int>(chain.nodes.size()) - 1;
+        const int slot_of_sigmoid = silu_mul->input(0) == next->output(0) ? 0 : 1;
+        chain.nodes.insert(chain.nodes.end(), {next, silu_mul});
+        chain.chained_input.insert(chain.chained_input.end(), {0, slot_of_sigmoid});
+        chain.inner_input.resize(chain.nodes.size(), -1);
+        chain.inner_source.resize(chain.nodes.size(), -1);
+        chain.inner_input.back() = 1 - slot_of_sigmoid;
+        chain.inner_source.back() = source;
+        last = silu_mul;
+        stage = stage == 3 ? 4 : 2;
+        continue;
       }
       // A node belongs to one chain: the Sum of a projection block is the
       // tail of both branches, and only the first one found takes it.

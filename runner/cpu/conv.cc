@@ -705,6 +705,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const Ker
   return MakeConvLike<ConvKernel>(node, info);
 }
 
+namespace {
+
+// True when chain node k is the Mul of a SiLU: after a Sigmoid, reading
+// the Sigmoid's input from inside the chain.
+bool IsSiluMul(const FusionChain& chain, size_t k) {
+  return k >= 2 && k < chain.nodes.size() && chain.nodes[k]->op_type() == "Mul" &&
+         chain.nodes[k - 1]->op_type() == "Sigmoid" && chain.InnerInput(k) >= 0 &&
+         chain.inner_source[k] == static_cast<int>(k) - 2;
+}
+
+}  // namespace
+
 // Adds chain node k (not a Conv) to `spec`, the description of what follows
 // a Conv (or heads an affine chain). `linear_ok`: the node may fold into the
 // weights (the Conv's weights are constant) or the channel map.
@@ -716,6 +728,19 @@ absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, boo
   using Linear = ConvChainSpec::LinearOp;
   if (op == "BatchNormalization") {
     spec.linear.push_back({Linear::Kind::kBatchNorm, offset + 1, node.GetFloat("epsilon").value_or(1e-5f)});
+    return absl::OkStatus();
+  }
+  // SiLU: the Sigmoid adds nothing, the Mul of its input by it is swish.
+  if (op == "Sigmoid" || IsSiluMul(chain, k)) {
+    if (op == "Sigmoid") {
+      if (!IsSiluMul(chain, k + 1))
+        return absl::InternalError("a fused chain takes a Sigmoid only in a SiLU");
+      return absl::OkStatus();
+    }
+    ConvChainSpec::PostOp post;
+    post.alg = dnnl::algorithm::eltwise_swish;
+    post.alpha = 1;
+    spec.ops.push_back(post);
     return absl::OkStatus();
   }
   // Mul, and Add before any post-op, by a constant: folded (see FindConvChains).
@@ -874,7 +899,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     }
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
     ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
-    if (chain.InnerInput(k) >= 0 && !concat) {
+    if (chain.InnerInput(k) >= 0 && !concat && !IsSiluMul(chain, k)) {
       // A residual from inside the chain: the result of the stage its
       // source node ends (the next node is a Conv).
       ConvChainSpec::PostOp& op = stages.back().spec.ops.back();

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
+
+#include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
 
@@ -71,9 +74,24 @@ void* ThreadScratch(int slot, size_t bytes) {
   return s != nullptr ? s->data() : nullptr;
 }
 
-// y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], or
-// + residual. NaN stays NaN, as in the reference kernels.
+// y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], swish
+// (y * sigmoid(y)), or + residual. NaN stays NaN, as in the reference
+// kernels.
 namespace {
+
+// y[i] *= sigmoid(y[i]) for n values, a block at a time.
+void SwishRow(float* y, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  float s[kBlock];
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int64_t m = std::min(kBlock, n - at);
+    std::memcpy(s, y + at, static_cast<size_t>(m) * sizeof(float));
+    SigmoidRow(s, m);
+    float* row = y + at;
+#pragma omp simd
+    for (int64_t i = 0; i < m; ++i) row[i] *= s[i];
+  }
+}
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsChunk(
     float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
@@ -85,6 +103,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsCh
     } else if (op.alg == dnnl::algorithm::eltwise_relu && op.alpha == 0) {
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
+    } else if (op.alg == dnnl::algorithm::eltwise_swish) {
+      SwishRow(y, n);
     } else if (op.alg == dnnl::algorithm::eltwise_relu) {
       float a = op.alpha;
 #pragma omp simd

@@ -273,7 +273,9 @@ class ConvSequenceKernel : public CpuKernel {
           bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
         } else if (op.alg == dnnl::algorithm::eltwise_relu) {
           bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
-        } else {  // clip to [alpha, beta]: within the bounds, or the value
+        } else if (op.alg == dnnl::algorithm::eltwise_swish) {
+          bound = std::max(bound, 0.3);  // |x sigmoid(x)| <= max(|x|, 0.279)
+        } else {                         // clip to [alpha, beta]: within the bounds, or the value
           double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
           bound = std::isfinite(lo) && std::isfinite(hi)
                       ? std::max(lo, hi)

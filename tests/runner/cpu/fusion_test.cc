@@ -542,6 +542,59 @@ pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = fa
   return g.Build();
 }
 
+// SiLU written as x * Sigmoid(x) (either operand order) after a Conv and
+// its BatchNormalization runs as the Conv's swish post-op, on every
+// convolution path; an EfficientNet-style sequence (expand 1x1 + SiLU,
+// depthwise 3x3 + SiLU, project 1x1, residual Add) runs as one step; near
+// misses (the Sigmoid's output also used elsewhere, a Mul by the Sigmoid of
+// another value) are not fused.
+TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
+  for (const ConvCase& cc : kCases) {
+    for (bool swapped : {false, true}) {
+      SCOPED_TRACE(cc.name + (swapped ? " swapped" : ""));
+      GraphBuilder g("g");
+      AddConv(g, cc, true, 20);
+      AddBatchNorm(g, "conv", "norm", cc.m, 21);
+      g.Node("Sigmoid", {"norm"}, {"s"}, {}, "sigmoid")
+          .Node("Mul",
+                swapped ? std::vector<std::string>{"s", "norm"} : std::vector<std::string>{"norm", "s"},
+                {"y"}, {}, "mul")
+          .Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 22, -3, 3)}}, {"conv"});
+    }
+  }
+  for (int64_t hw : {6, 20}) {
+    SCOPED_TRACE(hw);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, hw, hw});
+    AddStage(g, "expand", "x", "e", 16, 64, 1, 1, 1, 23);
+    g.Node("Sigmoid", {"e"}, {"es"}, {}, "s1").Node("Mul", {"e", "es"}, {"ea"}, {}, "m1");
+    AddStage(g, "dw", "ea", "d", 64, 64, 64, 3, 1, 25);
+    g.Node("Sigmoid", {"d"}, {"ds"}, {}, "s2").Node("Mul", {"ds", "d"}, {"da"}, {}, "m2");
+    AddStage(g, "project", "da", "p", 64, 16, 1, 1, 1, 27);
+    g.Node("Add", {"p", "x"}, {"y"}, {}, "add").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, hw, hw}, 29, -2, 2)}}, {"expand"});
+  }
+  {
+    // The Sigmoid's output is a graph output too: Conv, Sigmoid, Mul apart.
+    GraphBuilder g("g");
+    AddConv(g, kCases[2], true, 30);
+    g.Node("Sigmoid", {"conv"}, {"s"}, {}, "sigmoid").Node("Mul", {"conv", "s"}, {"y"}, {}, "mul");
+    g.Output("y").Output("s");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 5, 7, 7}, 31)}}, {"conv", "sigmoid", "mul"});
+  }
+  {
+    // x * Sigmoid(r): a gate, not SiLU.
+    GraphBuilder g("g");
+    AddConv(g, kCases[2], true, 32);
+    g.Input("r", pb::kFloat, OutShape(kCases[2]));
+    g.Node("Sigmoid", {"r"}, {"s"}, {}, "sigmoid").Node("Mul", {"conv", "s"}, {"y"}, {}, "mul").Output("y");
+    ExpectFused(g.Build(),
+                {{"x", RandomFloats({1, 5, 7, 7}, 33)}, {"r", RandomFloats(OutShape(kCases[2]), 34)}},
+                {"conv", "sigmoid", "mul"});
+  }
+}
+
 TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
   SmallConvWinograd winograd;
   // The first block's output is the second's X and its residual: one

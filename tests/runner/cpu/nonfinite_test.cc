@@ -199,6 +199,26 @@ const Tail kTails[] = {
        g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
      },
      true},
+    // SiLU as x * Sigmoid(x): the Conv's swish post-op.
+    {"silu",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Sigmoid", {"conv"}, {"s"}, {}, "sigmoid").Node("Mul", {"s", "conv"}, {"y"}, {}, "mul");
+     }},
+    {"batchnorm_silu_add",
+     [](GraphBuilder& g, int64_t m) {
+       AddBatchNorm(g, "conv", "n", m, 31);
+       g.Node("Sigmoid", {"n"}, {"s"}, {}, "sigmoid")
+           .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
+           .Node("Add", {"a", "r"}, {"y"}, {}, "add");
+     },
+     true},
+    {"add_silu",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"a"}, {}, "add")
+           .Node("Sigmoid", {"a"}, {"s"}, {}, "sigmoid")
+           .Node("Mul", {"a", "s"}, {"y"}, {}, "mul");
+     },
+     true},
     // A MaxPool ending the chain (pooled in oneDNN's layout on bounded
     // values only).
     {"relu_maxpool",
@@ -300,6 +320,27 @@ TEST_P(CpuNonFiniteTest, IntoConvSequences) {
             18, HasNaN(kinds));
       }
     }
+  }
+}
+
+// An EfficientNet-style sequence with SiLU activations (expand 1x1,
+// depthwise 3x3, project 1x1, residual Add with X): oneDNN's swish post-op
+// runs only on bounded values.
+TEST_P(CpuNonFiniteTest, IntoSiluSequences) {
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    const int64_t c = 8, hw = 9;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+    AddConv(g, {"", c, 4 * c, 1, 1, hw}, "x", "e", "expand", 140);
+    g.Node("Sigmoid", {"e"}, {"es"}, {}, "s1").Node("Mul", {"e", "es"}, {"ea"}, {}, "m1");
+    AddConv(g, {"", 4 * c, 4 * c, 4 * c, 3, hw}, "ea", "d", "dw", 142);
+    AddBatchNorm(g, "d", "dn", 4 * c, 144);
+    g.Node("Sigmoid", {"dn"}, {"ds"}, {}, "s2").Node("Mul", {"ds", "dn"}, {"da"}, {}, "m2");
+    AddConv(g, {"", 4 * c, c, 1, 1, hw}, "da", "p", "project", 146);
+    g.Node("Add", {"p", "x"}, {"y"}, {}, "add").Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 148), kinds, 6)}}, 18,
+                        HasNaN(kinds));
   }
 }
 
