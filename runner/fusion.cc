@@ -43,7 +43,8 @@ bool InputsConstant(const ir::Node& node, int first,
 
 bool IsActivation(const ir::Node& node, int64_t opset,
                   const std::function<bool(const ir::Value*)>& is_constant) {
-  if (node.op_type() == "Relu" || node.op_type() == "LeakyRelu") return node.num_inputs() == 1;
+  if (node.op_type() == "Relu" || node.op_type() == "LeakyRelu" || node.op_type() == "HardSwish")
+    return node.num_inputs() == 1;
   // Clip's bounds are attributes before opset 11, optional inputs since.
   if (node.op_type() == "Clip")
     return opset < 11 ? node.num_inputs() == 1 : InputsConstant(node, 1, is_constant);

@@ -1,6 +1,7 @@
 // Node chains the cpu backend runs as one kernel: a Conv and the nodes that
 // follow it one by one (BatchNormalization and Mul / Add by per-channel
-// constants folded into its weights, Relu / LeakyRelu / Clip / SiLU (a
+// constants folded into its weights, Relu / LeakyRelu / Clip / HardSwish /
+// SiLU (a
 // Sigmoid and the Mul of its input by it) and a residual Add, or Sum of
 // two, as post-ops, then possibly further Convs, each
 // possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose

@@ -755,6 +755,8 @@ absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, boo
   } else if (op == "LeakyRelu") {
     post.alg = dnnl::algorithm::eltwise_relu;
     post.alpha = node.GetFloat("alpha").value_or(0.01f);
+  } else if (op == "HardSwish") {
+    post.alg = dnnl::algorithm::eltwise_hardswish;
   } else if (op == "Clip") {
     post.alg = dnnl::algorithm::eltwise_clip_v2;
     // Opset 6-10 bounds default to the float range; opset 1 left them open.

@@ -75,7 +75,7 @@ void* ThreadScratch(int slot, size_t bytes) {
 }
 
 // y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], swish
-// (y * sigmoid(y)), or + residual. NaN stays NaN, as in the reference
+// (y * sigmoid(y)), hardswish, or + residual. NaN stays NaN, as in the reference
 // kernels.
 namespace {
 
@@ -105,6 +105,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsCh
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
     } else if (op.alg == dnnl::algorithm::eltwise_swish) {
       SwishRow(y, n);
+    } else if (op.alg == dnnl::algorithm::eltwise_hardswish) {
+      // In double, as the reference: x * clamp(x / 6 + 1/2, 0, 1).
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = y[i], t = x / 6 + 0.5;
+        y[i] = static_cast<float>(x * (t < 0 ? 0.0 : t > 1 ? 1.0 : t));
+      }
     } else if (op.alg == dnnl::algorithm::eltwise_relu) {
       float a = op.alpha;
 #pragma omp simd

@@ -106,8 +106,8 @@ inline bool AllFinite(const Tensor& t) { return MaxAbs(t.data<float>(), t.size()
 
 // y = ops(y) in order over n floats: relu with slope alpha, clip to
 // [alpha, beta], swish (y * sigmoid(y), runner/cpu/vector_math.h's
-// sigmoid), or + residual (same layout as y). NaN stays NaN, as in the
-// reference kernels.
+// sigmoid), hardswish (in double, as the reference), or + residual (same layout as y). NaN stays NaN, as in
+// the reference kernels.
 void ApplyPostOpsTo(float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops);
 // The same in parallel chunks.
 void ApplyPostOps(float* y, const float* residual, int64_t n, const std::vector<ResolvedPostOp>& ops);

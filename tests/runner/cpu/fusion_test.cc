@@ -542,9 +542,10 @@ pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = fa
   return g.Build();
 }
 
-// SiLU written as x * Sigmoid(x) (either operand order) after a Conv and
-// its BatchNormalization runs as the Conv's swish post-op, on every
-// convolution path; an EfficientNet-style sequence (expand 1x1 + SiLU,
+// SiLU written as x * Sigmoid(x) (either operand order), and HardSwish,
+// after a Conv and its BatchNormalization run as the Conv's swish /
+// hardswish post-op, on every convolution path; an EfficientNet-style
+// sequence (expand 1x1 + SiLU or HardSwish,
 // depthwise 3x3 + SiLU, project 1x1, residual Add) runs as one step; near
 // misses (the Sigmoid's output also used elsewhere, a Mul by the Sigmoid of
 // another value) are not fused.
@@ -562,13 +563,22 @@ TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
           .Output("y");
       ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 22, -3, 3)}}, {"conv"});
     }
+    GraphBuilder g("g");
+    AddConv(g, cc, true, 24);
+    AddBatchNorm(g, "conv", "norm", cc.m, 25);
+    g.Node("HardSwish", {"norm"}, {"y"}, {}, "act").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 26, -3, 3)}}, {"conv"});
   }
   for (int64_t hw : {6, 20}) {
     SCOPED_TRACE(hw);
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, hw, hw});
     AddStage(g, "expand", "x", "e", 16, 64, 1, 1, 1, 23);
-    g.Node("Sigmoid", {"e"}, {"es"}, {}, "s1").Node("Mul", {"e", "es"}, {"ea"}, {}, "m1");
+    if (hw == 6) {
+      g.Node("HardSwish", {"e"}, {"ea"}, {}, "m1");
+    } else {
+      g.Node("Sigmoid", {"e"}, {"es"}, {}, "s1").Node("Mul", {"e", "es"}, {"ea"}, {}, "m1");
+    }
     AddStage(g, "dw", "ea", "d", 64, 64, 64, 3, 1, 25);
     g.Node("Sigmoid", {"d"}, {"ds"}, {}, "s2").Node("Mul", {"ds", "d"}, {"da"}, {}, "m2");
     AddStage(g, "project", "da", "p", 64, 16, 1, 1, 1, 27);

@@ -199,6 +199,12 @@ const Tail kTails[] = {
        g.Node("Add", {"conv", "r"}, {"y"}, {}, "add");
      },
      true},
+    {"hardswish", [](GraphBuilder& g, int64_t) { g.Node("HardSwish", {"conv"}, {"y"}, {}, "act"); }},
+    {"add_hardswish",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"a"}, {}, "add").Node("HardSwish", {"a"}, {"y"}, {}, "act");
+     },
+     true},
     // SiLU as x * Sigmoid(x): the Conv's swish post-op.
     {"silu",
      [](GraphBuilder& g, int64_t) {
@@ -323,9 +329,9 @@ TEST_P(CpuNonFiniteTest, IntoConvSequences) {
   }
 }
 
-// An EfficientNet-style sequence with SiLU activations (expand 1x1,
-// depthwise 3x3, project 1x1, residual Add with X): oneDNN's swish post-op
-// runs only on bounded values.
+// An EfficientNet / MobileNetV3-style sequence (expand 1x1 + HardSwish,
+// depthwise 3x3 + SiLU, project 1x1, residual Add with X): oneDNN's
+// hardswish and swish post-ops run only on bounded values.
 TEST_P(CpuNonFiniteTest, IntoSiluSequences) {
   for (const char* kinds : {"n", "+-", "n+-"}) {
     SCOPED_TRACE(kinds);
@@ -333,7 +339,7 @@ TEST_P(CpuNonFiniteTest, IntoSiluSequences) {
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
     AddConv(g, {"", c, 4 * c, 1, 1, hw}, "x", "e", "expand", 140);
-    g.Node("Sigmoid", {"e"}, {"es"}, {}, "s1").Node("Mul", {"e", "es"}, {"ea"}, {}, "m1");
+    g.Node("HardSwish", {"e"}, {"ea"}, {}, "m1");
     AddConv(g, {"", 4 * c, 4 * c, 4 * c, 3, hw}, "ea", "d", "dw", 142);
     AddBatchNorm(g, "d", "dn", 4 * c, 144);
     g.Node("Sigmoid", {"dn"}, {"ds"}, {}, "s2").Node("Mul", {"ds", "dn"}, {"da"}, {}, "m2");
