@@ -594,6 +594,30 @@ TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
     ExpectFused(g.Build(), {{"x", RandomFloats({1, 5, 7, 7}, 31)}}, {"conv", "sigmoid", "mul"});
   }
   {
+    // Double tensors: the chain runs node by node, the Mul reading the
+    // Conv's result kept for it.
+    GraphBuilder g("g");
+    AddConv(g, kCases[2], true, 35);
+    g.Node("Sigmoid", {"conv"}, {"s"}, {}, "sigmoid")
+        .Node("Mul", {"s", "conv"}, {"y"}, {}, "mul")
+        .Output("y");
+    pb::GraphProto graph = g.Build();
+    for (pb::TensorProto& t : graph.initializer) {
+      std::string_view raw = t.raw_data.view();
+      const float* p = reinterpret_cast<const float*>(raw.data());
+      std::vector<double> d(p, p + raw.size() / sizeof(float));
+      t.raw_data =
+          Bytes::Own(std::string(reinterpret_cast<const char*>(d.data()), d.size() * sizeof(double)));
+      t.data_type = pb::kDouble;
+    }
+    graph.input[0] = MakeValueInfo("x", pb::kDouble, std::vector<int64_t>{1, 5, 7, 7});
+    graph.output[0] = MakeValueInfo("y", pb::kDouble, OutShape(kCases[2]));
+    runner::Tensor x = RandomFloats({1, 5, 7, 7}, 36);
+    std::vector<double> values(x.data<float>(), x.data<float>() + x.size());
+    ExpectFused(graph, {{"x", MakeTensor<double>(pb::kDouble, {1, 5, 7, 7}, values)}}, {"conv"}, 18,
+                /*node_by_node=*/true);
+  }
+  {
     // x * Sigmoid(r): a gate, not SiLU.
     GraphBuilder g("g");
     AddConv(g, kCases[2], true, 32);
