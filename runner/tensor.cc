@@ -84,6 +84,14 @@ class BlockCache {
     return data;
   }
 
+  // Frees every cached block (an allocation failed: the memory is wanted).
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [data, size] : blocks_) std::free(data);
+    blocks_.clear();
+    total_ = 0;
+  }
+
   // Keeps `data` (`block` bytes) if there is room; false: the caller frees it.
   bool Put(void* data, size_t block) {
     if (block < kCachedBlockBytes) return false;
@@ -123,6 +131,10 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
     b->data_ = huge >= kCachedBlockBytes ? BlockCache::Get().Take(huge, &b->block_) : nullptr;
     if (b->data_ == nullptr) {
       b->data_ = std::aligned_alloc(kHugePage, huge);
+      if (b->data_ == nullptr) {  // the cached blocks may be what is missing
+        BlockCache::Get().Clear();
+        b->data_ = std::aligned_alloc(kHugePage, huge);
+      }
       b->block_ = huge;
       if (b->data_ != nullptr) madvise(b->data_, huge, MADV_HUGEPAGE);
     }

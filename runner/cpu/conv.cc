@@ -731,12 +731,11 @@ absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, boo
     return absl::OkStatus();
   }
   // SiLU: the Sigmoid adds nothing, the Mul of its input by it is swish.
-  if (op == "Sigmoid" || IsSiluMul(chain, k)) {
-    if (op == "Sigmoid") {
-      if (!IsSiluMul(chain, k + 1))
-        return absl::InternalError("a fused chain takes a Sigmoid only in a SiLU");
-      return absl::OkStatus();
-    }
+  if (op == "Sigmoid") {
+    if (!IsSiluMul(chain, k + 1)) return absl::InternalError("a fused chain takes a Sigmoid only in a SiLU");
+    return absl::OkStatus();
+  }
+  if (IsSiluMul(chain, k)) {
     ConvChainSpec::PostOp post;
     post.alg = dnnl::algorithm::eltwise_swish;
     post.alpha = 1;

@@ -274,8 +274,9 @@ class ConvSequenceKernel : public CpuKernel {
         } else if (op.alg == dnnl::algorithm::eltwise_relu) {
           bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
         } else if (op.alg == dnnl::algorithm::eltwise_swish || op.alg == dnnl::algorithm::eltwise_hardswish) {
-          bound = std::max(bound, 0.4);  // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375)
-        } else {                         // clip to [alpha, beta]: within the bounds, or the value
+          // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375).
+          bound = std::max(bound, 0.4);
+        } else {  // clip to [alpha, beta]: within the bounds, or the value
           double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
           bound = std::isfinite(lo) && std::isfinite(hi)
                       ? std::max(lo, hi)

@@ -102,7 +102,7 @@ class RoiAlignKernel : public Kernel {
           }
         }
         const int64_t per_bin = g.grid_h * g.grid_w;
-        const double count = static_cast<double>(std::max<int64_t>(per_bin, 1));
+        const double samples = static_cast<double>(std::max<int64_t>(per_bin, 1));
         for (int64_t ch = 0; ch < c; ++ch) {
           const double* plane = xv.data() + (g.batch * c + ch) * h * w;
           const Tap* t = taps.data();
@@ -119,7 +119,7 @@ class RoiAlignKernel : public Kernel {
                 acc += v;
               }
             }
-            out[bin] = max_mode_ ? acc : acc / count;
+            out[bin] = max_mode_ ? acc : acc / samples;
           }
         }
       }
