@@ -151,6 +151,7 @@ class RecurrentKernel : public CpuKernel {
       sc.cs.resize(static_cast<size_t>(batch_ * h_));
       sc.tmp.resize(static_cast<size_t>(batch_ * h_));
       sc.bias.resize(static_cast<size_t>(g_ * h_));
+      sc.zeros.assign(static_cast<size_t>(h_), 0.0f);
     }
     packed_ = constant_weights_ && PackedGemmAvailable() && isz_ <= kPackedGemmMaxK &&
               h_ <= kPackedGemmMaxK && Pack(*in[1], *in[2]);
@@ -226,6 +227,14 @@ class RecurrentKernel : public CpuKernel {
     const bool reverse = o_.reverse_only || d == 1;
     const int64_t steps = *std::max_element(lens_.begin(), lens_.end());
     const float clip = o_.clip ? static_cast<float>(*o_.clip) : 0.0f;
+    const float* clip_ptr = o_.clip ? &clip : nullptr;
+    // The default activations (LSTM without peepholes or input_forget) take
+    // one pass over the units per step.
+    const bool fused_cell =
+        (o_.cell == RnnCell::kLstm && peep == nullptr && !o_.input_forget &&
+         act[0].kind == RnnActivation::kSigmoid && act[1].kind == RnnActivation::kTanh &&
+         act[2].kind == RnnActivation::kTanh) ||
+        (lbr && act[0].kind == RnnActivation::kSigmoid && act[1].kind == RnnActivation::kTanh);
     auto active = [&](int64_t b, int64_t s) { return s < lens_[static_cast<size_t>(b)]; };
     auto time_of = [&](int64_t b, int64_t s) { return reverse ? lens_[static_cast<size_t>(b)] - 1 - s : s; };
     for (int64_t s = 0; s < steps; ++s) {
@@ -249,6 +258,10 @@ class RecurrentKernel : public CpuKernel {
             Apply(act[0], hb, h);
             break;
           case RnnCell::kGru:
+            if (lbr && fused_cell) {
+              GruCellRow(g, xg, rb != nullptr ? rb + 2 * h : sc.zeros.data(), clip_ptr, hb, h);
+              break;
+            }
             // z and r; GRU without linear_before_reset stops here and keeps
             // r * h for the candidate's product.
             for (int64_t k = 0; k < 2 * h; ++k) g[k] += xg[k];
@@ -262,7 +275,11 @@ class RecurrentKernel : public CpuKernel {
             }
             break;
           case RnnCell::kLstm:
-            LstmUpdate(g, xg, peep, act, clip, hb, cb);
+            if (fused_cell) {
+              LstmCellRow(g, xg, clip_ptr, hb, cb, h);
+            } else {
+              LstmUpdate(g, xg, peep, act, clip, hb, cb);
+            }
             break;
         }
       }
@@ -409,7 +426,9 @@ class RecurrentKernel : public CpuKernel {
 
   // Buffers of one direction; grown to the largest shapes seen.
   struct Scratch {
-    std::vector<float> xw, hr, hs, cs, tmp, bias;
+    // zeros: GRU's candidate recurrent bias when there is none (adding 0,
+    // as the gate-by-gate path does).
+    std::vector<float> xw, hr, hs, cs, tmp, bias, zeros;
   };
 
   RnnOptions o_;

@@ -70,34 +70,77 @@ inline double ExpNonPositiveDouble(double v) {
   return p * std::bit_cast<double>(scale);
 }
 
+// 1 / (1 + e^-x): e^-|x| once, then r or e * r by the sign; NaN stays NaN.
+__attribute__((always_inline)) inline float SigmoidOf(float x) {
+  const float m = -std::fabs(x);
+  const float e = ExpNonPositive(m < -100.f ? -100.f : m);  // e^-|x|
+  const float r = 1.f / (1.f + e);
+  return x >= 0.f ? r : (x < 0.f ? e * r : x);
+}
+
+// Near 0 the odd series (its next term is below 1e-12 there); elsewhere
+// (1 - e^-2|x|) / (1 + e^-2|x|), whose subtraction loses little from 0.1 on.
+__attribute__((always_inline)) inline float TanhOf(float x) {
+  const float ax = std::fabs(x);
+  const float x2 = x * x;
+  const float series =
+      x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
+  const float m = -2.f * ax;
+  const float e = ExpNonPositive(m < -100.f ? -100.f : m);
+  const float t = std::copysign((1.f - e) / (1.f + e), x);
+  return ax < 0.1f ? series : t;
+}
+
+// std::clamp(v, -limit, limit): NaN passes through.
+__attribute__((always_inline)) inline float ClipTo(float v, float limit) {
+  return v < -limit ? -limit : (limit < v ? limit : v);
+}
+
 }  // namespace
 
 // ExpNonPositive flushes to 0 below -87.3; inputs are clamped at -100 so
 // that -inf (whose integer part is undefined) gives exactly 0 as well.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidRow(float* v, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float x = v[i];
-    float m = -std::fabs(x);
-    float e = ExpNonPositive(m < -100.f ? -100.f : m);  // e^-|x|
-    float r = 1.f / (1.f + e);
-    v[i] = x >= 0.f ? r : (x < 0.f ? e * r : x);
-  }
+  for (int64_t i = 0; i < n; ++i) v[i] = SigmoidOf(v[i]);
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void TanhRow(float* v, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float x = v[i];
-    float ax = std::fabs(x);
-    // Near 0 the odd series (its next term is below 1e-12 there); elsewhere
-    // (1 - e^-2|x|) / (1 + e^-2|x|), whose subtraction loses little from 0.1 on.
-    float x2 = x * x;
-    float series = x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
-    float m = -2.f * ax;
-    float e = ExpNonPositive(m < -100.f ? -100.f : m);
-    float t = std::copysign((1.f - e) / (1.f + e), x);
-    v[i] = ax < 0.1f ? series : t;
+  for (int64_t i = 0; i < n; ++i) v[i] = TanhOf(v[i]);
+}
+
+// No clip is a limit of +inf: ClipTo is then the identity, infinities and
+// NaN included.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void LstmCellRow(const float* g, const float* xg,
+                                                                              const float* clip, float* h,
+                                                                              float* c, int64_t n) {
+  const float limit = clip != nullptr ? *clip : INFINITY;
+  const float *gi = g, *go = g + n, *gf = g + 2 * n, *gc = g + 3 * n;
+  const float *xi = xg, *xo = xg + n, *xf = xg + 2 * n, *xc = xg + 3 * n;
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const float i = SigmoidOf(ClipTo(gi[k] + xi[k], limit));
+    const float f = SigmoidOf(ClipTo(gf[k] + xf[k], limit));
+    const float cell = f * c[k] + i * TanhOf(ClipTo(gc[k] + xc[k], limit));
+    c[k] = cell;
+    h[k] = SigmoidOf(ClipTo(go[k] + xo[k], limit)) * TanhOf(cell);
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GruCellRow(const float* g, const float* xg,
+                                                                             const float* rb,
+                                                                             const float* clip, float* h,
+                                                                             int64_t n) {
+  const float *gz = g, *gr = g + n, *gh = g + 2 * n;
+  const float *xz = xg, *xr = xg + n, *xh = xg + 2 * n;
+  const float limit = clip != nullptr ? *clip : INFINITY;
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const float z = SigmoidOf(ClipTo(gz[k] + xz[k], limit));
+    const float r = SigmoidOf(ClipTo(gr[k] + xr[k], limit));
+    const float cand = TanhOf(ClipTo(xh[k] + r * (gh[k] + rb[k]), limit));
+    h[k] = (1.f - z) * cand + z * h[k];
   }
 }
 

@@ -22,6 +22,21 @@ namespace onnxkit::runner::cpu {
 void SigmoidRow(float* v, int64_t n);
 // v[i] = tanh(v[i]) for n values, in place.
 void TanhRow(float* v, int64_t n);
+// One LSTM step of n units without peepholes or input_forget, with the
+// default activations
+// (sigmoid, tanh, tanh), every unit in one pass: g holds the recurrent
+// product's gates i, o, f, c (n values each), xg the input projection's
+// (biases included), clip the clip limit (or null). Updates the cell state c
+// and writes the hidden state h. Each activation is SigmoidRow's or
+// TanhRow's function; NaN and infinities propagate as through the
+// gate-by-gate steps.
+void LstmCellRow(const float* g, const float* xg, const float* clip, float* h, float* c, int64_t n);
+// One GRU step of n units with linear_before_reset and the default
+// activations (sigmoid, tanh): g holds the recurrent product's z, r and h
+// parts, xg the input projection's (biases included, but for the candidate's
+// recurrent bias rb, added before scaling by r), clip the clip limit (or
+// null). Updates h.
+void GruCellRow(const float* g, const float* xg, const float* rb, const float* clip, float* h, int64_t n);
 // y[i] = log(x[i]) for n values (y may be x).
 void LogRow(const float* x, float* y, int64_t n);
 // y[i] = log(1 + e^x[i]) for n values (y may be x).

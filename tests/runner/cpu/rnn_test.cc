@@ -156,6 +156,27 @@ TEST(CpuRnnTest, LstmPeepholesInputForgetClipAndActivationsMatchReference) {
   ExpectCpuMatchesReference(rgraph, rfeeds, 14, 1e-5, 1e-4);
 }
 
+TEST(CpuRnnTest, FusedCellsWithClipAndWideLayersMatchReference) {
+  // LSTM without peepholes and GRU with linear_before_reset, default
+  // activations: one pass over the units per step. Hidden sizes that fill
+  // whole vectors and leave tails, with and without clip and biases.
+  uint32_t seed = 250;
+  for (std::string op : {"LSTM", "GRU"}) {
+    for (int64_t hidden : {16, 21, 40}) {
+      for (bool clip : {false, true}) {
+        Layer l;
+        l.op = op, l.direction = "bidirectional", l.batch = 3, l.seq = 9, l.hidden = hidden;
+        l.ragged = hidden == 21, l.bias = !clip || hidden == 40, l.constant_weights = hidden != 16;
+        if (op == "GRU") l.extra.push_back(AttrInt("linear_before_reset", 1));
+        if (clip) l.extra.push_back(AttrFloat("clip", 0.4f));
+        SCOPED_TRACE(op + " hidden " + std::to_string(hidden) + (clip ? " clip" : ""));
+        auto [graph, feeds] = Build(l, seed++);
+        ExpectCpuMatchesReference(graph, feeds, 14, 1e-5, 1e-4);
+      }
+    }
+  }
+}
+
 TEST(CpuRnnTest, OutputsLeftOutAndHiddenSizeFromR) {
   for (std::vector<std::string> outs :
        std::vector<std::vector<std::string>>{{"", "yh"}, {"y"}, {"", "", "yc"}}) {
@@ -194,21 +215,31 @@ TEST(CpuRnnTest, LongSequencesRunInFloat32) {
 }
 
 TEST(CpuRnnTest, NanAndInfinityPropagateAsInTheReference) {
+  const float kInf = std::numeric_limits<float>::infinity();
   for (std::string op : {"RNN", "GRU", "LSTM"}) {
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-      Layer l;
-      l.op = op, l.batch = 2, l.seq = 4, l.direction = "bidirectional";
-      l.constant_weights = std::isnan(bad);
-      l.extra = {AttrStrings("activations", op == "RNN" ? std::vector<std::string>{"Relu"}
-                                            : op == "GRU"
-                                                ? std::vector<std::string>{"Sigmoid", "Relu"}
-                                                : std::vector<std::string>{"Sigmoid", "Relu", "Relu"})};
-      auto [graph, feeds] = Build(l, 600);
-      // One value of batch item 1 at time step 2.
-      runner::Tensor& x = feeds[0].second;
-      x.mutable_data<float>()[(2 * l.batch + 1) * l.input + 3] = bad;
-      SCOPED_TRACE(op + (std::isnan(bad) ? " NaN" : " Inf"));
-      ExpectCpuMatchesReference(graph, feeds, 14, 1e-5, 1e-4);
+    // Unbounded activations (Relu) and the default ones (the fused cells
+    // for GRU with linear_before_reset and LSTM), with and without clip.
+    for (bool defaults : {false, true}) {
+      for (float bad : {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf}) {
+        Layer l;
+        l.op = op, l.batch = 2, l.seq = 4, l.direction = "bidirectional";
+        l.constant_weights = std::isnan(bad);
+        if (!defaults) {
+          l.extra = {AttrStrings("activations", op == "RNN" ? std::vector<std::string>{"Relu"}
+                                                : op == "GRU"
+                                                    ? std::vector<std::string>{"Sigmoid", "Relu"}
+                                                    : std::vector<std::string>{"Sigmoid", "Relu", "Relu"})};
+        } else {
+          if (op == "GRU") l.extra.push_back(AttrInt("linear_before_reset", 1));
+          if (!(bad > 0)) l.extra.push_back(AttrFloat("clip", 3.f));  // NaN and -inf
+        }
+        auto [graph, feeds] = Build(l, 600);
+        // One value of batch item 1 at time step 2.
+        runner::Tensor& x = feeds[0].second;
+        x.mutable_data<float>()[(2 * l.batch + 1) * l.input + 3] = bad;
+        SCOPED_TRACE(op + (defaults ? " default activations " : " ") + std::to_string(bad));
+        ExpectCpuMatchesReference(graph, feeds, 14, 1e-5, 1e-4);
+      }
     }
   }
 }
