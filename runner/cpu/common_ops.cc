@@ -23,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "lib/base/checked_math.h"
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
@@ -31,6 +32,7 @@
 #include "runner/cpu/vector_math.h"
 #include "runner/element_word.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/roi_align.h"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -417,6 +419,128 @@ class ScatterElementsKernel : public CpuKernel {
   bool plain_;
 };
 
+// One RoiAlign sample point for c channels (channels-last corners p1..p4
+// with weights w1..w4): avg adds w1 p1 + w2 p2 + w3 p3 + w4 p4 to acc; max
+// sets acc to the largest weighted corner (`first`) or keeps the larger of
+// acc and it, with std::max's order (a NaN already in acc stays, a NaN
+// sample is passed over), as the reference does.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void RoiSample(
+    float* acc, const float* p1, const float* p2, const float* p3, const float* p4, float w1, float w2,
+    float w3, float w4, int64_t c, bool max_mode, bool first) {
+  if (!max_mode) {
+#pragma omp simd
+    for (int64_t ch = 0; ch < c; ++ch) acc[ch] += w1 * p1[ch] + w2 * p2[ch] + w3 * p3[ch] + w4 * p4[ch];
+    return;
+  }
+#pragma omp simd
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float v1 = w1 * p1[ch], v2 = w2 * p2[ch], v3 = w3 * p3[ch], v4 = w4 * p4[ch];
+    const float a = v1 < v2 ? v2 : v1, b = v3 < v4 ? v4 : v3;
+    const float v = a < b ? b : a;
+    acc[ch] = first ? v : (acc[ch] < v ? v : acc[ch]);
+  }
+}
+
+// RoiAlign on float32 X [N, C, H, W]: the rois' sampling grids, sample
+// points and weights are the reference's (runner/reference/roi_align.h);
+// X is copied channels-last, so a sample point's four corners are four runs
+// of C floats and each bin is accumulated for every channel at once, in
+// float. Rois are split over the threads. Other types, a feature map much
+// larger than the sample points would read (the copy would cost more than
+// it saves) and every error run on the reference kernel, which reports the
+// errors.
+class RoiAlignKernel : public CpuKernel {
+ public:
+  RoiAlignKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), options_(reference::ParseRoiAlign(node, info)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* rois, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* bi, ctx.Input(2));
+    if (!options_.ok() || x->dtype() != pb::kFloat || rois->dtype() != pb::kFloat || x->rank() != 4 ||
+        rois->rank() != 2 || rois->dim(1) != 4 || bi->rank() != 1 || bi->dim(0) != rois->dim(0)) {
+      return Fallback(ctx);
+    }
+    const reference::RoiAlignOptions& o = *options_;
+    absl::StatusOr<std::vector<int64_t>> batch = reference::ReadInt64s(*bi);
+    if (!batch.ok()) return Fallback(ctx);
+    const int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3), r = rois->dim(0);
+    const int64_t bins = o.out_h * o.out_w;
+    std::vector<reference::RoiGrid> grids(static_cast<size_t>(r));
+    int64_t total_points = 0;
+    for (int64_t ri = 0; ri < r; ++ri) {
+      const float* roi = rois->data<float>() + ri * 4;
+      const double coords[4] = {roi[0], roi[1], roi[2], roi[3]};
+      absl::StatusOr<reference::RoiGrid> g =
+          reference::MakeRoiGrid(o, ri, (*batch)[static_cast<size_t>(ri)], n, coords);
+      if (!g.ok()) return Fallback(ctx);
+      grids[static_cast<size_t>(ri)] = *g;
+      total_points += g->points;  // each at most 2^22
+    }
+    std::optional<int64_t> count = CheckedElementCount(std::vector<int64_t>{r, c, o.out_h, o.out_w});
+    if (!count || n * h * w > 4 * total_points + 4096) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y,
+                             ctx.AllocateOutputUninitialized(0, pb::kFloat, {r, c, o.out_h, o.out_w}));
+    if (*count == 0) return absl::OkStatus();
+    // X channels-last: [N, H * W, C].
+    const int64_t hw = h * w;
+    planes_.resize(static_cast<size_t>(x->size()));
+    const float* xs = x->data<float>();
+#pragma omp parallel for if (x->size() >= kParallelElements)
+    for (int64_t b = 0; b < n * hw; ++b) {
+      const float* from = xs + (b / hw) * c * hw + b % hw;
+      float* to = planes_.data() + b * c;
+      for (int64_t ch = 0; ch < c; ++ch) to[ch] = from[ch * hw];
+    }
+    float* out = y->mutable_data<float>();
+    const float* planes = planes_.data();
+#pragma omp parallel if (r > 1 && static_cast <double>(c) * static_cast <double>(total_points) >= 65536)
+    {
+      std::vector<reference::RoiTap> taps;
+      std::vector<float> acc(static_cast<size_t>(bins * c));
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t ri = 0; ri < r; ++ri) {
+        const reference::RoiGrid& g = grids[static_cast<size_t>(ri)];
+        reference::RoiTaps(o, g, h, w, taps);
+        const int64_t per_bin = g.grid_h * g.grid_w;
+        const float* image = planes + g.batch * hw * c;
+        const reference::RoiTap* t = taps.data();
+        for (int64_t bin = 0; bin < bins; ++bin) {
+          float* a = acc.data() + bin * c;
+          // Samples outside the map are 0: an avg sum starts at +0 and adding
+          // +0 changes nothing; in max mode they compare as 0.
+          std::fill_n(a, c, 0.0f);
+          for (int64_t k = 0; k < per_bin; ++k, ++t) {
+            if (t->zero) {
+              if (o.max_mode) {
+                for (int64_t ch = 0; ch < c; ++ch) a[ch] = k == 0 || a[ch] < 0.f ? 0.f : a[ch];
+              }
+              continue;
+            }
+            RoiSample(a, image + t->o1 * c, image + t->o2 * c, image + t->o3 * c, image + t->o4 * c,
+                      static_cast<float>(t->w1), static_cast<float>(t->w2), static_cast<float>(t->w3),
+                      static_cast<float>(t->w4), c, o.max_mode, k == 0);
+          }
+        }
+        const float samples = static_cast<float>(std::max<int64_t>(per_bin, 1));
+        float* dst = out + ri * c * bins;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          for (int64_t bin = 0; bin < bins; ++bin) {
+            const float v = acc[static_cast<size_t>(bin * c + ch)];
+            dst[ch * bins + bin] = o.max_mode ? v : v / samples;
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<reference::RoiAlignOptions> options_;
+  std::vector<float> planes_;  // X channels-last, grown to the largest seen
+};
+
 // InstanceNormalization and GroupNormalization on float32 X [N, C, ...]:
 // per block (an (n, c) plane, or the C / G planes of a group) the mean and
 // population variance in double, then
@@ -504,6 +628,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeUnaryRow(const ir::Node& node, const
 }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<ScatterElementsKernel>(node, info);
+}
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRoiAlign(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<RoiAlignKernel>(node, info);
 }
 absl::StatusOr<std::unique_ptr<Kernel>> MakeInstanceNorm(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<InstanceNormKernel>(node, info);

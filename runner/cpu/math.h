@@ -18,11 +18,13 @@ Factory MakeGemm;
 // matmul_integer.cc
 Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
-// common_ops.cc: Where, Expand, ScatterElements, Cast, HardSigmoid / Floor /
-// Ceil / Sign / Log / Softplus, InstanceNormalization and GroupNormalization.
+// common_ops.cc: Where, Expand, ScatterElements, RoiAlign, Cast, HardSigmoid /
+// Floor / Ceil / Sign / Log / Softplus, InstanceNormalization and
+// GroupNormalization.
 Factory MakeWhere;
 Factory MakeExpand;
 Factory MakeScatterElements;
+Factory MakeRoiAlign;
 Factory MakeCast;
 Factory MakeUnaryRow;
 Factory MakeInstanceNorm;

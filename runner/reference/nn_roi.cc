@@ -11,6 +11,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
+#include "runner/reference/roi_align.h"
 
 namespace onnxkit::runner::reference {
 namespace {
@@ -47,11 +48,38 @@ absl::Status Store(KernelContext& ctx, int32_t dtype, std::vector<int64_t> shape
 
 // --- RoiAlign ---
 
+// The bilinear sample as RoiAlign defines it: zero beyond one pixel
+// outside, clamped to the border.
+RoiTap SampleTap(int64_t h, int64_t w, double y, double x) {
+  RoiTap t;
+  // An empty map has nothing to sample.
+  if (h <= 0 || w <= 0 || y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w))
+    return t;
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  int64_t y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x), y_hi, x_hi;
+  if (y_lo >= h - 1) {
+    y_hi = y_lo = h - 1;
+    y = static_cast<double>(y_lo);
+  } else {
+    y_hi = y_lo + 1;
+  }
+  if (x_lo >= w - 1) {
+    x_hi = x_lo = w - 1;
+    x = static_cast<double>(x_lo);
+  } else {
+    x_hi = x_lo + 1;
+  }
+  double ly = y - static_cast<double>(y_lo), lx = x - static_cast<double>(x_lo), hy = 1 - ly, hx = 1 - lx;
+  t.zero = false;
+  t.o1 = y_lo * w + x_lo, t.o2 = y_lo * w + x_hi, t.o3 = y_hi * w + x_lo, t.o4 = y_hi * w + x_hi;
+  t.w1 = hy * hx, t.w2 = hy * lx, t.w3 = ly * hx, t.w4 = ly * lx;
+  return t;
+}
+
 class RoiAlignKernel : public Kernel {
  public:
-  RoiAlignKernel(bool max_mode, bool half_pixel, int64_t out_h, int64_t out_w, int64_t sampling_ratio, double scale)
-      : max_mode_(max_mode), half_pixel_(half_pixel), out_h_(out_h), out_w_(out_w), sampling_ratio_(sampling_ratio),
-        scale_(scale) {}
+  explicit RoiAlignKernel(RoiAlignOptions o) : o_(o) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
@@ -70,157 +98,62 @@ class RoiAlignKernel : public Kernel {
     std::vector<double> xv = Doubles(*x), rv = Doubles(*rois);
     // Every roi's sampling grid first (and every error, in roi order), then
     // the rois' samples, split over the threads by roi.
-    std::vector<Grid> grids(static_cast<size_t>(r));
+    std::vector<RoiGrid> grids(static_cast<size_t>(r));
     int64_t total_points = 0;
     for (int64_t ri = 0; ri < r; ++ri) {
       ONNXKIT_ASSIGN_OR_RETURN(grids[static_cast<size_t>(ri)],
-                               MakeGrid(ri, batch[static_cast<size_t>(ri)], n, rv.data() + ri * 4));
+                               MakeRoiGrid(o_, ri, batch[static_cast<size_t>(ri)], n, rv.data() + ri * 4));
       total_points += grids[static_cast<size_t>(ri)].points;  // each at most 2^22
     }
-    std::optional<int64_t> count = CheckedElementCount(std::vector<int64_t>{r, c, out_h_, out_w_});
+    std::optional<int64_t> count = CheckedElementCount(std::vector<int64_t>{r, c, o_.out_h, o_.out_w});
     if (!count) return absl::InvalidArgumentError("RoiAlign output size overflows");
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y_t, Scratch<double>(*count));
     double* y = y_t.mutable_data<double>();
+    const int64_t bins = o_.out_h * o_.out_w;
 #pragma omp parallel if (r > 1 && static_cast <double>(c) * static_cast <double>(total_points) >= 65536)
     {
-      std::vector<Tap> taps;
+      std::vector<RoiTap> taps;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t ri = 0; ri < r; ++ri) {
-        const Grid& g = grids[static_cast<size_t>(ri)];
-        taps.clear();
-        for (int64_t ph = 0; ph < out_h_; ++ph) {
-          for (int64_t pw = 0; pw < out_w_; ++pw) {
-            for (int64_t iy = 0; iy < g.grid_h; ++iy) {
-              double yy = g.y0 + static_cast<double>(ph) * g.bin_h +
-                          (static_cast<double>(iy) + 0.5) * g.bin_h / static_cast<double>(g.grid_h);
-              for (int64_t ix = 0; ix < g.grid_w; ++ix) {
-                double xx = g.x0 + static_cast<double>(pw) * g.bin_w +
-                            (static_cast<double>(ix) + 0.5) * g.bin_w / static_cast<double>(g.grid_w);
-                taps.push_back(SampleTap(h, w, yy, xx));
-              }
-            }
-          }
-        }
+        const RoiGrid& g = grids[static_cast<size_t>(ri)];
+        RoiTaps(o_, g, h, w, taps);
         const int64_t per_bin = g.grid_h * g.grid_w;
         const double samples = static_cast<double>(std::max<int64_t>(per_bin, 1));
         for (int64_t ch = 0; ch < c; ++ch) {
           const double* plane = xv.data() + (g.batch * c + ch) * h * w;
-          const Tap* t = taps.data();
-          double* out = y + (ri * c + ch) * out_h_ * out_w_;
-          for (int64_t bin = 0; bin < out_h_ * out_w_; ++bin) {
+          const RoiTap* t = taps.data();
+          double* out = y + (ri * c + ch) * bins;
+          for (int64_t bin = 0; bin < bins; ++bin) {
             double acc = 0;
             bool first = true;
             for (int64_t k = 0; k < per_bin; ++k, ++t) {
               double v = Apply(*t, plane);
-              if (max_mode_) {
+              if (o_.max_mode) {
                 acc = first ? v : std::max(acc, v);
                 first = false;
               } else {
                 acc += v;
               }
             }
-            out[bin] = max_mode_ ? acc : acc / samples;
+            out[bin] = o_.max_mode ? acc : acc / samples;
           }
         }
       }
     }
-    return Store(ctx, x->dtype(), {r, c, out_h_, out_w_}, y);
+    return Store(ctx, x->dtype(), {r, c, o_.out_h, o_.out_w}, y);
   }
 
  private:
-  // A roi's sampling grid: its batch image, its corner and bin sizes in
-  // the feature map, and the sample points per bin on each axis.
-  struct Grid {
-    int64_t batch = 0;
-    double x0 = 0, y0 = 0, bin_h = 0, bin_w = 0;
-    int64_t grid_h = 0, grid_w = 0, points = 0;
-  };
-
-  // The grid of roi `ri` (coordinates `roi`, batch index `b` of `n`), or
-  // the error that makes it unusable.
-  absl::StatusOr<Grid> MakeGrid(int64_t ri, int64_t b, int64_t n, const double* roi) const {
-    if (b < 0 || b >= n)
-      return absl::InvalidArgumentError(absl::StrCat("batch index ", b, " is outside [0, ", n, ")"));
-    Grid g;
-    g.batch = b;
-    double off = half_pixel_ ? 0.5 : 0.0;
-    g.x0 = roi[0] * scale_ - off, g.y0 = roi[1] * scale_ - off;
-    double rw = roi[2] * scale_ - off - g.x0, rh = roi[3] * scale_ - off - g.y0;
-    if (!half_pixel_) {
-      rw = std::max(rw, 1.0);
-      rh = std::max(rh, 1.0);
-    }
-    g.bin_h = rh / static_cast<double>(out_h_), g.bin_w = rw / static_cast<double>(out_w_);
-    // Adaptive grids: ceil(roi size / bins) points per bin, bounded (a roi
-    // of NaN or astronomical size is an error, not a loop forever).
-    const double adaptive_h = std::ceil(rh / static_cast<double>(out_h_)),
-                 adaptive_w = std::ceil(rw / static_cast<double>(out_w_));
-    if (sampling_ratio_ <= 0 && !(adaptive_h < 65536 && adaptive_w < 65536)) {
-      return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " needs a sampling grid of ",
-                                                     adaptive_h, " x ", adaptive_w, " points per bin"));
-    }
-    g.grid_h = std::max<int64_t>(sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_h), 0);
-    g.grid_w = std::max<int64_t>(sampling_ratio_ > 0 ? sampling_ratio_ : static_cast<int64_t>(adaptive_w), 0);
-    // The sample points depend on the roi only: their corners and weights
-    // are computed once, for every channel.
-    std::optional<int64_t> points =
-        CheckedElementCount(std::vector<int64_t>{out_h_, out_w_, g.grid_h, g.grid_w});
-    if (!points || *points > (int64_t{1} << 22)) {
-      return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri,
-                                                     " has more than 2^22 sample points (", out_h_, " x ",
-                                                     out_w_, " bins of ", g.grid_h, " x ", g.grid_w, ")"));
-    }
-    g.points = *points;
-    return g;
-  }
-
-  // A bilinear sample point: the offsets of its four corners and their
-  // weights (hy hx, hy lx, ly hx, ly lx); `zero` beyond one pixel outside.
-  struct Tap {
-    int64_t o1 = 0, o2 = 0, o3 = 0, o4 = 0;
-    double w1 = 0, w2 = 0, w3 = 0, w4 = 0;
-    bool zero = true;
-  };
-
   // The value of sample `t` on `p`: the weighted corners summed, or in max
   // mode the largest weighted corner (each product as a sample alone makes
   // it: weight times value).
-  double Apply(const Tap& t, const double* p) const {
+  double Apply(const RoiTap& t, const double* p) const {
     if (t.zero) return 0;
     double v1 = t.w1 * p[t.o1], v2 = t.w2 * p[t.o2], v3 = t.w3 * p[t.o3], v4 = t.w4 * p[t.o4];
-    return max_mode_ ? std::max(std::max(v1, v2), std::max(v3, v4)) : v1 + v2 + v3 + v4;
+    return o_.max_mode ? std::max(std::max(v1, v2), std::max(v3, v4)) : v1 + v2 + v3 + v4;
   }
 
-  // Bilinear sample as RoiAlign defines it: zero beyond one pixel outside,
-  // clamped to the border.
-  Tap SampleTap(int64_t h, int64_t w, double y, double x) const {
-    Tap t;
-    if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return t;
-    y = std::max(y, 0.0);
-    x = std::max(x, 0.0);
-    int64_t y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x), y_hi, x_hi;
-    if (y_lo >= h - 1) {
-      y_hi = y_lo = h - 1;
-      y = static_cast<double>(y_lo);
-    } else {
-      y_hi = y_lo + 1;
-    }
-    if (x_lo >= w - 1) {
-      x_hi = x_lo = w - 1;
-      x = static_cast<double>(x_lo);
-    } else {
-      x_hi = x_lo + 1;
-    }
-    double ly = y - static_cast<double>(y_lo), lx = x - static_cast<double>(x_lo), hy = 1 - ly, hx = 1 - lx;
-    t.zero = false;
-    t.o1 = y_lo * w + x_lo, t.o2 = y_lo * w + x_hi, t.o3 = y_hi * w + x_lo, t.o4 = y_hi * w + x_hi;
-    t.w1 = hy * hx, t.w2 = hy * lx, t.w3 = ly * hx, t.w4 = ly * lx;
-    return t;
-  }
-
-  bool max_mode_, half_pixel_;
-  int64_t out_h_, out_w_, sampling_ratio_;
-  double scale_;
+  RoiAlignOptions o_;
 };
 
 // --- MaxRoiPool ---
@@ -516,7 +449,8 @@ class NmsKernel : public Kernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeRoiAlign(const ir::Node& node, const KernelInfo& info) {
+absl::StatusOr<RoiAlignOptions> ParseRoiAlign(const ir::Node& node, const KernelInfo& info) {
+  RoiAlignOptions o;
   std::string mode = AttrString(node, "mode", "avg");
   if (mode != "avg" && mode != "max") return absl::InvalidArgumentError(absl::StrCat("mode '", mode, "' is not avg or max"));
   // Opset 10 had no coordinate_transformation_mode and behaved as output_half_pixel.
@@ -524,13 +458,74 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRoiAlign(const ir::Node& node, const
   if (ctm != "half_pixel" && ctm != "output_half_pixel") {
     return absl::InvalidArgumentError(absl::StrCat("coordinate_transformation_mode '", ctm, "' is not supported"));
   }
-  int64_t oh = AttrInt(node, "output_height", 1), ow = AttrInt(node, "output_width", 1);
-  int64_t sr = AttrInt(node, "sampling_ratio", 0);
-  if (oh < 1 || ow < 1 || sr < 0) {
+  o.max_mode = mode == "max";
+  o.half_pixel = ctm == "half_pixel";
+  o.out_h = AttrInt(node, "output_height", 1), o.out_w = AttrInt(node, "output_width", 1);
+  o.sampling_ratio = AttrInt(node, "sampling_ratio", 0);
+  if (o.out_h < 1 || o.out_w < 1 || o.sampling_ratio < 0) {
     return absl::InvalidArgumentError("output_height and output_width must be positive, sampling_ratio non-negative");
   }
-  return std::unique_ptr<Kernel>(new RoiAlignKernel(mode == "max", ctm == "half_pixel", oh, ow, sr,
-                                                    AttrFloat(node, "spatial_scale", 1.0f)));
+  o.scale = AttrFloat(node, "spatial_scale", 1.0f);
+  return o;
+}
+
+absl::StatusOr<RoiGrid> MakeRoiGrid(const RoiAlignOptions& o, int64_t ri, int64_t b, int64_t n,
+                                    const double* roi) {
+  if (b < 0 || b >= n)
+    return absl::InvalidArgumentError(absl::StrCat("batch index ", b, " is outside [0, ", n, ")"));
+  RoiGrid g;
+  g.batch = b;
+  double off = o.half_pixel ? 0.5 : 0.0;
+  g.x0 = roi[0] * o.scale - off, g.y0 = roi[1] * o.scale - off;
+  double rw = roi[2] * o.scale - off - g.x0, rh = roi[3] * o.scale - off - g.y0;
+  if (!o.half_pixel) {
+    rw = std::max(rw, 1.0);
+    rh = std::max(rh, 1.0);
+  }
+  g.bin_h = rh / static_cast<double>(o.out_h), g.bin_w = rw / static_cast<double>(o.out_w);
+  // Adaptive grids: ceil(roi size / bins) points per bin, bounded (a roi
+  // of NaN or astronomical size is an error, not a loop forever).
+  const double adaptive_h = std::ceil(rh / static_cast<double>(o.out_h)),
+               adaptive_w = std::ceil(rw / static_cast<double>(o.out_w));
+  if (o.sampling_ratio <= 0 && !(adaptive_h < 65536 && adaptive_w < 65536)) {
+    return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " needs a sampling grid of ",
+                                                   adaptive_h, " x ", adaptive_w, " points per bin"));
+  }
+  g.grid_h = std::max<int64_t>(o.sampling_ratio > 0 ? o.sampling_ratio : static_cast<int64_t>(adaptive_h), 0);
+  g.grid_w = std::max<int64_t>(o.sampling_ratio > 0 ? o.sampling_ratio : static_cast<int64_t>(adaptive_w), 0);
+  // The sample points depend on the roi only: their corners and weights
+  // are computed once, for every channel.
+  std::optional<int64_t> points =
+      CheckedElementCount(std::vector<int64_t>{o.out_h, o.out_w, g.grid_h, g.grid_w});
+  if (!points || *points > (int64_t{1} << 22)) {
+    return absl::InvalidArgumentError(absl::StrCat("RoiAlign roi ", ri, " has more than 2^22 sample points (",
+                                                   o.out_h, " x ", o.out_w, " bins of ", g.grid_h, " x ",
+                                                   g.grid_w, ")"));
+  }
+  g.points = *points;
+  return g;
+}
+
+void RoiTaps(const RoiAlignOptions& o, const RoiGrid& g, int64_t h, int64_t w, std::vector<RoiTap>& taps) {
+  taps.clear();
+  for (int64_t ph = 0; ph < o.out_h; ++ph) {
+    for (int64_t pw = 0; pw < o.out_w; ++pw) {
+      for (int64_t iy = 0; iy < g.grid_h; ++iy) {
+        double yy = g.y0 + static_cast<double>(ph) * g.bin_h +
+                    (static_cast<double>(iy) + 0.5) * g.bin_h / static_cast<double>(g.grid_h);
+        for (int64_t ix = 0; ix < g.grid_w; ++ix) {
+          double xx = g.x0 + static_cast<double>(pw) * g.bin_w +
+                      (static_cast<double>(ix) + 0.5) * g.bin_w / static_cast<double>(g.grid_w);
+          taps.push_back(SampleTap(h, w, yy, xx));
+        }
+      }
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRoiAlign(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(RoiAlignOptions o, ParseRoiAlign(node, info));
+  return std::unique_ptr<Kernel>(new RoiAlignKernel(o));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxRoiPool(const ir::Node& node, const KernelInfo&) {

@@ -1,11 +1,13 @@
-// The cpu backend's Where, Expand, ScatterElements, Cast, HardSigmoid, Floor,
-// Ceil, Log, Softplus and InstanceNormalization kernels (runner/cpu/common_ops.cc) against the
-// reference kernels: broadcasts of every kind, element types by size,
-// conversion edge cases (NaN, infinities, values beyond int64), NaN in
-// normalized planes, two threads, and the cases that fall back.
+// The cpu backend's Where, Expand, ScatterElements, RoiAlign, Cast,
+// HardSigmoid, Floor, Ceil, Log, Softplus and InstanceNormalization kernels
+// (runner/cpu/common_ops.cc) against the reference kernels: broadcasts of
+// every kind, element types by size, rois of every kind, conversion edge
+// cases (NaN, infinities, values beyond int64), NaN in normalized planes,
+// two threads, and the cases that fall back.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -163,6 +165,108 @@ TEST(CpuCommonOpsTest, ScatterElementsMatchesReference) {
               {"i", RandomInts(pb::kInt64, {20, 50}, 11, -30, 29)},
               {"u", RandomFloats({20, 50}, 12)}},
              16);
+}
+
+// A RoiAlign graph over X [N, C, H, W] with the given attributes.
+pb::GraphProto RoiAlignGraph(const std::string& mode, const std::string& ctm, int64_t out_h, int64_t out_w,
+                             int64_t ratio, float scale) {
+  GraphBuilder g("g");
+  std::vector<pb::AttributeProto> attrs = {AttrString("mode", mode), AttrInt("output_height", out_h),
+                                           AttrInt("output_width", out_w), AttrInt("sampling_ratio", ratio),
+                                           AttrFloat("spatial_scale", scale)};
+  if (!ctm.empty()) attrs.push_back(AttrString("coordinate_transformation_mode", ctm));
+  g.Input("x", pb::kFloat)
+      .Input("rois", pb::kFloat)
+      .Input("b", pb::kInt64)
+      .Node("RoiAlign", {"x", "rois", "b"}, {"y"}, attrs)
+      .Output("y", pb::kFloat);
+  return g.Build();
+}
+
+// Rois of every kind over an h x w map at `scale`: inside, partly and
+// wholly outside, inverted, single points, larger than the map.
+runner::Tensor Rois(int64_t count, float h, float w, float scale, uint32_t seed) {
+  runner::Tensor r = RandomFloats({count, 4}, seed, -0.3f, 1.3f);
+  float* v = r.mutable_data<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    float* roi = v + i * 4;
+    roi[0] *= w / scale, roi[2] *= w / scale, roi[1] *= h / scale, roi[3] *= h / scale;
+    if (i % 5 != 4) {  // every fifth stays as drawn (maybe inverted)
+      if (roi[0] > roi[2]) std::swap(roi[0], roi[2]);
+      if (roi[1] > roi[3]) std::swap(roi[1], roi[3]);
+    }
+    if (i % 11 == 3) roi[2] = roi[0], roi[3] = roi[1];              // a point
+    if (i % 13 == 7) roi[0] = -2 * w / scale, roi[2] = -w / scale;  // left of the map
+  }
+  return r;
+}
+
+TEST(CpuCommonOpsTest, RoiAlignMatchesReference) {
+  uint32_t seed = 700;
+  for (const std::string mode : {"avg", "max"}) {
+    for (const std::string ctm : {"half_pixel", "output_half_pixel"}) {
+      for (int64_t ratio : {0, 2}) {
+        // Two images, an odd channel count (vector tails), 37 rois; at one
+        // and two threads.
+        const int64_t n = 2, c = 19, h = 6, w = 9, r = 37;
+        const float scale = 0.25f;
+        SCOPED_TRACE(mode + " " + ctm + " sampling_ratio " + std::to_string(ratio));
+        Feeds feeds = {{"x", RandomFloats({n, c, h, w}, seed++, -3.f, 3.f)},
+                       {"rois", Rois(r, h, w, scale, seed++)},
+                       {"b", RandomInts(pb::kInt64, {r}, seed++, 0, n - 1)}};
+        ExpectSame(RoiAlignGraph(mode, ctm, 3, 4, ratio, scale), feeds, 16, 1e-5, 1e-5);
+        // NaN and infinities in X reach (or, in max mode, are passed over
+        // by) the same bins as in the reference.
+        float* x = feeds[0].second.mutable_data<float>();
+        x[5] = std::numeric_limits<float>::quiet_NaN();
+        x[c * h * w + 2 * w + 4] = std::numeric_limits<float>::infinity();
+        x[2 * h * w + w + 1] = -std::numeric_limits<float>::infinity();
+        x[(n * c - 1) * h * w + 7] = std::numeric_limits<float>::quiet_NaN();
+        ExpectSame(RoiAlignGraph(mode, ctm, 2, 2, ratio, scale), feeds, 16, 1e-5, 1e-5);
+      }
+    }
+  }
+  // Opset 10 (output_half_pixel without the attribute), a detector's
+  // shapes (7 x 7 bins of 2 x 2 samples, 256 channels) large enough for
+  // the threads; float arithmetic: not the reference's bits.
+  Feeds big = {{"x", RandomFloats({1, 256, 10, 10}, 710)},
+               {"rois", Rois(60, 10, 10, 0.03125f, 711)},
+               {"b", RandomInts(pb::kInt64, {60}, 712, 0, 0)}};
+  pb::GraphProto graph = RoiAlignGraph("avg", "", 7, 7, 2, 0.03125f);
+  ExpectSame(graph, big, 10, 1e-5, 1e-5);
+  auto ref = RunGraphOn(runner::Backend::kReference, graph, big, 10);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, graph, big, 10);
+  ASSERT_TRUE(ref.ok() && cpu.ok());
+  int64_t differ = 0;
+  const runner::Tensor& a = (*ref)[0].tensor();
+  for (int64_t i = 0; i < a.size(); ++i) differ += a.data<float>()[i] != (*cpu)[0].tensor().data<float>()[i];
+  EXPECT_GT(differ, 0);
+  // No rois; an empty map (every sample outside it).
+  ExpectSame(graph,
+             {{"x", RandomFloats({1, 4, 5, 5}, 713)},
+              {"rois", RandomFloats({0, 4}, 714)},
+              {"b", RandomInts(pb::kInt64, {0}, 715, 0, 0)}},
+             16);
+  ExpectSame(RoiAlignGraph("max", "half_pixel", 2, 2, 0, 1.f),
+             {{"x", RandomFloats({1, 4, 0, 5}, 716)},
+              {"rois", RandomFloats({3, 4}, 717, 0.f, 4.f)},
+              {"b", RandomInts(pb::kInt64, {3}, 718, 0, 0)}},
+             16);
+  // A batch index out of range and an adaptive grid too large: the
+  // reference's errors on both backends.
+  for (int which : {0, 1}) {
+    runner::Tensor rois = RandomFloats({4, 4}, 719, 0.f, 8.f);
+    runner::Tensor b = RandomInts(pb::kInt64, {4}, 720, 0, 0);
+    if (which == 0) b.mutable_data<int64_t>()[2] = 1;
+    if (which == 1) rois.mutable_data<float>()[6] = 1e30f;
+    Feeds bad = {{"x", RandomFloats({1, 3, 8, 8}, 721)}, {"rois", rois}, {"b", b}};
+    pb::GraphProto adaptive = RoiAlignGraph("avg", "half_pixel", 2, 2, 0, 1.f);
+    auto ref_bad = RunGraphOn(runner::Backend::kReference, adaptive, bad, 16);
+    auto cpu_bad = RunGraphOn(runner::Backend::kCpu, adaptive, bad, 16, 2);
+    ASSERT_FALSE(ref_bad.ok());
+    ASSERT_FALSE(cpu_bad.ok());
+    EXPECT_EQ(ref_bad.status().message(), cpu_bad.status().message());
+  }
 }
 
 TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
