@@ -51,16 +51,26 @@ bool IsActivation(const ir::Node& node, int64_t opset,
   return false;
 }
 
-// SiLU written out: `v` used exactly twice, by a Sigmoid and by a two-input
-// Mul of `v` and that Sigmoid's output, which only the Mul reads (how
-// exporters write x * sigmoid(x)). Sets the two nodes; false otherwise.
-bool SiluOf(const ir::Value* v, const ir::Graph& graph, const ir::Node** sigmoid, const ir::Node** mul) {
+// HardSigmoid with alpha 1/6 (as a float: within 1e-7) and beta 1/2, the
+// gate of HardSwish written out.
+bool IsHardSwishGate(const ir::Node& node) {
+  if (node.op_type() != "HardSigmoid") return false;
+  const float alpha = node.GetFloat("alpha").value_or(0.2f), beta = node.GetFloat("beta").value_or(0.5f);
+  return std::fabs(static_cast<double>(alpha) - 1.0 / 6) <= 1e-7 && beta == 0.5f;
+}
+
+// SiLU or HardSwish written out: `v` used exactly twice, by a gate (a
+// Sigmoid, or a HardSigmoid with HardSwish's alpha and beta) and by a
+// two-input Mul of `v` and that gate's output, which only the Mul reads
+// (how exporters write x * sigmoid(x) and, before opset 14, hardswish).
+// Sets the two nodes; false otherwise.
+bool GatedOf(const ir::Value* v, const ir::Graph& graph, const ir::Node** gate, const ir::Node** mul) {
   if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
   const ir::Node* s = v->uses()[0].node;
   const ir::Node* m = v->uses()[1].node;
-  if (m->op_type() == "Sigmoid") std::swap(s, m);
-  if (s->op_type() != "Sigmoid" || s->num_inputs() != 1 || s->num_outputs() != 1 || s->input(0) != v ||
-      !InDefaultDomain(*s) || s->graph() != &graph)
+  if (m->op_type() == "Sigmoid" || m->op_type() == "HardSigmoid") std::swap(s, m);
+  if ((s->op_type() != "Sigmoid" && !IsHardSwishGate(*s)) || s->num_inputs() != 1 || s->num_outputs() != 1 ||
+      s->input(0) != v || !InDefaultDomain(*s) || s->graph() != &graph)
     return false;
   if (SoleConsumer(s->output(0), graph) != m || m->op_type() != "Mul" || m->num_inputs() != 2 ||
       m->num_outputs() != 1)
@@ -68,7 +78,7 @@ bool SiluOf(const ir::Value* v, const ir::Graph& graph, const ir::Node** sigmoid
   const bool ordered = m->input(0) == v && m->input(1) == s->output(0);
   const bool swapped = m->input(1) == v && m->input(0) == s->output(0);
   if (!ordered && !swapped) return false;
-  *sigmoid = s;
+  *gate = s;
   *mul = m;
   return true;
 }
@@ -311,20 +321,21 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         pending_add = add;
         pending_source = static_cast<int>(chain.nodes.size()) - 1;
       }
-      // An activation written as x * Sigmoid(x) (SiLU, Swish): the Sigmoid
-      // and the Mul join the chain, the Mul reading x from inside it.
-      const ir::Node* silu_mul = nullptr;
-      if (next == nullptr && !bn_head && stage != 2 && stage != 4 && SiluOf(v, graph, &next, &silu_mul) &&
-          !skip(next) && !skip(silu_mul) && !taken.contains(next) && !taken.contains(silu_mul)) {
+      // An activation written as x * Sigmoid(x) (SiLU, Swish) or x *
+      // HardSigmoid(x) (HardSwish): the gate and the Mul join the chain, the
+      // Mul reading x from inside it.
+      const ir::Node* gate_mul = nullptr;
+      if (next == nullptr && !bn_head && stage != 2 && stage != 4 && GatedOf(v, graph, &next, &gate_mul) &&
+          !skip(next) && !skip(gate_mul) && !taken.contains(next) && !taken.contains(gate_mul)) {
         const int source = static_cast<int>(chain.nodes.size()) - 1;
-        const int slot_of_sigmoid = silu_mul->input(0) == next->output(0) ? 0 : 1;
-        chain.nodes.insert(chain.nodes.end(), {next, silu_mul});
-        chain.chained_input.insert(chain.chained_input.end(), {0, slot_of_sigmoid});
+        const int slot_of_gate = gate_mul->input(0) == next->output(0) ? 0 : 1;
+        chain.nodes.insert(chain.nodes.end(), {next, gate_mul});
+        chain.chained_input.insert(chain.chained_input.end(), {0, slot_of_gate});
         chain.inner_input.resize(chain.nodes.size(), -1);
         chain.inner_source.resize(chain.nodes.size(), -1);
-        chain.inner_input.back() = 1 - slot_of_sigmoid;
+        chain.inner_input.back() = 1 - slot_of_gate;
         chain.inner_source.back() = source;
-        last = silu_mul;
+        last = gate_mul;
         stage = stage == 3 ? 4 : 2;
         continue;
       }

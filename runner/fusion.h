@@ -1,9 +1,10 @@
 // Node chains the cpu backend runs as one kernel: a Conv and the nodes that
 // follow it one by one (BatchNormalization and Mul / Add by per-channel
 // constants folded into its weights, Relu / LeakyRelu / Clip / HardSwish /
-// SiLU (a
-// Sigmoid and the Mul of its input by it) and a residual Add, or Sum of
-// two, as post-ops, then possibly further Convs, each
+// SiLU (a Sigmoid and the Mul of its input by it) / HardSwish written out
+// (a HardSigmoid with alpha 1/6 and beta 1/2 and the Mul of its input by
+// it) and a residual Add, or Sum of two, as post-ops, then possibly further
+// Convs, each
 // possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose
 // with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), and last
 // possibly a MaxPool without Indices); or a
@@ -53,7 +54,7 @@ struct FusionChain {
   // Node k's input inner_input[k] (-1, or past the end: none) is output 0
   // of node inner_source[k], an earlier node than k - 1: a residual taken
   // from inside the chain (a ResNet block's input, when the chain runs on
-  // through the block), or the x of a SiLU's Mul (node k - 2's output),
+  // through the block), or the x of a SiLU's or written-out HardSwish's Mul (node k - 2's output),
   // which exists only inside the fused kernel.
   std::vector<int> inner_input, inner_source;
   // Node k's input j is input input_offset[k] + j of the fused kernel (the

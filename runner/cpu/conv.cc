@@ -707,12 +707,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const ir::Node& node, const Ker
 
 namespace {
 
-// True when chain node k is the Mul of a SiLU: after a Sigmoid, reading
-// the Sigmoid's input from inside the chain.
-bool IsSiluMul(const FusionChain& chain, size_t k) {
+// True when chain node k is the Mul of a SiLU or a HardSwish written out:
+// after its gate (a Sigmoid or a HardSigmoid; FindConvChains checks the
+// HardSigmoid's alpha and beta), reading the gate's input from inside the
+// chain.
+bool IsGatedMul(const FusionChain& chain, size_t k) {
   return k >= 2 && k < chain.nodes.size() && chain.nodes[k]->op_type() == "Mul" &&
-         chain.nodes[k - 1]->op_type() == "Sigmoid" && chain.InnerInput(k) >= 0 &&
-         chain.inner_source[k] == static_cast<int>(k) - 2;
+         (chain.nodes[k - 1]->op_type() == "Sigmoid" || chain.nodes[k - 1]->op_type() == "HardSigmoid") &&
+         chain.InnerInput(k) >= 0 && chain.inner_source[k] == static_cast<int>(k) - 2;
 }
 
 }  // namespace
@@ -730,15 +732,21 @@ absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, boo
     spec.linear.push_back({Linear::Kind::kBatchNorm, offset + 1, node.GetFloat("epsilon").value_or(1e-5f)});
     return absl::OkStatus();
   }
-  // SiLU: the Sigmoid adds nothing, the Mul of its input by it is swish.
-  if (op == "Sigmoid") {
-    if (!IsSiluMul(chain, k + 1)) return absl::InternalError("a fused chain takes a Sigmoid only in a SiLU");
+  // SiLU and HardSwish written out: the gate adds nothing, the Mul of its
+  // input by it is swish or hardswish.
+  if (op == "Sigmoid" || op == "HardSigmoid") {
+    if (!IsGatedMul(chain, k + 1))
+      return absl::InternalError("a fused chain takes a Sigmoid or HardSigmoid only as a gate of its input");
     return absl::OkStatus();
   }
-  if (IsSiluMul(chain, k)) {
+  if (IsGatedMul(chain, k)) {
     ConvChainSpec::PostOp post;
-    post.alg = dnnl::algorithm::eltwise_swish;
-    post.alpha = 1;
+    if (chain.nodes[k - 1]->op_type() == "Sigmoid") {
+      post.alg = dnnl::algorithm::eltwise_swish;
+      post.alpha = 1;
+    } else {
+      post.alg = dnnl::algorithm::eltwise_hardswish;
+    }
     spec.ops.push_back(post);
     return absl::OkStatus();
   }
@@ -900,7 +908,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
     }
     if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");
     ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, conv_constant, stages.back().spec));
-    if (chain.InnerInput(k) >= 0 && !concat && !IsSiluMul(chain, k)) {
+    if (chain.InnerInput(k) >= 0 && !concat && !IsGatedMul(chain, k)) {
       // A residual from inside the chain: the result of the stage its
       // source node ends (the next node is a Conv).
       ConvChainSpec::PostOp& op = stages.back().spec.ops.back();

@@ -542,13 +542,14 @@ pb::GraphProto IdentityBlocksGraph(int64_t c, int64_t hw, bool break_second = fa
   return g.Build();
 }
 
-// SiLU written as x * Sigmoid(x) (either operand order), and HardSwish,
+// SiLU written as x * Sigmoid(x) (either operand order), and HardSwish (an
+// op, or written as x * HardSigmoid(x) with alpha 1/6 and beta 1/2),
 // after a Conv and its BatchNormalization run as the Conv's swish /
 // hardswish post-op, on every convolution path; an EfficientNet-style
 // sequence (expand 1x1 + SiLU or HardSwish,
 // depthwise 3x3 + SiLU, project 1x1, residual Add) runs as one step; near
 // misses (the Sigmoid's output also used elsewhere, a Mul by the Sigmoid of
-// another value) are not fused.
+// another value, HardSigmoid with another alpha) are not fused.
 TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
   for (const ConvCase& cc : kCases) {
     for (bool swapped : {false, true}) {
@@ -568,6 +569,18 @@ TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
     AddBatchNorm(g, "conv", "norm", cc.m, 25);
     g.Node("HardSwish", {"norm"}, {"y"}, {}, "act").Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 26, -3, 3)}}, {"conv"});
+    // HardSwish written out (exports before opset 14): x * HardSigmoid(x)
+    // with alpha 1/6 and beta 1/2, in either operand order.
+    for (bool swapped : {false, true}) {
+      GraphBuilder w("g");
+      AddConv(w, cc, true, 27);
+      w.Node("HardSigmoid", {"conv"}, {"h"}, {AttrFloat("alpha", 1.0f / 6), AttrFloat("beta", 0.5f)}, "gate")
+          .Node("Mul",
+                swapped ? std::vector<std::string>{"h", "conv"} : std::vector<std::string>{"conv", "h"},
+                {"y"}, {}, "mul")
+          .Output("y");
+      ExpectFused(w.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 28, -4, 4)}}, {"conv"}, 13);
+    }
   }
   for (int64_t hw : {6, 20}) {
     SCOPED_TRACE(hw);
@@ -616,6 +629,15 @@ TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
     std::vector<double> values(x.data<float>(), x.data<float>() + x.size());
     ExpectFused(graph, {{"x", MakeTensor<double>(pb::kDouble, {1, 5, 7, 7}, values)}}, {"conv"}, 18,
                 /*node_by_node=*/true);
+  }
+  for (float alpha : {0.2f, 0.17f}) {
+    // x * HardSigmoid(x) with another alpha: not HardSwish.
+    GraphBuilder g("g");
+    AddConv(g, kCases[2], true, 37);
+    g.Node("HardSigmoid", {"conv"}, {"h"}, {AttrFloat("alpha", alpha)}, "gate")
+        .Node("Mul", {"conv", "h"}, {"y"}, {}, "mul")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 5, 7, 7}, 38, -4, 4)}}, {"conv", "gate", "mul"});
   }
   {
     // x * Sigmoid(r): a gate, not SiLU.

@@ -225,6 +225,21 @@ const Tail kTails[] = {
            .Node("Mul", {"a", "s"}, {"y"}, {}, "mul");
      },
      true},
+    // HardSwish as x * HardSigmoid(x) (alpha 1/6, beta 1/2): the Conv's
+    // hardswish post-op (-inf * 0 is NaN on both).
+    {"hardswish_gate",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("HardSigmoid", {"conv"}, {"h"}, {AttrFloat("alpha", 1.0f / 6)}, "gate")
+           .Node("Mul", {"h", "conv"}, {"y"}, {}, "mul");
+     }},
+    {"batchnorm_hardswish_gate_add",
+     [](GraphBuilder& g, int64_t m) {
+       AddBatchNorm(g, "conv", "n", m, 33);
+       g.Node("HardSigmoid", {"n"}, {"h"}, {AttrFloat("alpha", 1.0f / 6), AttrFloat("beta", 0.5f)}, "gate")
+           .Node("Mul", {"n", "h"}, {"a"}, {}, "mul")
+           .Node("Add", {"a", "r"}, {"y"}, {}, "add");
+     },
+     true},
     // A MaxPool ending the chain (pooled in oneDNN's layout on bounded
     // values only).
     {"relu_maxpool",
