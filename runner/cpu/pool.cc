@@ -7,7 +7,9 @@
 // then kernel columns), so MaxPool equals the reference (ties keep the first
 // tap; a block that meets a NaN is redone by the checked path, which keeps
 // the first NaN) and AveragePool's float sums are the reference's.
-// The rest (1-D and 3-D windows, global pooling, int8/uint8 MaxPool) runs on
+// GlobalAveragePool over float runs on the loop below (16 planes at once,
+// each summed in float in index order: the reference's values).
+// The rest (1-D and 3-D windows, GlobalMaxPool, int8/uint8 MaxPool) runs on
 // oneDNN pooling_v2 (dilations) over plain tensors of rank 3 to 5 (oneDNN's
 // plain float pooling kernels beat a reorder to blocked layouts here; its
 // 8-bit ones exist only channels-last, so 8-bit tensors are reordered in
@@ -327,6 +329,36 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void AveragePoolPla
   }
 }
 
+// The means of 16 planes of n floats, plane j at x + j * n, each summed in
+// float in index order and divided by n as the reference does (so the
+// same values, overflow to infinity included); the planes' sums are the
+// vector's lanes.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Means16(const float* x, int64_t n,
+                                                                          float* y) {
+  float acc[16] = {};
+  for (int64_t i = 0; i < n; ++i) {
+#pragma omp simd
+    for (int j = 0; j < 16; ++j) acc[j] += x[j * n + i];
+  }
+  const float count = static_cast<float>(n);
+  for (int j = 0; j < 16; ++j) y[j] = acc[j] / count;
+}
+
+// GlobalAveragePool of `planes` planes of n floats: groups of 16 planes in
+// parallel when there is enough work for more than one thread.
+void GlobalMeans(const float* x, int64_t planes, int64_t n, float* y) {
+  constexpr int64_t kMinPerThread = 1 << 16;
+  const int64_t groups = planes / 16;
+  const int64_t threads = std::min<int64_t>({omp_get_max_threads(), groups, groups * 16 * n / kMinPerThread});
+#pragma omp parallel for num_threads(static_cast <int>(std::max <int64_t>(threads, 1))) if (threads > 1)
+  for (int64_t g = 0; g < groups; ++g) Means16(x + g * 16 * n, n, y + g * 16);
+  for (int64_t p = groups * 16; p < planes; ++p) {
+    float acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc += x[p * n + i];
+    y[p] = acc / static_cast<float>(n);
+  }
+}
+
 // Pools every plane of x (planes of in_h x in_w floats) into y, planes in
 // parallel when there is enough work for more than one thread.
 void Pool2dPlanes(const Pool2d& g, PoolMode mode, int64_t planes, int64_t taps_per_plane, const float* x,
@@ -379,6 +411,11 @@ class PoolKernel : public CpuKernel {
       return Fallback(ctx);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), y_shape_));
+    if (own_ && global_) {
+      const int64_t planes = x->dim(0) * x->dim(1);
+      GlobalMeans(x->data<float>(), planes, x->size() / planes, y->mutable_data<float>());
+      return absl::OkStatus();
+    }
     if (own_) {
       Pool2dPlanes(pool2d_, mode_, x->dim(0) * x->dim(1), pool2d_.out_h * pool2d_.out_w * taps_,
                    x->data<float>(), y->mutable_data<float>());
@@ -419,7 +456,9 @@ class PoolKernel : public CpuKernel {
     }
     y_shape_ = {x.dim(0), x.dim(1)};
     y_shape_.insert(y_shape_.end(), w.out.begin(), w.out.end());
-    own_ = !global_ && x.dtype() == pb::kFloat && x.rank() == 4;
+    own_ = (!global_ && x.dtype() == pb::kFloat && x.rank() == 4) ||
+           (global_ && mode_ == PoolMode::kAverage && x.dtype() == pb::kFloat);
+    if (own_ && global_) return true;
     if (own_) {
       pool2d_ = MakePool2d(w, count_include_pad_);
       taps_ = w.kernel_size;

@@ -4,6 +4,7 @@
 // NaN and infinities in MaxPool, 2 threads, global pooling, int8 MaxPool,
 // repeated runs with changing shapes, and the cases that fall back.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -237,6 +238,38 @@ TEST(CpuPoolTest, GlobalPoolsMatchReference) {
       GraphBuilder g("g");
       g.Input("x").Node(op, {"x"}, {"y"}).Output("y");
       ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, 9)}});
+    }
+  }
+}
+
+TEST(CpuPoolTest, GlobalAveragePoolGivesTheReferencesValues) {
+  // Float sums in index order, as the reference's: the same floats, NaN,
+  // infinities and sums that overflow included; plane counts around the
+  // 16 planes summed at once, at one and two threads.
+  GraphBuilder g("g");
+  g.Input("x").Node("GlobalAveragePool", {"x"}, {"y"}).Output("y");
+  const float kInf = std::numeric_limits<float>::infinity();
+  uint32_t seed = 40;
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+           {1, 16, 7, 7}, {2, 21, 5, 9}, {1, 40, 112, 112}, {3, 5, 13}, {1, 17, 2, 3, 4}}) {
+    runner::Tensor x = RandomFloats(shape, seed++, -5.f, 5.f);
+    float* v = x.mutable_data<float>();
+    const int64_t plane = x.size() / (shape[0] * shape[1]);
+    v[1] = std::numeric_limits<float>::quiet_NaN();                // plane 0
+    v[plane + 2] = kInf;                                           // plane 1
+    v[2 * plane] = kInf, v[2 * plane + 1] = -kInf;                 // plane 2: NaN
+    for (int64_t i = 0; i < plane; ++i) v[3 * plane + i] = 3e38f;  // plane 3: overflows to inf
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << x.size() << " elements, " << threads << " threads");
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}}, 18, threads);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", x}}, 18, threads);
+      ASSERT_TRUE(ref.ok() && cpu.ok());
+      const runner::Tensor& a = (*ref)[0].tensor();
+      const runner::Tensor& b = (*cpu)[0].tensor();
+      ASSERT_EQ(a.shape(), b.shape());
+      EXPECT_TRUE(std::isnan(b.data<float>()[0]) && b.data<float>()[1] == kInf &&
+                  std::isnan(b.data<float>()[2]) && b.data<float>()[3] == kInf);
+      EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.nbytes())));
     }
   }
 }
