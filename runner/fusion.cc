@@ -117,6 +117,66 @@ bool IsSequenceConv(const ir::Node& node, const ir::Value* v,
          InputsConstant(node, 1, is_constant);
 }
 
+// A 1x1 Conv of the squeeze-and-excitation pattern: group 1, constant
+// weights (and bias), no padding.
+bool IsSqueezeConv(const ir::Node& node, const ir::Value* v,
+                   const std::function<bool(const ir::Value*)>& is_constant) {
+  if (!IsSequenceConv(node, v, is_constant) || node.GetInt("group").value_or(1) != 1) return false;
+  for (int64_t p : node.GetInts("pads").value_or(std::vector<int64_t>{})) {
+    if (p != 0) return false;
+  }
+  const std::string pad = node.GetString("auto_pad").value_or("NOTSET");
+  return pad == "NOTSET" || pad == "VALID";
+}
+
+// Squeeze-and-excitation on `v` (EfficientNet's and MobileNetV3's blocks):
+// `v` used by a GlobalAveragePool and a Mul only; the pool's result through
+// a 1x1 Conv, an activation (Relu, HardSwish, or SiLU / HardSwish written
+// out), a 1x1 Conv and a gate (Sigmoid or HardSigmoid) into that Mul, which
+// scales `v` by it per channel. Each value is used once, by the next node.
+// Returns the nodes in order (the Mul last), or empty.
+std::vector<const ir::Node*> SqueezeExciteOf(const ir::Value* v, const ir::Graph& graph,
+                                             const std::function<bool(const ir::Value*)>& is_constant) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return {};
+  const ir::Node* pool = v->uses()[0].node;
+  const ir::Node* mul = v->uses()[1].node;
+  if (pool->op_type() == "Mul") std::swap(pool, mul);
+  if (pool->op_type() != "GlobalAveragePool" || pool->graph() != &graph || !InDefaultDomain(*pool) ||
+      pool->num_outputs() != 1 || mul->op_type() != "Mul" || mul->num_inputs() != 2 ||
+      mul->num_outputs() != 1 || mul->graph() != &graph || !InDefaultDomain(*mul))
+    return {};
+  std::vector<const ir::Node*> nodes = {pool};
+  const ir::Node* squeeze = SoleConsumer(pool->output(0), graph);
+  if (squeeze == nullptr || !IsSqueezeConv(*squeeze, pool->output(0), is_constant)) return {};
+  nodes.push_back(squeeze);
+  const ir::Value* a = squeeze->output(0);
+  const ir::Node* gate = nullptr;
+  const ir::Node* gate_mul = nullptr;
+  const ir::Node* act = SoleConsumer(a, graph);
+  if (act != nullptr && (act->op_type() == "Relu" || act->op_type() == "HardSwish") &&
+      act->num_inputs() == 1 && act->num_outputs() == 1) {
+    nodes.push_back(act);
+    a = act->output(0);
+  } else if (GatedOf(a, graph, &gate, &gate_mul)) {
+    nodes.insert(nodes.end(), {gate, gate_mul});
+    a = gate_mul->output(0);
+  } else {
+    return {};
+  }
+  const ir::Node* excite = SoleConsumer(a, graph);
+  if (excite == nullptr || !IsSqueezeConv(*excite, a, is_constant)) return {};
+  nodes.push_back(excite);
+  const ir::Node* scale = SoleConsumer(excite->output(0), graph);
+  if (scale == nullptr || (scale->op_type() != "Sigmoid" && scale->op_type() != "HardSigmoid") ||
+      scale->num_inputs() != 1 || scale->num_outputs() != 1 || SoleConsumer(scale->output(0), graph) != mul)
+    return {};
+  const bool ordered = mul->input(0) == v && mul->input(1) == scale->output(0);
+  const bool swapped = mul->input(1) == v && mul->input(0) == scale->output(0);
+  if (!ordered && !swapped) return {};
+  nodes.insert(nodes.end(), {scale, mul});
+  return nodes;
+}
+
 // A channel shuffle starting at `reshape`: Reshape (to [N, G, C/G, H, W])
 // -> Transpose (perm 0, 2, 1, 3, 4) -> Reshape (back to [N, C, H, W]), each
 // value used once, shapes constant (the kernel checks their values), then a
@@ -338,6 +398,43 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         last = gate_mul;
         stage = stage == 3 ? 4 : 2;
         continue;
+      }
+      // Squeeze-and-excitation after an activation, when a Conv of the
+      // sequence follows: its nodes join the chain (the closing Mul reading
+      // the activated value from inside it), then that Conv.
+      if (next == nullptr && !bn_head && head_constant && stage == 2) {
+        std::vector<const ir::Node*> se = SqueezeExciteOf(v, graph, is_constant);
+        const ir::Node* after = se.empty() ? nullptr : SoleConsumer(se.back()->output(0), graph);
+        bool free = after != nullptr && IsSequenceConv(*after, se.back()->output(0), is_constant) &&
+                    !skip(after) && !taken.contains(after);
+        for (const ir::Node* n : se) free = free && !skip(n) && !taken.contains(n);
+        if (free) {
+          const int source = static_cast<int>(chain.nodes.size()) - 1;
+          const size_t first = chain.nodes.size();
+          for (size_t i = 0; i < se.size(); ++i) {
+            const ir::Node* n = se[i];
+            const ir::Value* previous = i == 0 ? v : se[i - 1]->output(0);
+            chain.nodes.push_back(n);
+            chain.chained_input.push_back(n->input(0) == previous ? 0 : 1);
+          }
+          chain.nodes.push_back(after);
+          chain.chained_input.push_back(0);
+          chain.inner_input.resize(chain.nodes.size(), -1);
+          chain.inner_source.resize(chain.nodes.size(), -1);
+          // The activation's Mul when written out (it reads the squeeze
+          // Conv's result), and the closing Mul (it reads v).
+          for (size_t k = first + 2; k + 1 < chain.nodes.size(); ++k) {
+            if (chain.nodes[k]->op_type() == "Mul") {
+              const bool closing = k + 2 == chain.nodes.size();
+              chain.inner_input[k] = 1 - chain.chained_input[k];
+              chain.inner_source[k] = closing ? source : static_cast<int>(k) - 2;
+            }
+          }
+          last = after;
+          conv = after;
+          stage = 0;
+          continue;
+        }
       }
       // A node belongs to one chain: the Sum of a projection block is the
       // tail of both branches, and only the first one found takes it.

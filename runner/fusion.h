@@ -3,8 +3,10 @@
 // constants folded into its weights, Relu / LeakyRelu / Clip / HardSwish /
 // SiLU (a Sigmoid and the Mul of its input by it) / HardSwish written out
 // (a HardSigmoid with alpha 1/6 and beta 1/2 and the Mul of its input by
-// it) and a residual Add, or Sum of two, as post-ops, then possibly further
-// Convs, each
+// it) and a residual Add, or Sum of two, as post-ops, then possibly
+// squeeze-and-excitation (GlobalAveragePool, 1x1 Conv, Relu / HardSwish /
+// SiLU, 1x1 Conv, Sigmoid or HardSigmoid, and the Mul of the activated value
+// by that gate, when a Conv follows), then possibly further Convs, each
 // possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose
 // with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), and last
 // possibly a MaxPool without Indices); or a

@@ -884,6 +884,41 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       continue;
     }
     stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
+    if (node.op_type() == "GlobalAveragePool") {
+      // Squeeze-and-excitation (FindConvChains checked its nodes): GAP, 1x1
+      // Conv, activation (one node, or a gate and its Mul), 1x1 Conv, gate,
+      // Mul.
+      if (stages.empty() || stages.back().se.has_value() || k + 6 > n)
+        return absl::InternalError("a squeeze-and-excitation must follow a Conv stage");
+      SqueezeExcite se;
+      const ir::Node& squeeze = *chain.nodes[k + 1];
+      se.w1 = chain.input_offset[k + 1] + 1;
+      se.b1 = squeeze.num_inputs() > 2 && squeeze.input(2) != nullptr ? chain.input_offset[k + 1] + 2 : -1;
+      size_t at = k + 2;
+      const std::string& act = chain.nodes[at]->op_type();
+      if (act == "Relu" || act == "HardSwish") {
+        se.act = act == "Relu" ? SqueezeExcite::Act::kRelu : SqueezeExcite::Act::kHardSwish;
+        at += 1;
+      } else if (IsGatedMul(chain, at + 1)) {
+        se.act = act == "Sigmoid" ? SqueezeExcite::Act::kSwish : SqueezeExcite::Act::kHardSwish;
+        at += 2;
+      } else {
+        return absl::InternalError("a squeeze-and-excitation needs an activation after its first Conv");
+      }
+      if (at + 3 > n || chain.nodes[at]->op_type() != "Conv" || chain.nodes[at + 2]->op_type() != "Mul")
+        return absl::InternalError("a squeeze-and-excitation must end with a Conv, a gate and a Mul");
+      const ir::Node& excite = *chain.nodes[at];
+      se.w2 = chain.input_offset[at] + 1;
+      se.b2 = excite.num_inputs() > 2 && excite.input(2) != nullptr ? chain.input_offset[at] + 2 : -1;
+      const ir::Node& gate = *chain.nodes[at + 1];
+      se.hard_gate = gate.op_type() == "HardSigmoid";
+      se.alpha = gate.GetFloat("alpha").value_or(0.2f);
+      se.beta = gate.GetFloat("beta").value_or(0.5f);
+      for (size_t j = k; j <= at + 2; ++j) stage_of[j] = static_cast<int>(stages.size()) - 1;
+      stages.back().se = se;
+      k = at + 2;
+      continue;
+    }
     if (node.op_type() == "Reshape" || node.op_type() == "Transpose") {
       // A channel shuffle before the next Conv (FindConvChains checked its shape).
       if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");

@@ -153,6 +153,18 @@ dnnl::post_ops DnnlPostOps(const std::vector<ResolvedPostOp>& ops);
 // One convolution of a sequence: its node's inputs start at `base` of the
 // fused kernel's inputs; the chain nodes after it until the next Conv are
 // its post-ops.
+// Squeeze-and-excitation after a stage's post-ops (runner/fusion.h): its
+// result x scaled per channel by gate(W2 act(W1 mean(x) + b1) + b2), W1 and
+// W2 1x1 convolutions read from inputs w1, w2 (biases b1, b2; -1: none).
+struct SqueezeExcite {
+  enum class Act { kRelu, kSwish, kHardSwish };
+  int w1 = -1, b1 = -1, w2 = -1, b2 = -1;
+  Act act = Act::kRelu;
+  // The gate: Sigmoid, or HardSigmoid with alpha and beta.
+  bool hard_gate = false;
+  float alpha = 0.2f, beta = 0.5f;
+};
+
 struct SequenceStage {
   int base = 0;
   int node_inputs = 0;
@@ -163,6 +175,8 @@ struct SequenceStage {
   // holding the shapes of its Reshape to [N, G, C/G, H, W] and of its
   // Reshape back; -1: none.
   int shuffle_shape = -1, shuffle_back = -1;
+  // Squeeze-and-excitation of the stage's result (never the last stage's).
+  std::optional<SqueezeExcite> se;
 };
 
 // conv_sequence.cc: a kernel running several Convs in a row (each taking

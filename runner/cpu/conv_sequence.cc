@@ -32,6 +32,15 @@
 // is exact. oneDNN's max pooling skips NaN, so where the fast plan does not
 // apply the chain runs node by node.
 //
+// Squeeze-and-excitation: a stage (never the last) may end with one
+// (runner/fusion.h). Its result is scaled in place, in the layout oneDNN
+// gave it, before the next stage reads it: per channel, the mean in float
+// in index order (GlobalAveragePool's sums), two 1x1 convolutions in double
+// with their activation and gate as the reference computes them, then the
+// product. NaN and infinities pass as through the nodes one by one, in
+// either plan; the bound takes the gate as within [0, 1] when the squeezed
+// values are bounded, else the safe plan runs.
+//
 // Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
 // least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
 // half the multiplications), the sequence then channel-blocked throughout.
@@ -106,6 +115,130 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
   return w.dim(0) >= min_channels && positions >= min_positions;
 }
 
+// The layouts of a stage's result that squeeze-and-excitation reads and
+// scales in place.
+enum class SeLayout { kPlain, kChannelsLast, kBlocked16 };
+
+// The layout of the float desc `d` (rank 3 to 5), or nullopt.
+std::optional<SeLayout> SeLayoutOf(const memory::desc& d) {
+  const int rank = d.data.ndims;
+  if (d.data_type() != memory::data_type::f32 || rank < 3 || rank > 5) return std::nullopt;
+  const memory::dims dims = d.dims();
+  for (auto [tag, layout] : {std::pair{PlainTag(rank), SeLayout::kPlain},
+                             std::pair{ChannelsLastTag(rank), SeLayout::kChannelsLast},
+                             std::pair{Blocked16Tag(rank), SeLayout::kBlocked16}}) {
+    if (d == memory::desc(dims, memory::data_type::f32, tag)) return layout;
+  }
+  return std::nullopt;
+}
+
+// The reference's sigmoid and clamp to [0, 1], in double.
+double SeSigmoid(double x) {
+  if (x >= 0) return 1 / (1 + std::exp(-x));
+  const double e = std::exp(x);
+  return e / (1 + e);
+}
+double SeClamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+
+// out[o] = b[o] + sum_i w[o, i] in[i] for a 1x1 convolution of `in` (ni
+// values), each output summed in double (in vector lanes) and rounded to
+// float once.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SeConv(const float* w, const float* b,
+                                                                         const float* in, int64_t no,
+                                                                         int64_t ni, float* out) {
+  for (int64_t o = 0; o < no; ++o) {
+    const float* row = w + o * ni;
+    double acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < ni; ++i) acc += static_cast<double>(row[i]) * static_cast<double>(in[i]);
+    out[o] = static_cast<float>(acc + (b != nullptr ? b[o] : 0.0));
+  }
+}
+
+// Squeeze-and-excitation of image x (c channels of hw positions, in
+// `layout`; any spatial rank) in place, as the nodes compute it one by one: each channel's
+// mean summed in float in index order (GlobalAveragePool), the two 1x1
+// convolutions in double, the activation and the gate in double rounded to
+// float (a written-out Mul of two floats in float), then x times the gate.
+// NaN and infinities pass as through those nodes. `scratch` holds
+// 2 * c + squeezed floats.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteImage(
+    float* x, SeLayout layout, int64_t c, int64_t hw, const SqueezeExcite& se, const Tensor& w1,
+    const Tensor* b1, const Tensor& w2, const Tensor* b2, float* scratch) {
+  const int64_t squeezed = w1.dim(0);
+  float* mean = scratch;
+  float* gate = scratch + c;
+  float* hidden = scratch + 2 * c;
+  std::fill_n(mean, c, 0.0f);
+  if (layout == SeLayout::kPlain) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      float acc = 0;
+      for (int64_t p = 0; p < hw; ++p) acc += x[ch * hw + p];
+      mean[ch] = acc;
+    }
+  } else if (layout == SeLayout::kChannelsLast) {
+    for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+      for (int64_t ch = 0; ch < c; ++ch) mean[ch] += x[p * c + ch];
+    }
+  } else {
+    for (int64_t block = 0; block * 16 < c; ++block) {
+      float acc[16] = {};
+      const float* xb = x + block * hw * 16;
+      for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+        for (int j = 0; j < 16; ++j) acc[j] += xb[p * 16 + j];
+      }
+      for (int64_t j = 0; j < 16 && block * 16 + j < c; ++j) mean[block * 16 + j] = acc[j];
+    }
+  }
+  const float count = static_cast<float>(hw);
+  for (int64_t ch = 0; ch < c; ++ch) mean[ch] /= count;
+  SeConv(w1.data<float>(), b1 != nullptr ? b1->data<float>() : nullptr, mean, squeezed, c, hidden);
+  for (int64_t r = 0; r < squeezed; ++r) {
+    const float z = hidden[r];
+    switch (se.act) {
+      case SqueezeExcite::Act::kRelu:
+        hidden[r] = z < 0 ? 0.0f : z;
+        break;
+      case SqueezeExcite::Act::kSwish:
+        hidden[r] = z * static_cast<float>(SeSigmoid(z));
+        break;
+      case SqueezeExcite::Act::kHardSwish:
+        hidden[r] = static_cast<float>(z * SeClamp01(static_cast<double>(z) / 6 + 0.5));
+        break;
+    }
+  }
+  SeConv(w2.data<float>(), b2 != nullptr ? b2->data<float>() : nullptr, hidden, c, squeezed, gate);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double z = gate[ch];
+    gate[ch] = static_cast<float>(se.hard_gate ? SeClamp01(static_cast<double>(se.alpha) * z + se.beta)
+                                               : SeSigmoid(z));
+  }
+  if (layout == SeLayout::kPlain) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float g = gate[ch];
+#pragma omp simd
+      for (int64_t p = 0; p < hw; ++p) x[ch * hw + p] *= g;
+    }
+  } else if (layout == SeLayout::kChannelsLast) {
+    for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+      for (int64_t ch = 0; ch < c; ++ch) x[p * c + ch] *= gate[ch];
+    }
+  } else {
+    for (int64_t block = 0; block * 16 < c; ++block) {
+      float g[16] = {};  // the padding channels stay zero: times 0 is 0 there
+      for (int64_t j = 0; j < 16 && block * 16 + j < c; ++j) g[j] = gate[block * 16 + j];
+      float* xb = x + block * hw * 16;
+      for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+        for (int j = 0; j < 16; ++j) xb[p * 16 + j] *= g[j];
+      }
+    }
+  }
+}
+
 // A stage planned for one set of input shapes, in one mode.
 struct StagePlan {
   std::vector<ResolvedPostOp> resolved;
@@ -123,6 +256,7 @@ struct StagePlan {
   // layout); else they are oneDNN's post-ops.
   bool own = false;
   bool winograd = false;
+  SeLayout se_layout = SeLayout::kPlain;  // of dst, for a squeeze-and-excitation
   // A channel shuffle of the source (SequenceStage::shuffle_shape): src_in
   // reorders shuffle_from, the previous result as [N, C/G, G, H, W], into
   // shuffle_to, src as the same.
@@ -151,6 +285,9 @@ struct StageWeights {
   const void* stats_from = nullptr;
   double l1 = 0;    // max over output channels of sum |w|
   double bias = 0;  // max |b|
+  // The same for the squeeze-and-excitation's two convolutions.
+  const void* se_from = nullptr;
+  double se_l1[2] = {0, 0}, se_bias[2] = {0, 0};
 };
 
 class ConvSequenceKernel : public CpuKernel {
@@ -229,6 +366,48 @@ class ConvSequenceKernel : public CpuKernel {
     return true;
   }
 
+  // The squeeze-and-excitation operands of stage k for a result of c
+  // channels and `rank`: W1 [r, c, 1, ...], W2 [c, r, 1, ...], biases [r]
+  // and [c] (or null), all float; false otherwise. Computes their
+  // statistics once.
+  bool SeOperands(KernelContext& ctx, size_t k, int rank, int64_t c, const Tensor** w1, const Tensor** b1,
+                  const Tensor** w2, const Tensor** b2) {
+    const SqueezeExcite& se = *stages_[k].se;
+    absl::StatusOr<const Tensor*> t[4] = {ctx.Input(se.w1), se.b1 >= 0 ? ctx.OptionalInput(se.b1) : nullptr,
+                                          ctx.Input(se.w2), se.b2 >= 0 ? ctx.OptionalInput(se.b2) : nullptr};
+    for (const auto& v : t) {
+      if (!v.ok() || (*v != nullptr && (*v)->dtype() != pb::kFloat)) return false;
+    }
+    *w1 = *t[0], *b1 = *t[1], *w2 = *t[2], *b2 = *t[3];
+    if (*w1 == nullptr || *w2 == nullptr) return false;
+    const int64_t r = (*w1)->rank() == rank ? (*w1)->dim(0) : 0;
+    std::vector<int64_t> squeeze(static_cast<size_t>(rank), 1), excite(static_cast<size_t>(rank), 1);
+    squeeze[0] = excite[1] = r;
+    squeeze[1] = excite[0] = c;
+    if (r == 0 || (*w1)->shape() != squeeze || (*w2)->shape() != excite ||
+        (*b1 != nullptr && (*b1)->shape() != std::vector<int64_t>{r}) ||
+        (*b2 != nullptr && (*b2)->shape() != std::vector<int64_t>{c}))
+      return false;
+    StageWeights& sw = weights_[k];
+    if (sw.se_from != (*w1)->raw()) {
+      const Tensor* ws[2] = {*w1, *w2};
+      const Tensor* bs[2] = {*b1, *b2};
+      for (int i = 0; i < 2; ++i) {
+        const int64_t rows = ws[i]->dim(0), cols = ws[i]->dim(1);
+        double l1 = 0;
+        for (int64_t o = 0; o < rows; ++o) {
+          double sum = 0;
+          for (int64_t j = 0; j < cols; ++j) sum += std::fabs(ws[i]->data<float>()[o * cols + j]);
+          l1 = std::max(l1, sum);
+        }
+        sw.se_l1[i] = std::isfinite(l1) ? l1 : std::numeric_limits<double>::infinity();
+        sw.se_bias[i] = bs[i] != nullptr ? MaxAbs(bs[i]->data<float>(), bs[i]->size()) : 0;
+      }
+      sw.se_from = (*w1)->raw();
+    }
+    return true;
+  }
+
   // Bounds stage k's result before its post-ops from `in`, the bound of
   // its source; computes the weight statistics once.
   double ConvBound(size_t k, const Tensor& w, const Tensor* b, double in) {
@@ -282,6 +461,18 @@ class ConvSequenceKernel : public CpuKernel {
                       ? std::max(lo, hi)
                       : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
         }
+      }
+      if (stages_[k].se.has_value() && bound < kSafeBound) {
+        // The gate is finite and within [0, 1] when the squeeze and its
+        // activation stay bounded (a mean is at most the largest value):
+        // the result then stays within `bound`.
+        const Tensor *w1, *b1, *w2, *b2;
+        if (!SeOperands(ctx, k, static_cast<int>(plan.stages[k].y_shape.size()), plan.stages[k].y_shape[1],
+                        &w1, &b1, &w2, &b2))
+          return false;
+        const StageWeights& sw = weights_[k];
+        const double hidden = std::max(bound * sw.se_l1[0] + sw.se_bias[0], 0.4);
+        if (hidden >= kSafeBound || hidden * sw.se_l1[1] + sw.se_bias[1] >= kSafeBound) return false;
       }
       results[k] = bound;
     }
@@ -416,7 +607,8 @@ class ConvSequenceKernel : public CpuKernel {
         bool is_bf16 = xt == memory::data_type::bf16;
         absl::Status status = Guard("convolution", [&] {
           s.own = own_by_mode || (cand.tag == PlainTag(rank) && !s.resolved.empty());
-          const memory::data_type yt = is_bf16 && !last && !s.own ? xt : memory::data_type::f32;
+          const memory::data_type yt =
+              is_bf16 && !last && !s.own && !stage.se.has_value() ? xt : memory::data_type::f32;
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg);
           plan.own_last = last && s.own;
@@ -468,6 +660,15 @@ class ConvSequenceKernel : public CpuKernel {
         if (!status.ok() && !is_winograd && !is_bf16) return false;
       }
       if (!planned) return false;
+      if (stage.se.has_value()) {
+        // Scaled in place, in dst's layout, before the next stage reads it.
+        const Tensor *w1, *b1, *w2, *b2;
+        std::optional<SeLayout> layout = SeLayoutOf(s.dst);
+        if (last || !layout ||
+            !SeOperands(ctx, k, static_cast<int>(s.y_shape.size()), s.y_shape[1], &w1, &b1, &w2, &b2))
+          return false;
+        s.se_layout = *layout;
+      }
       current = s.dst;
       x_shape = s.y_shape;
     }
@@ -636,6 +837,22 @@ class ConvSequenceKernel : public CpuKernel {
         ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
                      static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
       }
+      if (stages_[k].se.has_value()) {
+        const Tensor *w1, *b1, *w2, *b2;
+        const int64_t c = s.y_shape[1];
+        int64_t hw = 1;
+        for (size_t d = 2; d < s.y_shape.size(); ++d) hw *= s.y_shape[d];
+        if (!SeOperands(ctx, k, static_cast<int>(s.y_shape.size()), c, &w1, &b1, &w2, &b2))
+          return absl::InternalError("squeeze-and-excitation operands changed");
+        se_scratch_.resize(static_cast<size_t>(2 * c + w1->dim(0)));
+        // An image's floats in dst (blocked: padded to whole blocks of 16).
+        const int64_t image = s.se_layout == SeLayout::kBlocked16 ? (c + 15) / 16 * 16 * hw : c * hw;
+        float* data = static_cast<float*>(dst.get_data_handle());
+        for (int64_t i = 0; i < s.y_shape[0]; ++i) {
+          SqueezeExciteImage(data + i * image, s.se_layout, c, hw, *stages_[k].se, *w1, b1, *w2, b2,
+                             se_scratch_.data());
+        }
+      }
       current = dst;
       current_slot = dst_slot;
       results[k] = dst;
@@ -687,6 +904,7 @@ class ConvSequenceKernel : public CpuKernel {
  private:
   std::vector<SequenceStage> stages_;
   std::vector<StageWeights> weights_;
+  std::vector<float> se_scratch_;  // squeeze-and-excitation's means, gates and hidden values
   InputKey key_;
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;

@@ -651,6 +651,128 @@ TEST(CpuFusionTest, SiluRunsAsASwishPostOp) {
   }
 }
 
+// Squeeze-and-excitation of `v` (c channels) into `out`: GlobalAveragePool,
+// 1x1 Conv to `squeezed` channels, the activation `act` ("Relu",
+// "HardSwish", "SiLU" or "HardSwishGate": the last two written out), 1x1
+// Conv back, the gate ("Sigmoid" or "HardSigmoid"), Mul of v by the gate
+// (`swapped`: the gate first).
+void AddSqueezeExcite(GraphBuilder& g, const std::string& v, const std::string& out, int64_t c,
+                      int64_t squeezed, const std::string& act, const std::string& gate, bool biases,
+                      bool swapped, uint32_t seed) {
+  g.Initializer(InitializerFrom(out + "_w1", RandomFloats({squeezed, c, 1, 1}, seed, -0.5f, 0.5f)))
+      .Initializer(InitializerFrom(out + "_w2", RandomFloats({c, squeezed, 1, 1}, seed + 1, -0.5f, 0.5f)));
+  std::vector<std::string> in1 = {out + "_p", out + "_w1"}, in2 = {out + "_a", out + "_w2"};
+  if (biases) {
+    g.Initializer(InitializerFrom(out + "_b1", RandomFloats({squeezed}, seed + 2)))
+        .Initializer(InitializerFrom(out + "_b2", RandomFloats({c}, seed + 3)));
+    in1.push_back(out + "_b1");
+    in2.push_back(out + "_b2");
+  }
+  g.Node("GlobalAveragePool", {v}, {out + "_p"}, {}, out + "_pool")
+      .Node("Conv", in1, {out + "_z"}, {}, out + "_squeeze");
+  if (act == "Relu" || act == "HardSwish") {
+    g.Node(act, {out + "_z"}, {out + "_a"}, {}, out + "_act");
+  } else if (act == "SiLU") {
+    g.Node("Sigmoid", {out + "_z"}, {out + "_s"}, {}, out + "_sig")
+        .Node("Mul", {out + "_s", out + "_z"}, {out + "_a"}, {}, out + "_act");
+  } else {
+    g.Node("HardSigmoid", {out + "_z"}, {out + "_s"}, {AttrFloat("alpha", 1.0f / 6)}, out + "_sig")
+        .Node("Mul", {out + "_z", out + "_s"}, {out + "_a"}, {}, out + "_act");
+  }
+  g.Node("Conv", in2, {out + "_e"}, {}, out + "_excite")
+      .Node(gate, {out + "_e"}, {out + "_g"}, {}, out + "_gate")
+      .Node("Mul",
+            swapped ? std::vector<std::string>{out + "_g", v} : std::vector<std::string>{v, out + "_g"},
+            {out}, {}, out + "_scale");
+}
+
+// EfficientNet's and MobileNetV3's blocks (expand 1x1 + activation,
+// depthwise 3x3 + BatchNormalization + activation, squeeze-and-excitation,
+// project 1x1, residual Add): one step, squeeze-and-excitation included, with
+// every activation and gate, channels filling whole blocks of 16 or not,
+// batches of two; also after a dense 3x3 Conv (oneDNN's layout). Near
+// misses run apart: the scaled value also a graph output, no Conv after it,
+// a squeeze Conv with padding.
+TEST(CpuFusionTest, SqueezeExcitationRunsInsideConvSequences) {
+  uint32_t seed = 900;
+  struct Variant {
+    std::string act, gate;
+    int64_t c, batch;
+    bool biases, swapped;
+  };
+  for (const Variant& v :
+       {Variant{"SiLU", "Sigmoid", 32, 1, true, false}, Variant{"Relu", "HardSigmoid", 24, 2, true, true},
+        Variant{"HardSwish", "Sigmoid", 40, 1, false, false},
+        Variant{"HardSwishGate", "HardSigmoid", 16, 1, true, true}}) {
+    for (int64_t hw : {7, 12}) {
+      SCOPED_TRACE(v.act + " " + v.gate + " c " + std::to_string(v.c) + " hw " + std::to_string(hw));
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{v.batch, 8, hw, hw});
+      AddStage(g, "expand", "x", "e", 8, v.c, 1, 1, 1, seed++);
+      g.Node("Relu", {"e"}, {"ea"}, {}, "relu");
+      AddStage(g, "dw", "ea", "d", v.c, v.c, v.c, 3, 1, seed++);
+      AddBatchNormNamed(g, "d", "dn", v.c, seed++);
+      g.Node("HardSwish", {"dn"}, {"da"}, {}, "act");
+      AddSqueezeExcite(g, "da", "se", v.c, 8, v.act, v.gate, v.biases, v.swapped, seed++);
+      AddStage(g, "project", "se", "p", v.c, 8, 1, 1, 1, seed++);
+      g.Node("Add", {"p", "x"}, {"y"}, {}, "add").Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({v.batch, 8, hw, hw}, seed++, -2, 2)}}, {"expand"}, 14);
+    }
+  }
+  {
+    // A dense 3x3 Conv, squeeze-and-excitation, a 1x1 Conv.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 9, 9});
+    AddStage(g, "c1", "x", "a", 8, 24, 1, 3, 1, seed++);
+    g.Node("Relu", {"a"}, {"ar"}, {}, "relu");
+    AddSqueezeExcite(g, "ar", "se", 24, 6, "Relu", "Sigmoid", true, false, seed++);
+    AddStage(g, "c2", "se", "y", 24, 16, 1, 1, 1, seed++);
+    g.Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 8, 9, 9}, seed++)}}, {"c1"}, 14);
+  }
+  // Near misses.
+  for (int miss : {0, 1, 2}) {
+    SCOPED_TRACE("near miss " + std::to_string(miss));
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 7, 7});
+    AddStage(g, "dw", "x", "d", 16, 16, 16, 3, 1, seed++);
+    g.Node("Relu", {"d"}, {"da"}, {}, "relu");
+    AddSqueezeExcite(g, "da", "se", 16, 4, "Relu", "HardSigmoid", true, false, seed++);
+    if (miss == 0) {
+      AddStage(g, "project", "se", "y", 16, 8, 1, 1, 1, seed++);
+      g.Output("y").Output("se");
+    } else if (miss == 1) {
+      g.Output("se");
+    } else {
+      AddStage(g, "project", "se", "y", 16, 8, 1, 1, 1, seed++);
+      g.Output("y");
+    }
+    pb::GraphProto graph = g.Build();
+    if (miss == 2) {
+      for (pb::NodeProto& n : graph.node) {
+        if (n.name == "se_squeeze") n.attribute.push_back(AttrInts("pads", {0, 0, 0, 0}));
+      }
+      // Zero pads are no padding: it still fuses.
+      ExpectFused(graph, {{"x", RandomFloats({1, 16, 7, 7}, seed)}}, {"dw"}, 14);
+      for (pb::NodeProto& n : graph.node) {
+        if (n.name == "se_squeeze") n.attribute.back() = AttrInts("pads", {1, 1, 1, 1});
+        if (n.name == "se_excite") n.attribute.push_back(AttrInts("pads", {1, 1, 1, 1}));
+      }
+      // Padded 1x1 Convs: [1, 16, 5, 5] gates do not scale [1, 16, 7, 7].
+      Feeds feeds = {{"x", RandomFloats({1, 16, 7, 7}, seed)}};
+      auto ref = testing::Run(graph, runner::Backend::kReference, feeds, 14);
+      auto cpu = testing::Run(graph, runner::Backend::kCpu, feeds, 14);
+      EXPECT_FALSE(ref.ok());
+      EXPECT_FALSE(cpu.ok());
+      continue;
+    }
+    // The two 1x1 Convs and the Relu between them still make a sequence.
+    std::vector<std::string> apart = {"dw", "se_pool", "se_squeeze", "se_gate", "se_scale"};
+    if (miss == 0) apart.push_back("project");
+    ExpectFused(graph, {{"x", RandomFloats({1, 16, 7, 7}, seed++)}}, apart, 14);
+  }
+}
+
 TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
   SmallConvWinograd winograd;
   // The first block's output is the second's X and its residual: one

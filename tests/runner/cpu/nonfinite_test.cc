@@ -365,6 +365,47 @@ TEST_P(CpuNonFiniteTest, IntoSiluSequences) {
   }
 }
 
+// A block with squeeze-and-excitation (expand 1x1 + Relu, depthwise 3x3 +
+// HardSwish, GlobalAveragePool, 1x1 Conv, activation, 1x1 Conv, gate, Mul,
+// project 1x1), run as one sequence: NaN and infinities planted into X
+// (every channel's gate then becomes NaN); and, with X finite, infinite
+// squeeze biases, so that some gates are NaN (inf - inf, or
+// HardSwish(-inf)) and others 0 or 1.
+TEST_P(CpuNonFiniteTest, IntoSqueezeExcitation) {
+  for (const char* act : {"Relu", "HardSwish"}) {
+    for (const char* kinds : {"n", "+-", "n+-", ""}) {
+      SCOPED_TRACE(std::string(act) + " " + kinds);
+      const int64_t c = 24, hw = 7;
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, hw, hw});
+      AddConv(g, {"", 8, c, 1, 1, hw}, "x", "e", "expand", 150);
+      g.Node("Relu", {"e"}, {"ea"}, {}, "relu");
+      AddConv(g, {"", c, c, c, 3, hw}, "ea", "d", "dw", 152);
+      g.Node("HardSwish", {"d"}, {"da"}, {}, "hswish");
+      // Without planted values, infinite squeeze biases: Relu passes +inf
+      // and zeroes -inf, HardSwish(-inf) is NaN.
+      runner::Tensor b1 = RandomFloats({6}, 155);
+      if (kinds[0] == '\0') {
+        b1.mutable_data<float>()[0] = kInf;
+        b1.mutable_data<float>()[1] = -kInf;
+        b1.mutable_data<float>()[3] = kInf;
+      }
+      g.Initializer(InitializerFrom("w1", RandomFloats({6, c, 1, 1}, 154)))
+          .Initializer(InitializerFrom("b1", b1))
+          .Initializer(InitializerFrom("w2", RandomFloats({c, 6, 1, 1}, 156)))
+          .Node("GlobalAveragePool", {"da"}, {"p"}, {}, "pool")
+          .Node("Conv", {"p", "w1", "b1"}, {"z"}, {}, "squeeze")
+          .Node(act, {"z"}, {"a"}, {}, "act")
+          .Node("Conv", {"a", "w2"}, {"s"}, {}, "excite")
+          .Node("Sigmoid", {"s"}, {"gate"}, {}, "gate")
+          .Node("Mul", {"da", "gate"}, {"se"}, {}, "scale");
+      AddConv(g, {"", c, 8, 1, 1, hw}, "se", "y", "project", 158);
+      g.Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, 8, hw, hw}, 160), kinds, 7)}}, 14, true);
+    }
+  }
+}
+
 // A fire module (two Conv branches joined by a Concat, run as one step
 // writing into the Concat's result): NaN and infinities into X, with Relu
 // and Clip activations, which oneDNN's post-ops would bound.
