@@ -58,6 +58,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -116,18 +117,23 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
 }
 
 // The layouts of a stage's result that squeeze-and-excitation reads and
-// scales in place.
-enum class SeLayout { kPlain, kChannelsLast, kBlocked16 };
+// scales in place: plain, channels-last, or channels in blocks of 8 or 16
+// (the last block padded with zeros).
+enum class SeLayout { kPlain, kChannelsLast, kBlocked };
 
-// The layout of the float desc `d` (rank 3 to 5), or nullopt.
-std::optional<SeLayout> SeLayoutOf(const memory::desc& d) {
+// The layout of the float desc `d` (rank 3 to 5) and its channel block, or
+// nullopt.
+std::optional<std::pair<SeLayout, int64_t>> SeLayoutOf(const memory::desc& d) {
+  using tag = memory::format_tag;
   const int rank = d.data.ndims;
   if (d.data_type() != memory::data_type::f32 || rank < 3 || rank > 5) return std::nullopt;
+  const tag blocked8 = rank == 3 ? tag::nCw8c : rank == 4 ? tag::nChw8c : tag::nCdhw8c;
   const memory::dims dims = d.dims();
-  for (auto [tag, layout] : {std::pair{PlainTag(rank), SeLayout::kPlain},
-                             std::pair{ChannelsLastTag(rank), SeLayout::kChannelsLast},
-                             std::pair{Blocked16Tag(rank), SeLayout::kBlocked16}}) {
-    if (d == memory::desc(dims, memory::data_type::f32, tag)) return layout;
+  for (auto [t, layout, block] : {std::tuple{PlainTag(rank), SeLayout::kPlain, int64_t{1}},
+                                  std::tuple{ChannelsLastTag(rank), SeLayout::kChannelsLast, int64_t{1}},
+                                  std::tuple{Blocked16Tag(rank), SeLayout::kBlocked, int64_t{16}},
+                                  std::tuple{blocked8, SeLayout::kBlocked, int64_t{8}}}) {
+    if (d == memory::desc(dims, memory::data_type::f32, t)) return std::make_pair(layout, block);
   }
   return std::nullopt;
 }
@@ -156,15 +162,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SeConv(const f
 }
 
 // Squeeze-and-excitation of image x (c channels of hw positions, in
-// `layout`; any spatial rank) in place, as the nodes compute it one by one: each channel's
+// `layout` with channel blocks of `block` (at most 16); any spatial rank)
+// in place, as the nodes compute it one by one: each channel's
 // mean summed in float in index order (GlobalAveragePool), the two 1x1
 // convolutions in double, the activation and the gate in double rounded to
 // float (a written-out Mul of two floats in float), then x times the gate.
 // NaN and infinities pass as through those nodes. `scratch` holds
 // 2 * c + squeezed floats.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteImage(
-    float* x, SeLayout layout, int64_t c, int64_t hw, const SqueezeExcite& se, const Tensor& w1,
-    const Tensor* b1, const Tensor& w2, const Tensor* b2, float* scratch) {
+    float* x, SeLayout layout, int64_t block, int64_t c, int64_t hw, const SqueezeExcite& se,
+    const Tensor& w1, const Tensor* b1, const Tensor& w2, const Tensor* b2, float* scratch) {
   const int64_t squeezed = w1.dim(0);
   float* mean = scratch;
   float* gate = scratch + c;
@@ -182,14 +189,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       for (int64_t ch = 0; ch < c; ++ch) mean[ch] += x[p * c + ch];
     }
   } else {
-    for (int64_t block = 0; block * 16 < c; ++block) {
+    for (int64_t first = 0; first < c; first += block) {
       float acc[16] = {};
-      const float* xb = x + block * hw * 16;
+      const float* xb = x + first * hw;
       for (int64_t p = 0; p < hw; ++p) {
 #pragma omp simd
-        for (int j = 0; j < 16; ++j) acc[j] += xb[p * 16 + j];
+        for (int64_t j = 0; j < block; ++j) acc[j] += xb[p * block + j];
       }
-      for (int64_t j = 0; j < 16 && block * 16 + j < c; ++j) mean[block * 16 + j] = acc[j];
+      for (int64_t j = 0; j < block && first + j < c; ++j) mean[first + j] = acc[j];
     }
   }
   const float count = static_cast<float>(hw);
@@ -227,13 +234,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       for (int64_t ch = 0; ch < c; ++ch) x[p * c + ch] *= gate[ch];
     }
   } else {
-    for (int64_t block = 0; block * 16 < c; ++block) {
+    for (int64_t first = 0; first < c; first += block) {
       float g[16] = {};  // the padding channels stay zero: times 0 is 0 there
-      for (int64_t j = 0; j < 16 && block * 16 + j < c; ++j) g[j] = gate[block * 16 + j];
-      float* xb = x + block * hw * 16;
+      for (int64_t j = 0; j < block && first + j < c; ++j) g[j] = gate[first + j];
+      float* xb = x + first * hw;
       for (int64_t p = 0; p < hw; ++p) {
 #pragma omp simd
-        for (int j = 0; j < 16; ++j) xb[p * 16 + j] *= g[j];
+        for (int64_t j = 0; j < block; ++j) xb[p * block + j] *= g[j];
       }
     }
   }
@@ -256,7 +263,9 @@ struct StagePlan {
   // layout); else they are oneDNN's post-ops.
   bool own = false;
   bool winograd = false;
-  SeLayout se_layout = SeLayout::kPlain;  // of dst, for a squeeze-and-excitation
+  // dst's layout and channel block, for a squeeze-and-excitation
+  SeLayout se_layout = SeLayout::kPlain;
+  int64_t se_block = 1;
   // A channel shuffle of the source (SequenceStage::shuffle_shape): src_in
   // reorders shuffle_from, the previous result as [N, C/G, G, H, W], into
   // shuffle_to, src as the same.
@@ -598,6 +607,12 @@ class ConvSequenceKernel : public CpuKernel {
         for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::bf16});
       }
       for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::f32});
+      // A squeeze-and-excitation reads its stage's result in place: a
+      // layout it cannot read is passed over for channels-last, then plain.
+      if (stage.se.has_value()) {
+        candidates.push_back({ChannelsLastTag(rank), direct, memory::data_type::f32});
+        candidates.push_back({PlainTag(rank), direct, memory::data_type::f32});
+      }
       bool planned = false;
       for (size_t n = 0; n < candidates.size() && !planned; ++n) {
         const Choice& cand = candidates[n];
@@ -616,6 +631,7 @@ class ConvSequenceKernel : public CpuKernel {
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
           dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
           if (!last_tag && IsReference(pd)) return;
+          if (stage.se.has_value() && !SeLayoutOf(pd.dst_desc())) return;
           // An inner stage's own activations also run over dst's zero padding.
           int64_t elements = 1;
           for (int64_t dim : s.y_shape) elements *= dim;
@@ -663,11 +679,12 @@ class ConvSequenceKernel : public CpuKernel {
       if (stage.se.has_value()) {
         // Scaled in place, in dst's layout, before the next stage reads it.
         const Tensor *w1, *b1, *w2, *b2;
-        std::optional<SeLayout> layout = SeLayoutOf(s.dst);
+        std::optional<std::pair<SeLayout, int64_t>> layout = SeLayoutOf(s.dst);
         if (last || !layout ||
             !SeOperands(ctx, k, static_cast<int>(s.y_shape.size()), s.y_shape[1], &w1, &b1, &w2, &b2))
           return false;
-        s.se_layout = *layout;
+        s.se_layout = layout->first;
+        s.se_block = layout->second;
       }
       current = s.dst;
       x_shape = s.y_shape;
@@ -845,12 +862,12 @@ class ConvSequenceKernel : public CpuKernel {
         if (!SeOperands(ctx, k, static_cast<int>(s.y_shape.size()), c, &w1, &b1, &w2, &b2))
           return absl::InternalError("squeeze-and-excitation operands changed");
         se_scratch_.resize(static_cast<size_t>(2 * c + w1->dim(0)));
-        // An image's floats in dst (blocked: padded to whole blocks of 16).
-        const int64_t image = s.se_layout == SeLayout::kBlocked16 ? (c + 15) / 16 * 16 * hw : c * hw;
+        // An image's floats in dst (blocked: padded to whole blocks).
+        const int64_t image = (c + s.se_block - 1) / s.se_block * s.se_block * hw;
         float* data = static_cast<float*>(dst.get_data_handle());
         for (int64_t i = 0; i < s.y_shape[0]; ++i) {
-          SqueezeExciteImage(data + i * image, s.se_layout, c, hw, *stages_[k].se, *w1, b1, *w2, b2,
-                             se_scratch_.data());
+          SqueezeExciteImage(data + i * image, s.se_layout, s.se_block, c, hw, *stages_[k].se, *w1, b1, *w2,
+                             b2, se_scratch_.data());
         }
       }
       current = dst;

@@ -720,6 +720,41 @@ TEST(CpuFusionTest, SqueezeExcitationRunsInsideConvSequences) {
     }
   }
   {
+    // A grouped 3x3 Conv (8 channels a group, RegNet's), squeeze-and-
+    // excitation, a 1x1 Conv.
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 14, 14});
+    AddStage(g, "c1", "x", "a", 16, 48, 1, 1, 1, seed++);
+    g.Node("Relu", {"a"}, {"ar"}, {}, "relu1");
+    AddStage(g, "grouped", "ar", "b", 48, 48, 6, 3, 1, seed++);
+    g.Node("Relu", {"b"}, {"br"}, {}, "relu2");
+    AddSqueezeExcite(g, "br", "se", 48, 4, "Relu", "Sigmoid", true, false, seed++);
+    AddStage(g, "c2", "se", "y", 48, 16, 1, 1, 1, seed++);
+    g.Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, 14, 14}, seed++)}}, {"c1"}, 14);
+  }
+  {
+    // 1-D: a depthwise Conv over a sequence, squeeze-and-excitation, a
+    // pointwise Conv (speech models' blocks).
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{2, 24, 50});
+    g.Initializer(InitializerFrom("dw_w", RandomFloats({24, 1, 5}, seed++, -0.5f, 0.5f)))
+        .Initializer(InitializerFrom("pw_w", RandomFloats({16, 24, 1}, seed++, -0.5f, 0.5f)))
+        .Initializer(InitializerFrom("se_w1", RandomFloats({6, 24, 1}, seed++, -0.5f, 0.5f)))
+        .Initializer(InitializerFrom("se_w2", RandomFloats({24, 6, 1}, seed++, -0.5f, 0.5f)))
+        .Node("Conv", {"x", "dw_w"}, {"d"}, {AttrInt("group", 24), AttrInts("pads", {2, 2})}, "dw")
+        .Node("Relu", {"d"}, {"da"}, {}, "relu")
+        .Node("GlobalAveragePool", {"da"}, {"p"}, {}, "pool")
+        .Node("Conv", {"p", "se_w1"}, {"z"}, {}, "squeeze")
+        .Node("Relu", {"z"}, {"a"}, {}, "act")
+        .Node("Conv", {"a", "se_w2"}, {"e"}, {}, "excite")
+        .Node("Sigmoid", {"e"}, {"gate"}, {}, "gate")
+        .Node("Mul", {"gate", "da"}, {"se"}, {}, "scale")
+        .Node("Conv", {"se", "pw_w"}, {"y"}, {}, "pw")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({2, 24, 50}, seed++)}}, {"dw"}, 14);
+  }
+  {
     // A dense 3x3 Conv, squeeze-and-excitation, a 1x1 Conv.
     GraphBuilder g("g");
     g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 9, 9});
