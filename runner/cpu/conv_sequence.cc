@@ -138,6 +138,11 @@ std::optional<std::pair<SeLayout, int64_t>> SeLayoutOf(const memory::desc& d) {
   return std::nullopt;
 }
 
+// Images of at least this many values have their channel sums and scaling
+// split over the threads (by channel or block of channels: each sum keeps
+// its order); channels-last ones run on the calling thread.
+constexpr int64_t kSeParallelElements = int64_t{1} << 16;
+
 // The reference's sigmoid and clamp to [0, 1], in double.
 double SeSigmoid(double x) {
   if (x >= 0) return 1 / (1 + std::exp(-x));
@@ -178,6 +183,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
   float* hidden = scratch + 2 * c;
   std::fill_n(mean, c, 0.0f);
   if (layout == SeLayout::kPlain) {
+#pragma omp parallel for if (c > 1 && c * hw >= kSeParallelElements)
     for (int64_t ch = 0; ch < c; ++ch) {
       float acc = 0;
       for (int64_t p = 0; p < hw; ++p) acc += x[ch * hw + p];
@@ -189,7 +195,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       for (int64_t ch = 0; ch < c; ++ch) mean[ch] += x[p * c + ch];
     }
   } else {
-    for (int64_t first = 0; first < c; first += block) {
+    const int64_t blocks = (c + block - 1) / block;
+#pragma omp parallel for if (blocks > 1 && c * hw >= kSeParallelElements)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * block;
       float acc[16] = {};
       const float* xb = x + first * hw;
       for (int64_t p = 0; p < hw; ++p) {
@@ -223,6 +232,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
                                                : SeSigmoid(z));
   }
   if (layout == SeLayout::kPlain) {
+#pragma omp parallel for if (c > 1 && c * hw >= kSeParallelElements)
     for (int64_t ch = 0; ch < c; ++ch) {
       const float g = gate[ch];
 #pragma omp simd
@@ -234,7 +244,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       for (int64_t ch = 0; ch < c; ++ch) x[p * c + ch] *= gate[ch];
     }
   } else {
-    for (int64_t first = 0; first < c; first += block) {
+    const int64_t blocks = (c + block - 1) / block;
+#pragma omp parallel for if (blocks > 1 && c * hw >= kSeParallelElements)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * block;
       float g[16] = {};  // the padding channels stay zero: times 0 is 0 there
       for (int64_t j = 0; j < block && first + j < c; ++j) g[j] = gate[first + j];
       float* xb = x + first * hw;
