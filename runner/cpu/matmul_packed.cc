@@ -192,7 +192,13 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedMatrix& b, c
   constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
   const int64_t parts =
       m * b.k() * b.n() < kMinParallelMacs ? 1 : std::min<int64_t>(omp_get_max_threads(), b.panels());
-#pragma omp parallel for if (parts > 1)
+  if (parts <= 1) {
+    // No parallel region at all: even an inactive one costs a recurrent
+    // step a noticeable share of its time.
+    GemmPanels(a, m, lda, b, bias, c, ldc, 0, b.panels());
+    return;
+  }
+#pragma omp parallel for
   for (int64_t part = 0; part < parts; ++part) {
     GemmPanels(a, m, lda, b, bias, c, ldc, b.panels() * part / parts, b.panels() * (part + 1) / parts);
   }
