@@ -42,9 +42,10 @@
 namespace onnxkit::runner {
 
 enum class FusionKind {
-  kConv,       // FindConvChains
-  kQuantized,  // FindQuantizedChains
+  kConv,         // FindConvChains
+  kQuantized,    // FindQuantizedChains
   kTransformer,  // FindTransformerChains
+  kDevice,       // element-wise nodes the cuda backend runs as one kernel (nodes and extra_inputs only)
 };
 
 struct FusionChain {

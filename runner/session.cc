@@ -84,7 +84,7 @@ class Session::Executor : public SubgraphRunner {
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
       if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
-            RunChain(*chain, frame),
+            chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame) : RunChain(*chain, frame),
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
@@ -192,11 +192,16 @@ class Session::Executor : public SubgraphRunner {
 
   // Copies a tensor value to the device or the host, counting the copy for
   // the running node and the run.
-  absl::StatusOr<RtValue> Copy(const RtValue& value, bool to_device) {
+  // `replayed`: an upload a recorded run would make again (not a feed or
+  // a constant, which a recorded run finds on the device).
+  absl::StatusOr<RtValue> Copy(const RtValue& value, bool to_device, bool replayed = true) {
     if (!value.is_tensor() || value.tensor().is_string()) {
       return absl::InternalError(absl::StrCat("only numeric tensors can move ", to_device ? "to" : "from",
                                               " the device, got ", SummarizeKind(value)));
     }
+    if (tracking_ && !to_device && !reading_outputs_) replayable_ = false;
+    if (tracking_ && to_device && !replayed)
+      excluded_upload_bytes_ += static_cast<int64_t>(value.tensor().nbytes() + 64);
     Clock::time_point start = Clock::now();
     cuda::Context& context = *session_->cuda_;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor t, to_device ? cuda::ToDevice(context, value.tensor())
@@ -222,14 +227,20 @@ class Session::Executor : public SubgraphRunner {
       if (OnDevice(it->second)) return &it->second;
       auto m = mirror_.find(v);
       if (m != mirror_.end() && OnDevice(m->second)) return &m->second;
-      ONNXKIT_ASSIGN_OR_RETURN(RtValue device, Copy(it->second, /*to_device=*/true));
+      ONNXKIT_ASSIGN_OR_RETURN(RtValue device,
+                               Copy(it->second, /*to_device=*/true, v->kind() != ir::ValueKind::kGraphInput));
       return &(mirror_[v] = std::move(device));
     }
     auto c = session_->device_constants_.find(v);
     if (c != session_->device_constants_.end()) return &c->second;
     const RtValue* host = Lookup(frame, v);
     if (host == nullptr) return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
-    ONNXKIT_ASSIGN_OR_RETURN(RtValue device, Copy(*host, /*to_device=*/true));
+    // A constant copied up while recording would live in the graph's memory.
+    if (cuda::Capturing(*session_->cuda_)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("constant '", v->name(), "' first copied up while recording"));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(RtValue device, Copy(*host, /*to_device=*/true, /*replayed=*/false));
     return &(session_->device_constants_[v] = std::move(device));
   }
 
@@ -257,6 +268,7 @@ class Session::Executor : public SubgraphRunner {
           if (side == cuda::CudaKernel::Side::kDevice) {
             ONNXKIT_ASSIGN_OR_RETURN(inputs[static_cast<size_t>(i)], DeviceValue(frame, v));
           } else if (side == cuda::CudaKernel::Side::kHost) {
+            if (tracking_ && dependent_.contains(v)) replayable_ = false;
             ONNXKIT_RETURN_IF_ERROR(OnHost(frame, v));
             inputs[static_cast<size_t>(i)] = Lookup(frame, v);
             if (inputs[static_cast<size_t>(i)] == nullptr) {
@@ -269,11 +281,25 @@ class Session::Executor : public SubgraphRunner {
         ran = true;
       }
     }
+    std::vector<const ir::Value*> uses;
+    if (!ran || tracking_) CollectUses(node, *node.graph(), &uses);
+    bool depends = false;
+    if (tracking_) {
+      for (const ir::Value* v : uses) depends = depends || dependent_.contains(v);
+    }
+    // Shape and Size read only the shape, which a replay keeps.
+    const bool shape_only = node.op_type() == "Shape" || node.op_type() == "Size";
     if (!ran) {
-      std::vector<const ir::Value*> uses;
-      CollectUses(node, *node.graph(), &uses);
+      // Host code reading values computed from the inputs' contents: a
+      // replay would not read them again.
+      if (depends && !shape_only) replayable_ = false;
       for (const ir::Value* v : uses) ONNXKIT_RETURN_IF_ERROR(OnHost(frame, v));
       ONNXKIT_RETURN_IF_ERROR(RunNode(node, frame, releasing));
+    }
+    if (depends && !shape_only) {
+      for (const ir::Value* out : node.outputs()) {
+        if (out != nullptr) dependent_.insert(out);
+      }
     }
     if (session_->options_.on_node_run) {
       NodeRun run;
@@ -281,6 +307,64 @@ class Session::Executor : public SubgraphRunner {
       run.copies = node_copies_;
       run.seconds = std::chrono::duration<double>(Clock::now() - start).count() - node_copies_.seconds;
       session_->options_.on_node_run(node, run);
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs a chain of element-wise nodes of a cuda session as one device
+  // kernel, or, when the kernel declines its inputs, node by node.
+  absl::Status RunDeviceChain(const FusionChain& chain, Frame& frame) {
+    cuda::CudaKernel& kernel = *session_->device_chain_kernels_.at(&chain);
+    std::vector<const RtValue*> inputs;
+    for (const ir::Value* v : chain.extra_inputs) {
+      const RtValue* value = v != nullptr ? Lookup(frame, v) : nullptr;
+      if (v != nullptr && value == nullptr) {
+        return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
+      }
+      inputs.push_back(value);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(chain.tail()));
+    std::vector<RtValue> unused(1);
+    KernelContext probe(chain.tail(), opset, inputs, &unused, this);
+    if (!kernel.Accepts(probe)) {
+      for (const ir::Node* node : chain.nodes) {
+        ONNXKIT_RETURN_IF_ERROR_CTX(RunPlaced(*node, frame, nullptr),
+                                    absl::StrCat("node ", ir::NodeLabel(*node)));
+      }
+      return absl::OkStatus();
+    }
+    ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
+    node_copies_ = {};
+    Clock::time_point start = Clock::now();
+    bool depends = false;
+    for (size_t j = 0; j < chain.extra_inputs.size(); ++j) {
+      const ir::Value* v = chain.extra_inputs[j];
+      if (v == nullptr) continue;
+      const bool dependent = tracking_ && dependent_.contains(v);
+      depends = depends || dependent;
+      if (kernel.InputSide(static_cast<int>(j)) == cuda::CudaKernel::Side::kHost) {
+        if (dependent) replayable_ = false;
+        ONNXKIT_RETURN_IF_ERROR(OnHost(frame, v));
+        inputs[j] = Lookup(frame, v);
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(inputs[j], DeviceValue(frame, v));
+      }
+    }
+    ONNXKIT_RETURN_IF_ERROR(
+        RunKernel(kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/true));
+    if (depends) dependent_.insert(chain.tail().output(0));
+    if (session_->options_.on_node_run) {
+      const double seconds =
+          std::chrono::duration<double>(Clock::now() - start).count() - node_copies_.seconds;
+      for (const ir::Node* node : chain.nodes) {
+        NodeRun run;
+        run.backend = Backend::kCuda;
+        if (node == &chain.tail()) {
+          run.copies = node_copies_;
+          run.seconds = seconds;
+        }
+        session_->options_.on_node_run(*node, run);
+      }
     }
     return absl::OkStatus();
   }
@@ -463,6 +547,15 @@ class Session::Executor : public SubgraphRunner {
   // the other side of main-frame values that crossed a boundary.
   bool device_ = false;
   std::unordered_map<const ir::Value*, RtValue> mirror_;
+  // Watching a cuda run for recording (Session::Run): whether it stays
+  // replayable, the values computed from the inputs' contents, the bytes of
+  // feeds and constants it copied up, and whether the copies made now bring
+  // the outputs back.
+  bool tracking_ = false;
+  bool replayable_ = true;
+  bool reading_outputs_ = false;
+  absl::flat_hash_set<const ir::Value*> dependent_;
+  int64_t excluded_upload_bytes_ = 0;
   CopyStats node_copies_;
   Clock::time_point deadline_;
   bool has_deadline_;
@@ -519,7 +612,143 @@ absl::Status Session::PlanDevice() {
   }
   placement_ = PlanPlacement(model_->graph(), plan->order,
                              [&](const ir::Node& node) { return cuda_kernels_.contains(&node); });
+  if (options_.cuda_fusion && options_.fuse && !options_.observer) PlanDeviceChains(plan->order);
   return absl::OkStatus();
+}
+
+void Session::PlanDeviceChains(const std::vector<ir::Node*>& order) {
+  constexpr size_t kMaxNodes = 8, kMaxInputs = 8;  // cuda::kMaxChainOps, kMaxChainInputs
+  const ir::Graph& main = model_->graph();
+  absl::flat_hash_map<const ir::Node*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  absl::flat_hash_set<const ir::Node*> taken;
+  auto available = [&](const ir::Node* n) {
+    return n != nullptr && position.contains(n) && !folded_nodes_.contains(n) && cuda_kernels_.contains(n) &&
+           !taken.contains(n);
+  };
+  auto eligible = [&](const ir::Node* n) { return available(n) && cuda::ChainableOp(*n); };
+  auto is_constant = [&](const ir::Value* v) {
+    return v != nullptr && (v->IsConstant() || run_constants_.contains(v)) && constants_.contains(v);
+  };
+  absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
+  auto add_chain = [&](std::vector<const ir::Node*> nodes, std::vector<const ir::Value*> inputs,
+                       std::unique_ptr<cuda::CudaKernel> kernel) {
+    auto chain = std::make_unique<FusionChain>();
+    chain->kind = FusionKind::kDevice;
+    chain->nodes = std::move(nodes);
+    chain->extra_inputs = std::move(inputs);
+    taken.insert(chain->nodes.begin(), chain->nodes.end());
+    device_chain_kernels_[chain.get()] = std::move(kernel);
+    by_tail[chain->nodes.back()] = chain.get();
+    chains_.push_back(std::move(chain));
+  };
+  // Element-wise nodes after `start` (the value the chain has so far):
+  // grown by the earliest reader of the chain's values (after all of them
+  // in the order, as it reads one of them), then cut back until every
+  // value but the last is read only inside the chain.
+  auto grow = [&](const ir::Value* start, std::vector<const ir::Node*> members, size_t limit) {
+    auto member = [&](const ir::Node* n) {
+      return std::find(members.begin(), members.end(), n) != members.end();
+    };
+    auto values = [&]() {
+      std::vector<const ir::Value*> v;
+      if (start != nullptr) v.push_back(start);
+      for (const ir::Node* m : members) v.push_back(m->output(0));
+      return v;
+    };
+    while (members.size() < limit) {
+      const ir::Node* next = nullptr;
+      bool blocked = false;
+      for (const ir::Value* v : values()) {
+        for (const ir::Use& use : v->uses()) {
+          if (member(use.node)) continue;
+          auto p = position.find(use.node);
+          if (p == position.end()) {
+            blocked = true;  // read inside a subgraph
+          } else if (next == nullptr || p->second < position[next]) {
+            next = use.node;
+          }
+        }
+      }
+      if (blocked || next == nullptr || !eligible(next)) break;
+      members.push_back(next);
+    }
+    auto closed = [&]() {
+      std::vector<const ir::Value*> v = values();
+      for (size_t k = 0; k + 1 < v.size(); ++k) {
+        if (v[k]->IsGraphOutput()) return false;
+        for (const ir::Use& use : v[k]->uses()) {
+          if (!member(use.node)) return false;
+        }
+      }
+      return true;
+    };
+    while (!members.empty() && !closed()) members.pop_back();
+    if (start != nullptr && !members.empty() && !closed()) members.clear();
+    return members;
+  };
+  // The values `nodes` read that none of them (nor `inside`) makes.
+  auto inputs_of = [&](const std::vector<const ir::Node*>& nodes, const ir::Value* inside) {
+    std::vector<const ir::Value*> inputs;
+    for (const ir::Node* m : nodes) {
+      for (const ir::Value* v : m->inputs()) {
+        const bool made_inside =
+            v == inside || (v != nullptr && v->producer() != nullptr &&
+                            std::find(nodes.begin(), nodes.end(), v->producer()) != nodes.end());
+        if (v != nullptr && !made_inside && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) {
+          inputs.push_back(v);
+        }
+      }
+    }
+    return inputs;
+  };
+  // Conv chains first: a normalization folded in, element-wise ops after.
+  for (const ir::Node* conv : order) {
+    if (conv->op_type() != "Conv" || !conv->domain().empty() || !available(conv) || conv->num_outputs() != 1)
+      continue;
+    const ir::Value* bias = conv->num_inputs() > 2 ? conv->input(2) : nullptr;
+    if (conv->num_inputs() < 2 || !is_constant(conv->input(1)) || (bias != nullptr && !is_constant(bias)))
+      continue;
+    const ir::Value* result = conv->output(0);
+    const ir::Node* norm = nullptr;
+    if (result->uses().size() == 1 && !result->IsGraphOutput()) {
+      const ir::Node* n = result->uses()[0].node;
+      bool ok = n->op_type() == "BatchNormalization" && n->domain().empty() && available(n) &&
+                n->num_inputs() == 5 && n->input(0) == result;
+      for (int i = 1; ok && i < 5; ++i) ok = is_constant(n->input(i));
+      for (int i = 1; ok && i < n->num_outputs(); ++i)
+        ok = n->output(i) == nullptr || n->output(i)->name().empty();
+      if (ok) {
+        norm = n;
+        result = n->output(0);
+      }
+    }
+    std::vector<const ir::Node*> tail = grow(result, {}, kMaxNodes - 1);
+    if (norm == nullptr && tail.empty()) continue;
+    std::vector<const ir::Value*> extra = inputs_of(tail, result);
+    if (extra.size() + 2 > kMaxInputs) continue;
+    auto kernel = cuda::MakeConvChain(cuda_, *conv, norm, tail, extra);
+    if (!kernel.ok() || *kernel == nullptr) continue;
+    std::vector<const ir::Node*> nodes = {conv};
+    if (norm != nullptr) nodes.push_back(norm);
+    nodes.insert(nodes.end(), tail.begin(), tail.end());
+    std::vector<const ir::Value*> inputs = {conv->input(0), conv->input(1), bias,   nullptr,
+                                            nullptr,        nullptr,        nullptr};
+    for (int i = 1; norm != nullptr && i < 5; ++i) inputs[static_cast<size_t>(2 + i)] = norm->input(i);
+    inputs.insert(inputs.end(), extra.begin(), extra.end());
+    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
+  }
+  for (const ir::Node* head : order) {
+    if (!eligible(head) || head->output(0) == nullptr) continue;
+    std::vector<const ir::Node*> members = grow(nullptr, {head}, kMaxNodes);
+    if (members.size() < 2) continue;
+    std::vector<const ir::Value*> inputs = inputs_of(members, nullptr);
+    if (inputs.size() > kMaxInputs) continue;
+    auto kernel = cuda::MakeElementwiseChain(cuda_, members, inputs);
+    if (!kernel.ok() || *kernel == nullptr) continue;
+    add_chain(std::move(members), std::move(inputs), *std::move(kernel));
+  }
+  if (!by_tail.empty()) fused_plans_[&main] = BuildPlan(main, order, by_tail, elided_);
 }
 
 namespace {
@@ -880,6 +1109,112 @@ absl::Status CheckFeed(const ir::Value& input, const RtValue& value) {
 
 }  // namespace
 
+struct Session::DeviceReplay {
+  // The input types and shapes it is for (FeedInputs order).
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> signature;
+  // Set by the watched run: whether the next run may be recorded, the bytes
+  // it would copy up (besides feeds and constants), its outputs' types and
+  // shapes.
+  bool recordable = false;
+  int64_t upload_bytes = 0;
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> outputs;
+  // Once recorded: the graph, the device tensors it reads the inputs from
+  // and writes the outputs to.
+  std::shared_ptr<cuda::CapturedRun> run;
+  std::vector<Tensor> device_inputs, device_outputs;
+};
+
+bool Session::ReplayAllowed() const {
+  return cuda_ != nullptr && options_.cuda_graphs && !options_.observer && !options_.on_node_done &&
+         !options_.on_node_run;
+}
+
+namespace {
+
+// The element types and shapes of the feeds, in FeedInputs order; nullopt
+// when one is not a numeric tensor on the host.
+std::optional<std::vector<std::pair<int32_t, std::vector<int64_t>>>> FeedSignature(
+    const std::vector<const ir::Value*>& inputs, const absl::flat_hash_map<const ir::Value*, RtValue>& fed) {
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> signature;
+  for (const ir::Value* v : inputs) {
+    auto it = fed.find(v);
+    if (it == fed.end() || !it->second.is_tensor()) return std::nullopt;
+    const Tensor& t = it->second.tensor();
+    if (t.is_string() || t.on_device()) return std::nullopt;
+    signature.emplace_back(t.dtype(), t.shape());
+  }
+  return signature;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RtValue>> Session::Replayed(
+    const absl::flat_hash_map<const ir::Value*, RtValue>& fed) {
+  DeviceReplay& r = *replay_;
+  std::vector<const Tensor*> feeds;
+  for (const ir::Value* v : FeedInputs()) feeds.push_back(&fed.at(v).tensor());
+  Clock::time_point start = Clock::now();
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<Tensor> host,
+                           cuda::Replay(*cuda_, *r.run, feeds, r.device_inputs, r.device_outputs));
+  last_copies_ = {};
+  last_copies_.count = static_cast<int>(feeds.size() + host.size());
+  for (const Tensor* t : feeds) last_copies_.bytes += static_cast<int64_t>(t->nbytes());
+  for (const Tensor& t : host) last_copies_.bytes += static_cast<int64_t>(t.nbytes());
+  last_copies_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  last_run_replayed_ = true;
+  std::vector<RtValue> outputs;
+  for (Tensor& t : host) outputs.push_back(RtValue::FromTensor(std::move(t)));
+  return outputs;
+}
+
+std::optional<absl::StatusOr<std::vector<RtValue>>> Session::RecordRun(
+    const absl::flat_hash_map<const ir::Value*, RtValue>& fed) {
+  DeviceReplay& r = *replay_;
+  r.recordable = false;  // until the recording succeeds
+  const ir::Graph& main = model_->graph();
+  Executor::Frame frame;
+  std::vector<Tensor> inputs, outputs;
+  for (const ir::Value* v : FeedInputs()) {
+    const Tensor& host = fed.at(v).tensor();
+    absl::StatusOr<Tensor> device = cuda::AllocateOnDevice(*cuda_, host.dtype(), host.shape());
+    if (!device.ok() || !cuda::CopyInto(*cuda_, host, *device).ok()) return std::nullopt;
+    frame.values[v] = RtValue::FromTensor(*device);
+    inputs.push_back(*std::move(device));
+  }
+  for (const auto& [dtype, shape] : r.outputs) {
+    absl::StatusOr<Tensor> device = cuda::AllocateOnDevice(*cuda_, dtype, shape);
+    if (!device.ok()) return std::nullopt;
+    outputs.push_back(*std::move(device));
+  }
+  if (!cuda::BeginCapture(*cuda_, r.upload_bytes).ok()) return std::nullopt;
+  absl::Status status;
+  {
+    Executor executor(this, Clock::now(), /*has_deadline=*/false);
+    executor.device_ = true;
+    status = executor.RunGraph(main, frame, /*is_main=*/true);
+    for (size_t i = 0; status.ok() && i < outputs.size(); ++i) {
+      const RtValue* value = executor.Lookup(frame, main.outputs()[i]);
+      if (value == nullptr || !value->is_tensor() || !value->tensor().on_device() ||
+          value->tensor().dtype() != outputs[i].dtype() || value->tensor().shape() != outputs[i].shape()) {
+        status = absl::FailedPreconditionError("an output is not where the watched run left it");
+      } else {
+        status = cuda::CopyOnDevice(*cuda_, value->tensor(), outputs[i]);
+      }
+    }
+    // The run's device memory is freed inside the recording (the inputs,
+    // held above, are not).
+    frame.values.clear();
+    executor.mirror_.clear();
+  }
+  absl::StatusOr<std::shared_ptr<cuda::CapturedRun>> run = cuda::EndCapture(*cuda_);
+  if (!status.ok() || !run.ok()) return std::nullopt;
+  r.run = *std::move(run);
+  r.device_inputs = std::move(inputs);
+  r.device_outputs = std::move(outputs);
+  r.recordable = true;
+  return Replayed(fed);
+}
+
 absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::string, RtValue>> feeds) {
   const ir::Graph& main = model_->graph();
   Executor::Frame frame;
@@ -908,19 +1243,63 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   Executor executor(this, deadline, has_deadline);
   executor.device_ = cuda_ != nullptr;
   last_copies_ = {};
+  last_run_replayed_ = false;
   // Feeding an initializer: kernels must not treat it as constant, and the
   // folded values that came from it are computed anew.
   for (const auto& [value, v] : frame.values) {
     if (value->kind() == ir::ValueKind::kInitializer) executor.strict_ = true;
   }
   executor.use_folding_ = !(executor.strict_ && uses_feedable_folded_);
-  ONNXKIT_RETURN_IF_ERROR(executor.RunGraph(main, frame, /*is_main=*/true));
+  // CUDA graphs: replay, record, or watch this run.
+  int64_t uploaded_before = 0;
+  if (ReplayAllowed() && !executor.strict_) {
+    auto signature = FeedSignature(FeedInputs(), frame.values);
+    if (signature && replay_ != nullptr && replay_->signature == *signature) {
+      if (replay_->run != nullptr) return Replayed(frame.values);
+      if (replay_->recordable) {
+        auto recorded = RecordRun(frame.values);
+        if (recorded.has_value()) return *std::move(recorded);
+      }
+    } else if (signature) {
+      replay_ = std::make_unique<DeviceReplay>();
+      replay_->signature = *std::move(signature);
+      executor.tracking_ = true;
+      for (const ir::Value* v : FeedInputs()) executor.dependent_.insert(v);
+      uploaded_before = cuda::UploadedBytes(*cuda_);
+    } else {
+      replay_.reset();
+    }
+  }
+  absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
+  if (!status.ok()) {
+    // Clears what device kernels flagged in this run (its error is the one reported).
+    if (executor.device_) cuda::CheckDeviceErrors(*cuda_).IgnoreError();
+    return status;
+  }
   std::vector<RtValue> outputs;
+  executor.reading_outputs_ = true;
   for (const ir::Value* o : main.outputs()) {
-    if (executor.device_) ONNXKIT_RETURN_IF_ERROR(executor.OnHost(frame, o));
+    if (executor.device_) {
+      auto it = frame.values.find(o);
+      if (executor.tracking_) {
+        if (it == frame.values.end() || !Executor::OnDevice(it->second)) {
+          executor.replayable_ = false;
+        } else {
+          replay_->outputs.emplace_back(it->second.tensor().dtype(), it->second.tensor().shape());
+        }
+      }
+      ONNXKIT_RETURN_IF_ERROR(executor.OnHost(frame, o));
+    }
     const RtValue* v = executor.Lookup(frame, o);
     if (v == nullptr) return absl::InternalError(absl::StrCat("output '", o->name(), "' was not computed"));
     outputs.push_back(*v);
+  }
+  if (executor.device_) ONNXKIT_RETURN_IF_ERROR(cuda::CheckDeviceErrors(*cuda_));
+  if (executor.tracking_) {
+    replay_->recordable = executor.replayable_;
+    replay_->upload_bytes = std::max<int64_t>(0, cuda::UploadedBytes(*cuda_) - uploaded_before -
+                                                     executor.excluded_upload_bytes_) +
+                            4096;
   }
   return outputs;
 }

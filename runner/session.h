@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -69,6 +70,14 @@ struct SessionOptions {
   // convolutions may use TF32 tensor cores.
   int device = 0;
   bool allow_tf32 = false;
+  // cuda sessions: a run whose device work needs nothing from the host in
+  // between is recorded as a CUDA graph (the second run with the same input
+  // types and shapes) and replayed with one launch from then on (see Run).
+  bool cuda_graphs = true;
+  // cuda sessions: Conv -> BatchNormalization -> element-wise chains and
+  // runs of element-wise nodes as one kernel each (PlanDeviceChains). Off
+  // by default until these kernels have been checked on a GPU.
+  bool cuda_fusion = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.
   bool fuse = true;
@@ -95,7 +104,18 @@ class Session {
 
   // Runs the model. Every feed input must be given (by name); initializer-
   // backed inputs may be overridden. Returns the outputs in graph order.
+  //
+  // cuda sessions with cuda_graphs: the first run with given input types
+  // and shapes is watched; when all it did on the host was shape
+  // arithmetic that does not depend on the input values, its only
+  // device-to-host copies were the outputs, and it had no callbacks
+  // (observer, on_node_done, on_node_run), the next run with the same
+  // types and shapes is recorded as a CUDA graph, and later ones replay it:
+  // the inputs are uploaded, the graph launched, the outputs brought back.
+  // A run that cannot be recorded runs node by node as before.
   absl::StatusOr<std::vector<RtValue>> Run(std::vector<std::pair<std::string, RtValue>> feeds);
+  // Whether the last Run replayed a recorded CUDA graph.
+  bool last_run_replayed() const { return last_run_replayed_; }
 
   // The copies between host and device of the last Run (graph outputs
   // brought back included); zero for other backends.
@@ -147,7 +167,19 @@ class Session {
   // cuda sessions: opens the device and makes the CUDA kernel of every
   // main-graph node that has one; plans the placement.
   absl::Status PlanDevice();
+  // cuda sessions: runs of element-wise nodes with device kernels, each of
+  // whose values but the last is read only by the next ones, as one kernel
+  // (FusionKind::kDevice chains in the main graph's fused plan).
+  void PlanDeviceChains(const std::vector<ir::Node*>& order);
   absl::Status PrepareConstants(const ir::Graph& graph);
+  // The CUDA graph of cuda sessions (see Run).
+  struct DeviceReplay;
+  bool ReplayAllowed() const;
+  // Records a run of the host feeds in `fed` as a CUDA graph and runs it;
+  // nullopt when it cannot be recorded (the run is then made node by node).
+  std::optional<absl::StatusOr<std::vector<RtValue>>> RecordRun(
+      const absl::flat_hash_map<const ir::Value*, RtValue>& fed);
+  absl::StatusOr<std::vector<RtValue>> Replayed(const absl::flat_hash_map<const ir::Value*, RtValue>& fed);
   // Runs once the nodes whose inputs are all constant (weights made by
   // ConstantOfShape, transposed or reshaped initializers...), in the main
   // graph and in every If/Loop/Scan body (where initializers of enclosing
@@ -198,6 +230,9 @@ class Session {
   absl::flat_hash_map<const ir::Node*, std::unique_ptr<cuda::CudaKernel>> cuda_kernels_;
   std::unordered_map<const ir::Value*, RtValue> device_constants_;
   PlacementPlan placement_;
+  absl::flat_hash_map<const FusionChain*, std::unique_ptr<cuda::CudaKernel>> device_chain_kernels_;
+  std::unique_ptr<DeviceReplay> replay_;
+  bool last_run_replayed_ = false;
   CopyStats last_copies_;
 };
 

@@ -34,6 +34,8 @@ struct RunOptions {
   int threads = 1;
   int device = 0;
   bool tf32 = false;
+  bool no_cuda_graphs = false;
+  bool cuda_fusion = false;
   std::string precision = "fp32";
   int bench = 0;
   int warmup = 1;
@@ -164,6 +166,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.timeout_seconds = o.timeout;
   options.device = o.device;
   options.allow_tf32 = o.tf32;
+  options.cuda_graphs = !o.no_cuda_graphs;
+  options.cuda_fusion = o.cuda_fusion;
   options.bf16 = bf16;
   std::vector<Placed> placed;
   bool placing = true;  // the first run only
@@ -220,17 +224,22 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
     ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(std::filesystem::path(o.dump_all) / "index.tsv", index));
   }
   std::vector<double> latencies;
+  // With --bench, the outputs saved are the last run's (on cuda, a replay
+  // of a recorded CUDA graph when the model allows one).
+  std::vector<runner::RtValue> last = *first;
   if (o.bench > 0) {
     for (int i = 1; i < o.warmup; ++i) ONNXKIT_RETURN_IF_ERROR((*session)->Run(*feeds).status());
     profiling = true;
     for (int i = 0; i < o.bench; ++i) {
       auto start = std::chrono::steady_clock::now();
-      ONNXKIT_RETURN_IF_ERROR((*session)->Run(*feeds).status());
+      auto outputs = (*session)->Run(*feeds);
       latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      ONNXKIT_RETURN_IF_ERROR(outputs.status());
+      if (i + 1 == o.bench) last = *std::move(outputs);
     }
   }
   std::vector<const ir::Value*> names = (*session)->Outputs();
-  if (!o.save_outputs.empty()) ONNXKIT_RETURN_IF_ERROR(runner::SaveOutputs(o.save_outputs, names, *first));
+  if (!o.save_outputs.empty()) ONNXKIT_RETURN_IF_ERROR(runner::SaveOutputs(o.save_outputs, names, last));
 
   if (o.json) {
     JsonWriter w;
@@ -255,6 +264,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
     if (backend == runner::Backend::kCuda) {
       w.KeyInt("device", o.device);
       WritePlacementJson(w, placed, first_copies);
+      // Whether the last run replayed a recorded CUDA graph.
+      w.KeyBool("cuda_graph", (*session)->last_run_replayed());
     }
     if (o.profile) {
       w.Key("profile_ms");
@@ -276,7 +287,10 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
                               " ms, median ", Percentile(latencies, 0.5), " ms, p90 ", Percentile(latencies, 0.9),
                               " ms; peak RSS ", PeakRssMb(), " MB\n");
   }
-  if (backend == runner::Backend::kCuda && (o.profile || !o.quiet)) PrintPlacement(placed, first_copies);
+  if (backend == runner::Backend::kCuda && (o.profile || !o.quiet)) {
+    PrintPlacement(placed, first_copies);
+    if ((*session)->last_run_replayed()) std::cout << "the last run replayed a recorded CUDA graph\n";
+  }
   if (o.profile) {
     std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.begin(), profile.end());
     std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
@@ -313,7 +327,9 @@ void RegisterRun(CLI::App& app, Action& action) {
       ->delimiter(',')
       ->expected(2);
   sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224: shape of an input with symbolic dims; repeatable");
-  sub->add_option("--save-outputs", o->save_outputs, "Write output_<i>.pb (test_data_set layout) into this folder");
+  sub->add_option(
+      "--save-outputs", o->save_outputs,
+      "Write output_<i>.pb (test_data_set layout) into this folder (with --bench: the last run's)");
   sub->add_option("--dump-all", o->dump_all,
                   "Write every intermediate tensor of the main graph into this folder as it is computed "
                   "(<index>_<name>.pb, listed in index.tsv)");
@@ -324,6 +340,14 @@ void RegisterRun(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
   sub->add_option("--device", o->device, "CUDA device index of --backend cuda (default 0)");
   sub->add_flag("--tf32", o->tf32, "--backend cuda: let fp32 MatMul/Gemm/Conv use TF32 tensor cores (~1e-3 error)");
+  sub->add_flag(
+      "--no-cuda-graphs", o->no_cuda_graphs,
+      "--backend cuda: run node by node every time instead of recording the second run with the same "
+      "input shapes as a CUDA graph and replaying it");
+  sub->add_flag(
+      "--cuda-fusion", o->cuda_fusion,
+      "--backend cuda, experimental (not yet checked on a GPU): fold BatchNormalization into the Conv "
+      "before it and run the element-wise ops after a Conv, and runs of element-wise ops, as one kernel");
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option(
          "--precision", o->precision,

@@ -38,11 +38,28 @@ class Context : public std::enable_shared_from_this<Context> {
   absl::StatusOr<Tensor> Allocate(int32_t dtype, std::vector<int64_t> shape);
   // Scratch device memory for one kernel call (workspace), freed the same way.
   absl::StatusOr<std::shared_ptr<Buffer>> Scratch(size_t bytes);
-  // At least `bytes` of pinned host memory (grown on demand).
+  // At least `bytes` of pinned host memory (grown on demand; refused while
+  // a capture is open: growing it waits for the stream).
   absl::StatusOr<void*> Staging(size_t bytes);
+
+  // The device word kernels set to flag an error (CheckDeviceErrors), and
+  // the call a kernel makes when it queues work that may set it.
+  int* error_flag() const { return error_flag_; }
+  void ExpectErrorCheck() { check_pending_ = true; }
 
  private:
   friend absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& options);
+  friend absl::StatusOr<Tensor> ToDevice(Context& context, const Tensor& host);
+  friend absl::StatusOr<Tensor> ToHost(Context& context, const Tensor& device);
+  friend int64_t UploadedBytes(const Context& context);
+  friend absl::Status CheckDeviceErrors(Context& context);
+  friend absl::Status BeginCapture(Context& context, int64_t upload_bytes);
+  friend bool Capturing(const Context& context);
+  friend absl::StatusOr<std::shared_ptr<CapturedRun>> EndCapture(Context& context);
+  friend absl::StatusOr<std::vector<Tensor>> Replay(Context& context, CapturedRun& run,
+                                                    const std::vector<const Tensor*>& feeds,
+                                                    const std::vector<Tensor>& inputs,
+                                                    const std::vector<Tensor>& outputs);
   Context() = default;
 
   int device_ = 0;
@@ -52,6 +69,16 @@ class Context : public std::enable_shared_from_this<Context> {
   cudnnHandle_t cudnn_ = nullptr;
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
+  // cuBLAS's workspace (its own would be allocated where a capture cannot
+  // record it).
+  void* cublas_workspace_ = nullptr;
+  int* error_flag_ = nullptr;
+  bool check_pending_ = false;
+  int64_t uploaded_bytes_ = 0;
+  // While a capture is open: the pinned memory uploads are recorded from.
+  bool capturing_ = false;
+  void* capture_pinned_ = nullptr;
+  size_t capture_pinned_bytes_ = 0, capture_pinned_used_ = 0;
 };
 
 // Status helpers: Internal errors naming the call and the library's message.

@@ -9,20 +9,47 @@
 // Descriptors and the algorithm (the fastest cuDNN measures on the device,
 // or its heuristic choice) are made again only when the input shape changes.
 #include <climits>
+#include <cmath>
+#include <optional>
 
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/float_types.h"
 #include "runner/reference/nn.h"
 
 namespace onnxkit::runner::cuda {
 namespace {
 
+// What a Conv chain adds to the convolution (MakeConvChain): a
+// BatchNormalization folded into the weights and bias, then element-wise
+// ops in one pass over the result (`ops` read value 0, the biased result,
+// and the kernel inputs 7, 8... as LaunchChain inputs 2, 3...).
+struct ConvFusion {
+  bool batch_norm = false;
+  float epsilon = 1e-5f;
+  std::vector<ChainOp> ops;
+  int num_extra = 0;
+};
+
+// Reads element i of a float or float16 host tensor.
+double HostElement(const Tensor& t, int64_t i) {
+  if (t.dtype() == kFloat16) return Float16::ToFloat(t.data<uint16_t>()[i]);
+  return t.data<float>()[i];
+}
+
 class ConvKernel : public CudaKernel {
  public:
-  ConvKernel(std::shared_ptr<Context> context, reference::WindowAttrs attrs, int64_t group)
-      : context_(std::move(context)), attrs_(std::move(attrs)), group_(group) {}
+  ConvKernel(std::shared_ptr<Context> context, reference::WindowAttrs attrs, int64_t group,
+             std::optional<ConvFusion> fusion = std::nullopt)
+      : context_(std::move(context)), attrs_(std::move(attrs)), group_(group), fusion_(std::move(fusion)) {}
+
+  // A chain reads the weights, bias and normalization on the host (they
+  // are constants, folded once).
+  Side InputSide(int i) const override {
+    return fusion_.has_value() && i >= 1 && i < kFirstExtra ? Side::kHost : Side::kDevice;
+  }
 
   ~ConvKernel() override {
     if (x_desc_ != nullptr) cudnnDestroyTensorDescriptor(x_desc_);
@@ -49,7 +76,28 @@ class ConvKernel : public CudaKernel {
     for (const Tensor* t : *in) {
       if (t->dtype() != dtype) return false;
     }
-    return Geometry(*(*in)[0], *(*in)[1], in->size() > 2 ? (*in)[2] : nullptr).has_value();
+    std::optional<Shapes> s = Geometry(*(*in)[0], *(*in)[1], in->size() > 2 ? (*in)[2] : nullptr);
+    if (!s) return false;
+    if (!fusion_.has_value()) return true;
+    const int64_t m = (*in)[1]->dim(0);
+    if (fusion_->batch_norm) {
+      for (int i = kFirstNorm; i < kFirstExtra; ++i) {
+        const RtValue* v = ctx.Value(i);
+        if (v == nullptr || !v->is_tensor() || v->tensor().dtype() != dtype || v->tensor().rank() != 1 ||
+            v->tensor().dim(0) != m) {
+          return false;
+        }
+      }
+    }
+    for (int j = 0; j < fusion_->num_extra; ++j) {
+      const RtValue* v = ctx.Value(kFirstExtra + j);
+      if (v == nullptr || !v->is_tensor() || v->tensor().dtype() != dtype) return false;
+      // Extra operands broadcast into the result's shape, never beyond it.
+      std::vector<int64_t> shapes[] = {s->y_shape, v->tensor().shape()};
+      auto joint = reference::BroadcastShapes(shapes);
+      if (!joint.ok() || *joint != s->y_shape || v->tensor().rank() > kMaxRank) return false;
+    }
+    return true;
   }
 
   absl::Status Run(KernelContext& ctx) override {
@@ -68,6 +116,16 @@ class ConvKernel : public CudaKernel {
     if (y.size() == 0) return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
     ONNXKIT_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> workspace, context_->Scratch(workspace_bytes_));
     const float one = 1.f, zero = 0.f;
+    if (fusion_.has_value()) {
+      if (!folded_w_.has_value() || folded_from_ != w.raw()) ONNXKIT_RETURN_IF_ERROR(Fold(ctx, w, b));
+      ONNXKIT_RETURN_IF_ERROR(
+          CudnnStatus(cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_,
+                                              folded_w_->raw(), conv_desc_, algo_, workspace->data(),
+                                              workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
+                      "cudnnConvolutionForward"));
+      ONNXKIT_RETURN_IF_ERROR(Epilogue(ctx, y));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    }
     ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
         cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w.raw(), conv_desc_, algo_,
                                 workspace->data(), workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
@@ -80,7 +138,85 @@ class ConvKernel : public CudaKernel {
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
   }
 
+  // Kernel inputs of a chain: x, W, B (or none), the normalization's
+  // scale, bias, mean and variance (or none), then the extra operands.
+  static constexpr int kFirstNorm = 3;
+  static constexpr int kFirstExtra = 7;
+
  private:
+  // The weights and bias with the normalization folded in (computed in
+  // double, stored in the weights' type), uploaded once.
+  absl::Status Fold(const KernelContext& ctx, const Tensor& w, const Tensor* b) {
+    const int64_t m = w.dim(0);
+    const int64_t per = m > 0 ? w.size() / m : 0;
+    std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
+    for (int64_t k = 0; k < m; ++k) shift[static_cast<size_t>(k)] = b != nullptr ? HostElement(*b, k) : 0.0;
+    if (fusion_->batch_norm) {
+      const Tensor& gamma = ctx.Value(kFirstNorm)->tensor();
+      const Tensor& beta = ctx.Value(kFirstNorm + 1)->tensor();
+      const Tensor& mean = ctx.Value(kFirstNorm + 2)->tensor();
+      const Tensor& var = ctx.Value(kFirstNorm + 3)->tensor();
+      for (int64_t k = 0; k < m; ++k) {
+        const auto u = static_cast<size_t>(k);
+        const double sk = HostElement(gamma, k) / std::sqrt(HostElement(var, k) + fusion_->epsilon);
+        scale[u] = sk;
+        shift[u] = (shift[u] - HostElement(mean, k)) * sk + HostElement(beta, k);
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor fw, Tensor::AllocateUninitialized(w.dtype(), w.shape()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor fb, Tensor::AllocateUninitialized(w.dtype(), {m}));
+    auto put = [](Tensor& t, int64_t i, double v) {
+      if (t.dtype() == kFloat16) {
+        t.mutable_data<uint16_t>()[i] = Float16::FromFloat(static_cast<float>(v));
+      } else {
+        t.mutable_data<float>()[i] = static_cast<float>(v);
+      }
+    };
+    for (int64_t k = 0; k < m; ++k) {
+      for (int64_t e = 0; e < per; ++e)
+        put(fw, k * per + e, HostElement(w, k * per + e) * scale[static_cast<size_t>(k)]);
+      put(fb, k, shift[static_cast<size_t>(k)]);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor dw, ToDevice(*context_, fw));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor db, ToDevice(*context_, fb));
+    folded_w_ = std::move(dw);
+    folded_b_ = std::move(db);
+    folded_from_ = w.raw();
+    return absl::OkStatus();
+  }
+
+  // y = ops(y + bias, extra operands), in place.
+  absl::Status Epilogue(const KernelContext& ctx, Tensor& y) {
+    ChainProgram p;
+    p.num_ops = 1 + static_cast<int>(fusion_->ops.size());
+    p.ops[0].binary = true;
+    p.ops[0].binary_op = BinaryOp::kAdd;
+    p.ops[0].a = kMaxChainOps;
+    p.ops[0].b = kMaxChainOps + 1;
+    for (size_t k = 0; k < fusion_->ops.size(); ++k) p.ops[k + 1] = fusion_->ops[k];
+    p.num_inputs = 2 + fusion_->num_extra;
+    p.rank = y.rank();
+    for (int d = 0; d < y.rank(); ++d) p.dims[d] = y.dim(d);
+    p.inputs[0].data = y.raw();
+    p.inputs[1].data = folded_b_->raw();
+    int64_t spatial = 1;
+    for (int d = 2; d < y.rank(); ++d) spatial *= y.dim(d);
+    p.inputs[1].div = spatial > 0 ? spatial : 1;
+    p.inputs[1].period = y.dim(1);
+    for (int j = 0; j < fusion_->num_extra; ++j) {
+      const Tensor& t = ctx.Value(kFirstExtra + j)->tensor();
+      ChainInput& in = p.inputs[2 + j];
+      in.data = t.raw();
+      if (t.shape() != y.shape()) {
+        auto g = BroadcastGeometry(t.shape(), y.shape());
+        if (!g) return absl::UnimplementedError("rank above the CUDA limit");
+        in.strided = true;
+        for (int d = 0; d < g->rank; ++d) in.strides[d] = g->a[d];
+      }
+    }
+    return Launched(LaunchChain(y.dtype(), p, y.mutable_raw(), y.size(), context_->stream()), "Conv chain");
+  }
+
   // cuDNN's view: at least 2 spatial dims (1-D gets a trailing 1), int dims.
   struct Shapes {
     std::vector<int> x, w, y, pads, strides, dilations;
@@ -209,9 +345,53 @@ class ConvKernel : public CudaKernel {
   size_t workspace_bytes_ = 0;
   std::vector<int64_t> planned_x_, planned_w_;
   int32_t planned_dtype_ = 0;
+  std::optional<ConvFusion> fusion_;
+  std::optional<Tensor> folded_w_, folded_b_;
+  const void* folded_from_ = nullptr;
 };
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConvChain(const std::shared_ptr<Context>& context,
+                                                          const ir::Node& conv, const ir::Node* batch_norm,
+                                                          const std::vector<const ir::Node*>& nodes,
+                                                          const std::vector<const ir::Value*>& extra) {
+  auto attrs = reference::ParseWindowAttrs(conv);
+  if (!attrs.ok() || attrs->ceil_mode || nodes.size() + 1 > static_cast<size_t>(kMaxChainOps) ||
+      extra.size() + 2 > static_cast<size_t>(kMaxChainInputs)) {
+    return std::unique_ptr<CudaKernel>();
+  }
+  ConvFusion fusion;
+  const ir::Value* result = conv.output(0);
+  if (batch_norm != nullptr) {
+    fusion.batch_norm = true;
+    fusion.epsilon = reference::AttrFloat(*batch_norm, "epsilon", 1e-5f);
+    result = batch_norm->output(0);
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::optional<ChainOp> op = ElementwiseOpOf(*nodes[k]);
+    if (!op || !ChainableOp(*nodes[k])) return std::unique_ptr<CudaKernel>();
+    int* operands[] = {&op->a, &op->b};
+    for (int i = 0; i < nodes[k]->num_inputs(); ++i) {
+      const ir::Value* v = nodes[k]->input(i);
+      int source = v == result ? 0 : -1;
+      for (size_t m = 0; source < 0 && m < k; ++m) {
+        if (nodes[m]->output(0) == v) source = static_cast<int>(m) + 1;
+      }
+      for (size_t j = 0; source < 0 && j < extra.size(); ++j) {
+        if (extra[j] == v) source = kMaxChainOps + 2 + static_cast<int>(j);
+      }
+      if (v == nullptr || source < 0) return std::unique_ptr<CudaKernel>();
+      *operands[i] = source;
+    }
+    fusion.ops.push_back(*op);
+  }
+  fusion.num_extra = static_cast<int>(extra.size());
+  auto kernel = std::make_unique<ConvKernel>(context, *std::move(attrs), reference::AttrInt(conv, "group", 1),
+                                             std::move(fusion));
+  ONNXKIT_RETURN_IF_ERROR(kernel->Init());
+  return std::unique_ptr<CudaKernel>(std::move(kernel));
+}
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConv(const std::shared_ptr<Context>& context, const ir::Node& node,
                                                      const KernelInfo&) {

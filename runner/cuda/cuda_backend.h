@@ -52,6 +52,40 @@ absl::StatusOr<Tensor> ToDevice(Context& context, const Tensor& host);
 absl::StatusOr<Tensor> ToHost(Context& context, const Tensor& device);
 // Waits for every kernel queued on the context's stream.
 absl::Status Synchronize(Context& context);
+// An uninitialized device tensor (freed when its last reference goes).
+absl::StatusOr<Tensor> AllocateOnDevice(Context& context, int32_t dtype, std::vector<int64_t> shape);
+// Uploads `host` into `device` (same element type and size), waiting.
+absl::Status CopyInto(Context& context, const Tensor& host, const Tensor& device);
+// Queues a copy of device tensor `from` into `to` (same element type and size).
+absl::Status CopyOnDevice(Context& context, const Tensor& from, const Tensor& to);
+// Bytes ToDevice has copied up in this context so far.
+int64_t UploadedBytes(const Context& context);
+
+// Errors found by device kernels (a Gather index out of range in device
+// indices): OutOfRange once such a kernel flagged one since the last check
+// (the flag is then cleared). Waits for the stream when a kernel that can
+// flag one was queued since the last check; otherwise returns at once.
+absl::Status CheckDeviceErrors(Context& context);
+
+// CUDA graphs: a run recorded once and replayed with one launch. While a
+// capture is open the context's stream records work instead of running
+// it: ToDevice copies from pinned host memory kept for the replays (at
+// most `upload_bytes` in all), while ToHost, Synchronize and
+// CheckDeviceErrors fail (a run that needs them cannot be recorded).
+class CapturedRun;
+absl::Status BeginCapture(Context& context, int64_t upload_bytes);
+bool Capturing(const Context& context);
+// Closes the capture (also after a failed one); the recorded run, ready to
+// launch (nothing of it has run yet).
+absl::StatusOr<std::shared_ptr<CapturedRun>> EndCapture(Context& context);
+// Runs `run` once: uploads the host tensors `feeds` into the device tensors
+// `inputs` it was recorded reading, launches it, and returns host copies of
+// the device tensors `outputs` it was recorded writing (one wait in all),
+// or the device errors it flagged (CheckDeviceErrors).
+absl::StatusOr<std::vector<Tensor>> Replay(Context& context, CapturedRun& run,
+                                           const std::vector<const Tensor*>& feeds,
+                                           const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>& outputs);
 
 // A kernel running on the device: it reads device tensors and sets device
 // tensors as its outputs (KernelContext::SetOutput).
@@ -74,6 +108,27 @@ class CudaKernel : public Kernel {
 // at that opset or its attributes (the node then runs on the cpu backend).
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeKernel(const std::shared_ptr<Context>& context,
                                                        const ir::Node& node, const KernelInfo& info);
+
+// Whether `node` is an element-wise op (one output; unary, or binary with
+// two inputs) that MakeElementwiseChain can fuse.
+bool ChainableOp(const ir::Node& node);
+// One kernel running the element-wise nodes `nodes` (each reads only the
+// outputs of earlier ones and `inputs`, the kernel's inputs in this order);
+// its output is the last node's. Null when they cannot run as one.
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeElementwiseChain(const std::shared_ptr<Context>& context,
+                                                                 const std::vector<const ir::Node*>& nodes,
+                                                                 const std::vector<const ir::Value*>& inputs);
+
+// One kernel running Conv `conv`, then (when not null) BatchNormalization
+// `batch_norm` on its output (folded into the weights and bias; they and
+// its parameters must be constants), then the element-wise `nodes` (each
+// reading the value before them, outputs of earlier ones and `extra`).
+// Its inputs: the Conv's three (a missing bias null), the normalization's
+// four (or nulls), then `extra`. Null when they cannot run as one.
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConvChain(const std::shared_ptr<Context>& context,
+                                                          const ir::Node& conv, const ir::Node* batch_norm,
+                                                          const std::vector<const ir::Node*>& nodes,
+                                                          const std::vector<const ir::Value*>& extra);
 
 // Whether the CUDA kernel table covers `op` of `domain` at `opset` (the
 // same table MakeKernel reads; empty when built without CUDA).

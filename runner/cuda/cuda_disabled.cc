@@ -20,8 +20,33 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions&) { 
 absl::StatusOr<Tensor> ToDevice(Context&, const Tensor&) { return NotBuilt(); }
 absl::StatusOr<Tensor> ToHost(Context&, const Tensor&) { return NotBuilt(); }
 absl::Status Synchronize(Context&) { return NotBuilt(); }
+absl::StatusOr<Tensor> AllocateOnDevice(Context&, int32_t, std::vector<int64_t>) { return NotBuilt(); }
+absl::Status CopyInto(Context&, const Tensor&, const Tensor&) { return NotBuilt(); }
+absl::Status CopyOnDevice(Context&, const Tensor&, const Tensor&) { return NotBuilt(); }
+int64_t UploadedBytes(const Context&) { return 0; }
+absl::Status CheckDeviceErrors(Context&) { return NotBuilt(); }
+class CapturedRun {};
+absl::Status BeginCapture(Context&, int64_t) { return NotBuilt(); }
+bool Capturing(const Context&) { return false; }
+absl::StatusOr<std::shared_ptr<CapturedRun>> EndCapture(Context&) { return NotBuilt(); }
+absl::StatusOr<std::vector<Tensor>> Replay(Context&, CapturedRun&, const std::vector<const Tensor*>&,
+                                           const std::vector<Tensor>&, const std::vector<Tensor>&) {
+  return NotBuilt();
+}
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeKernel(const std::shared_ptr<Context>&, const ir::Node&,
                                                        const KernelInfo&) {
+  return NotBuilt();
+}
+bool ChainableOp(const ir::Node&) { return false; }
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeElementwiseChain(const std::shared_ptr<Context>&,
+                                                                 const std::vector<const ir::Node*>&,
+                                                                 const std::vector<const ir::Value*>&) {
+  return NotBuilt();
+}
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConvChain(const std::shared_ptr<Context>&, const ir::Node&,
+                                                          const ir::Node*,
+                                                          const std::vector<const ir::Node*>&,
+                                                          const std::vector<const ir::Value*>&) {
   return NotBuilt();
 }
 bool HasKernel(std::string_view, std::string_view, int64_t) { return false; }

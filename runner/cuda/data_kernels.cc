@@ -148,12 +148,16 @@ class SliceKernel : public CudaKernel {
   std::shared_ptr<Context> context_;
 };
 
+// Constant indices are read on the host (checked there, an out-of-range
+// index is an error naming it) and uploaded once; other indices stay where
+// they are computed, on the device, where the kernel checks them and flags
+// one out of range (CheckDeviceErrors reports it at the end of the run).
 class GatherKernel : public CudaKernel {
  public:
   GatherKernel(std::shared_ptr<Context> context, int64_t axis, bool constant_indices)
       : context_(std::move(context)), axis_(axis), constant_indices_(constant_indices) {}
 
-  Side InputSide(int i) const override { return i == 0 ? Side::kDevice : Side::kHost; }
+  Side InputSide(int i) const override { return i == 0 || !constant_indices_ ? Side::kDevice : Side::kHost; }
 
   bool Accepts(const KernelContext& ctx) const override {
     auto in = TensorInputs(ctx, 2);
@@ -171,9 +175,15 @@ class GatherKernel : public CudaKernel {
     std::vector<int64_t> out_shape(data.shape().begin(), data.shape().begin() + axis);
     out_shape.insert(out_shape.end(), ind.shape().begin(), ind.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
-    const Tensor* device_indices = nullptr;
-    if (constant_indices_ && cached_.has_value() && cached_dim_ == dim) {
-      device_indices = &*cached_;
+    const void* device_indices = nullptr;
+    int index_bytes = 8;
+    int* flag = nullptr;
+    if (ind.on_device()) {
+      device_indices = ind.raw();
+      index_bytes = ind.dtype() == kInt32 ? 4 : 8;
+      flag = context_->error_flag();
+    } else if (cached_.has_value() && cached_dim_ == dim) {
+      device_indices = cached_->raw();
     } else {
       ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> idx, reference::shape_ops::ReadInts(ind, "indices"));
       ONNXKIT_ASSIGN_OR_RETURN(Tensor host,
@@ -189,14 +199,15 @@ class GatherKernel : public CudaKernel {
       ONNXKIT_ASSIGN_OR_RETURN(Tensor uploaded, ToDevice(*context_, host));
       cached_ = std::move(uploaded);
       cached_dim_ = dim;
-      device_indices = &*cached_;
+      device_indices = cached_->raw();
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(data.dtype(), out_shape));
     const int64_t outer = reference::shape_ops::DimProduct(data.shape(), 0, a);
     const int64_t inner = reference::shape_ops::DimProduct(data.shape(), a + 1, data.shape().size());
+    if (flag != nullptr && y.size() > 0) context_->ExpectErrorCheck();
     ONNXKIT_RETURN_IF_ERROR(
-        Launched(LaunchGather(CopyableBytes(data), data.raw(), device_indices->data<int64_t>(),
-                              y.mutable_raw(), outer, dim, ind.size(), inner, context_->stream()),
+        Launched(LaunchGather(CopyableBytes(data), data.raw(), device_indices, index_bytes, y.mutable_raw(),
+                              outer, dim, ind.size(), inner, flag, context_->stream()),
                  "Gather"));
     if (!constant_indices_) cached_.reset();
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
@@ -206,7 +217,7 @@ class GatherKernel : public CudaKernel {
   std::shared_ptr<Context> context_;
   int64_t axis_;
   bool constant_indices_;
-  // The device copy of the indices (kept across runs when they are constant).
+  // The device copy of host indices (kept across runs when they are constant).
   std::optional<Tensor> cached_;
   int64_t cached_dim_ = -1;
 };

@@ -11,6 +11,12 @@
 #include "runner/cuda/context.h"
 
 namespace onnxkit::runner::cuda {
+namespace {
+
+// Copies in staging memory start 64 bytes apart.
+size_t RoundUp(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
 
 bool CompiledIn() { return true; }
 
@@ -66,13 +72,32 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& opt
       CudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "memory pool"));
   ONNXKIT_RETURN_IF_ERROR(CublasStatus(cublasCreate(&context->cublas_), "cublasCreate"));
   ONNXKIT_RETURN_IF_ERROR(CublasStatus(cublasSetStream(context->cublas_, context->stream_), "cublasSetStream"));
+  // cuBLAS gets its workspace from here (32 MiB, what it asks for on
+  // Hopper), so that products recorded in a CUDA graph allocate nothing.
+  constexpr size_t kCublasWorkspace = size_t{32} << 20;
+  ONNXKIT_RETURN_IF_ERROR(
+      CudaStatus(cudaMalloc(&context->cublas_workspace_, kCublasWorkspace), "cuBLAS workspace allocation"));
+  ONNXKIT_RETURN_IF_ERROR(
+      CublasStatus(cublasSetWorkspace(context->cublas_, context->cublas_workspace_, kCublasWorkspace),
+                   "cublasSetWorkspace"));
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&context->error_flag_), sizeof(int)),
+                                     "device allocation"));
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemset(context->error_flag_, 0, sizeof(int)), "device memset"));
   ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&context->cudnn_), "cudnnCreate"));
   ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(context->cudnn_, context->stream_), "cudnnSetStream"));
   return context;
 }
 
 Context::~Context() {
+  if (capturing_) {
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+  }
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (capture_pinned_ != nullptr) cudaFreeHost(capture_pinned_);
+  if (error_flag_ != nullptr) cudaFree(error_flag_);
+  if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (staging_ != nullptr) cudaFreeHost(staging_);
@@ -108,6 +133,8 @@ absl::StatusOr<Tensor> Context::Allocate(int32_t dtype, std::vector<int64_t> sha
 
 absl::StatusOr<void*> Context::Staging(size_t bytes) {
   if (bytes <= staging_bytes_) return staging_;
+  if (capturing_)
+    return absl::FailedPreconditionError("pinned staging memory cannot grow while recording a CUDA graph");
   if (staging_ != nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "synchronize"));
     cudaFreeHost(staging_);
@@ -126,6 +153,21 @@ absl::StatusOr<Tensor> ToDevice(Context& context, const Tensor& host) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor device, context.Allocate(host.dtype(), host.shape()));
   size_t bytes = host.nbytes();
   if (bytes == 0) return device;
+  context.uploaded_bytes_ += static_cast<int64_t>(RoundUp(bytes));
+  if (context.capturing_) {
+    // Recorded: the copy reads pinned memory that stays as it is now for
+    // every replay.
+    if (context.capture_pinned_used_ + RoundUp(bytes) > context.capture_pinned_bytes_) {
+      return absl::FailedPreconditionError("a recorded run uploads more than the run before it");
+    }
+    char* from = static_cast<char*>(context.capture_pinned_) + context.capture_pinned_used_;
+    context.capture_pinned_used_ += RoundUp(bytes);
+    std::memcpy(from, host.raw(), bytes);
+    ONNXKIT_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpyAsync(device.mutable_raw(), from, bytes, cudaMemcpyHostToDevice, context.stream()),
+        "upload"));
+    return device;
+  }
   ONNXKIT_ASSIGN_OR_RETURN(void* staging, context.Staging(bytes));
   std::memcpy(staging, host.raw(), bytes);
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(
@@ -137,6 +179,9 @@ absl::StatusOr<Tensor> ToDevice(Context& context, const Tensor& host) {
 
 absl::StatusOr<Tensor> ToHost(Context& context, const Tensor& device) {
   if (!device.on_device()) return device;
+  if (context.capturing_) {
+    return absl::FailedPreconditionError("a device value is read on the host while recording a CUDA graph");
+  }
   ONNXKIT_ASSIGN_OR_RETURN(Tensor host, Tensor::AllocateUninitialized(device.dtype(), device.shape()));
   size_t bytes = device.nbytes();
   if (bytes == 0) return host;
@@ -149,7 +194,197 @@ absl::StatusOr<Tensor> ToHost(Context& context, const Tensor& device) {
 }
 
 absl::Status Synchronize(Context& context) {
+  if (Capturing(context))
+    return absl::FailedPreconditionError("cannot wait for the device while recording a CUDA graph");
   return CudaStatus(cudaStreamSynchronize(context.stream()), "synchronize");
+}
+
+absl::StatusOr<Tensor> AllocateOnDevice(Context& context, int32_t dtype, std::vector<int64_t> shape) {
+  return context.Allocate(dtype, std::move(shape));
+}
+
+absl::Status CopyInto(Context& context, const Tensor& host, const Tensor& device) {
+  if (host.on_device() || !device.on_device() || host.dtype() != device.dtype() ||
+      host.nbytes() != device.nbytes()) {
+    return absl::InternalError("CopyInto takes a host tensor and a device tensor of the same type and size");
+  }
+  const size_t bytes = host.nbytes();
+  if (bytes == 0) return absl::OkStatus();
+  ONNXKIT_ASSIGN_OR_RETURN(void* staging, context.Staging(bytes));
+  std::memcpy(staging, host.raw(), bytes);
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(const_cast<void*>(device.raw()), staging, bytes,
+                                                     cudaMemcpyHostToDevice, context.stream()),
+                                     "upload"));
+  return CudaStatus(cudaStreamSynchronize(context.stream()), "upload");
+}
+
+absl::Status CopyOnDevice(Context& context, const Tensor& from, const Tensor& to) {
+  if (!from.on_device() || !to.on_device() || from.dtype() != to.dtype() || from.nbytes() != to.nbytes()) {
+    return absl::InternalError("CopyOnDevice takes two device tensors of the same type and size");
+  }
+  if (from.nbytes() == 0) return absl::OkStatus();
+  return CudaStatus(cudaMemcpyAsync(const_cast<void*>(to.raw()), from.raw(), from.nbytes(),
+                                    cudaMemcpyDeviceToDevice, context.stream()),
+                    "device copy");
+}
+
+int64_t UploadedBytes(const Context& context) { return context.uploaded_bytes_; }
+
+namespace {
+
+absl::Status FlaggedError() {
+  return absl::OutOfRangeError("a Gather index is out of range for its axis (found by the device kernel)");
+}
+
+}  // namespace
+
+absl::Status CheckDeviceErrors(Context& context) {
+  if (!context.check_pending_) return absl::OkStatus();
+  if (context.capturing_) {
+    return absl::FailedPreconditionError("cannot read device errors while recording a CUDA graph");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(void* staging, context.Staging(sizeof(int)));
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(staging, context.error_flag_, sizeof(int), cudaMemcpyDeviceToHost, context.stream()),
+      "download"));
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(context.stream()), "download"));
+  context.check_pending_ = false;
+  int flag = 0;
+  std::memcpy(&flag, staging, sizeof(int));
+  if (flag == 0) return absl::OkStatus();
+  ONNXKIT_RETURN_IF_ERROR(
+      CudaStatus(cudaMemsetAsync(context.error_flag_, 0, sizeof(int), context.stream()), "memset"));
+  return FlaggedError();
+}
+
+class CapturedRun {
+ public:
+  ~CapturedRun() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (pinned != nullptr) cudaFreeHost(pinned);
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  // The pinned memory the recorded uploads read.
+  void* pinned = nullptr;
+  // Whether the recorded kernels may flag device errors.
+  bool checks = false;
+};
+
+absl::Status BeginCapture(Context& context, int64_t upload_bytes) {
+  if (context.capturing_) return absl::InternalError("a CUDA graph capture is already open");
+  if (upload_bytes < 0) return absl::InternalError("negative upload size");
+  ONNXKIT_RETURN_IF_ERROR(CheckDeviceErrors(context));
+  if (context.capture_pinned_ != nullptr) {
+    cudaFreeHost(context.capture_pinned_);
+    context.capture_pinned_ = nullptr;
+  }
+  context.capture_pinned_bytes_ = static_cast<size_t>(upload_bytes);
+  context.capture_pinned_used_ = 0;
+  if (upload_bytes > 0) {
+    ONNXKIT_RETURN_IF_ERROR(CudaStatus(
+        cudaMallocHost(&context.capture_pinned_, context.capture_pinned_bytes_), "pinned allocation"));
+  }
+  // Relaxed: host code of the run (shape arithmetic on the cpu backend) may
+  // go on while the stream records.
+  ONNXKIT_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamBeginCapture(context.stream(), cudaStreamCaptureModeRelaxed), "begin capture"));
+  context.capturing_ = true;
+  context.check_pending_ = false;
+  return absl::OkStatus();
+}
+
+bool Capturing(const Context& context) { return context.capturing_; }
+
+absl::StatusOr<std::shared_ptr<CapturedRun>> EndCapture(Context& context) {
+  if (!context.capturing_) return absl::InternalError("no CUDA graph capture is open");
+  context.capturing_ = false;
+  auto run = std::make_shared<CapturedRun>();
+  run->pinned = context.capture_pinned_;
+  context.capture_pinned_ = nullptr;
+  context.capture_pinned_bytes_ = context.capture_pinned_used_ = 0;
+  run->checks = context.check_pending_;
+  context.check_pending_ = false;
+  cudaError_t error = cudaStreamEndCapture(context.stream(), &run->graph);
+  if (error != cudaSuccess || run->graph == nullptr) {
+    cudaGetLastError();  // the failed capture's error is reported here, not by a later call
+    return absl::FailedPreconditionError(
+        absl::StrCat("the run could not be recorded as a CUDA graph: ", cudaGetErrorString(error)));
+  }
+  error = cudaGraphInstantiate(&run->exec, run->graph, 0);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(
+        absl::StrCat("the recorded CUDA graph could not be instantiated: ", cudaGetErrorString(error)));
+  }
+  return run;
+}
+
+absl::StatusOr<std::vector<Tensor>> Replay(Context& context, CapturedRun& run,
+                                           const std::vector<const Tensor*>& feeds,
+                                           const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>& outputs) {
+  if (feeds.size() != inputs.size()) return absl::InternalError("replay: feeds and inputs differ in number");
+  size_t total = 0;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (feeds[i]->on_device() || feeds[i]->dtype() != inputs[i].dtype() ||
+        feeds[i]->shape() != inputs[i].shape()) {
+      return absl::InternalError("replay: a feed differs from the recorded input");
+    }
+    total += RoundUp(feeds[i]->nbytes());
+  }
+  const size_t outputs_at = total;
+  for (const Tensor& t : outputs) total += RoundUp(t.nbytes());
+  const size_t flag_at = total;
+  total += RoundUp(sizeof(int));
+  ONNXKIT_ASSIGN_OR_RETURN(void* staging_raw, context.Staging(total));
+  char* staging = static_cast<char*>(staging_raw);
+  size_t at = 0;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const size_t bytes = feeds[i]->nbytes();
+    if (bytes == 0) continue;
+    std::memcpy(staging + at, feeds[i]->raw(), bytes);
+    ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(const_cast<void*>(inputs[i].raw()), staging + at,
+                                                       bytes, cudaMemcpyHostToDevice, context.stream()),
+                                       "upload"));
+    at += RoundUp(bytes);
+  }
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaGraphLaunch(run.exec, context.stream()), "CUDA graph launch"));
+  at = outputs_at;
+  for (const Tensor& t : outputs) {
+    if (t.nbytes() == 0) continue;
+    ONNXKIT_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpyAsync(staging + at, t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, context.stream()),
+        "download"));
+    at += RoundUp(t.nbytes());
+  }
+  if (run.checks) {
+    ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemcpyAsync(staging + flag_at, context.error_flag_, sizeof(int),
+                                                       cudaMemcpyDeviceToHost, context.stream()),
+                                       "download"));
+  }
+  ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(context.stream()), "CUDA graph replay"));
+  if (run.checks) {
+    int flag = 0;
+    std::memcpy(&flag, staging + flag_at, sizeof(int));
+    if (flag != 0) {
+      ONNXKIT_RETURN_IF_ERROR(
+          CudaStatus(cudaMemsetAsync(context.error_flag_, 0, sizeof(int), context.stream()), "memset"));
+      return FlaggedError();
+    }
+  }
+  std::vector<Tensor> host;
+  at = outputs_at;
+  for (const Tensor& t : outputs) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor h, Tensor::AllocateUninitialized(t.dtype(), t.shape()));
+    if (t.nbytes() > 0) {
+      std::memcpy(h.mutable_raw(), staging + at, t.nbytes());
+      at += RoundUp(t.nbytes());
+    }
+    host.push_back(std::move(h));
+  }
+  return host;
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -90,6 +90,41 @@ __global__ void BinaryKernel(BinaryOp op, const T* a, const T* b, T* y, int64_t 
 }
 
 template <typename T>
+__device__ __forceinline__ float ChainOperand(const ChainProgram& p, const float* values, int src,
+                                              int64_t i) {
+  if (src < kMaxChainOps) return values[src];
+  const ChainInput& in = p.inputs[src - kMaxChainOps];
+  int64_t offset = i;
+  if (in.strided) {
+    offset = 0;
+    int64_t rest = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      offset += (rest % p.dims[d]) * in.strides[d];
+      rest /= p.dims[d];
+    }
+  } else if (in.period > 0) {
+    offset = (i / in.div) % in.period;
+  }
+  return ToFloat(static_cast<const T*>(in.data)[offset]);
+}
+
+template <typename T>
+__global__ void ChainKernel(const ChainProgram p, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    float values[kMaxChainOps];
+    for (int k = 0; k < p.num_ops; ++k) {
+      const ChainOp& op = p.ops[k];
+      const float a = ChainOperand<T>(p, values, op.a, i);
+      const float r = op.binary ? Binary(op.binary_op, a, ChainOperand<T>(p, values, op.b, i))
+                                : Unary(op.unary, a, op.alpha, op.beta);
+      values[k] = ToFloat(FromFloat<T>(r));
+    }
+    y[i] = FromFloat<T>(values[p.num_ops - 1]);
+  }
+}
+
+template <typename T>
 __global__ void StridedCopyKernel(const T* x, T* y, int64_t n, StridedGeometry g) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
     int64_t offset = 0;
@@ -197,6 +232,25 @@ cudaError_t LaunchBinary(BinaryOp op, int32_t dtype, const void* a, const void* 
       BinaryKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const __nv_bfloat16*>(a),
                                                         static_cast<const __nv_bfloat16*>(b),
                                                         static_cast<__nv_bfloat16*>(y), n, g);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchChain(int32_t dtype, const ChainProgram& p, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (p.num_ops < 1 || p.num_ops > kMaxChainOps) return cudaErrorInvalidValue;
+  switch (dtype) {
+    case kFloat:
+      ChainKernel<<<Blocks(n), kThreads, 0, stream>>>(p, static_cast<float*>(y), n);
+      break;
+    case kFloat16:
+      ChainKernel<<<Blocks(n), kThreads, 0, stream>>>(p, static_cast<__half*>(y), n);
+      break;
+    case kBFloat16:
+      ChainKernel<<<Blocks(n), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(y), n);
       break;
     default:
       return cudaErrorInvalidValue;

@@ -3,6 +3,7 @@
 // only, except Cast; other types, ranks above kMaxRank and variadic
 // Max/Min run on the cpu backend.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "lib/base/status_macros.h"
@@ -11,6 +12,40 @@
 
 namespace onnxkit::runner::cuda {
 namespace {
+
+// Whether operand `in` broadcast to `out` reads element (i / div) %
+// period of output element i: its dims that are not 1 form one run
+// equal to out's dims there (a row, one value per channel, a scalar).
+// Period 0: the operand has out's shape.
+bool Periodic(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* div,
+              int64_t* period) {
+  if (in == out) {
+    *div = 1;
+    *period = 0;
+    return true;
+  }
+  const size_t lead = out.size() - in.size();
+  auto dim = [&](size_t j) { return j < lead ? int64_t{1} : in[j - lead]; };
+  size_t first = out.size(), last = 0;
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (dim(j) != 1) {
+      first = std::min(first, j);
+      last = j + 1;
+    }
+  }
+  int64_t p = 1, d = 1;
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (j >= first && j < last) {
+      if (dim(j) != out[j]) return false;
+      p *= out[j];
+    } else if (j >= last) {
+      d *= out[j];
+    }
+  }
+  *div = d > 0 ? d : 1;
+  *period = p > 0 ? p : 1;
+  return true;
+}
 
 class UnaryKernel : public CudaKernel {
  public:
@@ -90,40 +125,6 @@ class BinaryKernel : public CudaKernel {
     return plan;
   }
 
-  // Whether operand `in` broadcast to `out` reads element (i / div) %
-  // period of output element i: its dims that are not 1 form one run
-  // equal to out's dims there (a row, one value per channel, a scalar).
-  // Period 0: the operand has out's shape.
-  static bool Periodic(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* div,
-                       int64_t* period) {
-    if (in == out) {
-      *div = 1;
-      *period = 0;
-      return true;
-    }
-    const size_t lead = out.size() - in.size();
-    auto dim = [&](size_t j) { return j < lead ? int64_t{1} : in[j - lead]; };
-    size_t first = out.size(), last = 0;
-    for (size_t j = 0; j < out.size(); ++j) {
-      if (dim(j) != 1) {
-        first = std::min(first, j);
-        last = j + 1;
-      }
-    }
-    int64_t p = 1, d = 1;
-    for (size_t j = 0; j < out.size(); ++j) {
-      if (j >= first && j < last) {
-        if (dim(j) != out[j]) return false;
-        p *= out[j];
-      } else if (j >= last) {
-        d *= out[j];
-      }
-    }
-    *div = d > 0 ? d : 1;
-    *period = p > 0 ? p : 1;
-    return true;
-  }
-
   std::shared_ptr<Context> context_;
   BinaryOp op_;
 };
@@ -151,13 +152,69 @@ class CastKernel : public CudaKernel {
   int32_t to_;
 };
 
+// Element-wise nodes as one kernel (LaunchChain): inputs of one floating
+// type broadcast together to the result's shape.
+class ElementwiseChainKernel : public CudaKernel {
+ public:
+  ElementwiseChainKernel(std::shared_ptr<Context> context, std::vector<ChainOp> ops, int num_inputs)
+      : context_(std::move(context)), ops_(std::move(ops)), num_inputs_(num_inputs) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, num_inputs_);
+    if (!in || !IsFloatType((*in)[0]->dtype())) return false;
+    for (const Tensor* t : *in) {
+      if (t->dtype() != (*in)[0]->dtype() || t->rank() > kMaxRank) return false;
+    }
+    return Shape(*in).ok();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    auto in = TensorInputs(ctx, num_inputs_);
+    if (!in) return absl::InternalError("element-wise chain inputs changed after the kernel accepted them");
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, Shape(*in));
+    if (shape.size() > static_cast<size_t>(kMaxRank))
+      return absl::UnimplementedError("rank above the CUDA limit");
+    ChainProgram p;
+    p.num_ops = static_cast<int>(ops_.size());
+    for (size_t k = 0; k < ops_.size(); ++k) p.ops[k] = ops_[k];
+    p.num_inputs = num_inputs_;
+    p.rank = static_cast<int>(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) p.dims[d] = shape[d];
+    for (int j = 0; j < num_inputs_; ++j) {
+      const Tensor& t = *(*in)[static_cast<size_t>(j)];
+      ChainInput& input = p.inputs[j];
+      input.data = t.raw();
+      if (!Periodic(t.shape(), shape, &input.div, &input.period)) {
+        auto g = BroadcastGeometry(t.shape(), shape);
+        if (!g) return absl::UnimplementedError("rank above the CUDA limit");
+        input.strided = true;
+        for (int d = 0; d < g->rank; ++d) input.strides[d] = g->a[d];
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate((*in)[0]->dtype(), shape));
+    ONNXKIT_RETURN_IF_ERROR(Launched(LaunchChain(y.dtype(), p, y.mutable_raw(), y.size(), context_->stream()),
+                                     "element-wise chain"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  static absl::StatusOr<std::vector<int64_t>> Shape(const std::vector<const Tensor*>& in) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Tensor* t : in) shapes.push_back(t->shape());
+    return reference::BroadcastShapes(shapes);
+  }
+
+  std::shared_ptr<Context> context_;
+  std::vector<ChainOp> ops_;
+  int num_inputs_;
+};
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaKernel>> MakeUnary(const std::shared_ptr<Context>& context, const ir::Node& node,
-                                                      const KernelInfo&) {
+std::optional<ChainOp> ElementwiseOpOf(const ir::Node& node) {
   const std::string& op = node.op_type();
-  float alpha = 0, beta = 0;
-  UnaryOp u;
+  ChainOp c;
+  UnaryOp& u = c.unary;
   if (op == "Relu") u = UnaryOp::kRelu;
   else if (op == "Sigmoid") u = UnaryOp::kSigmoid;
   else if (op == "Tanh") u = UnaryOp::kTanh;
@@ -172,37 +229,88 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeUnary(const std::shared_ptr<Cont
   else if (op == "Ceil") u = UnaryOp::kCeil;
   else if (op == "LeakyRelu") {
     u = UnaryOp::kLeakyRelu;
-    alpha = reference::AttrFloat(node, "alpha", 0.01f);
+    c.alpha = reference::AttrFloat(node, "alpha", 0.01f);
   } else if (op == "Elu") {
     u = UnaryOp::kElu;
-    alpha = reference::AttrFloat(node, "alpha", 1.0f);
+    c.alpha = reference::AttrFloat(node, "alpha", 1.0f);
   } else if (op == "HardSigmoid") {
     u = UnaryOp::kHardSigmoid;
-    alpha = reference::AttrFloat(node, "alpha", 0.2f);
-    beta = reference::AttrFloat(node, "beta", 0.5f);
+    c.alpha = reference::AttrFloat(node, "alpha", 0.2f);
+    c.beta = reference::AttrFloat(node, "beta", 0.5f);
   } else if (op == "Gelu") {
     std::string approximate = reference::AttrString(node, "approximate", "none");
-    if (approximate != "none" && approximate != "tanh") return std::unique_ptr<CudaKernel>();
+    if (approximate != "none" && approximate != "tanh") return std::nullopt;
     u = approximate == "tanh" ? UnaryOp::kGeluTanh : UnaryOp::kGelu;
   } else {
-    return std::unique_ptr<CudaKernel>();
+    c.binary = true;
+    BinaryOp& b = c.binary_op;
+    if (op == "Add")
+      b = BinaryOp::kAdd;
+    else if (op == "Sub")
+      b = BinaryOp::kSub;
+    else if (op == "Mul")
+      b = BinaryOp::kMul;
+    else if (op == "Div")
+      b = BinaryOp::kDiv;
+    else if (op == "Pow")
+      b = BinaryOp::kPow;
+    else if (op == "Max")
+      b = BinaryOp::kMax;
+    else if (op == "Min")
+      b = BinaryOp::kMin;
+    else
+      return std::nullopt;
   }
-  return std::unique_ptr<CudaKernel>(new UnaryKernel(context, u, alpha, beta));
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeUnary(const std::shared_ptr<Context>& context,
+                                                      const ir::Node& node, const KernelInfo&) {
+  std::optional<ChainOp> op = ElementwiseOpOf(node);
+  if (!op || op->binary) return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(new UnaryKernel(context, op->unary, op->alpha, op->beta));
 }
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBinary(const std::shared_ptr<Context>& context,
                                                        const ir::Node& node, const KernelInfo&) {
-  const std::string& op = node.op_type();
-  BinaryOp b;
-  if (op == "Add") b = BinaryOp::kAdd;
-  else if (op == "Sub") b = BinaryOp::kSub;
-  else if (op == "Mul") b = BinaryOp::kMul;
-  else if (op == "Div") b = BinaryOp::kDiv;
-  else if (op == "Pow") b = BinaryOp::kPow;
-  else if (op == "Max") b = BinaryOp::kMax;
-  else if (op == "Min") b = BinaryOp::kMin;
-  else return std::unique_ptr<CudaKernel>();
-  return std::unique_ptr<CudaKernel>(new BinaryKernel(context, b));
+  std::optional<ChainOp> op = ElementwiseOpOf(node);
+  if (!op || !op->binary) return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(new BinaryKernel(context, op->binary_op));
+}
+
+bool ChainableOp(const ir::Node& node) {
+  std::optional<ChainOp> op = ElementwiseOpOf(node);
+  return op.has_value() && node.num_outputs() == 1 && node.num_inputs() == (op->binary ? 2 : 1);
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeElementwiseChain(
+    const std::shared_ptr<Context>& context, const std::vector<const ir::Node*>& nodes,
+    const std::vector<const ir::Value*>& inputs) {
+  if (nodes.empty() || nodes.size() > static_cast<size_t>(kMaxChainOps) ||
+      inputs.size() > static_cast<size_t>(kMaxChainInputs) || inputs.empty()) {
+    return std::unique_ptr<CudaKernel>();
+  }
+  std::vector<ChainOp> ops;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!ChainableOp(*nodes[k])) return std::unique_ptr<CudaKernel>();
+    ChainOp op = *ElementwiseOpOf(*nodes[k]);
+    int* operands[] = {&op.a, &op.b};
+    for (int i = 0; i < nodes[k]->num_inputs(); ++i) {
+      const ir::Value* v = nodes[k]->input(i);
+      int source = -1;
+      for (size_t m = 0; m < k; ++m) {
+        if (nodes[m]->output(0) == v) source = static_cast<int>(m);
+      }
+      for (size_t j = 0; source < 0 && j < inputs.size(); ++j) {
+        if (inputs[j] == v) source = kMaxChainOps + static_cast<int>(j);
+      }
+      if (v == nullptr || source < 0) return std::unique_ptr<CudaKernel>();
+      *operands[i] = source;
+    }
+    ops.push_back(op);
+  }
+  return std::unique_ptr<CudaKernel>(
+      new ElementwiseChainKernel(context, std::move(ops), static_cast<int>(inputs.size())));
 }
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeCast(const std::shared_ptr<Context>& context, const ir::Node& node,

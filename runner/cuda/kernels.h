@@ -48,6 +48,10 @@ Factory MakeSlice;
 Factory MakeGather;
 Factory MakeExpand;
 
+// The element-wise op of `node` with its attributes (elementwise_kernels.cc);
+// nullopt when the CUDA kernels have none for it.
+std::optional<ChainOp> ElementwiseOpOf(const ir::Node& node);
+
 // The tensor inputs [0, n) of ctx, or nullopt when one is missing or is
 // not a tensor (the node then runs on the cpu backend).
 std::optional<std::vector<const Tensor*>> TensorInputs(const KernelContext& ctx, int n);

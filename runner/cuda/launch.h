@@ -55,6 +55,38 @@ cudaError_t LaunchUnary(UnaryOp op, int32_t dtype, const void* x, void* y, int64
 // rank 0: a, b and y have the same shape.
 cudaError_t LaunchBinary(BinaryOp op, int32_t dtype, const void* a, const void* b, void* y, int64_t n,
                          const StridedGeometry& geometry, cudaStream_t stream);
+// Element-wise nodes run as one kernel (LaunchChain): op k computes value
+// k from operands that are earlier values (0 .. k-1) or inputs
+// (kMaxChainOps + j); the result is the last value. Each value is rounded to
+// the element type as a node's output would be.
+inline constexpr int kMaxChainOps = 8;
+inline constexpr int kMaxChainInputs = 8;
+struct ChainOp {
+  bool binary = false;
+  UnaryOp unary = UnaryOp::kRelu;
+  BinaryOp binary_op = BinaryOp::kAdd;
+  int a = 0, b = 0;
+  float alpha = 0, beta = 0;
+};
+// Input j read for output element i: element i (period 0, not strided),
+// (i / div) % period, or, strided, sum(c[d] * strides[d]) over the output
+// coordinates c (dims in ChainProgram).
+struct ChainInput {
+  const void* data = nullptr;
+  int64_t div = 1, period = 0;
+  bool strided = false;
+  int64_t strides[kMaxRank] = {};
+};
+struct ChainProgram {
+  int num_ops = 0;
+  ChainOp ops[kMaxChainOps];
+  int num_inputs = 0;
+  ChainInput inputs[kMaxChainInputs];
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+};
+cudaError_t LaunchChain(int32_t dtype, const ChainProgram& program, void* y, int64_t n, cudaStream_t stream);
+
 // Whether LaunchCast converts `from` to `to` (float, float16, bfloat16,
 // int32, int64, bool, in any pair).
 bool CastSupported(int32_t from, int32_t to);
@@ -95,10 +127,13 @@ cudaError_t LaunchLayerNorm(int32_t dtype, const void* x, const void* scale, con
 // LRN across the c channels of [n, c, inner].
 cudaError_t LaunchLrn(int32_t dtype, const void* x, void* y, int64_t total, int64_t c, int64_t inner, int64_t size,
                       float alpha, float beta, float bias, cudaStream_t stream);
-// y[o, j, i] = x[o, indices[j], i] for x of [outer, axis_len, inner]; the
-// (device) indices are already in [0, axis_len).
-cudaError_t LaunchGather(int elem_bytes, const void* x, const int64_t* indices, void* y, int64_t outer,
-                         int64_t axis_len, int64_t count, int64_t inner, cudaStream_t stream);
+// y[o, j, i] = x[o, indices[j], i] for x of [outer, axis_len, inner];
+// device indices of index_bytes (4 or 8). flag null: the indices are
+// already in [0, axis_len). Else negative ones count from the end and one
+// out of range sets *flag (its element is zero).
+cudaError_t LaunchGather(int elem_bytes, const void* x, const void* indices, int index_bytes, void* y,
+                         int64_t outer, int64_t axis_len, int64_t count, int64_t inner, int* flag,
+                         cudaStream_t stream);
 
 }  // namespace onnxkit::runner::cuda
 

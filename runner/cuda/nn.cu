@@ -155,17 +155,46 @@ __global__ void LrnKernel(const T* x, T* y, int64_t total, int64_t c, int64_t in
   }
 }
 
-template <typename U>
-__global__ void GatherKernel(const U* x, const int64_t* indices, U* y, int64_t outer, int64_t axis_len,
-                             int64_t count, int64_t inner) {
+// With `flag`: indices may be negative (counted from the end) and any out
+// of range sets *flag and gives a zero element.
+template <typename U, typename I>
+__global__ void GatherKernel(const U* x, const I* indices, U* y, int64_t outer, int64_t axis_len,
+                             int64_t count, int64_t inner, int* flag) {
   const int64_t total = outer * count * inner;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{blockDim.x} * gridDim.x) {
     const int64_t in = i % inner;
     const int64_t j = (i / inner) % count;
     const int64_t o = i / (inner * count);
-    y[i] = x[(o * axis_len + indices[j]) * inner + in];
+    int64_t k = static_cast<int64_t>(indices[j]);
+    if (flag != nullptr) {
+      if (k < 0) k += axis_len;
+      if (k < 0 || k >= axis_len) {
+        *flag = 1;
+        y[i] = U{};
+        continue;
+      }
+    }
+    y[i] = x[(o * axis_len + k) * inner + in];
   }
+}
+
+template <typename U>
+cudaError_t GatherOf(const void* x, const void* indices, int index_bytes, void* y, int64_t outer,
+                     int64_t axis_len, int64_t count, int64_t inner, int* flag, cudaStream_t stream) {
+  const int64_t total = outer * count * inner;
+  if (index_bytes == 8) {
+    GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<const int64_t*>(indices), static_cast<U*>(y), outer, axis_len,
+        count, inner, flag);
+  } else if (index_bytes == 4) {
+    GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<const int32_t*>(indices), static_cast<U*>(y), outer, axis_len,
+        count, inner, flag);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -219,31 +248,23 @@ cudaError_t LaunchLrn(int32_t dtype, const void* x, void* y, int64_t total, int6
   });
 }
 
-cudaError_t LaunchGather(int elem_bytes, const void* x, const int64_t* indices, void* y, int64_t outer,
-                         int64_t axis_len, int64_t count, int64_t inner, cudaStream_t stream) {
+cudaError_t LaunchGather(int elem_bytes, const void* x, const void* indices, int index_bytes, void* y,
+                         int64_t outer, int64_t axis_len, int64_t count, int64_t inner, int* flag,
+                         cudaStream_t stream) {
   const int64_t total = outer * count * inner;
   if (total == 0) return cudaSuccess;
   switch (elem_bytes) {
     case 1:
-      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
-          static_cast<const uint8_t*>(x), indices, static_cast<uint8_t*>(y), outer, axis_len, count, inner);
-      break;
+      return GatherOf<uint8_t>(x, indices, index_bytes, y, outer, axis_len, count, inner, flag, stream);
     case 2:
-      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
-          static_cast<const uint16_t*>(x), indices, static_cast<uint16_t*>(y), outer, axis_len, count, inner);
-      break;
+      return GatherOf<uint16_t>(x, indices, index_bytes, y, outer, axis_len, count, inner, flag, stream);
     case 4:
-      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
-          static_cast<const uint32_t*>(x), indices, static_cast<uint32_t*>(y), outer, axis_len, count, inner);
-      break;
+      return GatherOf<uint32_t>(x, indices, index_bytes, y, outer, axis_len, count, inner, flag, stream);
     case 8:
-      GatherKernel<<<Blocks(total), kThreads, 0, stream>>>(
-          static_cast<const uint64_t*>(x), indices, static_cast<uint64_t*>(y), outer, axis_len, count, inner);
-      break;
+      return GatherOf<uint64_t>(x, indices, index_bytes, y, outer, axis_len, count, inner, flag, stream);
     default:
       return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -405,6 +405,288 @@ TEST(CudaBackendTest, Float16NormalizationAndPooling) {
                          {"MaxPool", "GlobalAveragePool", "Flatten", "LayerNormalization"}, 18, 1e-2, 1e-2);
 }
 
+// Runs one cuda session (CUDA graphs on or off) on each feed set in turn
+// and the reference backend on the same feeds; outputs must agree. Returns
+// for each run whether it replayed a recorded graph (-1: the run failed,
+// with an error containing `error` when that is not empty).
+std::vector<int> RunRepeatedly(const pb::GraphProto& graph, const std::vector<Feeds>& runs, bool graphs,
+                               const std::string& error = "") {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, 18);
+  runner::SessionOptions options;
+  options.backend = Backend::kCuda;
+  options.cuda_graphs = graphs;
+  auto session = runner::Session::Create(std::move(loaded), options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  std::vector<int> replayed;
+  if (!session.ok()) return replayed;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    SCOPED_TRACE("run " + std::to_string(k));
+    std::vector<std::pair<std::string, runner::RtValue>> feeds;
+    for (const auto& [name, t] : runs[k]) feeds.emplace_back(name, runner::RtValue::FromTensor(t));
+    auto got = (*session)->Run(std::move(feeds));
+    auto want = RunGraphOn(Backend::kReference, graph, runs[k]);
+    if (!got.ok()) {
+      EXPECT_FALSE(want.ok()) << got.status();
+      if (!error.empty()) {
+        EXPECT_NE(std::string(got.status().message()).find(error), std::string::npos) << got.status();
+      }
+      replayed.push_back(-1);
+      continue;
+    }
+    EXPECT_TRUE(want.ok()) << want.status();
+    if (!want.ok()) continue;
+    EXPECT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < std::min(got->size(), want->size()); ++i) {
+      ExpectTensorsClose((*want)[i].tensor(), (*got)[i].tensor(), 1e-5, 1e-4, "output " + std::to_string(i));
+    }
+    replayed.push_back((*session)->last_run_replayed() ? 1 : 0);
+  }
+  return replayed;
+}
+
+TEST(CudaBackendTest, RepeatedRunsReplayARecordedGraph) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Device work with host shape arithmetic between (Shape -> Gather ->
+  // Concat -> Reshape), a host Range whose result is copied up, embedding
+  // lookups with indices fed (checked on the device), a product and a
+  // Softmax: every run after the second is one graph launch, and each
+  // gives the outputs of its own inputs.
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat)
+                         .Input("ids", pb::kInt64)
+                         .Initializer(InitializerFrom("emb", RandomFloats({10, 8}, 51)))
+                         .Initializer(InitializerFrom("pos", RandomFloats({16, 8}, 52)))
+                         .Initializer(InitializerFrom("w", RandomFloats({8, 5}, 53)))
+                         .Initializer(InitializerFrom("i1", Int64s({1}, {1})))
+                         .Initializer(InitializerFrom("zero", Int64s({}, {0})))
+                         .Initializer(InitializerFrom("one", Int64s({}, {1})))
+                         .Initializer(InitializerFrom("minus1", Int64s({1}, {-1})))
+                         .Node("Gather", {"emb", "ids"}, {"e"})
+                         .Node("Shape", {"ids"}, {"sh"})
+                         .Node("Gather", {"sh", "i1"}, {"len1"})
+                         .Node("Squeeze", {"len1"}, {"len"})
+                         .Node("Range", {"zero", "len", "one"}, {"p"})
+                         .Node("Gather", {"pos", "p"}, {"pe"})
+                         .Node("Add", {"e", "pe"}, {"h"})
+                         .Node("Relu", {"x"}, {"r"})
+                         .Node("Concat", {"minus1", "len1"}, {"shape"}, {AttrInt("axis", 0)})
+                         .Node("Reshape", {"r", "shape"}, {"r2"})
+                         .Node("MatMul", {"h", "w"}, {"m"})
+                         .Node("Softmax", {"m"}, {"y"}, {AttrInt("axis", -1)})
+                         .Output("y", pb::kFloat)
+                         .Output("r2", pb::kFloat)
+                         .Build();
+  std::vector<Feeds> runs;
+  for (uint32_t k = 0; k < 5; ++k) {
+    runs.push_back(
+        {{"x", RandomFloats({2, 3, 6}, 60 + k)}, {"ids", RandomInts(pb::kInt64, {2, 6}, 70 + k, -10, 9)}});
+  }
+  // An index out of range in a replayed run is an error; the next run is not affected.
+  runs.push_back(
+      {{"x", RandomFloats({2, 3, 6}, 80)}, {"ids", Int64s({2, 6}, {0, 1, 2, 3, 4, 10, 0, 1, 2, 3, 4, 5})}});
+  runs.push_back({{"x", RandomFloats({2, 3, 6}, 81)}, {"ids", RandomInts(pb::kInt64, {2, 6}, 82, -10, 9)}});
+  // Other shapes: watched, recorded, replayed again.
+  for (uint32_t k = 0; k < 3; ++k) {
+    runs.push_back(
+        {{"x", RandomFloats({3, 2, 4}, 90 + k)}, {"ids", RandomInts(pb::kInt64, {3, 4}, 95 + k, -10, 9)}});
+  }
+  EXPECT_EQ(RunRepeatedly(g, runs, true, "out of range"), (std::vector<int>{0, 1, 1, 1, 1, -1, 1, 0, 1, 1}));
+  EXPECT_EQ(RunRepeatedly(g, runs, false, "out of range"), (std::vector<int>{0, 0, 0, 0, 0, -1, 0, 0, 0, 0}));
+}
+
+TEST(CudaBackendTest, RunsThatReadDeviceValuesOnTheHostAreNotRecorded) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Sin runs on the cpu backend (a device value brought down mid-run);
+  // the Reshape's shape is an input read on the host. Neither can be
+  // replayed: each run runs node by node, with its own inputs.
+  pb::GraphProto down = GraphBuilder("g")
+                            .Input("x", pb::kFloat, {{2, 8}})
+                            .Node("Relu", {"x"}, {"a"})
+                            .Node("Sin", {"a"}, {"b"})
+                            .Node("Add", {"a", "b"}, {"y"})
+                            .Output("y", pb::kFloat)
+                            .Build();
+  std::vector<Feeds> runs;
+  for (uint32_t k = 0; k < 4; ++k) runs.push_back({{"x", RandomFloats({2, 8}, 100 + k)}});
+  EXPECT_EQ(RunRepeatedly(down, runs, true), (std::vector<int>{0, 0, 0, 0}));
+  pb::GraphProto shaped = GraphBuilder("g")
+                              .Input("x", pb::kFloat, {{2, 8}})
+                              .Input("s", pb::kInt64, {{2}})
+                              .Node("Relu", {"x"}, {"a"})
+                              .Node("Reshape", {"a", "s"}, {"y"})
+                              .Output("y", pb::kFloat)
+                              .Build();
+  runs.clear();
+  for (int64_t k = 0; k < 4; ++k) {
+    runs.push_back({{"x", RandomFloats({2, 8}, 110 + static_cast<uint32_t>(k))},
+                    {"s", Int64s({2}, {k % 2 == 0 ? 4 : 8, -1})}});
+  }
+  EXPECT_EQ(RunRepeatedly(shaped, runs, true), (std::vector<int>{0, 0, 0, 0}));
+}
+
+// The outputs of one cuda run of `graph` (SessionOptions::fuse as given),
+// and the op types that ran on the device.
+std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& feeds, bool fuse,
+                                    std::vector<std::string>* on_device = nullptr) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, 18);
+  runner::SessionOptions options;
+  options.backend = Backend::kCuda;
+  options.cuda_fusion = fuse;
+  options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
+    if (on_device != nullptr && run.backend == Backend::kCuda) on_device->push_back(node.op_type());
+  };
+  auto session = runner::Session::Create(std::move(loaded), options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  std::vector<std::pair<std::string, runner::RtValue>> run_feeds;
+  for (const auto& [name, t] : feeds) run_feeds.emplace_back(name, runner::RtValue::FromTensor(t));
+  auto out = (*session)->Run(std::move(run_feeds));
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::vector<runner::Tensor> tensors;
+  if (out.ok()) {
+    for (const auto& v : *out) tensors.push_back(v.tensor());
+  }
+  return tensors;
+}
+
+TEST(CudaBackendTest, ElementwiseChainsRunAsOneKernel) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // A bias and GELU written out (the bias sum read twice), a residual sum
+  // and Relu (eight nodes: one chain, whose last value is also read after
+  // it), then a per-channel scale and a broadcast that needs strides. In float16
+  // too, where fused values round as node outputs do: equal to the run
+  // node by node.
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    SCOPED_TRACE(type);
+    GraphBuilder b("g");
+    b.Input("x", pb::kFloat, {{2, 3, 4}})
+        .Input("r", pb::kFloat, {{2, 3, 4}})
+        .Input("s", pb::kFloat, {{2, 1, 4}})
+        .Initializer(InitializerFrom("w", RandomFloats({4, 4}, 121)))
+        .Initializer(InitializerFrom("bias", RandomFloats({4}, 122)))
+        .Initializer(InitializerFrom("c", RandomFloats({3, 1}, 123)))
+        .Initializer(InitializerFrom("sqrt2", Floats({}, {1.41421356f})))
+        .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+        .Initializer(InitializerFrom("half", Floats({}, {0.5f})))
+        .Node("Cast", {"x"}, {"xt"}, {AttrInt("to", type)})
+        .Node("Cast", {"r"}, {"rt"}, {AttrInt("to", type)})
+        .Node("Cast", {"s"}, {"st"}, {AttrInt("to", type)})
+        .Node("Cast", {"w"}, {"wt"}, {AttrInt("to", type)})
+        .Node("Cast", {"bias"}, {"bt"}, {AttrInt("to", type)})
+        .Node("Cast", {"c"}, {"ct"}, {AttrInt("to", type)})
+        .Node("Cast", {"sqrt2"}, {"s2"}, {AttrInt("to", type)})
+        .Node("Cast", {"one"}, {"o1"}, {AttrInt("to", type)})
+        .Node("Cast", {"half"}, {"h1"}, {AttrInt("to", type)})
+        .Node("MatMul", {"xt", "wt"}, {"m"})
+        .Node("Add", {"m", "bt"}, {"a"})
+        .Node("Div", {"a", "s2"}, {"d"})
+        .Node("Erf", {"d"}, {"e"})
+        .Node("Add", {"e", "o1"}, {"e1"})
+        .Node("Mul", {"a", "e1"}, {"g0"})
+        .Node("Mul", {"g0", "h1"}, {"g"})
+        .Node("Add", {"g", "rt"}, {"res"})
+        .Node("Relu", {"res"}, {"act"})
+        .Node("Mul", {"act", "ct"}, {"sc"})
+        .Node("Sub", {"sc", "st"}, {"y0"})
+        .Node("Sigmoid", {"y0"}, {"y1"})
+        .Node("Tanh", {"y1"}, {"y2"})
+        .Node("Cast", {"y2"}, {"y"}, {AttrInt("to", pb::kFloat)})
+        .Node("Cast", {"act"}, {"act32"}, {AttrInt("to", pb::kFloat)})
+        .Output("y", pb::kFloat)
+        .Output("act32", pb::kFloat);
+    pb::GraphProto g = b.Build();
+    Feeds feeds = {{"x", RandomFloats({2, 3, 4}, 124, -2, 2)},
+                   {"r", RandomFloats({2, 3, 4}, 125)},
+                   {"s", RandomFloats({2, 1, 4}, 126)}};
+    std::vector<std::string> ran;
+    std::vector<runner::Tensor> fused = RunCuda(g, feeds, true, &ran);
+    std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
+    ASSERT_EQ(fused.size(), 2u);
+    ASSERT_EQ(plain.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+      ExpectTensorsClose(plain[i], fused[i], 0, 0, "fused output " + std::to_string(i));
+    for (const char* op : {"Div", "Erf", "Mul", "Relu", "Sub", "Sigmoid", "Tanh"}) {
+      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+    if (type == pb::kFloat) ExpectCudaMatchesReference(g, feeds, 18, 1e-5, 1e-4);
+  }
+  // NaN and infinities pass through a chain as node by node.
+  pb::GraphProto nan = GraphBuilder("g")
+                           .Input("x", pb::kFloat, {{8}})
+                           .Input("z", pb::kFloat, {{8}})
+                           .Node("Mul", {"x", "z"}, {"a"})
+                           .Node("Relu", {"a"}, {"b"})
+                           .Node("Max", {"b", "z"}, {"c"})
+                           .Node("Exp", {"c"}, {"y"})
+                           .Output("y", pb::kFloat)
+                           .Build();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  ExpectCudaMatchesReference(nan, {{"x", Floats({8}, {qnan, inf, -inf, 1, -1, 0, inf, 2})},
+                                   {"z", Floats({8}, {1, 0, 2, qnan, inf, -inf, -1, 0.5f})}});
+}
+
+TEST(CudaBackendTest, ConvChainsFoldNormalizationAndFuseWhatFollows) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // ResNet-like: Conv -> BatchNormalization -> Add (residual) -> Relu; a
+  // Conv with bias as the residual; a Conv -> BatchNormalization whose
+  // result is also an output; a 1-D Conv -> LeakyRelu; a Conv whose window
+  // pads asymmetrically
+  // (the chain declines: node by node, on the cpu backend). Float and
+  // float16 against the reference backend.
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    SCOPED_TRACE(type);
+    GraphBuilder b("g");
+    b.Input("x", pb::kFloat, {{2, 4, 7, 7}})
+        .Input("x1", pb::kFloat, {{1, 3, 10}})
+        .Initializer(InitializerFrom("w1", RandomFloats({6, 4, 3, 3}, 131)))
+        .Initializer(InitializerFrom("g1", RandomFloats({6}, 132, 0.5f, 1.5f)))
+        .Initializer(InitializerFrom("b1", RandomFloats({6}, 133)))
+        .Initializer(InitializerFrom("m1", RandomFloats({6}, 134)))
+        .Initializer(InitializerFrom("v1", RandomFloats({6}, 135, 0.5f, 2.f)))
+        .Initializer(InitializerFrom("w2", RandomFloats({6, 4, 1, 1}, 136)))
+        .Initializer(InitializerFrom("c2", RandomFloats({6}, 137)))
+        .Initializer(InitializerFrom("w3", RandomFloats({6, 6, 3, 3}, 138)))
+        .Initializer(InitializerFrom("w4", RandomFloats({2, 3, 3}, 139)))
+        .Initializer(InitializerFrom("w5", RandomFloats({3, 6, 3, 3}, 140)));
+    for (const char* name : {"x", "x1", "w1", "g1", "b1", "m1", "v1", "w2", "c2", "w3", "w4", "w5"}) {
+      b.Node("Cast", {name}, {std::string(name) + "t"}, {AttrInt("to", type)});
+    }
+    b.Node("Conv", {"xt", "w1t"}, {"c1"}, {AttrInts("pads", {1, 1, 1, 1})})
+        .Node("BatchNormalization", {"c1", "g1t", "b1t", "m1t", "v1t"}, {"n1"}, {AttrFloat("epsilon", 1e-3f)})
+        .Node("Conv", {"xt", "w2t", "c2t"}, {"d2"})
+        .Node("Add", {"n1", "d2"}, {"s1"})
+        .Node("Relu", {"s1"}, {"r1"})
+        .Node("Conv", {"r1", "w3t"}, {"c3"}, {AttrInts("strides", {2, 2})})
+        .Node("BatchNormalization", {"c3", "g1t", "b1t", "m1t", "v1t"}, {"n3"})
+        .Node("Mul", {"n3", "n3"}, {"sq"})
+        .Node("Conv", {"x1t", "w4t"}, {"c4"}, {AttrInts("pads", {1, 1})})
+        .Node("LeakyRelu", {"c4"}, {"l4"}, {AttrFloat("alpha", 0.2f)})
+        .Node("Conv", {"r1", "w5t"}, {"c5"}, {AttrInts("pads", {0, 1, 1, 0})})
+        .Node("Relu", {"c5"}, {"r5"});
+    for (const char* name : {"r1", "sq", "n3", "l4", "r5"}) {
+      b.Node("Cast", {name}, {std::string(name) + "_out"}, {AttrInt("to", pb::kFloat)})
+          .Output(std::string(name) + "_out");
+    }
+    pb::GraphProto g = b.Build();
+    Feeds feeds = {{"x", RandomFloats({2, 4, 7, 7}, 141)}, {"x1", RandomFloats({1, 3, 10}, 142)}};
+    std::vector<std::string> ran;
+    std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran);
+    auto want = RunGraphOn(Backend::kReference, g, feeds);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(got.size(), want->size());
+    const double tol = type == pb::kFloat ? 1e-4 : 2e-2;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
+    }
+    for (const char* op : {"BatchNormalization", "Add", "Relu", "LeakyRelu", "Mul"}) {
+      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+  }
+}
+
 TEST(CudaBackendTest, MixedGraphReportsPlacementAndCopies) {
   ONNXKIT_NEED_CUDA_DEVICE();
   // Sin has no CUDA kernel: Relu (cuda) -> Sin (cpu) -> Add (cuda).
