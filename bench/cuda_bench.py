@@ -7,8 +7,12 @@ For each model (fp32, and fp16 made by `onnxkit convert --float16` when
 --fp16 is given):
   - `onnxkit compare --a-backend cuda --b-backend reference` on the seeded
     inputs (the verdict and the worst output's error);
-  - `onnxkit run --backend cuda --bench N --json --profile`: median latency,
-    the nodes placed on the device and on the host, the copies;
+  - `onnxkit run --backend cuda --bench N --json`: median latency (runs
+    after the second replay a recorded CUDA graph where the model allows),
+    the nodes placed on the device and on the host, the copies; the same
+    with --no-cuda-graphs (node by node), and the largest difference between
+    the last outputs of the two (the replayed run against one run node by
+    node);
   - ONNX Runtime with CUDAExecutionProvider (when the onnxruntime Python
     package offers it), median of N runs after warm-up, same inputs.
 
@@ -58,8 +62,11 @@ def onnxkit_compare(binary, model, npz, tf32, oracle, timeout):
     return {"exit": res.returncode, "report": out}
 
 
-def onnxkit_bench(binary, model, npz, runs, tf32, timeout, profile=False):
+def onnxkit_bench(binary, model, npz, runs, tf32, timeout, profile=False, extra=(), save=None):
     cmd = [binary, "run", model, "--backend", "cuda", "--bench", str(runs), "--warmup", "5", "--json", "-q"]
+    cmd += list(extra)
+    if save:
+        cmd += ["--save-outputs", save]
     if profile:
         cmd.append("--profile")
     if npz:
@@ -73,6 +80,26 @@ def onnxkit_bench(binary, model, npz, runs, tf32, timeout, profile=False):
         return json.loads(res.stdout)
     except json.JSONDecodeError:
         return {"error": res.stdout.strip()[-600:]}
+
+
+def max_output_difference(dir_a, dir_b):
+    """The largest absolute difference between the output_<i>.pb files of two folders."""
+    import onnx
+    from onnx import numpy_helper
+    worst = 0.0
+    names = sorted(f for f in os.listdir(dir_a) if f.endswith(".pb")) if os.path.isdir(dir_a) else []
+    if not names:
+        return float("nan")
+    for f in names:
+        if not os.path.exists(os.path.join(dir_b, f)):
+            return float("nan")
+        a = numpy_helper.to_array(onnx.load_tensor(os.path.join(dir_a, f))).astype(np.float64)
+        b = numpy_helper.to_array(onnx.load_tensor(os.path.join(dir_b, f))).astype(np.float64)
+        if a.shape != b.shape:
+            return float("inf")
+        if a.size:
+            worst = max(worst, float(np.nanmax(np.abs(a - b))) if np.isfinite(a - b).any() else 0.0)
+    return worst
 
 
 def ort_bench(model, feeds, runs):
@@ -122,6 +149,7 @@ def main():
     ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
                     help="backend the cuda outputs are compared with (default reference)")
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--cuda-fusion", action="store_true", help="onnxkit run --cuda-fusion (experimental)")
     ap.add_argument("--profile", action="store_true",
                     help="also a profiled run (each device kernel waited for): the ops that take the most time")
     ap.add_argument("--json-out")
@@ -131,8 +159,8 @@ def main():
     if args.light_dir:
         models += [os.path.join(args.light_dir, f) for f in sorted(os.listdir(args.light_dir)) if f.endswith(".onnx")]
     results = {}
-    print(f"{'model':28} {'verdict':>8} {'max err':>9} {'sqnr dB':>8} {'cuda ms':>9} {'ort ms':>9} {'cuda/ort':>8} "
-          f"{'dev/host nodes':>15} {'copies':>7}")
+    print(f"{'model':28} {'verdict':>8} {'max err':>9} {'sqnr dB':>8} {'cuda ms':>9} {'graph':>5} {'nodes ms':>9} "
+          f"{'replay d':>9} {'ort ms':>9} {'cuda/ort':>8} {'dev/host nodes':>15} {'copies':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for path in models:
             base = os.path.splitext(os.path.basename(path))[0]
@@ -155,7 +183,14 @@ def main():
                 row = {}
                 if not args.no_compare:
                     row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout)
-                row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout)
+                extra = ["--cuda-fusion"] if args.cuda_fusion else []
+                replayed_dir = os.path.join(tmp, name + "_replayed")
+                nodes_dir = os.path.join(tmp, name + "_nodes")
+                row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
+                                            extra=extra, save=replayed_dir)
+                row["node_by_node"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
+                                                    extra=extra + ["--no-cuda-graphs"], save=nodes_dir)
+                row["replay_difference"] = max_output_difference(replayed_dir, nodes_dir)
                 if args.profile:
                     prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True)
                     row["profile_ms"] = prof.get("profile_ms", prof.get("error"))
@@ -173,6 +208,8 @@ def main():
                 elif "error" in cmp:
                     verdict = "ERROR"
                 cuda_ms = row["cuda"].get("latency_ms", {}).get("median", float("nan"))
+                nodes_ms = row["node_by_node"].get("latency_ms", {}).get("median", float("nan"))
+                graph = "yes" if row["cuda"].get("cuda_graph") else "no"
                 if not isinstance(err, (int, float)):
                     err = float("nan")
                 ort_ms = row["ort"].get("latency_ms", {}).get("median", float("nan"))
@@ -185,8 +222,9 @@ def main():
                     if p.get("backend") != "cuda":
                         host_ops[p["op"]] = host_ops.get(p["op"], 0) + 1
                 row["host_ops"] = host_ops
-                print(f"{name:28} {verdict:>8} {err:9.2e} {sqnr:8.1f} {cuda_ms:9.3f} {ort_ms:9.3f} {cuda_ms / ort_ms:8.2f} "
-                      f"{nodes:>15} {copies!s:>7}", flush=True)
+                print(f"{name:28} {verdict:>8} {err:9.2e} {sqnr:8.1f} {cuda_ms:9.3f} {graph:>5} {nodes_ms:9.3f} "
+                      f"{row['replay_difference']:9.2e} {ort_ms:9.3f} {cuda_ms / ort_ms:8.2f} {nodes:>15} {copies!s:>7}",
+                      flush=True)
                 prof = row.get("profile_ms")
                 if isinstance(prof, dict):
                     top = sorted(prof.items(), key=lambda kv: -kv[1])[:8]
