@@ -149,7 +149,7 @@ def main():
     ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
                     help="backend the cuda outputs are compared with (default reference)")
     ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--cuda-fusion", action="store_true", help="onnxkit run --cuda-fusion (experimental)")
+    ap.add_argument("--cuda-experimental", action="store_true", help="onnxkit run --cuda-experimental")
     ap.add_argument("--profile", action="store_true",
                     help="also a profiled run (each device kernel waited for): the ops that take the most time")
     ap.add_argument("--json-out")
@@ -183,7 +183,7 @@ def main():
                 row = {}
                 if not args.no_compare:
                     row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout)
-                extra = ["--cuda-fusion"] if args.cuda_fusion else []
+                extra = ["--cuda-experimental"] if args.cuda_experimental else []
                 replayed_dir = os.path.join(tmp, name + "_replayed")
                 nodes_dir = os.path.join(tmp, name + "_nodes")
                 row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,

@@ -74,10 +74,11 @@ struct SessionOptions {
   // between is recorded as a CUDA graph (the second run with the same input
   // types and shapes) and replayed with one launch from then on (see Run).
   bool cuda_graphs = true;
-  // cuda sessions: Conv -> BatchNormalization -> element-wise chains and
-  // runs of element-wise nodes as one kernel each (PlanDeviceChains). Off
-  // by default until these kernels have been checked on a GPU.
-  bool cuda_fusion = false;
+  // cuda sessions, experimental (off until checked on a GPU): Conv ->
+  // BatchNormalization -> element-wise chains and runs of element-wise
+  // nodes as one kernel each (PlanDeviceChains), and the CUDA kernels not
+  // yet run on a GPU (ContextOptions::experimental: reductions).
+  bool cuda_experimental = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.
   bool fuse = true;

@@ -35,7 +35,7 @@ struct RunOptions {
   int device = 0;
   bool tf32 = false;
   bool no_cuda_graphs = false;
-  bool cuda_fusion = false;
+  bool cuda_experimental = false;
   std::string precision = "fp32";
   int bench = 0;
   int warmup = 1;
@@ -167,7 +167,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.device = o.device;
   options.allow_tf32 = o.tf32;
   options.cuda_graphs = !o.no_cuda_graphs;
-  options.cuda_fusion = o.cuda_fusion;
+  options.cuda_experimental = o.cuda_experimental;
   options.bf16 = bf16;
   std::vector<Placed> placed;
   bool placing = true;  // the first run only
@@ -345,9 +345,10 @@ void RegisterRun(CLI::App& app, Action& action) {
       "--backend cuda: run node by node every time instead of recording the second run with the same "
       "input shapes as a CUDA graph and replaying it");
   sub->add_flag(
-      "--cuda-fusion", o->cuda_fusion,
-      "--backend cuda, experimental (not yet checked on a GPU): fold BatchNormalization into the Conv "
-      "before it and run the element-wise ops after a Conv, and runs of element-wise ops, as one kernel");
+      "--cuda-experimental", o->cuda_experimental,
+      "--backend cuda: also what is written but not yet checked on a GPU: BatchNormalization folded into "
+      "the Conv before it, the element-wise ops after a Conv and runs of element-wise ops as one kernel "
+      "each, reduction kernels (ReduceSum/Mean/Max/Min/SumSquare/L2)");
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option(
          "--precision", o->precision,

@@ -41,6 +41,9 @@ Factory MakeLrn;
 Factory MakePool;
 Factory MakeClip;
 Factory MakeSum;
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2
+// (experimental sessions only).
+Factory MakeReduce;
 // data_kernels.cc: views and shape queries, Concat, Slice, Gather, Expand.
 Factory MakeView;
 Factory MakeConcat;

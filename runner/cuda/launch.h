@@ -87,6 +87,22 @@ struct ChainProgram {
 };
 cudaError_t LaunchChain(int32_t dtype, const ChainProgram& program, void* y, int64_t n, cudaStream_t stream);
 
+// Reductions (reduce.cu): output element o (of `outputs`, row-major over
+// kept_dims) reduces the `count` elements base + offset(r), where base is o
+// read through kept_strides and offset(r) is r (contiguous) or r read
+// through reduced_dims / reduced_strides.
+enum class ReduceOp { kSum, kMean, kMax, kMin, kSumSquare, kL2 };
+struct ReduceGeometry {
+  int kept_rank = 0;
+  int64_t kept_dims[kMaxRank] = {}, kept_strides[kMaxRank] = {};
+  int reduced_rank = 0;
+  int64_t reduced_dims[kMaxRank] = {}, reduced_strides[kMaxRank] = {};
+  bool contiguous = false;
+  int64_t outputs = 0, count = 0;
+};
+cudaError_t LaunchReduce(ReduceOp op, int32_t dtype, const void* x, void* y, const ReduceGeometry& g,
+                         cudaStream_t stream);
+
 // Whether LaunchCast converts `from` to `to` (float, float16, bfloat16,
 // int32, int64, bool, in any pair).
 bool CastSupported(int32_t from, int32_t to);

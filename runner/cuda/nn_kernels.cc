@@ -7,6 +7,9 @@
 // nn.h), shared.
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
@@ -285,6 +288,106 @@ class SumKernel : public CudaKernel {
   std::shared_ptr<Context> context_;
 };
 
+// Reductions over any axes (attribute before the opset where axes became
+// an input, read on the host after).
+class ReduceKernel : public CudaKernel {
+ public:
+  ReduceKernel(std::shared_ptr<Context> context, ReduceOp op, bool axes_input,
+               std::optional<std::vector<int64_t>> axes_attr, bool keepdims, bool noop)
+      : context_(std::move(context)),
+        op_(op),
+        axes_input_(axes_input),
+        axes_attr_(std::move(axes_attr)),
+        keepdims_(keepdims),
+        noop_(noop) {}
+
+  Side InputSide(int i) const override { return i == 0 ? Side::kDevice : Side::kHost; }
+
+  bool Accepts(const KernelContext& ctx) const override {
+    const RtValue* x = ctx.Value(0);
+    if (x == nullptr || !x->is_tensor() || !IsFloatType(x->tensor().dtype()) ||
+        x->tensor().rank() > kMaxRank) {
+      return false;
+    }
+    const RtValue* axes = axes_input_ ? ctx.Value(1) : nullptr;
+    if (axes != nullptr && (!axes->is_tensor() || axes->tensor().on_device() || axes->tensor().rank() > 1)) {
+      return false;
+    }
+    auto g = Geometry(ctx);
+    return g.ok() && g->first.count > 0;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(auto plan, Geometry(ctx));
+    const Tensor& x = ctx.Value(0)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), plan.second));
+    ONNXKIT_RETURN_IF_ERROR(
+        Launched(LaunchReduce(op_, x.dtype(), x.raw(), y.mutable_raw(), plan.first, context_->stream()),
+                 ctx.node().op_type()));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  // The device geometry and the output shape; an error when the axes are
+  // bad or empty with noop_with_empty_axes (left to the cpu backend).
+  absl::StatusOr<std::pair<ReduceGeometry, std::vector<int64_t>>> Geometry(const KernelContext& ctx) const {
+    const Tensor& x = ctx.Value(0)->tensor();
+    std::vector<int64_t> axes;
+    if (axes_input_) {
+      const RtValue* a = ctx.Value(1);
+      if (a != nullptr) {
+        ONNXKIT_ASSIGN_OR_RETURN(axes, reference::shape_ops::ReadInts(a->tensor(), "axes"));
+      }
+    } else if (axes_attr_) {
+      axes = *axes_attr_;
+    }
+    if (axes.empty() && noop_) return absl::UnimplementedError("no axes: nothing reduced");
+    const int rank = x.rank();
+    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+    for (int64_t a : axes) {
+      ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, reference::NormalizeAxis(a, rank, "axes value"));
+      if (reduced[static_cast<size_t>(axis)]) return absl::InvalidArgumentError("repeated axis");
+      reduced[static_cast<size_t>(axis)] = true;
+    }
+    std::pair<ReduceGeometry, std::vector<int64_t>> plan;
+    ReduceGeometry& g = plan.first;
+    std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+    for (int d = rank - 2; d >= 0; --d)
+      strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * x.dim(d + 1);
+    g.outputs = 1;
+    g.count = 1;
+    int last_kept = -1;
+    for (int d = 0; d < rank; ++d) {
+      const auto u = static_cast<size_t>(d);
+      if (reduced[u]) {
+        g.reduced_dims[g.reduced_rank] = x.dim(d);
+        g.reduced_strides[g.reduced_rank++] = strides[u];
+        g.count *= x.dim(d);
+        if (keepdims_) plan.second.push_back(1);
+      } else {
+        g.kept_dims[g.kept_rank] = x.dim(d);
+        g.kept_strides[g.kept_rank++] = strides[u];
+        g.outputs *= x.dim(d);
+        plan.second.push_back(x.dim(d));
+        last_kept = d;
+      }
+    }
+    // The reduced axes trailing the kept ones: each output's values are
+    // count consecutive elements.
+    g.contiguous = true;
+    for (int d = 0; d < rank; ++d) {
+      if (reduced[static_cast<size_t>(d)] && d < last_kept) g.contiguous = false;
+    }
+    return plan;
+  }
+
+  std::shared_ptr<Context> context_;
+  ReduceOp op_;
+  bool axes_input_;
+  std::optional<std::vector<int64_t>> axes_attr_;
+  bool keepdims_, noop_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBatchNorm(const std::shared_ptr<Context>& context,
@@ -348,6 +451,35 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeClip(const std::shared_ptr<Conte
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSum(const std::shared_ptr<Context>& context, const ir::Node&,
                                                     const KernelInfo&) {
   return std::unique_ptr<CudaKernel>(new SumKernel(context));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeReduce(const std::shared_ptr<Context>& context,
+                                                       const ir::Node& node, const KernelInfo& info) {
+  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
+  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
+  const std::string& type = node.op_type();
+  ReduceOp op;
+  if (type == "ReduceSum")
+    op = ReduceOp::kSum;
+  else if (type == "ReduceMean")
+    op = ReduceOp::kMean;
+  else if (type == "ReduceMax")
+    op = ReduceOp::kMax;
+  else if (type == "ReduceMin")
+    op = ReduceOp::kMin;
+  else if (type == "ReduceSumSquare")
+    op = ReduceOp::kSumSquare;
+  else if (type == "ReduceL2")
+    op = ReduceOp::kL2;
+  else
+    return std::unique_ptr<CudaKernel>();
+  // Axes became an input at opset 13 for ReduceSum, 18 for the others.
+  const bool axes_input = info.opset >= (op == ReduceOp::kSum ? 13 : 18);
+  std::optional<std::vector<int64_t>> axes_attr;
+  if (!axes_input) axes_attr = node.GetInts("axes");
+  return std::unique_ptr<CudaKernel>(new ReduceKernel(
+      context, op, axes_input, std::move(axes_attr), reference::AttrInt(node, "keepdims", 1) != 0,
+      axes_input && reference::AttrInt(node, "noop_with_empty_axes", 0) != 0));
 }
 
 }  // namespace onnxkit::runner::cuda

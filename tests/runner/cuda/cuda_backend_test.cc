@@ -533,7 +533,7 @@ std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& fe
   loaded.proto = ModelFromGraph(graph, 18);
   runner::SessionOptions options;
   options.backend = Backend::kCuda;
-  options.cuda_fusion = fuse;
+  options.cuda_experimental = fuse;
   options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
     if (on_device != nullptr && run.backend == Backend::kCuda) on_device->push_back(node.op_type());
   };
@@ -683,6 +683,69 @@ TEST(CudaBackendTest, ConvChainsFoldNormalizationAndFuseWhatFollows) {
     }
     for (const char* op : {"BatchNormalization", "Add", "Relu", "LeakyRelu", "Mul"}) {
       EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+  }
+}
+
+TEST(CudaBackendTest, ReductionsOverAnyAxes) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Trailing axes (contiguous), a middle axis, several axes, every axis,
+  // keepdims on and off, axes as attribute (opset 13) and as input (18),
+  // many values per output (a block each) and few (a thread each), NaN in
+  // ReduceMax / ReduceMin, float16.
+  struct Case {
+    std::string op;
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+  };
+  const std::vector<Case> cases = {
+      {"ReduceMean", {-1}, 1},         {"ReduceSum", {1}, 0},
+      {"ReduceMax", {0, 2}, 1},        {"ReduceMin", {}, 0},
+      {"ReduceSumSquare", {2, 3}, 1},  {"ReduceL2", {1, 3}, 0},
+      {"ReduceMean", {0, 1, 2, 3}, 1},
+  };
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  runner::Tensor x = RandomFloats({3, 70, 5, 80}, 151);
+  x.mutable_data<float>()[7] = qnan;
+  for (int64_t opset : {13, 18}) {
+    for (const Case& c : cases) {
+      for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+        SCOPED_TRACE(c.op + " opset " + std::to_string(opset) + " type " + std::to_string(type));
+        GraphBuilder b("g");
+        b.Input("x", pb::kFloat, {{3, 70, 5, 80}});
+        std::vector<std::string> inputs = {"xt"};
+        std::vector<pb::AttributeProto> attrs = {AttrInt("keepdims", c.keepdims)};
+        const bool axes_input = opset >= (c.op == "ReduceSum" ? 13 : 18);
+        if (axes_input && !c.axes.empty()) {
+          b.Initializer(InitializerFrom("axes", Int64s({static_cast<int64_t>(c.axes.size())}, c.axes)));
+          inputs.push_back("axes");
+        } else if (!axes_input && !c.axes.empty()) {
+          attrs.push_back(AttrInts("axes", c.axes));
+        }
+        b.Node("Cast", {"x"}, {"xt"}, {AttrInt("to", type)})
+            .Node(c.op, inputs, {"r"}, attrs)
+            .Node("Cast", {"r"}, {"y"}, {AttrInt("to", pb::kFloat)})
+            .Output("y", pb::kFloat);
+        pb::GraphProto g = b.Build();
+        auto want = RunGraphOn(Backend::kReference, g, {{"x", x}}, opset);
+        ASSERT_TRUE(want.ok()) << want.status();
+        io::LoadedModel loaded;
+        loaded.proto = ModelFromGraph(g, opset);
+        runner::SessionOptions options;
+        options.backend = Backend::kCuda;
+        options.cuda_experimental = true;
+        std::vector<std::string> ran;
+        options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
+          if (run.backend == Backend::kCuda) ran.push_back(node.op_type());
+        };
+        auto session = runner::Session::Create(std::move(loaded), options);
+        ASSERT_TRUE(session.ok()) << session.status();
+        auto got = (*session)->Run({{"x", runner::RtValue::FromTensor(x)}});
+        ASSERT_TRUE(got.ok()) << got.status();
+        const double tol = type == pb::kFloat ? 1e-4 : 2e-2;
+        ExpectTensorsClose((*want)[0].tensor(), (*got)[0].tensor(), tol, tol, c.op);
+        EXPECT_NE(std::find(ran.begin(), ran.end(), c.op), ran.end()) << c.op << " did not run on the device";
+      }
     }
   }
 }
