@@ -144,10 +144,12 @@ std::vector<ConformanceCase> CollectConformanceCases() {
   return cases;
 }
 
-absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend) {
+absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs,
+                                bool cuda_experimental) {
   ONNXKIT_ASSIGN_OR_RETURN(io::LoadedModel loaded, io::LoadModel(c.model));
   runner::SessionOptions options;
   options.backend = backend;
+  options.cuda_experimental = cuda_experimental;
   options.timeout_seconds = 60;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> session, runner::Session::Create(std::move(loaded), options));
   std::vector<std::pair<std::string, RtValue>> feeds;
@@ -170,6 +172,7 @@ absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backen
       feeds.emplace_back(inputs[i]->name(), std::move(v));
     }
   }
+  for (int r = 1; r < runs; ++r) ONNXKIT_RETURN_IF_ERROR(session->Run(feeds).status());
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<RtValue> outputs, session->Run(std::move(feeds)));
   std::vector<const ir::Value*> declared = session->Outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -26,7 +26,11 @@ std::vector<ConformanceCase> CollectConformanceCases();
 
 // Runs a case; OK when every output matches within rtol 1e-3 / atol 1e-7
 // (exact for integers, bools and strings; dtype and shape always exact).
-absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend);
+// `runs` > 1: the session runs the case that many times and the last run's
+// outputs are checked (on cuda, a replayed CUDA graph where the case allows
+// one); `cuda_experimental`: SessionOptions::cuda_experimental.
+absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs = 1,
+                                bool cuda_experimental = false);
 
 // Compares an actual value with the expected one.
 absl::Status CompareValues(const runner::RtValue& actual, const runner::RtValue& expected, double rtol, double atol);
