@@ -77,7 +77,8 @@ struct SessionOptions {
   // cuda sessions, experimental (off until checked on a GPU): Conv ->
   // BatchNormalization -> element-wise chains and runs of element-wise
   // nodes as one kernel each (PlanDeviceChains), and the CUDA kernels not
-  // yet run on a GPU (ContextOptions::experimental: reductions).
+  // yet run on a GPU (ContextOptions::experimental: reductions,
+  // comparisons, logic ops, Where).
   bool cuda_experimental = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
   // intermediate values are never computed. Off while an observer is set.

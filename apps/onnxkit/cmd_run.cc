@@ -348,7 +348,7 @@ void RegisterRun(CLI::App& app, Action& action) {
       "--cuda-experimental", o->cuda_experimental,
       "--backend cuda: also what is written but not yet checked on a GPU: BatchNormalization folded into "
       "the Conv before it, the element-wise ops after a Conv and runs of element-wise ops as one kernel "
-      "each, reduction kernels (ReduceSum/Mean/Max/Min/SumSquare/L2)");
+      "each, kernels for reductions (ReduceSum/Mean/Max/Min/SumSquare/L2), comparisons, logic ops and Where");
   sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
   sub->add_option(
          "--precision", o->precision,

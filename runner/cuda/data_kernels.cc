@@ -222,6 +222,58 @@ class GatherKernel : public CudaKernel {
   int64_t cached_dim_ = -1;
 };
 
+// Where: a bool condition choosing between two operands of one type, the
+// three broadcast together.
+class WhereKernel : public CudaKernel {
+ public:
+  explicit WhereKernel(std::shared_ptr<Context> context) : context_(std::move(context)) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, 3);
+    if (!in || ctx.num_inputs() != 3 || (*in)[0]->dtype() != kBool || CopyableBytes(*(*in)[1]) == 0 ||
+        (*in)[1]->dtype() != (*in)[2]->dtype()) {
+      return false;
+    }
+    return Plan(*in).has_value();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    auto in = TensorInputs(ctx, 3);
+    if (!in) return absl::InternalError("Where inputs changed after the kernel accepted them");
+    std::optional<std::pair<std::vector<int64_t>, WhereGeometry>> plan = Plan(*in);
+    if (!plan) return absl::InternalError("Where shapes changed after the kernel accepted them");
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate((*in)[1]->dtype(), plan->first));
+    ONNXKIT_RETURN_IF_ERROR(
+        Launched(LaunchWhere(CopyableBytes(*(*in)[1]), (*in)[0]->raw(), (*in)[1]->raw(), (*in)[2]->raw(),
+                             y.mutable_raw(), y.size(), plan->second, context_->stream()),
+                 "Where"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  static std::optional<std::pair<std::vector<int64_t>, WhereGeometry>> Plan(
+      const std::vector<const Tensor*>& in) {
+    std::vector<int64_t> shapes[] = {in[0]->shape(), in[1]->shape(), in[2]->shape()};
+    auto shape = reference::BroadcastShapes(shapes);
+    if (!shape.ok() || shape->size() > static_cast<size_t>(kMaxRank)) return std::nullopt;
+    auto gc = BroadcastGeometry(in[0]->shape(), *shape);
+    auto gx = BroadcastGeometry(in[1]->shape(), *shape);
+    auto gz = BroadcastGeometry(in[2]->shape(), *shape);
+    if (!gc || !gx || !gz) return std::nullopt;
+    WhereGeometry g;
+    g.rank = gc->rank;
+    for (int d = 0; d < g.rank; ++d) {
+      g.dims[d] = gc->dims[d];
+      g.c[d] = gc->a[d];
+      g.x[d] = gx->a[d];
+      g.z[d] = gz->a[d];
+    }
+    return std::make_pair(*std::move(shape), g);
+  }
+
+  std::shared_ptr<Context> context_;
+};
+
 class ExpandKernel : public CudaKernel {
  public:
   explicit ExpandKernel(std::shared_ptr<Context> context) : context_(std::move(context)) {}
@@ -304,6 +356,13 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeGather(const std::shared_ptr<Con
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeExpand(const std::shared_ptr<Context>& context,
                                                        const ir::Node&, const KernelInfo&) {
   return std::unique_ptr<CudaKernel>(new ExpandKernel(context));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeWhere(const std::shared_ptr<Context>& context,
+                                                      const ir::Node&, const KernelInfo&) {
+  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
+  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(new WhereKernel(context));
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -125,6 +125,85 @@ __global__ void ChainKernel(const ChainProgram p, T* y, int64_t n) {
 }
 
 template <typename T>
+__device__ __forceinline__ auto CompareValue(T v) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    return ToFloat(v);
+  } else {
+    return static_cast<int64_t>(v);
+  }
+}
+
+template <typename T>
+__global__ void CompareKernel(CompareOp op, const T* a, const T* b, uint8_t* y, int64_t n,
+                              StridedGeometry g) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t ia = g.a_period > 0 ? (i / g.a_div) % g.a_period : i;
+    int64_t ib = g.b_period > 0 ? (i / g.b_div) % g.b_period : i;
+    if (g.rank > 0) {
+      ia = 0;
+      ib = 0;
+      int64_t rest = i;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        const int64_t c = rest % g.dims[d];
+        rest /= g.dims[d];
+        ia += c * g.a[d];
+        ib += c * g.b[d];
+      }
+    }
+    const auto va = CompareValue(a[ia]);
+    const auto vb = CompareValue(b[ib]);
+    bool r = false;
+    switch (op) {
+      case CompareOp::kEqual:
+        r = va == vb;
+        break;
+      case CompareOp::kLess:
+        r = va < vb;
+        break;
+      case CompareOp::kGreater:
+        r = va > vb;
+        break;
+      case CompareOp::kLessOrEqual:
+        r = va <= vb;
+        break;
+      case CompareOp::kGreaterOrEqual:
+        r = va >= vb;
+        break;
+      case CompareOp::kAnd:
+        r = va != 0 && vb != 0;
+        break;
+      case CompareOp::kOr:
+        r = va != 0 || vb != 0;
+        break;
+      case CompareOp::kXor:
+        r = (va != 0) != (vb != 0);
+        break;
+      case CompareOp::kNot:
+        r = va == 0;
+        break;
+    }
+    y[i] = r ? 1 : 0;
+  }
+}
+
+template <typename U>
+__global__ void WhereKernel(const uint8_t* c, const U* x, const U* z, U* y, int64_t n, WhereGeometry g) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t ic = 0, ix = 0, iz = 0, rest = i;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % g.dims[d];
+      rest /= g.dims[d];
+      ic += k * g.c[d];
+      ix += k * g.x[d];
+      iz += k * g.z[d];
+    }
+    y[i] = c[ic] != 0 ? x[ix] : z[iz];
+  }
+}
+
+template <typename T>
 __global__ void StridedCopyKernel(const T* x, T* y, int64_t n, StridedGeometry g) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
     int64_t offset = 0;
@@ -237,6 +316,60 @@ cudaError_t LaunchBinary(BinaryOp op, int32_t dtype, const void* a, const void* 
       return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t CompareAs(CompareOp op, const void* a, const void* b, void* y, int64_t n,
+                      const StridedGeometry& g, cudaStream_t stream) {
+  CompareKernel<<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b),
+                                                    static_cast<uint8_t*>(y), n, g);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCompare(CompareOp op, int32_t dtype, const void* a, const void* b, void* y, int64_t n,
+                          const StridedGeometry& g, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (dtype) {
+    case kFloat:
+      return CompareAs<float>(op, a, b, y, n, g, stream);
+    case kFloat16:
+      return CompareAs<__half>(op, a, b, y, n, g, stream);
+    case kBFloat16:
+      return CompareAs<__nv_bfloat16>(op, a, b, y, n, g, stream);
+    case kInt32:
+      return CompareAs<int32_t>(op, a, b, y, n, g, stream);
+    case kInt64:
+      return CompareAs<int64_t>(op, a, b, y, n, g, stream);
+    case kBool:
+      return CompareAs<uint8_t>(op, a, b, y, n, g, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+template <typename U>
+cudaError_t WhereAs(const void* c, const void* x, const void* z, void* y, int64_t n, const WhereGeometry& g,
+                    cudaStream_t stream) {
+  WhereKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(c), static_cast<const U*>(x),
+                                                  static_cast<const U*>(z), static_cast<U*>(y), n, g);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchWhere(int elem_bytes, const void* c, const void* x, const void* z, void* y, int64_t n,
+                        const WhereGeometry& g, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1:
+      return WhereAs<uint8_t>(c, x, z, y, n, g, stream);
+    case 2:
+      return WhereAs<uint16_t>(c, x, z, y, n, g, stream);
+    case 4:
+      return WhereAs<uint32_t>(c, x, z, y, n, g, stream);
+    case 8:
+      return WhereAs<uint64_t>(c, x, z, y, n, g, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 cudaError_t LaunchChain(int32_t dtype, const ChainProgram& p, void* y, int64_t n, cudaStream_t stream) {

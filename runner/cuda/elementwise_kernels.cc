@@ -47,6 +47,37 @@ bool Periodic(const std::vector<int64_t>& in, const std::vector<int64_t>& out, i
   return true;
 }
 
+// The output shape of a broadcasting binary op and how its operands are read.
+struct BinaryPlan {
+  std::vector<int64_t> shape;
+  StridedGeometry geometry;  // rank 0: equal shapes or periodic operands
+};
+
+absl::StatusOr<BinaryPlan> BinaryGeometry(const Tensor& a, const Tensor& b) {
+  BinaryPlan plan;
+  if (a.shape() == b.shape()) {
+    plan.shape = a.shape();
+    return plan;
+  }
+  std::vector<int64_t> shapes[] = {a.shape(), b.shape()};
+  ONNXKIT_ASSIGN_OR_RETURN(plan.shape, reference::BroadcastShapes(shapes));
+  int64_t a_div = 1, a_period = 0, b_div = 1, b_period = 0;
+  if (Periodic(a.shape(), plan.shape, &a_div, &a_period) &&
+      Periodic(b.shape(), plan.shape, &b_div, &b_period)) {
+    plan.geometry.a_div = a_div;
+    plan.geometry.a_period = a_period;
+    plan.geometry.b_div = b_div;
+    plan.geometry.b_period = b_period;
+    return plan;
+  }
+  auto ga = BroadcastGeometry(a.shape(), plan.shape);
+  auto gb = BroadcastGeometry(b.shape(), plan.shape);
+  if (!ga || !gb) return absl::UnimplementedError("rank above the CUDA kernels' limit");
+  plan.geometry = *ga;
+  for (int d = 0; d < gb->rank; ++d) plan.geometry.b[d] = gb->a[d];
+  return plan;
+}
+
 class UnaryKernel : public CudaKernel {
  public:
   UnaryKernel(std::shared_ptr<Context> context, UnaryOp op, float alpha, float beta)
@@ -80,13 +111,13 @@ class BinaryKernel : public CudaKernel {
     if (ctx.num_inputs() != 2) return false;
     auto in = TensorInputs(ctx, 2);
     if (!in || !IsFloatType((*in)[0]->dtype()) || (*in)[0]->dtype() != (*in)[1]->dtype()) return false;
-    return Geometry(*(*in)[0], *(*in)[1]).ok();
+    return BinaryGeometry(*(*in)[0], *(*in)[1]).ok();
   }
 
   absl::Status Run(KernelContext& ctx) override {
     const Tensor& a = ctx.Value(0)->tensor();
     const Tensor& b = ctx.Value(1)->tensor();
-    ONNXKIT_ASSIGN_OR_RETURN(Plan plan, Geometry(a, b));
+    ONNXKIT_ASSIGN_OR_RETURN(BinaryPlan plan, BinaryGeometry(a, b));
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), plan.shape));
     ONNXKIT_RETURN_IF_ERROR(Launched(LaunchBinary(op_, a.dtype(), a.raw(), b.raw(), y.mutable_raw(), y.size(),
                                                   plan.geometry, context_->stream()),
@@ -95,38 +126,46 @@ class BinaryKernel : public CudaKernel {
   }
 
  private:
-  struct Plan {
-    std::vector<int64_t> shape;
-    StridedGeometry geometry;  // rank 0: equal shapes
-  };
-
-  static absl::StatusOr<Plan> Geometry(const Tensor& a, const Tensor& b) {
-    Plan plan;
-    if (a.shape() == b.shape()) {
-      plan.shape = a.shape();
-      return plan;
-    }
-    std::vector<int64_t> shapes[] = {a.shape(), b.shape()};
-    ONNXKIT_ASSIGN_OR_RETURN(plan.shape, reference::BroadcastShapes(shapes));
-    int64_t a_div = 1, a_period = 0, b_div = 1, b_period = 0;
-    if (Periodic(a.shape(), plan.shape, &a_div, &a_period) &&
-        Periodic(b.shape(), plan.shape, &b_div, &b_period)) {
-      plan.geometry.a_div = a_div;
-      plan.geometry.a_period = a_period;
-      plan.geometry.b_div = b_div;
-      plan.geometry.b_period = b_period;
-      return plan;
-    }
-    auto ga = BroadcastGeometry(a.shape(), plan.shape);
-    auto gb = BroadcastGeometry(b.shape(), plan.shape);
-    if (!ga || !gb) return absl::UnimplementedError("rank above the CUDA kernels' limit");
-    plan.geometry = *ga;
-    for (int d = 0; d < gb->rank; ++d) plan.geometry.b[d] = gb->a[d];
-    return plan;
-  }
-
   std::shared_ptr<Context> context_;
   BinaryOp op_;
+};
+
+// Comparisons and logic ops: a bool result of broadcast operands of one type.
+class CompareKernel : public CudaKernel {
+ public:
+  CompareKernel(std::shared_ptr<Context> context, CompareOp op) : context_(std::move(context)), op_(op) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    const int n = op_ == CompareOp::kNot ? 1 : 2;
+    if (ctx.num_inputs() != n) return false;
+    auto in = TensorInputs(ctx, n);
+    if (!in) return false;
+    const int32_t dtype = (*in)[0]->dtype();
+    const bool logic =
+        op_ == CompareOp::kAnd || op_ == CompareOp::kOr || op_ == CompareOp::kXor || op_ == CompareOp::kNot;
+    if (logic ? dtype != kBool
+              : !(IsFloatType(dtype) || dtype == kInt32 || dtype == kInt64 ||
+                  (dtype == kBool && op_ == CompareOp::kEqual))) {
+      return false;
+    }
+    if (n == 1) return true;
+    return (*in)[1]->dtype() == dtype && BinaryGeometry(*(*in)[0], *(*in)[1]).ok();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.Value(0)->tensor();
+    const Tensor& b = op_ == CompareOp::kNot ? a : ctx.Value(1)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(BinaryPlan plan, BinaryGeometry(a, b));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(kBool, plan.shape));
+    ONNXKIT_RETURN_IF_ERROR(Launched(LaunchCompare(op_, a.dtype(), a.raw(), b.raw(), y.mutable_raw(),
+                                                   y.size(), plan.geometry, context_->stream()),
+                                     ctx.node().op_type()));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  CompareOp op_;
 };
 
 class CastKernel : public CudaKernel {
@@ -276,6 +315,35 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBinary(const std::shared_ptr<Con
   std::optional<ChainOp> op = ElementwiseOpOf(node);
   if (!op || !op->binary) return std::unique_ptr<CudaKernel>();
   return std::unique_ptr<CudaKernel>(new BinaryKernel(context, op->binary_op));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeCompare(const std::shared_ptr<Context>& context,
+                                                        const ir::Node& node, const KernelInfo&) {
+  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
+  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
+  const std::string& op = node.op_type();
+  CompareOp c;
+  if (op == "Equal")
+    c = CompareOp::kEqual;
+  else if (op == "Less")
+    c = CompareOp::kLess;
+  else if (op == "Greater")
+    c = CompareOp::kGreater;
+  else if (op == "LessOrEqual")
+    c = CompareOp::kLessOrEqual;
+  else if (op == "GreaterOrEqual")
+    c = CompareOp::kGreaterOrEqual;
+  else if (op == "And")
+    c = CompareOp::kAnd;
+  else if (op == "Or")
+    c = CompareOp::kOr;
+  else if (op == "Xor")
+    c = CompareOp::kXor;
+  else if (op == "Not")
+    c = CompareOp::kNot;
+  else
+    return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(new CompareKernel(context, c));
 }
 
 bool ChainableOp(const ir::Node& node) {

@@ -26,6 +26,9 @@ using Factory = absl::StatusOr<std::unique_ptr<CudaKernel>>(const std::shared_pt
 Factory MakeUnary;
 Factory MakeBinary;
 Factory MakeCast;
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not
+// (experimental sessions only).
+Factory MakeCompare;
 // layout_kernels.cc: Transpose; Softmax, LogSoftmax.
 Factory MakeTranspose;
 Factory MakeSoftmax;
@@ -50,6 +53,8 @@ Factory MakeConcat;
 Factory MakeSlice;
 Factory MakeGather;
 Factory MakeExpand;
+// data_kernels.cc: Where (experimental sessions only).
+Factory MakeWhere;
 
 // The element-wise op of `node` with its attributes (elementwise_kernels.cc);
 // nullopt when the CUDA kernels have none for it.

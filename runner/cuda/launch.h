@@ -87,6 +87,24 @@ struct ChainProgram {
 };
 cudaError_t LaunchChain(int32_t dtype, const ChainProgram& program, void* y, int64_t n, cudaStream_t stream);
 
+// Comparisons and logic (elementwise.cu): y (bool, one byte) = op(a, b)
+// over n output elements, operands placed as in LaunchBinary (`geometry`
+// rank 0: a, b and y have the same shape). Float types compare in float
+// (NaN compares unequal and unordered), int32 and int64 as integers, bool
+// as bytes; kNot reads a only.
+enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual, kAnd, kOr, kXor, kNot };
+cudaError_t LaunchCompare(CompareOp op, int32_t dtype, const void* a, const void* b, void* y, int64_t n,
+                          const StridedGeometry& geometry, cudaStream_t stream);
+// Where: y[i] = c[ic] ? x[ix] : y[iy] for elements of elem_bytes (1, 2, 4,
+// 8); the output coordinates read the three operands through c, x and z
+// strides over dims (stride 0 broadcasts).
+struct WhereGeometry {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {}, c[kMaxRank] = {}, x[kMaxRank] = {}, z[kMaxRank] = {};
+};
+cudaError_t LaunchWhere(int elem_bytes, const void* c, const void* x, const void* z, void* y, int64_t n,
+                        const WhereGeometry& geometry, cudaStream_t stream);
+
 // Reductions (reduce.cu): output element o (of `outputs`, row-major over
 // kept_dims) reduces the `count` elements base + offset(r), where base is o
 // read through kept_strides and offset(r) is r (contiguous) or r read

@@ -750,6 +750,72 @@ TEST(CudaBackendTest, ReductionsOverAnyAxes) {
   }
 }
 
+TEST(CudaBackendTest, ComparisonsLogicAndWhere) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Float comparisons with NaN and infinities, int64 with broadcasting, bool
+  // logic, and Where choosing float16 and int64 values under a broadcast
+  // condition, against the reference backend; all on the device.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("a", pb::kFloat, {{2, 3, 4}})
+                         .Input("b", pb::kFloat, {{3, 1}})
+                         .Input("i", pb::kInt64, {{2, 3, 4}})
+                         .Input("j", pb::kInt64, {{4}})
+                         .Node("Equal", {"a", "b"}, {"eq"})
+                         .Node("Less", {"a", "b"}, {"lt"})
+                         .Node("Greater", {"a", "b"}, {"gt"})
+                         .Node("LessOrEqual", {"a", "b"}, {"le"})
+                         .Node("GreaterOrEqual", {"a", "b"}, {"ge"})
+                         .Node("Less", {"i", "j"}, {"ilt"})
+                         .Node("Equal", {"i", "j"}, {"ieq"})
+                         .Node("And", {"lt", "ilt"}, {"and"})
+                         .Node("Or", {"eq", "ieq"}, {"or"})
+                         .Node("Xor", {"gt", "ilt"}, {"xor"})
+                         .Node("Not", {"le"}, {"not"})
+                         .Node("Equal", {"and", "or"}, {"beq"})
+                         .Node("Cast", {"a"}, {"ah"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("Cast", {"b"}, {"bh"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("Where", {"ge", "ah", "bh"}, {"wh"})
+                         .Node("Cast", {"wh"}, {"w"}, {AttrInt("to", pb::kFloat)})
+                         .Node("Where", {"not", "i", "j"}, {"wi"})
+                         .Output("eq", pb::kBool)
+                         .Output("lt", pb::kBool)
+                         .Output("gt", pb::kBool)
+                         .Output("le", pb::kBool)
+                         .Output("ge", pb::kBool)
+                         .Output("and", pb::kBool)
+                         .Output("or", pb::kBool)
+                         .Output("xor", pb::kBool)
+                         .Output("not", pb::kBool)
+                         .Output("beq", pb::kBool)
+                         .Output("w", pb::kFloat)
+                         .Output("wi", pb::kInt64)
+                         .Build();
+  runner::Tensor a = RandomFloats({2, 3, 4}, 161);
+  a.mutable_data<float>()[0] = qnan;
+  a.mutable_data<float>()[1] = inf;
+  a.mutable_data<float>()[2] = -inf;
+  runner::Tensor b = Floats({3, 1}, {qnan, 0.f, -inf});
+  a.mutable_data<float>()[5] = 0.f;  // equal to b's middle row
+  Feeds feeds = {{"a", a},
+                 {"b", b},
+                 {"i", RandomInts(pb::kInt64, {2, 3, 4}, 162, -3, 3)},
+                 {"j", Int64s({4}, {-1, 0, 1, 2})}};
+  auto want = RunGraphOn(Backend::kReference, g, feeds);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<std::string> ran;
+  std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran);
+  ASSERT_EQ(got.size(), want->size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ExpectTensorsClose((*want)[i].tensor(), got[i], 0, 0, "output " + std::to_string(i));
+  }
+  for (const char* op :
+       {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Where"}) {
+    EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+  }
+}
+
 TEST(CudaBackendTest, MixedGraphReportsPlacementAndCopies) {
   ONNXKIT_NEED_CUDA_DEVICE();
   // Sin has no CUDA kernel: Relu (cuda) -> Sin (cpu) -> Add (cuda).
