@@ -685,7 +685,6 @@ void Session::PlanDeviceChains(const std::vector<ir::Node*>& order) {
       return true;
     };
     while (!members.empty() && !closed()) members.pop_back();
-    if (start != nullptr && !members.empty() && !closed()) members.clear();
     return members;
   };
   // The values `nodes` read that none of them (nor `inside`) makes.
