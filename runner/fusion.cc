@@ -374,10 +374,12 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       const ir::Value* v = last->output(0);
       const ir::Node* next = SoleConsumer(v, graph);
       const ir::Node* add = nullptr;
-      // After an activation the chain may run on into a residual block
-      // (one block's input pending at a time).
-      if (next == nullptr && !bn_head && head_constant && (stage == 2 || stage == 4) && pending_add == nullptr &&
-          SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) && !taken.contains(add)) {
+      // After a stage's last post-op (an activation, a residual Add, or the
+      // folded nodes of a linear bottleneck) the chain may run on into a
+      // residual block (one block's input pending at a time).
+      if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
+          SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) &&
+          !taken.contains(add)) {
         pending_add = add;
         pending_source = static_cast<int>(chain.nodes.size()) - 1;
       }

@@ -79,20 +79,6 @@ void* ThreadScratch(int slot, size_t bytes) {
 // kernels.
 namespace {
 
-// y[i] *= sigmoid(y[i]) for n values, a block at a time.
-void SwishRow(float* y, int64_t n) {
-  constexpr int64_t kBlock = 1024;
-  float s[kBlock];
-  for (int64_t at = 0; at < n; at += kBlock) {
-    const int64_t m = std::min(kBlock, n - at);
-    std::memcpy(s, y + at, static_cast<size_t>(m) * sizeof(float));
-    SigmoidRow(s, m);
-    float* row = y + at;
-#pragma omp simd
-    for (int64_t i = 0; i < m; ++i) row[i] *= s[i];
-  }
-}
-
 __attribute__((target_clones("avx512f", "avx2", "default"))) void ApplyPostOpsChunk(
     float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
   for (size_t k = 0; k < num_ops; ++k) {
@@ -197,6 +183,12 @@ void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedP
 
 bool HasActivation(const std::vector<ResolvedPostOp>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const ResolvedPostOp& op) { return !op.sum; });
+}
+
+bool HasSwish(const std::vector<ResolvedPostOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const ResolvedPostOp& op) {
+    return !op.sum && op.alg == dnnl::algorithm::eltwise_swish;
+  });
 }
 
 // True when every activation of `ops` maps 0 to 0 (so the zero padding of a

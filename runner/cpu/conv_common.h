@@ -117,6 +117,10 @@ void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedP
 // and clip as vmaxps / vminps against the bound) turn NaN into the bound,
 // where ONNX keeps NaN: activations that may meet NaN run in ApplyPostOps.
 bool HasActivation(const std::vector<ResolvedPostOp>& ops);
+// True when `ops` hold a swish. oneDNN 2.6's jit swish (an exponential and a
+// division per value inside the convolution's inner loop) costs more than
+// the convolution itself on wide, shallow layers: ApplyPostOps' is faster.
+bool HasSwish(const std::vector<ResolvedPostOp>& ops);
 // True when every activation of `ops` maps 0 to 0 (so the zero padding of a
 // blocked layout stays zero when ApplyPostOps runs over it).
 bool KeepsZero(const std::vector<ResolvedPostOp>& ops);

@@ -41,6 +41,10 @@
 // either plan; the bound takes the gate as within [0, 1] when the squeezed
 // values are bounded, else the safe plan runs.
 //
+// Swish: runs after the convolution in ApplyPostOps (SwishRow) in both
+// plans, faster than oneDNN's post-op; before a squeeze-and-excitation it
+// runs inside the channel sums, a block of channels at a time.
+//
 // Winograd: in the fast plan, 3x3 stride-1 convolutions over images of at
 // least kWinogradMinPositions run as oneDNN's Winograd F(2x2, 3x3) (about
 // half the multiplications), the sequence then channel-blocked throughout.
@@ -67,6 +71,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
+#include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -172,11 +177,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SeConv(const f
 // mean summed in float in index order (GlobalAveragePool), the two 1x1
 // convolutions in double, the activation and the gate in double rounded to
 // float (a written-out Mul of two floats in float), then x times the gate.
-// NaN and infinities pass as through those nodes. `scratch` holds
-// 2 * c + squeezed floats.
+// NaN and infinities pass as through those nodes. `swish_first`: the
+// stage's swish (SwishRow) is applied to each channel or block of channels
+// just before its sum, while it is in cache (not in channels-last layout).
+// `scratch` holds 2 * c + squeezed floats.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteImage(
     float* x, SeLayout layout, int64_t block, int64_t c, int64_t hw, const SqueezeExcite& se,
-    const Tensor& w1, const Tensor* b1, const Tensor& w2, const Tensor* b2, float* scratch) {
+    const Tensor& w1, const Tensor* b1, const Tensor& w2, const Tensor* b2, bool swish_first,
+    float* scratch) {
   const int64_t squeezed = w1.dim(0);
   float* mean = scratch;
   float* gate = scratch + c;
@@ -185,6 +193,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
   if (layout == SeLayout::kPlain) {
 #pragma omp parallel for if (c > 1 && c * hw >= kSeParallelElements)
     for (int64_t ch = 0; ch < c; ++ch) {
+      if (swish_first) SwishRow(x + ch * hw, hw);
       float acc = 0;
       for (int64_t p = 0; p < hw; ++p) acc += x[ch * hw + p];
       mean[ch] = acc;
@@ -200,7 +209,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t first = b * block;
       float acc[16] = {};
-      const float* xb = x + first * hw;
+      float* xb = x + first * hw;
+      if (swish_first) SwishRow(xb, hw * block);
       for (int64_t p = 0; p < hw; ++p) {
 #pragma omp simd
         for (int64_t j = 0; j < block; ++j) acc[j] += xb[p * block + j];
@@ -555,7 +565,8 @@ class ConvSequenceKernel : public CpuKernel {
       const Window* win = &geometry->window;
       s.y_shape = geometry->y_shape;
       if (!ResolveChainPostOps(ctx, stage.spec, s.y_shape, &s.resolved)) return false;
-      s.own = HasActivation(s.resolved) && (safe || s.resolved.size() > 2);
+      s.own =
+          HasActivation(s.resolved) && (safe || s.resolved.size() > 2 || (!bf16_ && HasSwish(s.resolved)));
       plan.own_last = last && s.own;
       s.residual = -1;
       s.residual_stage = -1;
@@ -863,7 +874,10 @@ class ConvSequenceKernel : public CpuKernel {
       }
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("convolution", s.primitive, args));
       if (s.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
-      if (s.own && !last) {
+      // A lone swish before a squeeze-and-excitation runs in its channel sums.
+      const bool swish_in_se = stages_[k].se.has_value() && s.se_layout != SeLayout::kChannelsLast &&
+                               s.resolved.size() == 1 && HasSwish(s.resolved);
+      if (s.own && !last && !swish_in_se) {
         ApplyPostOps(static_cast<float*>(dst.get_data_handle()), residual,
                      static_cast<int64_t>(s.dst.get_size() / sizeof(float)), s.resolved);
       }
@@ -880,7 +894,7 @@ class ConvSequenceKernel : public CpuKernel {
         float* data = static_cast<float*>(dst.get_data_handle());
         for (int64_t i = 0; i < s.y_shape[0]; ++i) {
           SqueezeExciteImage(data + i * image, s.se_layout, s.se_block, c, hw, *stages_[k].se, *w1, b1, *w2,
-                             b2, se_scratch_.data());
+                             b2, s.own && swish_in_se, se_scratch_.data());
         }
       }
       current = dst;

@@ -20,6 +20,13 @@ namespace onnxkit::runner::cpu {
 
 // v[i] = 1 / (1 + e^-v[i]) for n values, in place.
 void SigmoidRow(float* v, int64_t n);
+// v[i] = v[i] / (1 + e^-v[i]) (swish, SiLU) for n values, in place: within
+// 3e-7 relative of libm in double, absolute 2e-36 where the result is
+// tiny (values below -87.3); NaN stays NaN, +inf gives +inf and -inf NaN
+// (-inf * sigmoid(-inf) = -inf * 0), as the Sigmoid and Mul nodes.
+void SwishRow(float* v, int64_t n);
+// The same without AVX-512 (what SwishRow runs on processors without it).
+void SwishRowPortable(float* v, int64_t n);
 // v[i] = tanh(v[i]) for n values, in place.
 void TanhRow(float* v, int64_t n);
 // One LSTM step of n units without peepholes or input_forget, with the

@@ -822,6 +822,50 @@ TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
               {"b1_c1", "b2_c1", "b2_sig", "b2_c3"});
 }
 
+// Linear bottlenecks as MobileNetV2 and EfficientNet write them: a stem
+// Conv with BatchNormalization and no activation, whose result is both the
+// first block's X and its residual; that block's result (its residual Add)
+// is the second block's X and residual. The second block's activations are
+// SiLU written out (Sigmoid, Mul), `se`: with squeeze-and-excitation.
+pb::GraphProto LinearBottlenecksGraph(int64_t c, int64_t hw, bool se) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+      .Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
+      .Initializer(InitializerFrom("hi", Floats({}, {6.0f})));
+  AddStage(g, "stem", "x", "s", c, c, 1, 3, 1, 400);
+  AddBatchNormNamed(g, "s", "s0", c, 402);
+  AddStage(g, "e1", "s0", "e1c", c, 4 * c, 1, 1, 1, 404);
+  g.Node("Clip", {"e1c", "lo", "hi"}, {"e1a"}, {}, "e1_clip");
+  AddStage(g, "d1", "e1a", "d1c", 4 * c, 4 * c, 4 * c, 3, 1, 406);
+  g.Node("Clip", {"d1c", "lo", "hi"}, {"d1a"}, {}, "d1_clip");
+  AddStage(g, "p1", "d1a", "p1c", 4 * c, c, 1, 1, 1, 408);
+  AddBatchNormNamed(g, "p1c", "p1n", c, 410);
+  g.Node("Add", {"s0", "p1n"}, {"b1"}, {}, "add1");
+  AddStage(g, "e2", "b1", "e2c", c, 4 * c, 1, 1, 1, 412);
+  g.Node("Sigmoid", {"e2c"}, {"e2g"}, {}, "e2_gate").Node("Mul", {"e2c", "e2g"}, {"e2a"}, {}, "e2_mul");
+  AddStage(g, "d2", "e2a", "d2c", 4 * c, 4 * c, 4 * c, 3, 1, 414);
+  g.Node("Sigmoid", {"d2c"}, {"d2g"}, {}, "d2_gate").Node("Mul", {"d2g", "d2c"}, {"d2a"}, {}, "d2_mul");
+  std::string to_project = "d2a";
+  if (se) {
+    AddSqueezeExcite(g, "d2a", "se", 4 * c, c, "SiLU", "Sigmoid", true, true, 416);
+    to_project = "se";
+  }
+  AddStage(g, "p2", to_project, "p2c", 4 * c, c, 1, 1, 1, 420);
+  g.Node("Add", {"p2c", "b1"}, {"y"}, {}, "add2").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ConvSequencesRunOnThroughLinearBottlenecks) {
+  for (int64_t c : {16, 12}) {  // 12: channels that do not fill 16-channel blocks
+    for (int64_t hw : {6, 15}) {
+      for (bool se : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "c " << c << " hw " << hw << (se ? " se" : ""));
+        ExpectFused(LinearBottlenecksGraph(c, hw, se), {{"x", RandomFloats({1, c, hw, hw}, 430)}}, {"stem"});
+      }
+    }
+  }
+}
+
 TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
   // Double tensors: no fused kernel takes them; the chain runs node by node
   // with the block's input kept for its Add.

@@ -514,6 +514,44 @@ TEST_P(CpuNonFiniteTest, IntoResidualBlocksOfOneSequence) {
   }
 }
 
+// Linear bottlenecks (MobileNetV2, EfficientNet) run as one sequence: a
+// stem Conv + BatchNormalization without activation feeding the first
+// block and its residual Add, whose result feeds the second block (SiLU
+// written out) and its Add. NaN and infinities into X, and overflowing
+// inputs, reach the output as on the reference.
+TEST_P(CpuNonFiniteTest, IntoLinearBottlenecksOfOneSequence) {
+  for (int64_t c : {16, 12}) {
+    const int64_t hw = 9;
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+        .Initializer(InitializerFrom("lo", Floats({}, {0.0f})))
+        .Initializer(InitializerFrom("hi", Floats({}, {6.0f})));
+    AddConv(g, {"", c, c, 1, 3, hw}, "x", "s", "stem", 120);
+    AddBatchNorm(g, "s", "s0", c, 122);
+    AddConv(g, {"", c, 4 * c, 1, 1, hw}, "s0", "e1", "e1", 124);
+    g.Node("Clip", {"e1", "lo", "hi"}, {"e1a"}, {}, "e1_clip");
+    AddConv(g, {"", 4 * c, 4 * c, 4 * c, 3, hw}, "e1a", "d1", "d1", 126);
+    g.Node("Clip", {"d1", "lo", "hi"}, {"d1a"}, {}, "d1_clip");
+    AddConv(g, {"", 4 * c, c, 1, 1, hw}, "d1a", "p1", "p1", 128);
+    g.Node("Add", {"s0", "p1"}, {"b1"}, {}, "add1");
+    AddConv(g, {"", c, 4 * c, 1, 1, hw}, "b1", "e2", "e2", 130);
+    g.Node("Sigmoid", {"e2"}, {"e2g"}, {}, "e2_gate").Node("Mul", {"e2", "e2g"}, {"e2a"}, {}, "e2_mul");
+    AddConv(g, {"", 4 * c, 4 * c, 4 * c, 3, hw}, "e2a", "d2", "d2", 132);
+    g.Node("Sigmoid", {"d2"}, {"d2g"}, {}, "d2_gate").Node("Mul", {"d2g", "d2"}, {"d2a"}, {}, "d2_mul");
+    AddConv(g, {"", 4 * c, c, 1, 1, hw}, "d2a", "p2", "p2", 134);
+    g.Node("Add", {"p2", "b1"}, {"y"}, {}, "add2").Output("y");
+    pb::GraphProto graph = g.Build();
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " c " << c);
+      ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 136), kinds, 5)}}, 18,
+                          HasNaN(kinds));
+    }
+    SCOPED_TRACE(::testing::Message() << "overflow, c " << c);
+    ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 138, 1e37f, 3e38f)}}, 18,
+                        /*planted_nan=*/false);
+  }
+}
+
 // Finite inputs so large that a Winograd convolution's transforms could
 // overflow where the direct one does not: the bound refuses Winograd, and
 // the result agrees with the reference's (tolerances relative to the

@@ -49,6 +49,24 @@ TEST(VectorMathTest, TanhMatchesLibm) {
       TanhRow, [](double x) { return std::tanh(x); }, 1e-38, 4e-7, "tanh");
 }
 
+TEST(VectorMathTest, SwishMatchesLibm) {
+  for (auto row : {SwishRow, SwishRowPortable}) {
+    ExpectClose(
+        row, [](double x) { return x / (1 + std::exp(-x)); }, 2e-36, 3e-7, "swish");
+  }
+  // Every length of a partial vector.
+  for (int64_t n = 1; n <= 40; ++n) {
+    std::vector<float> v(static_cast<size_t>(n) + 1, 7.0f);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i) * 0.25f - 5.0f;
+    SwishRow(v.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = static_cast<double>(i) * 0.25 - 5.0;
+      EXPECT_NEAR(v[static_cast<size_t>(i)], x / (1 + std::exp(-x)), 3e-6) << "n " << n << " i " << i;
+    }
+    EXPECT_EQ(v.back(), 7.0f) << "wrote past n = " << n;
+  }
+}
+
 TEST(VectorMathTest, NonFiniteValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   float s[] = {nan, inf, -inf, -nan};
@@ -57,6 +75,16 @@ TEST(VectorMathTest, NonFiniteValues) {
   EXPECT_EQ(s[1], 1.f);
   EXPECT_EQ(s[2], 0.f);
   EXPECT_TRUE(std::isnan(s[3]));
+  // swish(-inf) = -inf * sigmoid(-inf) = -inf * 0: NaN, as the nodes.
+  for (auto row : {SwishRow, SwishRowPortable}) {
+    float w[] = {nan, inf, -inf, -nan, -0.f};
+    row(w, 5);
+    EXPECT_TRUE(std::isnan(w[0]));
+    EXPECT_EQ(w[1], inf);
+    EXPECT_TRUE(std::isnan(w[2]));
+    EXPECT_TRUE(std::isnan(w[3]));
+    EXPECT_EQ(w[4], 0.f);
+  }
   float t[] = {nan, inf, -inf, -nan};
   TanhRow(t, 4);
   EXPECT_TRUE(std::isnan(t[0]));
