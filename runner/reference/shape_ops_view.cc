@@ -3,6 +3,7 @@
 // attribute before opset 13, input from 13); shape queries Shape (start/end)
 // and Size; and Dropout (identity plus mask in inference, seeded random mask
 // with training_mode, drawn like numpy so the seeded ONNX tests reproduce).
+#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_join.h"
@@ -217,6 +218,11 @@ class DropoutKernel : public Kernel {
       if (!ctx.OutputRequested(1)) return absl::OkStatus();
       // Opsets 7..9 give the mask the input's type; others bool.
       int32_t mask_type = opset_ < 10 ? x->dtype() : 9;
+      if (mask_type == 9) {
+        ONNXKIT_ASSIGN_OR_RETURN(Tensor * mask, ctx.AllocateOutputUninitialized(1, mask_type, x->shape()));
+        std::memset(mask->mutable_data<bool>(), 1, static_cast<size_t>(mask->size()));
+        return absl::OkStatus();
+      }
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * mask, ctx.AllocateOutput(1, mask_type, x->shape()));
       for (int64_t i = 0; i < mask->size(); ++i)
         ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*mask, i, 1.0));
