@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/base/status_macros.h"
@@ -82,7 +83,9 @@ class Session::Executor : public SubgraphRunner {
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
-      if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
+      if (is_main && skip_memoized_ && session_->shape_memo_.nodes.contains(&node)) {
+        ++memoized_nodes_;  // its values read later are in the frame already
+      } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
             chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame) : RunChain(*chain, frame),
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
@@ -94,6 +97,13 @@ class Session::Executor : public SubgraphRunner {
         // through every level would repeat the same nodes over and over).
         if (!status.ok() && nesting_exceeded_ && !is_main) return status;
         ONNXKIT_RETURN_IF_ERROR_CTX(status, absl::StrCat("node ", ir::NodeLabel(node)));
+      }
+      if (is_main && keeping_memo_ && session_->shape_memo_.nodes.contains(&node)) {
+        for (const ir::Value* out : node.outputs()) {
+          if (out == nullptr || !session_->shape_memo_.frontier.contains(out)) continue;
+          const RtValue* value = Lookup(frame, out);
+          if (value != nullptr) session_->shape_memo_.values[out] = *value;
+        }
       }
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
@@ -551,6 +561,11 @@ class Session::Executor : public SubgraphRunner {
   // replayable, the values computed from the inputs' contents, the bytes of
   // feeds and constants it copied up, and whether the copies made now bring
   // the outputs back.
+  // Shape computations (Session::ShapeMemo): this run keeps their frontier
+  // values, or skips them (the values are in the main frame from the start).
+  bool keeping_memo_ = false;
+  bool skip_memoized_ = false;
+  int64_t memoized_nodes_ = 0;
   bool tracking_ = false;
   bool replayable_ = true;
   bool reading_outputs_ = false;
@@ -769,7 +784,118 @@ bool Foldable(const ir::Node& node) {
   return true;
 }
 
+// The most bytes of shape computations' values a session keeps (ShapeMemo).
+constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
+
+// For an op whose outputs' shapes follow from its inputs' shapes and its
+// attributes, the inputs whose contents count too (Reshape's shape, Slice's
+// starts ...); nullopt for other ops (NonZero, Unique, Compress, ops with
+// bodies ...: their shapes may follow from contents).
+std::optional<std::vector<int>> ShapeFromShapes(const ir::Node& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
+  static const absl::flat_hash_set<std::string_view> kShapesOnly = {
+      // Element-wise, broadcasting: the shapes of their operands.
+      "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "BitwiseAnd",
+      "BitwiseNot", "BitwiseOr", "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Cos", "Cosh",
+      "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid",
+      "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Mean",
+      "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Round", "Selu",
+      "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan", "Tanh",
+      "ThresholdedRelu", "Where", "Xor",
+      // Shapes from the operands' shapes and attributes.
+      "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Concat", "Conv", "ConvTranspose", "CumSum",
+      "DepthToSpace", "Dropout", "Einsum", "Flatten", "Gather", "GatherElements", "GatherND", "Gemm",
+      "GlobalAveragePool", "GlobalMaxPool", "GroupNormalization", "Hardmax", "InstanceNormalization",
+      "LayerNormalization", "LogSoftmax", "LRN", "MatMul", "MaxPool", "ScatterElements", "ScatterND",
+      "Softmax", "SpaceToDepth", "Transpose", "Trilu"};
+  const std::string& op = node.op_type();
+  if (kShapesOnly.contains(op)) return std::vector<int>{};
+  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Split" || op == "TopK" || op == "OneHot" || op == "Upsample" || absl::StartsWith(op, "Reduce")) {
+    return std::vector<int>{1};
+  }
+  if (op == "Slice") return std::vector<int>{1, 2, 3, 4};
+  if (op == "Pad") return std::vector<int>{1, 3};
+  if (op == "Resize") return std::vector<int>{1, 2, 3};
+  if (op == "ConstantOfShape") return std::vector<int>{0};
+  if (op == "Range") return std::vector<int>{0, 1, 2};
+  return std::nullopt;
+}
+
 }  // namespace
+
+void Session::AnalyzeShapeComputations() {
+  ShapeMemo& memo = shape_memo_;
+  if (memo.analyzed) return;
+  memo.analyzed = true;
+  const ir::Graph& main = model_->graph();
+  const GraphPlan* plan = nullptr;
+  if (auto fused = fused_plans_.find(&main); fused != fused_plans_.end()) plan = fused->second.get();
+  if (plan == nullptr) {
+    absl::StatusOr<const GraphPlan*> plain = PlanFor(main);
+    if (!plain.ok()) return;
+    plan = *plain;
+  }
+  // Values whose contents, and values whose shapes, follow from the feeds'
+  // types and shapes and from constants.
+  absl::flat_hash_set<const ir::Value*> known, shaped;
+  for (const ir::Value* v : FeedInputs()) shaped.insert(v);
+  auto is_known = [&](const ir::Value* v) {
+    return v == nullptr || known.contains(v) || constants_.contains(v);
+  };
+  auto is_shaped = [&](const ir::Value* v) { return is_known(v) || shaped.contains(v); };
+  // Whether the shapes of `node`'s outputs follow (its inputs but the
+  // chained ones `skip` and `inner`, of a fused chain, among the shaped).
+  auto shape_follows = [&](const ir::Node& node, int skip, int inner) {
+    std::optional<std::vector<int>> by_contents = ShapeFromShapes(node);
+    if (!by_contents) return false;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      if (i == skip || i == inner) continue;
+      const bool contents = std::find(by_contents->begin(), by_contents->end(), i) != by_contents->end();
+      if (!(contents ? is_known(node.input(i)) : is_shaped(node.input(i)))) return false;
+    }
+    return true;
+  };
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    const ir::Node* node = plan->order[step];
+    if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
+      bool follows = true;
+      for (size_t k = 0; k < chain->nodes.size() && follows; ++k) {
+        follows = shape_follows(*chain->nodes[k], chain->chained_input[k], chain->InnerInput(k));
+      }
+      for (const ir::Value* v : chain->extra_inputs) follows = follows && is_shaped(v);
+      if (follows) shaped.insert(chain->tail().output(0));
+      continue;
+    }
+    if (folded_nodes_.contains(node) || elided_.contains(node)) continue;
+    bool value = Foldable(*node) && node->num_outputs() > 0;
+    if (value && (node->op_type() == "Shape" || node->op_type() == "Size") && node->domain().empty()) {
+      value = node->num_inputs() == 1 && node->input(0) != nullptr && is_shaped(node->input(0));
+    } else {
+      for (int i = 0; i < node->num_inputs() && value; ++i) value = is_known(node->input(i));
+    }
+    if (value) {
+      memo.nodes.insert(node);
+      for (const ir::Value* out : node->outputs()) {
+        if (out != nullptr) known.insert(out);
+      }
+      continue;
+    }
+    if (!shape_follows(*node, -1, -1)) continue;
+    for (const ir::Value* out : node->outputs()) {
+      if (out != nullptr) shaped.insert(out);
+    }
+  }
+  // The values other nodes (in bodies too) or the caller read.
+  for (const ir::Node* node : memo.nodes) {
+    for (const ir::Value* out : node->outputs()) {
+      if (out == nullptr || out->name().empty()) continue;
+      bool read = out->IsGraphOutput();
+      for (const ir::Use& use : out->uses()) read = read || !memo.nodes.contains(use.node);
+      if (read) memo.frontier.insert(out);
+    }
+  }
+}
 
 void Session::FoldConstants() {
   // Folding gets the budget of one run: past it, the remaining nodes run in
@@ -1270,7 +1396,40 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
       replay_.reset();
     }
   }
+  // Shape computations: keep them from the first run of these feed types
+  // and shapes, skip them in later ones.
+  last_run_memoized_nodes_ = 0;
+  if (!executor.strict_ && cuda_ == nullptr && !options_.observer && HostBackend() == Backend::kCpu) {
+    AnalyzeShapeComputations();
+    auto signature = shape_memo_.nodes.empty() ? std::nullopt : FeedSignature(FeedInputs(), frame.values);
+    if (signature && shape_memo_.has_signature && shape_memo_.signature == *signature) {
+      if (shape_memo_.complete) {
+        for (const auto& [v, value] : shape_memo_.values) frame.values[v] = value;
+        executor.skip_memoized_ = true;
+      }
+    } else if (signature) {
+      shape_memo_.signature = *std::move(signature);
+      shape_memo_.has_signature = true;
+      shape_memo_.complete = false;
+      shape_memo_.values.clear();
+      executor.keeping_memo_ = true;
+    }
+  }
   absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
+  last_run_memoized_nodes_ = executor.memoized_nodes_;
+  if (executor.keeping_memo_) {
+    // Kept only when every frontier value is a tensor computed in this run
+    // and together they are not too large; else this signature runs every
+    // node (it is not kept again).
+    int64_t bytes = 0;
+    bool all = status.ok() && shape_memo_.values.size() == shape_memo_.frontier.size();
+    for (const auto& [v, value] : shape_memo_.values) {
+      all = all && value.is_tensor();
+      if (value.is_tensor()) bytes += static_cast<int64_t>(value.tensor().nbytes());
+    }
+    shape_memo_.complete = all && bytes <= kMaxShapeMemoBytes;
+    if (!shape_memo_.complete) shape_memo_.values.clear();
+  }
   if (!status.ok()) {
     // Clears what device kernels flagged in this run (its error is the one reported).
     if (executor.device_) cuda::CheckDeviceErrors(*cuda_).IgnoreError();

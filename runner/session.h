@@ -118,6 +118,10 @@ class Session {
   absl::StatusOr<std::vector<RtValue>> Run(std::vector<std::pair<std::string, RtValue>> feeds);
   // Whether the last Run replayed a recorded CUDA graph.
   bool last_run_replayed() const { return last_run_replayed_; }
+  // cpu sessions: the main-graph nodes the last Run skipped because their
+  // values were kept from an earlier run with the same input types and
+  // shapes (shape computations, see AnalyzeShapeComputations).
+  int64_t last_run_memoized_nodes() const { return last_run_memoized_nodes_; }
 
   // The copies between host and device of the last Run (graph outputs
   // brought back included); zero for other backends.
@@ -193,6 +197,24 @@ class Session {
   // them again): their copies, and the pages of the mapped model file that
   // hold them. A run that recomputes folded nodes converts them anew.
   void ReleaseFoldedSources();
+  // Shape computations of the main graph (cpu sessions, runs that feed no
+  // initializer): the nodes whose outputs follow from the feeds' element
+  // types and shapes and from constants alone (Shape of a value whose shape
+  // follows from the feeds' shapes, and the arithmetic, Gather, Concat,
+  // ConstantOfShape, Range ... on such values), found once. The first run
+  // with given feed types and shapes keeps the values of theirs that other
+  // nodes read (the frontier, at most kMaxShapeMemoBytes); later runs with
+  // the same types and shapes start from those values and skip the nodes.
+  struct ShapeMemo {
+    bool analyzed = false;
+    absl::flat_hash_set<const ir::Node*> nodes;
+    absl::flat_hash_set<const ir::Value*> frontier;
+    std::vector<std::pair<int32_t, std::vector<int64_t>>> signature;
+    bool has_signature = false;
+    bool complete = false;  // `values` holds the frontier for `signature`
+    absl::flat_hash_map<const ir::Value*, RtValue> values;
+  };
+  void AnalyzeShapeComputations();
 
   // The cuda backend's device context (first: destroyed last).
   std::shared_ptr<cuda::Context> cuda_;
@@ -235,6 +257,8 @@ class Session {
   absl::flat_hash_map<const FusionChain*, std::unique_ptr<cuda::CudaKernel>> device_chain_kernels_;
   std::unique_ptr<DeviceReplay> replay_;
   bool last_run_replayed_ = false;
+  ShapeMemo shape_memo_;
+  int64_t last_run_memoized_nodes_ = 0;
   CopyStats last_copies_;
 };
 
