@@ -56,9 +56,9 @@ dnnl::convolution_forward::desc ConvDesc(const std::vector<int64_t>& x_shape,
                                          const std::vector<int64_t>& y_shape, const memory::dims& wdims,
                                          const memory::desc& bias, const Window& win, memory::data_type xt,
                                          memory::data_type wt, memory::data_type yt, memory::format_tag tag,
-                                         dnnl::algorithm algorithm) {
+                                         dnnl::algorithm algorithm, memory::format_tag dst_tag) {
   memory::desc src(Dims(x_shape), xt, tag);
-  memory::desc dst(Dims(y_shape), yt, tag);
+  memory::desc dst(Dims(y_shape), yt, dst_tag == memory::format_tag::undef ? tag : dst_tag);
   memory::desc wei(wdims, wt, memory::format_tag::any);
   return dnnl::convolution_forward::desc(
       dnnl::prop_kind::forward_inference, algorithm, src, wei, bias, dst,

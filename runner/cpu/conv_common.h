@@ -46,14 +46,16 @@ bool IsReference(const dnnl::primitive_desc_base& pd);
 // Weights dims of oneDNN: [O, I, k...] or, grouped, [G, O/G, I/G, k...].
 dnnl::memory::dims WeightDims(int64_t group, int64_t out_c, int64_t in_c, const std::vector<int64_t>& kernel);
 // An inference convolution of X (`x_shape`) into Y (`y_shape`) over the
-// window `win`: source and destination in layout `tag`, weights in the
-// layout oneDNN picks; direct convolution unless `algorithm` says
-// otherwise. Throws dnnl::error: call inside Guard.
+// window `win`: source and destination in layout `tag` (the destination in
+// `dst_tag` unless undef), weights in the layout oneDNN picks; direct
+// convolution unless `algorithm` says otherwise. Throws dnnl::error: call
+// inside Guard.
 dnnl::convolution_forward::desc ConvDesc(
     const std::vector<int64_t>& x_shape, const std::vector<int64_t>& y_shape, const dnnl::memory::dims& wdims,
     const dnnl::memory::desc& bias, const reference::Window& win, dnnl::memory::data_type xt,
     dnnl::memory::data_type wt, dnnl::memory::data_type yt, dnnl::memory::format_tag tag,
-    dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct);
+    dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct,
+    dnnl::memory::format_tag dst_tag = dnnl::memory::format_tag::undef);
 
 // A 64-byte aligned buffer of at least `bytes` owned by the calling thread,
 // for activations reordered in and out of a primitive's layout or passed

@@ -171,6 +171,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SeConv(const f
   }
 }
 
+// The sums over hw positions of one block of B channels (x holds
+// position p's B values at p * B), each in float in index order, into
+// acc[0 .. B - 1]. B is a constant so that the sums stay in a register.
+template <int B>
+inline void BlockSums(const float* x, int64_t hw, float* acc) {
+  float sum[B] = {};
+  for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+    for (int j = 0; j < B; ++j) sum[j] += x[p * B + j];
+  }
+  for (int j = 0; j < B; ++j) acc[j] = sum[j];
+}
+
+// x[p * B + j] *= g[j] over hw positions.
+template <int B>
+inline void ScaleBlocks(float* x, int64_t hw, const float* g) {
+  float gate[B];
+  for (int j = 0; j < B; ++j) gate[j] = g[j];
+  for (int64_t p = 0; p < hw; ++p) {
+#pragma omp simd
+    for (int j = 0; j < B; ++j) x[p * B + j] *= gate[j];
+  }
+}
+
 // Squeeze-and-excitation of image x (c channels of hw positions, in
 // `layout` with channel blocks of `block` (at most 16); any spatial rank)
 // in place, as the nodes compute it one by one: each channel's
@@ -211,9 +235,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       float acc[16] = {};
       float* xb = x + first * hw;
       if (swish_first) SwishRow(xb, hw * block);
-      for (int64_t p = 0; p < hw; ++p) {
-#pragma omp simd
-        for (int64_t j = 0; j < block; ++j) acc[j] += xb[p * block + j];
+      if (block == 16) {
+        BlockSums<16>(xb, hw, acc);
+      } else {
+        BlockSums<8>(xb, hw, acc);
       }
       for (int64_t j = 0; j < block && first + j < c; ++j) mean[first + j] = acc[j];
     }
@@ -261,9 +286,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       float g[16] = {};  // the padding channels stay zero: times 0 is 0 there
       for (int64_t j = 0; j < block && first + j < c; ++j) g[j] = gate[first + j];
       float* xb = x + first * hw;
-      for (int64_t p = 0; p < hw; ++p) {
-#pragma omp simd
-        for (int64_t j = 0; j < block; ++j) xb[p * block + j] *= g[j];
+      if (block == 16) {
+        ScaleBlocks<16>(xb, hw, g);
+      } else {
+        ScaleBlocks<8>(xb, hw, g);
       }
     }
   }
@@ -621,6 +647,7 @@ class ConvSequenceKernel : public CpuKernel {
         memory::format_tag tag;
         dnnl::algorithm alg;
         memory::data_type type;
+        memory::format_tag dst_tag = memory::format_tag::undef;  // undef: `tag`
       };
       std::vector<Choice> candidates;
       if (winograd[k]) {
@@ -629,6 +656,14 @@ class ConvSequenceKernel : public CpuKernel {
       }
       if (bf16_ && !safe) {
         for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::bf16});
+      }
+      // The first convolution of a channel-blocked sequence over an image
+      // of few channels (a network's stem: 3) reads the plain image and
+      // writes channel blocks, as oneDNN's first-layer kernel does, rather
+      // than have both reordered.
+      if (k == 0 && c < 16 && stage.group == 1 && (has_depthwise || has_winograd) && !has_shuffle &&
+          !s.shuffle) {
+        candidates.push_back({PlainTag(rank), direct, memory::data_type::f32, Blocked16Tag(rank)});
       }
       for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::f32});
       // A squeeze-and-excitation reads its stage's result in place: a
@@ -645,11 +680,12 @@ class ConvSequenceKernel : public CpuKernel {
         bool is_winograd = cand.alg != direct;
         bool is_bf16 = xt == memory::data_type::bf16;
         absl::Status status = Guard("convolution", [&] {
-          s.own = own_by_mode || (cand.tag == PlainTag(rank) && !s.resolved.empty());
+          s.own = own_by_mode || (cand.tag == PlainTag(rank) && cand.dst_tag == memory::format_tag::undef &&
+                                  !s.resolved.empty());
           const memory::data_type yt =
               is_bf16 && !last && !s.own && !stage.se.has_value() ? xt : memory::data_type::f32;
           dnnl::convolution_forward::desc d =
-              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg);
+              ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg, cand.dst_tag);
           plan.own_last = last && s.own;
           dnnl::primitive_attr attr;
           if (!s.own) attr.set_post_ops(DnnlPostOps(s.resolved));
