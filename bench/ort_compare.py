@@ -9,6 +9,7 @@ figures as JSON (--json-out).
   /usr/bin/python3 bench/ort_compare.py --runs 20 --threads 1
   /usr/bin/python3 bench/ort_compare.py --models resnet50,light_resnet50 --backends cpu \
       --baseline OTHER_ONNXKIT --stat min
+  /usr/bin/python3 bench/ort_compare.py --threads 2 --rounds 3 --backends cpu
   ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
 
 Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini,crnn_lstm_gru,ssdlite,frcnn}.onnx (made by
@@ -134,6 +135,19 @@ def run_ort(model, spec_path, runs, threads):
     return {"latency_ms": json.loads(res.stdout.strip().splitlines()[-1])}
 
 
+def median_round(measured, stat):
+    """The round whose `stat` latency is the median of `measured` (an error if any round failed); with
+    several rounds, every round's figure too (as 'rounds_ms')."""
+    ok = [r for r in measured if "latency_ms" in r]
+    if len(ok) < len(measured):
+        return next(r for r in measured if "latency_ms" not in r)
+    ok.sort(key=lambda r: r["latency_ms"][stat])
+    pick = dict(ok[(len(ok) - 1) // 2])
+    if len(ok) > 1:
+        pick["rounds_ms"] = [r["latency_ms"][stat] for r in measured]
+    return pick
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
@@ -150,6 +164,10 @@ def main():
                     help="latency figure compared (min resists a busy machine)")
     ap.add_argument("--baseline", help="a second onnxkit binary whose cpu backend is measured in the same run "
                     "(columns 'base ms' and 'base/ort')")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure each model this many times, ORT and onnxkit alternately, and compare the "
+                    "medians of the rounds' figures (a machine whose speed drifts between phases, as a shared "
+                    "host's second vCPU does, then skews both sides alike)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     if "ORT_NODE" not in os.environ:
@@ -170,12 +188,17 @@ def main():
             feeds, npz = write_inputs(name, path, tmp)
             spec_path = os.path.join(tmp, name + ".json")
             write_ort_spec(feeds, spec_path)
-            row = {"ort": run_ort(path, spec_path, args.runs, args.threads)}
-            for backend in args.backends.split(","):
-                runs = args.runs if backend != "reference" else args.reference_runs
-                row[backend] = run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads, args.precision)
-            if args.baseline:
-                row["baseline"] = run_onnxkit(args.baseline, path, npz, "cpu", args.runs, args.threads, args.precision)
+            rounds = {}
+            for _ in range(max(1, args.rounds)):
+                rounds.setdefault("ort", []).append(run_ort(path, spec_path, args.runs, args.threads))
+                for backend in args.backends.split(","):
+                    runs = args.runs if backend != "reference" else args.reference_runs
+                    rounds.setdefault(backend, []).append(
+                        run_onnxkit(args.onnxkit, path, npz, backend, runs, args.threads, args.precision))
+                if args.baseline:
+                    rounds.setdefault("baseline", []).append(
+                        run_onnxkit(args.baseline, path, npz, "cpu", args.runs, args.threads, args.precision))
+            row = {k: median_round(v, args.stat) for k, v in rounds.items()}
             results[name] = row
 
             def med(r):
