@@ -121,6 +121,12 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
   return w.dim(0) >= min_channels && positions >= min_positions;
 }
 
+// Narrowing pointwise convolutions that start a sequence run on plain
+// tensors from this many output positions (oneDNN 2.6's GEMM convolution
+// matches its blocked one from 28x28 images on; on 14x14 ones it is about
+// 10 % slower).
+constexpr int64_t kNarrowingMinPositions = 28 * 28;
+
 // The layouts of a stage's result that squeeze-and-excitation reads and
 // scales in place: plain, channels-last, or channels in blocks of 8 or 16
 // (the last block padded with zeros).
@@ -620,13 +626,20 @@ class ConvSequenceKernel : public CpuKernel {
       // A lone pointwise convolution over enough positions: oneDNN's GEMM
       // convolution on plain tensors (as runner/cpu/conv.cc's kernel), its
       // post-ops then ApplyPostOps' (the GEMM convolution runs them one
-      // element at a time).
-      const bool plain_first = plain_pointwise_ && stages_.size() == 1 && stage.group == 1 &&
-                               std::all_of(kernel.begin(), kernel.end(), [](int64_t v) { return v == 1; }) &&
-                               std::all_of(win->strides.begin(), win->strides.end(), [](int64_t v) { return v == 1; }) &&
-                               std::all_of(win->pad_begin.begin(), win->pad_begin.end(), [](int64_t v) { return v == 0; }) &&
-                               std::all_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t v) { return v == 0; }) &&
-                               win->out_size >= kPlainPointwiseMinPositions;
+      // element at a time). So too the first of a sequence when it narrows
+      // the channels of an image of at least kNarrowingMinPositions (a
+      // DenseNet bottleneck over the concatenated features): there the GEMM
+      // is as fast, and reordering its narrower result costs less than
+      // reordering the wide source.
+      const bool narrowing = k == 0 && stages_.size() > 1 && m < c && !has_depthwise && !has_winograd &&
+                             !has_shuffle && !bf16_ && win->out_size >= kNarrowingMinPositions;
+      const bool plain_first =
+          ((plain_pointwise_ && stages_.size() == 1) || narrowing) && stage.group == 1 &&
+          std::all_of(kernel.begin(), kernel.end(), [](int64_t v) { return v == 1; }) &&
+          std::all_of(win->strides.begin(), win->strides.end(), [](int64_t v) { return v == 1; }) &&
+          std::all_of(win->pad_begin.begin(), win->pad_begin.end(), [](int64_t v) { return v == 0; }) &&
+          std::all_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t v) { return v == 0; }) &&
+          win->out_size >= kPlainPointwiseMinPositions;
       if (plain_first) tags = {{PlainTag(rank), direct}, {memory::format_tag::any, direct}};
       // Sequences with a channel shuffle run channels-last throughout: the
       // shuffle is then one reorder between strided views (a blocked layout

@@ -866,6 +866,34 @@ TEST(CpuFusionTest, ConvSequencesRunOnThroughLinearBottlenecks) {
   }
 }
 
+// A DenseNet layer: BatchNormalization + Relu of the concatenated features,
+// a narrowing 1x1 Conv (+ BatchNormalization + Relu) and a 3x3 Conv, whose
+// result joins the features. On images of 28x28 and more the 1x1 Conv runs
+// on plain tensors (the GEMM convolution) and its result is reordered for
+// the 3x3 one; on smaller ones the sequence is channels-last throughout.
+pb::GraphProto DenseLayerGraph(int64_t c, int64_t hw) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddBatchNormNamed(g, "x", "xn", c, 500);
+  g.Node("Relu", {"xn"}, {"xr"}, {}, "pre_relu");
+  AddStage(g, "bottleneck", "xr", "b", c, 16, 1, 1, 1, 504);
+  AddBatchNormNamed(g, "b", "bn", 16, 506);
+  g.Node("Relu", {"bn"}, {"br"}, {}, "mid_relu");
+  AddStage(g, "grow", "br", "n", 16, 8, 1, 3, 1, 510);
+  g.Node("Concat", {"x", "n"}, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, SequencesStartingWithANarrowingPointwiseConv) {
+  for (int64_t c : {40, 24}) {
+    for (int64_t hw : {28, 13}) {
+      SCOPED_TRACE(::testing::Message() << "c " << c << " hw " << hw);
+      ExpectFused(DenseLayerGraph(c, hw), {{"x", RandomFloats({1, c, hw, hw}, 520)}},
+                  {"xn", "bottleneck", "concat"});
+    }
+  }
+}
+
 TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
   // Double tensors: no fused kernel takes them; the chain runs node by node
   // with the block's input kept for its Add.

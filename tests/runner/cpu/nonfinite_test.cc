@@ -552,6 +552,26 @@ TEST_P(CpuNonFiniteTest, IntoLinearBottlenecksOfOneSequence) {
   }
 }
 
+// A sequence whose first 1x1 Conv narrows the channels of a 28x28 image
+// runs it on plain tensors, its post-ops in ApplyPostOps: NaN and
+// infinities into X reach the output as on the reference.
+TEST_P(CpuNonFiniteTest, IntoNarrowingPointwiseSequences) {
+  const int64_t c = 40, hw = 28;
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddConv(g, {"", c, 16, 1, 1, hw}, "x", "b", "bottleneck", 140);
+  AddBatchNorm(g, "b", "bn", 16, 142);
+  g.Node("Relu", {"bn"}, {"br"}, {}, "relu");
+  AddConv(g, {"", 16, 8, 1, 3, hw}, "br", "y", "grow", 144);
+  g.Output("y");
+  pb::GraphProto graph = g.Build();
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 146), kinds, 6)}}, 18,
+                        HasNaN(kinds));
+  }
+}
+
 // Finite inputs so large that a Winograd convolution's transforms could
 // overflow where the direct one does not: the bound refuses Winograd, and
 // the result agrees with the reference's (tolerances relative to the
