@@ -267,6 +267,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
       // Whether the last run replayed a recorded CUDA graph.
       w.KeyBool("cuda_graph", (*session)->last_run_replayed());
     }
+    // Shape computations the last run started from instead of running.
+    w.KeyInt("memoized_nodes", (*session)->last_run_memoized_nodes());
     if (o.profile) {
       w.Key("profile_ms");
       w.BeginObject();
@@ -303,6 +305,11 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
       std::cout << absl::StrCat("  ", op, std::string(op.size() < 28 ? 28 - op.size() : 1, ' '),
                                 entry.first * 1000 / runs, " ms  ", 100 * entry.first / std::max(total, 1e-12), "%  (",
                                 entry.second / runs, " nodes)\n");
+    }
+    if ((*session)->last_run_memoized_nodes() > 0) {
+      std::cout << absl::StrCat("  (", (*session)->last_run_memoized_nodes(),
+                                " shape-computation nodes of the main graph kept from the first run of these "
+                                "input shapes, not run)\n");
     }
   }
   return kExitOk;
@@ -363,7 +370,8 @@ void RegisterRun(CLI::App& app, Action& action) {
                 "Report time per op type, nodes inside If/Loop/Scan bodies and functions included (a node running "
                 "a body counts only its own time)");
   sub->add_flag("--json", o->json,
-                "Print one JSON object (outputs, precision, latency_ms, peak_rss_mb, profile_ms; on cuda: "
+                "Print one JSON object (outputs, precision, latency_ms, peak_rss_mb, memoized_nodes, "
+                "profile_ms; on cuda: "
                 "placement, copies)");
   sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds");
   sub->add_option("--memory-limit", o->memory_limit_mb, "Fail when tensors would need more than this many MiB");

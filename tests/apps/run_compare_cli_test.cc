@@ -50,6 +50,45 @@ TEST(RunCliTest, RandomInputsSummaryAndJson) {
   }
 }
 
+TEST(RunCliTest, ReportsTheShapeComputationsLaterRunsSkip) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])): Shape, Gather and
+  // Concat follow from x's shape alone.
+  pb::TensorProto zero, minus_one;
+  zero.name = "zero";
+  zero.data_type = pb::kInt64;
+  zero.int64_data = {0};
+  minus_one.name = "minus_one";
+  minus_one.data_type = pb::kInt64;
+  minus_one.dims = {1};
+  minus_one.int64_data = {-1};
+  zero.dims = {1};
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, std::vector<int64_t>{2, 3, 4})
+                                        .Initializer(zero)
+                                        .Initializer(minus_one)
+                                        .Node("Shape", {"x"}, {"s"})
+                                        .Node("Gather", {"s", "zero"}, {"n"})
+                                        .Node("Concat", {"n", "minus_one"}, {"t"}, {AttrInt("axis", 0)})
+                                        .Node("Reshape", {"x", "t"}, {"y"})
+                                        .Output("y", pb::kFloat)
+                                        .Build());
+  auto dir = MakeTempDir();
+  fs::path model = dir / "shape.onnx";
+  ASSERT_TRUE(io::SaveModel(m, dir, model).ok());
+  CliResult j = RunCli({"run", model.string(), "--backend", "cpu", "--random", "--json", "--bench", "3"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_THAT(j.out, HasSubstr("\"memoized_nodes\": 3"));
+  EXPECT_THAT(j.out, HasSubstr("\"shape\": [\n        2,\n        12\n      ]"));
+  CliResult p = RunCli({"run", model.string(), "--backend", "cpu", "--random", "--bench", "3", "--profile"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("(3 shape-computation nodes of the main graph kept from the first run"));
+  // The reference backend runs every node.
+  CliResult r =
+      RunCli({"run", model.string(), "--backend", "reference", "--random", "--json", "--bench", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"memoized_nodes\": 0"));
+}
+
 TEST(RunCliTest, ProfileListsTheOpsInsideSubgraphs) {
   auto dir = MakeTempDir();
   fs::path model = dir / "if.onnx";
