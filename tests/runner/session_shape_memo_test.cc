@@ -137,6 +137,31 @@ TEST(SessionShapeMemoTest, ObserversAndFedInitializersRunEveryNode) {
   for (size_t i = 0; i < f.size(); ++i) EXPECT_FLOAT_EQ(f[i], 4 * g[i]);
 }
 
+// A shape computation whose value other nodes read is larger than the
+// session keeps (a ConstantOfShape of 68 MB read by an Add of a value of
+// the input's contents): every run computes it.
+TEST(SessionShapeMemoTest, LargeValuesAreNotKept) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{-1})
+      .Initializer(InitializerFrom("scale", Int64s({1}, {1 << 20})))
+      .Node("Shape", {"x"}, {"s"}, {}, "shape")
+      .Node("Mul", {"s", "scale"}, {"big_shape"}, {}, "scale")
+      .Node("ConstantOfShape", {"big_shape"}, {"big"}, {}, "fill")
+      .Node("ReduceSum", {"x"}, {"xs"}, {AttrInt("keepdims", 0)}, "sum")
+      .Node("Add", {"big", "xs"}, {"shifted"}, {}, "add")
+      .Node("ReduceMax", {"shifted"}, {"y"}, {AttrInt("keepdims", 0)}, "max")
+      .Output("y");
+  auto cpu = Open(g.Build(), runner::Backend::kCpu);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  runner::RtValue x = runner::RtValue::FromTensor(Floats({17}, std::vector<float>(17, 1.0f)));
+  for (int run = 0; run < 3; ++run) {
+    auto out = (*cpu)->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*cpu)->last_run_memoized_nodes(), 0);
+    EXPECT_EQ(Values<float>((*out)[0].tensor()), std::vector<float>{17.0f});  // zeros + sum(x)
+  }
+}
+
 // The shape of a fused chain's result (Conv + Relu) follows from its
 // inputs' shapes: Reshape(c, [N, C, H * W]) takes its target from Shape(c).
 TEST(SessionShapeMemoTest, ShapesOfFusedChainsFollowFromTheirInputs) {
