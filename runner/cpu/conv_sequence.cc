@@ -678,6 +678,17 @@ class ConvSequenceKernel : public CpuKernel {
           !s.shuffle) {
         candidates.push_back({PlainTag(rank), direct, memory::data_type::f32, Blocked16Tag(rank)});
       }
+      // A grouped convolution (RegNet, ResNeXt) in a sequence of oneDNN's
+      // choice: channels-last like the convolutions around it (oneDNN picks
+      // channel blocks for it, so its source and result would be reordered)
+      // where oneDNN 2.6's channels-last grouped kernel keeps up: groups of
+      // at least 16 channels, over at most 14x14 positions or at most 128
+      // channels (it is 2-3 times slower on wider 28x28 images, and on
+      // narrower groups).
+      if (tags.size() == 1 && !winograd[k] && stage.group > 1 && stage.group < c && c / stage.group >= 16 &&
+          (win->out_size <= 14 * 14 || c <= 128)) {
+        candidates.push_back({ChannelsLastTag(rank), direct, memory::data_type::f32});
+      }
       for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::f32});
       // A squeeze-and-excitation reads its stage's result in place: a
       // layout it cannot read is passed over for channels-last, then plain.

@@ -894,6 +894,39 @@ TEST(CpuFusionTest, SequencesStartingWithANarrowingPointwiseConv) {
   }
 }
 
+// A RegNet / ResNeXt block: 1x1 Conv + Relu, grouped 3x3 Conv + Relu
+// (`width` channels per group), 1x1 Conv + residual Add + Relu, two
+// blocks in a row. Groups of 16 channels run channels-last like the
+// convolutions around them, narrower ones in oneDNN's channel blocks.
+pb::GraphProto GroupedBlocksGraph(int64_t c, int64_t mid, int64_t width, int64_t hw) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  std::string in = "x";
+  uint32_t seed = 600;
+  for (std::string b : {"b1", "b2"}) {
+    AddStage(g, b + "_a", in, b + "_ac", c, mid, 1, 1, 1, seed++);
+    g.Node("Relu", {b + "_ac"}, {b + "_ar"}, {}, b + "_r1");
+    AddStage(g, b + "_g", b + "_ar", b + "_gc", mid, mid, mid / width, 3, 1, seed++);
+    g.Node("Relu", {b + "_gc"}, {b + "_gr"}, {}, b + "_r2");
+    AddStage(g, b + "_c", b + "_gr", b + "_cc", mid, c, 1, 1, 1, seed++);
+    g.Node("Add", {in, b + "_cc"}, {b + "_s"}, {}, b + "_add")
+        .Node("Relu", {b + "_s"}, {b + "_y"}, {}, b + "_r3");
+    in = b + "_y";
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, GroupedConvolutionsInsideSequences) {
+  for (int64_t width : {16, 8}) {
+    for (int64_t hw : {12, 30}) {
+      SCOPED_TRACE(::testing::Message() << "width " << width << " hw " << hw);
+      ExpectFused(GroupedBlocksGraph(32, 64, width, hw), {{"x", RandomFloats({1, 32, hw, hw}, 620)}},
+                  {"b1_a"});
+    }
+  }
+}
+
 TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
   // Double tensors: no fused kernel takes them; the chain runs node by node
   // with the block's input kept for its Add.

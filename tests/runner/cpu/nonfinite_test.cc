@@ -572,6 +572,27 @@ TEST_P(CpuNonFiniteTest, IntoNarrowingPointwiseSequences) {
   }
 }
 
+// A grouped 3x3 Conv (16 channels per group: channels-last) between 1x1
+// ones in a sequence: NaN and infinities into X reach the output as on the
+// reference.
+TEST_P(CpuNonFiniteTest, IntoGroupedConvolutionSequences) {
+  const int64_t c = 32, hw = 12;
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddConv(g, {"", c, 64, 1, 1, hw}, "x", "a", "expand", 150);
+  g.Node("Relu", {"a"}, {"ar"}, {}, "r1");
+  AddConv(g, {"", 64, 64, 4, 3, hw}, "ar", "b", "grouped", 152);
+  g.Node("Relu", {"b"}, {"br"}, {}, "r2");
+  AddConv(g, {"", 64, c, 1, 1, hw}, "br", "y", "project", 154);
+  g.Output("y");
+  pb::GraphProto graph = g.Build();
+  for (const char* kinds : {"n", "+-", "n+-"}) {
+    SCOPED_TRACE(kinds);
+    ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 156), kinds, 6)}}, 18,
+                        HasNaN(kinds));
+  }
+}
+
 // Finite inputs so large that a Winograd convolution's transforms could
 // overflow where the direct one does not: the bound refuses Winograd, and
 // the result agrees with the reference's (tolerances relative to the
