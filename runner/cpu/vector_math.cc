@@ -109,6 +109,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidRow(flo
 
 namespace {
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_ps() and trip
+// -Wmaybe-uninitialized when inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 // SwishRowPortable's function on 16 floats: e^-|x| as ExpNonPositive forms
 // it (2^n e^r, 2^n by vscalefps), 1 / (1 + e) by vrcp14ps and one Newton
 // step (relative error near 2^-28) instead of a division, which costs
@@ -147,6 +152,8 @@ __attribute__((target("avx512f"))) void SwishRowAvx512(float* v, int64_t n) {
     _mm512_mask_storeu_ps(v + i, k, Swish16(_mm512_maskz_loadu_ps(k, v + i)));
   }
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 
