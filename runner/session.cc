@@ -43,6 +43,9 @@ void CollectUses(const ir::Node& node, const ir::Graph& graph, std::vector<const
 
 }  // namespace
 
+// The most bytes of shape computations' values a session keeps (ShapeMemo).
+constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
+
 // One Run: frames of values per executing graph, outer scopes by parent.
 class Session::Executor : public SubgraphRunner {
  public:
@@ -98,13 +101,7 @@ class Session::Executor : public SubgraphRunner {
         if (!status.ok() && nesting_exceeded_ && !is_main) return status;
         ONNXKIT_RETURN_IF_ERROR_CTX(status, absl::StrCat("node ", ir::NodeLabel(node)));
       }
-      if (is_main && keeping_memo_ && session_->shape_memo_.nodes.contains(&node)) {
-        for (const ir::Value* out : node.outputs()) {
-          if (out == nullptr || !session_->shape_memo_.frontier.contains(out)) continue;
-          const RtValue* value = Lookup(frame, out);
-          if (value != nullptr) session_->shape_memo_.values[out] = *value;
-        }
-      }
+      if (is_main && keeping_memo_ && session_->shape_memo_.nodes.contains(&node)) KeepForMemo(node, frame);
       if (is_main && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
           if (out == nullptr || out->name().empty()) continue;
@@ -119,6 +116,27 @@ class Session::Executor : public SubgraphRunner {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Keeps the frontier values of shape-computation node `node`
+  // (Session::ShapeMemo). A value that is not a tensor, or one past
+  // kMaxShapeMemoBytes in all, ends the keeping at once (nothing held
+  // longer than the run would hold it); the signature is then never kept.
+  void KeepForMemo(const ir::Node& node, Frame& frame) {
+    ShapeMemo& memo = session_->shape_memo_;
+    for (const ir::Value* out : node.outputs()) {
+      if (out == nullptr || !memo.frontier.contains(out)) continue;
+      const RtValue* value = Lookup(frame, out);
+      if (value == nullptr) continue;
+      if (value->is_tensor()) kept_bytes_ += static_cast<int64_t>(value->tensor().nbytes());
+      if (!value->is_tensor() || kept_bytes_ > kMaxShapeMemoBytes) {
+        keeping_memo_ = false;
+        memo_abandoned_ = true;
+        memo.values.clear();
+        return;
+      }
+      memo.values[out] = *value;
+    }
   }
 
   // Brings value `v` of the main frame to the host: the frame then holds
@@ -564,6 +582,8 @@ class Session::Executor : public SubgraphRunner {
   // Shape computations (Session::ShapeMemo): this run keeps their frontier
   // values, or skips them (the values are in the main frame from the start).
   bool keeping_memo_ = false;
+  bool memo_abandoned_ = false;
+  int64_t kept_bytes_ = 0;
   bool skip_memoized_ = false;
   int64_t memoized_nodes_ = 0;
   bool tracking_ = false;
@@ -783,9 +803,6 @@ bool Foldable(const ir::Node& node) {
   }
   return true;
 }
-
-// The most bytes of shape computations' values a session keeps (ShapeMemo).
-constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
 
 // For an op whose outputs' shapes follow from its inputs' shapes and its
 // attributes, the inputs whose contents count too (Reshape's shape, Slice's
@@ -1417,17 +1434,12 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   }
   absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
   last_run_memoized_nodes_ = executor.memoized_nodes_;
-  if (executor.keeping_memo_) {
-    // Kept only when every frontier value is a tensor computed in this run
-    // and together they are not too large; else this signature runs every
-    // node (it is not kept again).
-    int64_t bytes = 0;
-    bool all = status.ok() && shape_memo_.values.size() == shape_memo_.frontier.size();
-    for (const auto& [v, value] : shape_memo_.values) {
-      all = all && value.is_tensor();
-      if (value.is_tensor()) bytes += static_cast<int64_t>(value.tensor().nbytes());
-    }
-    shape_memo_.complete = all && bytes <= kMaxShapeMemoBytes;
+  if (executor.keeping_memo_ || executor.memo_abandoned_) {
+    // Kept only when the run computed every frontier value (tensors within
+    // kMaxShapeMemoBytes, KeepForMemo); else this signature runs every node
+    // (it is not kept again).
+    shape_memo_.complete =
+        status.ok() && !executor.memo_abandoned_ && shape_memo_.values.size() == shape_memo_.frontier.size();
     if (!shape_memo_.complete) shape_memo_.values.clear();
   }
   if (!status.ok()) {
