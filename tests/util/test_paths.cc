@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -31,6 +34,53 @@ std::filesystem::path DebianBackendDataDir() {
   return {};
 }
 
+namespace {
+
+// Folders MakeTempDir made during the running test. Removed when the test ends, so
+// that a suite run leaves nothing behind (a failed large-model test once left
+// 2 GiB); ONNXKIT_KEEP_TEST_DIRS=1 keeps those of failed tests for a look.
+class TempDirCleaner : public ::testing::EmptyTestEventListener {
+ public:
+  void Add(const std::filesystem::path& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(p);
+  }
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    std::vector<std::filesystem::path> dirs;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dirs.swap(dirs_);
+    }
+    const char* keep = std::getenv("ONNXKIT_KEEP_TEST_DIRS");
+    bool keep_failed = keep != nullptr && std::string(keep) == "1";
+    if (keep_failed && info.result() != nullptr && info.result()->Failed()) return;
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+// Owned by gtest's listener list once appended.
+TempDirCleaner* Cleaner() {
+  static TempDirCleaner* cleaner = [] {
+    auto* c = new TempDirCleaner();
+    ::testing::UnitTest::GetInstance()->listeners().Append(c);
+    return c;
+  }();
+  return cleaner;
+}
+
+// Appended before any test starts, so the first test's folders go too.
+[[maybe_unused]] TempDirCleaner* const kCleaner = Cleaner();
+
+}  // namespace
+
 std::filesystem::path MakeTempDir() {
   static std::atomic<int> counter{0};
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -43,6 +93,7 @@ std::filesystem::path MakeTempDir() {
                              std::to_string(counter++) + "_" + name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  if (info != nullptr) Cleaner()->Add(p);
   return p;
 }
 
