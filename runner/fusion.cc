@@ -233,6 +233,47 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
   return true;
 }
 
+// A projection block on `v` (a ResNet stage's first block): `v` read by two
+// Convs with constant weights, one of them (the shortcut) followed only by
+// BatchNormalization / Mul / Add folded into it and then a residual Add or
+// Sum. Sets `shortcut` to that Conv and its folded nodes, `main` to the
+// other Conv (the block's branch) and `add` to the Add.
+bool SplitsIntoProjection(const ir::Value* v, const ir::Graph& graph, int64_t opset,
+                          const std::function<bool(const ir::Value*)>& is_constant,
+                          const std::function<bool(const ir::Node*)>& skip,
+                          const absl::flat_hash_set<const ir::Node*>& taken,
+                          std::vector<const ir::Node*>* shortcut, const ir::Node** main,
+                          const ir::Node** add) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
+  const ir::Node* convs[2] = {v->uses()[0].node, v->uses()[1].node};
+  if (convs[0] == convs[1]) return false;
+  for (const ir::Node* c : convs) {
+    if (c->graph() != &graph || !InDefaultDomain(*c) || skip(c) || taken.contains(c) ||
+        !IsSequenceConv(*c, v, is_constant))
+      return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::vector<const ir::Node*> nodes = {convs[i]};
+    const ir::Node* next = SoleConsumer(convs[i]->output(0), graph);
+    while (next != nullptr && !skip(next) && !taken.contains(next) && OnlyFirstOutput(*next) &&
+           (IsFoldableBatchNorm(*next, *convs[i], opset, is_constant) ||
+            IsFoldableAffine(*next, nodes.back()->output(0), *convs[i], is_constant))) {
+      nodes.push_back(next);
+      next = SoleConsumer(next->output(0), graph);
+    }
+    if (next == nullptr || skip(next) || taken.contains(next) ||
+        (next->op_type() != "Add" && next->op_type() != "Sum") || next->num_inputs() != 2 ||
+        next->num_outputs() != 1 || next->input(0) == nullptr || next->input(1) == nullptr ||
+        next->input(0) == next->input(1))
+      continue;
+    *shortcut = std::move(nodes);
+    *main = convs[1 - i];
+    *add = next;
+    return true;
+  }
+  return false;
+}
+
 // The nodes of a branch making `v` (an input of a Concat): a Conv with
 // constant weights (and bias), then BatchNormalization / Mul / Add folded
 // into it and at most one activation, each value used once, by the next
@@ -369,6 +410,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     // reads: the output of node `pending_source`.
     const ir::Node* pending_add = nullptr;
     int pending_source = -1;
+    int block_begin = -1;  // the first node of that block: where the chain ends if it cannot reach the Add
     bool pooled = false;  // the chain ends with a MaxPool
     while (!pooled && OnlyFirstOutput(*last)) {
       const ir::Value* v = last->output(0);
@@ -382,6 +424,34 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
           !taken.contains(add)) {
         pending_add = add;
         pending_source = static_cast<int>(chain.nodes.size()) - 1;
+        block_begin = pending_source + 1;
+      }
+      // Or into a projection block: its shortcut Conv (and the nodes folded
+      // into it) first, then the block's first Conv, which reads `v` from
+      // inside the chain; the shortcut's result is the pending residual.
+      std::vector<const ir::Node*> shortcut;
+      const ir::Node* main_conv = nullptr;
+      if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
+          SplitsIntoProjection(v, graph, opset, is_constant, skip, taken, &shortcut, &main_conv, &add)) {
+        const int source = static_cast<int>(chain.nodes.size()) - 1;
+        block_begin = source + 1;
+        for (size_t i = 0; i < shortcut.size(); ++i) {
+          const ir::Value* previous = i == 0 ? v : shortcut[i - 1]->output(0);
+          chain.nodes.push_back(shortcut[i]);
+          chain.chained_input.push_back(shortcut[i]->input(0) == previous ? 0 : 1);
+        }
+        pending_add = add;
+        pending_source = static_cast<int>(chain.nodes.size()) - 1;
+        chain.nodes.push_back(main_conv);
+        chain.chained_input.push_back(-1);
+        chain.inner_input.resize(chain.nodes.size(), -1);
+        chain.inner_source.resize(chain.nodes.size(), -1);
+        chain.inner_input.back() = 0;
+        chain.inner_source.back() = source;
+        last = main_conv;
+        conv = main_conv;
+        stage = 0;
+        continue;
       }
       // An activation written as x * Sigmoid(x) (SiLU, Swish) or x *
       // HardSigmoid(x) (HardSwish): the gate and the Mul join the chain, the
@@ -508,7 +578,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     }
     if (pending_add != nullptr) {
       // The chain stopped inside the block: it ends where the block begins.
-      chain.nodes.resize(static_cast<size_t>(pending_source) + 1);
+      chain.nodes.resize(static_cast<size_t>(block_begin));
       chain.chained_input.resize(chain.nodes.size());
     }
     chain.inner_input.resize(chain.nodes.size(), -1);

@@ -106,7 +106,10 @@ struct FusionChain {
 // for which `skip` is true (folded ones) are never part of a chain. Every
 // value inside a chain is used only inside it and is not a graph output; it
 // has one use (the next node), or, after an activation, two: the next
-// Conv and a later residual Add or Sum of the chain (inner_input).
+// Conv and a later residual Add or Sum of the chain (inner_input), or
+// the two Convs of a projection block, its shortcut's first (the next
+// node) and its main branch's, which reads it as inner input 0 (its
+// chained_input -1) after the shortcut's nodes.
 std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                         const std::function<bool(const ir::Value*)>& is_constant,
                                         const std::function<bool(const ir::Node*)>& skip);

@@ -931,6 +931,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       stage.shuffle_back = shuffle_back;
       if ((shuffle_shape < 0) != (shuffle_back < 0)) return absl::InternalError("an incomplete channel shuffle");
       shuffle_shape = shuffle_back = -1;
+      // The block's first Conv after a projection shortcut reads the
+      // block's input, an earlier stage's result (FindConvChains).
+      if (k > 0 && chain.chained_input[k] < 0 && !concat) {
+        if (chain.InnerInput(k) != 0 || chain.inner_source[k] < 0)
+          return absl::InternalError("a Conv inside a chain must read a value of the chain");
+        stage.source = stage_of[static_cast<size_t>(chain.inner_source[k])];
+        if (stage.source < 0 || stage.source + 1 >= static_cast<int>(stages.size()))
+          return absl::InternalError("a Conv reading an earlier stage must follow a finished stage");
+      }
       stage.base = chain.input_offset[k];
       stage.node_inputs = node.num_inputs();
       stage.group = reference::AttrInt(node, "group", 1);

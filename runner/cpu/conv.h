@@ -32,6 +32,10 @@ bool QuantizedChainsRunInt8();
 // and how many Winograd convolutions sequences have run in this process.
 bool WinogradSupported();
 int64_t WinogradConvolutionRuns();
+// Stages of Conv sequences, over the process, before which the values
+// computed so far were measured, the bound from the sequence's input
+// having given out (runner/cpu/conv_sequence.cc).
+int64_t MeasuredConvolutionStages();
 // The fewest output channels a Winograd stage may have (default 64); returns
 // the previous value. Sessions planned afterwards see it (tests use it to
 // exercise the Winograd path on small convolutions).

@@ -172,6 +172,10 @@ struct SqueezeExcite {
 };
 
 struct SequenceStage {
+  // The stage whose result this stage's Conv reads (a projection block's
+  // first Conv reads the block's input, the shortcut having run between);
+  // -1: the previous stage's (X for the first).
+  int source = -1;
   int base = 0;
   int node_inputs = 0;
   int64_t group = 1;

@@ -85,6 +85,7 @@ using reference::WindowAttrs;
 constexpr double kSafeBound = FLT_MAX / 16;
 constexpr double kWinogradGrowth = 128;
 std::atomic<int64_t> g_winograd_runs{0};
+std::atomic<int64_t> g_measured_stages{0};
 // Smaller images gain nothing from Winograd (ResNet-50's 14x14 stage lost a
 // little to the blocked layout it imposes); Inception's 28x28 and 56x56 gain.
 constexpr int64_t kWinogradMinPositions = 28 * 28;
@@ -371,15 +372,37 @@ class ConvSequenceKernel : public CpuKernel {
         winograd_min_positions_(winograd_min_positions) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    SequencePlan* plan = Prepare(ctx);
+    Checks checks;
+    SequencePlan* plan = Prepare(ctx, &checks);
     if (plan == nullptr) return Fallback(ctx);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan->y_shape));
-    return Execute(ctx, *plan, y->mutable_data<float>());
+    bool unbounded = false;
+    ONNXKIT_RETURN_IF_ERROR(Execute(ctx, *plan, y->mutable_data<float>(), &checks, &unbounded));
+    if (!unbounded) return absl::OkStatus();
+    // A value measured on the way was too large (or not finite) to rule out
+    // overflow further on: the whole sequence runs again in the safe plan.
+    SequencePlan* safe = SafePlan(ctx);
+    if (safe == nullptr || safe->y_shape != plan->y_shape)
+      return absl::InternalError("no safe convolution plan");
+    return Execute(ctx, *safe, y->mutable_data<float>());
   }
 
+  // Where the bound of the sequence's values from X (Bounded) gives out
+  // before the last stage of a long sequence (it grows with every stage's
+  // weights), the fast plan runs on while the values actually computed
+  // stay small: from stage `from` on, before each stage whose bound from
+  // its inputs' bounds would be too large, the largest magnitude of those
+  // inputs is measured and the bound starts again from it.
+  struct Checks {
+    size_t from = SIZE_MAX;       // SIZE_MAX: none (every value bounded from X)
+    std::vector<double> results;  // the bounds of stages before `from`
+    double x_bound = 0;
+  };
+
   // The plan for the inputs of `ctx`; null where the chain must run node by
-  // node (the fallback).
-  SequencePlan* Prepare(KernelContext& ctx) {
+  // node (the fallback). With `checks` (not for a MaxPool or in bfloat16),
+  // the fast plan may come back with checks to make as it runs.
+  SequencePlan* Prepare(KernelContext& ctx, Checks* checks = nullptr) {
     const int changed = UpdateInputKey(ctx, key_);
     if (changed < 0) return nullptr;
     if (changed > 0) {
@@ -391,18 +414,34 @@ class ConvSequenceKernel : public CpuKernel {
       fast.supported = Build(ctx, /*safe=*/false, fast);
       fast.built = true;
     }
-    const bool safe = !fast.supported || !Bounded(ctx, fast);
+    if (fast.supported) {
+      std::vector<double> results;
+      double x_bound = 0;
+      const size_t bounded = BoundedStages(ctx, fast, &results, &x_bound);
+      if (bounded == stages_.size()) return &fast;
+      if (checks != nullptr && bounded > 0 && !pool_.has_value() && !bf16_) {
+        checks->from = bounded;
+        checks->results = std::move(results);
+        checks->x_bound = x_bound;
+        return &fast;
+      }
+    }
     // oneDNN's max pooling skips NaN and may start from the lowest finite
     // float: a MaxPool runs fused only on bounded values.
-    if (safe && pool_.has_value()) return nullptr;
-    SequencePlan& plan = plans_[safe ? 1 : 0];
+    if (pool_.has_value()) return nullptr;
+    return SafePlan(ctx);
+  }
+
+  // The plan that holds for any values: activations in ApplyPostOps, no
+  // Winograd, float32.
+  SequencePlan* SafePlan(KernelContext& ctx) {
+    SequencePlan& plan = plans_[1];
     if (!plan.built) {
       plan.supported = Build(ctx, /*safe=*/true, plan);
       plan.built = true;
     }
     return plan.supported ? &plan : nullptr;
   }
-
 
  private:
   // The weights and bias of stage k (folded when it has a BatchNormalization).
@@ -491,56 +530,84 @@ class ConvSequenceKernel : public CpuKernel {
     return in * sw.l1 + sw.bias;
   }
 
-  // True when every value the sequence computes stays below kSafeBound in
-  // magnitude (so none is NaN or infinite) for the inputs of `ctx`.
-  bool Bounded(KernelContext& ctx, const SequencePlan& plan) {
-    absl::StatusOr<const Tensor*> x = ctx.Input(0);
-    if (!x.ok()) return false;
-    const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
-    double bound = x_bound;
-    std::vector<double> results(stages_.size(), 0);  // each stage's result, bounded
-    for (size_t k = 0; k < stages_.size() && bound < kSafeBound; ++k) {
-      const Tensor *w, *b;
-      if (!Operands(ctx, k, &w, &b)) return false;
-      bound = ConvBound(k, *w, b, bound);
-      if (plan.stages[k].winograd && bound * kWinogradGrowth >= kSafeBound) return false;
-      for (const ResolvedPostOp& op : plan.stages[k].resolved) {
-        if (bound >= kSafeBound) return false;
-        if (op.sum && plan.stages[k].residual_stage >= 0) {
-          bound += results[static_cast<size_t>(plan.stages[k].residual_stage)];
-        } else if (op.sum) {
-          absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
-          if (!r.ok()) return false;
-          // A residual that is X itself (an identity shortcut) is not read twice.
-          bool is_x = (*r)->raw() == (*x)->raw() && (*r)->size() == (*x)->size();
-          bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
-        } else if (op.alg == dnnl::algorithm::eltwise_relu) {
-          bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
-        } else if (op.alg == dnnl::algorithm::eltwise_swish || op.alg == dnnl::algorithm::eltwise_hardswish) {
-          // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375).
-          bound = std::max(bound, 0.4);
-        } else {  // clip to [alpha, beta]: within the bounds, or the value
-          double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
-          bound = std::isfinite(lo) && std::isfinite(hi)
-                      ? std::max(lo, hi)
-                      : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
-        }
+  // The bound of stage k's result (after its post-ops) from `in`, its
+  // source's bound, `results`, the earlier stages' bounds, and X (`x`,
+  // bounded by `x_bound`); infinity where it reaches kSafeBound (or, for a
+  // Winograd stage, where the transforms could), or the operands changed.
+  double StageBound(KernelContext& ctx, const SequencePlan& plan, size_t k, double in,
+                    const std::vector<double>& results, const Tensor& x, double x_bound) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    const Tensor *w, *b;
+    if (!(in < kSafeBound) || !Operands(ctx, k, &w, &b)) return kInf;
+    double bound = ConvBound(k, *w, b, in);
+    if (plan.stages[k].winograd && !(bound * kWinogradGrowth < kSafeBound)) return kInf;
+    for (const ResolvedPostOp& op : plan.stages[k].resolved) {
+      if (!(bound < kSafeBound)) return kInf;
+      if (op.sum && plan.stages[k].residual_stage >= 0) {
+        bound += results[static_cast<size_t>(plan.stages[k].residual_stage)];
+      } else if (op.sum) {
+        absl::StatusOr<const Tensor*> r = ctx.Input(plan.stages[k].residual);
+        if (!r.ok()) return kInf;
+        // A residual that is X itself (an identity shortcut) is not read twice.
+        bool is_x = (*r)->raw() == x.raw() && (*r)->size() == x.size();
+        bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
+      } else if (op.alg == dnnl::algorithm::eltwise_relu) {
+        bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
+      } else if (op.alg == dnnl::algorithm::eltwise_swish || op.alg == dnnl::algorithm::eltwise_hardswish) {
+        // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375).
+        bound = std::max(bound, 0.4);
+      } else {  // clip to [alpha, beta]: within the bounds, or the value
+        double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
+        bound = std::isfinite(lo) && std::isfinite(hi)
+                    ? std::max(lo, hi)
+                    : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
       }
-      if (stages_[k].se.has_value() && bound < kSafeBound) {
-        // The gate is finite and within [0, 1] when the squeeze and its
-        // activation stay bounded (a mean is at most the largest value):
-        // the result then stays within `bound`.
-        const Tensor *w1, *b1, *w2, *b2;
-        if (!SeOperands(ctx, k, static_cast<int>(plan.stages[k].y_shape.size()), plan.stages[k].y_shape[1],
-                        &w1, &b1, &w2, &b2))
-          return false;
-        const StageWeights& sw = weights_[k];
-        const double hidden = std::max(bound * sw.se_l1[0] + sw.se_bias[0], 0.4);
-        if (hidden >= kSafeBound || hidden * sw.se_l1[1] + sw.se_bias[1] >= kSafeBound) return false;
-      }
-      results[k] = bound;
     }
-    return bound < kSafeBound;
+    if (!(bound < kSafeBound)) return kInf;
+    if (stages_[k].se.has_value()) {
+      // The gate is finite and within [0, 1] when the squeeze and its
+      // activation stay bounded (a mean is at most the largest value):
+      // the result then stays within `bound`.
+      const Tensor *w1, *b1, *w2, *b2;
+      if (!SeOperands(ctx, k, static_cast<int>(plan.stages[k].y_shape.size()), plan.stages[k].y_shape[1], &w1,
+                      &b1, &w2, &b2))
+        return kInf;
+      const StageWeights& sw = weights_[k];
+      const double hidden = std::max(bound * sw.se_l1[0] + sw.se_bias[0], 0.4);
+      if (hidden >= kSafeBound || hidden * sw.se_l1[1] + sw.se_bias[1] >= kSafeBound) return kInf;
+    }
+    return bound;
+  }
+
+  // How many stages, from the first, compute only values below kSafeBound
+  // in magnitude (so none is NaN or infinite) for the inputs of `ctx`;
+  // `results` gets those stages' bounds.
+  size_t BoundedStages(KernelContext& ctx, const SequencePlan& plan, std::vector<double>* results,
+                       double* x_bound_out) {
+    results->clear();
+    absl::StatusOr<const Tensor*> x = ctx.Input(0);
+    if (!x.ok()) return 0;
+    const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
+    *x_bound_out = x_bound;
+    for (size_t k = 0; k < stages_.size(); ++k) {
+      const int source = stages_[k].source;
+      const double in = source >= 0 ? (*results)[static_cast<size_t>(source)]
+                        : k > 0     ? results->back()
+                                    : x_bound;
+      const double bound = StageBound(ctx, plan, k, in, *results, **x, x_bound);
+      if (!(bound < kSafeBound)) return k;
+      results->push_back(bound);
+    }
+    return stages_.size();
+  }
+
+  // The largest magnitude in `m`, a float32 result of the sequence (its
+  // blocked padding is zero); infinity when one is not finite.
+  static double Measure(const memory& m) {
+    const memory::desc d = m.get_desc();
+    if (d.data_type() != memory::data_type::f32) return std::numeric_limits<double>::infinity();
+    return MaxAbs(static_cast<const float*>(m.get_data_handle()),
+                  static_cast<int64_t>(d.get_size() / sizeof(float)));
   }
 
   // Plans every stage. `safe`: activations run in ApplyPostOps; else as
@@ -557,13 +624,19 @@ class ConvSequenceKernel : public CpuKernel {
     bool has_depthwise = false;
     bool has_shuffle = false;
     {
-      int64_t channels = x_shape[1];
-      for (const SequenceStage& s : stages_) {
+      // Each stage's result channels; a stage reads the previous one's or its source's.
+      std::vector<int64_t> out(stages_.size(), 0);
+      for (size_t k = 0; k < stages_.size(); ++k) {
+        const SequenceStage& s = stages_[k];
+        if (s.source >= static_cast<int>(k)) return false;
+        const int64_t channels = s.source >= 0 ? out[static_cast<size_t>(s.source)]
+                                 : k > 0       ? out[k - 1]
+                                               : x_shape[1];
         has_shuffle = has_shuffle || s.shuffle_shape >= 0;
         absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
         if (!w.ok() || (*w)->rank() < 2) return false;
         if (s.group > 1 && s.group == channels) has_depthwise = true;
-        channels = (*w)->dim(0);
+        out[k] = (*w)->dim(0);
       }
     }
     // The stages that run as Winograd convolutions (fast plan only).
@@ -571,9 +644,11 @@ class ConvSequenceKernel : public CpuKernel {
     bool has_winograd = false;
     {
       std::vector<int64_t> shape = x_shape;
+      std::vector<std::vector<int64_t>> shapes(stages_.size());  // each stage's result
       for (size_t k = 0; k < stages_.size(); ++k) {
         const Tensor *w, *b;
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
+        if (stages_[k].source >= 0) shape = shapes[static_cast<size_t>(stages_[k].source)];
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
         winograd[k] = !safe && !has_shuffle &&
@@ -581,6 +656,7 @@ class ConvSequenceKernel : public CpuKernel {
                                         winograd_min_positions_, bf16_);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
+        shapes[k] = shape;
       }
     }
     plan.stages.assign(stages_.size(), StagePlan());
@@ -590,6 +666,12 @@ class ConvSequenceKernel : public CpuKernel {
       const bool last = k + 1 == stages_.size();
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
+      if (stage.source >= 0) {
+        // An earlier stage's result, in the layout that stage wrote.
+        const StagePlan& from = plan.stages[static_cast<size_t>(stage.source)];
+        x_shape = from.y_shape;
+        current = from.dst;
+      }
       std::optional<ConvGeometry> geometry = ResolveConv(x_shape, *w, b, stage.group, stage.attrs);
       if (!geometry) return false;
       int64_t c = x_shape[1], m = w->dim(0);
@@ -861,17 +943,21 @@ class ConvSequenceKernel : public CpuKernel {
     return nullptr;
   }
 
-  // True when a stage from `k` on adds stage j's result.
-  static bool ReadLater(const SequencePlan& plan, size_t j, size_t k) {
+  // True when a stage from `k` on adds stage j's result or convolves it.
+  bool ReadLater(const SequencePlan& plan, size_t j, size_t k) const {
     for (size_t t = k; t < plan.stages.size(); ++t) {
-      if (plan.stages[t].residual_stage == static_cast<int>(j)) return true;
+      if (plan.stages[t].residual_stage == static_cast<int>(j) || stages_[t].source == static_cast<int>(j))
+        return true;
     }
     return false;
   }
 
  public:
-  // Runs `plan` (from Prepare) into y, plain, of plan.y_shape.
-  absl::Status Execute(KernelContext& ctx, SequencePlan& plan, float* y) {
+  // Runs `plan` (from Prepare) into y, plain, of plan.y_shape. With
+  // `checks` (from Prepare), stops early with `unbounded` set where a
+  // measured value cannot rule out overflow further on.
+  absl::Status Execute(KernelContext& ctx, SequencePlan& plan, float* y, const Checks* checks = nullptr,
+                       bool* unbounded = nullptr) {
     int64_t y_size = 1;
     for (int64_t d : plan.y_shape) y_size *= d;
     auto y_memory = [&](memory* m) {
@@ -884,6 +970,15 @@ class ConvSequenceKernel : public CpuKernel {
     // Each stage's result and its slot, while a later stage adds it.
     std::vector<memory> results(plan.stages.size());
     std::vector<int> result_slot(plan.stages.size(), -1);
+    // The stages' bounds, for `checks`.
+    std::vector<double> bounds;
+    const bool checked = checks != nullptr && checks->from < plan.stages.size();
+    if (checked) {
+      if (unbounded == nullptr || checks->from == 0 || checks->results.size() != checks->from)
+        return absl::InternalError("convolution checks without their bounds");
+      bounds = checks->results;
+      bounds.resize(plan.stages.size(), std::numeric_limits<double>::infinity());
+    }
     ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
       current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
     }));
@@ -893,6 +988,30 @@ class ConvSequenceKernel : public CpuKernel {
       const Tensor *w, *b;
       if (!Operands(ctx, k, &w, &b)) return absl::InternalError("convolution operands changed");
       ONNXKIT_ASSIGN_OR_RETURN(memory wei, s.weight.Get(*w, s.wei_user, s.wei));
+      if (stages_[k].source >= 0) {
+        current = results[static_cast<size_t>(stages_[k].source)];
+        current_slot = result_slot[static_cast<size_t>(stages_[k].source)];
+      }
+      if (checked && k >= checks->from) {
+        const int source = stages_[k].source >= 0 ? stages_[k].source : static_cast<int>(k) - 1;
+        double bound =
+            StageBound(ctx, plan, k, bounds[static_cast<size_t>(source)], bounds, *x, checks->x_bound);
+        if (!(bound < kSafeBound)) {
+          // Measured: the source, and a residual from inside the sequence.
+          bounds[static_cast<size_t>(source)] = Measure(current);
+          if (s.residual_stage >= 0) {
+            const size_t r = static_cast<size_t>(s.residual_stage);
+            bounds[r] = Measure(results[r]);
+          }
+          g_measured_stages.fetch_add(1, std::memory_order_relaxed);
+          bound = StageBound(ctx, plan, k, bounds[static_cast<size_t>(source)], bounds, *x, checks->x_bound);
+        }
+        if (!(bound < kSafeBound)) {
+          *unbounded = true;
+          return absl::OkStatus();
+        }
+        bounds[k] = bound;
+      }
       std::vector<int> busy = {current_slot};
       for (size_t j = 0; j < k; ++j) {
         if (result_slot[j] >= 0 && ReadLater(plan, j, k)) busy.push_back(result_slot[j]);
@@ -1089,6 +1208,8 @@ bool WinogradSupported() {
 }
 
 int64_t WinogradConvolutionRuns() { return g_winograd_runs.load(std::memory_order_relaxed); }
+
+int64_t MeasuredConvolutionStages() { return g_measured_stages.load(std::memory_order_relaxed); }
 
 int64_t SetWinogradMinOutputChannels(int64_t channels) {
   return g_winograd_min_output_channels.exchange(channels, std::memory_order_relaxed);

@@ -927,6 +927,86 @@ TEST(CpuFusionTest, GroupedConvolutionsInsideSequences) {
   }
 }
 
+// A stem (Conv, BatchNormalization, Relu), then two ResNet projection
+// blocks in a row: each block's input is read by its main branch (1x1, 3x3
+// with `stride` and `group`, 1x1 Conv, each with a BatchNormalization) and
+// by its shortcut (a 1x1 Conv with `stride` and a BatchNormalization); a Sum
+// joins them, then Relu. `shortcut_first`: the shortcut's nodes come first
+// in the graph. `break_at` (0: none): a Sigmoid after that block's middle
+// Conv, which no sequence takes.
+pb::GraphProto ProjectionSequenceGraph(int64_t c, int64_t hw, int64_t stride, int64_t group,
+                                       bool shortcut_first, int break_at = 0) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddStage(g, "stem", "x", "s", c, c, 1, 3, 1, 700);
+  AddBatchNormNamed(g, "s", "sn", c, 702);
+  g.Node("Relu", {"sn"}, {"sr"}, {}, "stem_relu");
+  std::string in = "sr";
+  int64_t width = c;
+  uint32_t seed = 710;
+  for (int block = 1; block <= 2; ++block) {
+    const std::string p = "b" + std::to_string(block) + "_";
+    const int64_t mid = width, out = 2 * width;
+    auto shortcut = [&] {
+      AddStage(g, p + "sc", in, p + "scc", width, out, 1, 1, stride, seed + 20);
+      AddBatchNormNamed(g, p + "scc", p + "scn", out, seed + 22);
+    };
+    if (shortcut_first) shortcut();
+    AddStage(g, p + "a", in, p + "ac", width, mid, 1, 1, 1, seed);
+    AddBatchNormNamed(g, p + "ac", p + "an", mid, seed + 2);
+    g.Node("Relu", {p + "an"}, {p + "ar"}, {}, p + "r1");
+    AddStage(g, p + "b", p + "ar", p + "bc", mid, mid, group, 3, stride, seed + 4);
+    AddBatchNormNamed(g, p + "bc", p + "bn", mid, seed + 6);
+    std::string mid_out = p + "br";
+    g.Node("Relu", {p + "bn"}, {mid_out}, {}, p + "r2");
+    if (break_at == block) {
+      g.Node("Sigmoid", {mid_out}, {p + "bs"}, {}, p + "sig");
+      mid_out = p + "bs";
+    }
+    AddStage(g, p + "c", mid_out, p + "cc", mid, out, 1, 1, 1, seed + 8);
+    AddBatchNormNamed(g, p + "cc", p + "cn", out, seed + 10);
+    if (!shortcut_first) shortcut();
+    g.Node("Sum", {p + "cn", p + "scn"}, {p + "sum"}, {}, p + "sum")
+        .Node("Relu", {p + "sum"}, {p + "y"}, {}, p + "r3");
+    in = p + "y";
+    width = out;
+    seed += 40;
+  }
+  g.Output(in);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, ConvSequencesRunOnThroughProjectionBlocks) {
+  // One sequence: the shortcut runs as a stage reading the block's input,
+  // then the main branch reads it again; the shortcut's result is the Sum's.
+  for (int64_t stride : {1, 2}) {
+    for (int64_t group : {1, 4}) {
+      for (bool shortcut_first : {true, false}) {
+        for (int64_t hw : {7, 16}) {
+          SCOPED_TRACE(::testing::Message() << "stride " << stride << " group " << group
+                                            << (shortcut_first ? " shortcut first" : "") << " hw " << hw);
+          ExpectFused(ProjectionSequenceGraph(8, hw, stride, group, shortcut_first),
+                      {{"x", RandomFloats({1, 8, hw, hw}, 760)}}, {"stem"});
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, ProjectionBlocksASequenceCannotFinishEndItBeforeTheShortcut) {
+  // A Sigmoid inside the second block's main branch: the sequence ends
+  // with the first block (it had taken the second's shortcut, then given it
+  // back); the second block runs as its branches' chains, the Sum joining
+  // one of them.
+  ExpectFused(ProjectionSequenceGraph(8, 9, 1, 1, /*shortcut_first=*/true, /*break_at=*/2),
+              {{"x", RandomFloats({1, 8, 9, 9}, 770)}}, {"stem", "b2_a", "b2_sig", "b2_c", "b2_sc"});
+  // Inside the first: the stem's sequence ends at the stem; the chain of
+  // the first block's last Conv takes its Sum and runs on through the
+  // second block.
+  ExpectFused(ProjectionSequenceGraph(8, 9, 2, 1, /*shortcut_first=*/false, /*break_at=*/1),
+              {{"x", RandomFloats({1, 8, 9, 9}, 771)}}, {"stem", "b1_a", "b1_sig", "b1_sc", "b1_c"});
+}
+
 TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
   // Double tensors: no fused kernel takes them; the chain runs node by node
   // with the block's input kept for its Add.

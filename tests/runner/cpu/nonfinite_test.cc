@@ -456,15 +456,23 @@ TEST_P(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
 // the output through both branches. On 28x28 images the 3x3 Conv runs as a
 // Winograd convolution for finite inputs (runner/cpu/conv_sequence.cc),
 // which must not see these.
-pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
+// `stem`: a Conv + Relu before the block, so that one sequence runs the
+// stem, the shortcut (reading the block's input) and the main branch.
+pb::GraphProto ProjectionBlock(int64_t c, int64_t hw, bool stem = false) {
   GraphBuilder g("g");
   g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
-  AddConv(g, {"", c, c, 1, 1, hw}, "x", "a", "a", 80);
+  std::string x = "x";
+  if (stem) {
+    AddConv(g, {"", c, c, 1, 3, hw}, "x", "st", "stem", 78);
+    g.Node("Relu", {"st"}, {"str"}, {}, "stem_relu");
+    x = "str";
+  }
+  AddConv(g, {"", c, c, 1, 1, hw}, x, "a", "a", 80);
   AddBatchNorm(g, "a", "an", c, 82);
   g.Node("Relu", {"an"}, {"ar"}, {}, "relu_a");
   AddConv(g, {"", c, c, 1, 3, hw}, "ar", "b", "b", 86);
   AddBatchNorm(g, "b", "bn", c, 88);
-  AddConv(g, {"", c, c, 1, 1, hw}, "x", "s", "s", 92);
+  AddConv(g, {"", c, c, 1, 1, hw}, x, "s", "s", 92);
   AddBatchNorm(g, "s", "sn", c, 94);
   g.Node("Sum", {"bn", "sn"}, {"sum"}, {}, "sum").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
   return g.Build();
@@ -472,12 +480,18 @@ pb::GraphProto ProjectionBlock(int64_t c, int64_t hw) {
 
 TEST_P(CpuNonFiniteTest, IntoProjectionBlocks) {
   SmallConvWinograd winograd;
-  for (int64_t hw : {9, 28}) {
-    for (const char* kinds : {"n", "+-", "n+-"}) {
-      SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw);
+  for (bool stem : {false, true}) {
+    for (int64_t hw : {9, 28}) {
       const int64_t c = 16;
-      ExpectSameNonFinite(ProjectionBlock(c, hw), {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9,
-                          HasNaN(kinds));
+      for (const char* kinds : {"n", "+-", "n+-"}) {
+        SCOPED_TRACE(::testing::Message() << kinds << " hw " << hw << (stem ? " stem" : ""));
+        ExpectSameNonFinite(ProjectionBlock(c, hw, stem),
+                            {{"x", Plant(RandomFloats({1, c, hw, hw}, 96), kinds, 5)}}, 9, HasNaN(kinds));
+      }
+      SCOPED_TRACE(::testing::Message() << "overflow, hw " << hw << (stem ? " stem" : ""));
+      ExpectSameNonFinite(ProjectionBlock(c, hw, stem),
+                          {{"x", RandomFloats({1, c, hw, hw}, 97, 1e37f, 3e38f)}}, 9,
+                          /*planted_nan=*/false);
     }
   }
 }
@@ -549,6 +563,46 @@ TEST_P(CpuNonFiniteTest, IntoLinearBottlenecksOfOneSequence) {
     SCOPED_TRACE(::testing::Message() << "overflow, c " << c);
     ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 138, 1e37f, 3e38f)}}, 18,
                         /*planted_nan=*/false);
+  }
+}
+
+// A long sequence (`stages` 3x3 Convs + Relu): the bound from X gives out
+// after about twenty stages (each multiplies it by its weights' largest row
+// sum, ~70 here), though the values themselves grow ~5x a stage. The fast
+// plan runs on, measuring the values where the bound gives out: outputs as
+// the reference's. From inputs so large that the values overflow, the
+// measurement sends the sequence to the safe plan: NaN and infinities as
+// the reference's.
+TEST_P(CpuNonFiniteTest, LongSequencesMeasureTheirValuesWhereTheBoundGivesOut) {
+  const int64_t c = 16, hw = 6;
+  const int stages = 32;
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  std::string in = "x";
+  for (int k = 0; k < stages; ++k) {
+    const std::string name = "c" + std::to_string(k);
+    AddConv(g, {"", c, c, 1, 3, hw}, in, name, name, 300 + 2 * static_cast<uint32_t>(k));
+    g.Node("Relu", {name}, {name + "r"}, {}, name + "_relu");
+    in = name + "r";
+  }
+  g.Output(in);
+  pb::GraphProto graph = g.Build();
+  {
+    SCOPED_TRACE("finite");
+    const int64_t before = runner::cpu::MeasuredConvolutionStages();
+    ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 370)}}, 18, /*planted_nan=*/false);
+    // bfloat16 sequences take the safe plan instead (their values are not measured).
+    EXPECT_EQ(runner::cpu::MeasuredConvolutionStages() > before, !g_bf16);
+  }
+  {
+    SCOPED_TRACE("overflow");
+    ExpectSameNonFinite(graph, {{"x", RandomFloats({1, c, hw, hw}, 371, 1e30f, 1e34f)}}, 18,
+                        /*planted_nan=*/false);
+  }
+  for (const char* kinds : {"n", "+-"}) {
+    SCOPED_TRACE(kinds);
+    ExpectSameNonFinite(graph, {{"x", Plant(RandomFloats({1, c, hw, hw}, 372), kinds, 4)}}, 18,
+                        HasNaN(kinds));
   }
 }
 
