@@ -394,204 +394,235 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         taken.contains(head)) {
       continue;
     }
-    FusionChain chain;
-    chain.nodes = {head};
-    chain.chained_input = {-1};
-    // Stages: 0 after the Conv and the nodes folded into it
-    // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
-    // activation, 3 after the residual Add, 4 after an activation that
-    // follows it, 5 after a MaxPool (the end of the chain).
-    int stage = 0;
-    const ir::Node* last = head;
-    const ir::Node* conv = head;  // the convolution of the current stage
-    // Convolutions after the first need every weight constant (prepared once).
-    const bool head_constant = InputsConstant(*head, 1, is_constant);
-    // A value of the chain that a later residual Add (`pending_add`) also
-    // reads: the output of node `pending_source`.
-    const ir::Node* pending_add = nullptr;
-    int pending_source = -1;
-    int block_begin = -1;  // the first node of that block: where the chain ends if it cannot reach the Add
-    bool pooled = false;  // the chain ends with a MaxPool
-    while (!pooled && OnlyFirstOutput(*last)) {
-      const ir::Value* v = last->output(0);
-      const ir::Node* next = SoleConsumer(v, graph);
-      const ir::Node* add = nullptr;
-      // After a stage's last post-op (an activation, a residual Add, or the
-      // folded nodes of a linear bottleneck) the chain may run on into a
-      // residual block (one block's input pending at a time).
-      if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
-          SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) &&
-          !taken.contains(add)) {
-        pending_add = add;
-        pending_source = static_cast<int>(chain.nodes.size()) - 1;
-        block_begin = pending_source + 1;
-      }
-      // Or into a projection block: its shortcut Conv (and the nodes folded
-      // into it) first, then the block's first Conv, which reads `v` from
-      // inside the chain; the shortcut's result is the pending residual.
-      std::vector<const ir::Node*> shortcut;
-      const ir::Node* main_conv = nullptr;
-      if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
-          SplitsIntoProjection(v, graph, opset, is_constant, skip, taken, &shortcut, &main_conv, &add)) {
-        const int source = static_cast<int>(chain.nodes.size()) - 1;
-        block_begin = source + 1;
-        for (size_t i = 0; i < shortcut.size(); ++i) {
-          const ir::Value* previous = i == 0 ? v : shortcut[i - 1]->output(0);
-          chain.nodes.push_back(shortcut[i]);
-          chain.chained_input.push_back(shortcut[i]->input(0) == previous ? 0 : 1);
-        }
-        pending_add = add;
-        pending_source = static_cast<int>(chain.nodes.size()) - 1;
-        chain.nodes.push_back(main_conv);
+    // A projection block on the head's X (a ResNet stage's first block
+    // after a MaxPool): the chain starts with its shortcut, then the main
+    // branch's Conv reads X too (tried first; the head alone if the chain
+    // cannot reach the block's Add).
+    std::vector<const ir::Node*> head_shortcut;
+    const ir::Node* head_main = nullptr;
+    const ir::Node* head_add = nullptr;
+    const bool projection = !bn_head && head->num_inputs() > 0 &&
+                            SplitsIntoProjection(head->input(0), graph, opset, is_constant, skip, taken,
+                                                 &head_shortcut, &head_main, &head_add);
+    for (int attempt = projection ? 0 : 1; attempt < 2; ++attempt) {
+      FusionChain chain;
+      chain.nodes = {head};
+      chain.chained_input = {-1};
+      if (attempt == 0) {
+        chain.nodes = head_shortcut;
+        for (size_t i = 1; i < head_shortcut.size(); ++i)
+          chain.chained_input.push_back(head_shortcut[i]->input(0) == head_shortcut[i - 1]->output(0) ? 0
+                                                                                                      : 1);
+        // The main branch's Conv reads X, a chain input, again.
+        chain.nodes.push_back(head_main);
         chain.chained_input.push_back(-1);
-        chain.inner_input.resize(chain.nodes.size(), -1);
-        chain.inner_source.resize(chain.nodes.size(), -1);
-        chain.inner_input.back() = 0;
-        chain.inner_source.back() = source;
-        last = main_conv;
-        conv = main_conv;
-        stage = 0;
-        continue;
       }
-      // An activation written as x * Sigmoid(x) (SiLU, Swish) or x *
-      // HardSigmoid(x) (HardSwish): the gate and the Mul join the chain, the
-      // Mul reading x from inside it.
-      const ir::Node* gate_mul = nullptr;
-      if (next == nullptr && !bn_head && stage != 2 && stage != 4 && GatedOf(v, graph, &next, &gate_mul) &&
-          !skip(next) && !skip(gate_mul) && !taken.contains(next) && !taken.contains(gate_mul)) {
-        const int source = static_cast<int>(chain.nodes.size()) - 1;
-        const int slot_of_gate = gate_mul->input(0) == next->output(0) ? 0 : 1;
-        chain.nodes.insert(chain.nodes.end(), {next, gate_mul});
-        chain.chained_input.insert(chain.chained_input.end(), {0, slot_of_gate});
-        chain.inner_input.resize(chain.nodes.size(), -1);
-        chain.inner_source.resize(chain.nodes.size(), -1);
-        chain.inner_input.back() = 1 - slot_of_gate;
-        chain.inner_source.back() = source;
-        last = gate_mul;
-        stage = stage == 3 ? 4 : 2;
-        continue;
+      // Stages: 0 after the Conv and the nodes folded into it
+      // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
+      // activation, 3 after the residual Add, 4 after an activation that
+      // follows it, 5 after a MaxPool (the end of the chain).
+      int stage = 0;
+      const ir::Node* last = head;
+      const ir::Node* conv = head;  // the convolution of the current stage
+      // Convolutions after the first need every weight constant (prepared once).
+      const bool head_constant = InputsConstant(*head, 1, is_constant);
+      // A value of the chain that a later residual Add (`pending_add`) also
+      // reads: the output of node `pending_source`.
+      const ir::Node* pending_add = nullptr;
+      int pending_source = -1;
+      int block_begin = -1;  // the first node of that block: where the chain ends if it cannot reach the Add
+      bool pooled = false;   // the chain ends with a MaxPool
+      if (attempt == 0) {
+        last = conv = head_main;
+        pending_add = head_add;
+        pending_source = static_cast<int>(head_shortcut.size()) - 1;
+        block_begin = 0;
       }
-      // Squeeze-and-excitation after an activation, when a Conv of the
-      // sequence follows: its nodes join the chain (the closing Mul reading
-      // the activated value from inside it), then that Conv.
-      if (next == nullptr && !bn_head && head_constant && stage == 2) {
-        std::vector<const ir::Node*> se = SqueezeExciteOf(v, graph, is_constant);
-        const ir::Node* after = se.empty() ? nullptr : SoleConsumer(se.back()->output(0), graph);
-        bool free = after != nullptr && IsSequenceConv(*after, se.back()->output(0), is_constant) &&
-                    !skip(after) && !taken.contains(after);
-        for (const ir::Node* n : se) free = free && !skip(n) && !taken.contains(n);
-        if (free) {
+      while (!pooled && OnlyFirstOutput(*last)) {
+        const ir::Value* v = last->output(0);
+        const ir::Node* next = SoleConsumer(v, graph);
+        const ir::Node* add = nullptr;
+        // After a stage's last post-op (an activation, a residual Add, or the
+        // folded nodes of a linear bottleneck) the chain may run on into a
+        // residual block (one block's input pending at a time).
+        if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
+            SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) &&
+            !taken.contains(add)) {
+          pending_add = add;
+          pending_source = static_cast<int>(chain.nodes.size()) - 1;
+          block_begin = pending_source + 1;
+        }
+        // Or into a projection block: its shortcut Conv (and the nodes folded
+        // into it) first, then the block's first Conv, which reads `v` from
+        // inside the chain; the shortcut's result is the pending residual.
+        std::vector<const ir::Node*> shortcut;
+        const ir::Node* main_conv = nullptr;
+        if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
+            SplitsIntoProjection(v, graph, opset, is_constant, skip, taken, &shortcut, &main_conv, &add)) {
           const int source = static_cast<int>(chain.nodes.size()) - 1;
-          const size_t first = chain.nodes.size();
-          for (size_t i = 0; i < se.size(); ++i) {
-            const ir::Node* n = se[i];
-            const ir::Value* previous = i == 0 ? v : se[i - 1]->output(0);
-            chain.nodes.push_back(n);
-            chain.chained_input.push_back(n->input(0) == previous ? 0 : 1);
+          block_begin = source + 1;
+          for (size_t i = 0; i < shortcut.size(); ++i) {
+            const ir::Value* previous = i == 0 ? v : shortcut[i - 1]->output(0);
+            chain.nodes.push_back(shortcut[i]);
+            chain.chained_input.push_back(shortcut[i]->input(0) == previous ? 0 : 1);
           }
-          chain.nodes.push_back(after);
-          chain.chained_input.push_back(0);
+          pending_add = add;
+          pending_source = static_cast<int>(chain.nodes.size()) - 1;
+          chain.nodes.push_back(main_conv);
+          chain.chained_input.push_back(-1);
           chain.inner_input.resize(chain.nodes.size(), -1);
           chain.inner_source.resize(chain.nodes.size(), -1);
-          // The activation's Mul when written out (it reads the squeeze
-          // Conv's result), and the closing Mul (it reads v).
-          for (size_t k = first + 2; k + 1 < chain.nodes.size(); ++k) {
-            if (chain.nodes[k]->op_type() == "Mul") {
-              const bool closing = k + 2 == chain.nodes.size();
-              chain.inner_input[k] = 1 - chain.chained_input[k];
-              chain.inner_source[k] = closing ? source : static_cast<int>(k) - 2;
-            }
-          }
-          last = after;
-          conv = after;
+          chain.inner_input.back() = 0;
+          chain.inner_source.back() = source;
+          last = main_conv;
+          conv = main_conv;
           stage = 0;
           continue;
         }
-      }
-      // A node belongs to one chain: the Sum of a projection block is the
-      // tail of both branches, and only the first one found takes it.
-      if (next == nullptr || skip(next) || taken.contains(next)) break;
-      int slot = -1;
-      int next_stage = -1;
-      if (bn_head) {
-        if (stage == 0 && IsFoldableAffine(*next, v, *head, is_constant)) {
+        // An activation written as x * Sigmoid(x) (SiLU, Swish) or x *
+        // HardSigmoid(x) (HardSwish): the gate and the Mul join the chain, the
+        // Mul reading x from inside it.
+        const ir::Node* gate_mul = nullptr;
+        if (next == nullptr && !bn_head && stage != 2 && stage != 4 && GatedOf(v, graph, &next, &gate_mul) &&
+            !skip(next) && !skip(gate_mul) && !taken.contains(next) && !taken.contains(gate_mul)) {
+          const int source = static_cast<int>(chain.nodes.size()) - 1;
+          const int slot_of_gate = gate_mul->input(0) == next->output(0) ? 0 : 1;
+          chain.nodes.insert(chain.nodes.end(), {next, gate_mul});
+          chain.chained_input.insert(chain.chained_input.end(), {0, slot_of_gate});
+          chain.inner_input.resize(chain.nodes.size(), -1);
+          chain.inner_source.resize(chain.nodes.size(), -1);
+          chain.inner_input.back() = 1 - slot_of_gate;
+          chain.inner_source.back() = source;
+          last = gate_mul;
+          stage = stage == 3 ? 4 : 2;
+          continue;
+        }
+        // Squeeze-and-excitation after an activation, when a Conv of the
+        // sequence follows: its nodes join the chain (the closing Mul reading
+        // the activated value from inside it), then that Conv.
+        if (next == nullptr && !bn_head && head_constant && stage == 2) {
+          std::vector<const ir::Node*> se = SqueezeExciteOf(v, graph, is_constant);
+          const ir::Node* after = se.empty() ? nullptr : SoleConsumer(se.back()->output(0), graph);
+          bool free = after != nullptr && IsSequenceConv(*after, se.back()->output(0), is_constant) &&
+                      !skip(after) && !taken.contains(after);
+          for (const ir::Node* n : se) free = free && !skip(n) && !taken.contains(n);
+          if (free) {
+            const int source = static_cast<int>(chain.nodes.size()) - 1;
+            const size_t first = chain.nodes.size();
+            for (size_t i = 0; i < se.size(); ++i) {
+              const ir::Node* n = se[i];
+              const ir::Value* previous = i == 0 ? v : se[i - 1]->output(0);
+              chain.nodes.push_back(n);
+              chain.chained_input.push_back(n->input(0) == previous ? 0 : 1);
+            }
+            chain.nodes.push_back(after);
+            chain.chained_input.push_back(0);
+            chain.inner_input.resize(chain.nodes.size(), -1);
+            chain.inner_source.resize(chain.nodes.size(), -1);
+            // The activation's Mul when written out (it reads the squeeze
+            // Conv's result), and the closing Mul (it reads v).
+            for (size_t k = first + 2; k + 1 < chain.nodes.size(); ++k) {
+              if (chain.nodes[k]->op_type() == "Mul") {
+                const bool closing = k + 2 == chain.nodes.size();
+                chain.inner_input[k] = 1 - chain.chained_input[k];
+                chain.inner_source[k] = closing ? source : static_cast<int>(k) - 2;
+              }
+            }
+            last = after;
+            conv = after;
+            stage = 0;
+            continue;
+          }
+        }
+        // A node belongs to one chain: the Sum of a projection block is the
+        // tail of both branches, and only the first one found takes it.
+        if (next == nullptr || skip(next) || taken.contains(next)) break;
+        int slot = -1;
+        int next_stage = -1;
+        if (bn_head) {
+          if (stage == 0 && IsFoldableAffine(*next, v, *head, is_constant)) {
+            slot = next->input(0) == v ? 0 : 1;
+            next_stage = 0;
+          } else if (stage == 0 && IsActivation(*next, opset, is_constant)) {
+            slot = 0;
+            next_stage = 4;  // the end of an affine chain
+          }
+        } else if (stage == 0 && (IsFoldableBatchNorm(*next, *conv, opset, is_constant) ||
+                                  IsFoldableAffine(*next, v, *conv, is_constant))) {
           slot = next->input(0) == v ? 0 : 1;
           next_stage = 0;
-        } else if (stage == 0 && IsActivation(*next, opset, is_constant)) {
+        } else if (stage != 2 && stage != 4 && IsActivation(*next, opset, is_constant)) {
           slot = 0;
-          next_stage = 4;  // the end of an affine chain
+          next_stage = stage == 3 ? 4 : 2;
+        } else if (stage < 3 && (next->op_type() == "Add" || next->op_type() == "Sum") &&
+                   next->num_inputs() == 2 && next->input(0) != nullptr && next->input(1) != nullptr &&
+                   next->input(0) != next->input(1)) {
+          slot = next->input(0) == v ? 0 : 1;
+          next_stage = 3;
+        } else if (next == pending_add) {
+          break;  // the block's residual Add, where the chain cannot take it
+        } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
+          slot = 0;
+          next_stage = 5;  // the end of the chain
+          pooled = true;
         }
-      } else if (stage == 0 && (IsFoldableBatchNorm(*next, *conv, opset, is_constant) ||
-                                IsFoldableAffine(*next, v, *conv, is_constant))) {
-        slot = next->input(0) == v ? 0 : 1;
-        next_stage = 0;
-      } else if (stage != 2 && stage != 4 && IsActivation(*next, opset, is_constant)) {
-        slot = 0;
-        next_stage = stage == 3 ? 4 : 2;
-      } else if (stage < 3 && (next->op_type() == "Add" || next->op_type() == "Sum") &&
-                 next->num_inputs() == 2 && next->input(0) != nullptr && next->input(1) != nullptr &&
-                 next->input(0) != next->input(1)) {
-        slot = next->input(0) == v ? 0 : 1;
-        next_stage = 3;
-      } else if (next == pending_add) {
-        break;  // the block's residual Add, where the chain cannot take it
-      } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
-        slot = 0;
-        next_stage = 5;  // the end of the chain
-        pooled = true;
-      }
-      if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
-        slot = 0;
-        next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
-        conv = next;
-      }
-      // A channel shuffle before the next convolution: its nodes join the
-      // chain, the Conv's stage reads the shuffled value.
-      if (next_stage < 0 && !bn_head && head_constant && next->input(0) == v) {
-        std::vector<const ir::Node*> shuffle = ChannelShuffle(*next, graph, is_constant);
-        bool free = !shuffle.empty();
-        for (const ir::Node* n : shuffle) free = free && !skip(n) && !taken.contains(n);
-        if (free) {
-          for (size_t i = 0; i + 1 < shuffle.size(); ++i) {
-            chain.nodes.push_back(shuffle[i]);
-            chain.chained_input.push_back(0);
-          }
-          next = shuffle.back();
-          v = shuffle[2]->output(0);
+        if (next_stage < 0 && !bn_head && head_constant && IsSequenceConv(*next, v, is_constant)) {
           slot = 0;
-          next_stage = 0;
+          next_stage = 0;  // a new convolution: its own BatchNormalization and post-ops may follow
           conv = next;
         }
+        // A channel shuffle before the next convolution: its nodes join the
+        // chain, the Conv's stage reads the shuffled value.
+        if (next_stage < 0 && !bn_head && head_constant && next->input(0) == v) {
+          std::vector<const ir::Node*> shuffle = ChannelShuffle(*next, graph, is_constant);
+          bool free = !shuffle.empty();
+          for (const ir::Node* n : shuffle) free = free && !skip(n) && !taken.contains(n);
+          if (free) {
+            for (size_t i = 0; i + 1 < shuffle.size(); ++i) {
+              chain.nodes.push_back(shuffle[i]);
+              chain.chained_input.push_back(0);
+            }
+            next = shuffle.back();
+            v = shuffle[2]->output(0);
+            slot = 0;
+            next_stage = 0;
+            conv = next;
+          }
+        }
+        if (next_stage < 0 || next->input(slot) != v) break;
+        chain.nodes.push_back(next);
+        chain.chained_input.push_back(slot);
+        chain.inner_input.resize(chain.nodes.size(), -1);
+        chain.inner_source.resize(chain.nodes.size(), -1);
+        if (next == pending_add) {
+          chain.inner_input.back() = 1 - slot;
+          chain.inner_source.back() = pending_source;
+          pending_add = nullptr;
+        }
+        last = next;
+        stage = next_stage;
       }
-      if (next_stage < 0 || next->input(slot) != v) break;
-      chain.nodes.push_back(next);
-      chain.chained_input.push_back(slot);
+      if (pending_add != nullptr) {
+        // A projection block at the head that the chain could not finish:
+        // the head runs on alone.
+        if (block_begin == 0) continue;
+        // The chain stopped inside the block: it ends where the block begins.
+        chain.nodes.resize(static_cast<size_t>(block_begin));
+        chain.chained_input.resize(chain.nodes.size());
+      }
       chain.inner_input.resize(chain.nodes.size(), -1);
       chain.inner_source.resize(chain.nodes.size(), -1);
-      if (next == pending_add) {
-        chain.inner_input.back() = 1 - slot;
-        chain.inner_source.back() = pending_source;
-        pending_add = nullptr;
+      if (chain.nodes.size() < 2) break;
+      // The tail's extra outputs (a BatchNormalization's) must be omitted too.
+      if (!OnlyFirstOutput(chain.tail())) break;
+      for (const ir::Node* n : chain.nodes) {
+        taken.insert(n);
+        chain.input_offset.push_back(chain.num_inputs);
+        chain.num_inputs += n->num_inputs();
       }
-      last = next;
-      stage = next_stage;
+      chains.push_back(std::move(chain));
+      break;
     }
-    if (pending_add != nullptr) {
-      // The chain stopped inside the block: it ends where the block begins.
-      chain.nodes.resize(static_cast<size_t>(block_begin));
-      chain.chained_input.resize(chain.nodes.size());
-    }
-    chain.inner_input.resize(chain.nodes.size(), -1);
-    chain.inner_source.resize(chain.nodes.size(), -1);
-    if (chain.nodes.size() < 2) continue;
-    // The tail's extra outputs (a BatchNormalization's) must be omitted too.
-    if (!OnlyFirstOutput(chain.tail())) continue;
-    for (const ir::Node* n : chain.nodes) {
-      taken.insert(n);
-      chain.input_offset.push_back(chain.num_inputs);
-      chain.num_inputs += n->num_inputs();
-    }
-    chains.push_back(std::move(chain));
   }
   return chains;
 }

@@ -933,7 +933,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       shuffle_shape = shuffle_back = -1;
       // The block's first Conv after a projection shortcut reads the
       // block's input, an earlier stage's result (FindConvChains).
-      if (k > 0 && chain.chained_input[k] < 0 && !concat) {
+      // Or, after a shortcut at the head of the chain, X again.
+      if (k > 0 && chain.chained_input[k] < 0 && !concat && chain.InnerInput(k) < 0) {
+        if (node.input(0) != chain.head().input(0))
+          return absl::InternalError("a Conv inside a chain must read a value of the chain or its X");
+        stage.reads_x = true;
+      } else if (k > 0 && chain.chained_input[k] < 0 && !concat) {
         if (chain.InnerInput(k) != 0 || chain.inner_source[k] < 0)
           return absl::InternalError("a Conv inside a chain must read a value of the chain");
         stage.source = stage_of[static_cast<size_t>(chain.inner_source[k])];

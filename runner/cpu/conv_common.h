@@ -176,6 +176,8 @@ struct SequenceStage {
   // first Conv reads the block's input, the shortcut having run between);
   // -1: the previous stage's (X for the first).
   int source = -1;
+  // Or X, the sequence's input (a projection block at its head).
+  bool reads_x = false;
   int base = 0;
   int node_inputs = 0;
   int64_t group = 1;

@@ -591,9 +591,9 @@ class ConvSequenceKernel : public CpuKernel {
     *x_bound_out = x_bound;
     for (size_t k = 0; k < stages_.size(); ++k) {
       const int source = stages_[k].source;
-      const double in = source >= 0 ? (*results)[static_cast<size_t>(source)]
-                        : k > 0     ? results->back()
-                                    : x_bound;
+      const double in = source >= 0                      ? (*results)[static_cast<size_t>(source)]
+                        : (k > 0 && !stages_[k].reads_x) ? results->back()
+                                                         : x_bound;
       const double bound = StageBound(ctx, plan, k, in, *results, **x, x_bound);
       if (!(bound < kSafeBound)) return k;
       results->push_back(bound);
@@ -629,9 +629,9 @@ class ConvSequenceKernel : public CpuKernel {
       for (size_t k = 0; k < stages_.size(); ++k) {
         const SequenceStage& s = stages_[k];
         if (s.source >= static_cast<int>(k)) return false;
-        const int64_t channels = s.source >= 0 ? out[static_cast<size_t>(s.source)]
-                                 : k > 0       ? out[k - 1]
-                                               : x_shape[1];
+        const int64_t channels = s.source >= 0           ? out[static_cast<size_t>(s.source)]
+                                 : (k > 0 && !s.reads_x) ? out[k - 1]
+                                                         : x_shape[1];
         has_shuffle = has_shuffle || s.shuffle_shape >= 0;
         absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
         if (!w.ok() || (*w)->rank() < 2) return false;
@@ -649,6 +649,7 @@ class ConvSequenceKernel : public CpuKernel {
         const Tensor *w, *b;
         if (!Operands(ctx, k, &w, &b) || w->rank() != rank) return false;
         if (stages_[k].source >= 0) shape = shapes[static_cast<size_t>(stages_[k].source)];
+        if (stages_[k].reads_x) shape = x_shape;
         std::optional<ConvGeometry> geometry = ResolveConv(shape, *w, b, stages_[k].group, stages_[k].attrs);
         if (!geometry) return false;
         winograd[k] = !safe && !has_shuffle &&
@@ -671,6 +672,9 @@ class ConvSequenceKernel : public CpuKernel {
         const StagePlan& from = plan.stages[static_cast<size_t>(stage.source)];
         x_shape = from.y_shape;
         current = from.dst;
+      } else if (stage.reads_x) {
+        x_shape = (*xs)->shape();
+        current = PlainDesc(x_shape, memory::data_type::f32);
       }
       std::optional<ConvGeometry> geometry = ResolveConv(x_shape, *w, b, stage.group, stage.attrs);
       if (!geometry) return false;
@@ -979,9 +983,11 @@ class ConvSequenceKernel : public CpuKernel {
       bounds = checks->results;
       bounds.resize(plan.stages.size(), std::numeric_limits<double>::infinity());
     }
+    memory x_memory;
     ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
-      current = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
+      x_memory = UserMemory(*x, PlainDesc(x->shape(), memory::data_type::f32));
     }));
+    current = x_memory;
     for (size_t k = 0; k < plan.stages.size(); ++k) {
       StagePlan& s = plan.stages[k];
       const bool last = k + 1 == plan.stages.size();
@@ -991,20 +997,27 @@ class ConvSequenceKernel : public CpuKernel {
       if (stages_[k].source >= 0) {
         current = results[static_cast<size_t>(stages_[k].source)];
         current_slot = result_slot[static_cast<size_t>(stages_[k].source)];
+      } else if (stages_[k].reads_x) {
+        current = x_memory;
+        current_slot = -1;
       }
       if (checked && k >= checks->from) {
         const int source = stages_[k].source >= 0 ? stages_[k].source : static_cast<int>(k) - 1;
+        const bool from_x = stages_[k].reads_x;
         double bound =
-            StageBound(ctx, plan, k, bounds[static_cast<size_t>(source)], bounds, *x, checks->x_bound);
+            StageBound(ctx, plan, k, from_x ? checks->x_bound : bounds[static_cast<size_t>(source)], bounds,
+                       *x, checks->x_bound);
         if (!(bound < kSafeBound)) {
-          // Measured: the source, and a residual from inside the sequence.
-          bounds[static_cast<size_t>(source)] = Measure(current);
+          // Measured: the source (X's largest magnitude is known), and a
+          // residual from inside the sequence.
+          if (!from_x) bounds[static_cast<size_t>(source)] = Measure(current);
           if (s.residual_stage >= 0) {
             const size_t r = static_cast<size_t>(s.residual_stage);
             bounds[r] = Measure(results[r]);
           }
           g_measured_stages.fetch_add(1, std::memory_order_relaxed);
-          bound = StageBound(ctx, plan, k, bounds[static_cast<size_t>(source)], bounds, *x, checks->x_bound);
+          bound = StageBound(ctx, plan, k, from_x ? checks->x_bound : bounds[static_cast<size_t>(source)],
+                             bounds, *x, checks->x_bound);
         }
         if (!(bound < kSafeBound)) {
           *unbounded = true;

@@ -477,12 +477,12 @@ pb::GraphProto ProjectionBlockGraph(int64_t c, int64_t hw, int64_t stride) {
   return g.Build();
 }
 
-TEST(CpuFusionTest, ProjectionBlockBranchesFuseIntoTwoSteps) {
-  // The Sum ends both branches; one chain takes it (and the Relu), the
-  // other stops before it: every node runs fused, in two steps.
+TEST(CpuFusionTest, ProjectionBlocksOnTheGraphInputRunAsOneStep) {
+  // The chain starts with the shortcut (it reads X), then the main branch
+  // reads X again; the Sum takes the shortcut's result from inside it.
   for (int64_t stride : {1, 2}) {
     SCOPED_TRACE(stride);
-    ExpectFused(ProjectionBlockGraph(8, 10, stride), {{"x", RandomFloats({1, 8, 10, 10}, 240)}}, {"s", "a"},
+    ExpectFused(ProjectionBlockGraph(8, 10, stride), {{"x", RandomFloats({1, 8, 10, 10}, 240)}}, {"s"},
                 /*opset=*/9);
   }
 }
@@ -501,7 +501,7 @@ TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
     SCOPED_TRACE(::testing::Message() << "c " << k.c << " hw " << k.hw << " stride " << k.stride);
     int64_t before = runner::cpu::WinogradConvolutionRuns();
     ExpectFused(ProjectionBlockGraph(k.c, k.hw, k.stride), {{"x", RandomFloats({1, k.c, k.hw, k.hw}, 250)}},
-                {"s", "a"}, /*opset=*/9);
+                {"s"}, /*opset=*/9);
     bool ran = runner::cpu::WinogradConvolutionRuns() > before;
     EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
   }
@@ -510,7 +510,7 @@ TEST(CpuFusionTest, ConvSequencesRunWinogradOnLargeImagesWithBoundedInputs) {
 TEST(CpuFusionTest, NarrowConvolutionsDoNotRunWinograd) {
   // The product's gate: fewer than 64 output channels convolve directly.
   int64_t before = runner::cpu::WinogradConvolutionRuns();
-  ExpectFused(ProjectionBlockGraph(16, 28, 1), {{"x", RandomFloats({1, 16, 28, 28}, 251)}}, {"s", "a"},
+  ExpectFused(ProjectionBlockGraph(16, 28, 1), {{"x", RandomFloats({1, 16, 28, 28}, 251)}}, {"s"},
               /*opset=*/9);
   EXPECT_EQ(runner::cpu::WinogradConvolutionRuns(), before);
 }
@@ -1005,6 +1005,17 @@ TEST(CpuFusionTest, ProjectionBlocksASequenceCannotFinishEndItBeforeTheShortcut)
   // second block.
   ExpectFused(ProjectionSequenceGraph(8, 9, 2, 1, /*shortcut_first=*/false, /*break_at=*/1),
               {{"x", RandomFloats({1, 8, 9, 9}, 771)}}, {"stem", "b1_a", "b1_sig", "b1_sc", "b1_c"});
+  // A block on the graph's input whose main branch no chain can finish:
+  // the chains begin at its Convs alone.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 8, 9, 9});
+  AddStage(g, "a", "x", "ac", 8, 8, 1, 1, 1, 780);
+  g.Node("Relu", {"ac"}, {"ar"}, {}, "a_relu").Node("Sigmoid", {"ar"}, {"as"}, {}, "a_sig");
+  AddStage(g, "c", "as", "cc", 8, 16, 1, 3, 1, 782);
+  AddStage(g, "s", "x", "sc", 8, 16, 1, 1, 1, 784);
+  AddBatchNormNamed(g, "sc", "sn", 16, 786);
+  g.Node("Add", {"cc", "sn"}, {"sum"}, {}, "add").Node("Relu", {"sum"}, {"y"}, {}, "relu").Output("y");
+  ExpectFused(g.Build(), {{"x", RandomFloats({1, 8, 9, 9}, 788)}}, {"a", "a_sig", "s", "c"});
 }
 
 TEST(CpuFusionTest, ResidualBlocksRunNodeByNodeWhenTheSequenceCannot) {
