@@ -381,13 +381,13 @@ class ConvSequenceKernel : public CpuKernel {
     if (!unbounded) return absl::OkStatus();
     // A value measured on the way was too large (or not finite) to rule out
     // overflow further on: the whole sequence runs again in the safe plan.
+    // Where that plan is not supported, node by node (its output replaces Y).
     SequencePlan* safe = SafePlan(ctx);
-    if (safe == nullptr || safe->y_shape != plan->y_shape)
-      return absl::InternalError("no safe convolution plan");
+    if (safe == nullptr || safe->y_shape != plan->y_shape) return Fallback(ctx);
     return Execute(ctx, *safe, y->mutable_data<float>());
   }
 
-  // Where the bound of the sequence's values from X (Bounded) gives out
+  // Where the bound of the sequence's values from X (BoundedStages) gives out
   // before the last stage of a long sequence (it grows with every stage's
   // weights), the fast plan runs on while the values actually computed
   // stay small: from stage `from` on, before each stage whose bound from
