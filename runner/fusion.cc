@@ -233,6 +233,17 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
   return true;
 }
 
+// Appends `nodes` to `chain`, each reading the previous one's output (the
+// first reads `in`, or no value of the chain when `in` is null) as its
+// input 0 or 1.
+void AppendChained(FusionChain& chain, const std::vector<const ir::Node*>& nodes, const ir::Value* in) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Value* previous = i == 0 ? in : nodes[i - 1]->output(0);
+    chain.nodes.push_back(nodes[i]);
+    chain.chained_input.push_back(previous == nullptr ? -1 : nodes[i]->input(0) == previous ? 0 : 1);
+  }
+}
+
 // A projection block on `v` (a ResNet stage's first block): `v` read by two
 // Convs with constant weights, one of them (the shortcut) followed only by
 // BatchNormalization / Mul / Add folded into it and then a residual Add or
@@ -406,17 +417,9 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                                                  &head_shortcut, &head_main, &head_add);
     for (int attempt = projection ? 0 : 1; attempt < 2; ++attempt) {
       FusionChain chain;
-      chain.nodes = {head};
-      chain.chained_input = {-1};
-      if (attempt == 0) {
-        chain.nodes = head_shortcut;
-        for (size_t i = 1; i < head_shortcut.size(); ++i)
-          chain.chained_input.push_back(head_shortcut[i]->input(0) == head_shortcut[i - 1]->output(0) ? 0
-                                                                                                      : 1);
-        // The main branch's Conv reads X, a chain input, again.
-        chain.nodes.push_back(head_main);
-        chain.chained_input.push_back(-1);
-      }
+      // The main branch's Conv after the shortcut reads X, a chain input, again.
+      AppendChained(chain, attempt == 0 ? head_shortcut : std::vector<const ir::Node*>{head}, nullptr);
+      if (attempt == 0) AppendChained(chain, {head_main}, nullptr);
       // Stages: 0 after the Conv and the nodes folded into it
       // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
       // activation, 3 after the residual Add, 4 after an activation that
@@ -461,15 +464,10 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
             SplitsIntoProjection(v, graph, opset, is_constant, skip, taken, &shortcut, &main_conv, &add)) {
           const int source = static_cast<int>(chain.nodes.size()) - 1;
           block_begin = source + 1;
-          for (size_t i = 0; i < shortcut.size(); ++i) {
-            const ir::Value* previous = i == 0 ? v : shortcut[i - 1]->output(0);
-            chain.nodes.push_back(shortcut[i]);
-            chain.chained_input.push_back(shortcut[i]->input(0) == previous ? 0 : 1);
-          }
+          AppendChained(chain, shortcut, v);
           pending_add = add;
           pending_source = static_cast<int>(chain.nodes.size()) - 1;
-          chain.nodes.push_back(main_conv);
-          chain.chained_input.push_back(-1);
+          AppendChained(chain, {main_conv}, nullptr);
           chain.inner_input.resize(chain.nodes.size(), -1);
           chain.inner_source.resize(chain.nodes.size(), -1);
           chain.inner_input.back() = 0;
@@ -509,12 +507,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
           if (free) {
             const int source = static_cast<int>(chain.nodes.size()) - 1;
             const size_t first = chain.nodes.size();
-            for (size_t i = 0; i < se.size(); ++i) {
-              const ir::Node* n = se[i];
-              const ir::Value* previous = i == 0 ? v : se[i - 1]->output(0);
-              chain.nodes.push_back(n);
-              chain.chained_input.push_back(n->input(0) == previous ? 0 : 1);
-            }
+            AppendChained(chain, se, v);
             chain.nodes.push_back(after);
             chain.chained_input.push_back(0);
             chain.inner_input.resize(chain.nodes.size(), -1);

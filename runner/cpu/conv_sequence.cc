@@ -1004,9 +1004,11 @@ class ConvSequenceKernel : public CpuKernel {
       if (checked && k >= checks->from) {
         const int source = stages_[k].source >= 0 ? stages_[k].source : static_cast<int>(k) - 1;
         const bool from_x = stages_[k].reads_x;
-        double bound =
-            StageBound(ctx, plan, k, from_x ? checks->x_bound : bounds[static_cast<size_t>(source)], bounds,
-                       *x, checks->x_bound);
+        auto stage_bound = [&] {
+          const double in = from_x ? checks->x_bound : bounds[static_cast<size_t>(source)];
+          return StageBound(ctx, plan, k, in, bounds, *x, checks->x_bound);
+        };
+        double bound = stage_bound();
         if (!(bound < kSafeBound)) {
           // Measured: the source (X's largest magnitude is known), and a
           // residual from inside the sequence.
@@ -1016,8 +1018,7 @@ class ConvSequenceKernel : public CpuKernel {
             bounds[r] = Measure(results[r]);
           }
           g_measured_stages.fetch_add(1, std::memory_order_relaxed);
-          bound = StageBound(ctx, plan, k, from_x ? checks->x_bound : bounds[static_cast<size_t>(source)],
-                             bounds, *x, checks->x_bound);
+          bound = stage_bound();
         }
         if (!(bound < kSafeBound)) {
           *unbounded = true;
