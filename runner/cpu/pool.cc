@@ -7,6 +7,13 @@
 // then kernel columns), so MaxPool equals the reference (ties keep the first
 // tap; a block that meets a NaN is redone by the checked path, which keeps
 // the first NaN) and AveragePool's float sums are the reference's.
+// Windows of stride 1 whose output is as large as the input (the pooling
+// branches of Inception-style models) run separable instead: each row's
+// windows, then each column's, over the flattened plane, so that planes of
+// 7 x 7 or 14 x 14 vectorize too; MaxPool there gives the reference's
+// values (planes holding NaN take the loops above), AveragePool adds row
+// sums (rounding may differ from the reference's tap order in the last
+// bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
 // each summed in float in index order: the reference's values).
 // The rest (1-D and 3-D windows, GlobalMaxPool, int8/uint8 MaxPool) runs on
@@ -90,6 +97,10 @@ struct Pool2d {
   int64_t interior_begin = 0, interior_end = 0;
   // AveragePool divides output (oh, ow) by row_div[oh] * col_div[ow].
   std::vector<float> row_div, col_div;
+  // Stride 1, no dilation, output as large as the input (pads adding up to
+  // the kernel extent less one): SeparablePlane pools rows, then columns.
+  bool separable = false;
+  int64_t kernel_h = 0;
 };
 
 // Fills the tap ranges and divisors of spatial dim d of `w`; the divisor
@@ -136,6 +147,9 @@ Pool2d MakePool2d(const Window& w, bool count_include_pad) {
     g.interior_begin = first;
     g.interior_end = last + 1;
   }
+  g.kernel_h = w.kernel[0];
+  g.separable = g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
+                g.out_h == g.in_h && g.out_w == g.in_w && g.pad_h < g.kernel_h && g.pad_w < g.kernel_w;
   return g;
 }
 
@@ -329,6 +343,115 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void AveragePoolPla
   }
 }
 
+// True when the n floats of x hold a NaN.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool HasNaN(const float* x, int64_t n) {
+  int found = 0;
+#pragma omp simd reduction(| : found)
+  for (int64_t i = 0; i < n; ++i) found |= x[i] != x[i];
+  return found != 0;
+}
+
+// False when the n floats of x are all finite (a quicker scan than HasNaN:
+// v - v is NaN only for NaN and infinities).
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool MayHoldNaN(const float* x, int64_t n) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += x[i] - x[i];
+  return sum != sum;
+}
+
+// One plane of a separable pooling (Pool2d::separable; MaxPool only on
+// planes without NaN): each row's windows first, into h (in_h x in_w
+// floats), then each column's windows over h. Interior rows and columns
+// run over the flattened plane (a window that would wrap to the next row
+// is redone with its taps clipped), so small planes vectorize as well as
+// large ones. MaxPool gives the reference's values; AveragePool sums each
+// window's rows first, then adds the row sums (the reference adds tap by
+// tap), and divides by the reference's divisor.
+template <PoolMode kMode>
+[[gnu::always_inline]] inline void SeparablePlaneImpl(const Pool2d& g, const float* x, float* h, float* y) {
+  const int64_t rows = g.in_h, cols = g.in_w, n = rows * cols;
+  const int64_t kh = g.kernel_h, kw = g.kernel_w;
+  const int64_t pt = g.pad_h, pl = g.pad_w, pb = kh - 1 - pt, pr = kw - 1 - pl;
+  auto op = [](float a, float b) {
+    if constexpr (kMode == PoolMode::kMax) {
+      return b > a ? b : a;
+    } else {
+      return a + b;
+    }
+  };
+  // Rows: h[i] pools x[i - pl, i + pr].
+  if (n - pr > pl) {
+    float* __restrict hd = h + pl;
+    const int64_t count = n - pr - pl;
+    std::memcpy(hd, x, static_cast<size_t>(count) * sizeof(float));
+    for (int64_t j = 1; j < kw; ++j) {
+      const float* __restrict xs = x + j;
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i) hd[i] = op(hd[i], xs[i]);
+    }
+  }
+  // Border columns: the first pl and the last pr (all of them when the
+  // plane is narrower than the kernel).
+  const int64_t left = std::min(pl, cols), right = std::max(left, cols - pr);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    auto clipped = [&](int64_t c) {
+      const int64_t begin = std::max<int64_t>(0, c - pl), end = std::min<int64_t>(cols, c + pr + 1);
+      float t = xr[begin];
+      for (int64_t j = begin + 1; j < end; ++j) t = op(t, xr[j]);
+      h[r * cols + c] = t;
+    };
+    for (int64_t c = 0; c < left; ++c) clipped(c);
+    for (int64_t c = right; c < cols; ++c) clipped(c);
+  }
+  // Columns: y at row r pools h rows [r - pt, r + pb].
+  const int64_t inner_begin = std::min(pt, rows), inner_end = std::max(inner_begin, rows - pb);
+  if (inner_end > inner_begin) {
+    float* __restrict yd = y + inner_begin * cols;
+    const int64_t count = (inner_end - inner_begin) * cols;
+    const float* h0 = h + (inner_begin - pt) * cols;
+    std::memcpy(yd, h0, static_cast<size_t>(count) * sizeof(float));
+    for (int64_t k = 1; k < kh; ++k) {
+      const float* __restrict hs = h0 + k * cols;
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i) yd[i] = op(yd[i], hs[i]);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r >= inner_begin && r < inner_end) continue;
+    const int64_t begin = std::max<int64_t>(0, r - pt), end = std::min<int64_t>(rows, r + pb + 1);
+    float* yr = y + r * cols;
+    std::memcpy(yr, h + begin * cols, static_cast<size_t>(cols) * sizeof(float));
+    for (int64_t k = begin + 1; k < end; ++k) {
+      const float* __restrict hr = h + k * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) yr[c] = op(yr[c], hr[c]);
+    }
+  }
+  if constexpr (kMode == PoolMode::kAverage) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float row_div = g.row_div[static_cast<size_t>(r)];
+      const float* col_div = g.col_div.data();
+      float* yr = y + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) yr[c] = yr[c] / (row_div * col_div[c]);
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SeparableMaxPlane(const Pool2d& g,
+                                                                                    const float* x, float* h,
+                                                                                    float* y) {
+  SeparablePlaneImpl<PoolMode::kMax>(g, x, h, y);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SeparableAveragePlane(const Pool2d& g,
+                                                                                        const float* x,
+                                                                                        float* h, float* y) {
+  SeparablePlaneImpl<PoolMode::kAverage>(g, x, h, y);
+}
+
 // The means of 16 planes of n floats, plane j at x + j * n, each summed in
 // float in index order and divided by n as the reference does (so the
 // same values, overflow to infinity included); the planes' sums are the
@@ -371,11 +494,25 @@ void Pool2dPlanes(const Pool2d& g, PoolMode mode, int64_t planes, int64_t taps_p
   constexpr int64_t kMinTapsPerThread = 1 << 16;  // keeps small pools on the calling thread
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const float* x_end = x + planes * in_plane;
+  // MaxPool runs separable on planes without NaN (checking each plane only
+  // when the whole input is not finite).
+  const bool check_planes = g.separable && mode == PoolMode::kMax && MayHoldNaN(x, planes * in_plane);
   auto run = [&](int64_t p) {
-    if (mode == PoolMode::kMax) {
-      MaxPoolPlane(g, x + p * in_plane, x_end, y + p * out_plane);
+    const float* xp = x + p * in_plane;
+    float* yp = y + p * out_plane;
+    if (g.separable && !(check_planes && HasNaN(xp, in_plane))) {
+      // Scratch for one plane's row pools, kept by each thread.
+      thread_local std::vector<float> rows;
+      if (rows.size() < static_cast<size_t>(in_plane)) rows.resize(static_cast<size_t>(in_plane));
+      if (mode == PoolMode::kMax) {
+        SeparableMaxPlane(g, xp, rows.data(), yp);
+      } else {
+        SeparableAveragePlane(g, xp, rows.data(), yp);
+      }
+    } else if (mode == PoolMode::kMax) {
+      MaxPoolPlane(g, xp, x_end, yp);
     } else {
-      AveragePoolPlane(g, x + p * in_plane, x_end, y + p * out_plane);
+      AveragePoolPlane(g, xp, x_end, yp);
     }
   };
   int64_t threads =

@@ -217,6 +217,58 @@ TEST(CpuPoolTest, Pool2dOnTwoThreadsMatchesReference) {
   }
 }
 
+TEST(CpuPoolTest, SameSizeWindowsMatchReference) {
+  // Stride 1 with pads adding up to the kernel extent less one: the output
+  // is as large as the input and the pooling runs rows, then columns. Every
+  // split of the pads, kernels wider and taller than the plane, planes of
+  // one row or column.
+  struct Shape {
+    std::vector<int64_t> x, kernel;
+  };
+  for (const Shape& s : std::vector<Shape>{{{1, 3, 1, 1}, {3, 3}},
+                                           {{1, 2, 2, 5}, {2, 2}},
+                                           {{2, 3, 14, 14}, {3, 3}},
+                                           {{1, 2, 7, 9}, {5, 5}},
+                                           {{1, 2, 1, 17}, {3, 7}},
+                                           {{1, 2, 19, 4}, {7, 3}}}) {
+    for (int64_t top = 0; top < s.kernel[0]; ++top) {
+      for (int64_t left = 0; left < s.kernel[1]; ++left) {
+        for (const char* op : {"MaxPool", "AveragePool"}) {
+          for (int64_t include : {0, 1}) {
+            if (std::string(op) == "MaxPool" && include == 1) continue;
+            PoolCase c;
+            c.shape = s.x;
+            std::vector<int64_t> pads = {top, left, s.kernel[0] - 1 - top, s.kernel[1] - 1 - left};
+            c.attrs = {AttrInts("kernel_shape", s.kernel), AttrInts("strides", {1, 1}),
+                       AttrInts("pads", pads)};
+            if (std::string(op) == "AveragePool") c.attrs.push_back(AttrInt("count_include_pad", include));
+            c.text = std::string(op) + " x=" + Join(s.x) + " kernel=" + Join(s.kernel) +
+                     " pads=" + Join(pads) + " include=" + std::to_string(include);
+            ExpectPoolMatches(op, c, static_cast<uint32_t>(top * 7 + left));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuPoolTest, SameSizeMaxPoolKeepsNaNOfSomePlanes) {
+  // Planes holding NaN take the tap-by-tap path, the others the separable
+  // one; infinities alone keep a plane separable.
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  runner::Tensor x = RandomFloats({1, 6, 9, 11}, 21);
+  float* p = x.mutable_data<float>();
+  p[0 * 99 + 40] = kNaN;
+  p[2 * 99 + 98] = kNaN;
+  p[3 * 99 + 5] = kInf;
+  p[4 * 99 + 50] = -kInf;
+  GraphBuilder g("g");
+  g.Input("x")
+      .Node("MaxPool", {"x"}, {"y"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})})
+      .Output("y");
+  ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, 0, 0);
+}
+
 TEST(CpuPoolTest, CeilModeWithCountIncludePadMatchesReference) {
   // The ceil_mode window is partly outside the padded input: its divisor
   // counts only the explicit padding.
