@@ -223,6 +223,14 @@ std::optional<dnnl::memory::desc> ChannelView(const dnnl::memory::desc& desc, in
 bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
                   const dnnl::memory::desc& current, dnnl::memory::desc* from);
 
+// conv_shuffle.cc: true when ShuffleChannelsLast can shuffle `from` (the
+// source of a channel shuffle in `groups` groups) into `to` (both dense
+// float [N, C, H, W] channels-last, G 2 or 4, AVX-512 present).
+bool OwnShuffle(const dnnl::memory::desc& from, const dnnl::memory::desc& to, int64_t groups);
+// Y[n, i * G + j, h, w] = X[n, j * C/G + i, h, w] over `desc` (as OwnShuffle
+// accepted), pixels split among the threads for large tensors.
+void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const float* x, float* y);
+
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as
 // extra end padding) in `pad_end`; nullopt when some output window reads

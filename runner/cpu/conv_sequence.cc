@@ -327,6 +327,8 @@ struct StagePlan {
   // shuffle_to, src as the same.
   bool shuffle = false;
   memory::desc shuffle_from, shuffle_to;
+  // The shuffle runs on ShuffleChannelsLast (groups), not the reorder.
+  int64_t own_shuffle = 0;
   PreparedWeight weight;
 };
 
@@ -820,6 +822,8 @@ class ConvSequenceKernel : public CpuKernel {
             if (!to) return;
             s.shuffle_to = *to;
             s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.shuffle_from, Engine(), s.shuffle_to));
+            const int64_t groups = s.shuffle_from.data.dims[2];
+            s.own_shuffle = OwnShuffle(current, s.src, groups) ? groups : 0;
           } else {
             s.src_in = s.src != current
                            ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
@@ -1037,14 +1041,19 @@ class ConvSequenceKernel : public CpuKernel {
         ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
         busy.push_back(src_slot);
         memory from = current, to = src;
-        if (s.shuffle) {
-          ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
-            from = memory(s.shuffle_from, Engine(), current.get_data_handle());
-            to = memory(s.shuffle_to, Engine(), src.get_data_handle());
-          }));
+        if (s.own_shuffle > 0) {
+          ShuffleChannelsLast(s.src, s.own_shuffle, static_cast<const float*>(current.get_data_handle()),
+                              static_cast<float*>(src.get_data_handle()));
+        } else {
+          if (s.shuffle) {
+            ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
+              from = memory(s.shuffle_from, Engine(), current.get_data_handle());
+              to = memory(s.shuffle_to, Engine(), src.get_data_handle());
+            }));
+          }
+          ONNXKIT_RETURN_IF_ERROR(
+              cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
         }
-        ONNXKIT_RETURN_IF_ERROR(
-            cpu::Execute("source reorder", s.src_in, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}));
       }
       // The last stage writes Y directly where its layout is plain.
       memory dst;

@@ -1,10 +1,18 @@
 // Channel shuffles inside Conv sequences (conv_sequence.cc): checking a
-// shuffle's Reshape shapes against its source and the strided 5-D views
-// between which one reorder shuffles the channels.
+// shuffle's Reshape shapes against its source, the strided 5-D views
+// between which one reorder shuffles the channels, and the loop that
+// shuffles dense channels-last tensors in 2 or 4 groups instead (each
+// pixel's channels gathered 16 at a time in vector registers: a few times
+// quicker than oneDNN's strided reorder).
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "lib/io/proto.h"
+#include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
 
 namespace onnxkit::runner::cpu {
@@ -46,7 +54,78 @@ std::optional<std::vector<int64_t>> ReshapeTo(const std::vector<int64_t>& in, co
   return out;
 }
 
+// Shuffles pixels [begin, end): y[p, i * G + j] = x[p, j * C/G + i], G
+// being 2 or 4; 16 / G channels of each group make one vector.
+__attribute__((target("avx512f"))) void ShufflePixels(const float* x, float* y, int64_t begin, int64_t end,
+                                                      int64_t channels, int64_t groups) {
+  const int64_t per_group = channels / groups, run = 16 / groups, full = per_group / run * run;
+  // Lane i * G + j of the result takes lane j * run + i of the loads.
+  alignas(64) int32_t order[16];
+  for (int64_t i = 0; i < run; ++i) {
+    for (int64_t j = 0; j < groups; ++j) order[i * groups + j] = static_cast<int32_t>(j * run + i);
+  }
+  const __m512i index = _mm512_load_si512(order);
+  for (int64_t p = begin; p < end; ++p) {
+    const float* xp = x + p * channels;
+    float* yp = y + p * channels;
+    for (int64_t i = 0; i < full; i += run) {
+      // (The masked forms: the plain ones read an undefined register.)
+      __m512 v = _mm512_setzero_ps();
+      if (groups == 2) {
+        __m512d halves = _mm512_castps_pd(v);
+        halves = _mm512_mask_insertf64x4(halves, 0xFF, halves, _mm256_castps_pd(_mm256_loadu_ps(xp + i)), 0);
+        halves = _mm512_mask_insertf64x4(halves, 0xFF, halves,
+                                         _mm256_castps_pd(_mm256_loadu_ps(xp + per_group + i)), 1);
+        v = _mm512_castpd_ps(halves);
+      } else {
+        v = _mm512_mask_insertf32x4(v, 0xFFFF, v, _mm_loadu_ps(xp + i), 0);
+        v = _mm512_mask_insertf32x4(v, 0xFFFF, v, _mm_loadu_ps(xp + per_group + i), 1);
+        v = _mm512_mask_insertf32x4(v, 0xFFFF, v, _mm_loadu_ps(xp + 2 * per_group + i), 2);
+        v = _mm512_mask_insertf32x4(v, 0xFFFF, v, _mm_loadu_ps(xp + 3 * per_group + i), 3);
+      }
+      _mm512_storeu_ps(yp + i * groups, _mm512_maskz_permutexvar_ps(0xFFFF, index, v));
+    }
+    for (int64_t i = full; i < per_group; ++i) {
+      for (int64_t j = 0; j < groups; ++j) yp[i * groups + j] = xp[j * per_group + i];
+    }
+  }
+}
+
+// True when `desc` is a dense float [N, C, H, W] stored channels-last.
+bool DenseChannelsLast(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+      d.offset0 != 0 || d.data_type != dnnl_f32)
+    return false;
+  const dnnl_dims_t& st = d.format_desc.blocking.strides;
+  return st[1] == 1 && st[3] == d.dims[1] && st[2] == d.dims[3] * d.dims[1] &&
+         st[0] == d.dims[2] * d.dims[3] * d.dims[1];
+}
+
 }  // namespace
+
+bool OwnShuffle(const memory::desc& from, const memory::desc& to, int64_t groups) {
+  if (groups != 2 && groups != 4) return false;
+  if (!WinogradSupported()) return false;  // AVX-512
+  return DenseChannelsLast(from) && DenseChannelsLast(to) && from.data.dims[1] % groups == 0 &&
+         std::equal(from.data.dims, from.data.dims + 4, to.data.dims);
+}
+
+void ShuffleChannelsLast(const memory::desc& desc, int64_t groups, const float* x, float* y) {
+  const dnnl_memory_desc_t& d = desc.data;
+  const int64_t channels = d.dims[1], pixels = d.dims[0] * d.dims[2] * d.dims[3];
+  // Threads for tensors of at least 64K floats each.
+  constexpr int64_t kMinPerThread = 1 << 16;
+  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), pixels * channels / kMinPerThread);
+  if (threads <= 1) {
+    ShufflePixels(x, y, 0, pixels, channels, groups);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+  for (int64_t t = 0; t < threads; ++t) {
+    ShufflePixels(x, y, pixels * t / threads, pixels * (t + 1) / threads, channels, groups);
+  }
+}
 
 // The 4-D strided `desc` ([N, C, H, W], no blocking) as [N, C/G, G, H, W]
 // (G = `groups`): with `source`, element (n, i, j) is channel j * C/G + i

@@ -1363,14 +1363,30 @@ pb::GraphProto ShuffleGraph(int64_t c, int64_t groups, int64_t hw, int units, st
 }
 
 TEST(CpuFusionTest, ChannelShufflesRunInsideConvSequences) {
-  // 12 and 24 channels: not whole 16-channel blocks.
-  for (auto [c, groups] : std::vector<std::pair<int64_t, int64_t>>{{12, 3}, {24, 4}, {32, 4}}) {
+  // 12 and 24 channels: not whole 16-channel blocks. In 2 and 4 groups the
+  // shuffle runs on the backend's own loop, a vector at a time (8 or 4
+  // channels of each group): 36 / 4 and 20 / 2 leave channels over.
+  for (auto [c, groups] :
+       std::vector<std::pair<int64_t, int64_t>>{{12, 3}, {24, 4}, {32, 4}, {36, 4}, {20, 2}, {48, 2}}) {
     for (int64_t hw : {9, 14}) {
       for (int units : {1, 3}) {
         SCOPED_TRACE(::testing::Message() << "c " << c << " groups " << groups << " hw " << hw << " units " << units);
         ExpectFused(ShuffleGraph(c, groups, hw, units), {{"x", RandomFloats({1, c, hw, hw}, 340)}}, {"u0_g1"});
       }
     }
+  }
+}
+
+TEST(CpuFusionTest, LargeChannelShufflesOnTwoThreadsMatchReference) {
+  // Over 64K floats: the shuffle splits the pixels among the threads.
+  for (auto [c, groups] : std::vector<std::pair<int64_t, int64_t>>{{68, 4}, {58, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << c << " groups " << groups);
+    Feeds feeds = {{"x", RandomFloats({1, c, 40, 40}, 343)}};
+    auto ref = RunGraphOn(runner::Backend::kReference, ShuffleGraph(c, groups, 40, 2), feeds, 18, 1);
+    auto cpu = RunGraphOn(runner::Backend::kCpu, ShuffleGraph(c, groups, 40, 2), feeds, 18, 2);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-4, 1e-3, "y");
   }
 }
 
