@@ -106,7 +106,7 @@ absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend,
 // `node_by_node`: the fused kernels are expected to fall back (run their
 // chain node by node) rather than run fused.
 void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vector<std::string>& cpu_ran,
-                 int64_t opset = 18, bool node_by_node = false) {
+                 int64_t opset = 18, bool node_by_node = false, double tolerance = 1e-4) {
   auto ref = Run(graph, runner::Backend::kReference, feeds, opset);
   int64_t fallbacks = runner::ChainFallbackRuns();
   auto cpu = Run(graph, runner::Backend::kCpu, feeds, opset);
@@ -115,7 +115,7 @@ void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vec
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_EQ(ref->outputs.size(), cpu->outputs.size());
   for (size_t i = 0; i < ref->outputs.size(); ++i) {
-    ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], 1e-4, 1e-4, "output " + std::to_string(i));
+    ExpectTensorsClose(ref->outputs[i], cpu->outputs[i], tolerance, tolerance, "output " + std::to_string(i));
   }
   EXPECT_EQ(cpu->ran, cpu_ran);
 }
@@ -513,6 +513,25 @@ TEST(CpuFusionTest, NarrowConvolutionsDoNotRunWinograd) {
   ExpectFused(ProjectionBlockGraph(16, 28, 1), {{"x", RandomFloats({1, 16, 28, 28}, 251)}}, {"s"},
               /*opset=*/9);
   EXPECT_EQ(runner::cpu::WinogradConvolutionRuns(), before);
+}
+
+TEST(CpuFusionTest, WideConvolutionsRunWinogradOnSmallImages) {
+  // The product's gates: 256 output channels run as Winograd from 7x7
+  // images on, 128 only from 28x28.
+  struct Case {
+    int64_t c, hw;
+    bool winograd;
+  };
+  for (const Case& k : {Case{256, 7, true}, Case{256, 6, false}, Case{128, 14, false}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << k.c << " hw " << k.hw);
+    int64_t before = runner::cpu::WinogradConvolutionRuns();
+    // Sums of 256 x 9 products, three Convs deep: float rounding (the
+    // direct convolution's too) reaches about 1e-3.
+    ExpectFused(ProjectionBlockGraph(k.c, k.hw, 1), {{"x", RandomFloats({1, k.c, k.hw, k.hw}, 252)}}, {"s"},
+                /*opset=*/9, /*node_by_node=*/false, /*tolerance=*/3e-3);
+    bool ran = runner::cpu::WinogradConvolutionRuns() > before;
+    EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
+  }
 }
 
 // Two ResNet identity blocks, each y = Relu(x + C3(Relu(C2(Relu(C1(x))))))
