@@ -279,8 +279,12 @@ bool FillOnes(Tensor& mask) {
 // reference kernel.
 class DropoutKernel : public CpuKernel {
  public:
-  DropoutKernel(const ir::Node&, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), opset_(info.opset) {}
+  // The mask is all ones in inference: kept from run to run (filled again
+  // only when its shape or type changes), unless the graph returns it.
+  DropoutKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        opset_(info.opset),
+        keep_mask_(node.num_outputs() > 1 && node.output(1) != nullptr && !node.output(1)->IsGraphOutput()) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
@@ -305,7 +309,13 @@ class DropoutKernel : public CpuKernel {
       if (t != nullptr && (t->dtype() != pb::kBool || t->size() != 1 || t->data<bool>()[0]))
         return Fallback(ctx);
     }
-    if (mask) {
+    if (mask && keep_mask_) {
+      if (!mask_.defined() || mask_.dtype() != mask_type || mask_.shape() != x->shape()) {
+        ONNXKIT_ASSIGN_OR_RETURN(mask_, Tensor::AllocateUninitialized(mask_type, x->shape()));
+        if (!FillOnes(mask_)) return absl::InternalError("unexpected Dropout mask type");
+      }
+      ONNXKIT_RETURN_IF_ERROR(ctx.SetOutput(1, RtValue::FromTensor(mask_)));
+    } else if (mask) {
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * m, ctx.AllocateOutputUninitialized(1, mask_type, x->shape()));
       if (!FillOnes(*m)) return absl::InternalError("unexpected Dropout mask type");
     }
@@ -314,6 +324,8 @@ class DropoutKernel : public CpuKernel {
 
  private:
   int64_t opset_;
+  bool keep_mask_;
+  Tensor mask_;
 };
 
 }  // namespace

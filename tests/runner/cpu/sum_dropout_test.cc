@@ -221,6 +221,23 @@ TEST(CpuDropoutTest, InferenceMaskIsAllOnes) {
   }
 }
 
+TEST(CpuDropoutTest, MaskReadInsideTheGraphHoldsOnesAcrossRunsAndShapes) {
+  // The kernel keeps the mask from run to run; a shape or type change
+  // makes a new one.
+  for (int64_t opset : {9, 13}) {
+    SCOPED_TRACE(::testing::Message() << "opset " << opset);
+    GraphBuilder g("g");
+    g.Input("x").Node("Dropout", {"x"}, {"y", "m"});
+    g.Node("Cast", {"m"}, {"mf"}, {AttrInt("to", pb::kFloat)}).Node("Mul", {"y", "mf"}, {"z"}).Output("z");
+    ExpectRepeatedRunsMatch(g.Build(),
+                            {{{"x", RandomFloats({2, 3}, 5)}},
+                             {{"x", RandomFloats({2, 3}, 6)}},
+                             {{"x", RandomFloats({4, 1, 5}, 7)}},
+                             {{"x", RandomFloats({2, 3}, 8)}}},
+                            0, opset);
+  }
+}
+
 TEST(CpuDropoutTest, TrainingAndInvalidInputsFallBack) {
   runner::Tensor x = RandomFloats({4, 6}, 4);
   // Training: a seeded random mask, with and without the mask output.
