@@ -233,6 +233,37 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
   return true;
 }
 
+// The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
+// as X (`conv`, a sequence convolution) and an AveragePool (`pool`, one
+// output) whose only use is a Concat of two inputs along axis 1 taking the
+// pool's result second (`concat`): ShuffleNet's stride-2 unit, whose
+// shortcut is the pooled input joined to the branch's result.
+bool SplitsIntoConvAndPoolJoin(const ir::Value* v, const ir::Graph& graph,
+                               const std::function<bool(const ir::Value*)>& is_constant,
+                               const std::function<bool(const ir::Node*)>& skip,
+                               const absl::flat_hash_set<const ir::Node*>& taken, const ir::Node** conv,
+                               const ir::Node** pool, const ir::Node** concat) {
+  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
+  const ir::Node* a = v->uses()[0].node;
+  const ir::Node* b = v->uses()[1].node;
+  if (a == b) return false;
+  if (b->op_type() == "Conv") std::swap(a, b);
+  for (const ir::Node* n : {a, b}) {
+    if (n->graph() != &graph || !InDefaultDomain(*n) || skip(n) || taken.contains(n)) return false;
+  }
+  if (!IsSequenceConv(*a, v, is_constant)) return false;
+  if (b->op_type() != "AveragePool" || b->num_inputs() != 1 || b->num_outputs() != 1) return false;
+  const ir::Node* c = SoleConsumer(b->output(0), graph);
+  if (c == nullptr || c->op_type() != "Concat" || !InDefaultDomain(*c) || skip(c) || taken.contains(c) ||
+      c->num_inputs() != 2 || c->num_outputs() != 1 || c->input(1) != b->output(0) ||
+      c->input(0) == nullptr || c->input(0) == c->input(1) || c->GetInt("axis").value_or(-1) != 1)
+    return false;
+  *conv = a;
+  *pool = b;
+  *concat = c;
+  return true;
+}
+
 // Appends `nodes` to `chain`, each reading the previous one's output (the
 // first reads `in`, or no value of the chain when `in` is null) as its
 // input 0 or 1.
@@ -415,7 +446,17 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
     const bool projection = !bn_head && head->num_inputs() > 0 &&
                             SplitsIntoProjection(head->input(0), graph, opset, is_constant, skip, taken,
                                                  &head_shortcut, &head_main, &head_add);
-    for (int attempt = projection ? 0 : 1; attempt < 2; ++attempt) {
+    // Or the head's X also pooled and joined to the unit's result (a
+    // ShuffleNet stride-2 unit): tried before the head alone.
+    const ir::Node* x_conv = nullptr;
+    const ir::Node* x_pool = nullptr;
+    const ir::Node* x_concat = nullptr;
+    const bool x_join = !bn_head && head->num_inputs() > 0 &&
+                        SplitsIntoConvAndPoolJoin(head->input(0), graph, is_constant, skip, taken, &x_conv,
+                                                  &x_pool, &x_concat) &&
+                        x_conv == head;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if ((attempt == 0 && !projection) || (attempt == 1 && !x_join)) continue;
       FusionChain chain;
       // The main branch's Conv after the shortcut reads X, a chain input, again.
       AppendChained(chain, attempt == 0 ? head_shortcut : std::vector<const ir::Node*>{head}, nullptr);
@@ -435,10 +476,21 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       int pending_source = -1;
       int block_begin = -1;  // the first node of that block: where the chain ends if it cannot reach the Add
       bool pooled = false;   // the chain ends with a MaxPool
+      // With pending_add a Concat: the AveragePool of the value it joins
+      // (pending_source's, or X's when -1) to the unit's result.
+      const ir::Node* pending_pool = nullptr;
+      bool shuffled = false;  // the chain holds a channel shuffle (it then runs channels-last)
+      int last_join = -1;     // the AveragePool of the last join taken
+      int join_begin = -1;    // the first node of its unit
       if (attempt == 0) {
         last = conv = head_main;
         pending_add = head_add;
         pending_source = static_cast<int>(head_shortcut.size()) - 1;
+        block_begin = 0;
+      } else if (attempt == 1) {
+        pending_add = x_concat;
+        pending_pool = x_pool;
+        pending_source = -1;
         block_begin = 0;
       }
       while (!pooled && OnlyFirstOutput(*last)) {
@@ -452,6 +504,15 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
             SplitsIntoConvAndResidual(v, graph, is_constant, &next, &add) && !skip(add) &&
             !taken.contains(add)) {
           pending_add = add;
+          pending_source = static_cast<int>(chain.nodes.size()) - 1;
+          block_begin = pending_source + 1;
+        }
+        // Or into a unit whose input is also pooled and joined to its result.
+        const ir::Node* join_pool = nullptr;
+        if (next == nullptr && !bn_head && head_constant && stage != 5 && pending_add == nullptr &&
+            SplitsIntoConvAndPoolJoin(v, graph, is_constant, skip, taken, &next, &join_pool, &add)) {
+          pending_add = add;
+          pending_pool = join_pool;
           pending_source = static_cast<int>(chain.nodes.size()) - 1;
           block_begin = pending_source + 1;
         }
@@ -552,6 +613,29 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                    next->input(0) != next->input(1)) {
           slot = next->input(0) == v ? 0 : 1;
           next_stage = 3;
+        } else if (next == pending_add && pending_pool != nullptr && stage < 3 && shuffled &&
+                   next->input(0) == v) {
+          // The unit's Concat: the AveragePool (reading X or the unit's
+          // input from inside the chain), then the Concat, which reads the
+          // pool's result as chained and the unit's result as inner input.
+          const int result = static_cast<int>(chain.nodes.size()) - 1;
+          last_join = static_cast<int>(chain.nodes.size());
+          join_begin = block_begin;
+          chain.nodes.insert(chain.nodes.end(), {pending_pool, next});
+          chain.chained_input.insert(chain.chained_input.end(), {-1, 1});
+          chain.inner_input.resize(chain.nodes.size(), -1);
+          chain.inner_source.resize(chain.nodes.size(), -1);
+          if (pending_source >= 0) {
+            chain.inner_input[chain.nodes.size() - 2] = 0;
+            chain.inner_source[chain.nodes.size() - 2] = pending_source;
+          }
+          chain.inner_input.back() = 0;
+          chain.inner_source.back() = result;
+          pending_add = nullptr;
+          pending_pool = nullptr;
+          last = next;
+          stage = 3;  // an activation may follow
+          continue;
         } else if (next == pending_add) {
           break;  // the block's residual Add, where the chain cannot take it
         } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
@@ -575,6 +659,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
               chain.nodes.push_back(shuffle[i]);
               chain.chained_input.push_back(0);
             }
+            shuffled = true;
             next = shuffle.back();
             v = shuffle[2]->output(0);
             slot = 0;
@@ -602,6 +687,20 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
         // The chain stopped inside the block: it ends where the block begins.
         chain.nodes.resize(static_cast<size_t>(block_begin));
         chain.chained_input.resize(chain.nodes.size());
+      }
+      // A join is followed by a Conv of the chain (its kernel joins before
+      // the next convolution): else the chain ends where its unit begins
+      // (the unit's input, which the AveragePool reads, is then the chain's
+      // result), or, for a unit at the head, the head runs on alone.
+      if (last_join >= 0 && static_cast<size_t>(last_join) < chain.nodes.size()) {
+        bool conv_after = false;
+        for (size_t k = static_cast<size_t>(last_join); k < chain.nodes.size(); ++k)
+          conv_after = conv_after || chain.nodes[k]->op_type() == "Conv";
+        if (!conv_after && join_begin == 0) continue;
+        if (!conv_after) {
+          chain.nodes.resize(static_cast<size_t>(join_begin));
+          chain.chained_input.resize(chain.nodes.size());
+        }
       }
       chain.inner_input.resize(chain.nodes.size(), -1);
       chain.inner_source.resize(chain.nodes.size(), -1);

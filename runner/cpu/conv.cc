@@ -919,6 +919,30 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       k = at + 2;
       continue;
     }
+    if (!concat && node.op_type() == "AveragePool") {
+      // A pooled join (FindConvChains): the AveragePool, then the Concat
+      // taking the stage's result first and the pooled value second.
+      if (stages.empty() || k + 1 >= n || chain.nodes[k + 1]->op_type() != "Concat" || stages.back().join ||
+          chain.chained_input[k + 1] != 1 || chain.InnerInput(k + 1) != 0)
+        return absl::InternalError("an AveragePool in a Conv chain must be joined by the Concat after it");
+      SequenceStage::PoolJoin join;
+      ONNXKIT_ASSIGN_OR_RETURN(join.attrs, reference::ParseWindowAttrs(node));
+      join.count_include_pad = reference::AttrInt(node, "count_include_pad", 0) != 0;
+      if (chain.InnerInput(k) == 0 && chain.inner_source[k] >= 0) {
+        join.source = stage_of[static_cast<size_t>(chain.inner_source[k])];
+        if (join.source < 0 || join.source + 1 >= static_cast<int>(stages.size()))
+          return absl::InternalError("a pooled join must read a finished stage");
+      } else if (node.input(0) == chain.head().input(0)) {
+        join.reads_x = true;
+      } else {
+        return absl::InternalError("a pooled join must read a value of the chain or its X");
+      }
+      join.ops_from = stages.back().spec.ops.size();
+      stages.back().join = join;
+      stage_of[k + 1] = stage_of[k];
+      ++k;  // the Concat
+      continue;
+    }
     if (node.op_type() == "Reshape" || node.op_type() == "Transpose") {
       // A channel shuffle before the next Conv (FindConvChains checked its shape).
       if (stages.empty()) return absl::InternalError("a Conv chain must start with a Conv");

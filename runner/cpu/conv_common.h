@@ -189,6 +189,19 @@ struct SequenceStage {
   int shuffle_shape = -1, shuffle_back = -1;
   // Squeeze-and-excitation of the stage's result (never the last stage's).
   std::optional<SqueezeExcite> se;
+  // A pooled join (never on the last stage; sequences running
+  // channels-last): the stage's result is the Concat along the channels of
+  // the convolution's result and an AveragePool of an earlier stage's result
+  // (`source`) or of X (`reads_x`: ShuffleNet's stride-2 units); the
+  // post-ops from `ops_from` on follow the Concat and apply to both parts.
+  struct PoolJoin {
+    reference::WindowAttrs attrs;
+    bool count_include_pad = false;
+    int source = -1;
+    bool reads_x = false;
+    size_t ops_from = 0;
+  };
+  std::optional<PoolJoin> join;
 };
 
 // conv_sequence.cc: a kernel running several Convs in a row (each taking

@@ -336,8 +336,41 @@ struct StagePlan {
   memory::desc shuffle_from, shuffle_to;
   // The shuffle runs on ShuffleChannelsLast (groups), not the reorder.
   int64_t own_shuffle = 0;
+  // A pooled join (SequenceStage::join): `joined` ([N, C + C', H, W],
+  // channels-last, out_shape) holds dst (the convolution's result after
+  // its post-ops) and then join_pool's result (pool_dst, its post-ops from
+  // the join's ops_from on applied); join_x_in reorders X into pool_src.
+  bool join = false;
+  memory::desc joined, pool_src, pool_dst;
+  dnnl::primitive join_pool;
+  dnnl::reorder join_x_in;
+  std::vector<int64_t> out_shape;  // the stage's result: y_shape unless joined
   PreparedWeight weight;
 };
+
+// The desc of stage s's result.
+const memory::desc& ResultDesc(const StagePlan& s) { return s.join ? s.joined : s.dst; }
+
+// True when `desc` is a dense float [N, C, H, W] stored channels-last.
+bool DenseNhwc(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+      d.offset0 != 0 || d.data_type != dnnl_f32)
+    return false;
+  const dnnl_dims_t& st = d.format_desc.blocking.strides;
+  return st[1] == 1 && st[3] == d.dims[1] && st[2] == d.dims[3] * d.dims[1] &&
+         st[0] == d.dims[2] * d.dims[3] * d.dims[1];
+}
+
+// joined[p] = (a[p], b[p]) for each of `pixels` pixels of channels-last
+// tensors of ca and cb channels.
+void JoinChannels(const float* a, int64_t ca, const float* b, int64_t cb, int64_t pixels, float* joined) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    float* out = joined + p * (ca + cb);
+    std::memcpy(out, a + p * ca, static_cast<size_t>(ca) * sizeof(float));
+    std::memcpy(out + ca, b + p * cb, static_cast<size_t>(cb) * sizeof(float));
+  }
+}
 
 struct SequencePlan {
   bool built = false, supported = false;
@@ -539,6 +572,20 @@ class ConvSequenceKernel : public CpuKernel {
     return in * sw.l1 + sw.bias;
   }
 
+  // The bound of an activation's result from `bound`, its input's (infinity
+  // for a residual sum, which a join's pooled part cannot have).
+  static double ActivationBound(double bound, const ResolvedPostOp& op) {
+    if (op.sum) return std::numeric_limits<double>::infinity();
+    if (op.alg == dnnl::algorithm::eltwise_relu)
+      return bound * std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
+    if (op.alg == dnnl::algorithm::eltwise_swish || op.alg == dnnl::algorithm::eltwise_hardswish)
+      return std::max(bound, 0.4);
+    double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
+    return std::isfinite(lo) && std::isfinite(hi)
+               ? std::max(lo, hi)
+               : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
+  }
+
   // The bound of stage k's result (after its post-ops) from `in`, its
   // source's bound, `results`, the earlier stages' bounds, and X (`x`,
   // bounded by `x_bound`); infinity where it reaches kSafeBound (or, for a
@@ -560,19 +607,23 @@ class ConvSequenceKernel : public CpuKernel {
         // A residual that is X itself (an identity shortcut) is not read twice.
         bool is_x = (*r)->raw() == x.raw() && (*r)->size() == x.size();
         bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
-      } else if (op.alg == dnnl::algorithm::eltwise_relu) {
-        bound *= std::max(1.0, std::fabs(static_cast<double>(op.alpha)));
-      } else if (op.alg == dnnl::algorithm::eltwise_swish || op.alg == dnnl::algorithm::eltwise_hardswish) {
-        // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375).
-        bound = std::max(bound, 0.4);
-      } else {  // clip to [alpha, beta]: within the bounds, or the value
-        double lo = std::fabs(op.alpha), hi = std::fabs(op.beta);
-        bound = std::isfinite(lo) && std::isfinite(hi)
-                    ? std::max(lo, hi)
-                    : std::max({bound, std::isfinite(lo) ? lo : 0.0, std::isfinite(hi) ? hi : 0.0});
+      } else {
+        // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375);
+        // clip to [alpha, beta]: within the bounds, or the value.
+        bound = ActivationBound(bound, op);
       }
     }
     if (!(bound < kSafeBound)) return kInf;
+    if (stages_[k].join.has_value()) {
+      // The pooled part: a mean of the source's values, then the
+      // activations after the Concat.
+      const SequenceStage::PoolJoin& join = *stages_[k].join;
+      double pooled = join.reads_x ? x_bound : results[static_cast<size_t>(join.source)];
+      const std::vector<ResolvedPostOp>& ops = plan.stages[k].resolved;
+      for (size_t i = join.ops_from; i < ops.size(); ++i) pooled = ActivationBound(pooled, ops[i]);
+      if (!(pooled < kSafeBound)) return kInf;
+      bound = std::max(bound, pooled);
+    }
     if (stages_[k].se.has_value()) {
       // The gate is finite and within [0, 1] when the squeeze and its
       // activation stay bounded (a mean is at most the largest value):
@@ -646,6 +697,10 @@ class ConvSequenceKernel : public CpuKernel {
         if (!w.ok() || (*w)->rank() < 2) return false;
         if (s.group > 1 && s.group == channels) has_depthwise = true;
         out[k] = (*w)->dim(0);
+        if (s.join) {
+          if (s.join->source >= static_cast<int>(k)) return false;
+          out[k] += s.join->reads_x ? x_shape[1] : out[static_cast<size_t>(s.join->source)];
+        }
       }
     }
     // The stages that run as Winograd convolutions (fast plan only).
@@ -666,6 +721,12 @@ class ConvSequenceKernel : public CpuKernel {
                                         winograd_min_positions_, bf16_);
         has_winograd = has_winograd || winograd[k];
         shape = geometry->y_shape;
+        if (stages_[k].join) {
+          const std::vector<int64_t>& pooled =
+              stages_[k].join->reads_x ? x_shape : shapes[static_cast<size_t>(stages_[k].join->source)];
+          if (pooled.size() != shape.size()) return false;
+          shape[1] += pooled[1];
+        }
         shapes[k] = shape;
       }
     }
@@ -679,8 +740,8 @@ class ConvSequenceKernel : public CpuKernel {
       if (stage.source >= 0) {
         // An earlier stage's result, in the layout that stage wrote.
         const StagePlan& from = plan.stages[static_cast<size_t>(stage.source)];
-        x_shape = from.y_shape;
-        current = from.dst;
+        x_shape = from.out_shape;
+        current = ResultDesc(from);
       } else if (stage.reads_x) {
         x_shape = (*xs)->shape();
         current = PlainDesc(x_shape, memory::data_type::f32);
@@ -705,7 +766,8 @@ class ConvSequenceKernel : public CpuKernel {
         }
       }
       if (s.residual_stage >= static_cast<int>(k) ||
-          (s.residual_stage >= 0 && plan.stages[static_cast<size_t>(s.residual_stage)].y_shape != s.y_shape))
+          (s.residual_stage >= 0 &&
+           plan.stages[static_cast<size_t>(s.residual_stage)].out_shape != s.y_shape))
         return false;
       memory::dims wdims = WeightDims(stage.group, m, c, kernel);
       s.wei_user = memory::desc(wdims, memory::data_type::f32, PlainTag(static_cast<int>(wdims.size())));
@@ -844,7 +906,7 @@ class ConvSequenceKernel : public CpuKernel {
                   : dnnl::reorder();
           s.inner_in = s.inner_plain = dnnl::reorder();
           if (s.residual_stage >= 0) {
-            const memory::desc& from = plan.stages[static_cast<size_t>(s.residual_stage)].dst;
+            const memory::desc& from = ResultDesc(plan.stages[static_cast<size_t>(s.residual_stage)]);
             const memory::desc& to = s.own && last ? plain_y : s.dst;
             (s.own && last ? s.inner_plain : s.inner_in) =
                 from != to ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to))
@@ -867,8 +929,10 @@ class ConvSequenceKernel : public CpuKernel {
         s.se_layout = layout->first;
         s.se_block = layout->second;
       }
-      current = s.dst;
-      x_shape = s.y_shape;
+      s.out_shape = s.y_shape;
+      if (stage.join && !BuildJoin(k, **xs, plan)) return false;
+      current = ResultDesc(s);
+      x_shape = s.out_shape;
     }
     if (pool_.has_value() && !BuildPool(x_shape, plan, current)) return false;
     plan.y_shape = x_shape;
@@ -880,6 +944,54 @@ class ConvSequenceKernel : public CpuKernel {
                                                           : dnnl::reorder();
                  })
         .ok();
+  }
+
+  // Plans stage k's pooled join (its convolution planned): the AveragePool
+  // of its source, channels-last like the convolution's result, and the
+  // joined result.
+  bool BuildJoin(size_t k, const Tensor& x, SequencePlan& plan) {
+    const SequenceStage::PoolJoin& join = *stages_[k].join;
+    StagePlan& s = plan.stages[k];
+    // Not the last stage (FindConvChains), no squeeze-and-excitation, and
+    // the convolution's result float32 channels-last.
+    if (k + 1 == stages_.size() || stages_[k].se.has_value() || !DenseNhwc(s.dst) || s.y_shape.size() != 4)
+      return false;
+    std::vector<int64_t> in_shape =
+        join.reads_x ? x.shape() : plan.stages[static_cast<size_t>(join.source)].out_shape;
+    if (in_shape.size() != 4 || in_shape[0] != s.y_shape[0]) return false;
+    std::vector<int64_t> in(in_shape.begin() + 2, in_shape.end());
+    memory::dims pad_end;
+    std::optional<Window> w = DnnlPoolWindow(join.attrs, in, join.attrs.kernel_shape, &pad_end);
+    if (!w || w->out.size() != 2 || w->out[0] != s.y_shape[2] || w->out[1] != s.y_shape[3]) return false;
+    // With count_include_pad, padding ceil_mode adds would count in oneDNN's divisor, not in ONNX's.
+    for (size_t d = 0; d < 2; ++d) {
+      if (join.count_include_pad && pad_end[d] > w->pad_end[d]) return false;
+    }
+    const std::vector<int64_t> pooled_shape = {in_shape[0], in_shape[1], w->out[0], w->out[1]};
+    s.out_shape = s.y_shape;
+    s.out_shape[1] += in_shape[1];
+    const memory::desc source = join.reads_x ? PlainDesc(in_shape, memory::data_type::f32)
+                                             : ResultDesc(plan.stages[static_cast<size_t>(join.source)]);
+    absl::Status status = Guard("pooling", [&] {
+      s.pool_src = memory::desc(Dims(in_shape), memory::data_type::f32, ChannelsLastTag(4));
+      s.pool_dst = memory::desc(Dims(pooled_shape), memory::data_type::f32, ChannelsLastTag(4));
+      s.joined = memory::desc(Dims(s.out_shape), memory::data_type::f32, ChannelsLastTag(4));
+      if (source != s.pool_src) {
+        if (!join.reads_x) return;  // an earlier result not channels-last
+        s.join_x_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), source, Engine(), s.pool_src));
+      }
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference,
+                                       join.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                              : dnnl::algorithm::pooling_avg_exclude_padding,
+                                       s.pool_src, s.pool_dst, Dims(w->strides), Dims(w->kernel),
+                                       Minus1(w->dilations), Dims(w->pad_begin), pad_end);
+      dnnl::pooling_v2_forward::primitive_desc pd(d, Engine());
+      if (IsReference(pd)) return;
+      s.join_pool = dnnl::pooling_v2_forward(pd);
+    });
+    if (!status.ok() || !s.join_pool) return false;
+    s.join = true;
+    return true;
   }
 
   // Plans the MaxPool over `current` (of `shape`), the last stage's
@@ -958,10 +1070,53 @@ class ConvSequenceKernel : public CpuKernel {
     return nullptr;
   }
 
+  // Stage k's pooled join: pools its source, applies the post-ops after the
+  // Concat to the pooled values and writes both parts into the joined
+  // result (results[k], in a free slot). `conv` holds the convolution's
+  // result (slot conv_slot).
+  absl::Status RunJoin(size_t k, SequencePlan& plan, const memory& x_memory, std::vector<memory>& results,
+                       std::vector<int>& result_slot, const memory& conv, int conv_slot) {
+    const SequenceStage::PoolJoin& join = *stages_[k].join;
+    StagePlan& s = plan.stages[k];
+    std::vector<int> busy = {conv_slot};
+    for (size_t j = 0; j < k; ++j) {
+      if (result_slot[j] >= 0 && ReadLater(plan, j, k)) busy.push_back(result_slot[j]);
+    }
+    memory source = join.reads_x ? x_memory : results[static_cast<size_t>(join.source)];
+    if (s.join_x_in) {
+      const int slot = FreeSlot(busy);
+      ONNXKIT_ASSIGN_OR_RETURN(memory nhwc, ScratchMemory(s.pool_src, slot));
+      busy.push_back(slot);
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("pooling source reorder", s.join_x_in,
+                                           {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, nhwc}}));
+      source = nhwc;
+    }
+    const int pooled_slot = FreeSlot(busy);
+    ONNXKIT_ASSIGN_OR_RETURN(memory pooled, ScratchMemory(s.pool_dst, pooled_slot));
+    busy.push_back(pooled_slot);
+    ONNXKIT_RETURN_IF_ERROR(
+        cpu::Execute("pooling", s.join_pool, {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, pooled}}));
+    const int64_t pixels = s.y_shape[0] * s.y_shape[2] * s.y_shape[3];
+    const int64_t ca = s.y_shape[1], cb = s.out_shape[1] - s.y_shape[1];
+    float* pooled_data = static_cast<float*>(pooled.get_data_handle());
+    if (join.ops_from < s.resolved.size()) {
+      ApplyPostOpsTo(pooled_data, nullptr, pixels * cb, s.resolved.data() + join.ops_from,
+                     s.resolved.size() - join.ops_from);
+    }
+    const int joined_slot = FreeSlot(busy);
+    ONNXKIT_ASSIGN_OR_RETURN(memory joined, ScratchMemory(s.joined, joined_slot));
+    JoinChannels(static_cast<const float*>(conv.get_data_handle()), ca, pooled_data, cb, pixels,
+                 static_cast<float*>(joined.get_data_handle()));
+    results[k] = joined;
+    result_slot[k] = joined_slot;
+    return absl::OkStatus();
+  }
+
   // True when a stage from `k` on adds stage j's result or convolves it.
   bool ReadLater(const SequencePlan& plan, size_t j, size_t k) const {
     for (size_t t = k; t < plan.stages.size(); ++t) {
-      if (plan.stages[t].residual_stage == static_cast<int>(j) || stages_[t].source == static_cast<int>(j))
+      if (plan.stages[t].residual_stage == static_cast<int>(j) || stages_[t].source == static_cast<int>(j) ||
+          (stages_[t].join && stages_[t].join->source == static_cast<int>(j)))
         return true;
     }
     return false;
@@ -1026,6 +1181,10 @@ class ConvSequenceKernel : public CpuKernel {
           if (!from_x) bounds[static_cast<size_t>(source)] = Measure(current);
           if (s.residual_stage >= 0) {
             const size_t r = static_cast<size_t>(s.residual_stage);
+            bounds[r] = Measure(results[r]);
+          }
+          if (stages_[k].join && !stages_[k].join->reads_x) {
+            const size_t r = static_cast<size_t>(stages_[k].join->source);
             bounds[r] = Measure(results[r]);
           }
           g_measured_stages.fetch_add(1, std::memory_order_relaxed);
@@ -1105,6 +1264,12 @@ class ConvSequenceKernel : public CpuKernel {
           SqueezeExciteImage(data + i * image, s.se_layout, s.se_block, c, hw, *stages_[k].se, *w1, b1, *w2,
                              b2, s.own && swish_in_se, se_scratch_.data());
         }
+      }
+      if (s.join) {
+        ONNXKIT_RETURN_IF_ERROR(RunJoin(k, plan, x_memory, results, result_slot, dst, dst_slot));
+        current = results[k];
+        current_slot = result_slot[k];
+        continue;
       }
       current = dst;
       current_slot = dst_slot;

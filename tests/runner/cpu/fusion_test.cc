@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -1379,6 +1380,116 @@ pb::GraphProto ShuffleGraph(int64_t c, int64_t groups, int64_t hw, int units, st
   }
   g.Output(in);
   return g.Build();
+}
+
+// A ShuffleNet stride-2 unit on `in` (c channels, hw x hw): grouped 1x1
+// Conv + BatchNormalization + Relu, channel shuffle, depthwise 3x3 stride-2
+// Conv + BatchNormalization, grouped 1x1 Conv (c -> m) + BatchNormalization,
+// then the Concat of that and an AveragePool 3x3 stride 2 of `in`, and
+// Relu; the unit's result (m + c channels) is `prefix` + "y".
+void AddJoinUnit(GraphBuilder& g, const std::string& prefix, const std::string& in, int64_t c, int64_t m,
+                 int64_t groups, int64_t hw, int64_t include, uint32_t seed) {
+  const std::string p = prefix;
+  // (0: the batch dim as it is.)
+  g.Initializer(InitializerFrom(p + "split", Int64s({5}, {0, groups, c / groups, hw, hw})))
+      .Initializer(InitializerFrom(p + "join", Int64s({4}, {0, c, hw, hw})));
+  AddStage(g, p + "g1", in, p + "a", c, c, groups, 1, 1, seed);
+  AddBatchNormNamed(g, p + "a", p + "an", c, seed + 2);
+  g.Node("Relu", {p + "an"}, {p + "ar"}, {}, p + "relu1")
+      .Node("Reshape", {p + "ar", p + "split"}, {p + "r5"}, {}, p + "split")
+      .Node("Transpose", {p + "r5"}, {p + "t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, p + "transpose")
+      .Node("Reshape", {p + "t5", p + "join"}, {p + "sh"}, {}, p + "unshuffle");
+  AddStage(g, p + "dw", p + "sh", p + "d", c, c, c, 3, 2, seed + 6);
+  AddBatchNormNamed(g, p + "d", p + "dn", c, seed + 8);
+  AddStage(g, p + "g2", p + "dn", p + "b", c, m, groups, 1, 1, seed + 12);
+  AddBatchNormNamed(g, p + "b", p + "bn", m, seed + 14);
+  g.Node("AveragePool", {in}, {p + "pool"},
+         {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1}),
+          AttrInt("count_include_pad", include)},
+         p + "avgpool")
+      .Node("Concat", {p + "bn", p + "pool"}, {p + "cat"}, {AttrInt("axis", 1)}, p + "concat")
+      .Node("Relu", {p + "cat"}, {p + "y"}, {}, p + "relu2");
+}
+
+// `stem`: a 1x1 Conv + Relu before the stride-2 unit (which then pools
+// the stem's result); `after`: a grouped 1x1 Conv + Relu after the unit.
+pb::GraphProto JoinGraph(int64_t c, int64_t m, int64_t groups, int64_t hw, int64_t include, bool stem,
+                         bool after, int64_t batch = 1) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{batch, c, hw, hw});
+  std::string in = "x";
+  if (stem) {
+    AddStage(g, "stem", "x", "st", c, c, 1, 1, 1, 360);
+    g.Node("Relu", {"st"}, {"str"}, {}, "stem_relu");
+    in = "str";
+  }
+  AddJoinUnit(g, "u_", in, c, m, groups, hw, include, 362);
+  std::string out = "u_y";
+  if (after) {
+    AddStage(g, "next", "u_y", "nx", m + c, m + c, groups, 1, 1, 380);
+    g.Node("Relu", {"nx"}, {"ny"}, {}, "next_relu");
+    out = "ny";
+  }
+  g.Output(out);
+  return g.Build();
+}
+
+TEST(CpuFusionTest, PooledJoinsOfShuffleNetUnitsRunInsideConvSequences) {
+  // The unit's input pooled (X itself, or the stem's result from inside
+  // the chain), joined after the branch's last Conv; padding counted or
+  // not; 12 channels in 3 groups (the oneDNN reorder shuffles them) and 16
+  // in 4 (the backend's own loop).
+  for (auto [c, m, groups] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{12, 12, 3}, {16, 24, 4}}) {
+    for (int64_t hw : {8, 9}) {
+      for (int64_t include : {0, 1}) {
+        for (bool stem : {false, true}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "c " << c << " hw " << hw << " include " << include << " stem " << stem);
+          ExpectFused(JoinGraph(c, m, groups, hw, include, stem, /*after=*/true),
+                      {{"x", RandomFloats({1, c, hw, hw}, 364)}}, {stem ? "stem" : "u_g1"});
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuFusionTest, PooledJoinsOfABatchOfImages) {
+  ExpectFused(JoinGraph(16, 24, 4, 8, 1, /*stem=*/true, /*after=*/true, /*batch=*/3),
+              {{"x", RandomFloats({3, 16, 8, 8}, 369)}}, {"stem"});
+}
+
+TEST(CpuFusionTest, PooledJoinsRunFusedOnInputsHoldingNaN) {
+  // The safe plan (activations in the backend's own loops, which keep NaN)
+  // joins too: NaN in X reaches the same outputs as on the reference.
+  for (bool stem : {false, true}) {
+    SCOPED_TRACE(stem);
+    runner::Tensor x = RandomFloats({1, 16, 8, 8}, 368);
+    x.mutable_data<float>()[77] = std::numeric_limits<float>::quiet_NaN();
+    x.mutable_data<float>()[300] = std::numeric_limits<float>::infinity();
+    ExpectFused(JoinGraph(16, 16, 4, 8, 0, stem, /*after=*/true), {{"x", x}}, {stem ? "stem" : "u_g1"});
+  }
+}
+
+TEST(CpuFusionTest, PooledJoinsWithoutAConvAfterThemRunOnTheirOwn) {
+  // No Conv follows the unit: the chain ends where the unit begins (its
+  // input is the chain's result), and the unit runs as a sequence of its
+  // own, the AveragePool, Concat and Relu node by node after it.
+  ExpectFused(JoinGraph(16, 24, 4, 8, 0, /*stem=*/true, /*after=*/false),
+              {{"x", RandomFloats({1, 16, 8, 8}, 366)}},
+              {"stem", "u_g1", "u_avgpool", "u_concat", "u_relu2"});
+  // At the head: the unit's branch alone.
+  ExpectFused(JoinGraph(16, 24, 4, 8, 0, /*stem=*/false, /*after=*/false),
+              {{"x", RandomFloats({1, 16, 8, 8}, 366)}}, {"u_g1", "u_avgpool", "u_concat", "u_relu2"});
+}
+
+TEST(CpuFusionTest, PooledJoinsOnTwoThreadsMatchReference) {
+  Feeds feeds = {{"x", RandomFloats({1, 32, 40, 40}, 367)}};
+  pb::GraphProto graph = JoinGraph(32, 32, 4, 40, 0, /*stem=*/true, /*after=*/true);
+  auto ref = RunGraphOn(runner::Backend::kReference, graph, feeds, 18, 1);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, graph, feeds, 18, 2);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-4, 1e-3, "y");
 }
 
 TEST(CpuFusionTest, ChannelShufflesRunInsideConvSequences) {

@@ -451,6 +451,47 @@ TEST_P(CpuNonFiniteTest, IntoConvSequencesWithAChannelShuffle) {
   }
 }
 
+// A ShuffleNet stride-2 unit run inside a sequence (grouped 1x1 Conv +
+// Relu, shuffle, depthwise 3x3 stride-2 Conv, grouped 1x1 Conv, joined to
+// an AveragePool of the unit's input, Relu, then a 1x1 Conv + Relu): NaN
+// and infinities into X, the unit reading X or a stem's result.
+TEST_P(CpuNonFiniteTest, IntoPooledJoinsOfConvSequences) {
+  for (bool stem : {false, true}) {
+    for (const char* kinds : {"n", "+-", "n+-"}) {
+      SCOPED_TRACE(::testing::Message() << kinds << " stem " << stem);
+      const int64_t c = 16, hw = 8;
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw})
+          .Initializer(InitializerFrom("split", Int64s({5}, {1, 4, c / 4, hw, hw})))
+          .Initializer(InitializerFrom("join", Int64s({4}, {1, c, hw, hw})))
+          .Initializer(InitializerFrom("dw_w", RandomFloats({c, 1, 3, 3}, 150)));
+      std::string in = "x";
+      if (stem) {
+        AddConv(g, {"", c, c, 1, 1, hw}, "x", "st", "stem", 151);
+        g.Node("Relu", {"st"}, {"str"}, {}, "stem_relu");
+        in = "str";
+      }
+      AddConv(g, {"", c, c, 4, 1, hw}, in, "a", "g1", 153);
+      g.Node("Relu", {"a"}, {"ar"}, {}, "relu1")
+          .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+          .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, "transpose")
+          .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "join")
+          .Node("Conv", {"sh", "dw_w"}, {"d"},
+                {AttrInt("group", c), AttrInts("pads", {1, 1, 1, 1}), AttrInts("strides", {2, 2})}, "dw");
+      AddConv(g, {"", c, c, 4, 1, hw / 2}, "d", "b", "g2", 155);
+      g.Node("AveragePool", {in}, {"pool"},
+             {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})},
+             "avgpool")
+          .Node("Concat", {"b", "pool"}, {"cat"}, {AttrInt("axis", 1)}, "concat")
+          .Node("Relu", {"cat"}, {"u"}, {}, "relu2");
+      AddConv(g, {"", 2 * c, 2 * c, 4, 1, hw / 2}, "u", "n", "next", 157);
+      g.Node("Relu", {"n"}, {"y"}, {}, "relu3").Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", Plant(RandomFloats({1, c, hw, hw}, 159), kinds, 6)}}, 18,
+                          HasNaN(kinds));
+    }
+  }
+}
+
 // A projection block (two branches of Conv + BatchNormalization meeting in
 // a Sum, then Relu, fused as two steps): NaN and infinities into X reach
 // the output through both branches. On 28x28 images the 3x3 Conv runs as a
