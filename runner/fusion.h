@@ -8,7 +8,12 @@
 // SiLU, 1x1 Conv, Sigmoid or HardSigmoid, and the Mul of the activated value
 // by that gate, when a Conv follows), then possibly further Convs, each
 // possibly after a channel shuffle (Reshape to [N, G, C/G, H, W], Transpose
-// with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), and last
+// with perm 0, 2, 1, 3, 4, Reshape back: ShuffleNet's), a unit whose
+// input an AveragePool also reads and a Concat joins, second, to the
+// unit's result, possibly then an activation (ShuffleNet's stride-2 unit,
+// in a chain holding a shuffle, when a Conv follows: the AveragePool reads
+// the unit's input as its inner input, or X, and the Concat the pool's
+// result as chained input and the unit's as inner input), and last
 // possibly a MaxPool without Indices); or a
 // BatchNormalization, Mul / Add by per-channel constants and an activation
 // as one per-channel pass.

@@ -25,6 +25,15 @@
 // Reshape does) must be [N, G, C/G, H, W] and [N, C, H, W] of that result,
 // else the chain runs node by node.
 //
+// Pooled joins: a stage (not the last) of a channels-last sequence may
+// join an AveragePool of an earlier result, or of X, to its convolution's
+// result along the channels (ShuffleNet's stride-2 units, runner/fusion.h):
+// oneDNN's average pooling over that source (X reordered channels-last
+// first), the post-ops after the Concat applied to the pooled values in
+// ApplyPostOps (NaN kept in either plan), then one pass writing both parts
+// per pixel. Its bound is the larger of the convolution's and the
+// source's (a mean is at most the largest value) after those post-ops.
+//
 // MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
 // plan it runs as oneDNN's max pooling over the last convolution's result
 // in that result's layout, so only the pooled (smaller) value is reordered
