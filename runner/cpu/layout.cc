@@ -2,7 +2,8 @@
 // least 64 bytes stay in place, else as a oneDNN reorder into a destination
 // desc with permuted strides (8-byte types move as pairs of int32; a
 // Transpose of a constant is folded by the session, so it never runs here), Concat as
-// block copies, and inference Dropout as its input. Types the kernels cannot
+// block copies, inference Dropout as its input, and constant-mode Pad
+// (PadKernel). Types the kernels cannot
 // move, Transpose of ranks above 6 or empty tensors, and invalid attributes
 // (the reference reports them) run on the reference kernels.
 #include <omp.h>
@@ -328,6 +329,115 @@ class DropoutKernel : public CpuKernel {
   Tensor mask_;
 };
 
+// Pad in constant mode (the pads an attribute before opset 11, an input
+// from 11, no axes input) with non-negative pads over fixed-size types:
+// all-zero pads give the input itself (exporters emit such Pads before
+// pooling); else the output is filled with the value and each row of the
+// input's last axis copied into place, rows split among the threads for
+// large outputs. Other modes, negative pads and axes run on the reference
+// kernel.
+class PadKernel : public CpuKernel {
+ public:
+  PadKernel(const ir::Node& node, const KernelInfo& info, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        constant_(node.GetString("mode").value_or("constant") == "constant"),
+        attr_pads_(info.opset < 11 ? node.GetInts(info.opset < 2 ? "paddings" : "pads") : std::nullopt),
+        attr_value_(node.GetFloat("value").value_or(0.f)),
+        opset_(info.opset) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    if (!constant_) return Fallback(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    const int bits = x->is_string() ? 0 : DataTypeBits(x->dtype());
+    if (bits < 8 || bits % 8 != 0) return Fallback(ctx);
+    const size_t rank = static_cast<size_t>(x->rank());
+    std::vector<int64_t> pads;
+    if (opset_ < 11) {
+      if (!attr_pads_) return Fallback(ctx);
+      pads = *attr_pads_;
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* p, ctx.Input(1));
+      absl::StatusOr<const Tensor*> axes = ctx.num_inputs() > 3 ? ctx.OptionalInput(3) : nullptr;
+      if (!axes.ok() || *axes != nullptr || p->dtype() != pb::kInt64 || p->rank() != 1) return Fallback(ctx);
+      pads.assign(p->data<int64_t>(), p->data<int64_t>() + p->size());
+    }
+    if (pads.size() != 2 * rank) return Fallback(ctx);
+    bool zero = true;
+    for (int64_t v : pads) {
+      if (v < 0 || v > (int64_t{1} << 40)) return Fallback(ctx);
+      zero = zero && v == 0;
+    }
+    // The value's bytes (none: zero).
+    const size_t esize = static_cast<size_t>(bits / 8);
+    const void* value = nullptr;
+    float attr_value = attr_value_;
+    if (opset_ < 11 && attr_value_ != 0) {
+      if (x->dtype() != pb::kFloat) return Fallback(ctx);
+      value = &attr_value;
+    } else if (opset_ >= 11 && ctx.num_inputs() > 2) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* v, ctx.OptionalInput(2));
+      if (v != nullptr && (v->dtype() != x->dtype() || v->size() != 1)) return Fallback(ctx);
+      if (v != nullptr) value = v->raw();
+    }
+    if (zero) return ctx.SetOutput(0, RtValue::FromTensor(*x));
+    std::vector<int64_t> out_shape(rank);
+    for (size_t d = 0; d < rank; ++d) out_shape[d] = x->dim(static_cast<int>(d)) + pads[d] + pads[d + rank];
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), out_shape));
+    char* out = static_cast<char*>(y->mutable_raw());
+    const size_t total = y->nbytes();
+    bool zero_value = true;
+    for (size_t b = 0; value != nullptr && b < esize; ++b)
+      zero_value = zero_value && static_cast<const char*>(value)[b] == 0;
+    if (zero_value) {
+      std::memset(out, 0, total);
+    } else {
+      for (size_t at = 0; at < total; at += esize) std::memcpy(out + at, value, esize);
+    }
+    if (x->size() == 0) return absl::OkStatus();
+    // Output strides in bytes; the offset of the input's first element.
+    std::vector<int64_t> stride(rank);
+    int64_t step = static_cast<int64_t>(esize);
+    int64_t base = 0;
+    for (size_t d = rank; d-- > 0;) {
+      stride[d] = step;
+      base += pads[d] * step;
+      step *= out_shape[d];
+    }
+    const int64_t row_len = x->dim(static_cast<int>(rank) - 1);
+    const size_t row_bytes = static_cast<size_t>(row_len) * esize;
+    const int64_t rows = x->size() / row_len;
+    const char* in = static_cast<const char*>(x->raw());
+    auto copy_rows = [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        // The row's index over the leading axes, last axis first.
+        int64_t offset = base, rest = r;
+        for (size_t d = rank - 1; d-- > 0;) {
+          const int64_t dim = x->dim(static_cast<int>(d));
+          offset += (rest % dim) * stride[d];
+          rest /= dim;
+        }
+        std::memcpy(out + offset, in + static_cast<size_t>(r) * row_bytes, row_bytes);
+      }
+    };
+    constexpr int64_t kMinBytesPerThread = 1 << 20;
+    const int64_t threads =
+        std::min<int64_t>(omp_get_max_threads(), static_cast<int64_t>(total) / kMinBytesPerThread);
+    if (threads <= 1) {
+      copy_rows(0, rows);
+    } else {
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+      for (int64_t t = 0; t < threads; ++t) copy_rows(rows * t / threads, rows * (t + 1) / threads);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool constant_;
+  std::optional<std::vector<int64_t>> attr_pads_;
+  float attr_value_;
+  int64_t opset_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTranspose(const ir::Node& node, const KernelInfo& info) {
@@ -340,6 +450,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConcat(const ir::Node& node, const K
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDropout(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<DropoutKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakePad(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<PadKernel>(node, info);
 }
 
 }  // namespace onnxkit::runner::cpu

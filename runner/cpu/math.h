@@ -51,6 +51,7 @@ Factory MakeReduce;
 Factory MakeTranspose;
 Factory MakeConcat;
 Factory MakeDropout;
+Factory MakePad;
 
 }  // namespace onnxkit::runner::cpu
 

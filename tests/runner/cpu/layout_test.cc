@@ -1,4 +1,4 @@
-// The cpu backend's Transpose and Concat against the reference kernels.
+// The cpu backend's Transpose, Concat and Pad against the reference kernels.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -253,6 +253,88 @@ TEST(CpuConcatTest, EmptyInputsMismatchesAndInt64) {
   i.Input("a", pb::kInt64).Input("b", pb::kInt64).Node("Concat", {"a", "b"}, {"y"}, {AttrInt("axis", 0)});
   i.Output("y", pb::kInt64);
   ExpectCpuMatchesReference(i.Build(), {{"a", Int64s({1}, {4})}, {"b", Int64s({2}, {5, 6})}});
+}
+
+// A Pad graph (opset 11 on) of x (`dtype`) with constant pads, a constant
+// value when given, and `mode`.
+pb::GraphProto PadGraph(int32_t dtype, const std::vector<int64_t>& pads, const runner::Tensor* value,
+                        const std::string& mode = "constant", const std::vector<int64_t>* axes = nullptr) {
+  GraphBuilder g("g");
+  g.Input("x", dtype).Initializer(InitializerFrom("pads", Int64s({static_cast<int64_t>(pads.size())}, pads)));
+  std::vector<std::string> inputs = {"x", "pads"};
+  if (value != nullptr || axes != nullptr) {
+    inputs.push_back(value != nullptr ? "value" : "");
+    if (value != nullptr) g.Initializer(InitializerFrom("value", *value));
+  }
+  if (axes != nullptr) {
+    g.Initializer(InitializerFrom("axes", Int64s({static_cast<int64_t>(axes->size())}, *axes)));
+    inputs.push_back("axes");
+  }
+  g.Node("Pad", inputs, {"y"}, {AttrString("mode", mode)}).Output("y", dtype);
+  return g.Build();
+}
+
+TEST(CpuPadTest, ConstantPadsMatchReferenceBytes) {
+  std::mt19937 rng(31);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  uint32_t seed = 40;
+  for (int32_t dtype : {pb::kFloat, pb::kUint8, pb::kInt64, pb::kFloat16}) {
+    for (size_t rank = 1; rank <= 5; ++rank) {
+      for (int with_value = 0; with_value < 2; ++with_value) {
+        std::vector<int64_t> shape, pads(2 * rank);
+        for (size_t d = 0; d < rank; ++d) shape.push_back(pick(1, 5));
+        for (int64_t& p : pads) p = pick(0, 3) == 0 ? 0 : pick(1, 3);
+        SCOPED_TRACE(::testing::Message()
+                     << "dtype " << dtype << " rank " << rank << " value " << with_value);
+        runner::Tensor value = RandomBytes(dtype, {}, seed++);
+        for (int64_t opset : {11, 13, 18}) {
+          ExpectCpuBytesMatchReference(PadGraph(dtype, pads, with_value ? &value : nullptr),
+                                       {{"x", RandomBytes(dtype, shape, seed++)}}, opset);
+        }
+      }
+    }
+  }
+  // Before opset 11: pads and value attributes.
+  for (float value : {0.f, 2.5f}) {
+    GraphBuilder g("g");
+    g.Input("x")
+        .Node("Pad", {"x"}, {"y"}, {AttrInts("pads", {0, 1, 2, 0, 3, 1}), AttrFloat("value", value)})
+        .Output("y");
+    ExpectCpuBytesMatchReference(g.Build(), {{"x", RandomFloats({2, 3, 4}, seed++)}}, 2);
+  }
+}
+
+TEST(CpuPadTest, LargeOutputsMatchReferenceOnTwoThreads) {
+  ExpectCpuBytesMatchReference(PadGraph(pb::kFloat, {0, 0, 1, 2, 0, 0, 3, 1}, nullptr),
+                               {{"x", RandomFloats({1, 64, 60, 70}, 44)}}, 18, 2);
+}
+
+TEST(CpuPadTest, ZeroPadsGiveTheInputItself) {
+  runner::Tensor x = RandomFloats({1, 8, 5, 5}, 45);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, PadGraph(pb::kFloat, std::vector<int64_t>(8, 0), nullptr),
+                        {{"x", x}}, 18);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ((*cpu)[0].tensor().raw(), x.raw());  // no copy
+  ExpectCpuBytesMatchReference(PadGraph(pb::kFloat, std::vector<int64_t>(8, 0), nullptr), {{"x", x}}, 18);
+}
+
+TEST(CpuPadTest, OtherModesNegativePadsAndAxesRunOnTheReference) {
+  runner::Tensor x = RandomFloats({2, 3, 4}, 46);
+  for (const char* mode : {"reflect", "edge"}) {
+    ExpectCpuBytesMatchReference(PadGraph(pb::kFloat, {0, 1, 2, 1, 1, 0}, nullptr, mode), {{"x", x}}, 18);
+  }
+  ExpectCpuBytesMatchReference(PadGraph(pb::kFloat, {0, -1, 2, 1, 1, -2}, nullptr), {{"x", x}}, 18);
+  const std::vector<int64_t> axes = {2, 0};
+  ExpectCpuBytesMatchReference(PadGraph(pb::kFloat, {1, 2, 0, 1}, nullptr, "constant", &axes), {{"x", x}},
+                               18);
+  // A value of another type: an error on both backends.
+  runner::Tensor wrong = Int64Scalar(3);
+  auto ref = RunGraphOn(runner::Backend::kReference, PadGraph(pb::kFloat, {0, 1, 0, 0, 1, 0}, &wrong),
+                        {{"x", x}}, 18);
+  auto cpu =
+      RunGraphOn(runner::Backend::kCpu, PadGraph(pb::kFloat, {0, 1, 0, 0, 1, 0}, &wrong), {{"x", x}}, 18);
+  EXPECT_FALSE(ref.ok());
+  EXPECT_FALSE(cpu.ok());
 }
 
 }  // namespace
