@@ -28,11 +28,11 @@
 // Pooled joins: a stage (not the last) of a channels-last sequence may
 // join an AveragePool of an earlier result, or of X, to its convolution's
 // result along the channels (ShuffleNet's stride-2 units, runner/fusion.h):
-// oneDNN's average pooling over that source (X reordered channels-last
-// first), the post-ops after the Concat applied to the pooled values in
-// ApplyPostOps (NaN kept in either plan), then one pass writing both parts
-// per pixel. Its bound is the larger of the convolution's and the
-// source's (a mean is at most the largest value) after those post-ops.
+// oneDNN's average pooling over that source (reordered channels-last
+// float32 first where it is not: X, a bfloat16 result), the post-ops after the Concat applied to the pooled
+// values in ApplyPostOps (NaN kept in either plan), then one pass writing both parts per pixel. Its bound is
+// the larger of the convolution's and the source's (a mean is at most the largest value) after those
+// post-ops.
 //
 // MaxPool: a chain may end with a MaxPool (runner/fusion.h). In the fast
 // plan it runs as oneDNN's max pooling over the last convolution's result
@@ -348,11 +348,12 @@ struct StagePlan {
   // A pooled join (SequenceStage::join): `joined` ([N, C + C', H, W],
   // channels-last, out_shape) holds dst (the convolution's result after
   // its post-ops) and then join_pool's result (pool_dst, its post-ops from
-  // the join's ops_from on applied); join_x_in reorders X into pool_src.
+  // the join's ops_from on applied); join_src_in reorders the pooled source
+  // (X, or a result in another layout or in bfloat16) into pool_src.
   bool join = false;
   memory::desc joined, pool_src, pool_dst;
   dnnl::primitive join_pool;
-  dnnl::reorder join_x_in;
+  dnnl::reorder join_src_in;
   std::vector<int64_t> out_shape;  // the stage's result: y_shape unless joined
   PreparedWeight weight;
 };
@@ -872,8 +873,10 @@ class ConvSequenceKernel : public CpuKernel {
         absl::Status status = Guard("convolution", [&] {
           s.own = own_by_mode || (cand.tag == PlainTag(rank) && cand.dst_tag == memory::format_tag::undef &&
                                   !s.resolved.empty());
-          const memory::data_type yt =
-              is_bf16 && !last && !s.own && !stage.se.has_value() ? xt : memory::data_type::f32;
+          // (A pooled join writes float32: the join's own pass reads it.)
+          const memory::data_type yt = is_bf16 && !last && !s.own && !stage.se.has_value() && !stage.join
+                                           ? xt
+                                           : memory::data_type::f32;
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg, cand.dst_tag);
           plan.own_last = last && s.own;
@@ -986,8 +989,7 @@ class ConvSequenceKernel : public CpuKernel {
       s.pool_dst = memory::desc(Dims(pooled_shape), memory::data_type::f32, ChannelsLastTag(4));
       s.joined = memory::desc(Dims(s.out_shape), memory::data_type::f32, ChannelsLastTag(4));
       if (source != s.pool_src) {
-        if (!join.reads_x) return;  // an earlier result not channels-last
-        s.join_x_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), source, Engine(), s.pool_src));
+        s.join_src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), source, Engine(), s.pool_src));
       }
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference,
                                        join.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
@@ -1092,11 +1094,11 @@ class ConvSequenceKernel : public CpuKernel {
       if (result_slot[j] >= 0 && ReadLater(plan, j, k)) busy.push_back(result_slot[j]);
     }
     memory source = join.reads_x ? x_memory : results[static_cast<size_t>(join.source)];
-    if (s.join_x_in) {
+    if (s.join_src_in) {
       const int slot = FreeSlot(busy);
       ONNXKIT_ASSIGN_OR_RETURN(memory nhwc, ScratchMemory(s.pool_src, slot));
       busy.push_back(slot);
-      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("pooling source reorder", s.join_x_in,
+      ONNXKIT_RETURN_IF_ERROR(cpu::Execute("pooling source reorder", s.join_src_in,
                                            {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, nhwc}}));
       source = nhwc;
     }

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "runner/cpu/threads.h"
+#include "runner/fusion.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -185,6 +186,46 @@ TEST(CpuBf16Test, SequencesWithInnerResidualsAndChannelShuffles) {
         .Output("y");
     ExpectBf16Products(c, 113);
   }
+}
+
+TEST(CpuBf16Test, PooledJoinsOfShuffleNetUnitsRunFused) {
+  // A stem Conv, then a ShuffleNet stride-2 unit (its input pooled and
+  // joined to the branch's result) and a Conv after it: one sequence in
+  // bfloat16, no node-by-node run.
+  const int64_t ch = 16, hw = 8;
+  Case c;
+  c.name = "pooled join";
+  c.exact_rounding = false;
+  c.x_shape = {1, ch, hw, hw};
+  c.weights.emplace_back("stem", RandomFloats({ch, ch, 1, 1}, 120));
+  c.weights.emplace_back("g1", RandomFloats({ch, ch / 4, 1, 1}, 121));
+  c.weights.emplace_back("dw", RandomFloats({ch, 1, 3, 3}, 122));
+  c.weights.emplace_back("g2", RandomFloats({ch, ch / 4, 1, 1}, 123));
+  c.weights.emplace_back("next", RandomFloats({2 * ch, 2 * ch / 4, 1, 1}, 124));
+  c.graph.Input("x", pb::kFloat, c.x_shape)
+      .Initializer(InitializerFrom("split", Int64s({5}, {1, 4, ch / 4, hw, hw})))
+      .Initializer(InitializerFrom("join", Int64s({4}, {1, ch, hw, hw})))
+      .Node("Conv", {"x", "stem"}, {"st"}, {}, "stem")
+      .Node("Relu", {"st"}, {"u"}, {}, "stem_relu")
+      .Node("Conv", {"u", "g1"}, {"a"}, {AttrInt("group", 4)}, "g1")
+      .Node("Relu", {"a"}, {"ar"}, {}, "relu1")
+      .Node("Reshape", {"ar", "split"}, {"r5"}, {}, "split")
+      .Node("Transpose", {"r5"}, {"t5"}, {AttrInts("perm", {0, 2, 1, 3, 4})}, "transpose")
+      .Node("Reshape", {"t5", "join"}, {"sh"}, {}, "unshuffle")
+      .Node("Conv", {"sh", "dw"}, {"d"},
+            {AttrInt("group", ch), AttrInts("pads", {1, 1, 1, 1}), AttrInts("strides", {2, 2})}, "dw")
+      .Node("Conv", {"d", "g2"}, {"b"}, {AttrInt("group", 4)}, "g2")
+      .Node("AveragePool", {"u"}, {"pool"},
+            {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInts("pads", {1, 1, 1, 1})},
+            "avgpool")
+      .Node("Concat", {"b", "pool"}, {"cat"}, {AttrInt("axis", 1)}, "concat")
+      .Node("Relu", {"cat"}, {"v"}, {}, "relu2")
+      .Node("Conv", {"v", "next"}, {"n"}, {AttrInt("group", 4)}, "next")
+      .Node("Relu", {"n"}, {"y"}, {}, "relu3")
+      .Output("y");
+  const int64_t fallbacks = runner::ChainFallbackRuns();
+  ExpectBf16Products(c, 125);
+  EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
 }
 
 TEST(CpuBf16Test, ConvTranspose) {
