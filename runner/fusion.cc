@@ -480,8 +480,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       // (pending_source's, or X's when -1) to the unit's result.
       const ir::Node* pending_pool = nullptr;
       bool shuffled = false;  // the chain holds a channel shuffle (it then runs channels-last)
-      int last_join = -1;     // the AveragePool of the last join taken
-      int join_begin = -1;    // the first node of its unit
+      // The joins taken: each one's AveragePool and the first node of its unit.
+      std::vector<std::pair<int, int>> joins;
       if (attempt == 0) {
         last = conv = head_main;
         pending_add = head_add;
@@ -619,8 +619,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
           // input from inside the chain), then the Concat, which reads the
           // pool's result as chained and the unit's result as inner input.
           const int result = static_cast<int>(chain.nodes.size()) - 1;
-          last_join = static_cast<int>(chain.nodes.size());
-          join_begin = block_begin;
+          joins.emplace_back(static_cast<int>(chain.nodes.size()), block_begin);
           chain.nodes.insert(chain.nodes.end(), {pending_pool, next});
           chain.chained_input.insert(chain.chained_input.end(), {-1, 1});
           chain.inner_input.resize(chain.nodes.size(), -1);
@@ -692,16 +691,19 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       // the next convolution): else the chain ends where its unit begins
       // (the unit's input, which the AveragePool reads, is then the chain's
       // result), or, for a unit at the head, the head runs on alone.
-      if (last_join >= 0 && static_cast<size_t>(last_join) < chain.nodes.size()) {
+      bool head_alone = false;
+      for (size_t j = joins.size(); j-- > 0 && !head_alone;) {
+        const auto [at, begin] = joins[j];
+        if (static_cast<size_t>(at) >= chain.nodes.size()) continue;  // cut off already
         bool conv_after = false;
-        for (size_t k = static_cast<size_t>(last_join); k < chain.nodes.size(); ++k)
+        for (size_t k = static_cast<size_t>(at); k < chain.nodes.size(); ++k)
           conv_after = conv_after || chain.nodes[k]->op_type() == "Conv";
-        if (!conv_after && join_begin == 0) continue;
-        if (!conv_after) {
-          chain.nodes.resize(static_cast<size_t>(join_begin));
-          chain.chained_input.resize(chain.nodes.size());
-        }
+        if (conv_after) break;
+        head_alone = begin == 0;
+        chain.nodes.resize(static_cast<size_t>(begin));
+        chain.chained_input.resize(chain.nodes.size());
       }
+      if (head_alone) continue;
       chain.inner_input.resize(chain.nodes.size(), -1);
       chain.inner_source.resize(chain.nodes.size(), -1);
       if (chain.nodes.size() < 2) break;

@@ -1482,6 +1482,22 @@ TEST(CpuFusionTest, PooledJoinsWithoutAConvAfterThemRunOnTheirOwn) {
               {{"x", RandomFloats({1, 16, 8, 8}, 366)}}, {"u_g1", "u_avgpool", "u_concat", "u_relu2"});
 }
 
+TEST(CpuFusionTest, ChainsNeverEndWithAPooledJoin) {
+  // Two stride-2 units in a row, no Conv after the second: cutting the
+  // second unit off leaves the first join last, so it goes too; each unit's
+  // branch then runs as a sequence of its own.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 16, 16});
+  AddStage(g, "stem", "x", "st", 16, 16, 1, 1, 1, 370);
+  g.Node("Relu", {"st"}, {"str"}, {}, "stem_relu");
+  AddJoinUnit(g, "a_", "str", 16, 16, 4, 16, 0, 372);
+  AddJoinUnit(g, "b_", "a_y", 32, 32, 4, 8, 0, 390);
+  g.Output("b_y");
+  ExpectFused(
+      g.Build(), {{"x", RandomFloats({1, 16, 16, 16}, 371)}},
+      {"stem", "a_g1", "a_avgpool", "a_concat", "a_relu2", "b_g1", "b_avgpool", "b_concat", "b_relu2"});
+}
+
 TEST(CpuFusionTest, PooledJoinsOnTwoThreadsMatchReference) {
   Feeds feeds = {{"x", RandomFloats({1, 32, 40, 40}, 367)}};
   pb::GraphProto graph = JoinGraph(32, 32, 4, 40, 0, /*stem=*/true, /*after=*/true);
