@@ -210,12 +210,12 @@ bool IsMaxPool(const ir::Node& node) {
   return true;
 }
 
-// The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
-// as X (`conv`, a sequence convolution) and a two-input Add or Sum that
-// takes it once (`add`): a residual block's input. False otherwise.
-bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
-                               const std::function<bool(const ir::Value*)>& is_constant, const ir::Node** conv,
-                               const ir::Node** add) {
+// The uses of `v` when it has exactly two, two nodes of the default domain
+// in `graph`: a Conv that takes it as X (`conv`, a sequence convolution)
+// and another node (`other`). False otherwise.
+bool SplitsIntoConvAndOther(const ir::Value* v, const ir::Graph& graph,
+                            const std::function<bool(const ir::Value*)>& is_constant, const ir::Node** conv,
+                            const ir::Node** other) {
   if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
   const ir::Node* a = v->uses()[0].node;
   const ir::Node* b = v->uses()[1].node;
@@ -225,6 +225,20 @@ bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
     if (n->graph() != &graph || !InDefaultDomain(*n)) return false;
   }
   if (!IsSequenceConv(*a, v, is_constant)) return false;
+  *conv = a;
+  *other = b;
+  return true;
+}
+
+// The uses of `v` when it has exactly two, in `graph`: a Conv that takes it
+// as X (`conv`, a sequence convolution) and a two-input Add or Sum that
+// takes it once (`add`): a residual block's input. False otherwise.
+bool SplitsIntoConvAndResidual(const ir::Value* v, const ir::Graph& graph,
+                               const std::function<bool(const ir::Value*)>& is_constant,
+                               const ir::Node** conv, const ir::Node** add) {
+  const ir::Node* a = nullptr;
+  const ir::Node* b = nullptr;
+  if (!SplitsIntoConvAndOther(v, graph, is_constant, &a, &b)) return false;
   if ((b->op_type() != "Add" && b->op_type() != "Sum") || b->num_inputs() != 2 || b->input(0) == b->input(1) ||
       b->num_outputs() != 1)
     return false;
@@ -243,15 +257,12 @@ bool SplitsIntoConvAndPoolJoin(const ir::Value* v, const ir::Graph& graph,
                                const std::function<bool(const ir::Node*)>& skip,
                                const absl::flat_hash_set<const ir::Node*>& taken, const ir::Node** conv,
                                const ir::Node** pool, const ir::Node** concat) {
-  if (v == nullptr || v->name().empty() || v->uses().size() != 2 || v->IsGraphOutput()) return false;
-  const ir::Node* a = v->uses()[0].node;
-  const ir::Node* b = v->uses()[1].node;
-  if (a == b) return false;
-  if (b->op_type() == "Conv") std::swap(a, b);
+  const ir::Node* a = nullptr;
+  const ir::Node* b = nullptr;
+  if (!SplitsIntoConvAndOther(v, graph, is_constant, &a, &b)) return false;
   for (const ir::Node* n : {a, b}) {
-    if (n->graph() != &graph || !InDefaultDomain(*n) || skip(n) || taken.contains(n)) return false;
+    if (skip(n) || taken.contains(n)) return false;
   }
-  if (!IsSequenceConv(*a, v, is_constant)) return false;
   if (b->op_type() != "AveragePool" || b->num_inputs() != 1 || b->num_outputs() != 1) return false;
   const ir::Node* c = SoleConsumer(b->output(0), graph);
   if (c == nullptr || c->op_type() != "Concat" || !InDefaultDomain(*c) || skip(c) || taken.contains(c) ||

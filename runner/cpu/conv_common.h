@@ -236,6 +236,9 @@ std::optional<dnnl::memory::desc> ChannelView(const dnnl::memory::desc& desc, in
 bool ShuffleViews(KernelContext& ctx, const SequenceStage& stage, const std::vector<int64_t>& x_shape,
                   const dnnl::memory::desc& current, dnnl::memory::desc* from);
 
+// conv_shuffle.cc: true when `desc` is a dense float32 [N, C, H, W] stored
+// channels-last.
+bool DenseChannelsLast(const dnnl::memory::desc& desc);
 // conv_shuffle.cc: true when ShuffleChannelsLast can shuffle `from` (the
 // source of a channel shuffle in `groups` groups) into `to` (both dense
 // float [N, C, H, W] channels-last, G 2 or 4, AVX-512 present).

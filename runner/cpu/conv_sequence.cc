@@ -361,17 +361,6 @@ struct StagePlan {
 // The desc of stage s's result.
 const memory::desc& ResultDesc(const StagePlan& s) { return s.join ? s.joined : s.dst; }
 
-// True when `desc` is a dense float [N, C, H, W] stored channels-last.
-bool DenseNhwc(const memory::desc& desc) {
-  const dnnl_memory_desc_t& d = desc.data;
-  if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
-      d.offset0 != 0 || d.data_type != dnnl_f32)
-    return false;
-  const dnnl_dims_t& st = d.format_desc.blocking.strides;
-  return st[1] == 1 && st[3] == d.dims[1] && st[2] == d.dims[3] * d.dims[1] &&
-         st[0] == d.dims[2] * d.dims[3] * d.dims[1];
-}
-
 // joined[p] = (a[p], b[p]) for each of `pixels` pixels of channels-last
 // tensors of ca and cb channels.
 void JoinChannels(const float* a, int64_t ca, const float* b, int64_t cb, int64_t pixels, float* joined) {
@@ -966,7 +955,8 @@ class ConvSequenceKernel : public CpuKernel {
     StagePlan& s = plan.stages[k];
     // Not the last stage (FindConvChains), no squeeze-and-excitation, and
     // the convolution's result float32 channels-last.
-    if (k + 1 == stages_.size() || stages_[k].se.has_value() || !DenseNhwc(s.dst) || s.y_shape.size() != 4)
+    if (k + 1 == stages_.size() || stages_[k].se.has_value() || !DenseChannelsLast(s.dst) ||
+        s.y_shape.size() != 4)
       return false;
     std::vector<int64_t> in_shape =
         join.reads_x ? x.shape() : plan.stages[static_cast<size_t>(join.source)].out_shape;

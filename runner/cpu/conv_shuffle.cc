@@ -91,7 +91,8 @@ __attribute__((target("avx512f"))) void ShufflePixels(const float* x, float* y, 
   }
 }
 
-// True when `desc` is a dense float [N, C, H, W] stored channels-last.
+}  // namespace
+
 bool DenseChannelsLast(const memory::desc& desc) {
   const dnnl_memory_desc_t& d = desc.data;
   if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
@@ -101,8 +102,6 @@ bool DenseChannelsLast(const memory::desc& desc) {
   return st[1] == 1 && st[3] == d.dims[1] && st[2] == d.dims[3] * d.dims[1] &&
          st[0] == d.dims[2] * d.dims[3] * d.dims[1];
 }
-
-}  // namespace
 
 bool OwnShuffle(const memory::desc& from, const memory::desc& to, int64_t groups) {
   if (groups != 2 && groups != 4) return false;
