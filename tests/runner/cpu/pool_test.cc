@@ -269,6 +269,55 @@ TEST(CpuPoolTest, SameSizeMaxPoolKeepsNaNOfSomePlanes) {
   ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, 0, 0);
 }
 
+TEST(CpuPoolTest, ChannelBlocksMatchReference) {
+  // Channels that fill 16-channel blocks (or enough of them, 144) run over
+  // channel blocks: random 2-D windows, images large and small, batches up
+  // to 3, one and two threads; 24 channels keep the plane loops.
+  std::mt19937 rng(31);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (uint32_t i = 0; i < 36; ++i) {
+      PoolCase c = RandomPool2d(rng, op, i % 3 == 0);
+      c.shape[1] = std::vector<int64_t>{16, 32, 144, 24}[i % 4];
+      SCOPED_TRACE(c.text + " channels " + std::to_string(c.shape[1]));
+      GraphBuilder g("g");
+      g.Input("x").Node(op, {"x"}, {"y"}, c.attrs).Output("y");
+      Feeds feeds = {{"x", RandomFloats(c.shape, i)}};
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      for (int threads : {1, 2}) {
+        auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-5, 1e-4, "y");
+      }
+    }
+  }
+}
+
+TEST(CpuPoolTest, ChannelBlocksKeepNaNAndInfinities) {
+  // MaxPool over NaN or -inf leaves the channel blocks for the plane loops
+  // (the reference's values exactly); AveragePool's sums carry NaN and
+  // infinities as the reference's do.
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      runner::Tensor x = RandomFloats({1, 32, 14, 14}, static_cast<uint32_t>(variant + 50));
+      float* p = x.mutable_data<float>();
+      if (variant == 0) p[3 * 196 + 20] = kNaN;
+      if (variant == 1) p[5 * 196 + 100] = -kInf, p[9 * 196] = kInf;
+      if (variant == 2) p[7 * 196 + 15] = kInf, p[7 * 196 + 16] = -kInf;  // inf - inf: NaN in the sums
+      GraphBuilder g("g");
+      g.Input("x")
+          .Node(op, {"x"}, {"y"},
+                {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {1 + variant % 2, 1 + variant % 2}),
+                 AttrInts("pads", {1, 1, 1, 1})})
+          .Output("y");
+      SCOPED_TRACE(std::string(op) + " variant " + std::to_string(variant));
+      const bool max = std::string(op) == "MaxPool";
+      ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, max ? 0 : 1e-5, max ? 0 : 1e-4);
+    }
+  }
+}
+
 TEST(CpuPoolTest, CeilModeWithCountIncludePadMatchesReference) {
   // The ceil_mode window is partly outside the padded input: its divisor
   // counts only the explicit padding.
