@@ -247,6 +247,14 @@ bool OwnShuffle(const dnnl::memory::desc& from, const dnnl::memory::desc& to, in
 // accepted), pixels split among the threads for large tensors.
 void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const float* x, float* y);
 
+// conv_shuffle.cc: true when TransposeChannels can reorder `from` into `to`:
+// dense float32 [N, C, H, W] of the same dims, one plain and the other
+// channels-last (AVX-512 present).
+bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+// x (of `from`, as OwnTranspose accepted) into y in the other layout,
+// 16-row tiles split among the threads for large tensors.
+void TransposeChannels(const dnnl::memory::desc& from, const float* x, float* y);
+
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as
 // extra end padding) in `pad_end`; nullopt when some output window reads

@@ -325,6 +325,7 @@ struct StagePlan {
   memory::desc src, dst, wei, wei_user, bias;
   dnnl::primitive primitive;
   dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
+  bool own_src_in = false;    // src_in runs as TransposeChannels
   int residual = -1;          // input index of a residual (sum post-op)
   dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
   int residual_stage = -1;    // or the stage whose result is the residual
@@ -382,6 +383,7 @@ struct SequencePlan {
   std::vector<int64_t> y_shape;  // the kernel's result
   memory::desc y_plain;
   dnnl::reorder dst_out;
+  bool own_out = false;  // dst_out runs as TransposeChannels
 };
 
 // A stage's folded weights and what bounds its result, prepared once.
@@ -898,6 +900,7 @@ class ConvSequenceKernel : public CpuKernel {
             s.src_in = s.src != current
                            ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), current, Engine(), s.src))
                            : dnnl::reorder();
+            s.own_src_in = s.src_in && OwnTranspose(current, s.src);
           }
           memory::desc plain_y = PlainDesc(s.y_shape, memory::data_type::f32);
           bool reordered = s.residual >= 0 && !(s.own && last);
@@ -943,6 +946,7 @@ class ConvSequenceKernel : public CpuKernel {
                    plan.dst_out = current != plan.y_plain ? dnnl::reorder(dnnl::reorder::primitive_desc(
                                                                 Engine(), current, Engine(), plan.y_plain))
                                                           : dnnl::reorder();
+                   plan.own_out = plan.dst_out && OwnTranspose(current, plan.y_plain);
                  })
         .ok();
   }
@@ -1211,6 +1215,9 @@ class ConvSequenceKernel : public CpuKernel {
         if (s.own_shuffle > 0) {
           ShuffleChannelsLast(s.src, s.own_shuffle, static_cast<const float*>(current.get_data_handle()),
                               static_cast<float*>(src.get_data_handle()));
+        } else if (s.own_src_in) {
+          TransposeChannels(current.get_desc(), static_cast<const float*>(current.get_data_handle()),
+                            static_cast<float*>(src.get_data_handle()));
         } else {
           if (s.shuffle) {
             ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
@@ -1290,7 +1297,9 @@ class ConvSequenceKernel : public CpuKernel {
       current = pooled;
       current_slot = pooled_slot;
     }
-    if (plan.dst_out) {
+    if (plan.own_out) {
+      TransposeChannels(current.get_desc(), static_cast<const float*>(current.get_data_handle()), y);
+    } else if (plan.dst_out) {
       memory y_user;
       ONNXKIT_RETURN_IF_ERROR(y_memory(&y_user));
       ONNXKIT_RETURN_IF_ERROR(cpu::Execute("destination reorder", plan.dst_out,

@@ -3,6 +3,8 @@
 // reference kernels; that the chain really runs as one step; the cases that
 // must not fuse; fused kernels falling back node by node; and runs that
 // feed an initializer the fused kernel treated as constant.
+#include <omp.h>
+
 #include <limits>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
 #include "runner/cpu/conv.h"
+#include "runner/cpu/conv_common.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -1556,6 +1559,63 @@ TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
   AddStage(g, "b", "sh", "y", 12, 12, 12, 3, 1, 343);
   g.Output("y");
   ExpectFused(g.Build(), {{"x", RandomFloats({1, 12, 6, 6}, 344)}}, {"a", "split", "transpose", "join", "b"});
+}
+
+TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
+  // Where sequences enter and leave channels-last: plain to channels-last
+  // and back on the backend's own transpose (16 x 16 tiles, the edges one
+  // float at a time), for channel and pixel counts around the tile, one
+  // and two images, and a tensor large enough to split among two threads.
+  if (!runner::cpu::WinogradSupported()) GTEST_SKIP() << "the transpose needs AVX-512";
+  using dnnl::memory;
+  struct Dims {
+    int64_t n, c, h, w;
+  };
+  std::vector<Dims> cases;
+  for (int64_t n : {1, 2}) {
+    for (int64_t c : {1, 3, 16, 17, 40}) {
+      for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 5}, {7, 7}, {14, 14}, {13, 17}})
+        cases.push_back({n, c, h, w});
+    }
+  }
+  cases.push_back({1, 64, 40, 40});
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (const Dims& d : cases) {
+    SCOPED_TRACE(::testing::Message() << d.n << "x" << d.c << "x" << d.h << "x" << d.w);
+    const memory::dims dims = {d.n, d.c, d.h, d.w};
+    const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
+    const memory::desc last(dims, memory::data_type::f32, memory::format_tag::nhwc);
+    ASSERT_TRUE(runner::cpu::OwnTranspose(plain, last));
+    ASSERT_TRUE(runner::cpu::OwnTranspose(last, plain));
+    const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w;
+    runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
+    std::vector<float> to_last(static_cast<size_t>(size)), back(static_cast<size_t>(size));
+    runner::cpu::TransposeChannels(plain, x.data<float>(), to_last.data());
+    runner::cpu::TransposeChannels(last, to_last.data(), back.data());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < d.n; ++i) {
+      for (int64_t ch = 0; ch < d.c; ++ch) {
+        for (int64_t p = 0; p < hw; ++p) {
+          const float v = x.data<float>()[(i * d.c + ch) * hw + p];
+          wrong += to_last[static_cast<size_t>((i * hw + p) * d.c + ch)] != v;
+          wrong += back[static_cast<size_t>((i * d.c + ch) * hw + p)] != v;
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0);
+  }
+  omp_set_num_threads(threads);
+  // Not a transpose: blocked channels, other dims, 5-D.
+  const memory::desc plain({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nchw);
+  EXPECT_FALSE(runner::cpu::OwnTranspose(
+      plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c)));
+  EXPECT_FALSE(runner::cpu::OwnTranspose(
+      plain, memory::desc({1, 32, 4, 5}, memory::data_type::f32, memory::format_tag::nhwc)));
+  EXPECT_FALSE(runner::cpu::OwnTranspose(plain, plain));
+  EXPECT_FALSE(runner::cpu::OwnTranspose(
+      memory::desc({1, 32, 4, 4, 2}, memory::data_type::f32, memory::format_tag::ncdhw),
+      memory::desc({1, 32, 4, 4, 2}, memory::data_type::f32, memory::format_tag::ndhwc)));
 }
 
 TEST(CpuFusionTest, SequenceIntermediatesCountAgainstTheMemoryLimit) {
