@@ -249,11 +249,13 @@ void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const f
 
 // conv_shuffle.cc: true when TransposeChannels can reorder `from` into `to`:
 // dense float32 [N, C, H, W] of the same dims, one plain and the other
-// channels-last (AVX-512 present).
+// channels-last or in 16-channel blocks the channels fill (AVX-512 present).
 bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
-// x (of `from`, as OwnTranspose accepted) into y in the other layout,
-// 16-row tiles split among the threads for large tensors.
-void TransposeChannels(const dnnl::memory::desc& from, const float* x, float* y);
+// x (of `from`) into y (of `to`), as OwnTranspose accepted: matrix
+// transposes in 16 x 16 tiles, 16-row strips split among the threads for
+// large tensors.
+void TransposeChannels(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
+                       float* y);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

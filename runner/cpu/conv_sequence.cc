@@ -1216,7 +1216,7 @@ class ConvSequenceKernel : public CpuKernel {
           ShuffleChannelsLast(s.src, s.own_shuffle, static_cast<const float*>(current.get_data_handle()),
                               static_cast<float*>(src.get_data_handle()));
         } else if (s.own_src_in) {
-          TransposeChannels(current.get_desc(), static_cast<const float*>(current.get_data_handle()),
+          TransposeChannels(current.get_desc(), s.src, static_cast<const float*>(current.get_data_handle()),
                             static_cast<float*>(src.get_data_handle()));
         } else {
           if (s.shuffle) {
@@ -1298,7 +1298,8 @@ class ConvSequenceKernel : public CpuKernel {
       current_slot = pooled_slot;
     }
     if (plan.own_out) {
-      TransposeChannels(current.get_desc(), static_cast<const float*>(current.get_data_handle()), y);
+      TransposeChannels(current.get_desc(), plan.y_plain,
+                        static_cast<const float*>(current.get_data_handle()), y);
     } else if (plan.dst_out) {
       memory y_user;
       ONNXKIT_RETURN_IF_ERROR(y_memory(&y_user));

@@ -194,35 +194,64 @@ bool DensePlain(const memory::desc& desc) {
          st[0] == d.dims[1] * d.dims[2] * d.dims[3];
 }
 
+// True when `desc` is a dense float32 [N, C, H, W] in 16-channel blocks
+// ([N, C/16, H, W, 16]) that the channels fill.
+bool DenseBlocked16(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  if (d.ndims != 4 || d.format_kind != dnnl_blocked || b.inner_nblks != 1 || b.inner_blks[0] != 16 ||
+      b.inner_idxs[0] != 1 || d.offset0 != 0 || d.data_type != dnnl_f32 || d.dims[1] % 16 != 0 ||
+      !std::equal(d.dims, d.dims + 4, d.padded_dims))
+    return false;
+  const int64_t pixels = d.dims[2] * d.dims[3];
+  return b.strides[3] == 16 && b.strides[2] == d.dims[3] * 16 && b.strides[1] == pixels * 16 &&
+         b.strides[0] == d.dims[1] * pixels;
+}
+
+// A reorder between plain and channels-last or 16-channel blocks as a
+// batch of `count` matrix transposes, each of rows x cols dense floats.
+struct Transposes {
+  int64_t count = 0, rows = 0, cols = 0;
+};
+
+std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::desc& to) {
+  if (!std::equal(from.data.dims, from.data.dims + 4, to.data.dims)) return std::nullopt;
+  const dnnl_dims_t& d = from.data.dims;
+  const int64_t n = d[0], c = d[1], pixels = d[2] * d[3];
+  const bool from_plain = DensePlain(from), to_plain = DensePlain(to);
+  if (from_plain && DenseChannelsLast(to)) return Transposes{n, c, pixels};
+  if (DenseChannelsLast(from) && to_plain) return Transposes{n, pixels, c};
+  if (from_plain && DenseBlocked16(to)) return Transposes{n * c / 16, 16, pixels};
+  if (DenseBlocked16(from) && to_plain) return Transposes{n * c / 16, pixels, 16};
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool OwnTranspose(const memory::desc& from, const memory::desc& to) {
   if (!WinogradSupported()) return false;  // AVX-512
-  const bool to_last = DensePlain(from) && DenseChannelsLast(to);
-  const bool to_plain = DenseChannelsLast(from) && DensePlain(to);
-  return (to_last || to_plain) && std::equal(from.data.dims, from.data.dims + 4, to.data.dims);
+  return from.data.ndims == 4 && to.data.ndims == 4 && TransposesOf(from, to).has_value();
 }
 
-void TransposeChannels(const memory::desc& from, const float* x, float* y) {
-  const dnnl_memory_desc_t& d = from.data;
-  const int64_t channels = d.dims[1], pixels = d.dims[2] * d.dims[3], image = channels * pixels;
-  // Each image a matrix: channels x pixels into pixels x channels, or back.
-  const bool to_last = DensePlain(from);
-  const int64_t rows = to_last ? channels : pixels, cols = to_last ? pixels : channels;
+void TransposeChannels(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+  std::optional<Transposes> t = TransposesOf(from, to);
+  if (!t) return;
+  const int64_t matrix = t->rows * t->cols;
   // Threads for tensors of at least 64K floats each, splitting rows in 16s.
-  constexpr int64_t kMinPerThread = 1 << 16;
-  const int64_t tiles = (rows + 15) / 16;
+  constexpr int64_t kMinPerThread = 1 << 14;
+  const int64_t tiles = (t->rows + 15) / 16, units = tiles * t->count;
   const int64_t threads =
-      std::min<int64_t>({omp_get_max_threads(), tiles * d.dims[0], image * d.dims[0] / kMinPerThread});
+      std::min<int64_t>({omp_get_max_threads(), units, matrix * t->count / kMinPerThread});
   if (threads <= 1) {
-    for (int64_t n = 0; n < d.dims[0]; ++n) TransposeRows(x + n * image, rows, cols, y + n * image, 0, rows);
+    for (int64_t i = 0; i < t->count; ++i)
+      TransposeRows(x + i * matrix, t->rows, t->cols, y + i * matrix, 0, t->rows);
     return;
   }
-  const int64_t units = tiles * d.dims[0];
 #pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
-  for (int64_t t = 0; t < units; ++t) {
-    const int64_t n = t / tiles, tile = t % tiles;
-    TransposeRows(x + n * image, rows, cols, y + n * image, tile * 16, std::min(rows, tile * 16 + 16));
+  for (int64_t u = 0; u < units; ++u) {
+    const int64_t i = u / tiles, tile = u % tiles;
+    TransposeRows(x + i * matrix, t->rows, t->cols, y + i * matrix, tile * 16,
+                  std::min(t->rows, tile * 16 + 16));
   }
 }
 

@@ -18,7 +18,8 @@
 // of 16, or at least 128) runs on oneDNN's pooling over a channel-blocked
 // copy instead (reordered in and out): every vector lane busy however small
 // the planes (Inception's 14 x 14 and 7 x 7 pooling branches, strided
-// MaxPools), 2-4 x faster than the loops there. MaxPool over NaN or -inf
+// MaxPools), 2-4 x faster than the loops there; the reorders are the
+// backend's own transposes where the channels fill the blocks. MaxPool over NaN or -inf
 // takes the loops (oneDNN's would skip NaN); AveragePool's sums carry NaN
 // and infinities as the reference's do (rounding may differ in the last bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
@@ -671,6 +672,7 @@ class PoolKernel : public CpuKernel {
       to_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_, Engine(), block_src_));
       from_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), block_dst_, Engine(), dst_));
     });
+    own_blocks_ = OwnTranspose(src_, block_src_) && OwnTranspose(block_dst_, dst_);
     return s.ok() && primitive_ && to_last_ && from_last_;
   }
 
@@ -678,6 +680,18 @@ class PoolKernel : public CpuKernel {
     void* in = ThreadScratch(0, block_src_.get_size());
     void* out = ThreadScratch(1, block_dst_.get_size());
     if (in == nullptr || out == nullptr) return absl::ResourceExhaustedError("out of memory for pooling");
+    if (own_blocks_) {
+      TransposeChannels(src_, block_src_, x.data<float>(), static_cast<float*>(in));
+      memory x_block, y_block;
+      ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
+        x_block = memory(block_src_, Engine(), in);
+        y_block = memory(block_dst_, Engine(), out);
+      }));
+      ONNXKIT_RETURN_IF_ERROR(
+          Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
+      TransposeChannels(block_dst_, dst_, static_cast<const float*>(out), y.mutable_data<float>());
+      return absl::OkStatus();
+    }
     memory x_user, y_user, x_block, y_block;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
       x_user = UserMemory(x, src_);
@@ -700,6 +714,7 @@ class PoolKernel : public CpuKernel {
   bool supported_ = false;
   bool own_ = false;  // runs on the loops above, not oneDNN
   bool blocked_ = false;  // or, from own_, on channel blocks (BuildBlocked)
+  bool own_blocks_ = false;  // reordered to and from them by TransposeChannels
   memory::desc block_src_, block_dst_;
   Pool2d pool2d_;
   int64_t taps_ = 0;

@@ -1562,10 +1562,11 @@ TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
 }
 
 TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
-  // Where sequences enter and leave channels-last: plain to channels-last
-  // and back on the backend's own transpose (16 x 16 tiles, the edges one
-  // float at a time), for channel and pixel counts around the tile, one
-  // and two images, and a tensor large enough to split among two threads.
+  // Where sequences enter and leave channels-last or 16-channel blocks:
+  // from plain and back on the backend's own transpose (16 x 16 tiles, the
+  // edges one float at a time), for channel and pixel counts around the
+  // tile, one and two images, and tensors large enough to split among two
+  // threads.
   if (!runner::cpu::WinogradSupported()) GTEST_SKIP() << "the transpose needs AVX-512";
   using dnnl::memory;
   struct Dims {
@@ -1579,26 +1580,34 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
     }
   }
   cases.push_back({1, 64, 40, 40});
+  cases.push_back({2, 64, 7, 7});
+  cases.push_back({1, 1024, 7, 7});
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
   for (const Dims& d : cases) {
     SCOPED_TRACE(::testing::Message() << d.n << "x" << d.c << "x" << d.h << "x" << d.w);
     const memory::dims dims = {d.n, d.c, d.h, d.w};
     const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
-    const memory::desc last(dims, memory::data_type::f32, memory::format_tag::nhwc);
+    // Channels-last, or 16-channel blocks where the channels fill them.
+    const memory::desc last(
+        dims, memory::data_type::f32,
+        d.c % 16 == 0 && d.h == 7 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+    const bool blocked = d.c % 16 == 0 && d.h == 7;
     ASSERT_TRUE(runner::cpu::OwnTranspose(plain, last));
     ASSERT_TRUE(runner::cpu::OwnTranspose(last, plain));
     const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w;
     runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
     std::vector<float> to_last(static_cast<size_t>(size)), back(static_cast<size_t>(size));
-    runner::cpu::TransposeChannels(plain, x.data<float>(), to_last.data());
-    runner::cpu::TransposeChannels(last, to_last.data(), back.data());
+    runner::cpu::TransposeChannels(plain, last, x.data<float>(), to_last.data());
+    runner::cpu::TransposeChannels(last, plain, to_last.data(), back.data());
     int64_t wrong = 0;
     for (int64_t i = 0; i < d.n; ++i) {
       for (int64_t ch = 0; ch < d.c; ++ch) {
         for (int64_t p = 0; p < hw; ++p) {
           const float v = x.data<float>()[(i * d.c + ch) * hw + p];
-          wrong += to_last[static_cast<size_t>((i * hw + p) * d.c + ch)] != v;
+          const int64_t at =
+              blocked ? ((i * d.c + ch / 16 * 16) * hw + p * 16 + ch % 16) : (i * hw + p) * d.c + ch;
+          wrong += to_last[static_cast<size_t>(at)] != v;
           wrong += back[static_cast<size_t>((i * d.c + ch) * hw + p)] != v;
         }
       }
@@ -1606,10 +1615,13 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
     EXPECT_EQ(wrong, 0);
   }
   omp_set_num_threads(threads);
-  // Not a transpose: blocked channels, other dims, 5-D.
+  // Not a transpose: blocks the channels do not fill, other dims, 5-D.
   const memory::desc plain({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nchw);
   EXPECT_FALSE(runner::cpu::OwnTranspose(
-      plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c)));
+      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nchw),
+      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c)));
+  EXPECT_FALSE(runner::cpu::OwnTranspose(
+      plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw8c)));
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       plain, memory::desc({1, 32, 4, 5}, memory::data_type::f32, memory::format_tag::nhwc)));
   EXPECT_FALSE(runner::cpu::OwnTranspose(plain, plain));
