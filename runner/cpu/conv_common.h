@@ -256,6 +256,10 @@ bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 // large tensors.
 void TransposeChannels(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
                        float* y);
+// The same, true when x holds NaN or -inf (oneDNN's max pooling would skip
+// NaN and start from the lowest finite float).
+bool TransposeChannelsFindingNaN(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
+                                 float* y);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -97,12 +98,18 @@ __attribute__((target("avx512f"))) void ShufflePixels(const float* x, float* y, 
 // b = a transposed for 16 rows of 16 floats: b[c * ldb + r] = a[r * lda + c].
 // Rows are interleaved in pairs, then in 64-bit pairs (each 128-bit lane
 // then holds one column of four rows), then the lanes of four such
-// vectors are transposed.
+// vectors are transposed. kCheck: `bad` gets the lanes holding NaN or -inf.
+template <bool kCheck>
 __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, int64_t lda, float* b,
-                                                              int64_t ldb) {
+                                                              int64_t ldb, __mmask16& bad) {
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     const __m512 r0 = _mm512_loadu_ps(a + (2 * i) * lda), r1 = _mm512_loadu_ps(a + (2 * i + 1) * lda);
+    if constexpr (kCheck) {
+      // Not greater than -inf, or unordered: -inf or NaN.
+      bad |= _mm512_cmp_ps_mask(r0, minus_inf, _CMP_NGT_UQ) | _mm512_cmp_ps_mask(r1, minus_inf, _CMP_NGT_UQ);
+    }
     t[2 * i] = _mm512_maskz_unpacklo_ps(0xFFFF, r0, r1);
     t[2 * i + 1] = _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1);
   }
@@ -130,20 +137,31 @@ __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, in
 
 // Rows [begin, end) of a (rows x cols, row-major) into b = a transposed
 // (cols x rows): 16 x 16 tiles in registers, the edges one float at a time.
-__attribute__((target("avx512f"))) void TransposeRows(const float* a, int64_t rows, int64_t cols, float* b,
+// kCheck: true when those rows hold NaN or -inf.
+template <bool kCheck>
+__attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t rows, int64_t cols, float* b,
                                                       int64_t begin, int64_t end) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   const int64_t full_cols = cols / 16 * 16;
+  __mmask16 bad = 0;
+  bool edge_bad = false;
+  auto one = [&](int64_t r, int64_t c) {
+    const float v = a[r * cols + c];
+    if constexpr (kCheck) edge_bad |= !(v > kMinusInf);
+    b[c * rows + r] = v;
+  };
   int64_t r = begin;
   for (; r + 16 <= end; r += 16) {
     for (int64_t c = 0; c < full_cols; c += 16)
-      Transpose16x16(a + r * cols + c, cols, b + c * rows + r, rows);
+      Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad);
     for (int64_t i = r; i < r + 16; ++i) {
-      for (int64_t c = full_cols; c < cols; ++c) b[c * rows + i] = a[i * cols + c];
+      for (int64_t c = full_cols; c < cols; ++c) one(i, c);
     }
   }
   for (; r < end; ++r) {
-    for (int64_t c = 0; c < cols; ++c) b[c * rows + r] = a[r * cols + c];
+    for (int64_t c = 0; c < cols; ++c) one(r, c);
   }
+  return bad != 0 || edge_bad;
 }
 
 }  // namespace
@@ -233,26 +251,41 @@ bool OwnTranspose(const memory::desc& from, const memory::desc& to) {
   return from.data.ndims == 4 && to.data.ndims == 4 && TransposesOf(from, to).has_value();
 }
 
-void TransposeChannels(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+namespace {
+
+template <bool kCheck>
+bool Transpose(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
   std::optional<Transposes> t = TransposesOf(from, to);
-  if (!t) return;
+  if (!t) return false;
   const int64_t matrix = t->rows * t->cols;
-  // Threads for tensors of at least 64K floats each, splitting rows in 16s.
+  // Threads for tensors of at least 16K floats each, splitting rows in 16s.
   constexpr int64_t kMinPerThread = 1 << 14;
   const int64_t tiles = (t->rows + 15) / 16, units = tiles * t->count;
   const int64_t threads =
       std::min<int64_t>({omp_get_max_threads(), units, matrix * t->count / kMinPerThread});
+  bool found = false;
   if (threads <= 1) {
     for (int64_t i = 0; i < t->count; ++i)
-      TransposeRows(x + i * matrix, t->rows, t->cols, y + i * matrix, 0, t->rows);
-    return;
+      found |= TransposeRows<kCheck>(x + i * matrix, t->rows, t->cols, y + i * matrix, 0, t->rows);
+    return found;
   }
-#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static) reduction(| : found)
   for (int64_t u = 0; u < units; ++u) {
     const int64_t i = u / tiles, tile = u % tiles;
-    TransposeRows(x + i * matrix, t->rows, t->cols, y + i * matrix, tile * 16,
-                  std::min(t->rows, tile * 16 + 16));
+    found |= TransposeRows<kCheck>(x + i * matrix, t->rows, t->cols, y + i * matrix, tile * 16,
+                                   std::min(t->rows, tile * 16 + 16));
   }
+  return found;
+}
+
+}  // namespace
+
+void TransposeChannels(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+  Transpose<false>(from, to, x, y);
+}
+
+bool TransposeChannelsFindingNaN(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+  return Transpose<true>(from, to, x, y);
 }
 
 // The 4-D strided `desc` ([N, C, H, W], no blocking) as [N, C/G, G, H, W]

@@ -564,8 +564,9 @@ class PoolKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), y_shape_));
     // Channel blocks, but for a MaxPool over NaN or -inf (the loops below
     // keep the reference's values there).
-    if (blocked_ && !(mode_ == PoolMode::kMax && HasNaNOrMinusInf(x->data<float>(), x->size()))) {
-      return RunBlocked(*x, *y);
+    if (blocked_) {
+      ONNXKIT_ASSIGN_OR_RETURN(bool pooled, RunBlocked(*x, *y));
+      if (pooled) return absl::OkStatus();
     }
     if (own_ && global_) {
       const int64_t planes = x->dim(0) * x->dim(1);
@@ -676,12 +677,21 @@ class PoolKernel : public CpuKernel {
     return s.ok() && primitive_ && to_last_ && from_last_;
   }
 
-  absl::Status RunBlocked(const Tensor& x, Tensor& y) {
+  // False, having written nothing, for a MaxPool over NaN or -inf.
+  absl::StatusOr<bool> RunBlocked(const Tensor& x, Tensor& y) {
+    const bool max = mode_ == PoolMode::kMax;
+    if (max && !own_blocks_ && HasNaNOrMinusInf(x.data<float>(), x.size())) return false;
     void* in = ThreadScratch(0, block_src_.get_size());
     void* out = ThreadScratch(1, block_dst_.get_size());
     if (in == nullptr || out == nullptr) return absl::ResourceExhaustedError("out of memory for pooling");
     if (own_blocks_) {
-      TransposeChannels(src_, block_src_, x.data<float>(), static_cast<float*>(in));
+      // MaxPool checks the values as they are reordered.
+      if (max) {
+        if (TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(), static_cast<float*>(in)))
+          return false;
+      } else {
+        TransposeChannels(src_, block_src_, x.data<float>(), static_cast<float*>(in));
+      }
       memory x_block, y_block;
       ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
         x_block = memory(block_src_, Engine(), in);
@@ -690,7 +700,7 @@ class PoolKernel : public CpuKernel {
       ONNXKIT_RETURN_IF_ERROR(
           Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
       TransposeChannels(block_dst_, dst_, static_cast<const float*>(out), y.mutable_data<float>());
-      return absl::OkStatus();
+      return true;
     }
     memory x_user, y_user, x_block, y_block;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
@@ -703,7 +713,9 @@ class PoolKernel : public CpuKernel {
         Execute("pooling source reorder", to_last_, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_block}}));
     ONNXKIT_RETURN_IF_ERROR(
         Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
-    return Execute("pooling result reorder", from_last_, {{DNNL_ARG_FROM, y_block}, {DNNL_ARG_TO, y_user}});
+    ONNXKIT_RETURN_IF_ERROR(
+        Execute("pooling result reorder", from_last_, {{DNNL_ARG_FROM, y_block}, {DNNL_ARG_TO, y_user}}));
+    return true;
   }
 
   PoolMode mode_;

@@ -1613,6 +1613,19 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
       }
     }
     EXPECT_EQ(wrong, 0);
+    // The checking form finds NaN and -inf (not +inf) in a tile and at an edge.
+    std::vector<float> copy(x.data<float>(), x.data<float>() + size);
+    EXPECT_FALSE(runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+    copy[static_cast<size_t>(size / 2)] = std::numeric_limits<float>::infinity();
+    EXPECT_FALSE(runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+    for (float planted : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      for (int64_t at : {int64_t{0}, size - 1, size / 3}) {
+        std::vector<float> bad = copy;
+        bad[static_cast<size_t>(at)] = planted;
+        EXPECT_TRUE(runner::cpu::TransposeChannelsFindingNaN(plain, last, bad.data(), to_last.data())) << at;
+        EXPECT_TRUE(runner::cpu::TransposeChannelsFindingNaN(last, plain, bad.data(), back.data())) << at;
+      }
+    }
   }
   omp_set_num_threads(threads);
   // Not a transpose: blocks the channels do not fill, other dims, 5-D.
