@@ -247,10 +247,11 @@ bool OwnShuffle(const dnnl::memory::desc& from, const dnnl::memory::desc& to, in
 // accepted), pixels split among the threads for large tensors.
 void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const float* x, float* y);
 
-// conv_shuffle.cc: true when TransposeChannels can reorder `from` into `to`:
-// dense float32 [N, C, H, W] of the same dims, one plain and the other
-// channels-last or in 16-channel blocks the channels fill (AVX-512 present).
-bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+// conv_shuffle.cc: true when TransposeChannels can reorder `from` into `to`
+// quicker than oneDNN: dense float32 [N, C, H, W] of the same dims, one
+// plain and the other channels-last (with `blocks`, also in 16-channel
+// blocks the channels fill), AVX-512 present.
+bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool blocks = false);
 // x (of `from`) into y (of `to`), as OwnTranspose accepted: matrix
 // transposes in 16 x 16 tiles, 16-row strips split among the threads for
 // large tensors.

@@ -230,6 +230,7 @@ bool DenseBlocked16(const memory::desc& desc) {
 // batch of `count` matrix transposes, each of rows x cols dense floats.
 struct Transposes {
   int64_t count = 0, rows = 0, cols = 0;
+  bool blocks = false;  // between plain and 16-channel blocks
 };
 
 std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::desc& to) {
@@ -239,16 +240,21 @@ std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::d
   const bool from_plain = DensePlain(from), to_plain = DensePlain(to);
   if (from_plain && DenseChannelsLast(to)) return Transposes{n, c, pixels};
   if (DenseChannelsLast(from) && to_plain) return Transposes{n, pixels, c};
-  if (from_plain && DenseBlocked16(to)) return Transposes{n * c / 16, 16, pixels};
-  if (DenseBlocked16(from) && to_plain) return Transposes{n * c / 16, pixels, 16};
+  if (from_plain && DenseBlocked16(to)) return Transposes{n * c / 16, 16, pixels, true};
+  if (DenseBlocked16(from) && to_plain) return Transposes{n * c / 16, pixels, 16, true};
   return std::nullopt;
 }
 
 }  // namespace
 
-bool OwnTranspose(const memory::desc& from, const memory::desc& to) {
-  if (!WinogradSupported()) return false;  // AVX-512
-  return from.data.ndims == 4 && to.data.ndims == 4 && TransposesOf(from, to).has_value();
+bool OwnTranspose(const memory::desc& from, const memory::desc& to, bool blocks) {
+  if (!WinogradSupported() || from.data.ndims != 4 || to.data.ndims != 4) return false;  // AVX-512
+  std::optional<Transposes> t = TransposesOf(from, to);
+  // Into channel blocks oneDNN's reorder is quicker (but for the check of
+  // TransposeChannelsFindingNaN). Rows of the result 4 KiB apart (or a
+  // multiple: 1024 channels channels-last) put a tile's 16 stores in one
+  // cache set: oneDNN's reorder is quicker there too.
+  return t.has_value() && (blocks || !t->blocks) && t->rows % 1024 != 0;
 }
 
 namespace {

@@ -18,8 +18,8 @@
 // of 16, or at least 128) runs on oneDNN's pooling over a channel-blocked
 // copy instead (reordered in and out): every vector lane busy however small
 // the planes (Inception's 14 x 14 and 7 x 7 pooling branches, strided
-// MaxPools), 2-4 x faster than the loops there; the reorders are the
-// backend's own transposes where the channels fill the blocks. MaxPool over NaN or -inf
+// MaxPools), 2-4 x faster than the loops there; MaxPool's input is
+// reordered by the backend's own transpose, which checks its values. MaxPool over NaN or -inf
 // takes the loops (oneDNN's would skip NaN); AveragePool's sums carry NaN
 // and infinities as the reference's do (rounding may differ in the last bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
@@ -673,35 +673,17 @@ class PoolKernel : public CpuKernel {
       to_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_, Engine(), block_src_));
       from_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), block_dst_, Engine(), dst_));
     });
-    own_blocks_ = OwnTranspose(src_, block_src_) && OwnTranspose(block_dst_, dst_);
+    own_check_ = mode_ == PoolMode::kMax && OwnTranspose(src_, block_src_, /*blocks=*/true);
     return s.ok() && primitive_ && to_last_ && from_last_;
   }
 
   // False, having written nothing, for a MaxPool over NaN or -inf.
   absl::StatusOr<bool> RunBlocked(const Tensor& x, Tensor& y) {
     const bool max = mode_ == PoolMode::kMax;
-    if (max && !own_blocks_ && HasNaNOrMinusInf(x.data<float>(), x.size())) return false;
+    if (max && !own_check_ && HasNaNOrMinusInf(x.data<float>(), x.size())) return false;
     void* in = ThreadScratch(0, block_src_.get_size());
     void* out = ThreadScratch(1, block_dst_.get_size());
     if (in == nullptr || out == nullptr) return absl::ResourceExhaustedError("out of memory for pooling");
-    if (own_blocks_) {
-      // MaxPool checks the values as they are reordered.
-      if (max) {
-        if (TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(), static_cast<float*>(in)))
-          return false;
-      } else {
-        TransposeChannels(src_, block_src_, x.data<float>(), static_cast<float*>(in));
-      }
-      memory x_block, y_block;
-      ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
-        x_block = memory(block_src_, Engine(), in);
-        y_block = memory(block_dst_, Engine(), out);
-      }));
-      ONNXKIT_RETURN_IF_ERROR(
-          Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
-      TransposeChannels(block_dst_, dst_, static_cast<const float*>(out), y.mutable_data<float>());
-      return true;
-    }
     memory x_user, y_user, x_block, y_block;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
       x_user = UserMemory(x, src_);
@@ -709,8 +691,14 @@ class PoolKernel : public CpuKernel {
       x_block = memory(block_src_, Engine(), in);
       y_block = memory(block_dst_, Engine(), out);
     }));
-    ONNXKIT_RETURN_IF_ERROR(
-        Execute("pooling source reorder", to_last_, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_block}}));
+    if (own_check_) {
+      // MaxPool checks the values as they are reordered.
+      if (TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(), static_cast<float*>(in)))
+        return false;
+    } else {
+      ONNXKIT_RETURN_IF_ERROR(
+          Execute("pooling source reorder", to_last_, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_block}}));
+    }
     ONNXKIT_RETURN_IF_ERROR(
         Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
     ONNXKIT_RETURN_IF_ERROR(
@@ -726,7 +714,7 @@ class PoolKernel : public CpuKernel {
   bool supported_ = false;
   bool own_ = false;  // runs on the loops above, not oneDNN
   bool blocked_ = false;  // or, from own_, on channel blocks (BuildBlocked)
-  bool own_blocks_ = false;  // reordered to and from them by TransposeChannels
+  bool own_check_ = false;  // a MaxPool's input reordered into them by TransposeChannelsFindingNaN
   memory::desc block_src_, block_dst_;
   Pool2d pool2d_;
   int64_t taps_ = 0;

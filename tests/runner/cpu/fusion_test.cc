@@ -1582,6 +1582,7 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   cases.push_back({1, 64, 40, 40});
   cases.push_back({2, 64, 7, 7});
   cases.push_back({1, 1024, 7, 7});
+  cases.push_back({1, 1024, 4, 5});
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
   for (const Dims& d : cases) {
@@ -1593,8 +1594,13 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
         dims, memory::data_type::f32,
         d.c % 16 == 0 && d.h == 7 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
     const bool blocked = d.c % 16 == 0 && d.h == 7;
-    ASSERT_TRUE(runner::cpu::OwnTranspose(plain, last));
-    ASSERT_TRUE(runner::cpu::OwnTranspose(last, plain));
+    // Chosen over oneDNN's reorder but into blocks (unless asked) and for
+    // 1024 channels channels-last (the result's rows 4 KiB apart).
+    const bool aliasing = !blocked && d.c % 1024 == 0;
+    EXPECT_EQ(runner::cpu::OwnTranspose(plain, last, /*blocks=*/true), !aliasing);
+    EXPECT_TRUE(runner::cpu::OwnTranspose(last, plain, /*blocks=*/true));
+    EXPECT_EQ(runner::cpu::OwnTranspose(plain, last), !blocked && !aliasing);
+    EXPECT_EQ(runner::cpu::OwnTranspose(last, plain), !blocked);
     const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w;
     runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
     std::vector<float> to_last(static_cast<size_t>(size)), back(static_cast<size_t>(size));
@@ -1632,9 +1638,9 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   const memory::desc plain({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nchw);
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nchw),
-      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c)));
+      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c), /*blocks=*/true));
   EXPECT_FALSE(runner::cpu::OwnTranspose(
-      plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw8c)));
+      plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw8c), true));
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       plain, memory::desc({1, 32, 4, 5}, memory::data_type::f32, memory::format_tag::nhwc)));
   EXPECT_FALSE(runner::cpu::OwnTranspose(plain, plain));

@@ -1,0 +1,70 @@
+// The cpu backend's own transposes between plain and channels-last or
+// 16-channel blocks (runner/cpu/conv_shuffle.cc) against oneDNN's reorder
+// for the same tensors, one thread. Run by hand: build/bench/transpose_bench.
+#include <omp.h>
+
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "runner/cpu/conv.h"
+#include "runner/cpu/conv_common.h"
+#include "runner/cpu/dnnl_util.h"
+
+namespace {
+
+using dnnl::memory;
+using onnxkit::runner::cpu::Engine;
+
+memory::format_tag Tag(int64_t kind) {
+  return kind == 0 ? memory::format_tag::nhwc : memory::format_tag::nChw16c;
+}
+
+// Arguments: channels, height = width, 0 channels-last / 1 blocked, 0 to / 1 from plain.
+void Args(benchmark::internal::Benchmark* b) {
+  for (auto [c, hw] : std::vector<std::pair<int64_t, int64_t>>{{576, 14}, {128, 28}, {1024, 7}, {64, 56}, {192, 56}, {512, 7}, {256, 14}, {1024, 14}, {2048, 7}, {832, 7}, {480, 14}, {32, 112}, {256, 56}}) {
+    for (int64_t kind : {0, 1}) {
+      for (int64_t back : {0, 1}) b->Args({c, hw, kind, back});
+    }
+  }
+}
+
+void BM_OwnTranspose(benchmark::State& state) {
+  omp_set_num_threads(1);
+  const memory::dims dims = {1, state.range(0), state.range(1), state.range(1)};
+  const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
+  const memory::desc other(dims, memory::data_type::f32, Tag(state.range(2)));
+  const memory::desc& from = state.range(3) == 0 ? plain : other;
+  const memory::desc& to = state.range(3) == 0 ? other : plain;
+  std::vector<float> x(from.get_size() / sizeof(float), 1.f), y(to.get_size() / sizeof(float));
+  if (!onnxkit::runner::cpu::OwnTranspose(from, to)) {
+    state.SkipWithError("not a transpose");
+    return;
+  }
+  for (auto _ : state) {
+    onnxkit::runner::cpu::TransposeChannels(from, to, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
+void BM_OneDnnReorder(benchmark::State& state) {
+  omp_set_num_threads(1);
+  const memory::dims dims = {1, state.range(0), state.range(1), state.range(1)};
+  const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
+  const memory::desc other(dims, memory::data_type::f32, Tag(state.range(2)));
+  const memory::desc& from = state.range(3) == 0 ? plain : other;
+  const memory::desc& to = state.range(3) == 0 ? other : plain;
+  memory a(from, Engine()), b(to, Engine());
+  dnnl::reorder r(a, b);
+  dnnl::stream s(Engine());
+  for (auto _ : state) {
+    r.execute(s, a, b);
+    benchmark::DoNotOptimize(b.get_data_handle());
+  }
+}
+
+BENCHMARK(BM_OwnTranspose)->Apply(Args);
+BENCHMARK(BM_OneDnnReorder)->Apply(Args);
+
+}  // namespace
+
+BENCHMARK_MAIN();
