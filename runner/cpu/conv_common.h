@@ -254,13 +254,13 @@ void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const f
 bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool blocks = false);
 // x (of `from`) into y (of `to`), as OwnTranspose accepted: matrix
 // transposes in 16 x 16 tiles, 16-row strips split among the threads for
-// large tensors.
-void TransposeChannels(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
-                       float* y);
+// large tensors. An error for other layouts.
+absl::Status TransposeChannels(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
+                               float* y);
 // The same, true when x holds NaN or -inf (oneDNN's max pooling would skip
 // NaN and start from the lowest finite float).
-bool TransposeChannelsFindingNaN(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const float* x,
-                                 float* y);
+absl::StatusOr<bool> TransposeChannelsFindingNaN(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                                                 const float* x, float* y);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

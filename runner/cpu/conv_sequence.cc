@@ -1216,8 +1216,9 @@ class ConvSequenceKernel : public CpuKernel {
           ShuffleChannelsLast(s.src, s.own_shuffle, static_cast<const float*>(current.get_data_handle()),
                               static_cast<float*>(src.get_data_handle()));
         } else if (s.own_src_in) {
-          TransposeChannels(current.get_desc(), s.src, static_cast<const float*>(current.get_data_handle()),
-                            static_cast<float*>(src.get_data_handle()));
+          ONNXKIT_RETURN_IF_ERROR(TransposeChannels(current.get_desc(), s.src,
+                                                    static_cast<const float*>(current.get_data_handle()),
+                                                    static_cast<float*>(src.get_data_handle())));
         } else {
           if (s.shuffle) {
             ONNXKIT_RETURN_IF_ERROR(Guard("shuffle memory", [&] {
@@ -1298,8 +1299,8 @@ class ConvSequenceKernel : public CpuKernel {
       current_slot = pooled_slot;
     }
     if (plan.own_out) {
-      TransposeChannels(current.get_desc(), plan.y_plain,
-                        static_cast<const float*>(current.get_data_handle()), y);
+      ONNXKIT_RETURN_IF_ERROR(TransposeChannels(current.get_desc(), plan.y_plain,
+                                                static_cast<const float*>(current.get_data_handle()), y));
     } else if (plan.dst_out) {
       memory y_user;
       ONNXKIT_RETURN_IF_ERROR(y_memory(&y_user));

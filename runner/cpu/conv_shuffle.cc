@@ -259,10 +259,12 @@ bool OwnTranspose(const memory::desc& from, const memory::desc& to, bool blocks)
 
 namespace {
 
+// nullopt when `from` to `to` is not one of TransposesOf's; else, with
+// kCheck, whether x holds NaN or -inf.
 template <bool kCheck>
-bool Transpose(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+std::optional<bool> Transpose(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
   std::optional<Transposes> t = TransposesOf(from, to);
-  if (!t) return false;
+  if (!t) return std::nullopt;
   const int64_t matrix = t->rows * t->cols;
   // Threads for tensors of at least 16K floats each, splitting rows in 16s.
   constexpr int64_t kMinPerThread = 1 << 14;
@@ -286,12 +288,16 @@ bool Transpose(const memory::desc& from, const memory::desc& to, const float* x,
 
 }  // namespace
 
-void TransposeChannels(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
-  Transpose<false>(from, to, x, y);
+absl::Status TransposeChannels(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
+  if (!Transpose<false>(from, to, x, y)) return absl::InternalError("a transpose between unexpected layouts");
+  return absl::OkStatus();
 }
 
-bool TransposeChannelsFindingNaN(const memory::desc& from, const memory::desc& to, const float* x, float* y) {
-  return Transpose<true>(from, to, x, y);
+absl::StatusOr<bool> TransposeChannelsFindingNaN(const memory::desc& from, const memory::desc& to,
+                                                 const float* x, float* y) {
+  std::optional<bool> found = Transpose<true>(from, to, x, y);
+  if (!found) return absl::InternalError("a transpose between unexpected layouts");
+  return *found;
 }
 
 // The 4-D strided `desc` ([N, C, H, W], no blocking) as [N, C/G, G, H, W]

@@ -18,10 +18,11 @@
 // of 16, or at least 128) runs on oneDNN's pooling over a channel-blocked
 // copy instead (reordered in and out): every vector lane busy however small
 // the planes (Inception's 14 x 14 and 7 x 7 pooling branches, strided
-// MaxPools), 2-4 x faster than the loops there; MaxPool's input is
-// reordered by the backend's own transpose, which checks its values. MaxPool over NaN or -inf
-// takes the loops (oneDNN's would skip NaN); AveragePool's sums carry NaN
-// and infinities as the reference's do (rounding may differ in the last bits).
+// MaxPools), 2-4 x faster than the loops there. MaxPool's input goes into
+// the blocks through the backend's own transpose, which checks its values
+// on the way: over NaN or -inf the loops above run instead (oneDNN's would
+// skip NaN). AveragePool's sums carry NaN and infinities as the
+// reference's do (rounding may differ in the last bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
 // each summed in float in index order: the reference's values).
 // The rest (1-D and 3-D windows, GlobalMaxPool, int8/uint8 MaxPool) runs on
@@ -693,8 +694,9 @@ class PoolKernel : public CpuKernel {
     }));
     if (own_check_) {
       // MaxPool checks the values as they are reordered.
-      if (TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(), static_cast<float*>(in)))
-        return false;
+      ONNXKIT_ASSIGN_OR_RETURN(bool found, TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(),
+                                                                       static_cast<float*>(in)));
+      if (found) return false;
     } else {
       ONNXKIT_RETURN_IF_ERROR(
           Execute("pooling source reorder", to_last_, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_block}}));

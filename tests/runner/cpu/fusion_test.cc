@@ -1604,8 +1604,8 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
     const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w;
     runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
     std::vector<float> to_last(static_cast<size_t>(size)), back(static_cast<size_t>(size));
-    runner::cpu::TransposeChannels(plain, last, x.data<float>(), to_last.data());
-    runner::cpu::TransposeChannels(last, plain, to_last.data(), back.data());
+    ASSERT_TRUE(runner::cpu::TransposeChannels(plain, last, x.data<float>(), to_last.data()).ok());
+    ASSERT_TRUE(runner::cpu::TransposeChannels(last, plain, to_last.data(), back.data()).ok());
     int64_t wrong = 0;
     for (int64_t i = 0; i < d.n; ++i) {
       for (int64_t ch = 0; ch < d.c; ++ch) {
@@ -1621,15 +1621,15 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
     EXPECT_EQ(wrong, 0);
     // The checking form finds NaN and -inf (not +inf) in a tile and at an edge.
     std::vector<float> copy(x.data<float>(), x.data<float>() + size);
-    EXPECT_FALSE(runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+    EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
     copy[static_cast<size_t>(size / 2)] = std::numeric_limits<float>::infinity();
-    EXPECT_FALSE(runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+    EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
     for (float planted : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
       for (int64_t at : {int64_t{0}, size - 1, size / 3}) {
         std::vector<float> bad = copy;
         bad[static_cast<size_t>(at)] = planted;
-        EXPECT_TRUE(runner::cpu::TransposeChannelsFindingNaN(plain, last, bad.data(), to_last.data())) << at;
-        EXPECT_TRUE(runner::cpu::TransposeChannelsFindingNaN(last, plain, bad.data(), back.data())) << at;
+        EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, bad.data(), to_last.data())) << at;
+        EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(last, plain, bad.data(), back.data())) << at;
       }
     }
   }
@@ -1644,6 +1644,9 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       plain, memory::desc({1, 32, 4, 5}, memory::data_type::f32, memory::format_tag::nhwc)));
   EXPECT_FALSE(runner::cpu::OwnTranspose(plain, plain));
+  std::vector<float> buffer(32 * 16);
+  EXPECT_FALSE(runner::cpu::TransposeChannels(plain, plain, buffer.data(), buffer.data()).ok());
+  EXPECT_FALSE(runner::cpu::TransposeChannelsFindingNaN(plain, plain, buffer.data(), buffer.data()).ok());
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       memory::desc({1, 32, 4, 4, 2}, memory::data_type::f32, memory::format_tag::ncdhw),
       memory::desc({1, 32, 4, 4, 2}, memory::data_type::f32, memory::format_tag::ndhwc)));
