@@ -28,33 +28,34 @@ void Args(benchmark::internal::Benchmark* b) {
   }
 }
 
-void BM_OwnTranspose(benchmark::State& state) {
+// The two layouts of a case, in the direction it reorders.
+struct Case {
+  memory::desc from, to;
+};
+
+Case CaseOf(const benchmark::State& state) {
   omp_set_num_threads(1);
   const memory::dims dims = {1, state.range(0), state.range(1), state.range(1)};
   const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
   const memory::desc other(dims, memory::data_type::f32, Tag(state.range(2)));
-  const memory::desc& from = state.range(3) == 0 ? plain : other;
-  const memory::desc& to = state.range(3) == 0 ? other : plain;
-  std::vector<float> x(from.get_size() / sizeof(float), 1.f), y(to.get_size() / sizeof(float));
-  if (!onnxkit::runner::cpu::OwnTranspose(from, to)) {
-    state.SkipWithError("not a transpose");
-    return;
-  }
+  return state.range(3) == 0 ? Case{plain, other} : Case{other, plain};
+}
+
+void BM_OwnTranspose(benchmark::State& state) {
+  const Case c = CaseOf(state);
+  std::vector<float> x(c.from.get_size() / sizeof(float), 1.f), y(c.to.get_size() / sizeof(float));
   for (auto _ : state) {
-    if (!onnxkit::runner::cpu::TransposeChannels(from, to, x.data(), y.data()).ok())
-      state.SkipWithError("failed");
+    if (!onnxkit::runner::cpu::TransposeChannels(c.from, c.to, x.data(), y.data()).ok()) {
+      state.SkipWithError("not a transpose");
+      break;
+    }
     benchmark::DoNotOptimize(y.data());
   }
 }
 
 void BM_OneDnnReorder(benchmark::State& state) {
-  omp_set_num_threads(1);
-  const memory::dims dims = {1, state.range(0), state.range(1), state.range(1)};
-  const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
-  const memory::desc other(dims, memory::data_type::f32, Tag(state.range(2)));
-  const memory::desc& from = state.range(3) == 0 ? plain : other;
-  const memory::desc& to = state.range(3) == 0 ? other : plain;
-  memory a(from, Engine()), b(to, Engine());
+  const Case c = CaseOf(state);
+  memory a(c.from, Engine()), b(c.to, Engine());
   dnnl::reorder r(a, b);
   dnnl::stream s(Engine());
   for (auto _ : state) {

@@ -166,15 +166,30 @@ __attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t ro
 
 }  // namespace
 
-bool DenseChannelsLast(const memory::desc& desc) {
+namespace {
+
+// True when `desc` is a dense float32 [N, C, H, W] without blocking whose
+// dims, from the innermost out, are `order` (each stride the product of
+// the dims inside it).
+bool Dense4d(const memory::desc& desc, const int (&order)[4]) {
   const dnnl_memory_desc_t& d = desc.data;
   if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
       d.offset0 != 0 || d.data_type != dnnl_f32)
     return false;
-  const dnnl_dims_t& st = d.format_desc.blocking.strides;
-  return st[1] == 1 && st[3] == d.dims[1] && st[2] == d.dims[3] * d.dims[1] &&
-         st[0] == d.dims[2] * d.dims[3] * d.dims[1];
+  int64_t stride = 1;
+  for (int dim : order) {
+    if (d.format_desc.blocking.strides[dim] != stride) return false;
+    stride *= d.dims[dim];
+  }
+  return true;
 }
+
+// True when `desc` is a dense float32 [N, C, H, W] stored plain.
+bool DensePlain(const memory::desc& desc) { return Dense4d(desc, {3, 2, 1, 0}); }
+
+}  // namespace
+
+bool DenseChannelsLast(const memory::desc& desc) { return Dense4d(desc, {1, 3, 2, 0}); }
 
 bool OwnShuffle(const memory::desc& from, const memory::desc& to, int64_t groups) {
   if (groups != 2 && groups != 4) return false;
@@ -200,17 +215,6 @@ void ShuffleChannelsLast(const memory::desc& desc, int64_t groups, const float* 
 }
 
 namespace {
-
-// True when `desc` is a dense float32 [N, C, H, W] stored plain.
-bool DensePlain(const memory::desc& desc) {
-  const dnnl_memory_desc_t& d = desc.data;
-  if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
-      d.offset0 != 0 || d.data_type != dnnl_f32)
-    return false;
-  const dnnl_dims_t& st = d.format_desc.blocking.strides;
-  return st[3] == 1 && st[2] == d.dims[3] && st[1] == d.dims[2] * d.dims[3] &&
-         st[0] == d.dims[1] * d.dims[2] * d.dims[3];
-}
 
 // True when `desc` is a dense float32 [N, C, H, W] in 16-channel blocks
 // ([N, C/16, H, W, 16]) that the channels fill.
