@@ -252,6 +252,51 @@ TEST(CpuPoolTest, SameSizeWindowsMatchReference) {
   }
 }
 
+TEST(CpuPoolTest, ThreeByThreeSameSizeWindowsMatchReference) {
+  // 3x3 windows of stride 1 padded by one run 16 columns at a time in
+  // vector registers: widths around the 16-column chunks, planes of one to
+  // seven rows, NaN and infinities in AveragePool's sums, -inf and +inf in
+  // MaxPool's (NaN takes the tap-by-tap path), one and two threads.
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  uint32_t seed = 60;
+  for (int64_t height : {1, 2, 3, 7}) {
+    for (int64_t width : {1, 2, 15, 16, 17, 31, 32, 33, 40}) {
+      for (const char* op : {"MaxPool", "AveragePool"}) {
+        for (int64_t include : {0, 1}) {
+          const bool max = std::string(op) == "MaxPool";
+          if (max && include == 1) continue;
+          const int64_t channels = 64;  // 7x33 planes and wider: two threads
+          runner::Tensor x = RandomFloats({1, channels, height, width}, ++seed);
+          float* p = x.mutable_data<float>();
+          const int64_t plane = height * width;
+          p[1 * plane + plane / 2] = kInf;
+          p[2 * plane + plane - 1] = -kInf;
+          if (!max) {
+            p[3 * plane] = kNaN;
+            p[4 * plane + width - 1] = kInf;
+            p[4 * plane + (height - 1) * width] = -kInf;
+          }
+          std::vector<pb::AttributeProto> attrs = {AttrInts("kernel_shape", {3, 3}),
+                                                   AttrInts("pads", {1, 1, 1, 1})};
+          if (!max) attrs.push_back(AttrInt("count_include_pad", include));
+          GraphBuilder g("g");
+          g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
+          SCOPED_TRACE(std::string(op) + " " + std::to_string(height) + "x" + std::to_string(width) +
+                       " include=" + std::to_string(include));
+          Feeds feeds = {{"x", x}};
+          auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+          ASSERT_TRUE(ref.ok()) << ref.status();
+          for (int threads : {1, 2}) {
+            auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+            ASSERT_TRUE(cpu.ok()) << cpu.status();
+            ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), max ? 0 : 1e-5, max ? 0 : 1e-4, "y");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuPoolTest, SameSizeMaxPoolKeepsNaNOfSomePlanes) {
   // Planes holding NaN take the tap-by-tap path, the others the separable
   // one; infinities alone keep a plane separable.
@@ -298,7 +343,8 @@ TEST(CpuPoolTest, ChannelBlocksMatchReference) {
 TEST(CpuPoolTest, ChannelBlocksKeepNaNAndInfinities) {
   // MaxPool over NaN or -inf leaves the channel blocks for the plane loops
   // (the reference's values exactly); AveragePool's sums carry NaN and
-  // infinities as the reference's do.
+  // infinities as the reference's do. The pads (1 before, 0 after) keep the
+  // stride-1 windows off the 3x3 same-size path.
   const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
   // 136 channels: into padded blocks by oneDNN's reorder, after a scan for NaN.
   for (int64_t channels : {32, 136}) {
@@ -313,7 +359,7 @@ TEST(CpuPoolTest, ChannelBlocksKeepNaNAndInfinities) {
         g.Input("x")
             .Node(op, {"x"}, {"y"},
                   {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {1 + variant % 2, 1 + variant % 2}),
-                   AttrInts("pads", {1, 1, 1, 1})})
+                   AttrInts("pads", {1, 1, 0, 0})})
             .Output("y");
         SCOPED_TRACE(std::string(op) + " variant " + std::to_string(variant) + " channels " +
                      std::to_string(channels));
