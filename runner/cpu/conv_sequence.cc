@@ -63,6 +63,8 @@
 // stage's bound taken kWinogradGrowth times larger (the transforms grow a
 // value by at most 4 * 2.25 * 9 = 81 times). The safe plan convolves
 // directly.
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cfloat>
@@ -108,6 +110,13 @@ constexpr int64_t kBranchWinogradMinPositions = 13 * 13;
 // and 7x7 lost about 3 %.
 constexpr int64_t kWinogradWideMinChannels = 256;
 constexpr int64_t kWinogradWideMinPositions = 7 * 7;
+// On two threads or more oneDNN's Winograd kernel scales worse than its
+// direct one on small images (1.3-1.5 x from 1 to 2 threads on
+// Inception-v2's 192-to-256-channel 14x14 convolution, 1.7-2.0 x direct):
+// there a wide convolution needs as many input channels too (ResNet-50's
+// 256 and 512 do; GoogLeNet's 128-to-256 and 160-to-320 ran 6 % faster in
+// all directly on two threads, 3 % slower on one).
+constexpr int64_t kWinogradWideMinInputChannelsThreaded = 256;
 // Narrow outputs gain nothing either: DenseNet-121's 3x3 convolutions (32
 // output channels) ran about 10 % slower as Winograd.
 constexpr int64_t kWinogradMinOutputChannels = 64;
@@ -134,7 +143,9 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
   const int64_t min_channels = g_winograd_min_output_channels.load(std::memory_order_relaxed);
   const int64_t positions = y_shape[2] * y_shape[3];
   if (bf16 && w.dim(0) < 2 * min_channels && positions < kBf16WinogradMinPositions) return false;
-  if (w.dim(0) >= kWinogradWideMinChannels && positions >= kWinogradWideMinPositions) return true;
+  const bool wide_input = omp_get_max_threads() < 2 || w.dim(1) >= kWinogradWideMinInputChannelsThreaded;
+  if (w.dim(0) >= kWinogradWideMinChannels && wide_input && positions >= kWinogradWideMinPositions)
+    return true;
   return w.dim(0) >= min_channels && positions >= min_positions;
 }
 

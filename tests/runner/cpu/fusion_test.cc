@@ -88,12 +88,13 @@ struct Result {
 };
 
 absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
-                           int64_t opset = 18, int64_t ir_version = 9) {
+                           int64_t opset = 18, int64_t ir_version = 9, int threads = 1) {
   io::LoadedModel loaded;
   loaded.proto = ModelFromGraph(graph, opset, ir_version);
   Result result;
   runner::SessionOptions options;
   options.backend = backend;
+  options.threads = threads;
   options.on_node_done = [&](const ir::Node& node, double) { result.ran.push_back(node.name()); };
   auto session = runner::Session::Create(std::move(loaded), options);
   if (!session.ok()) return session.status();
@@ -535,6 +536,36 @@ TEST(CpuFusionTest, WideConvolutionsRunWinogradOnSmallImages) {
                 /*opset=*/9, /*node_by_node=*/false, /*tolerance=*/3e-3);
     bool ran = runner::cpu::WinogradConvolutionRuns() > before;
     EXPECT_EQ(ran, k.winograd && runner::cpu::WinogradSupported());
+  }
+}
+
+TEST(CpuFusionTest, WideWinogradNeedsWideInputsOnTwoThreads) {
+  // A 1x1 Conv to `in` channels, then a 3x3 one to 256 at 14x14: Winograd
+  // on one thread whatever `in`; on two only from 256 input channels.
+  struct Case {
+    int64_t in;
+    int threads;
+    bool winograd;
+  };
+  for (const Case& k : {Case{192, 1, true}, Case{192, 2, false}, Case{256, 2, true}}) {
+    SCOPED_TRACE(::testing::Message() << "in " << k.in << " threads " << k.threads);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 14, 14});
+    AddStage(g, "a", "x", "a_c", 16, k.in, 1, 1, 1, 260);
+    g.Node("Relu", {"a_c"}, {"a_r"}, {}, "a_relu");
+    AddStage(g, "b", "a_r", "b_c", k.in, 256, 1, 3, 1, 262);
+    g.Node("Relu", {"b_c"}, {"y"}, {}, "b_relu").Output("y");
+    const pb::GraphProto graph = g.Build();
+    const Feeds feeds = {{"x", RandomFloats({1, 16, 14, 14}, 264)}};
+    auto ref = testing::Run(graph, runner::Backend::kReference, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const int64_t before = runner::cpu::WinogradConvolutionRuns();
+    auto cpu = testing::Run(graph, runner::Backend::kCpu, feeds, 18, 9, k.threads);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"a"});
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 3e-3, 3e-3, "y");
+    EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > before,
+              k.winograd && runner::cpu::WinogradSupported());
   }
 }
 
