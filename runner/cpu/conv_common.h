@@ -249,8 +249,9 @@ void ShuffleChannelsLast(const dnnl::memory::desc& desc, int64_t groups, const f
 
 // conv_shuffle.cc: true when TransposeChannels can reorder `from` into `to`
 // quicker than oneDNN: dense float32 [N, C, H, W] of the same dims, one
-// plain and the other channels-last (with `blocks`, also in 16-channel
-// blocks the channels fill), AVX-512 present.
+// plain and the other channels-last or in 16-channel blocks whose last one
+// is padded past the channels (with `blocks`, also blocks the channels
+// fill), AVX-512 present. Into blocks the padding is written as zeros.
 bool OwnTranspose(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool blocks = false);
 // x (of `from`) into y (of `to`), as OwnTranspose accepted: matrix
 // transposes in 16 x 16 tiles, 16-row strips split among the threads for

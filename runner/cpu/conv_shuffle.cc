@@ -4,9 +4,11 @@
 // shuffles dense channels-last tensors in 2 or 4 groups instead (each
 // pixel's channels gathered 16 at a time in vector registers: a few times
 // quicker than oneDNN's strided reorder). Also the transposes between
-// plain and channels-last tensors at a sequence's ends (16 x 16 tiles in
-// registers), quicker than oneDNN's reorders on the small images where
-// sequences enter and leave their layout.
+// plain and channels-last tensors, or 16-channel blocks, at a sequence's
+// ends (16 x 16 tiles in registers), quicker than oneDNN's reorders on the
+// small images where sequences enter and leave their layout, and 2-3 x
+// quicker into and out of blocks padded past the channels (58 or 116 of
+// them: oneDNN's generic reorder).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -99,13 +101,17 @@ __attribute__((target("avx512f"))) void ShufflePixels(const float* x, float* y, 
 // Rows are interleaved in pairs, then in 64-bit pairs (each 128-bit lane
 // then holds one column of four rows), then the lanes of four such
 // vectors are transposed. kCheck: `bad` gets the lanes holding NaN or -inf.
+// Rows of a from `rows_in` on are read as zeros (not read); rows of b from
+// `rows_out` on are not written (a channel block padded past the channels).
 template <bool kCheck>
 __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, int64_t lda, float* b,
-                                                              int64_t ldb, __mmask16& bad) {
+                                                              int64_t ldb, __mmask16& bad,
+                                                              int64_t rows_in = 16, int64_t rows_out = 16) {
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
-    const __m512 r0 = _mm512_loadu_ps(a + (2 * i) * lda), r1 = _mm512_loadu_ps(a + (2 * i + 1) * lda);
+    const __m512 r0 = 2 * i < rows_in ? _mm512_loadu_ps(a + (2 * i) * lda) : _mm512_setzero_ps();
+    const __m512 r1 = 2 * i + 1 < rows_in ? _mm512_loadu_ps(a + (2 * i + 1) * lda) : _mm512_setzero_ps();
     if constexpr (kCheck) {
       // Not greater than -inf, or unordered: -inf or NaN.
       bad |= _mm512_cmp_ps_mask(r0, minus_inf, _CMP_NGT_UQ) | _mm512_cmp_ps_mask(r1, minus_inf, _CMP_NGT_UQ);
@@ -128,32 +134,39 @@ __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, in
                  s1 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[j], u[4 + j], 0xEE);
     const __m512 s2 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + j], u[12 + j], 0x44);
     const __m512 s3 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + j], u[12 + j], 0xEE);
-    _mm512_storeu_ps(b + (j)*ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0x88));
-    _mm512_storeu_ps(b + (4 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0xDD));
-    _mm512_storeu_ps(b + (8 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0x88));
-    _mm512_storeu_ps(b + (12 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0xDD));
+    if (j < rows_out) _mm512_storeu_ps(b + j * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0x88));
+    if (4 + j < rows_out)
+      _mm512_storeu_ps(b + (4 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0xDD));
+    if (8 + j < rows_out)
+      _mm512_storeu_ps(b + (8 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0x88));
+    if (12 + j < rows_out)
+      _mm512_storeu_ps(b + (12 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0xDD));
   }
 }
 
 // Rows [begin, end) of a (rows x cols, row-major) into b = a transposed
 // (cols x rows): 16 x 16 tiles in registers, the edges one float at a time.
-// kCheck: true when those rows hold NaN or -inf.
+// Rows of a from `rows_in` on are taken as zeros (not read); columns of a
+// from `cols_out` on are not written to b (a padded channel block, into
+// or out of). kCheck: true when those rows hold NaN or -inf.
 template <bool kCheck>
 __attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t rows, int64_t cols, float* b,
-                                                      int64_t begin, int64_t end) {
+                                                      int64_t begin, int64_t end, int64_t rows_in,
+                                                      int64_t cols_out) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   const int64_t full_cols = cols / 16 * 16;
   __mmask16 bad = 0;
   bool edge_bad = false;
   auto one = [&](int64_t r, int64_t c) {
-    const float v = a[r * cols + c];
+    if (c >= cols_out) return;
+    const float v = r < rows_in ? a[r * cols + c] : 0.f;
     if constexpr (kCheck) edge_bad |= !(v > kMinusInf);
     b[c * rows + r] = v;
   };
   int64_t r = begin;
   for (; r + 16 <= end; r += 16) {
     for (int64_t c = 0; c < full_cols; c += 16)
-      Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad);
+      Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad, rows_in - r, cols_out - c);
     for (int64_t i = r; i < r + 16; ++i) {
       for (int64_t c = full_cols; c < cols; ++c) one(i, c);
     }
@@ -217,24 +230,34 @@ void ShuffleChannelsLast(const memory::desc& desc, int64_t groups, const float* 
 namespace {
 
 // True when `desc` is a dense float32 [N, C, H, W] in 16-channel blocks
-// ([N, C/16, H, W, 16]) that the channels fill.
+// ([N, ceil(C/16), H, W, 16]; the last block padded when 16 does not
+// divide C).
 bool DenseBlocked16(const memory::desc& desc) {
   const dnnl_memory_desc_t& d = desc.data;
   const dnnl_blocking_desc_t& b = d.format_desc.blocking;
   if (d.ndims != 4 || d.format_kind != dnnl_blocked || b.inner_nblks != 1 || b.inner_blks[0] != 16 ||
-      b.inner_idxs[0] != 1 || d.offset0 != 0 || d.data_type != dnnl_f32 || d.dims[1] % 16 != 0 ||
-      !std::equal(d.dims, d.dims + 4, d.padded_dims))
+      b.inner_idxs[0] != 1 || d.offset0 != 0 || d.data_type != dnnl_f32 ||
+      d.padded_dims[1] != (d.dims[1] + 15) / 16 * 16 ||
+      !std::equal(d.dims + 2, d.dims + 4, d.padded_dims + 2) || d.dims[0] != d.padded_dims[0])
     return false;
   const int64_t pixels = d.dims[2] * d.dims[3];
   return b.strides[3] == 16 && b.strides[2] == d.dims[3] * 16 && b.strides[1] == pixels * 16 &&
-         b.strides[0] == d.dims[1] * pixels;
+         b.strides[0] == d.padded_dims[1] * pixels;
 }
 
 // A reorder between plain and channels-last or 16-channel blocks as a
-// batch of `count` matrix transposes, each of rows x cols dense floats.
+// batch of `count` matrix transposes, each of rows x cols dense floats:
+// `per_image` of them in each image, matrix k of an image at k * rows *
+// cols floats from its start in both tensors, the images `from_image` and
+// `to_image` floats apart. Into blocks, the last matrix of an image has
+// `valid` rows of channels (the rest read as zeros); out of blocks, the
+// last writes `valid` rows.
 struct Transposes {
   int64_t count = 0, rows = 0, cols = 0;
   bool blocks = false;  // between plain and 16-channel blocks
+  bool padded = false;  // the last block of each image holds fewer than 16 channels
+  bool into_blocks = false;
+  int64_t per_image = 1, from_image = 0, to_image = 0, valid = 16;
 };
 
 std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::desc& to) {
@@ -242,10 +265,18 @@ std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::d
   const dnnl_dims_t& d = from.data.dims;
   const int64_t n = d[0], c = d[1], pixels = d[2] * d[3];
   const bool from_plain = DensePlain(from), to_plain = DensePlain(to);
-  if (from_plain && DenseChannelsLast(to)) return Transposes{n, c, pixels};
-  if (DenseChannelsLast(from) && to_plain) return Transposes{n, pixels, c};
-  if (from_plain && DenseBlocked16(to)) return Transposes{n * c / 16, 16, pixels, true};
-  if (DenseBlocked16(from) && to_plain) return Transposes{n * c / 16, pixels, 16, true};
+  if (from_plain && DenseChannelsLast(to))
+    return Transposes{n, c, pixels, false, false, false, 1, c * pixels, c * pixels};
+  if (DenseChannelsLast(from) && to_plain)
+    return Transposes{n, pixels, c, false, false, false, 1, c * pixels, c * pixels};
+  const int64_t blocks = (c + 15) / 16, padded_image = blocks * 16 * pixels;
+  const int64_t valid = c - (blocks - 1) * 16;
+  if (from_plain && DenseBlocked16(to))
+    return Transposes{n * blocks, 16,     pixels,     true,         valid != 16,
+                      true,       blocks, c * pixels, padded_image, valid};
+  if (DenseBlocked16(from) && to_plain)
+    return Transposes{n * blocks, pixels, 16,           true,       valid != 16,
+                      false,      blocks, padded_image, c * pixels, valid};
   return std::nullopt;
 }
 
@@ -254,11 +285,13 @@ std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::d
 bool OwnTranspose(const memory::desc& from, const memory::desc& to, bool blocks) {
   if (!WinogradSupported() || from.data.ndims != 4 || to.data.ndims != 4) return false;  // AVX-512
   std::optional<Transposes> t = TransposesOf(from, to);
-  // Into channel blocks oneDNN's reorder is quicker (but for the check of
-  // TransposeChannelsFindingNaN). Rows of the result 4 KiB apart (or a
-  // multiple: 1024 channels channels-last) put a tile's 16 stores in one
-  // cache set: oneDNN's reorder is quicker there too.
-  return t.has_value() && (blocks || !t->blocks) && t->rows % 1024 != 0;
+  // Into or out of channel blocks the channels fill, oneDNN's reorder is
+  // quicker (but for the check of TransposeChannelsFindingNaN); where the
+  // last block is padded it takes a slow generic path (2-3 x slower than
+  // the transposes on ShuffleNet-v2's 58 to 232 channels). Rows of the
+  // result 4 KiB apart (or a multiple: 1024 channels channels-last) put a
+  // tile's 16 stores in one cache set: oneDNN's reorder is quicker there too.
+  return t.has_value() && (blocks || !t->blocks || t->padded) && t->rows % 1024 != 0;
 }
 
 namespace {
@@ -275,17 +308,24 @@ std::optional<bool> Transpose(const memory::desc& from, const memory::desc& to, 
   const int64_t tiles = (t->rows + 15) / 16, units = tiles * t->count;
   const int64_t threads =
       std::min<int64_t>({omp_get_max_threads(), units, matrix * t->count / kMinPerThread});
+  // Rows [begin, end) of matrix i.
+  auto rows = [&](int64_t i, int64_t begin, int64_t end) {
+    const int64_t image = i / t->per_image, k = i % t->per_image;
+    const bool last = k + 1 == t->per_image;
+    const int64_t rows_in = last && t->into_blocks ? t->valid : t->rows;
+    const int64_t cols_out = last && t->blocks && !t->into_blocks ? t->valid : t->cols;
+    return TransposeRows<kCheck>(x + image * t->from_image + k * matrix, t->rows, t->cols,
+                                 y + image * t->to_image + k * matrix, begin, end, rows_in, cols_out);
+  };
   bool found = false;
   if (threads <= 1) {
-    for (int64_t i = 0; i < t->count; ++i)
-      found |= TransposeRows<kCheck>(x + i * matrix, t->rows, t->cols, y + i * matrix, 0, t->rows);
+    for (int64_t i = 0; i < t->count; ++i) found |= rows(i, 0, t->rows);
     return found;
   }
 #pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static) reduction(| : found)
   for (int64_t u = 0; u < units; ++u) {
-    const int64_t i = u / tiles, tile = u % tiles;
-    found |= TransposeRows<kCheck>(x + i * matrix, t->rows, t->cols, y + i * matrix, tile * 16,
-                                   std::min(t->rows, tile * 16 + 16));
+    const int64_t tile = u % tiles;
+    found |= rows(u / tiles, tile * 16, std::min(t->rows, tile * 16 + 16));
   }
   return found;
 }

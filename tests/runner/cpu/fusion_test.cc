@@ -5,6 +5,7 @@
 // feed an initializer the fused kernel treated as constant.
 #include <omp.h>
 
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
@@ -1596,8 +1597,9 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   // Where sequences enter and leave channels-last or 16-channel blocks:
   // from plain and back on the backend's own transpose (16 x 16 tiles, the
   // edges one float at a time), for channel and pixel counts around the
-  // tile, one and two images, and tensors large enough to split among two
-  // threads.
+  // tile, blocks the channels fill and blocks padded past them (zeros in
+  // the padding), one and two images, and tensors large enough to split
+  // among two threads.
   if (!runner::cpu::WinogradSupported()) GTEST_SKIP() << "the transpose needs AVX-512";
   using dnnl::memory;
   struct Dims {
@@ -1612,64 +1614,76 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   }
   cases.push_back({1, 64, 40, 40});
   cases.push_back({2, 64, 7, 7});
+  cases.push_back({2, 58, 28, 28});
   cases.push_back({1, 1024, 7, 7});
   cases.push_back({1, 1024, 4, 5});
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
   for (const Dims& d : cases) {
-    SCOPED_TRACE(::testing::Message() << d.n << "x" << d.c << "x" << d.h << "x" << d.w);
-    const memory::dims dims = {d.n, d.c, d.h, d.w};
-    const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
-    // Channels-last, or 16-channel blocks where the channels fill them.
-    const memory::desc last(
-        dims, memory::data_type::f32,
-        d.c % 16 == 0 && d.h == 7 ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
-    const bool blocked = d.c % 16 == 0 && d.h == 7;
-    // Chosen over oneDNN's reorder but into blocks (unless asked) and for
-    // 1024 channels channels-last (the result's rows 4 KiB apart).
-    const bool aliasing = !blocked && d.c % 1024 == 0;
-    EXPECT_EQ(runner::cpu::OwnTranspose(plain, last, /*blocks=*/true), !aliasing);
-    EXPECT_TRUE(runner::cpu::OwnTranspose(last, plain, /*blocks=*/true));
-    EXPECT_EQ(runner::cpu::OwnTranspose(plain, last), !blocked && !aliasing);
-    EXPECT_EQ(runner::cpu::OwnTranspose(last, plain), !blocked);
-    const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w;
-    runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
-    std::vector<float> to_last(static_cast<size_t>(size)), back(static_cast<size_t>(size));
-    ASSERT_TRUE(runner::cpu::TransposeChannels(plain, last, x.data<float>(), to_last.data()).ok());
-    ASSERT_TRUE(runner::cpu::TransposeChannels(last, plain, to_last.data(), back.data()).ok());
-    int64_t wrong = 0;
-    for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t ch = 0; ch < d.c; ++ch) {
-        for (int64_t p = 0; p < hw; ++p) {
-          const float v = x.data<float>()[(i * d.c + ch) * hw + p];
-          const int64_t at =
-              blocked ? ((i * d.c + ch / 16 * 16) * hw + p * 16 + ch % 16) : (i * hw + p) * d.c + ch;
-          wrong += to_last[static_cast<size_t>(at)] != v;
-          wrong += back[static_cast<size_t>((i * d.c + ch) * hw + p)] != v;
+    for (const bool blocked : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << d.n << "x" << d.c << "x" << d.h << "x" << d.w
+                                        << (blocked ? " blocks" : " channels-last"));
+      const memory::dims dims = {d.n, d.c, d.h, d.w};
+      const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
+      const memory::desc last(dims, memory::data_type::f32,
+                              blocked ? memory::format_tag::nChw16c : memory::format_tag::nhwc);
+      const int64_t padded_c = blocked ? (d.c + 15) / 16 * 16 : d.c;
+      const bool padded = padded_c != d.c;
+      // Chosen over oneDNN's reorder but into or out of blocks the channels
+      // fill (unless asked) and for 1024 channels channels-last (the
+      // result's rows 4 KiB apart).
+      const bool aliasing = !blocked && d.c % 1024 == 0;
+      EXPECT_EQ(runner::cpu::OwnTranspose(plain, last, /*blocks=*/true), !aliasing);
+      EXPECT_TRUE(runner::cpu::OwnTranspose(last, plain, /*blocks=*/true));
+      EXPECT_EQ(runner::cpu::OwnTranspose(plain, last), (!blocked || padded) && !aliasing);
+      EXPECT_EQ(runner::cpu::OwnTranspose(last, plain), !blocked || padded);
+      const int64_t size = d.n * d.c * d.h * d.w, hw = d.h * d.w, stored = d.n * padded_c * hw;
+      runner::Tensor x = RandomFloats({size}, static_cast<uint32_t>(size));
+      // Filled with NaN first: the padding must come out zero, nothing past
+      // the plain tensor may be written.
+      std::vector<float> to_last(static_cast<size_t>(stored), std::nanf("")),
+          back(static_cast<size_t>(size + 16), std::nanf(""));
+      ASSERT_TRUE(runner::cpu::TransposeChannels(plain, last, x.data<float>(), to_last.data()).ok());
+      ASSERT_TRUE(runner::cpu::TransposeChannels(last, plain, to_last.data(), back.data()).ok());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < d.n; ++i) {
+        for (int64_t ch = 0; ch < padded_c; ++ch) {
+          for (int64_t p = 0; p < hw; ++p) {
+            const float v = ch < d.c ? x.data<float>()[(i * d.c + ch) * hw + p] : 0.f;
+            const int64_t at =
+                blocked ? ((i * padded_c + ch / 16 * 16) * hw + p * 16 + ch % 16) : (i * hw + p) * d.c + ch;
+            wrong += !(to_last[static_cast<size_t>(at)] == v);
+            if (ch < d.c) wrong += !(back[static_cast<size_t>((i * d.c + ch) * hw + p)] == v);
+          }
         }
       }
-    }
-    EXPECT_EQ(wrong, 0);
-    // The checking form finds NaN and -inf (not +inf) in a tile and at an edge.
-    std::vector<float> copy(x.data<float>(), x.data<float>() + size);
-    EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
-    copy[static_cast<size_t>(size / 2)] = std::numeric_limits<float>::infinity();
-    EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
-    for (float planted : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
-      for (int64_t at : {int64_t{0}, size - 1, size / 3}) {
-        std::vector<float> bad = copy;
-        bad[static_cast<size_t>(at)] = planted;
-        EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, bad.data(), to_last.data())) << at;
-        EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(last, plain, bad.data(), back.data())) << at;
+      EXPECT_EQ(wrong, 0);
+      for (int64_t i = size; i < size + 16; ++i) EXPECT_TRUE(std::isnan(back[static_cast<size_t>(i)])) << i;
+      // The checking form finds NaN and -inf (not +inf) in a tile and at an
+      // edge (the padding's zeros are not NaN).
+      std::vector<float> copy(x.data<float>(), x.data<float>() + size);
+      EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+      copy[static_cast<size_t>(size / 2)] = std::numeric_limits<float>::infinity();
+      EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, copy.data(), to_last.data()));
+      EXPECT_FALSE(*runner::cpu::TransposeChannelsFindingNaN(last, plain, to_last.data(), back.data()));
+      for (float planted :
+           {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        for (int64_t at : {int64_t{0}, size - 1, size / 3}) {
+          std::vector<float> bad = copy;
+          bad[static_cast<size_t>(at)] = planted;
+          EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(plain, last, bad.data(), to_last.data()))
+              << at;
+          std::vector<float> bad_last = to_last;
+          bad_last[static_cast<size_t>(at * stored / size)] = planted;
+          EXPECT_TRUE(*runner::cpu::TransposeChannelsFindingNaN(last, plain, bad_last.data(), back.data()))
+              << at;
+        }
       }
     }
   }
   omp_set_num_threads(threads);
-  // Not a transpose: blocks the channels do not fill, other dims, 5-D.
+  // Not a transpose: 8-channel blocks, other dims, 5-D.
   const memory::desc plain({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nchw);
-  EXPECT_FALSE(runner::cpu::OwnTranspose(
-      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nchw),
-      memory::desc({1, 40, 4, 4}, memory::data_type::f32, memory::format_tag::nChw16c), /*blocks=*/true));
   EXPECT_FALSE(runner::cpu::OwnTranspose(
       plain, memory::desc({1, 32, 4, 4}, memory::data_type::f32, memory::format_tag::nChw8c), true));
   EXPECT_FALSE(runner::cpu::OwnTranspose(
