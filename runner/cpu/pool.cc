@@ -25,7 +25,9 @@
 // planes), 2-4 x faster than the loops there. MaxPool's input goes into
 // the blocks through the backend's own transpose, which checks its values
 // on the way: over NaN or -inf the loops above run instead (oneDNN's would
-// skip NaN). AveragePool's sums carry NaN and infinities as the
+// skip NaN). Blocks padded past the channels go in and out through the
+// backend's transposes too (quicker there than oneDNN's reorders).
+// AveragePool's sums carry NaN and infinities as the
 // reference's do (rounding may differ in the last bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
 // each summed in float in index order: the reference's values).
@@ -746,6 +748,9 @@ class PoolKernel : public CpuKernel {
       from_last_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), block_dst_, Engine(), dst_));
     });
     own_check_ = mode_ == PoolMode::kMax && OwnTranspose(src_, block_src_, /*blocks=*/true);
+    // Blocks padded past the channels: the backend's transposes.
+    own_in_ = OwnTranspose(src_, block_src_);
+    own_out_ = OwnTranspose(block_dst_, dst_);
     return s.ok() && primitive_ && to_last_ && from_last_;
   }
 
@@ -768,14 +773,21 @@ class PoolKernel : public CpuKernel {
       ONNXKIT_ASSIGN_OR_RETURN(bool found, TransposeChannelsFindingNaN(src_, block_src_, x.data<float>(),
                                                                        static_cast<float*>(in)));
       if (found) return false;
+    } else if (own_in_) {
+      ONNXKIT_RETURN_IF_ERROR(TransposeChannels(src_, block_src_, x.data<float>(), static_cast<float*>(in)));
     } else {
       ONNXKIT_RETURN_IF_ERROR(
           Execute("pooling source reorder", to_last_, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, x_block}}));
     }
     ONNXKIT_RETURN_IF_ERROR(
         Execute("pooling", primitive_, {{DNNL_ARG_SRC, x_block}, {DNNL_ARG_DST, y_block}}));
-    ONNXKIT_RETURN_IF_ERROR(
-        Execute("pooling result reorder", from_last_, {{DNNL_ARG_FROM, y_block}, {DNNL_ARG_TO, y_user}}));
+    if (own_out_) {
+      ONNXKIT_RETURN_IF_ERROR(
+          TransposeChannels(block_dst_, dst_, static_cast<const float*>(out), y.mutable_data<float>()));
+    } else {
+      ONNXKIT_RETURN_IF_ERROR(
+          Execute("pooling result reorder", from_last_, {{DNNL_ARG_FROM, y_block}, {DNNL_ARG_TO, y_user}}));
+    }
     return true;
   }
 
@@ -788,6 +800,7 @@ class PoolKernel : public CpuKernel {
   bool own_ = false;  // runs on the loops above, not oneDNN
   bool blocked_ = false;  // or, from own_, on channel blocks (BuildBlocked)
   bool own_check_ = false;  // a MaxPool's input reordered into them by TransposeChannelsFindingNaN
+  bool own_in_ = false, own_out_ = false;  // else into / out of them by TransposeChannels
   memory::desc block_src_, block_dst_;
   Pool2d pool2d_;
   int64_t taps_ = 0;

@@ -316,8 +316,8 @@ TEST(CpuPoolTest, SameSizeMaxPoolKeepsNaNOfSomePlanes) {
 
 TEST(CpuPoolTest, ChannelBlocksMatchReference) {
   // Channels that fill 16-channel blocks (16, 32, 144), or enough of them
-  // that the last block's padding costs little (136: oneDNN's reorders and
-  // a scan for NaN) run over channel blocks: random 2-D windows, images
+  // that the last block's padding costs little (136: the backend's
+  // transposes into and out of padded blocks) run over channel blocks: random 2-D windows, images
   // large and small, batches up to 3, one and two threads; 24 channels keep
   // the plane loops.
   std::mt19937 rng(31);
@@ -346,7 +346,7 @@ TEST(CpuPoolTest, ChannelBlocksKeepNaNAndInfinities) {
   // infinities as the reference's do. The pads (1 before, 0 after) keep the
   // stride-1 windows off the 3x3 same-size path.
   const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
-  // 136 channels: into padded blocks by oneDNN's reorder, after a scan for NaN.
+  // 136 channels: into padded blocks by the backend's transpose.
   for (int64_t channels : {32, 136}) {
     for (const char* op : {"MaxPool", "AveragePool"}) {
       for (int variant = 0; variant < 3; ++variant) {
