@@ -11,8 +11,10 @@
 // channel-blocked (nChw16c: the cheapest reorders and oneDNN's fastest
 // depthwise kernel); the others let oneDNN choose (format_tag::any, NHWC
 // here). The source is reordered in and the destination out, which costs
-// less than the plain path loses on spatial kernels. Constant weights are
-// reordered once.
+// less than the plain path loses on spatial kernels; between plain and
+// channels-last, or channel blocks padded past the channels, the backend's
+// transposes do it (conv_shuffle.cc, quicker than oneDNN's reorders).
+// Constant weights are reordered once.
 //
 // Fused chains (runner/fusion.h): a Conv with folded affine nodes and
 // post-ops (ConvKernel), several Convs in a row whose intermediate values
@@ -60,6 +62,8 @@ struct ConvPlan {
   std::vector<int64_t> y_shape;
   dnnl::primitive primitive;
   dnnl::reorder src_in, dst_out;  // empty where the layouts agree
+  // They run as the backend's transposes (OwnTranspose: quicker).
+  bool own_src_in = false, own_dst_out = false;
   // With a sum post-op (a fused residual Add) the destination starts as the
   // residual: dst_in reorders it in where the layouts differ.
   bool sum = false;
@@ -134,6 +138,8 @@ void ConvPlan::Finish(const PrimitiveDesc& pd, dnnl::primitive p) {
     src_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_user, Engine(), src));
   if (dst != dst_user)
     dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst, Engine(), dst_user));
+  own_src_in = src_in && OwnTranspose(src_user, src);
+  own_dst_out = dst_out && OwnTranspose(dst, dst_user);
   if (sum && dst != dst_user)
     dst_in = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_user, Engine(), dst));
 }
@@ -227,12 +233,18 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
       std::memcpy(y->mutable_raw(), residual->raw(), static_cast<size_t>(y->size()) * sizeof(float));
     }
   }
-  if (p.src_in) {
+  if (p.own_src_in) {
+    ONNXKIT_RETURN_IF_ERROR(
+        TransposeChannels(p.src_user, p.src, x.data<float>(), static_cast<float*>(src_buffer)));
+  } else if (p.src_in) {
     ONNXKIT_RETURN_IF_ERROR(
         Execute("source reorder", p.src_in, {{DNNL_ARG_FROM, x_user}, {DNNL_ARG_TO, args[DNNL_ARG_SRC]}}));
   }
   ONNXKIT_RETURN_IF_ERROR(Execute("convolution", p.primitive, args));
-  if (p.dst_out) {
+  if (p.own_dst_out) {
+    ONNXKIT_RETURN_IF_ERROR(TransposeChannels(p.dst, p.dst_user, static_cast<const float*>(dst_buffer),
+                                              y->mutable_data<float>()));
+  } else if (p.dst_out) {
     ONNXKIT_RETURN_IF_ERROR(Execute("destination reorder", p.dst_out,
                                     {{DNNL_ARG_FROM, args[DNNL_ARG_DST]}, {DNNL_ARG_TO, y_user}}));
   }
