@@ -19,11 +19,17 @@ memory::format_tag Tag(int64_t kind) {
   return kind == 0 ? memory::format_tag::nhwc : memory::format_tag::nChw16c;
 }
 
+// Channels and height = width of the cases: Inception's, ResNet's and
+// DenseNet's shapes, then channels that leave the last block padded.
+constexpr int64_t kCases[][2] = {{576, 14}, {128, 28},  {1024, 7}, {64, 56},  {192, 56}, {512, 7},
+                                 {256, 14}, {1024, 14}, {2048, 7}, {832, 7},  {480, 14}, {32, 112},
+                                 {256, 56}, {58, 28},   {116, 14}, {1000, 13}};
+
 // Arguments: channels, height = width, 0 channels-last / 1 blocked, 0 to / 1 from plain.
 void Args(benchmark::internal::Benchmark* b) {
-  for (auto [c, hw] : std::vector<std::pair<int64_t, int64_t>>{{576, 14}, {128, 28}, {1024, 7}, {64, 56}, {192, 56}, {512, 7}, {256, 14}, {1024, 14}, {2048, 7}, {832, 7}, {480, 14}, {32, 112}, {256, 56}}) {
+  for (const auto& c : kCases) {
     for (int64_t kind : {0, 1}) {
-      for (int64_t back : {0, 1}) b->Args({c, hw, kind, back});
+      for (int64_t back : {0, 1}) b->Args({c[0], c[1], kind, back});
     }
   }
 }
