@@ -7,7 +7,9 @@
 // Layouts: the runner's tensors are plain (NCHW). Pointwise convolutions
 // (grouped ones too) of stride 1 over at least 100 positions run plain
 // (oneDNN's GEMM path beats a blocked convolution plus reorders there; a
-// strided one would gather its source first, about 4x slower); depthwise ones run
+// strided one would gather its source first, about 4x slower), but for wide
+// ones widening the channels on small images (conv_common.h's
+// kBlockedPointwiseMinWeights), which run channel-blocked; depthwise ones run
 // channel-blocked (nChw16c: the cheapest reorders and oneDNN's fastest
 // depthwise kernel); the others let oneDNN choose (format_tag::any, NHWC
 // here). The source is reordered in and the destination out, which costs
@@ -332,8 +334,12 @@ class ConvKernel : public FloatConvKernel {
                      AllEqual(win->pad_begin, 0) && AllEqual(win->pad_end, 0) &&
                      win->out_size >= kPlainPointwiseMinPositions;
     bool depthwise = group_ > 1 && group_ == c;
+    const bool blocked_pointwise = pointwise && group_ == 1 && m > c &&
+                                   c * m >= kBlockedPointwiseMinWeights &&
+                                   win->out_size <= kBlockedPointwiseMaxPositions;
     std::vector<memory::format_tag> tags = {memory::format_tag::any};
     if (pointwise) tags = {PlainTag(x.rank()), memory::format_tag::any};
+    if (blocked_pointwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
     if (depthwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
     // bfloat16 source and weights first where asked (the result float32),
     // then float32.

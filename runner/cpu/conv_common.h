@@ -26,6 +26,15 @@ namespace onnxkit::runner::cpu {
 // Pointwise convolutions with at least this many output positions per
 // image run on plain tensors.
 constexpr int64_t kPlainPointwiseMinPositions = 100;
+// But a lone one that widens the channels, with at least this many
+// weights, on an image of at most kBlockedPointwiseMaxPositions runs
+// channel-blocked: oneDNN's blocked 1x1 kernel beat its GEMM one there,
+// the transposes in and out included (SqueezeNet's 512-to-1000 classifier
+// at 13x13: 0.68 ms against 0.72, 1 thread, 0.36 against 0.38 on 2;
+// MobileNet's 320-to-1280 at 7x7 by 0-3 %), where narrowing ones (576 to
+// 64 or 96 at 14x14) lost 3-10 % and any on 28x28 or more up to 2 x.
+constexpr int64_t kBlockedPointwiseMinWeights = 96 * 1024;
+constexpr int64_t kBlockedPointwiseMaxPositions = 14 * 14;
 
 // What a kernel's plans are cached under: the element type and shape of
 // each of its inputs (type 0, no dims: omitted).

@@ -4,6 +4,7 @@
 // constant and non-constant weights, repeated runs with changing shapes,
 // and the cases that fall back.
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -173,6 +174,27 @@ TEST(CpuConvTest, LargeConvolutionsInBothLayoutsMatchReference) {
                  .pads = {3, 3, 3, 3},
                  .constant_w = false};
   ExpectConvMatches(first, false, 4);
+}
+
+TEST(CpuConvTest, WideningPointwiseOnSmallImagesMatchesReference) {
+  // A 1x1 Conv widening 320 channels to 1000 on 13x13 images runs
+  // channel-blocked (the last block padded: 1000 of 1008), its Relu after
+  // it: two images, NaN and infinities kept where the reference has them.
+  ConvCase wide{.n = 2, .cg = 320, .mg = 1000, .in = {13, 13}, .kernel = {1, 1}, .bias = true};
+  ExpectConvMatches(wide, false, 5);
+  const int64_t c = 320, m = 1000;
+  GraphBuilder g("g");
+  g.Input("x")
+      .Initializer(InitializerFrom("w", RandomFloats({m, c, 1, 1}, 7, -0.1f, 0.1f)))
+      .Initializer(InitializerFrom("b", RandomFloats({m}, 8)))
+      .Node("Conv", {"x", "w", "b"}, {"y"})
+      .Node("Relu", {"y"}, {"r"})
+      .Output("r");
+  runner::Tensor x = RandomFloats({2, c, 13, 13}, 9);
+  float* p = x.mutable_data<float>();
+  p[5 * 169 + 40] = std::numeric_limits<float>::quiet_NaN();
+  p[c * 169 + 100] = std::numeric_limits<float>::infinity();
+  ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, 1e-4, 1e-4);
 }
 
 TEST(CpuConvTest, ConvTransposeMatchesReferenceOnRandomAttributes) {
