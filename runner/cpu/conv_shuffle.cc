@@ -266,17 +266,34 @@ std::optional<Transposes> TransposesOf(const memory::desc& from, const memory::d
   const int64_t n = d[0], c = d[1], pixels = d[2] * d[3];
   const bool from_plain = DensePlain(from), to_plain = DensePlain(to);
   if (from_plain && DenseChannelsLast(to))
-    return Transposes{n, c, pixels, false, false, false, 1, c * pixels, c * pixels};
+    return Transposes{
+        .count = n, .rows = c, .cols = pixels, .from_image = c * pixels, .to_image = c * pixels};
   if (DenseChannelsLast(from) && to_plain)
-    return Transposes{n, pixels, c, false, false, false, 1, c * pixels, c * pixels};
+    return Transposes{
+        .count = n, .rows = pixels, .cols = c, .from_image = c * pixels, .to_image = c * pixels};
   const int64_t blocks = (c + 15) / 16, padded_image = blocks * 16 * pixels;
   const int64_t valid = c - (blocks - 1) * 16;
   if (from_plain && DenseBlocked16(to))
-    return Transposes{n * blocks, 16,     pixels,     true,         valid != 16,
-                      true,       blocks, c * pixels, padded_image, valid};
+    return Transposes{.count = n * blocks,
+                      .rows = 16,
+                      .cols = pixels,
+                      .blocks = true,
+                      .padded = valid != 16,
+                      .into_blocks = true,
+                      .per_image = blocks,
+                      .from_image = c * pixels,
+                      .to_image = padded_image,
+                      .valid = valid};
   if (DenseBlocked16(from) && to_plain)
-    return Transposes{n * blocks, pixels, 16,           true,       valid != 16,
-                      false,      blocks, padded_image, c * pixels, valid};
+    return Transposes{.count = n * blocks,
+                      .rows = pixels,
+                      .cols = 16,
+                      .blocks = true,
+                      .padded = valid != 16,
+                      .per_image = blocks,
+                      .from_image = padded_image,
+                      .to_image = c * pixels,
+                      .valid = valid};
   return std::nullopt;
 }
 
