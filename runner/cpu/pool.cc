@@ -18,17 +18,17 @@
 // sums kept while the output rows are made (Window3x3Plane): about twice as
 // fast as channel blocks with their reorders on Inception's 576 x 14 x 14
 // and 192 x 28 x 28 pools, so these never take the blocks.
-// Other float 2-D pooling over channels that fill 16-channel blocks (a multiple
-// of 16, or at least 128) runs on oneDNN's pooling over a channel-blocked
-// copy instead (reordered in and out): every vector lane busy however small
-// the planes (strided MaxPools, other windows on 14 x 14 and 7 x 7
-// planes), 2-4 x faster than the loops there. MaxPool's input goes into
+// Other float 2-D pooling over channels that fill 16-channel blocks (a
+// multiple of 16, or at least 128) runs on oneDNN's pooling over a
+// channel-blocked copy instead (reordered in and out): every vector lane
+// busy however small the planes (strided MaxPools, other windows on
+// 14 x 14 and 7 x 7 planes), 2-4 x faster than the loops there. MaxPool's input goes into
 // the blocks through the backend's own transpose, which checks its values
 // on the way: over NaN or -inf the loops above run instead (oneDNN's would
 // skip NaN). Blocks padded past the channels go in and out through the
 // backend's transposes too (quicker there than oneDNN's reorders).
-// AveragePool's sums carry NaN and infinities as the
-// reference's do (rounding may differ in the last bits).
+// AveragePool's sums carry NaN and infinities as the reference's do
+// (rounding may differ in the last bits).
 // GlobalAveragePool over float runs on the loop below (16 planes at once,
 // each summed in float in index order: the reference's values).
 // The rest (1-D and 3-D windows, GlobalMaxPool, int8/uint8 MaxPool) runs on
@@ -473,7 +473,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SeparableAvera
 }
 
 // One plane of a 3x3 stride-1 pooling padded by one on every side
-// (Pool2d::Is3x3Same; MaxPool only on planes without NaN), 16 columns at a
+// (Pool2d::window3x3; MaxPool only on planes without NaN), 16 columns at a
 // time in AVX-512 registers: each row's windows (masked loads of the left
 // and right neighbours; border lanes skip the tap the padding holds), then
 // each output row from three rows' results kept in registers. The values
@@ -576,13 +576,15 @@ void Pool2dPlanes(const Pool2d& g, PoolMode mode, int64_t planes, int64_t taps_p
   auto run = [&](int64_t p) {
     const float* xp = x + p * in_plane;
     float* yp = y + p * out_plane;
-    if (g.window3x3 && !(check_planes && HasNaN(xp, in_plane))) {
+    // Separable on this plane: a MaxPool plane holding NaN is not.
+    const bool separable = g.separable && !(check_planes && HasNaN(xp, in_plane));
+    if (separable && g.window3x3) {
       if (mode == PoolMode::kMax) {
         Window3x3Plane<PoolMode::kMax>(g, xp, yp);
       } else {
         Window3x3Plane<PoolMode::kAverage>(g, xp, yp);
       }
-    } else if (g.separable && !(check_planes && HasNaN(xp, in_plane))) {
+    } else if (separable) {
       // Scratch for one plane's row pools, kept by each thread.
       thread_local std::vector<float> rows;
       if (rows.size() < static_cast<size_t>(in_plane)) rows.resize(static_cast<size_t>(in_plane));
