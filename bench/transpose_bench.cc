@@ -1,6 +1,7 @@
 // The cpu backend's own transposes between plain and channels-last or
 // 16-channel blocks (runner/cpu/conv_shuffle.cc) against oneDNN's reorder
-// for the same tensors, one thread. Run by hand: build/bench/transpose_bench.
+// for the same tensors, on 1 and 2 threads. Run by hand:
+// build/bench/transpose_bench.
 #include <omp.h>
 
 #include <vector>
@@ -21,15 +22,19 @@ memory::format_tag Tag(int64_t kind) {
 
 // Channels and height = width of the cases: Inception's, ResNet's and
 // DenseNet's shapes, then channels that leave the last block padded.
-constexpr int64_t kCases[][2] = {{576, 14}, {128, 28},  {1024, 7}, {64, 56},  {192, 56}, {512, 7},
-                                 {256, 14}, {1024, 14}, {2048, 7}, {832, 7},  {480, 14}, {32, 112},
-                                 {256, 56}, {58, 28},   {116, 14}, {1000, 13}};
+constexpr int64_t kCases[][2] = {{576, 14}, {128, 28},  {1024, 7}, {64, 56},   {192, 56}, {512, 7},
+                                 {256, 14}, {1024, 14}, {2048, 7}, {832, 7},   {480, 14}, {32, 112},
+                                 {256, 56}, {58, 28},   {116, 14}, {1000, 13}, {64, 55},  {32, 27},
+                                 {128, 27}, {48, 13},   {192, 13}, {512, 13}};
 
-// Arguments: channels, height = width, 0 channels-last / 1 blocked, 0 to / 1 from plain.
+// Arguments: channels, height = width, 0 channels-last / 1 blocked, 0 to /
+// 1 from plain, threads.
 void Args(benchmark::internal::Benchmark* b) {
-  for (const auto& c : kCases) {
-    for (int64_t kind : {0, 1}) {
-      for (int64_t back : {0, 1}) b->Args({c[0], c[1], kind, back});
+  for (int64_t threads : {1, 2}) {
+    for (const auto& c : kCases) {
+      for (int64_t kind : {0, 1}) {
+        for (int64_t back : {0, 1}) b->Args({c[0], c[1], kind, back, threads});
+      }
     }
   }
 }
@@ -40,7 +45,7 @@ struct Case {
 };
 
 Case CaseOf(const benchmark::State& state) {
-  omp_set_num_threads(1);
+  omp_set_num_threads(static_cast<int>(state.range(4)));
   const memory::dims dims = {1, state.range(0), state.range(1), state.range(1)};
   const memory::desc plain(dims, memory::data_type::f32, memory::format_tag::nchw);
   const memory::desc other(dims, memory::data_type::f32, Tag(state.range(2)));
