@@ -466,11 +466,26 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
                         SplitsIntoConvAndPoolJoin(head->input(0), graph, is_constant, skip, taken, &x_conv,
                                                   &x_pool, &x_concat) &&
                         x_conv == head;
+    // An affine chain over a Concat whose only reader it is (DenseNet's
+    // pre-activation of the concatenated features): the Concat heads the
+    // chain, its kernel reading the Concat's inputs in place (the kernel
+    // checks the axis is the channels').
+    const ir::Node* head_concat = nullptr;
+    if (bn_head && head->num_inputs() > 0 && head->input(0) != nullptr) {
+      const ir::Node* c = head->input(0)->producer();
+      if (c != nullptr && c->op_type() == "Concat" && c->graph() == &graph && InDefaultDomain(*c) &&
+          c->num_inputs() >= 1 && c->num_outputs() == 1 && !skip(c) && !taken.contains(c) &&
+          SoleConsumer(c->output(0), graph) == head) {
+        head_concat = c;
+      }
+    }
     for (int attempt = 0; attempt < 3; ++attempt) {
       if ((attempt == 0 && !projection) || (attempt == 1 && !x_join)) continue;
       FusionChain chain;
       // The main branch's Conv after the shortcut reads X, a chain input, again.
-      AppendChained(chain, attempt == 0 ? head_shortcut : std::vector<const ir::Node*>{head}, nullptr);
+      if (head_concat != nullptr) AppendChained(chain, {head_concat}, nullptr);
+      AppendChained(chain, attempt == 0 ? head_shortcut : std::vector<const ir::Node*>{head},
+                    head_concat != nullptr ? head_concat->output(0) : nullptr);
       if (attempt == 0) AppendChained(chain, {head_main}, nullptr);
       // Stages: 0 after the Conv and the nodes folded into it
       // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an

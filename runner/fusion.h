@@ -16,7 +16,9 @@
 // result as chained input and the unit's as inner input), and last
 // possibly a MaxPool without Indices); or a
 // BatchNormalization, Mul / Add by per-channel constants and an activation
-// as one per-channel pass.
+// as one per-channel pass, headed by the Concat making the
+// BatchNormalization's input when the BatchNormalization is its only reader
+// (DenseNet's pre-activation: the joined tensor is never made).
 //
 //   %c = Conv(%x, %w, %b); %n = BatchNormalization(%c, ...); %y = Relu(%n)
 //

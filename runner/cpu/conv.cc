@@ -21,7 +21,8 @@
 // Fused chains (runner/fusion.h): a Conv with folded affine nodes and
 // post-ops (ConvKernel), several Convs in a row whose intermediate values
 // stay in oneDNN's layouts (conv_sequence.cc), and a BatchNormalization
-// with per-channel Mul / Add and an activation (AffineChainKernel). A single
+// with per-channel Mul / Add and an activation, possibly over a Concat
+// (AffineChainKernel). A single
 // Conv's activations run in ApplyPostOps, which keeps NaN as the reference
 // does (oneDNN's relu and clip post-ops do not); oneDNN only adds a lone
 // residual. Sequences choose per run (see conv_sequence.cc).
@@ -806,30 +807,38 @@ absl::Status AddChainNode(const FusionChain& chain, size_t k, int64_t opset, boo
 // A BatchNormalization (inference), Mul / Add by per-channel constants and
 // an activation as one pass over float tensors of rank >= 2:
 // y = act(x * scale[c] + shift[c]), the channel map accumulated in double
-// once (the parameters are constant). Anything else runs node by node.
+// once (the parameters are constant). With `concat_inputs` > 0 a Concat
+// (along `axis`) of that many inputs heads the chain: each channel of y is
+// computed from its channel of the Concat's input, the joined tensor never
+// made. Anything else (a Concat along another axis, inputs of other types
+// or of mismatched shapes) runs node by node.
 class AffineChainKernel : public CpuKernel {
  public:
-  AffineChainKernel(ConvChainSpec spec, std::unique_ptr<Kernel> fallback)
-      : CpuKernel(std::move(fallback)), spec_(std::move(spec)) {}
+  AffineChainKernel(ConvChainSpec spec, int concat_inputs, int64_t axis, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), spec_(std::move(spec)), concat_inputs_(concat_inputs), axis_(axis) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-    if (x->dtype() != pb::kFloat || x->rank() < 2 || x->size() == 0) return Fallback(ctx);
-    if (x->shape() != shape_) {
-      supported_ = Build(ctx, *x);
-      shape_ = x->shape();
+    if (!Sources(ctx)) return Fallback(ctx);
+    if (out_shape_ != shape_) {
+      supported_ = Build(ctx);
+      shape_ = out_shape_;
     }
     if (!supported_) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
-    int64_t channels = x->dim(1), planes = x->dim(0) * channels, inner = x->size() / planes;
-    const float* px = x->data<float>();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, out_shape_));
+    const int64_t channels = out_shape_[1], planes = out_shape_[0] * channels, inner = y->size() / planes;
     float* py = y->mutable_data<float>();
     const ResolvedPostOp* ops = resolved_.data();
-    size_t num_ops = resolved_.size();
-#pragma omp parallel for schedule(static) if (planes > 1 && x->size() > 65536)
+    const size_t num_ops = resolved_.size();
+    const float* const* src = src_.data();
+    const int64_t* src_channels = src_channels_.data();
+    const int64_t* source_of = source_of_.data();
+#pragma omp parallel for schedule(static) if (planes > 1 && y->size() > 65536)
     for (int64_t p = 0; p < planes; ++p) {
-      size_t c = static_cast<size_t>(p % channels);
-      AffineRow(px + p * inner, py + p * inner, inner, scale_[c], shift_[c]);
+      const int64_t n = p / channels, c = p % channels;
+      // Channel c of the joined tensor is channel c - first of input i.
+      const int64_t i = source_of[2 * c], first = source_of[2 * c + 1];
+      const float* x = src[i] + (n * src_channels[i] + c - first) * inner;
+      AffineRow(x, py + p * inner, inner, scale_[static_cast<size_t>(c)], shift_[static_cast<size_t>(c)]);
       ApplyPostOpsTo(py + p * inner, nullptr, inner, ops, num_ops);
     }
     return absl::OkStatus();
@@ -843,11 +852,60 @@ class AffineChainKernel : public CpuKernel {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
   }
 
-  bool Build(KernelContext& ctx, const Tensor& x) {
-    int64_t m = x.dim(1);
+  // Reads the inputs the pass computes from (X, or the Concat's inputs) into
+  // src_ / src_channels_ and the result's shape into out_shape_, and maps
+  // each result channel to its input (source_of_, redone when the inputs'
+  // channels change). False when the fused pass cannot take them.
+  bool Sources(KernelContext& ctx) {
+    const int count = concat_inputs_ > 0 ? concat_inputs_ : 1;
+    src_.clear();
+    channels_now_.clear();
+    int64_t total = 0;
+    for (int i = 0; i < count; ++i) {
+      absl::StatusOr<const Tensor*> in = ctx.Input(i);
+      if (!in.ok() || *in == nullptr) return false;
+      const Tensor& x = **in;
+      if (x.dtype() != pb::kFloat || x.rank() < 2) return false;
+      if (i == 0) {
+        if (concat_inputs_ > 0 &&
+            (axis_ < -x.rank() || axis_ >= x.rank() || (axis_ + x.rank()) % x.rank() != 1))
+          return false;
+        out_shape_ = x.shape();
+      } else {
+        if (x.rank() != static_cast<int64_t>(out_shape_.size())) return false;
+        for (int64_t d = 0; d < x.rank(); ++d) {
+          if (d != 1 && x.dim(d) != out_shape_[static_cast<size_t>(d)]) return false;
+        }
+      }
+      if (__builtin_add_overflow(total, x.dim(1), &total)) return false;
+      src_.push_back(x.data<float>());
+      channels_now_.push_back(x.dim(1));
+    }
+    out_shape_[1] = total;
+    int64_t elements = 1;
+    for (int64_t d : out_shape_) {
+      if (__builtin_mul_overflow(elements, d, &elements)) return false;
+    }
+    if (elements == 0) return false;
+    if (channels_now_ != src_channels_) {
+      src_channels_ = channels_now_;
+      source_of_.clear();
+      int64_t first = 0;
+      for (size_t i = 0; i < src_channels_.size(); ++i) {
+        for (int64_t c = 0; c < src_channels_[i]; ++c)
+          source_of_.insert(source_of_.end(), {static_cast<int64_t>(i), first});
+        first += src_channels_[i];
+      }
+    }
+    return true;
+  }
+
+  bool Build(KernelContext& ctx) {
+    const int64_t m = out_shape_[1];
     std::vector<double> scale(static_cast<size_t>(m), 1.0), shift(static_cast<size_t>(m), 0.0);
-    if (!ChannelAffine(ctx, spec_, x.rank(), m, scale, shift)) return false;
-    if (!ResolveChainPostOps(ctx, spec_, x.shape(), &resolved_)) return false;
+    const int rank = static_cast<int>(out_shape_.size());
+    if (!ChannelAffine(ctx, spec_, rank, m, scale, shift)) return false;
+    if (!ResolveChainPostOps(ctx, spec_, out_shape_, &resolved_)) return false;
     for (const ResolvedPostOp& op : resolved_) {
       if (op.sum) return false;
     }
@@ -857,20 +915,30 @@ class AffineChainKernel : public CpuKernel {
   }
 
   ConvChainSpec spec_;
-  std::vector<int64_t> shape_;
+  int concat_inputs_;
+  int64_t axis_;
+  std::vector<int64_t> shape_, out_shape_;
   bool supported_ = false;
   std::vector<float> scale_, shift_;
   std::vector<ResolvedPostOp> resolved_;
+  std::vector<const float*> src_;
+  std::vector<int64_t> src_channels_, channels_now_;
+  // Per result channel: its input and the first result channel of that input.
+  std::vector<int64_t> source_of_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
-  if (chain.head().op_type() == "BatchNormalization") {
+  const bool concat_head = chain.head().op_type() == "Concat";
+  if (chain.head().op_type() == "BatchNormalization" || concat_head) {
     ConvChainSpec spec;
-    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+    for (size_t k = concat_head ? 1 : 0; k < chain.nodes.size(); ++k) {
       ONNXKIT_RETURN_IF_ERROR(AddChainNode(chain, k, info.opset, /*linear_ok=*/true, spec));
     }
-    return std::unique_ptr<Kernel>(new AffineChainKernel(std::move(spec), std::move(fallback)));
+    const int concat_inputs = concat_head ? chain.head().num_inputs() : 0;
+    const int64_t axis = concat_head ? chain.head().GetInt("axis").value_or(1) : 1;
+    return std::unique_ptr<Kernel>(
+        new AffineChainKernel(std::move(spec), concat_inputs, axis, std::move(fallback)));
   }
   std::vector<SequenceStage> stages;
   bool conv_constant = false;  // the current stage's weights (and bias) are constant

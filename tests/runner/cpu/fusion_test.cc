@@ -272,6 +272,87 @@ TEST(CpuFusionTest, BatchNormalizationMulAddActivationRunAsOnePass) {
   }
 }
 
+// Concat of `parts` (channels each, batch 2 unless `shape` says otherwise)
+// along `axis`, then BatchNormalization, Mul by a per-channel constant and
+// Relu: DenseNet's pre-activation of its concatenated features.
+pb::GraphProto ConcatAffineGraph(const std::vector<int64_t>& parts, int64_t axis, int64_t hw,
+                                 bool concat_output = false) {
+  GraphBuilder g("g");
+  std::vector<std::string> names;
+  int64_t m = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    names.push_back("x" + std::to_string(i));
+    g.Input(names.back(), pb::kFloat, std::vector<int64_t>{2, parts[i], hw, hw + 1});
+    m += parts[i];
+  }
+  g.Node("Concat", names, {"cat"}, {AttrInt("axis", axis)}, "concat");
+  AddBatchNorm(g, "cat", "n", m, 540);
+  g.Initializer(InitializerFrom("s", RandomFloats({m, 1, 1}, 545, -2.0f, 2.0f)))
+      .Node("Mul", {"n", "s"}, {"a"}, {}, "mul")
+      .Node("Relu", {"a"}, {"y"}, {}, "relu")
+      .Output("y");
+  if (concat_output) g.Output("cat");
+  return g.Build();
+}
+
+Feeds ConcatAffineFeeds(const std::vector<int64_t>& parts, int64_t hw, bool nonfinite) {
+  Feeds feeds;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    runner::Tensor x = RandomFloats({2, parts[i], hw, hw + 1}, 550 + static_cast<uint32_t>(i), -3, 3);
+    if (nonfinite) {
+      float* p = x.mutable_data<float>();
+      p[0] = std::numeric_limits<float>::quiet_NaN();
+      p[x.size() / 2] = std::numeric_limits<float>::infinity();
+      p[x.size() - 1] = -std::numeric_limits<float>::infinity();
+    }
+    feeds.push_back({"x" + std::to_string(i), x});
+  }
+  return feeds;
+}
+
+TEST(CpuFusionTest, ConcatThenBatchNormalizationAndActivationRunAsOnePass) {
+  // The pass reads each channel from its input: channels that do not line
+  // up with any block, one input, a batch of two, NaN and infinities (which
+  // must come out where the reference puts them), and a size that runs
+  // the channels on both threads.
+  for (const std::vector<int64_t>& parts :
+       {std::vector<int64_t>{5, 3, 16}, {7}, {1, 1, 1, 1, 30}, {32, 32, 32, 32}}) {
+    for (int64_t hw : {3, 24}) {
+      for (bool nonfinite : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "parts " << parts.size() << " hw " << hw << " nonfinite " << nonfinite);
+        ExpectFused(ConcatAffineGraph(parts, 1, hw), ConcatAffineFeeds(parts, hw, nonfinite), {"concat"});
+        const Feeds feeds = ConcatAffineFeeds(parts, hw, nonfinite);
+        auto ref = testing::Run(ConcatAffineGraph(parts, 1, hw), runner::Backend::kReference, feeds);
+        auto cpu =
+            testing::Run(ConcatAffineGraph(parts, 1, hw), runner::Backend::kCpu, feeds, 18, 9, /*threads=*/2);
+        ASSERT_TRUE(ref.ok()) << ref.status();
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 1e-4, 1e-4, "two threads");
+      }
+    }
+  }
+  // The channels' axis counted from the end: fused too.
+  ExpectFused(ConcatAffineGraph({4, 6}, -3, 5), ConcatAffineFeeds({4, 6}, 5, false), {"concat"});
+  // A Concat along another axis: the chain runs node by node (the
+  // BatchNormalization then sees the joined channels of one input).
+  {
+    GraphBuilder g("g");
+    g.Input("x0", pb::kFloat, std::vector<int64_t>{1, 4, 3, 5})
+        .Input("x1", pb::kFloat, std::vector<int64_t>{1, 4, 3, 5});
+    g.Node("Concat", {"x0", "x1"}, {"cat"}, {AttrInt("axis", 2)}, "concat");
+    AddBatchNorm(g, "cat", "n", 4, 560);
+    g.Node("Relu", {"n"}, {"y"}, {}, "relu").Output("y");
+    ExpectFused(
+        g.Build(),
+        {{"x0", RandomFloats({1, 4, 3, 5}, 561, -3, 3)}, {"x1", RandomFloats({1, 4, 3, 5}, 562, -3, 3)}},
+        {"concat"}, 18, /*node_by_node=*/true);
+  }
+  // The joined features also a graph output: the Concat runs on its own.
+  ExpectFused(ConcatAffineGraph({4, 6}, 1, 5, /*concat_output=*/true), ConcatAffineFeeds({4, 6}, 5, false),
+              {"concat", "bn"});
+}
+
 TEST(CpuFusionTest, ClipWithInputsAndWithAttributes) {
   for (const ConvCase& cc : kCases) {
     SCOPED_TRACE(cc.name);
