@@ -3,6 +3,7 @@
 // count_include_pad), wider random 2-D windows on images large and small,
 // NaN and infinities in MaxPool, 2 threads, global pooling, int8 MaxPool,
 // repeated runs with changing shapes, and the cases that fall back.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -290,6 +291,80 @@ TEST(CpuPoolTest, ThreeByThreeSameSizeWindowsMatchReference) {
             auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
             ASSERT_TRUE(cpu.ok()) << cpu.status();
             ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), max ? 0 : 1e-5, max ? 0 : 1e-4, "y");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuPoolTest, TwoByTwoStrideTwoWindowsEqualReference) {
+  // 2x2 windows of stride 2 (DenseNet's transitions, VGG's pools) run 16
+  // outputs at a time in vector registers: widths around the 16-output
+  // chunks, odd sizes (the last row and column unread), end padding and
+  // ceil_mode that add no partial window, NaN, infinities and zeros of both
+  // signs in every tap position, one and two threads. The values are the
+  // reference's bit for bit.
+  const float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  struct Shape {
+    int64_t height, width;
+    std::vector<int64_t> pads;
+    int64_t ceil;
+  };
+  std::vector<Shape> shapes;
+  for (int64_t height : {2, 3, 5}) {
+    for (int64_t width : {2, 3, 15, 16, 17, 31, 32, 33, 34, 40, 64})
+      shapes.push_back({height, width, {0, 0, 0, 0}, 0});
+  }
+  shapes.push_back({4, 34, {0, 0, 1, 1}, 0});
+  shapes.push_back({6, 36, {0, 0, 0, 0}, 1});
+  shapes.push_back({40, 66, {0, 0, 0, 0}, 0});  // enough for two threads
+  uint32_t seed = 90;
+  for (const Shape& s : shapes) {
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      for (int64_t include : {0, 1}) {
+        const bool max = std::string(op) == "MaxPool";
+        if (max && include == 1) continue;
+        const int64_t channels = 64;
+        runner::Tensor x = RandomFloats({1, channels, s.height, s.width}, ++seed, -2, 2);
+        float* p = x.mutable_data<float>();
+        const int64_t plane = s.height * s.width;
+        // Planes 1-4: NaN in each tap of the first window (after a larger
+        // value, before a smaller one); 5-8: +inf, -inf; 9: zeros of both
+        // signs; 10: a NaN and an infinity in one window; 11: negative
+        // zeros (whose sum from zero is a positive zero).
+        for (int64_t tap = 0; tap < 4; ++tap) {
+          const int64_t at = (tap / 2) * s.width + tap % 2;
+          p[(1 + tap) * plane + at] = kNaN;
+          p[(5 + tap) * plane + at] = tap % 2 == 0 ? kInf : -kInf;
+          p[9 * plane + at] = tap % 2 == 0 ? 0.f : -0.f;
+          p[11 * plane + at] = -0.f;
+        }
+        p[10 * plane + s.width] = kNaN;
+        p[10 * plane + 1] = -kInf;
+        std::vector<pb::AttributeProto> attrs = {AttrInts("kernel_shape", {2, 2}),
+                                                 AttrInts("strides", {2, 2}), AttrInts("pads", s.pads),
+                                                 AttrInt("ceil_mode", s.ceil)};
+        if (!max) attrs.push_back(AttrInt("count_include_pad", include));
+        GraphBuilder g("g");
+        g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
+        SCOPED_TRACE(std::string(op) + " " + std::to_string(s.height) + "x" + std::to_string(s.width) +
+                     " pads=" + Join(s.pads) + " ceil=" + std::to_string(s.ceil) +
+                     " include=" + std::to_string(include));
+        Feeds feeds = {{"x", x}};
+        auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+        ASSERT_TRUE(ref.ok()) << ref.status();
+        for (int threads : {1, 2}) {
+          auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+          ASSERT_TRUE(cpu.ok()) << cpu.status();
+          const runner::Tensor& want = (*ref)[0].tensor();
+          const runner::Tensor& got = (*cpu)[0].tensor();
+          ASSERT_EQ(want.shape(), got.shape());
+          for (int64_t i = 0; i < want.size(); ++i) {
+            const float a = want.data<float>()[i], b = got.data<float>()[i];
+            if (std::isnan(a) && std::isnan(b)) continue;
+            ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b))
+                << "element " << i << ": " << a << " vs " << b << " (" << threads << " threads)";
           }
         }
       }
