@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -71,6 +72,24 @@ PoolCase RandomPool(std::mt19937& rng, const std::string& op, int spatial) {
            " dilations=" + (dilate ? Join(dilations) : "-") + " pads=" + (pad_kind == 3 ? Join(pads) : "-") +
            " auto_pad=" + auto_pad + " ceil=" + std::to_string(ceil) + " include=" + std::to_string(include);
   return c;
+}
+
+// Runs a pooling node `op` with `attrs` over x on the reference backend,
+// then on the cpu backend on one and two threads, handing each cpu result
+// with the reference's to `check`.
+void CompareOnThreads(
+    const char* op, const std::vector<pb::AttributeProto>& attrs, const runner::Tensor& x,
+    const std::function<void(const runner::Tensor& want, const runner::Tensor& got, int threads)>& check) {
+  GraphBuilder g("g");
+  g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
+  Feeds feeds = {{"x", x}};
+  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (int threads : {1, 2}) {
+    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    check((*ref)[0].tensor(), (*cpu)[0].tensor(), threads);
+  }
 }
 
 void ExpectPoolMatches(const std::string& op, const PoolCase& c, uint32_t seed) {
@@ -280,18 +299,11 @@ TEST(CpuPoolTest, ThreeByThreeSameSizeWindowsMatchReference) {
           std::vector<pb::AttributeProto> attrs = {AttrInts("kernel_shape", {3, 3}),
                                                    AttrInts("pads", {1, 1, 1, 1})};
           if (!max) attrs.push_back(AttrInt("count_include_pad", include));
-          GraphBuilder g("g");
-          g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
           SCOPED_TRACE(std::string(op) + " " + std::to_string(height) + "x" + std::to_string(width) +
                        " include=" + std::to_string(include));
-          Feeds feeds = {{"x", x}};
-          auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
-          ASSERT_TRUE(ref.ok()) << ref.status();
-          for (int threads : {1, 2}) {
-            auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
-            ASSERT_TRUE(cpu.ok()) << cpu.status();
-            ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), max ? 0 : 1e-5, max ? 0 : 1e-4, "y");
-          }
+          CompareOnThreads(op, attrs, x, [&](const runner::Tensor& want, const runner::Tensor& got, int) {
+            ExpectTensorsClose(want, got, max ? 0 : 1e-5, max ? 0 : 1e-4, "y");
+          });
         }
       }
     }
@@ -346,27 +358,19 @@ TEST(CpuPoolTest, TwoByTwoStrideTwoWindowsEqualReference) {
                                                  AttrInts("strides", {2, 2}), AttrInts("pads", s.pads),
                                                  AttrInt("ceil_mode", s.ceil)};
         if (!max) attrs.push_back(AttrInt("count_include_pad", include));
-        GraphBuilder g("g");
-        g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
         SCOPED_TRACE(std::string(op) + " " + std::to_string(s.height) + "x" + std::to_string(s.width) +
                      " pads=" + Join(s.pads) + " ceil=" + std::to_string(s.ceil) +
                      " include=" + std::to_string(include));
-        Feeds feeds = {{"x", x}};
-        auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
-        ASSERT_TRUE(ref.ok()) << ref.status();
-        for (int threads : {1, 2}) {
-          auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
-          ASSERT_TRUE(cpu.ok()) << cpu.status();
-          const runner::Tensor& want = (*ref)[0].tensor();
-          const runner::Tensor& got = (*cpu)[0].tensor();
-          ASSERT_EQ(want.shape(), got.shape());
-          for (int64_t i = 0; i < want.size(); ++i) {
-            const float a = want.data<float>()[i], b = got.data<float>()[i];
-            if (std::isnan(a) && std::isnan(b)) continue;
-            ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b))
-                << "element " << i << ": " << a << " vs " << b << " (" << threads << " threads)";
-          }
-        }
+        CompareOnThreads(
+            op, attrs, x, [](const runner::Tensor& want, const runner::Tensor& got, int threads) {
+              ASSERT_EQ(want.shape(), got.shape());
+              for (int64_t i = 0; i < want.size(); ++i) {
+                const float a = want.data<float>()[i], b = got.data<float>()[i];
+                if (std::isnan(a) && std::isnan(b)) continue;
+                ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b))
+                    << "element " << i << ": " << a << " vs " << b << " (" << threads << " threads)";
+              }
+            });
       }
     }
   }
