@@ -97,21 +97,49 @@ __attribute__((target("avx512f"))) void ShufflePixels(const float* x, float* y, 
   }
 }
 
+// 16 floats at p, or with kMasked those of `mask` (the rest zero): the
+// full tiles take plain accesses (quicker).
+template <bool kMasked>
+__attribute__((target("avx512f"))) inline __m512 Load16(__mmask16 mask, const float* p) {
+  if constexpr (kMasked) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  } else {
+    return _mm512_loadu_ps(p);
+  }
+}
+
+template <bool kMasked>
+__attribute__((target("avx512f"))) inline void Store16(float* p, __mmask16 mask, __m512 v) {
+  if constexpr (kMasked) {
+    _mm512_mask_storeu_ps(p, mask, v);
+  } else {
+    _mm512_storeu_ps(p, v);
+  }
+}
+
 // b = a transposed for 16 rows of 16 floats: b[c * ldb + r] = a[r * lda + c].
 // Rows are interleaved in pairs, then in 64-bit pairs (each 128-bit lane
 // then holds one column of four rows), then the lanes of four such
 // vectors are transposed. kCheck: `bad` gets the lanes holding NaN or -inf.
 // Rows of a from `rows_in` on are read as zeros (not read); rows of b from
-// `rows_out` on are not written (a channel block padded past the channels).
-template <bool kCheck>
+// `rows_out` on are not written (a channel block padded past the channels,
+// or the matrix's last columns). Only the first `cols_in` columns of a are
+// read (the rest as zeros), and only the lanes of `store` are written in
+// each row of b (the matrix's last rows).
+template <bool kCheck, bool kMasked = false>
 __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, int64_t lda, float* b,
                                                               int64_t ldb, __mmask16& bad,
-                                                              int64_t rows_in = 16, int64_t rows_out = 16) {
+                                                              int64_t rows_in = 16, int64_t rows_out = 16,
+                                                              int64_t cols_in = 16,
+                                                              __mmask16 store = 0xFFFF) {
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __mmask16 load =
+      cols_in >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << cols_in) - 1);
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
-    const __m512 r0 = 2 * i < rows_in ? _mm512_loadu_ps(a + (2 * i) * lda) : _mm512_setzero_ps();
-    const __m512 r1 = 2 * i + 1 < rows_in ? _mm512_loadu_ps(a + (2 * i + 1) * lda) : _mm512_setzero_ps();
+    const __m512 r0 = 2 * i < rows_in ? Load16<kMasked>(load, a + (2 * i) * lda) : _mm512_setzero_ps();
+    const __m512 r1 =
+        2 * i + 1 < rows_in ? Load16<kMasked>(load, a + (2 * i + 1) * lda) : _mm512_setzero_ps();
     if constexpr (kCheck) {
       // Not greater than -inf, or unordered: -inf or NaN.
       bad |= _mm512_cmp_ps_mask(r0, minus_inf, _CMP_NGT_UQ) | _mm512_cmp_ps_mask(r1, minus_inf, _CMP_NGT_UQ);
@@ -134,18 +162,20 @@ __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, in
                  s1 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[j], u[4 + j], 0xEE);
     const __m512 s2 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + j], u[12 + j], 0x44);
     const __m512 s3 = _mm512_maskz_shuffle_f32x4(0xFFFF, u[8 + j], u[12 + j], 0xEE);
-    if (j < rows_out) _mm512_storeu_ps(b + j * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0x88));
+    if (j < rows_out) Store16<kMasked>(b + j * ldb, store, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0x88));
     if (4 + j < rows_out)
-      _mm512_storeu_ps(b + (4 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0xDD));
+      Store16<kMasked>(b + (4 + j) * ldb, store, _mm512_maskz_shuffle_f32x4(0xFFFF, s0, s2, 0xDD));
     if (8 + j < rows_out)
-      _mm512_storeu_ps(b + (8 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0x88));
+      Store16<kMasked>(b + (8 + j) * ldb, store, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0x88));
     if (12 + j < rows_out)
-      _mm512_storeu_ps(b + (12 + j) * ldb, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0xDD));
+      Store16<kMasked>(b + (12 + j) * ldb, store, _mm512_maskz_shuffle_f32x4(0xFFFF, s1, s3, 0xDD));
   }
 }
 
 // Rows [begin, end) of a (rows x cols, row-major) into b = a transposed
-// (cols x rows): 16 x 16 tiles in registers, the edges one float at a time.
+// (cols x rows): 16 x 16 tiles in registers; at the last rows and columns
+// masked tiles (neither reading nor writing past the matrix) where at least
+// kMinMasked rows or columns are left, else one float at a time.
 // Rows of a from `rows_in` on are taken as zeros (not read); columns of a
 // from `cols_out` on are not written to b (a padded channel block, into
 // or out of). kCheck: true when those rows hold NaN or -inf.
@@ -153,26 +183,38 @@ template <bool kCheck>
 __attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t rows, int64_t cols, float* b,
                                                       int64_t begin, int64_t end, int64_t rows_in,
                                                       int64_t cols_out) {
+  constexpr int64_t kMinMasked = 4;
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-  const int64_t full_cols = cols / 16 * 16;
   __mmask16 bad = 0;
   bool edge_bad = false;
   auto one = [&](int64_t r, int64_t c) {
-    if (c >= cols_out) return;
     const float v = r < rows_in ? a[r * cols + c] : 0.f;
     if constexpr (kCheck) edge_bad |= !(v > kMinusInf);
     b[c * rows + r] = v;
   };
-  int64_t r = begin;
-  for (; r + 16 <= end; r += 16) {
-    for (int64_t c = 0; c < full_cols; c += 16)
-      Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad, rows_in - r, cols_out - c);
-    for (int64_t i = r; i < r + 16; ++i) {
-      for (int64_t c = full_cols; c < cols; ++c) one(i, c);
+  for (int64_t r = begin; r < end; r += 16) {
+    const int64_t n = std::min<int64_t>(16, end - r);
+    if (n < kMinMasked) {
+      for (int64_t i = r; i < end; ++i) {
+        for (int64_t c = 0; c < cols_out; ++c) one(i, c);
+      }
+      break;
     }
-  }
-  for (; r < end; ++r) {
-    for (int64_t c = 0; c < cols; ++c) one(r, c);
+    const __mmask16 store = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1);
+    // Rows past `end` are another strip's (or past the matrix): not read.
+    const int64_t in = std::min(rows_in, end) - r;
+    int64_t c = 0;
+    if (n == 16) {
+      for (; c + 16 <= cols && c < cols_out; c += 16)
+        Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, cols_out - c);
+    }
+    for (; c < cols_out && cols - c >= kMinMasked; c += 16) {
+      Transpose16x16<kCheck, true>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, cols_out - c,
+                                   std::min<int64_t>(16, cols - c), store);
+    }
+    for (int64_t i = r; i < r + n; ++i) {
+      for (int64_t k = c; k < cols_out; ++k) one(i, k);
+    }
   }
   return bad != 0 || edge_bad;
 }
