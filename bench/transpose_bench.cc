@@ -21,11 +21,12 @@ memory::format_tag Tag(int64_t kind) {
 }
 
 // Channels and height = width of the cases: Inception's, ResNet's and
-// DenseNet's shapes, then channels that leave the last block padded.
+// DenseNet's shapes, then channels that leave the last block padded,
+// SqueezeNet's, and an image's three colour planes.
 constexpr int64_t kCases[][2] = {{576, 14}, {128, 28},  {1024, 7}, {64, 56},   {192, 56}, {512, 7},
                                  {256, 14}, {1024, 14}, {2048, 7}, {832, 7},   {480, 14}, {32, 112},
                                  {256, 56}, {58, 28},   {116, 14}, {1000, 13}, {64, 55},  {32, 27},
-                                 {128, 27}, {48, 13},   {192, 13}, {512, 13}};
+                                 {128, 27}, {48, 13},   {192, 13}, {512, 13},  {3, 224},  {16, 55}};
 
 // Arguments: channels, height = width, 0 channels-last / 1 blocked, 0 to /
 // 1 from plain, threads.

@@ -172,17 +172,135 @@ __attribute__((target("avx512f"))) inline void Transpose16x16(const float* a, in
   }
 }
 
-// Rows [begin, end) of a (rows x cols, row-major) into b = a transposed
-// (cols x rows): 16 x 16 tiles in registers; at the last rows and columns
-// masked tiles (neither reading nor writing past the matrix) where at least
-// kMinMasked rows or columns are left, else one float at a time.
-// Rows of a from `rows_in` on are taken as zeros (not read); columns of a
-// from `cols_out` on are not written to b (a padded channel block, into
-// or out of). kCheck: true when those rows hold NaN or -inf.
+// The lane indices of TransposeFewRows: lane l of vector k holds row
+// (16k + l) % kRows of column (16k + l) / kRows; `pair` picks it from the
+// first two rows (16 and up: the second), `third` from the third, whose
+// lanes are `from_third`.
+template <int kRows>
+struct FewRowsIndex {
+  alignas(64) int32_t pair[3][16] = {};
+  alignas(64) int32_t third[3][16] = {};
+  __mmask16 from_third[3] = {};
+  constexpr FewRowsIndex() {
+    for (int k = 0; k < 3; ++k) {
+      for (int l = 0; l < 16; ++l) {
+        const int f = 16 * k + l, column = f / kRows % 16, row = f % kRows;
+        pair[k][l] = column + (row == 1 ? 16 : 0);
+        third[k][l] = column;
+        if (row == 2) from_third[k] = static_cast<__mmask16>(from_third[k] | (1u << l));
+      }
+    }
+  }
+};
+
+// Columns [begin, end) of a matrix of kRows rows (kRows < 4; `begin` a
+// multiple of 16) into b = a transposed, whose rows are the kRows floats
+// of a column, together: 16 columns (kRows vectors) at a time, each vector
+// written gathering its lanes from the loaded rows by index. Rows from
+// `rows_in` on read as zeros. kCheck: `bad` gets the lanes holding NaN or
+// -inf.
+template <int kRows, bool kCheck>
+__attribute__((target("avx512f"))) void TransposeFewRows(const float* a, int64_t cols, float* b,
+                                                         int64_t begin, int64_t end, int64_t rows_in,
+                                                         __mmask16& bad) {
+  static_assert(kRows >= 1 && kRows <= 3);
+  static constexpr FewRowsIndex<kRows> kIndex;
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512i pair[3], third[3];
+  for (int k = 0; k < kRows; ++k) {
+    pair[k] = _mm512_load_si512(kIndex.pair[k]);
+    third[k] = _mm512_load_si512(kIndex.third[k]);
+  }
+  for (int64_t c = begin; c < end; c += 16) {
+    const int64_t w = std::min<int64_t>(16, end - c);
+    const __mmask16 load = w == 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << w) - 1);
+    __m512 r[3];
+    for (int i = 0; i < kRows; ++i) {
+      r[i] = i < rows_in ? _mm512_maskz_loadu_ps(load, a + i * cols + c) : _mm512_setzero_ps();
+      if constexpr (kCheck) bad |= _mm512_cmp_ps_mask(r[i], minus_inf, _CMP_NGT_UQ);
+    }
+    float* out = b + c * kRows;
+    const int64_t total = kRows * w;
+    for (int k = 0; k < kRows && 16 * k < total; ++k) {
+      const int64_t n = std::min<int64_t>(16, total - 16 * k);
+      const __mmask16 store = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1);
+      __m512 v = r[0];
+      if constexpr (kRows > 1) v = _mm512_maskz_permutex2var_ps(0xFFFF, r[0], pair[k], r[1]);
+      if constexpr (kRows > 2) v = _mm512_mask_permutexvar_ps(v, kIndex.from_third[k], third[k], r[2]);
+      _mm512_mask_storeu_ps(out + 16 * k, store, v);
+    }
+  }
+}
+
+// The lane indices of TransposeFewColumns: lane l of column j's vector is
+// float kCols * l + j of the 16 * kCols loaded; `pair` picks it from the
+// first two vectors loaded, `third` from the third, for the lanes
+// `from_third`.
+template <int kCols>
+struct FewColumnsIndex {
+  alignas(64) int32_t pair[3][16] = {};
+  alignas(64) int32_t third[3][16] = {};
+  __mmask16 from_third[3] = {};
+  constexpr FewColumnsIndex() {
+    for (int j = 0; j < 3; ++j) {
+      for (int l = 0; l < 16; ++l) {
+        const int f = (kCols * l + j) % 48;
+        pair[j][l] = f < 32 ? f : 0;
+        third[j][l] = f % 16;
+        if (f >= 32) from_third[j] = static_cast<__mmask16>(from_third[j] | (1u << l));
+      }
+    }
+  }
+};
+
+// Rows [begin, end) of a matrix of kCols columns (kCols < 4; `begin` a
+// multiple of 16) into b = a transposed (kCols rows): 16 rows (kCols
+// vectors, together in a) at a time, each column's vector gathered by
+// index. kCheck: `bad` gets the lanes holding NaN or -inf.
+template <int kCols, bool kCheck>
+__attribute__((target("avx512f"))) void TransposeFewColumns(const float* a, int64_t rows, float* b,
+                                                            int64_t begin, int64_t end, __mmask16& bad) {
+  static_assert(kCols >= 1 && kCols <= 3);
+  static constexpr FewColumnsIndex<kCols> kIndex;
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512i pair[3], third[3];
+  for (int j = 0; j < kCols; ++j) {
+    pair[j] = _mm512_load_si512(kIndex.pair[j]);
+    third[j] = _mm512_load_si512(kIndex.third[j]);
+  }
+  for (int64_t r = begin; r < end; r += 16) {
+    const int64_t n = std::min<int64_t>(16, end - r), total = kCols * n;
+    __m512 v[3];
+    for (int k = 0; k < kCols; ++k) {
+      const int64_t left = std::max<int64_t>(0, std::min<int64_t>(16, total - 16 * k));
+      const __mmask16 load = static_cast<__mmask16>(left == 16 ? 0xFFFFu : (1u << left) - 1);
+      v[k] = _mm512_maskz_loadu_ps(load, a + r * kCols + 16 * k);
+      if constexpr (kCheck) bad |= _mm512_cmp_ps_mask(v[k], minus_inf, _CMP_NGT_UQ);
+    }
+    const __mmask16 store = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1);
+    for (int j = 0; j < kCols; ++j) {
+      __m512 out = v[0];
+      if constexpr (kCols > 1) out = _mm512_maskz_permutex2var_ps(0xFFFF, v[0], pair[j], v[1]);
+      if constexpr (kCols > 2) out = _mm512_mask_permutexvar_ps(out, kIndex.from_third[j], third[j], v[2]);
+      _mm512_mask_storeu_ps(b + j * rows + r, store, out);
+    }
+  }
+}
+
+// Rows [begin, end) and columns [col_begin, col_end) of a (rows x cols,
+// row-major) into b = a transposed (cols x rows): 16 x 16 tiles in
+// registers; at the last rows and columns masked tiles (neither reading nor
+// writing past the matrix) where at least kMinMasked rows or columns are
+// left, else one float at a time; a matrix of fewer rows (an image's
+// three colour planes) a few vectors at a time by index. `col_begin` is a
+// multiple of 16; columns of a from `cols_out` on are not written to b (a
+// padded channel block, into or out of; col_end <= cols_out). Rows of a
+// from `rows_in` on are taken as zeros (not read). kCheck: true when those
+// rows hold NaN or -inf.
 template <bool kCheck>
 __attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t rows, int64_t cols, float* b,
                                                       int64_t begin, int64_t end, int64_t rows_in,
-                                                      int64_t cols_out) {
+                                                      int64_t col_begin, int64_t col_end) {
   constexpr int64_t kMinMasked = 4;
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   __mmask16 bad = 0;
@@ -192,28 +310,40 @@ __attribute__((target("avx512f"))) bool TransposeRows(const float* a, int64_t ro
     if constexpr (kCheck) edge_bad |= !(v > kMinusInf);
     b[c * rows + r] = v;
   };
+  if (begin == 0 && end == rows && rows < kMinMasked) {
+    if (rows == 1) TransposeFewRows<1, kCheck>(a, cols, b, col_begin, col_end, rows_in, bad);
+    if (rows == 2) TransposeFewRows<2, kCheck>(a, cols, b, col_begin, col_end, rows_in, bad);
+    if (rows == 3) TransposeFewRows<3, kCheck>(a, cols, b, col_begin, col_end, rows_in, bad);
+    return bad != 0;
+  }
+  if (cols < kMinMasked && col_begin == 0 && col_end == cols && rows_in >= end && begin % 16 == 0) {
+    if (cols == 1) TransposeFewColumns<1, kCheck>(a, rows, b, begin, end, bad);
+    if (cols == 2) TransposeFewColumns<2, kCheck>(a, rows, b, begin, end, bad);
+    if (cols == 3) TransposeFewColumns<3, kCheck>(a, rows, b, begin, end, bad);
+    return bad != 0;
+  }
   for (int64_t r = begin; r < end; r += 16) {
     const int64_t n = std::min<int64_t>(16, end - r);
     if (n < kMinMasked) {
       for (int64_t i = r; i < end; ++i) {
-        for (int64_t c = 0; c < cols_out; ++c) one(i, c);
+        for (int64_t c = col_begin; c < col_end; ++c) one(i, c);
       }
       break;
     }
     const __mmask16 store = static_cast<__mmask16>(n == 16 ? 0xFFFFu : (1u << n) - 1);
     // Rows past `end` are another strip's (or past the matrix): not read.
     const int64_t in = std::min(rows_in, end) - r;
-    int64_t c = 0;
+    int64_t c = col_begin;
     if (n == 16) {
-      for (; c + 16 <= cols && c < cols_out; c += 16)
-        Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, cols_out - c);
+      for (; c + 16 <= cols && c < col_end; c += 16)
+        Transpose16x16<kCheck>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, col_end - c);
     }
-    for (; c < cols_out && cols - c >= kMinMasked; c += 16) {
-      Transpose16x16<kCheck, true>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, cols_out - c,
+    for (; c < col_end && cols - c >= kMinMasked; c += 16) {
+      Transpose16x16<kCheck, true>(a + r * cols + c, cols, b + c * rows + r, rows, bad, in, col_end - c,
                                    std::min<int64_t>(16, cols - c), store);
     }
     for (int64_t i = r; i < r + n; ++i) {
-      for (int64_t k = c; k < cols_out; ++k) one(i, k);
+      for (int64_t k = c; k < col_end; ++k) one(i, k);
     }
   }
   return bad != 0 || edge_bad;
@@ -362,29 +492,54 @@ std::optional<bool> Transpose(const memory::desc& from, const memory::desc& to, 
   std::optional<Transposes> t = TransposesOf(from, to);
   if (!t) return std::nullopt;
   const int64_t matrix = t->rows * t->cols;
-  // Threads for tensors of at least 16K floats each, splitting rows in 16s.
+  // Threads for tensors of at least 16K floats each: whole matrices where
+  // there are enough of them, else bands of columns of a (each thread
+  // writing whole rows of the result: strips of rows would have threads
+  // write parts of the same rows, sharing cache lines), else, where the
+  // columns are too few, strips of 16 rows.
   constexpr int64_t kMinPerThread = 1 << 14;
-  const int64_t tiles = (t->rows + 15) / 16, units = tiles * t->count;
-  const int64_t threads =
-      std::min<int64_t>({omp_get_max_threads(), units, matrix * t->count / kMinPerThread});
-  // Rows [begin, end) of matrix i.
-  auto rows = [&](int64_t i, int64_t begin, int64_t end) {
+  const int64_t max_threads = omp_get_max_threads();
+  const int64_t tiles = (t->rows + 15) / 16, col_tiles = (t->cols + 15) / 16;
+  const bool by_matrix = t->count >= max_threads, by_columns = !by_matrix && col_tiles >= max_threads;
+  // Units: matrices, (matrix, band) pairs or (matrix, strip) pairs.
+  const int64_t per_matrix = by_matrix ? 1 : by_columns ? max_threads : tiles;
+  const int64_t band = (col_tiles + max_threads - 1) / max_threads * 16, units = t->count * per_matrix;
+  const int64_t threads = std::min<int64_t>({max_threads, units, matrix * t->count / kMinPerThread});
+  // Rows [begin, end) and columns [col_begin, col_end) of matrix i.
+  auto part = [&](int64_t i, int64_t begin, int64_t end, int64_t col_begin, int64_t col_end) {
     const int64_t image = i / t->per_image, k = i % t->per_image;
     const bool last = k + 1 == t->per_image;
     const int64_t rows_in = last && t->into_blocks ? t->valid : t->rows;
     const int64_t cols_out = last && t->blocks && !t->into_blocks ? t->valid : t->cols;
     return TransposeRows<kCheck>(x + image * t->from_image + k * matrix, t->rows, t->cols,
-                                 y + image * t->to_image + k * matrix, begin, end, rows_in, cols_out);
+                                 y + image * t->to_image + k * matrix, begin, end, rows_in, col_begin,
+                                 std::min(col_end, cols_out));
   };
   bool found = false;
   if (threads <= 1) {
-    for (int64_t i = 0; i < t->count; ++i) found |= rows(i, 0, t->rows);
+    for (int64_t i = 0; i < t->count; ++i) found |= part(i, 0, t->rows, 0, t->cols);
     return found;
   }
-#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static) reduction(| : found)
-  for (int64_t u = 0; u < units; ++u) {
-    const int64_t tile = u % tiles;
-    found |= rows(u / tiles, tile * 16, std::min(t->rows, tile * 16 + 16));
+  // Each thread takes a run of units; strips of one matrix next to each
+  // other in it go in one call.
+#pragma omp parallel num_threads(static_cast <int>(threads)) reduction(| : found)
+  {
+    const int64_t thread = omp_get_thread_num();
+    const int64_t end = units * (thread + 1) / threads;
+    for (int64_t u = units * thread / threads; u < end;) {
+      const int64_t i = u / per_matrix, k = u % per_matrix;
+      if (by_matrix) {
+        found |= part(i, 0, t->rows, 0, t->cols);
+        ++u;
+      } else if (by_columns) {
+        found |= part(i, 0, t->rows, k * band, std::min(t->cols, k * band + band));
+        ++u;
+      } else {
+        const int64_t last = std::min(end, (i + 1) * per_matrix);
+        found |= part(i, k * 16, std::min(t->rows, (last - i * per_matrix) * 16), 0, t->cols);
+        u = last;
+      }
+    }
   }
   return found;
 }

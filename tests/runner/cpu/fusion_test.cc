@@ -1677,7 +1677,8 @@ TEST(CpuFusionTest, ChannelShufflesTheKernelCannotTakeRunNodeByNode) {
 TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   // Where sequences enter and leave channels-last or 16-channel blocks:
   // from plain and back on the backend's own transpose (16 x 16 tiles, the
-  // edges one float at a time), for channel and pixel counts around the
+  // edges in masked tiles or one float at a time, one to three channels
+  // gathered by index), for channel and pixel counts around the
   // tile, blocks the channels fill and blocks padded past them (zeros in
   // the padding), one and two images, and tensors large enough to split
   // among two threads.
@@ -1688,7 +1689,7 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   };
   std::vector<Dims> cases;
   for (int64_t n : {1, 2}) {
-    for (int64_t c : {1, 3, 16, 17, 40}) {
+    for (int64_t c : {1, 2, 3, 16, 17, 40}) {
       for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {4, 5}, {7, 7}, {14, 14}, {13, 17}})
         cases.push_back({n, c, h, w});
     }
@@ -1698,6 +1699,11 @@ TEST(CpuFusionTest, ChannelTransposesMatchAPlainLoop) {
   cases.push_back({2, 58, 28, 28});
   cases.push_back({1, 1024, 7, 7});
   cases.push_back({1, 1024, 4, 5});
+  // An image's colour planes, two planes and one, on both threads (bands
+  // of columns; into channels-last, the columns are the pixels).
+  cases.push_back({1, 3, 112, 113});
+  cases.push_back({1, 2, 130, 131});
+  cases.push_back({1, 1, 190, 191});
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
   for (const Dims& d : cases) {
