@@ -1,6 +1,8 @@
 // Shared pieces of the cpu convolution kernels (see conv_common.h).
 #include "runner/cpu/conv_common.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -151,12 +153,20 @@ int UpdateInputKey(KernelContext& ctx, InputKey& key) {
 }
 
 double MaxAbs(const float* x, int64_t n) {
-  constexpr int64_t kChunk = int64_t{1} << 16;
-  int64_t chunks = (n + kChunk - 1) / kChunk;
+  // A thread for each 64K floats begun, each scanning an equal share (in
+  // whole vectors): chunks of a fixed size left one thread a chunk more.
+  constexpr int64_t kPerThread = int64_t{1} << 16;
+  const int64_t threads = std::min<int64_t>(omp_get_max_threads(), (n + kPerThread - 1) / kPerThread);
+  if (threads <= 1) return MaxAbsChunk(x, n);
+  const int64_t vectors = (n + 15) / 16;
   double m = 0;
-#pragma omp parallel for reduction(max : m) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c)
-    m = std::max(m, MaxAbsChunk(x + c * kChunk, std::min(kChunk, n - c * kChunk)));
+#pragma omp parallel num_threads(static_cast <int>(threads)) reduction(max : m)
+  {
+    const int64_t t = omp_get_thread_num();
+    const int64_t begin = std::min(n, vectors * t / threads * 16),
+                  end = std::min(n, vectors * (t + 1) / threads * 16);
+    m = std::max(m, MaxAbsChunk(x + begin, end - begin));
+  }
   return m;
 }
 

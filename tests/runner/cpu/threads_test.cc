@@ -1,11 +1,16 @@
 // ThreadsScope (runner/cpu/threads.h) and the per-node width of cpu
-// sessions: small nodes run on one thread, the pool's width comes back.
+// sessions: small nodes run on one thread, the pool's width comes back;
+// the bound scan of Conv sequences split among threads.
+#include "runner/cpu/threads.h"
+
 #include <omp.h>
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runner/cpu/threads.h"
+#include "runner/cpu/conv_common.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 
@@ -47,6 +52,41 @@ TEST(CpuThreadsTest, SmallAndLargeNodesOfATwoThreadSession) {
     ExpectTensorsClose((*ref)[i].tensor(), (*cpu)[i].tensor(), 1e-5, 1e-4, "output " + std::to_string(i));
   }
   EXPECT_EQ(omp_get_max_threads(), 2);
+}
+
+TEST(CpuThreadsTest, MaxAbsSplitAmongThreadsFindsEveryValue) {
+  // Sizes that split into unequal shares of whole vectors, on one to three
+  // threads: the largest magnitude, wherever it is (each share's first and
+  // last float included), and infinity for a NaN or an infinity anywhere.
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    for (int64_t n : {int64_t{17}, int64_t{65536 * 2 - 1}, int64_t{65536 * 2 + 5}, int64_t{65536 * 3 + 17}}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        x[static_cast<size_t>(i)] = static_cast<float>((i * 7919) % 1000) / 1000.f - 0.5f;
+      std::vector<int64_t> at = {0,
+                                 n - 1,
+                                 n / 2,
+                                 n / 3,
+                                 (n + 15) / 16 / 2 * 16,
+                                 (n + 15) / 16 / 2 * 16 - 1,
+                                 (n + 15) / 16 / 3 * 16,
+                                 (n + 15) / 16 * 2 / 3 * 16 - 1};
+      for (int64_t i : at) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads, n " << n << ", at " << i);
+        std::vector<float> y = x;
+        y[static_cast<size_t>(i)] = -3.f;
+        EXPECT_EQ(runner::cpu::MaxAbs(y.data(), n), 3.0);
+        for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()}) {
+          y[static_cast<size_t>(i)] = bad;
+          EXPECT_TRUE(std::isinf(runner::cpu::MaxAbs(y.data(), n)));
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace
