@@ -210,6 +210,13 @@ bool IsMaxPool(const ir::Node& node) {
   return true;
 }
 
+// A GlobalAveragePool: it may end a Conv chain too (its kernel averages
+// the last convolution's result in oneDNN's layout: only the means leave
+// it).
+bool IsEndingGlobalPool(const ir::Node& node) {
+  return node.op_type() == "GlobalAveragePool" && node.num_inputs() == 1 && node.num_outputs() == 1;
+}
+
 // The uses of `v` when it has exactly two, two nodes of the default domain
 // in `graph`: a Conv that takes it as X (`conv`, a sequence convolution)
 // and another node (`other`). False otherwise.
@@ -490,7 +497,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       // Stages: 0 after the Conv and the nodes folded into it
       // (BatchNormalization, Mul or Add by a per-channel constant), 2 after an
       // activation, 3 after the residual Add, 4 after an activation that
-      // follows it, 5 after a MaxPool (the end of the chain).
+      // follows it, 5 after a MaxPool or GlobalAveragePool (the end of the chain).
       int stage = 0;
       const ir::Node* last = head;
       const ir::Node* conv = head;  // the convolution of the current stage
@@ -501,7 +508,7 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
       const ir::Node* pending_add = nullptr;
       int pending_source = -1;
       int block_begin = -1;  // the first node of that block: where the chain ends if it cannot reach the Add
-      bool pooled = false;   // the chain ends with a MaxPool
+      bool pooled = false;   // the chain ends with a MaxPool or a GlobalAveragePool
       // With pending_add a Concat: the AveragePool of the value it joins
       // (pending_source's, or X's when -1) to the unit's result.
       const ir::Node* pending_pool = nullptr;
@@ -663,7 +670,8 @@ std::vector<FusionChain> FindConvChains(const std::vector<ir::Node*>& order, con
           continue;
         } else if (next == pending_add) {
           break;  // the block's residual Add, where the chain cannot take it
-        } else if (!bn_head && head_constant && pending_add == nullptr && IsMaxPool(*next)) {
+        } else if (!bn_head && head_constant && pending_add == nullptr &&
+                   (IsMaxPool(*next) || IsEndingGlobalPool(*next))) {
           slot = 0;
           next_stage = 5;  // the end of the chain
           pooled = true;

@@ -14,7 +14,7 @@
 // in a chain holding a shuffle, when a Conv follows: the AveragePool reads
 // the unit's input as its inner input, or X, and the Concat the pool's
 // result as chained input and the unit's as inner input), and last
-// possibly a MaxPool without Indices); or a
+// possibly a MaxPool without Indices or a GlobalAveragePool); or a
 // BatchNormalization, Mul / Add by per-channel constants and an activation
 // as one per-channel pass, headed by the Concat making the
 // BatchNormalization's input when the BatchNormalization is its only reader

@@ -944,6 +944,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   bool conv_constant = false;  // the current stage's weights (and bias) are constant
   std::vector<int> stage_of(chain.nodes.size(), -1);  // the stage each node belongs to
   std::optional<WindowAttrs> pool;  // a MaxPool ending the chain
+  bool global_pool = false;         // a GlobalAveragePool ends it
   int shuffle_shape = -1, shuffle_back = -1;  // a channel shuffle before the next Conv
   // Branches joined by a Concat (then possibly a MaxPool).
   const size_t n = chain.nodes.size();
@@ -967,6 +968,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
       if (k + 1 != chain.nodes.size() || stages.empty())
         return absl::InternalError("a MaxPool must end a Conv chain");
       ONNXKIT_ASSIGN_OR_RETURN(pool, reference::ParseWindowAttrs(node));
+      continue;
+    }
+    if (node.op_type() == "GlobalAveragePool" && k + 1 == n) {
+      if (stages.empty()) return absl::InternalError("a GlobalAveragePool must end a Conv chain");
+      pool = WindowAttrs();
+      global_pool = true;
       continue;
     }
     stage_of[k] = static_cast<int>(stages.size()) - (node.op_type() == "Conv" ? 0 : 1);
@@ -1088,7 +1095,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
                           std::move(pool), info.bf16);
   }
   if (stages.size() > 1 || pool.has_value()) {
-    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool), info.bf16);
+    return MakeConvSequence(std::move(stages), std::move(fallback), std::move(pool), info.bf16, global_pool);
   }
   const ir::Node& head = chain.head();
   return std::unique_ptr<Kernel>(

@@ -216,11 +216,12 @@ struct SequenceStage {
 // conv_sequence.cc: a kernel running several Convs in a row (each taking
 // the previous one's result, after its post-ops, as X) with constant
 // weights, then, with `pool`, a MaxPool (its attributes) over the last
-// result; `fallback` runs the chain node by node. `bf16`: the convolutions
-// compute in bfloat16 where oneDNN has a kernel (KernelInfo::bf16).
+// result, or with `global_pool` (and `pool` set) a GlobalAveragePool;
+// `fallback` runs the chain node by node. `bf16`: the convolutions compute
+// in bfloat16 where oneDNN has a kernel (KernelInfo::bf16).
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
                                          std::optional<reference::WindowAttrs> pool = std::nullopt,
-                                         bool bf16 = false);
+                                         bool bf16 = false, bool global_pool = false);
 
 // conv_sequence.cc: a kernel running Conv branches (one stage each) that
 // read the same X and a Concat of their results along the channels (axis
@@ -271,6 +272,11 @@ absl::Status TransposeChannels(const dnnl::memory::desc& from, const dnnl::memor
 // NaN and start from the lowest finite float).
 absl::StatusOr<bool> TransposeChannelsFindingNaN(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
                                                  const float* x, float* y);
+
+// pool.cc: GlobalAveragePool of `planes` planes of n floats at x into y
+// (each plane summed in float in index order and divided by n, as the
+// reference does), in parallel where there is enough work.
+void GlobalMeans(const float* x, int64_t planes, int64_t n, float* y);
 
 // pool.cc: the window of a pooling over spatial dims `in` resolved as the
 // reference kernels do, with the end padding oneDNN needs (ceil_mode as

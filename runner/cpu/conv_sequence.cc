@@ -41,6 +41,14 @@
 // is exact. oneDNN's max pooling skips NaN, so where the fast plan does not
 // apply the chain runs node by node.
 //
+// GlobalAveragePool: a chain may end with one instead. It runs as oneDNN's
+// average pooling (one window over the image) in the last result's layout,
+// so only the means are reordered to plain; where the last stage's post-ops
+// run in ApplyPostOps (the safe plan, or a SiLU) the sequence's plain
+// result goes to a scratch tensor and its means (GlobalMeans, the
+// reference's sums) make the kernel's result. A mean keeps NaN and
+// infinities, so both plans apply.
+//
 // Squeeze-and-excitation: a stage (never the last) may end with one
 // (runner/fusion.h). Its result is scaled in place, in the layout oneDNN
 // gave it, before the next stage reads it: per channel, the mean in float
@@ -387,11 +395,16 @@ struct SequencePlan {
   bool built = false, supported = false;
   std::vector<StagePlan> stages;
   bool own_last = false;  // the last stage's post-ops run after the reorder out
-  // A MaxPool ending the sequence (fast plan only), over the last stage's
-  // destination in its layout, into pool_dst.
+  // A MaxPool ending the sequence (fast plan only), or a GlobalAveragePool,
+  // over the last stage's destination in its layout, into pool_dst.
   dnnl::primitive pool;
   memory::desc pool_dst;
-  std::vector<int64_t> y_shape;  // the kernel's result
+  // A GlobalAveragePool that oneDNN's pooling cannot take (the last stage's
+  // post-ops run in ApplyPostOps, over the plain result): the sequence's
+  // plain result (of y_shape) goes to a scratch tensor, whose means
+  // (GlobalMeans) make the kernel's result.
+  bool means_after = false;
+  std::vector<int64_t> y_shape;  // the kernel's result (with means_after, the sequence's)
   memory::desc y_plain;
   dnnl::reorder dst_out;
   bool own_out = false;  // dst_out runs as TransposeChannels
@@ -414,13 +427,15 @@ class ConvSequenceKernel : public CpuKernel {
   // `plain_pointwise`: a lone pointwise stage may run on plain tensors.
   // `winograd_min_positions`: the smallest image a Winograd stage may have.
   // `bf16`: the convolutions compute in bfloat16 where oneDNN has a kernel.
+  // `global_pool`: `pool` is a GlobalAveragePool.
   ConvSequenceKernel(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
                      std::optional<WindowAttrs> pool, bool bf16, bool plain_pointwise = false,
-                     int64_t winograd_min_positions = kWinogradMinPositions)
+                     int64_t winograd_min_positions = kWinogradMinPositions, bool global_pool = false)
       : CpuKernel(std::move(fallback)),
         stages_(std::move(stages)),
         weights_(stages_.size()),
         pool_(std::move(pool)),
+        global_pool_(global_pool),
         bf16_(bf16),
         plain_pointwise_(plain_pointwise),
         winograd_min_positions_(winograd_min_positions) {}
@@ -429,16 +444,17 @@ class ConvSequenceKernel : public CpuKernel {
     Checks checks;
     SequencePlan* plan = Prepare(ctx, &checks);
     if (plan == nullptr) return Fallback(ctx);
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, plan->y_shape));
+    const std::vector<int64_t> y_shape = ResultShape(*plan);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, y_shape));
     bool unbounded = false;
-    ONNXKIT_RETURN_IF_ERROR(Execute(ctx, *plan, y->mutable_data<float>(), &checks, &unbounded));
+    ONNXKIT_RETURN_IF_ERROR(RunPlan(ctx, *plan, y->mutable_data<float>(), &checks, &unbounded));
     if (!unbounded) return absl::OkStatus();
     // A value measured on the way was too large (or not finite) to rule out
     // overflow further on: the whole sequence runs again in the safe plan.
     // Where that plan is not supported, node by node (its output replaces Y).
     SequencePlan* safe = SafePlan(ctx);
-    if (safe == nullptr || safe->y_shape != plan->y_shape) return Fallback(ctx);
-    return Execute(ctx, *safe, y->mutable_data<float>());
+    if (safe == nullptr || ResultShape(*safe) != y_shape) return Fallback(ctx);
+    return RunPlan(ctx, *safe, y->mutable_data<float>());
   }
 
   // Where the bound of the sequence's values from X (BoundedStages) gives out
@@ -452,6 +468,28 @@ class ConvSequenceKernel : public CpuKernel {
     std::vector<double> results;  // the bounds of stages before `from`
     double x_bound = 0;
   };
+
+  // The kernel's result shape under `plan`.
+  static std::vector<int64_t> ResultShape(const SequencePlan& plan) {
+    std::vector<int64_t> shape = plan.y_shape;
+    if (plan.means_after) std::fill(shape.begin() + 2, shape.end(), 1);
+    return shape;
+  }
+
+  // Execute, then with means_after the means of the sequence's result
+  // (held in means_scratch_) into y.
+  absl::Status RunPlan(KernelContext& ctx, SequencePlan& plan, float* y, const Checks* checks = nullptr,
+                       bool* unbounded = nullptr) {
+    if (!plan.means_after) return Execute(ctx, plan, y, checks, unbounded);
+    int64_t size = 1;
+    for (int64_t d : plan.y_shape) size *= d;
+    const int64_t planes = plan.y_shape[0] * plan.y_shape[1];
+    means_scratch_.resize(static_cast<size_t>(size));
+    ONNXKIT_RETURN_IF_ERROR(Execute(ctx, plan, means_scratch_.data(), checks, unbounded));
+    if (unbounded != nullptr && *unbounded) return absl::OkStatus();
+    GlobalMeans(means_scratch_.data(), planes, planes > 0 ? size / planes : 0, y);
+    return absl::OkStatus();
+  }
 
   // The plan for the inputs of `ctx`; null where the chain must run node by
   // node (the fallback). With `checks` (not for a MaxPool or in bfloat16),
@@ -473,7 +511,7 @@ class ConvSequenceKernel : public CpuKernel {
       double x_bound = 0;
       const size_t bounded = BoundedStages(ctx, fast, &results, &x_bound);
       if (bounded == stages_.size()) return &fast;
-      if (checks != nullptr && bounded > 0 && !pool_.has_value() && !bf16_) {
+      if (checks != nullptr && bounded > 0 && (!pool_.has_value() || global_pool_) && !bf16_) {
         checks->from = bounded;
         checks->results = std::move(results);
         checks->x_bound = x_bound;
@@ -482,7 +520,7 @@ class ConvSequenceKernel : public CpuKernel {
     }
     // oneDNN's max pooling skips NaN and may start from the lowest finite
     // float: a MaxPool runs fused only on bounded values.
-    if (pool_.has_value()) return nullptr;
+    if (pool_.has_value() && !global_pool_) return nullptr;
     return SafePlan(ctx);
   }
 
@@ -949,7 +987,10 @@ class ConvSequenceKernel : public CpuKernel {
       current = ResultDesc(s);
       x_shape = s.out_shape;
     }
-    if (pool_.has_value() && !BuildPool(x_shape, plan, current)) return false;
+    if (pool_.has_value() && !BuildPool(x_shape, plan, current)) {
+      if (!global_pool_ || x_shape.size() < 3) return false;
+      plan.means_after = true;
+    }
     plan.y_shape = x_shape;
     plan.y_plain = PlainDesc(x_shape, memory::data_type::f32);
     return Guard("reorder",
@@ -1010,22 +1051,34 @@ class ConvSequenceKernel : public CpuKernel {
     return true;
   }
 
-  // Plans the MaxPool over `current` (of `shape`), the last stage's
-  // destination; on success `current` and `shape` become its result's.
+  // Plans the MaxPool (or the GlobalAveragePool: one window over the whole
+  // image) over `current` (of `shape`), the last stage's destination; on
+  // success `current` and `shape` become its result's.
   bool BuildPool(std::vector<int64_t>& shape, SequencePlan& plan, memory::desc& current) {
     if (plan.own_last || shape.size() < 3) return false;
     std::vector<int64_t> in(shape.begin() + 2, shape.end());
     memory::dims pad_end;
-    std::optional<Window> w = DnnlPoolWindow(*pool_, in, pool_->kernel_shape, &pad_end);
+    std::optional<Window> w;
+    if (global_pool_) {
+      w = Window();
+      w->in = in;
+      w->kernel = in;
+      w->strides = w->dilations = w->out = std::vector<int64_t>(in.size(), 1);
+      w->pad_begin = std::vector<int64_t>(in.size(), 0);
+      pad_end = memory::dims(in.size(), 0);
+    } else {
+      w = DnnlPoolWindow(*pool_, in, pool_->kernel_shape, &pad_end);
+    }
     if (!w) return false;
     std::vector<int64_t> y_shape = {shape[0], shape[1]};
     y_shape.insert(y_shape.end(), w->out.begin(), w->out.end());
     memory::dims dilations = Minus1(w->dilations);
     absl::Status s = Guard("pooling", [&] {
       memory::desc dst(Dims(y_shape), memory::data_type::f32, memory::format_tag::any);
-      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, current,
-                                       dst, Dims(w->strides), Dims(w->kernel), dilations, Dims(w->pad_begin),
-                                       pad_end);
+      dnnl::pooling_v2_forward::desc d(
+          dnnl::prop_kind::forward_inference,
+          global_pool_ ? dnnl::algorithm::pooling_avg_exclude_padding : dnnl::algorithm::pooling_max, current,
+          dst, Dims(w->strides), Dims(w->kernel), dilations, Dims(w->pad_begin), pad_end);
       dnnl::pooling_v2_forward::primitive_desc pd(d, Engine());
       if (IsReference(pd)) return;
       plan.pool = dnnl::pooling_v2_forward(pd);
@@ -1349,6 +1402,8 @@ class ConvSequenceKernel : public CpuKernel {
   InputKey key_;
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;
+  bool global_pool_;
+  std::vector<float> means_scratch_;  // RunPlan's
   bool bf16_;
   bool plain_pointwise_;
   int64_t winograd_min_positions_;
@@ -1434,9 +1489,11 @@ int64_t SetWinogradMinOutputChannels(int64_t channels) {
 }
 
 std::unique_ptr<Kernel> MakeConvSequence(std::vector<SequenceStage> stages, std::unique_ptr<Kernel> fallback,
-                                         std::optional<WindowAttrs> pool, bool bf16) {
-  return std::unique_ptr<Kernel>(
-      new ConvSequenceKernel(std::move(stages), std::move(fallback), std::move(pool), bf16));
+                                         std::optional<WindowAttrs> pool, bool bf16, bool global_pool) {
+  const bool global = global_pool && pool.has_value();
+  return std::unique_ptr<Kernel>(new ConvSequenceKernel(std::move(stages), std::move(fallback),
+                                                        std::move(pool), bf16, /*plain_pointwise=*/false,
+                                                        kWinogradMinPositions, global));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -605,26 +605,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void Means16(const 
   for (int j = 0; j < 16; ++j) y[j] = acc[j] / count;
 }
 
-// GlobalAveragePool of `planes` planes of n floats: groups of 16 planes in
-// parallel when there is enough work for more than one thread.
-void GlobalMeans(const float* x, int64_t planes, int64_t n, float* y) {
-  constexpr int64_t kMinPerThread = 1 << 16;
-  const int64_t groups = planes / 16;
-  const int64_t threads = std::min<int64_t>({omp_get_max_threads(), groups, groups * 16 * n / kMinPerThread});
-  if (threads > 1) {
-#pragma omp parallel for num_threads(static_cast <int>(threads))
-    for (int64_t g = 0; g < groups; ++g) Means16(x + g * 16 * n, n, y + g * 16);
-  } else {
-    // No parallel region: even an inactive one costs about 0.4 µs.
-    for (int64_t g = 0; g < groups; ++g) Means16(x + g * 16 * n, n, y + g * 16);
-  }
-  for (int64_t p = groups * 16; p < planes; ++p) {
-    float acc = 0;
-    for (int64_t i = 0; i < n; ++i) acc += x[p * n + i];
-    y[p] = acc / static_cast<float>(n);
-  }
-}
-
 // Pools every plane of x (planes of in_h x in_w floats) into y, planes in
 // parallel when there is enough work for more than one thread.
 void Pool2dPlanes(const Pool2d& g, PoolMode mode, int64_t planes, int64_t taps_per_plane, const float* x,
@@ -901,6 +881,27 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const ir::Node& node, const Ker
 }
 
 }  // namespace
+
+// GlobalAveragePool of `planes` planes of n floats (the reference's values):
+// groups of 16 planes in parallel when there is enough work for more than
+// one thread.
+void GlobalMeans(const float* x, int64_t planes, int64_t n, float* y) {
+  constexpr int64_t kMinPerThread = 1 << 16;
+  const int64_t groups = planes / 16;
+  const int64_t threads = std::min<int64_t>({omp_get_max_threads(), groups, groups * 16 * n / kMinPerThread});
+  if (threads > 1) {
+#pragma omp parallel for num_threads(static_cast <int>(threads))
+    for (int64_t g = 0; g < groups; ++g) Means16(x + g * 16 * n, n, y + g * 16);
+  } else {
+    // No parallel region: even an inactive one costs about 0.4 µs.
+    for (int64_t g = 0; g < groups; ++g) Means16(x + g * 16 * n, n, y + g * 16);
+  }
+  for (int64_t p = groups * 16; p < planes; ++p) {
+    float acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc += x[p * n + i];
+    y[p] = acc / static_cast<float>(n);
+  }
+}
 
 std::optional<Window> DnnlPoolWindow(const WindowAttrs& attrs, const std::vector<int64_t>& in,
                                      const std::vector<int64_t>& kernel, memory::dims* pad_end) {

@@ -1307,6 +1307,81 @@ TEST(CpuFusionTest, ConvSequencesEndWithMaxPool) {
   }
 }
 
+TEST(CpuFusionTest, ConvChainsEndWithGlobalAveragePool) {
+  // The means taken in the last convolution's layout (oneDNN's average
+  // pooling), or of the plain result where the last stage's post-ops run in
+  // the kernel's own pass (SiLU) or in the safe plan (NaN in X): the chain
+  // runs as one step either way, over every convolution path, a batch of
+  // two, and a 1-D image.
+  for (const ConvCase& cc : kCases) {
+    for (const char* tail : {"none", "relu", "bn_relu", "silu"}) {
+      SCOPED_TRACE(cc.name + " " + tail);
+      GraphBuilder g("g");
+      AddConv(g, cc, true, 200);
+      std::string v = "conv";
+      if (std::string(tail) == "bn_relu") {
+        AddBatchNorm(g, "conv", "norm", cc.m, 202);
+        v = "norm";
+      }
+      if (std::string(tail) == "relu" || std::string(tail) == "bn_relu") {
+        g.Node("Relu", {v}, {"r"}, {}, "relu");
+        v = "r";
+      } else if (std::string(tail) == "silu") {
+        g.Node("Sigmoid", {v}, {"s"}, {}, "sigmoid").Node("Mul", {v, "s"}, {"r"}, {}, "mul");
+        v = "r";
+      }
+      g.Node("GlobalAveragePool", {v}, {"y"}, {}, "gap").Output("y");
+      ExpectFused(g.Build(), {{"x", RandomFloats({1, cc.c, cc.hw, cc.hw}, 204)}}, {"conv"});
+      runner::Tensor x = RandomFloats({1, cc.c, cc.hw, cc.hw}, 205);
+      x.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+      ExpectFused(g.Build(), {{"x", x}}, {"conv"});
+    }
+  }
+  {
+    SCOPED_TRACE("batch of two");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{2, 12, 10, 11});
+    AddStage(g, "c1", "x", "a", 12, 20, 1, 3, 1, 206);
+    g.Node("Relu", {"a"}, {"r"}, {}, "relu").Node("GlobalAveragePool", {"r"}, {"y"}, {}, "gap").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({2, 12, 10, 11}, 208)}}, {"c1"});
+  }
+  {
+    SCOPED_TRACE("1-D");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 16, 30});
+    g.Initializer(InitializerFrom("w1", RandomFloats({24, 16, 3}, 210)));
+    g.Node("Conv", {"x", "w1"}, {"a"}, {AttrInts("pads", {1, 1})}, "c1")
+        .Node("Relu", {"a"}, {"r"}, {}, "relu")
+        .Node("GlobalAveragePool", {"r"}, {"y"}, {}, "gap")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 16, 30}, 212)}}, {"c1"});
+  }
+  {
+    // A sequence (a stem, a 1x1 Conv and a depthwise one) ending with it.
+    SCOPED_TRACE("sequence");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 3, 23, 23});
+    AddStage(g, "stem", "x", "s", 3, 24, 1, 3, 2, 214);
+    g.Node("Relu", {"s"}, {"sr"}, {}, "stem_relu");
+    AddStage(g, "pw", "sr", "p", 24, 32, 1, 1, 1, 216);
+    g.Node("Relu", {"p"}, {"pr"}, {}, "pw_relu");
+    AddStage(g, "dw", "pr", "d", 32, 32, 32, 3, 1, 218);
+    g.Node("GlobalAveragePool", {"d"}, {"y"}, {}, "gap").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, 3, 23, 23}, 220)}}, {"stem"});
+  }
+  {
+    // The Relu's result is also a graph output: the pool runs on its own.
+    GraphBuilder g("g");
+    AddConv(g, kCases[2], true, 222);
+    g.Node("Relu", {"conv"}, {"r"}, {}, "relu")
+        .Node("GlobalAveragePool", {"r"}, {"y"}, {}, "gap")
+        .Output("y")
+        .Output("r");
+    ExpectFused(g.Build(), {{"x", RandomFloats({1, kCases[2].c, kCases[2].hw, kCases[2].hw}, 224)}},
+                {"conv", "gap"});
+  }
+}
+
 TEST(CpuFusionTest, MaxPoolNearMissesAndNonFiniteInputs) {
   const ConvCase& cc = kCases[2];
   const std::vector<pb::AttributeProto> pool = {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2})};

@@ -253,6 +253,27 @@ const Tail kTails[] = {
      [](GraphBuilder& g, int64_t) {
        g.Node("MaxPool", {"conv"}, {"y"}, {AttrInts("kernel_shape", {2, 2}), AttrInt("ceil_mode", 1)}, "pool");
      }},
+    // A GlobalAveragePool ending the chain (oneDNN's average pooling in the
+    // fast plan; the means of the plain result after the safe plan, or
+    // after a SiLU run in the kernel's own pass).
+    {"relu_gap",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Relu", {"conv"}, {"a"}, {}, "relu").Node("GlobalAveragePool", {"a"}, {"y"}, {}, "gap");
+     }},
+    {"gap", [](GraphBuilder& g, int64_t) { g.Node("GlobalAveragePool", {"conv"}, {"y"}, {}, "gap"); }},
+    {"add_relu_gap",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Add", {"conv", "r"}, {"a"}, {}, "add")
+           .Node("Relu", {"a"}, {"b"}, {}, "relu")
+           .Node("GlobalAveragePool", {"b"}, {"y"}, {}, "gap");
+     },
+     true},
+    {"silu_gap",
+     [](GraphBuilder& g, int64_t) {
+       g.Node("Sigmoid", {"conv"}, {"s"}, {}, "sigmoid")
+           .Node("Mul", {"s", "conv"}, {"a"}, {}, "mul")
+           .Node("GlobalAveragePool", {"a"}, {"y"}, {}, "gap");
+     }},
 };
 
 TEST_P(CpuNonFiniteTest, IntoEveryConvChainOnEveryConvolutionPath) {
