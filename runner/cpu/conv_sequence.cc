@@ -481,13 +481,18 @@ class ConvSequenceKernel : public CpuKernel {
   absl::Status RunPlan(KernelContext& ctx, SequencePlan& plan, float* y, const Checks* checks = nullptr,
                        bool* unbounded = nullptr) {
     if (!plan.means_after) return Execute(ctx, plan, y, checks, unbounded);
-    int64_t size = 1;
-    for (int64_t d : plan.y_shape) size *= d;
-    const int64_t planes = plan.y_shape[0] * plan.y_shape[1];
-    means_scratch_.resize(static_cast<size_t>(size));
-    ONNXKIT_RETURN_IF_ERROR(Execute(ctx, plan, means_scratch_.data(), checks, unbounded));
+    const size_t bytes = plan.y_plain.get_size();
+    if (means_scratch_ == nullptr || means_scratch_->size() < bytes) {
+      means_scratch_.reset();  // release before allocating the larger one
+      means_scratch_ = Buffer::Allocate(bytes, /*zero_fill=*/false);
+      if (means_scratch_ == nullptr) return absl::ResourceExhaustedError("out of memory for a pooled result");
+    }
+    float* full = static_cast<float*>(means_scratch_->data());
+    ONNXKIT_RETURN_IF_ERROR(Execute(ctx, plan, full, checks, unbounded));
     if (unbounded != nullptr && *unbounded) return absl::OkStatus();
-    GlobalMeans(means_scratch_.data(), planes, planes > 0 ? size / planes : 0, y);
+    const int64_t planes = plan.y_shape[0] * plan.y_shape[1];
+    const int64_t size = static_cast<int64_t>(bytes / sizeof(float));
+    GlobalMeans(full, planes, planes > 0 ? size / planes : 0, y);
     return absl::OkStatus();
   }
 
@@ -1403,7 +1408,7 @@ class ConvSequenceKernel : public CpuKernel {
   SequencePlan plans_[2];  // fast, safe
   std::optional<WindowAttrs> pool_;
   bool global_pool_;
-  std::vector<float> means_scratch_;  // RunPlan's
+  std::shared_ptr<Buffer> means_scratch_;  // RunPlan's
   bool bf16_;
   bool plain_pointwise_;
   int64_t winograd_min_positions_;
