@@ -35,6 +35,17 @@ absl::StatusOr<Tensor> TensorFromProto(const pb::TensorProto& proto, io::Externa
     auto wrapped = Tensor::Wrap(proto.data_type, dims, Buffer::View(source->keepalive(), source->data(), source->size()));
     if (wrapped.ok()) return wrapped;
   }
+  if (source != nullptr && bits >= 8) {
+    // Raw little-endian bytes (raw_data or an external file): copied
+    // straight into the tensor, with no intermediate string.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(proto.data_type, std::move(dims)));
+    if (source->size() != t.nbytes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", proto.name, "' holds ", source->size(), " bytes, expected ", t.nbytes()));
+    }
+    if (!source->empty()) std::memcpy(t.mutable_raw(), source->data(), source->size());
+    return t;
+  }
   ONNXKIT_ASSIGN_OR_RETURN(std::string raw, tensor::ToRawBytes(proto, source == &external ? &external : nullptr));
   ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(proto.data_type, std::move(dims)));
   if (raw.size() != t.nbytes()) {

@@ -618,7 +618,6 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   ONNXKIT_RETURN_IF_ERROR(status);
   ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
   session->FoldConstants();
-  session->ReleaseFoldedSources();
   for (const auto& [value, v] : session->constants_) session->run_constants_.insert(value);
   session->PlanFusion();
   if (session->options_.backend == Backend::kCuda) ONNXKIT_RETURN_IF_ERROR(session->PlanDevice());
@@ -961,31 +960,41 @@ void Session::FoldGraph(const ir::Graph& graph, Executor& executor) {
     }
     folded_nodes_.insert(node);
     uses_feedable_folded_ = uses_feedable_folded_ || !stable;
+    // Sources all of whose readers are now folded go at once, so that the
+    // folded copies (transposed weights) and their sources are never all
+    // held together.
+    for (const ir::Value* v : node->inputs()) ReleaseFoldedSource(v);
   }
 }
 
-void Session::ReleaseFoldedSources() {
-  if (folded_nodes_.empty()) return;
-  for (const ir::Value* v : model_->graph().initializers()) {
-    if (!v->has_uses() || v->IsGraphOutput() || v->initializer() == nullptr) continue;
-    bool only_folded = std::all_of(v->uses().begin(), v->uses().end(),
-                                   [&](const ir::Use& use) { return folded_nodes_.contains(use.node); });
-    auto it = constants_.find(v);
-    if (!only_folded || it == constants_.end()) continue;
-    const pb::TensorProto& proto = *v->initializer();
-    if (loaded_.mapping != nullptr) loaded_.mapping->ReleasePages(proto.raw_data.data(), proto.raw_data.size());
-    if (it->second.is_tensor() && it->second.tensor().buffer() != nullptr &&
-        it->second.tensor().buffer()->owned()) {
-      constants_.erase(it);  // a copy (unaligned raw data): converted again when needed
-      released_.insert(v);
-    }
+void Session::ReleaseFoldedSource(const ir::Value* v) {
+  if (v == nullptr || v->kind() != ir::ValueKind::kInitializer || v->graph() != &model_->graph() ||
+      !v->has_uses() || v->IsGraphOutput() || v->initializer() == nullptr)
+    return;
+  bool only_folded = std::all_of(v->uses().begin(), v->uses().end(),
+                                 [&](const ir::Use& use) { return folded_nodes_.contains(use.node); });
+  auto it = constants_.find(v);
+  if (!only_folded || it == constants_.end()) return;
+  const pb::TensorProto& proto = *v->initializer();
+  if (loaded_.mapping != nullptr) loaded_.mapping->ReleasePages(proto.raw_data.data(), proto.raw_data.size());
+  if (it->second.is_tensor() && it->second.tensor().buffer() != nullptr &&
+      it->second.tensor().buffer()->owned()) {
+    constants_.erase(it);  // a copy (unaligned raw data): converted again when needed
+    released_.insert(v);
   }
 }
 
 absl::Status Session::PrepareConstants(const ir::Graph& graph) {
   for (const ir::Value* v : graph.initializers()) {
-    auto t = TensorFromProto(*v->initializer(), resolver_.get());
+    const pb::TensorProto& proto = *v->initializer();
+    auto t = TensorFromProto(proto, resolver_.get());
     if (!t.ok()) return AnnotateStatus(t.status(), absl::StrCat("initializer '", v->name(), "'"));
+    // Raw data the tensor copied (not aligned for its type) is not read from
+    // the model file's mapping again: its pages go back to the OS (they
+    // would otherwise stay resident beside the copy: twice the weights).
+    if (loaded_.mapping != nullptr && t->buffer() != nullptr && t->buffer()->owned() &&
+        !proto.raw_data.empty())
+      loaded_.mapping->ReleasePages(proto.raw_data.data(), proto.raw_data.size());
     constants_[v] = RtValue::FromTensor(std::move(*t));
   }
   if (!graph.sparse_initializers().empty()) {

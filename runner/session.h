@@ -193,10 +193,12 @@ class Session {
   // outputs as constants; Run skips those nodes.
   void FoldConstants();
   void FoldGraph(const ir::Graph& graph, Executor& executor);
-  // Releases initializers only folded nodes read (runs that fold never read
-  // them again): their copies, and the pages of the mapped model file that
-  // hold them. A run that recomputes folded nodes converts them anew.
-  void ReleaseFoldedSources();
+  // Releases `v` when it is an initializer of the main graph that only
+  // folded nodes read (runs that fold never read it again): its copy, and
+  // the pages of the mapped model file that hold it. A run that recomputes
+  // folded nodes converts it anew. FoldGraph calls it for the inputs of
+  // each node it folds.
+  void ReleaseFoldedSource(const ir::Value* v);
   // Shape computations of the main graph (cpu sessions, runs that feed no
   // initializer): the nodes whose outputs follow from the feeds' element
   // types and shapes and from constants alone (Shape of a value whose shape
@@ -232,7 +234,7 @@ class Session {
   absl::flat_hash_set<const ir::Value*> stable_folded_values_;
   absl::flat_hash_set<const ir::Node*> folded_nodes_;
   bool uses_feedable_folded_ = false;
-  // Initializers ReleaseFoldedSources dropped from constants_.
+  // Initializers ReleaseFoldedSource dropped from constants_.
   absl::flat_hash_set<const ir::Value*> released_;
   // Every value of constants_: what kernels of non-strict runs treat as constant.
   absl::flat_hash_set<const ir::Value*> run_constants_;

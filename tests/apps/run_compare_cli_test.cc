@@ -1,6 +1,7 @@
 // End-to-end tests of `onnxkit run` and `onnxkit compare` on small models
 // built in code: inputs from every source, outputs saved and compared back,
 // dumps, benchmarks, per-layer divergence, and every error path.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -266,6 +267,75 @@ TEST(RunCliTest, Bfloat16PrecisionOfTheCpuBackend) {
       RunCli({"compare", "--a", model.string(), "--a-precision", "bf16", "--b", model.string(), "--random"})
           .exit_code,
       2);
+}
+
+// Offsets in `file` of the first 16 raw bytes of each tensor of `tensors`
+// (-1 where not found).
+std::vector<int64_t> RawDataOffsets(const std::string& file, const std::vector<pb::TensorProto>& tensors) {
+  std::vector<int64_t> offsets;
+  for (const pb::TensorProto& t : tensors) {
+    size_t at = file.find(std::string_view(t.raw_data.data(), 16));
+    offsets.push_back(at == std::string::npos ? -1 : static_cast<int64_t>(at));
+  }
+  return offsets;
+}
+
+TEST(RunCliTest, UnalignedWeightsAreNotHeldTwiceWhileLoading) {
+  // Six 16 MiB weights whose raw data lies at offsets that are not a
+  // multiple of 4 (so the session copies them), each read through a
+  // Transpose that folds: y = sum_i MatMul(x, Transpose(w_i)). The copied
+  // pages of the file go back to the OS, and each copy goes as soon as its
+  // Transpose folds, so the peak stays near the transposed weights and one
+  // copy (7 x 16 MiB); keeping the file's pages, or every copy until all
+  // have folded, would be twice the weights.
+  constexpr int64_t kRows = 1024, kCols = 4096, kWeights = 6;
+  constexpr int64_t kWeightBytes = kRows * kCols * 4;
+  auto dir = MakeTempDir();
+  std::vector<pb::TensorProto> weights;
+  // Padding that moves weight i's raw data and those after it by a byte
+  // each: the graph's name for weight 0, weight i - 1's doc_string else.
+  std::vector<std::string> padding(kWeights);
+  std::string model, file;
+  for (int attempt = 0; attempt < 4 * kWeights; ++attempt) {
+    weights.clear();
+    GraphBuilder g("g" + padding[0]);
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, kCols});
+    for (int64_t i = 0; i < kWeights; ++i) {
+      const std::string n = std::to_string(i);
+      weights.push_back(RawFloatTensor("w" + n, {kRows, kCols}, static_cast<float>(i) * 1.0e7f));
+      if (i + 1 < kWeights) weights.back().doc_string = padding[static_cast<size_t>(i + 1)];
+      g.Initializer(weights.back());
+      g.Node("Transpose", {"w" + n}, {"t" + n}).Node("MatMul", {"x", "t" + n}, {"m" + n});
+    }
+    std::string sum = "m0";
+    for (int64_t i = 1; i < kWeights; ++i) {
+      const std::string next = i + 1 < kWeights ? "s" + std::to_string(i) : "y";
+      g.Node("Add", {sum, "m" + std::to_string(i)}, {next});
+      sum = next;
+    }
+    g.Output("y", pb::kFloat);
+    model = (dir / "m.onnx").string();
+    ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build()), dir, model).ok());
+    file = ReadFileOrEmpty(model);
+    std::vector<int64_t> offsets = RawDataOffsets(file, weights);
+    auto aligned = std::find_if(offsets.begin(), offsets.end(), [](int64_t o) { return o % 4 == 0; });
+    if (aligned == offsets.end()) break;
+    padding[static_cast<size_t>(aligned - offsets.begin())] += "_";
+  }
+  for (int64_t offset : RawDataOffsets(file, weights)) {
+    ASSERT_GE(offset, 0);
+    ASSERT_NE(offset % 4, 0);
+  }
+  const CliResult tiny =
+      RunCli({"run", WriteModel(dir, "tiny.onnx", 1), "--random", "--backend", "reference"});
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  const CliResult r = RunCli({"run", model, "--random", "--backend", "reference"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("y: float[1, 1024] min "));
+  const int64_t grown_kb = r.max_rss_kb - tiny.max_rss_kb;
+  EXPECT_LT(grown_kb * 1024, 3 * kWeights * kWeightBytes / 2)
+      << "peak RSS grew by " << grown_kb / 1024 << " MiB";
+  fs::remove_all(dir);
 }
 
 TEST(CompareCliTest, UsageErrors) {
