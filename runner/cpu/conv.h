@@ -32,6 +32,9 @@ bool QuantizedChainsRunInt8();
 // and how many Winograd convolutions sequences have run in this process.
 bool WinogradSupported();
 int64_t WinogradConvolutionRuns();
+// How many strided 3x3 convolutions of channel-blocked sequences have run
+// channels-last in this process.
+int64_t StridedChannelsLastRuns();
 // Stages of Conv sequences, over the process, before which the values
 // computed so far were measured, the bound from the sequence's input
 // having given out (runner/cpu/conv_sequence.cc).

@@ -1129,6 +1129,54 @@ TEST(CpuFusionTest, ConvSequencesRunOnThroughProjectionBlocks) {
   }
 }
 
+TEST(CpuFusionTest, StridedConvolutionsOfBlockedSequencesRunChannelsLast) {
+  SmallConvWinograd winograd;
+  // Both backends on a stem and two projection blocks of `c` channels, as
+  // one sequence. Sums of up to 128 x 9 products six Convs deep reach a few
+  // thousands, so results near zero carry rounding (the Winograd kernel's
+  // the most) of about 1e-5 of the largest: the tolerance scales with it.
+  auto expect_fused = [](int64_t c, int64_t hw, int64_t stride, int64_t group, bool shortcut_first) {
+    Feeds feeds = {{"x", RandomFloats({1, c, hw, hw}, 770)}};
+    const pb::GraphProto graph = ProjectionSequenceGraph(c, hw, stride, group, shortcut_first);
+    auto ref = ::onnxkit::testing::Run(graph, runner::Backend::kReference, feeds);
+    auto cpu = ::onnxkit::testing::Run(graph, runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    float largest = 0;
+    for (float v : Values<float>(ref->outputs[0])) largest = std::max(largest, std::fabs(v));
+    ExpectTensorsClose(ref->outputs[0], cpu->outputs[0], 1e-4 * largest, 1e-4, "y");
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"stem"});
+  };
+  // The stem's 3x3 Conv over 28x28 or 29x29 positions runs as a Winograd
+  // one, so the sequence is channel-blocked; each block's strided 3x3 Conv
+  // (64, then 128 channels) runs channels-last between reorders, its
+  // result read by the next 1x1 Conv.
+  for (bool shortcut_first : {true, false}) {
+    for (int64_t hw : {28, 29}) {
+      SCOPED_TRACE(::testing::Message() << (shortcut_first ? "shortcut first" : "") << " hw " << hw);
+      const int64_t winograd_before = runner::cpu::WinogradConvolutionRuns();
+      const int64_t before = runner::cpu::StridedChannelsLastRuns();
+      expect_fused(64, hw, 2, 1, shortcut_first);
+      // (Without AVX-512 there is no Winograd kernel: the sequence runs in
+      // the layouts oneDNN picks.)
+      const bool blocked = runner::cpu::WinogradSupported();
+      EXPECT_EQ(runner::cpu::WinogradConvolutionRuns() > winograd_before, blocked);
+      EXPECT_EQ(runner::cpu::StridedChannelsLastRuns(), before + (blocked ? 2 : 0));
+    }
+  }
+  // Grouped, unstrided (a Winograd one), stride-3 or narrower convolutions
+  // (16, then 32 channels) keep the blocks.
+  struct Kept {
+    int64_t c, stride, group;
+  };
+  for (const Kept& k : {Kept{64, 2, 4}, Kept{64, 1, 1}, Kept{64, 3, 1}, Kept{16, 2, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "c " << k.c << " stride " << k.stride << " group " << k.group);
+    const int64_t before = runner::cpu::StridedChannelsLastRuns();
+    expect_fused(k.c, 28, k.stride, k.group, false);
+    EXPECT_EQ(runner::cpu::StridedChannelsLastRuns(), before);
+  }
+}
+
 TEST(CpuFusionTest, ProjectionBlocksASequenceCannotFinishEndItBeforeTheShortcut) {
   // A Sigmoid inside the second block's main branch: the sequence ends
   // with the first block (it had taken the second's shortcut, then given it
