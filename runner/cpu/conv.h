@@ -35,6 +35,9 @@ int64_t WinogradConvolutionRuns();
 // How many strided 3x3 convolutions of channel-blocked sequences have run
 // channels-last in this process.
 int64_t StridedChannelsLastRuns();
+// How many residual sums of Conv sequences have added onto the residual in
+// place (not onto a copy of it) in this process.
+int64_t InPlaceResidualSums();
 // Stages of Conv sequences, over the process, before which the values
 // computed so far were measured, the bound from the sequence's input
 // having given out (runner/cpu/conv_sequence.cc).

@@ -76,6 +76,26 @@ void* ThreadScratch(int slot, size_t bytes) {
   return s != nullptr ? s->data() : nullptr;
 }
 
+void CopyAmongThreads(void* dst, const void* src, size_t bytes) {
+  // Below 1 MiB one thread copies faster than two are woken.
+  constexpr size_t kMinBytes = size_t{1} << 20, kLine = 64;
+  const int threads = omp_get_max_threads();
+  if (threads <= 1 || bytes < kMinBytes) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t lines = (bytes + kLine - 1) / kLine;
+#pragma omp parallel num_threads(threads)
+  {
+    const size_t t = static_cast<size_t>(omp_get_thread_num()),
+                 n = static_cast<size_t>(omp_get_num_threads());
+    const size_t begin = std::min(bytes, lines * t / n * kLine),
+                 end = std::min(bytes, lines * (t + 1) / n * kLine);
+    if (end > begin)
+      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+  }
+}
+
 // y = ops(y) in order: relu with slope alpha, clip to [alpha, beta], swish
 // (y * sigmoid(y)), hardswish, or + residual. NaN stays NaN, as in the reference
 // kernels.

@@ -75,6 +75,9 @@ dnnl::convolution_forward::desc ConvDesc(
 // the allocation fails or would pass the limit.
 constexpr int kScratchSlots = 6;
 void* ThreadScratch(int slot, size_t bytes);
+// memcpy(dst, src, bytes), split among the threads in equal runs of whole
+// cache lines where it is large enough to be worth waking them.
+void CopyAmongThreads(void* dst, const void* src, size_t bytes);
 
 // What follows a Conv in a fused chain (runner/fusion.h), as indices into
 // the fused kernel's inputs.

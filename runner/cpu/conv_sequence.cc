@@ -105,6 +105,7 @@ constexpr double kSafeBound = FLT_MAX / 16;
 constexpr double kWinogradGrowth = 128;
 std::atomic<int64_t> g_winograd_runs{0};
 std::atomic<int64_t> g_strided_channels_last_runs{0};
+std::atomic<int64_t> g_in_place_sums{0};
 std::atomic<int64_t> g_measured_stages{0};
 // Smaller images gain nothing from Winograd (ResNet-50's 14x14 stage lost a
 // little to the blocked layout it imposes); Inception's 28x28 and 56x56 gain.
@@ -1154,7 +1155,7 @@ class ConvSequenceKernel : public CpuKernel {
       ONNXKIT_RETURN_IF_ERROR(
           cpu::Execute("residual reorder", in, {{DNNL_ARG_FROM, r_user}, {DNNL_ARG_TO, dst}}));
     } else {
-      std::memcpy(dst.get_data_handle(), r_user.get_data_handle(), s.dst.get_size());
+      CopyAmongThreads(dst.get_data_handle(), r_user.get_data_handle(), s.dst.get_size());
     }
     return nullptr;
   }
@@ -1317,16 +1318,33 @@ class ConvSequenceKernel : public CpuKernel {
       // The last stage writes Y directly where its layout is plain.
       memory dst;
       int dst_slot = -1;
+      const memory* inner = s.residual_stage >= 0 ? &results[static_cast<size_t>(s.residual_stage)] : nullptr;
+      // A residual from inside the sequence in dst's layout that nothing
+      // reads afterwards is summed in place: the convolution adds onto it
+      // (oneDNN's sum post-op) instead of onto a copy (a ResNet block's
+      // input, at every identity block).
+      const int in_place = inner != nullptr && !(last && !plan.pool && !plan.dst_out) && !s.own &&
+                                   result_slot[static_cast<size_t>(s.residual_stage)] >= 0 &&
+                                   result_slot[static_cast<size_t>(s.residual_stage)] != src_slot &&
+                                   inner->get_desc() == s.dst &&
+                                   !ReadLater(plan, static_cast<size_t>(s.residual_stage), k + 1)
+                               ? result_slot[static_cast<size_t>(s.residual_stage)]
+                               : -1;
       if (last && !plan.pool && !plan.dst_out) {
         ONNXKIT_RETURN_IF_ERROR(y_memory(&dst));
+      } else if (in_place >= 0) {
+        dst_slot = in_place;
+        dst = *inner;
+        g_in_place_sums.fetch_add(1, std::memory_order_relaxed);
       } else {
         dst_slot = FreeSlot(busy);
         ONNXKIT_ASSIGN_OR_RETURN(dst, ScratchMemory(s.dst, dst_slot));
         busy.push_back(dst_slot);
       }
-      const memory* inner =
-          s.residual_stage >= 0 ? &results[static_cast<size_t>(s.residual_stage)] : nullptr;
-      ONNXKIT_ASSIGN_OR_RETURN(const float* residual, StageResidual(ctx, s, last, dst, inner, busy));
+      const float* residual = nullptr;
+      if (in_place < 0) {
+        ONNXKIT_ASSIGN_OR_RETURN(residual, StageResidual(ctx, s, last, dst, inner, busy));
+      }
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
       if (b != nullptr) {
@@ -1503,6 +1521,7 @@ bool WinogradSupported() {
 
 int64_t WinogradConvolutionRuns() { return g_winograd_runs.load(std::memory_order_relaxed); }
 int64_t StridedChannelsLastRuns() { return g_strided_channels_last_runs.load(std::memory_order_relaxed); }
+int64_t InPlaceResidualSums() { return g_in_place_sums.load(std::memory_order_relaxed); }
 
 int64_t MeasuredConvolutionStages() { return g_measured_stages.load(std::memory_order_relaxed); }
 

@@ -948,14 +948,75 @@ TEST(CpuFusionTest, ConvSequencesRunOnThroughResidualBlocks) {
   SmallConvWinograd winograd;
   // The first block's output is the second's X and its residual: one
   // sequence runs both blocks, the residual kept in its stage's layout.
+  // The second block adds onto the first block's result in place (nothing
+  // reads it afterwards); the first block's residual is X, which it copies.
   for (int64_t hw : {7, 28}) {  // 28: the 3x3 Convs run as Winograd ones
     SCOPED_TRACE(hw);
+    const int64_t before = runner::cpu::InPlaceResidualSums();
     ExpectFused(IdentityBlocksGraph(32, hw), {{"x", RandomFloats({1, 32, hw, hw}, 330)}}, {"b1_c1"});
+    EXPECT_EQ(runner::cpu::InPlaceResidualSums(), before + 1);
   }
   // A node no chain takes inside the second block: the first chain ends
   // with the first block; the second block's Add joins its last Conv.
   ExpectFused(IdentityBlocksGraph(32, 8, /*break_second=*/true), {{"x", RandomFloats({1, 32, 8, 8}, 331)}},
               {"b1_c1", "b2_c1", "b2_sig", "b2_c3"});
+}
+
+// r = Relu(Conv(x)), then y = act(Conv(r) + r): the second Conv reads r
+// both as its source and as its residual, which it may not add onto in
+// place. `silu`: act is a SiLU (the backend's own pass), else a Relu.
+pb::GraphProto SelfResidualGraph(int64_t c, int64_t hw, bool silu) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddStage(g, "c1", "x", "a", c, c, 1, 3, 1, 900);
+  g.Node("Relu", {"a"}, {"r"}, {}, "r1");
+  AddStage(g, "c2", "r", "b", c, c, 1, 3, 1, 902);
+  g.Node("Add", {"b", "r"}, {"s"}, {}, "add");
+  if (silu) {
+    g.Node("Sigmoid", {"s"}, {"sg"}, {}, "gate").Node("Mul", {"s", "sg"}, {"y"}, {}, "mul");
+  } else {
+    g.Node("Relu", {"s"}, {"y"}, {}, "r2");
+  }
+  return g.Output("y").Build();
+}
+
+// A stem (Conv, Relu) whose result r is a block's X and residual: 1x1,
+// 3x3 and 1x1 Convs with Relus between, the Add of r and a SiLU (the
+// backend's own pass, which adds r itself), then one more Conv.
+pb::GraphProto OwnPassResidualGraph(int64_t c, int64_t hw) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, c, hw, hw});
+  AddStage(g, "stem", "x", "s", c, c, 1, 3, 1, 910);
+  g.Node("Relu", {"s"}, {"r"}, {}, "stem_relu");
+  AddStage(g, "c1", "r", "a", c, c / 2, 1, 1, 1, 912);
+  g.Node("Relu", {"a"}, {"ar"}, {}, "r1");
+  AddStage(g, "c2", "ar", "b", c / 2, c / 2, 1, 3, 1, 914);
+  g.Node("Relu", {"b"}, {"br"}, {}, "r2");
+  AddStage(g, "c3", "br", "c", c / 2, c, 1, 1, 1, 916);
+  g.Node("Add", {"c", "r"}, {"sum"}, {}, "add")
+      .Node("Sigmoid", {"sum"}, {"sg"}, {}, "gate")
+      .Node("Mul", {"sum", "sg"}, {"z"}, {}, "mul");
+  AddStage(g, "tail", "z", "y", c, c, 1, 1, 1, 918);
+  return g.Output("y").Build();
+}
+
+TEST(CpuFusionTest, ResidualsTheConvolutionOrItsOwnPassReadsAreNotSummedInPlace) {
+  SmallConvWinograd winograd;
+  for (bool silu : {false, true}) {
+    for (int64_t hw : {7, 28}) {
+      SCOPED_TRACE(::testing::Message() << (silu ? "silu" : "relu") << " hw " << hw);
+      const int64_t before = runner::cpu::InPlaceResidualSums();
+      ExpectFused(SelfResidualGraph(32, hw, silu), {{"x", RandomFloats({1, 32, hw, hw}, 904)}}, {"c1"});
+      EXPECT_EQ(runner::cpu::InPlaceResidualSums(), before);
+    }
+  }
+  // Nor a residual the stage's own pass adds.
+  for (int64_t hw : {7, 28}) {
+    SCOPED_TRACE(::testing::Message() << "own pass hw " << hw);
+    const int64_t before = runner::cpu::InPlaceResidualSums();
+    ExpectFused(OwnPassResidualGraph(32, hw), {{"x", RandomFloats({1, 32, hw, hw}, 920)}}, {"stem"});
+    EXPECT_EQ(runner::cpu::InPlaceResidualSums(), before);
+  }
 }
 
 // Linear bottlenecks as MobileNetV2 and EfficientNet write them: a stem

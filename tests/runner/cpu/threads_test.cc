@@ -89,5 +89,25 @@ TEST(CpuThreadsTest, MaxAbsSplitAmongThreadsFindsEveryValue) {
   omp_set_num_threads(saved);
 }
 
+TEST(CpuThreadsTest, CopyAmongThreadsCopiesEveryByteAndNoMore) {
+  // Sizes below and above the 1 MiB the threads share, odd ones among them
+  // (the last run short of a cache line), at offsets off any alignment; the
+  // bytes around the destination stay as they were.
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    for (size_t bytes : {size_t{100}, (size_t{1} << 20) - 1, size_t{1} << 20, (size_t{3} << 20) + 37}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << bytes << " bytes");
+      std::vector<unsigned char> src(bytes + 3), dst(bytes + 8, 0xAB);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>((i * 131) % 251);
+      runner::cpu::CopyAmongThreads(dst.data() + 5, src.data() + 3, bytes);
+      for (size_t i = 0; i < 5; ++i) ASSERT_EQ(dst[i], 0xAB) << i;
+      for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(dst[i + 5], src[i + 3]) << i;
+      for (size_t i = bytes + 5; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xAB) << i;
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
