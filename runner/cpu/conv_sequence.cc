@@ -1320,15 +1320,18 @@ class ConvSequenceKernel : public CpuKernel {
       int dst_slot = -1;
       const memory* inner = s.residual_stage >= 0 ? &results[static_cast<size_t>(s.residual_stage)] : nullptr;
       // A residual from inside the sequence in dst's layout that nothing
-      // reads afterwards is summed in place: the convolution adds onto it
-      // (oneDNN's sum post-op) instead of onto a copy (a ResNet block's
-      // input, at every identity block).
+      // reads afterwards (nor this stage as its source or pooled join) is
+      // summed in place: the convolution adds onto it (oneDNN's sum
+      // post-op) instead of onto a copy (a ResNet block's input, at every
+      // identity block).
+      const int r = s.residual_stage;
       const int in_place = inner != nullptr && !(last && !plan.pool && !plan.dst_out) && !s.own &&
-                                   result_slot[static_cast<size_t>(s.residual_stage)] >= 0 &&
-                                   result_slot[static_cast<size_t>(s.residual_stage)] != src_slot &&
+                                   result_slot[static_cast<size_t>(r)] >= 0 &&
+                                   result_slot[static_cast<size_t>(r)] != src_slot &&
                                    inner->get_desc() == s.dst &&
-                                   !ReadLater(plan, static_cast<size_t>(s.residual_stage), k + 1)
-                               ? result_slot[static_cast<size_t>(s.residual_stage)]
+                                   !(stages_[k].join && stages_[k].join->source == r) &&
+                                   !ReadLater(plan, static_cast<size_t>(r), k + 1)
+                               ? result_slot[static_cast<size_t>(r)]
                                : -1;
       if (last && !plan.pool && !plan.dst_out) {
         ONNXKIT_RETURN_IF_ERROR(y_memory(&dst));
