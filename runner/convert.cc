@@ -2,6 +2,7 @@
 #include "runner/convert.h"
 
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/data_type.h"
@@ -37,12 +38,16 @@ absl::StatusOr<Tensor> TensorFromProto(const pb::TensorProto& proto, io::Externa
   }
   if (source != nullptr && bits >= 8) {
     // Raw little-endian bytes (raw_data or an external file): copied
-    // straight into the tensor, with no intermediate string.
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(proto.data_type, std::move(dims)));
-    if (source->size() != t.nbytes()) {
+    // straight into the tensor, with no intermediate string, once their
+    // size matches the dims (before anything is allocated from them).
+    ONNXKIT_ASSIGN_OR_RETURN(const int64_t count, tensor::ElementCount(proto));
+    const std::optional<int64_t> expected = RawByteSize(proto.data_type, count);
+    if (!expected || static_cast<uint64_t>(*expected) != source->size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", proto.name, "' holds ", source->size(), " bytes, expected ", t.nbytes()));
+          absl::StrCat("tensor '", proto.name, "' holds ", source->size(), " bytes, expected ",
+                       expected ? absl::StrCat(*expected) : "an overflowing size"));
     }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::AllocateUninitialized(proto.data_type, std::move(dims)));
     if (!source->empty()) std::memcpy(t.mutable_raw(), source->data(), source->size());
     return t;
   }
