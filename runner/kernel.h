@@ -82,6 +82,14 @@ class KernelContext {
   absl::StatusOr<Tensor*> AllocateOutputReusing(int out, int in, int32_t dtype, std::vector<int64_t> shape);
   // Set by the session before Run: which inputs a kernel may compute in place.
   void set_reusable_inputs(std::vector<bool> reusable) { reusable_ = std::move(reusable); }
+  // True when a later step of the run reads input i again (a value of the
+  // running graph's frame the session does not release after this step):
+  // a kernel may then keep what it derived from the input with it
+  // (RtValue::AddDerived). False when unknown.
+  bool InputReadLater(int i) const {
+    return i >= 0 && static_cast<size_t>(i) < read_later_.size() && read_later_[static_cast<size_t>(i)];
+  }
+  void set_read_later_inputs(std::vector<bool> read_later) { read_later_ = std::move(read_later); }
   // Sets output i to a value (a tensor view of an input, a sequence...).
   absl::Status SetOutput(int i, RtValue value);
 
@@ -97,6 +105,7 @@ class KernelContext {
   std::vector<RtValue>* outputs_;
   SubgraphRunner* subgraphs_;
   std::vector<bool> reusable_;
+  std::vector<bool> read_later_;
 };
 
 class Kernel {

@@ -90,7 +90,8 @@ class Session::Executor : public SubgraphRunner {
         ++memoized_nodes_;  // its values read later are in the frame already
       } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
-            chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame) : RunChain(*chain, frame),
+            chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame)
+                                               : RunChain(*chain, frame, &plan->release_after[step]),
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
@@ -437,7 +438,30 @@ class Session::Executor : public SubgraphRunner {
       inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
-    return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing));
+    std::vector<bool> read_later = ReadLaterInputs(node.inputs(), inputs, frame, releasing);
+    return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
+                     /*device=*/false, std::move(read_later));
+  }
+
+  // Which of a step's inputs (`values`, the graph values `of` them, null
+  // where omitted) a later step reads again: values of `frame` itself not
+  // in `releasing`. Empty when `releasing` is unknown.
+  template <typename GraphValues>
+  static std::vector<bool> ReadLaterInputs(const GraphValues& of, const std::vector<const RtValue*>& values,
+                                           const Frame& frame,
+                                           const std::vector<const ir::Value*>* releasing) {
+    std::vector<bool> later;
+    if (releasing == nullptr) return later;
+    for (size_t i = 0; i < values.size() && i < of.size(); ++i) {
+      const ir::Value* v = of[i];
+      if (v == nullptr || values[i] == nullptr) continue;
+      if (std::find(releasing->begin(), releasing->end(), v) != releasing->end()) continue;
+      auto it = frame.values.find(v);
+      if (it == frame.values.end() || &it->second != values[i]) continue;
+      if (later.empty()) later.assign(values.size(), false);
+      later[i] = true;
+    }
+    return later;
   }
 
   // Which inputs of `node` a kernel may compute in place: tensors of this
@@ -467,9 +491,11 @@ class Session::Executor : public SubgraphRunner {
 
   // Runs a fused chain: its kernel takes the inputs of every node of the
   // chain and produces the last node's outputs.
-  absl::Status RunChain(const FusionChain& chain, Frame& frame) {
+  absl::Status RunChain(const FusionChain& chain, Frame& frame,
+                        const std::vector<const ir::Value*>* releasing = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs(static_cast<size_t>(chain.num_inputs), nullptr);
+    std::vector<const ir::Value*> of(static_cast<size_t>(chain.num_inputs), nullptr);
     for (size_t k = 0; k < chain.nodes.size(); ++k) {
       const ir::Node& node = *chain.nodes[k];
       for (int j = 0; j < node.num_inputs(); ++j) {
@@ -480,6 +506,7 @@ class Session::Executor : public SubgraphRunner {
         if (value == nullptr)
           return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
         inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
+        of[static_cast<size_t>(chain.input_offset[k] + j)] = v;
       }
     }
     for (const ir::Value* v : chain.extra_inputs) {
@@ -487,9 +514,12 @@ class Session::Executor : public SubgraphRunner {
       if (v != nullptr && value == nullptr)
         return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
       inputs.push_back(value);
+      of.push_back(v);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
-    return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame);
+    std::vector<bool> read_later = ReadLaterInputs(of, inputs, frame, releasing);
+    return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/false,
+                     std::move(read_later));
   }
 
   // True when every input of the node is a tensor and together they hold
@@ -515,11 +545,12 @@ class Session::Executor : public SubgraphRunner {
   // `device`: a CUDA kernel, waited for when its time is measured.
   absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
                          std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {},
-                         bool device = false) {
+                         bool device = false, std::vector<bool> read_later = {}) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
     ctx.set_reusable_inputs(std::move(reusable));
+    ctx.set_read_later_inputs(std::move(read_later));
     current_ = &frame;
     const bool timing = static_cast<bool>(session_->options_.on_node_done);
     Clock::time_point start = timing ? Clock::now() : Clock::time_point();

@@ -15,7 +15,42 @@ class RtValue {
  public:
   enum class Kind { kEmpty, kTensor, kSequence, kOptional, kMap };
 
+  // Something a kernel derived from this value for the kernels that read it
+  // after it in the same run (the cpu backend's copy of a tensor in the
+  // memory layout several of its convolutions read).
+  // `kind` tells its class apart from other kinds' (the address of an
+  // object of the deriving code's own).
+  class Derived {
+   public:
+    explicit Derived(const void* kind) : kind_(kind) {}
+    virtual ~Derived() = default;
+    const void* kind() const { return kind_; }
+
+   private:
+    const void* kind_;
+  };
+
   RtValue() = default;
+  // A copy holds the same tensor (or elements) but none of the derived
+  // things: they belong to the value object the run keeps.
+  RtValue(const RtValue& other)
+      : kind_(other.kind_),
+        tensor_(other.tensor_),
+        elements_(other.elements_),
+        elem_dtype_(other.elem_dtype_) {}
+  RtValue& operator=(const RtValue& other) {
+    if (this != &other) {
+      kind_ = other.kind_;
+      tensor_ = other.tensor_;
+      elements_ = other.elements_;
+      elem_dtype_ = other.elem_dtype_;
+      derived_.clear();
+    }
+    return *this;
+  }
+  RtValue(RtValue&&) = default;
+  RtValue& operator=(RtValue&&) = default;
+
   static RtValue FromTensor(Tensor t) {
     RtValue v;
     v.kind_ = Kind::kTensor;
@@ -62,7 +97,11 @@ class RtValue {
   bool defined() const { return kind_ != Kind::kEmpty; }
 
   const Tensor& tensor() const { return tensor_; }
-  Tensor& mutable_tensor() { return tensor_; }
+  // (Drops what was derived from the tensor.)
+  Tensor& mutable_tensor() {
+    derived_.clear();
+    return tensor_;
+  }
   // Sequence elements.
   const std::vector<RtValue>& elements() const { return *elements_; }
   int32_t elem_dtype() const { return elem_dtype_; }
@@ -73,11 +112,18 @@ class RtValue {
   const Tensor& map_keys() const { return tensor_; }
   const RtValue& map_values() const { return (*elements_)[0]; }
 
+  // What kernels derived from this value so far in the run, oldest first.
+  // Kept with the value (logically const: the value itself is unchanged);
+  // a kernel adds only what is computed from the value as it is now.
+  const std::vector<std::shared_ptr<const Derived>>& derived() const { return derived_; }
+  void AddDerived(std::shared_ptr<const Derived> d) const { derived_.push_back(std::move(d)); }
+
  private:
   Kind kind_ = Kind::kEmpty;
   Tensor tensor_;
   std::shared_ptr<std::vector<RtValue>> elements_;
   int32_t elem_dtype_ = 0;
+  mutable std::vector<std::shared_ptr<const Derived>> derived_;
 };
 
 }  // namespace onnxkit::runner

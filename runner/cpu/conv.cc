@@ -67,6 +67,7 @@ struct ConvPlan {
   dnnl::reorder src_in, dst_out;  // empty where the layouts agree
   // They run as the backend's transposes (OwnTranspose: quicker).
   bool own_src_in = false, own_dst_out = false;
+  LayoutCopyKeeper src_keeper;  // src_in's result, for the run's later readers of X
   // With a sum post-op (a fused residual Add) the destination starts as the
   // residual: dst_in reorders it in where the layouts differ.
   bool sum = false;
@@ -194,7 +195,15 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
   if (constant_weights_) {
     ONNXKIT_ASSIGN_OR_RETURN(wei, p.weight.Get(w, p.wei_user, p.wei));
   }
-  void* src_buffer = p.src_in ? ThreadScratch(0, p.src.get_size()) : nullptr;
+  // X reordered: shared with the run's later readers of X in the same layout.
+  const RtValue* x_value = ctx.Value(0);
+  const bool x_shared =
+      p.src_in && x_value != nullptr && x_value->is_tensor() && x_value->tensor().raw() == x.raw();
+  const void* shared = x_shared ? FindLayoutCopy(x_value, p.src) : nullptr;
+  void* src_buffer = shared != nullptr                   ? const_cast<void*>(shared)
+                     : x_shared && ctx.InputReadLater(0) ? p.src_keeper.Keep(x_value, p.src)
+                                                         : nullptr;
+  if (p.src_in && src_buffer == nullptr) src_buffer = ThreadScratch(0, p.src.get_size());
   void* dst_buffer = p.dst_out ? ThreadScratch(1, p.dst.get_size()) : nullptr;
   if ((p.src_in && src_buffer == nullptr) || (p.dst_out && dst_buffer == nullptr)) {
     return absl::ResourceExhaustedError("out of memory for convolution scratch space");
@@ -236,7 +245,9 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
       std::memcpy(y->mutable_raw(), residual->raw(), static_cast<size_t>(y->size()) * sizeof(float));
     }
   }
-  if (p.own_src_in) {
+  if (shared != nullptr) {
+    // (reordered already)
+  } else if (p.own_src_in) {
     ONNXKIT_RETURN_IF_ERROR(
         TransposeChannels(p.src_user, p.src, x.data<float>(), static_cast<float*>(src_buffer)));
   } else if (p.src_in) {

@@ -38,6 +38,11 @@ int64_t StridedChannelsLastRuns();
 // How many residual sums of Conv sequences have added onto the residual in
 // place (not onto a copy of it) in this process.
 int64_t InPlaceResidualSums();
+// conv_common.cc: how many copies of an input in another layout kernels
+// kept with the value for the run's later readers (LayoutCopyKeeper), and
+// how many times a kernel found one (FindLayoutCopy), in this process.
+int64_t KeptLayoutCopies();
+int64_t SharedLayoutCopies();
 // Stages of Conv sequences, over the process, before which the values
 // computed so far were measured, the bound from the sequence's input
 // having given out (runner/cpu/conv_sequence.cc).

@@ -4,12 +4,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 
+#include "runner/cpu/conv.h"
 #include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
@@ -75,6 +77,55 @@ void* ThreadScratch(int slot, size_t bytes) {
   s = Buffer::Allocate(bytes, /*zero_fill=*/false);
   return s != nullptr ? s->data() : nullptr;
 }
+
+namespace {
+
+std::atomic<int64_t> g_shared_layout_copies{0};
+std::atomic<int64_t> g_kept_layout_copies{0};
+
+struct LayoutCopy final : RtValue::Derived {
+  static constexpr char kKind = 0;
+  LayoutCopy(dnnl::memory::desc d, std::shared_ptr<Buffer> b, std::shared_ptr<bool> f)
+      : Derived(&kKind), desc(std::move(d)), buffer(std::move(b)), found(std::move(f)) {}
+  dnnl::memory::desc desc;
+  std::shared_ptr<Buffer> buffer;
+  std::shared_ptr<bool> found;  // shared with the keeper
+};
+
+}  // namespace
+
+const void* FindLayoutCopy(const RtValue* value, const dnnl::memory::desc& desc) {
+  if (value == nullptr) return nullptr;
+  for (const std::shared_ptr<const RtValue::Derived>& d : value->derived()) {
+    if (d->kind() != &LayoutCopy::kKind) continue;
+    const auto* copy = static_cast<const LayoutCopy*>(d.get());
+    if (copy->desc == desc) {
+      *copy->found = true;
+      g_shared_layout_copies.fetch_add(1, std::memory_order_relaxed);
+      return copy->buffer->data();
+    }
+  }
+  return nullptr;
+}
+
+void* LayoutCopyKeeper::Keep(const RtValue* value, const dnnl::memory::desc& desc) {
+  if (useless_ || value == nullptr || !value->is_tensor()) return nullptr;
+  if (last_found_ != nullptr && !*last_found_) {
+    useless_ = true;
+    last_found_.reset();
+    return nullptr;
+  }
+  std::shared_ptr<Buffer> buffer = Buffer::Allocate(desc.get_size(), /*zero_fill=*/false);
+  if (buffer == nullptr) return nullptr;
+  void* data = buffer->data();
+  last_found_ = std::make_shared<bool>(false);
+  g_kept_layout_copies.fetch_add(1, std::memory_order_relaxed);
+  value->AddDerived(std::make_shared<const LayoutCopy>(desc, std::move(buffer), last_found_));
+  return data;
+}
+
+int64_t KeptLayoutCopies() { return g_kept_layout_copies.load(std::memory_order_relaxed); }
+int64_t SharedLayoutCopies() { return g_shared_layout_copies.load(std::memory_order_relaxed); }
 
 void CopyAmongThreads(void* dst, const void* src, size_t bytes) {
   // Below 1 MiB one thread copies faster than two are woken.

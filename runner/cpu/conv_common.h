@@ -75,6 +75,27 @@ dnnl::convolution_forward::desc ConvDesc(
 // the allocation fails or would pass the limit.
 constexpr int kScratchSlots = 6;
 void* ThreadScratch(int slot, size_t bytes);
+// A kernel's input read in another layout, shared with the kernels that
+// read it after it in the same run (the branches of an Inception block
+// reordering one tensor for their convolutions each): the copy of `value`
+// (a tensor, read from its plain layout) in layout `desc` that an earlier
+// kernel kept with it, or null.
+const void* FindLayoutCopy(const RtValue* value, const dnnl::memory::desc& desc);
+// Where a kernel keeps the copies it makes of an input for the run's later
+// readers, while they use them: a buffer for the copy of `value` in layout
+// `desc`, kept with the value (FindLayoutCopy), that the caller fills at
+// once; null when no later reader found the copy kept in an earlier run
+// (those readers read other layouts: the copy would only hold memory), or
+// when it cannot be allocated. The caller then reorders into its scratch.
+class LayoutCopyKeeper {
+ public:
+  void* Keep(const RtValue* value, const dnnl::memory::desc& desc);
+
+ private:
+  bool useless_ = false;
+  std::shared_ptr<bool> last_found_;  // whether the last kept copy was found
+};
+
 // memcpy(dst, src, bytes), split among the threads in equal runs of whole
 // cache lines where it is large enough to be worth waking them.
 void CopyAmongThreads(void* dst, const void* src, size_t bytes);

@@ -347,6 +347,7 @@ struct StagePlan {
   dnnl::primitive primitive;
   dnnl::reorder src_in;       // from the previous stage's destination (or X) to src
   bool own_src_in = false;    // src_in runs as TransposeChannels
+  LayoutCopyKeeper src_keeper;  // src_in's result from X, for X's later readers
   int residual = -1;          // input index of a residual (sum post-op)
   dnnl::reorder residual_in;  // plain residual into dst's layout, where dst is not plain
   int residual_stage = -1;    // or the stage whose result is the residual
@@ -1292,10 +1293,29 @@ class ConvSequenceKernel : public CpuKernel {
       }
       int src_slot = current_slot;
       memory src = current;
-      if (s.src_in) {
-        src_slot = FreeSlot(busy);
-        ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
-        busy.push_back(src_slot);
+      // X reordered: shared with the later readers of X in the same layout
+      // (this sequence's own, or the run's other kernels').
+      const bool x_reordered = s.src_in && !s.shuffle && s.own_shuffle == 0 && current_slot == -1 &&
+                               current.get_data_handle() == x_memory.get_data_handle();
+      const void* shared = x_reordered ? FindLayoutCopy(ctx.Value(0), s.src) : nullptr;
+      void* kept = nullptr;
+      if (x_reordered && shared == nullptr) {
+        bool later = ctx.InputReadLater(0);
+        for (size_t j = k + 1; j < plan.stages.size() && !later; ++j)
+          later = stages_[j].reads_x && plan.stages[j].src == s.src;
+        if (later) kept = s.src_keeper.Keep(ctx.Value(0), s.src);
+      }
+      if (shared != nullptr || kept != nullptr) {
+        ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
+          src = memory(s.src, Engine(), shared != nullptr ? const_cast<void*>(shared) : kept);
+        }));  // (src_slot stays -1: X's)
+      }
+      if (s.src_in && shared == nullptr) {
+        if (kept == nullptr) {
+          src_slot = FreeSlot(busy);
+          ONNXKIT_ASSIGN_OR_RETURN(src, ScratchMemory(s.src, src_slot));
+          busy.push_back(src_slot);
+        }
         memory from = current, to = src;
         if (s.own_shuffle > 0) {
           ShuffleChannelsLast(s.src, s.own_shuffle, static_cast<const float*>(current.get_data_handle()),

@@ -4,6 +4,7 @@
 // overwritten.
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,28 @@ TEST(SessionInPlaceTest, KernelsThatReadTheirInputAfterwardsUseNewMemory) {
   ASSERT_EQ(cpu.outputs.size(), 1u);
   ExpectTensorsClose(ref.outputs[0], cpu.outputs[0], 1e-6, 1e-5, "y");
   EXPECT_NE(cpu.data["r"], cpu.data["s"]);
+}
+
+TEST(SessionInPlaceTest, WhatKernelsDeriveFromAValueStaysWithThatValueObject) {
+  // What a kernel derived from a value (a copy in another layout) is for
+  // the readers of that value object in the run: a copy of the value (a
+  // view another node outputs, a fed tensor the caller keeps) starts
+  // without it; moving keeps it; changing the tensor drops it.
+  static constexpr char kKind = 0;
+  runner::RtValue v = runner::RtValue::FromTensor(RandomFloats({2, 3}, 1));
+  v.AddDerived(std::make_shared<const runner::RtValue::Derived>(&kKind));
+  ASSERT_EQ(v.derived().size(), 1u);
+  EXPECT_EQ(v.derived()[0]->kind(), &kKind);
+  runner::RtValue copy = v;
+  EXPECT_TRUE(copy.derived().empty());
+  EXPECT_EQ(copy.tensor().raw(), v.tensor().raw());
+  runner::RtValue assigned;
+  assigned = v;
+  EXPECT_TRUE(assigned.derived().empty());
+  runner::RtValue moved = std::move(v);
+  EXPECT_EQ(moved.derived().size(), 1u);
+  moved.mutable_tensor();
+  EXPECT_TRUE(moved.derived().empty());
 }
 
 }  // namespace

@@ -1238,6 +1238,86 @@ TEST(CpuFusionTest, StridedConvolutionsOfBlockedSequencesRunChannelsLast) {
   }
 }
 
+// An Inception-like block: a stem Conv + Relu whose result "s" (64
+// channels, 14x14) is read by the branches `branches` names: "a" and "b",
+// a 1x1 Conv + Relu then a 3x3 Conv each (sequences); "d", a depthwise 3x3
+// Conv + Relu then a 1x1 Conv (a sequence in 16-channel blocks); "p", a
+// lone narrowing 1x1 Conv (oneDNN's GEMM convolution on the plain tensor);
+// "q", a lone 3x3 Conv (channels-last too); joined by a Concat.
+pb::GraphProto BranchesGraph(const std::string& branches) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{1, 64, 14, 14});
+  AddStage(g, "stem", "x", "sc", 64, 64, 1, 3, 1, 800);
+  g.Node("Relu", {"sc"}, {"s"}, {}, "stem_relu");
+  std::vector<std::string> joined;
+  uint32_t seed = 810;
+  for (char b : branches) {
+    const std::string n(1, b);
+    if (b == 'p') {
+      AddStage(g, n, "s", n + "_y", 64, 16, 1, 1, 1, seed);
+    } else if (b == 'q') {
+      AddStage(g, n, "s", n + "_y", 64, 32, 1, 3, 1, seed);
+    } else if (b == 'd') {
+      AddStage(g, n + "3", "s", n + "_c", 64, 64, 64, 3, 1, seed);
+      g.Node("Relu", {n + "_c"}, {n + "_r"}, {}, n + "_relu");
+      AddStage(g, n + "1", n + "_r", n + "_y", 64, 32, 1, 1, 1, seed + 2);
+    } else {
+      AddStage(g, n + "1", "s", n + "_c", 64, 32, 1, 1, 1, seed);
+      g.Node("Relu", {n + "_c"}, {n + "_r"}, {}, n + "_relu");
+      AddStage(g, n + "3", n + "_r", n + "_y", 32, 48, 1, 3, 1, seed + 2);
+    }
+    seed += 4;
+    joined.push_back(n + "_y");
+  }
+  g.Node("Concat", joined, {"y"}, {AttrInt("axis", 1)}, "concat").Output("y");
+  return g.Build();
+}
+
+TEST(CpuFusionTest, BranchesReadingOneTensorInOneLayoutShareItsCopy) {
+  // Runs the graph three times in one session against the reference;
+  // returns how many layout copies were kept and found over the runs.
+  auto run = [](const std::string& branches) {
+    SCOPED_TRACE(branches);
+    const pb::GraphProto graph = BranchesGraph(branches);
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(graph, 18);
+    runner::SessionOptions options;
+    options.backend = runner::Backend::kCpu;
+    auto session = runner::Session::Create(std::move(loaded), options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    const int64_t kept = runner::cpu::KeptLayoutCopies(), found = runner::cpu::SharedLayoutCopies();
+    for (uint32_t r = 0; r < 3 && session.ok(); ++r) {
+      Feeds feeds = {{"x", RandomFloats({1, 64, 14, 14}, 830 + r)}};
+      auto ref = ::onnxkit::testing::Run(graph, runner::Backend::kReference, feeds);
+      auto out = (*session)->Run({{"x", runner::RtValue::FromTensor(feeds[0].second)}});
+      EXPECT_TRUE(ref.ok()) << ref.status();
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!ref.ok() || !out.ok()) break;
+      float largest = 0;
+      for (float v : Values<float>(ref->outputs[0])) largest = std::max(largest, std::fabs(v));
+      ExpectTensorsClose(ref->outputs[0], (*out)[0].tensor(), 1e-5 * largest, 1e-4, "y");
+    }
+    return std::pair{runner::cpu::KeptLayoutCopies() - kept, runner::cpu::SharedLayoutCopies() - found};
+  };
+  // With AVX-512, oneDNN computes these 1x1 and 3x3 Convs channels-last:
+  // the first branch keeps its reordered "s" for the second, which finds
+  // it, in every run, wherever the plain branch runs. Without, every branch reads the
+  // plain tensor (nothing to share).
+  const int64_t runs = runner::cpu::WinogradSupported() ? 3 : 0;
+  for (const char* branches : {"ab", "pab", "apb", "aq", "qa"}) {
+    EXPECT_EQ(run(branches), (std::pair<int64_t, int64_t>{runs, runs})) << branches;
+  }
+  // A reordering branch whose copy no later reader finds (the one after it
+  // reads "s" plain) keeps it in the first run only.
+  EXPECT_EQ(run("ap"), (std::pair<int64_t, int64_t>{runs > 0 ? 1 : 0, 0}));
+  // Between them a branch reading "s" in channel blocks: it does not take
+  // the first one's copy, keeps its own in the first run (nothing finds
+  // it), and the third takes the first one's.
+  EXPECT_EQ(run("adb"), (std::pair<int64_t, int64_t>{runs > 0 ? runs + 1 : 0, runs}));
+  // The last reader keeps nothing.
+  EXPECT_EQ(run("pa"), (std::pair<int64_t, int64_t>{0, 0}));
+}
+
 TEST(CpuFusionTest, ProjectionBlocksASequenceCannotFinishEndItBeforeTheShortcut) {
   // A Sigmoid inside the second block's main branch: the sequence ends
   // with the first block (it had taken the second's shortcut, then given it
