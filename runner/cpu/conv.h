@@ -43,6 +43,9 @@ int64_t InPlaceResidualSums();
 // how many times a kernel found one (FindLayoutCopy), in this process.
 int64_t KeptLayoutCopies();
 int64_t SharedLayoutCopies();
+// How many times a Conv sequence took the largest magnitude of an input from
+// an earlier reader of the value (InputMaxAbs) in this process.
+int64_t SharedInputBounds();
 // Stages of Conv sequences, over the process, before which the values
 // computed so far were measured, the bound from the sequence's input
 // having given out (runner/cpu/conv_sequence.cc).

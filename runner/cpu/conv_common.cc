@@ -82,6 +82,7 @@ namespace {
 
 std::atomic<int64_t> g_shared_layout_copies{0};
 std::atomic<int64_t> g_kept_layout_copies{0};
+std::atomic<int64_t> g_shared_input_bounds{0};
 
 struct LayoutCopy final : RtValue::Derived {
   static constexpr char kKind = 0;
@@ -124,6 +125,33 @@ void* LayoutCopyKeeper::Keep(const RtValue* value, const dnnl::memory::desc& des
   return data;
 }
 
+namespace {
+
+struct MaxAbsOf final : RtValue::Derived {
+  static constexpr char kKind = 0;
+  explicit MaxAbsOf(double v) : Derived(&kKind), value(v) {}
+  double value;
+};
+
+}  // namespace
+
+double InputMaxAbs(const KernelContext& ctx, int i, const Tensor& t) {
+  const RtValue* value = ctx.Value(i);
+  const bool same = value != nullptr && value->is_tensor() && value->tensor().raw() == t.raw() &&
+                    value->tensor().size() == t.size();
+  if (same) {
+    for (const std::shared_ptr<const RtValue::Derived>& d : value->derived()) {
+      if (d->kind() != &MaxAbsOf::kKind) continue;
+      g_shared_input_bounds.fetch_add(1, std::memory_order_relaxed);
+      return static_cast<const MaxAbsOf*>(d.get())->value;
+    }
+  }
+  const double m = MaxAbs(t.data<float>(), t.size());
+  if (same && ctx.InputReadLater(i)) value->AddDerived(std::make_shared<const MaxAbsOf>(m));
+  return m;
+}
+
+int64_t SharedInputBounds() { return g_shared_input_bounds.load(std::memory_order_relaxed); }
 int64_t KeptLayoutCopies() { return g_kept_layout_copies.load(std::memory_order_relaxed); }
 int64_t SharedLayoutCopies() { return g_shared_layout_copies.load(std::memory_order_relaxed); }
 

@@ -136,6 +136,10 @@ struct ResolvedPostOp {
 // The largest |x[i]| of n floats, or infinity when x holds NaN or an
 // infinity (a parallel pass).
 double MaxAbs(const float* x, int64_t n);
+// MaxAbs of input `i` of `ctx` (a float32 tensor), kept with the value for
+// the run's later readers (the branches of an Inception block bounding
+// their sequences by the same input) and taken from there.
+double InputMaxAbs(const KernelContext& ctx, int i, const Tensor& t);
 // True when no element of float tensor t is NaN or infinite.
 inline bool AllFinite(const Tensor& t) { return MaxAbs(t.data<float>(), t.size()) <= FLT_MAX; }
 

@@ -665,7 +665,7 @@ class ConvSequenceKernel : public CpuKernel {
         if (!r.ok()) return kInf;
         // A residual that is X itself (an identity shortcut) is not read twice.
         bool is_x = (*r)->raw() == x.raw() && (*r)->size() == x.size();
-        bound += is_x ? x_bound : MaxAbs((*r)->data<float>(), (*r)->size());
+        bound += is_x ? x_bound : InputMaxAbs(ctx, plan.stages[k].residual, **r);
       } else {
         // |swish(x)| <= max(|x|, 0.279), |hardswish(x)| <= max(|x|, 0.375);
         // clip to [alpha, beta]: within the bounds, or the value.
@@ -706,7 +706,7 @@ class ConvSequenceKernel : public CpuKernel {
     results->clear();
     absl::StatusOr<const Tensor*> x = ctx.Input(0);
     if (!x.ok()) return 0;
-    const double x_bound = MaxAbs((*x)->data<float>(), (*x)->size());
+    const double x_bound = InputMaxAbs(ctx, 0, **x);
     *x_bound_out = x_bound;
     for (size_t k = 0; k < stages_.size(); ++k) {
       const int source = stages_[k].source;

@@ -1273,7 +1273,7 @@ pb::GraphProto BranchesGraph(const std::string& branches) {
   return g.Build();
 }
 
-TEST(CpuFusionTest, BranchesReadingOneTensorInOneLayoutShareItsCopy) {
+TEST(CpuFusionTest, BranchesReadingOneTensorShareItsCopyInOneLayoutAndItsBound) {
   // Runs the graph three times in one session against the reference;
   // returns how many layout copies were kept and found over the runs.
   auto run = [](const std::string& branches) {
@@ -1314,6 +1314,13 @@ TEST(CpuFusionTest, BranchesReadingOneTensorInOneLayoutShareItsCopy) {
   // the first one's copy, keeps its own in the first run (nothing finds
   // it), and the third takes the first one's.
   EXPECT_EQ(run("adb"), (std::pair<int64_t, int64_t>{runs > 0 ? runs + 1 : 0, runs}));
+  // The sequences bound their values by the largest magnitude in "s": the
+  // first measures it, the later ones (in every layout) take it from there.
+  for (const auto& [branches, taken] : {std::pair{"ab", 1}, std::pair{"abd", 2}, std::pair{"pa", 0}}) {
+    const int64_t before = runner::cpu::SharedInputBounds();
+    run(branches);
+    EXPECT_EQ(runner::cpu::SharedInputBounds() - before, 3 * taken) << branches;
+  }
   // The last reader keeps nothing.
   EXPECT_EQ(run("pa"), (std::pair<int64_t, int64_t>{0, 0}));
 }
