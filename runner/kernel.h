@@ -87,9 +87,15 @@ class KernelContext {
   // a kernel may then keep what it derived from the input with it
   // (RtValue::AddDerived). False when unknown.
   bool InputReadLater(int i) const {
-    return i >= 0 && static_cast<size_t>(i) < read_later_.size() && read_later_[static_cast<size_t>(i)];
+    return read_later_ != nullptr && i >= 0 && i < num_inputs() && read_later_(read_later_state_, i);
   }
-  void set_read_later_inputs(std::vector<bool> read_later) { read_later_ = std::move(read_later); }
+  // Set by the session: answers InputReadLater from `state` (asked only by
+  // the kernels that would keep something).
+  using ReadLaterFn = bool (*)(const void* state, int i);
+  void set_read_later(ReadLaterFn fn, const void* state) {
+    read_later_ = fn;
+    read_later_state_ = state;
+  }
   // Sets output i to a value (a tensor view of an input, a sequence...).
   absl::Status SetOutput(int i, RtValue value);
 
@@ -105,7 +111,8 @@ class KernelContext {
   std::vector<RtValue>* outputs_;
   SubgraphRunner* subgraphs_;
   std::vector<bool> reusable_;
-  std::vector<bool> read_later_;
+  ReadLaterFn read_later_ = nullptr;
+  const void* read_later_state_ = nullptr;
 };
 
 class Kernel {

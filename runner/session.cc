@@ -438,31 +438,28 @@ class Session::Executor : public SubgraphRunner {
       inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
-    std::vector<bool> read_later = ReadLaterInputs(node.inputs(), inputs, frame, releasing);
+    const ReadLater read_later{node.inputs().data(), node.inputs().size(), &frame, releasing};
     return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
-                     /*device=*/false, std::move(read_later));
+                     /*device=*/false, releasing != nullptr ? &read_later : nullptr);
   }
 
-  // Which of a step's inputs (`values`, the graph values `of` them, null
-  // where omitted) a later step reads again: values of `frame` itself not
-  // in `releasing`. Empty when `releasing` is unknown.
-  template <typename GraphValues>
-  static std::vector<bool> ReadLaterInputs(const GraphValues& of, const std::vector<const RtValue*>& values,
-                                           const Frame& frame,
-                                           const std::vector<const ir::Value*>* releasing) {
-    std::vector<bool> later;
-    if (releasing == nullptr) return later;
-    for (size_t i = 0; i < values.size() && i < of.size(); ++i) {
-      const ir::Value* v = of[i];
-      if (v == nullptr || values[i] == nullptr) continue;
-      if (std::find(releasing->begin(), releasing->end(), v) != releasing->end()) continue;
-      auto it = frame.values.find(v);
-      if (it == frame.values.end() || &it->second != values[i]) continue;
-      if (later.empty()) later.assign(values.size(), false);
-      later[i] = true;
+  // Which of a step's inputs (the graph values `of` them, null where
+  // omitted) a later step reads again (KernelContext::InputReadLater):
+  // values of `frame` itself not in `releasing`.
+  struct ReadLater {
+    const ir::Value* const* of;
+    size_t n;
+    const Frame* frame;
+    const std::vector<const ir::Value*>* releasing;
+
+    static bool Ask(const void* state, int i) {
+      const ReadLater& r = *static_cast<const ReadLater*>(state);
+      if (i < 0 || static_cast<size_t>(i) >= r.n) return false;
+      const ir::Value* v = r.of[i];
+      return v != nullptr && std::find(r.releasing->begin(), r.releasing->end(), v) == r.releasing->end() &&
+             r.frame->values.contains(v);
     }
-    return later;
-  }
+  };
 
   // Which inputs of `node` a kernel may compute in place: tensors of this
   // frame used once by the node, for the last time, whose buffer nothing
@@ -517,9 +514,9 @@ class Session::Executor : public SubgraphRunner {
       of.push_back(v);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
-    std::vector<bool> read_later = ReadLaterInputs(of, inputs, frame, releasing);
+    const ReadLater read_later{of.data(), of.size(), &frame, releasing};
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/false,
-                     std::move(read_later));
+                     releasing != nullptr ? &read_later : nullptr);
   }
 
   // True when every input of the node is a tensor and together they hold
@@ -545,12 +542,12 @@ class Session::Executor : public SubgraphRunner {
   // `device`: a CUDA kernel, waited for when its time is measured.
   absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
                          std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {},
-                         bool device = false, std::vector<bool> read_later = {}) {
+                         bool device = false, const ReadLater* read_later = nullptr) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
     ctx.set_reusable_inputs(std::move(reusable));
-    ctx.set_read_later_inputs(std::move(read_later));
+    if (read_later != nullptr) ctx.set_read_later(&ReadLater::Ask, read_later);
     current_ = &frame;
     const bool timing = static_cast<bool>(session_->options_.on_node_done);
     Clock::time_point start = timing ? Clock::now() : Clock::time_point();
