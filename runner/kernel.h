@@ -82,10 +82,10 @@ class KernelContext {
   absl::StatusOr<Tensor*> AllocateOutputReusing(int out, int in, int32_t dtype, std::vector<int64_t> shape);
   // Set by the session before Run: which inputs a kernel may compute in place.
   void set_reusable_inputs(std::vector<bool> reusable) { reusable_ = std::move(reusable); }
-  // True when a later step of the run reads input i again (a value of the
-  // running graph's frame the session does not release after this step):
-  // a kernel may then keep what it derived from the input with it
-  // (RtValue::AddDerived). False when unknown.
+  // True when a Conv of a later step of the run reads input i again as its
+  // X (and the input is a value of the running graph's own frame): a kernel
+  // may then keep what it derived from the input with it for that Conv's
+  // kernel (RtValue::AddDerived). False when unknown.
   bool InputReadLater(int i) const {
     return read_later_ != nullptr && i >= 0 && i < num_inputs() && read_later_(read_later_state_, i);
   }

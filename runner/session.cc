@@ -91,12 +91,13 @@ class Session::Executor : public SubgraphRunner {
       } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
             chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame)
-                                               : RunChain(*chain, frame, &plan->release_after[step]),
+                                               : RunChain(*chain, frame, &plan->conv_reads_later[step]),
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
         absl::Status status = is_main && device_ ? RunPlaced(node, frame, &plan->release_after[step])
-                                                 : RunNode(node, frame, &plan->release_after[step]);
+                                                 : RunNode(node, frame, &plan->release_after[step],
+                                                           &plan->conv_reads_later[step]);
         // Past the nesting limit only the outermost node is named (the path
         // through every level would repeat the same nodes over and over).
         if (!status.ok() && nesting_exceeded_ && !is_main) return status;
@@ -420,9 +421,11 @@ class Session::Executor : public SubgraphRunner {
   }
 
   // Runs one node in `frame` (its outputs are added to it). `releasing`:
-  // the values this step uses for the last time, if known.
+  // the values this step uses for the last time, if known; `conv_later`:
+  // those a Conv of a later step reads (GraphPlan::conv_reads_later).
   absl::Status RunNode(const ir::Node& node, Frame& frame,
-                       const std::vector<const ir::Value*>* releasing = nullptr) {
+                       const std::vector<const ir::Value*>* releasing = nullptr,
+                       const std::vector<const ir::Value*>* conv_later = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs;
     inputs.reserve(node.inputs().size());
@@ -438,25 +441,27 @@ class Session::Executor : public SubgraphRunner {
       inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
-    const ReadLater read_later{node.inputs().data(), node.inputs().size(), &frame, releasing};
+    const ReadLater read_later{node.inputs().data(), node.inputs().size(), &frame, conv_later};
     return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
-                     /*device=*/false, releasing != nullptr ? &read_later : nullptr);
+                     /*device=*/false, conv_later != nullptr ? &read_later : nullptr);
   }
 
   // Which of a step's inputs (the graph values `of` them, null where
-  // omitted) a later step reads again (KernelContext::InputReadLater):
-  // values of `frame` itself not in `releasing`.
+  // omitted) a Conv of a later step reads again (KernelContext::
+  // InputReadLater): values of `frame` itself in `conv_later`
+  // (GraphPlan::conv_reads_later).
   struct ReadLater {
     const ir::Value* const* of;
     size_t n;
     const Frame* frame;
-    const std::vector<const ir::Value*>* releasing;
+    const std::vector<const ir::Value*>* conv_later;
 
     static bool Ask(const void* state, int i) {
       const ReadLater& r = *static_cast<const ReadLater*>(state);
       if (i < 0 || static_cast<size_t>(i) >= r.n) return false;
       const ir::Value* v = r.of[i];
-      return v != nullptr && std::find(r.releasing->begin(), r.releasing->end(), v) == r.releasing->end() &&
+      return v != nullptr &&
+             std::find(r.conv_later->begin(), r.conv_later->end(), v) != r.conv_later->end() &&
              r.frame->values.contains(v);
     }
   };
@@ -489,7 +494,7 @@ class Session::Executor : public SubgraphRunner {
   // Runs a fused chain: its kernel takes the inputs of every node of the
   // chain and produces the last node's outputs.
   absl::Status RunChain(const FusionChain& chain, Frame& frame,
-                        const std::vector<const ir::Value*>* releasing = nullptr) {
+                        const std::vector<const ir::Value*>* conv_later = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs(static_cast<size_t>(chain.num_inputs), nullptr);
     std::vector<const ir::Value*> of(static_cast<size_t>(chain.num_inputs), nullptr);
@@ -514,9 +519,9 @@ class Session::Executor : public SubgraphRunner {
       of.push_back(v);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
-    const ReadLater read_later{of.data(), of.size(), &frame, releasing};
+    const ReadLater read_later{of.data(), of.size(), &frame, conv_later};
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/false,
-                     releasing != nullptr ? &read_later : nullptr);
+                     conv_later != nullptr ? &read_later : nullptr);
   }
 
   // True when every input of the node is a tensor and together they hold
@@ -1157,6 +1162,27 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     for (const ir::Value* v : uses) last_use[v] = step;
     for (const ir::Value* out : node.outputs()) {
       if (out != nullptr && !out->name().empty() && !last_use.contains(out)) last_use[out] = step;
+    }
+  }
+  // The last step whose Conv (alone or in a chain) reads each value as X.
+  absl::flat_hash_map<const ir::Value*, size_t> last_conv_read;
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    auto note = [&](const ir::Node& n) {
+      if (n.op_type() == "Conv" && n.domain().empty() && n.num_inputs() > 0 && n.input(0) != nullptr)
+        last_conv_read[n.input(0)] = step;
+    };
+    if (plan->chain[step] == nullptr) {
+      note(*plan->order[step]);
+    } else {
+      for (const ir::Node* n : plan->chain[step]->nodes) note(*n);
+    }
+  }
+  plan->conv_reads_later.resize(plan->order.size());
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    step_uses(step, &uses);
+    for (const ir::Value* v : uses) {
+      auto c = last_conv_read.find(v);
+      if (c != last_conv_read.end() && c->second > step) plan->conv_reads_later[step].push_back(v);
     }
   }
   absl::flat_hash_set<const ir::Value*> keep(graph.outputs().begin(), graph.outputs().end());

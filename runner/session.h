@@ -148,6 +148,9 @@ class Session {
     std::vector<const FusionChain*> chain;
     // For each step, the values whose last use is that step.
     std::vector<std::vector<const ir::Value*>> release_after;
+    // For each step, the values it reads that a Conv of a later step reads
+    // as its X too (KernelContext::InputReadLater).
+    std::vector<std::vector<const ir::Value*>> conv_reads_later;
   };
 
   absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);

@@ -1243,7 +1243,8 @@ TEST(CpuFusionTest, StridedConvolutionsOfBlockedSequencesRunChannelsLast) {
 // a 1x1 Conv + Relu then a 3x3 Conv each (sequences); "d", a depthwise 3x3
 // Conv + Relu then a 1x1 Conv (a sequence in 16-channel blocks); "p", a
 // lone narrowing 1x1 Conv (oneDNN's GEMM convolution on the plain tensor);
-// "q", a lone 3x3 Conv (channels-last too); joined by a Concat.
+// "q", a lone 3x3 Conv (channels-last too); "s", "s" itself; joined by a
+// Concat.
 pb::GraphProto BranchesGraph(const std::string& branches) {
   GraphBuilder g("g");
   g.Input("x", pb::kFloat, std::vector<int64_t>{1, 64, 14, 14});
@@ -1253,6 +1254,10 @@ pb::GraphProto BranchesGraph(const std::string& branches) {
   uint32_t seed = 810;
   for (char b : branches) {
     const std::string n(1, b);
+    if (b == 's') {
+      joined.push_back("s");
+      continue;
+    }
     if (b == 'p') {
       AddStage(g, n, "s", n + "_y", 64, 16, 1, 1, 1, seed);
     } else if (b == 'q') {
@@ -1321,8 +1326,10 @@ TEST(CpuFusionTest, BranchesReadingOneTensorShareItsCopyInOneLayoutAndItsBound) 
     run(branches);
     EXPECT_EQ(runner::cpu::SharedInputBounds() - before, 3 * taken) << branches;
   }
-  // The last reader keeps nothing.
+  // The last Conv reading "s" keeps nothing, even where the Concat reads
+  // "s" after it.
   EXPECT_EQ(run("pa"), (std::pair<int64_t, int64_t>{0, 0}));
+  EXPECT_EQ(run("as"), (std::pair<int64_t, int64_t>{0, 0}));
 }
 
 TEST(CpuFusionTest, ProjectionBlocksASequenceCannotFinishEndItBeforeTheShortcut) {
