@@ -441,25 +441,27 @@ class Session::Executor : public SubgraphRunner {
       inputs.push_back(value);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
-    const ReadLater read_later{node.inputs().data(), node.inputs().size(), &frame, conv_later};
+    const ReadLater read_later{node.inputs().data(), node.inputs().size(), nullptr, &frame, conv_later};
     return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
                      /*device=*/false, conv_later != nullptr ? &read_later : nullptr);
   }
 
   // Which of a step's inputs (the graph values `of` them, null where
-  // omitted) a Conv of a later step reads again (KernelContext::
-  // InputReadLater): values of `frame` itself in `conv_later`
-  // (GraphPlan::conv_reads_later).
+  // omitted; or those of the fused kernel of `chain`) a Conv of a later
+  // step reads again (KernelContext::InputReadLater): values of `frame`
+  // itself in `conv_later` (GraphPlan::conv_reads_later).
   struct ReadLater {
-    const ir::Value* const* of;
+    ir::Value* const* of;
     size_t n;
+    const FusionChain* chain;
     const Frame* frame;
     const std::vector<const ir::Value*>* conv_later;
 
     static bool Ask(const void* state, int i) {
       const ReadLater& r = *static_cast<const ReadLater*>(state);
-      if (i < 0 || static_cast<size_t>(i) >= r.n) return false;
-      const ir::Value* v = r.of[i];
+      const ir::Value* v = r.chain != nullptr                       ? ChainInput(*r.chain, i)
+                           : i >= 0 && static_cast<size_t>(i) < r.n ? r.of[i]
+                                                                    : nullptr;
       return v != nullptr &&
              std::find(r.conv_later->begin(), r.conv_later->end(), v) != r.conv_later->end() &&
              r.frame->values.contains(v);
@@ -491,13 +493,29 @@ class Session::Executor : public SubgraphRunner {
     return reusable;
   }
 
+  // The graph value input `i` of the fused kernel of `chain` reads (null:
+  // none, or omitted).
+  static const ir::Value* ChainInput(const FusionChain& chain, int i) {
+    if (i < 0) return nullptr;
+    if (i >= chain.num_inputs) {
+      const size_t e = static_cast<size_t>(i - chain.num_inputs);
+      return e < chain.extra_inputs.size() ? chain.extra_inputs[e] : nullptr;
+    }
+    for (size_t k = 0; k < chain.nodes.size(); ++k) {
+      const int j = i - chain.input_offset[k];
+      if (j >= 0 && j < chain.nodes[k]->num_inputs() && j != chain.chained_input[k] &&
+          j != chain.InnerInput(k))
+        return chain.nodes[k]->input(j);
+    }
+    return nullptr;
+  }
+
   // Runs a fused chain: its kernel takes the inputs of every node of the
   // chain and produces the last node's outputs.
   absl::Status RunChain(const FusionChain& chain, Frame& frame,
                         const std::vector<const ir::Value*>* conv_later = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs(static_cast<size_t>(chain.num_inputs), nullptr);
-    std::vector<const ir::Value*> of(static_cast<size_t>(chain.num_inputs), nullptr);
     for (size_t k = 0; k < chain.nodes.size(); ++k) {
       const ir::Node& node = *chain.nodes[k];
       for (int j = 0; j < node.num_inputs(); ++j) {
@@ -508,7 +526,6 @@ class Session::Executor : public SubgraphRunner {
         if (value == nullptr)
           return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
         inputs[static_cast<size_t>(chain.input_offset[k] + j)] = value;
-        of[static_cast<size_t>(chain.input_offset[k] + j)] = v;
       }
     }
     for (const ir::Value* v : chain.extra_inputs) {
@@ -516,10 +533,9 @@ class Session::Executor : public SubgraphRunner {
       if (v != nullptr && value == nullptr)
         return absl::InternalError(absl::StrCat("input '", v->name(), "' has no value"));
       inputs.push_back(value);
-      of.push_back(v);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
-    const ReadLater read_later{of.data(), of.size(), &frame, conv_later};
+    const ReadLater read_later{nullptr, 0, &chain, &frame, conv_later};
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/false,
                      conv_later != nullptr ? &read_later : nullptr);
   }
