@@ -1,7 +1,10 @@
 // KernelContext.
 #include "runner/kernel.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
 
 namespace onnxkit::runner {
 
@@ -44,6 +47,9 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutputUninitialized(int i, int32_
 
 absl::StatusOr<Tensor*> KernelContext::AllocateOutputReusing(int out, int in, int32_t dtype,
                                                              std::vector<int64_t> shape) {
+  // A placed output goes where the session planned it.
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * placed, Placed(out, dtype, shape, false));
+  if (placed != nullptr) return placed;
   const RtValue* v = Value(in);
   if (in >= 0 && static_cast<size_t>(in) < reusable_.size() && reusable_[static_cast<size_t>(in)] &&
       v != nullptr && v->is_tensor() && v->tensor().dtype() == dtype && v->tensor().shape() == shape &&
@@ -52,14 +58,29 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutputReusing(int out, int in, in
     (*outputs_)[static_cast<size_t>(out)] = *v;  // shares the buffer the input is about to release
     return &(*outputs_)[static_cast<size_t>(out)].mutable_tensor();
   }
-  return AllocateOutputImpl(out, dtype, std::move(shape), false);
+  return AllocateOutputImpl(out, dtype, std::move(shape), false, /*ask_place=*/false);
+}
+
+absl::StatusOr<Tensor*> KernelContext::Placed(int i, int32_t dtype, const std::vector<int64_t>& shape,
+                                              bool zero_fill) {
+  if (place_output_ == nullptr || i < 0 || i >= num_outputs()) return nullptr;
+  std::shared_ptr<Buffer> buffer = place_output_(place_output_state_, i, dtype, shape);
+  if (buffer == nullptr) return nullptr;
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor t, Tensor::Wrap(dtype, shape, std::move(buffer)));
+  if (zero_fill && t.nbytes() > 0) std::memset(t.mutable_raw(), 0, t.nbytes());
+  (*outputs_)[static_cast<size_t>(i)] = RtValue::FromTensor(std::move(t));
+  return &(*outputs_)[static_cast<size_t>(i)].mutable_tensor();
 }
 
 absl::StatusOr<Tensor*> KernelContext::AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
-                                                          bool zero_fill) {
+                                                          bool zero_fill, bool ask_place) {
   if (i < 0 || i >= num_outputs()) {
     return absl::InvalidArgumentError(
         absl::StrCat("output ", i, " does not exist (the node has ", num_outputs(), ")"));
+  }
+  if (ask_place) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * placed, Placed(i, dtype, shape, zero_fill));
+    if (placed != nullptr) return placed;
   }
   auto t = zero_fill ? Tensor::Allocate(dtype, std::move(shape))
                      : Tensor::AllocateUninitialized(dtype, std::move(shape));

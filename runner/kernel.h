@@ -96,14 +96,27 @@ class KernelContext {
     read_later_ = fn;
     read_later_state_ = state;
   }
+  // Set by the session for steps whose outputs it placed in a joined
+  // buffer (a Concat's inputs written where the Concat's result holds them,
+  // and that result): asked by every allocation of an output, it returns
+  // the buffer output i of `dtype` and `shape` goes in, or null where the
+  // output is not placed (or has another type or shape than planned).
+  using PlaceOutputFn = std::shared_ptr<Buffer> (*)(const void* state, int i, int32_t dtype,
+                                                    const std::vector<int64_t>& shape);
+  void set_place_output(PlaceOutputFn fn, const void* state) {
+    place_output_ = fn;
+    place_output_state_ = state;
+  }
   // Sets output i to a value (a tensor view of an input, a sequence...).
   absl::Status SetOutput(int i, RtValue value);
 
   SubgraphRunner* subgraphs() const { return subgraphs_; }
 
  private:
-  absl::StatusOr<Tensor*> AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape,
-                                             bool zero_fill);
+  absl::StatusOr<Tensor*> AllocateOutputImpl(int i, int32_t dtype, std::vector<int64_t> shape, bool zero_fill,
+                                             bool ask_place = true);
+  // Output i in the buffer the session placed it in; null when not placed.
+  absl::StatusOr<Tensor*> Placed(int i, int32_t dtype, const std::vector<int64_t>& shape, bool zero_fill);
 
   const ir::Node& node_;
   int64_t opset_;
@@ -113,6 +126,8 @@ class KernelContext {
   std::vector<bool> reusable_;
   ReadLaterFn read_later_ = nullptr;
   const void* read_later_state_ = nullptr;
+  PlaceOutputFn place_output_ = nullptr;
+  const void* place_output_state_ = nullptr;
 };
 
 class Kernel {

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/ops/type_string.h"
@@ -52,6 +53,9 @@ class Session::Executor : public SubgraphRunner {
   struct Frame {
     const Frame* parent = nullptr;
     absl::flat_hash_map<const ir::Value*, RtValue> values;
+    // Per join of the frame's plan (GraphPlan::joins): the buffer its
+    // inputs are being written in, until the Concat takes it.
+    std::vector<std::shared_ptr<Buffer>> joined;
   };
 
   Executor(Session* session, Clock::time_point deadline, bool has_deadline)
@@ -86,22 +90,34 @@ class Session::Executor : public SubgraphRunner {
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
+      const Place place{plan, &plan->placed[step], &frame, &joined_inputs_};
+      const Place* placing = plan->placed[step].empty() ? nullptr : &place;
       if (is_main && skip_memoized_ && session_->shape_memo_.nodes.contains(&node)) {
         ++memoized_nodes_;  // its values read later are in the frame already
       } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
         ONNXKIT_RETURN_IF_ERROR_CTX(
-            chain->kind == FusionKind::kDevice ? RunDeviceChain(*chain, frame)
-                                               : RunChain(*chain, frame, &plan->conv_reads_later[step]),
+            chain->kind == FusionKind::kDevice
+                ? RunDeviceChain(*chain, frame)
+                : RunChain(*chain, frame, &plan->conv_reads_later[step], placing),
             absl::StrCat("node ", ir::NodeLabel(chain->head()), " (run fused with the ",
                          chain->nodes.size() - 1, " nodes after it)"));
       } else if (!folded) {
         absl::Status status = is_main && device_ ? RunPlaced(node, frame, &plan->release_after[step])
                                                  : RunNode(node, frame, &plan->release_after[step],
-                                                           &plan->conv_reads_later[step]);
+                                                           &plan->conv_reads_later[step], placing);
         // Past the nesting limit only the outermost node is named (the path
         // through every level would repeat the same nodes over and over).
         if (!status.ok() && nesting_exceeded_ && !is_main) return status;
         ONNXKIT_RETURN_IF_ERROR_CTX(status, absl::StrCat("node ", ir::NodeLabel(node)));
+      }
+      if (placing != nullptr) {
+        for (const GraphPlan::PlacedOutput& p : plan->placed[step]) {
+          if (p.part >= 0) continue;
+          const GraphPlan::Join& join = plan->joins[static_cast<size_t>(p.join)];
+          LearnJoin(join, node, frame);
+          if (static_cast<size_t>(p.join) < frame.joined.size())
+            frame.joined[static_cast<size_t>(p.join)].reset();
+        }
       }
       if (is_main && keeping_memo_ && session_->shape_memo_.nodes.contains(&node)) KeepForMemo(node, frame);
       if (is_main && session_->options_.observer) {
@@ -118,6 +134,75 @@ class Session::Executor : public SubgraphRunner {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Where a step's outputs placed in joins go (KernelContext::set_place_output).
+  struct Place {
+    const GraphPlan* plan;
+    const std::vector<GraphPlan::PlacedOutput>* placed;
+    Frame* frame;
+    int64_t* handed;  // counts the inputs placed
+
+    static std::shared_ptr<Buffer> Ask(const void* state, int i, int32_t dtype,
+                                       const std::vector<int64_t>& shape) {
+      const Place& p = *static_cast<const Place*>(state);
+      for (const GraphPlan::PlacedOutput& po : *p.placed) {
+        if (po.output != i) continue;
+        const size_t j = static_cast<size_t>(po.join);
+        const GraphPlan::Join& join = p.plan->joins[j];
+        if (join.dtype == 0 || dtype != join.dtype) return nullptr;
+        std::vector<std::shared_ptr<Buffer>>& joined = p.frame->joined;
+        if (joined.size() <= j) joined.resize(p.plan->joins.size());
+        if (po.part < 0) {  // the Concat's result: the buffer its inputs were written in
+          if (joined[j] == nullptr || shape != join.shape) return nullptr;
+          return std::move(joined[j]);
+        }
+        const size_t part = static_cast<size_t>(po.part);
+        if (shape != join.part_shapes[part]) return nullptr;
+        if (joined[j] == nullptr) joined[j] = Buffer::Allocate(join.bytes, /*zero_fill=*/false);
+        if (joined[j] == nullptr) return nullptr;
+        ++*p.handed;
+        const size_t end = part + 1 < join.offsets.size() ? join.offsets[part + 1] : join.bytes;
+        return Buffer::View(joined[j], static_cast<char*>(joined[j]->data()) + join.offsets[part],
+                            end - join.offsets[part]);
+      }
+      return nullptr;
+    }
+  };
+
+  // Learns the types and shapes of a join from its Concat's run: joinable
+  // when the inputs and the result are tensors of one fixed-size type of
+  // whole bytes, the result's dimensions before the axis are all 1 (each
+  // input a contiguous range of it), and it holds kMinJoinBytes or more.
+  void LearnJoin(const GraphPlan::Join& join, const ir::Node& concat, const Frame& frame) {
+    constexpr size_t kMinJoinBytes = 16384;  // smaller joins copy in less time than views cost
+    join.dtype = 0;
+    const RtValue* out = Lookup(frame, concat.output(0));
+    auto opset = session_->OpsetOf(concat);
+    if (out == nullptr || !out->is_tensor() || !opset.ok() || *opset < 4) return;
+    const Tensor& y = out->tensor();
+    const int bits = y.is_string() ? 0 : DataTypeBits(y.dtype());
+    const std::optional<int64_t> axis_attr = concat.GetInt("axis");
+    if (bits <= 0 || bits % 8 != 0 || y.rank() < 1 || !axis_attr || y.nbytes() < kMinJoinBytes) return;
+    const int64_t axis = *axis_attr < 0 ? *axis_attr + y.rank() : *axis_attr;
+    if (axis < 0 || axis >= y.rank()) return;
+    for (int d = 0; d < axis; ++d) {
+      if (y.dim(d) != 1) return;
+    }
+    join.part_shapes.resize(static_cast<size_t>(concat.num_inputs()));
+    join.offsets.resize(static_cast<size_t>(concat.num_inputs()));
+    size_t at = 0;
+    for (int k = 0; k < concat.num_inputs(); ++k) {
+      const RtValue* in = concat.input(k) != nullptr ? Lookup(frame, concat.input(k)) : nullptr;
+      if (in == nullptr || !in->is_tensor() || in->tensor().dtype() != y.dtype()) return;
+      join.part_shapes[static_cast<size_t>(k)] = in->tensor().shape();
+      join.offsets[static_cast<size_t>(k)] = at;
+      at += in->tensor().nbytes();
+    }
+    if (at != y.nbytes()) return;
+    join.shape = y.shape();
+    join.bytes = y.nbytes();
+    join.dtype = y.dtype();
   }
 
   // Keeps the frontier values of shape-computation node `node`
@@ -425,7 +510,8 @@ class Session::Executor : public SubgraphRunner {
   // those a Conv of a later step reads (GraphPlan::conv_reads_later).
   absl::Status RunNode(const ir::Node& node, Frame& frame,
                        const std::vector<const ir::Value*>* releasing = nullptr,
-                       const std::vector<const ir::Value*>* conv_later = nullptr) {
+                       const std::vector<const ir::Value*>* conv_later = nullptr,
+                       const Place* place = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs;
     inputs.reserve(node.inputs().size());
@@ -443,7 +529,7 @@ class Session::Executor : public SubgraphRunner {
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
     const ReadLater read_later{node.inputs().data(), node.inputs().size(), nullptr, &frame, conv_later};
     return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
-                     /*device=*/false, conv_later != nullptr ? &read_later : nullptr);
+                     /*device=*/false, conv_later != nullptr ? &read_later : nullptr, place);
   }
 
   // Which of a step's inputs (the graph values `of` them, null where
@@ -513,7 +599,8 @@ class Session::Executor : public SubgraphRunner {
   // Runs a fused chain: its kernel takes the inputs of every node of the
   // chain and produces the last node's outputs.
   absl::Status RunChain(const FusionChain& chain, Frame& frame,
-                        const std::vector<const ir::Value*>* conv_later = nullptr) {
+                        const std::vector<const ir::Value*>* conv_later = nullptr,
+                        const Place* place = nullptr) {
     ONNXKIT_RETURN_IF_ERROR(CheckDeadline());
     std::vector<const RtValue*> inputs(static_cast<size_t>(chain.num_inputs), nullptr);
     for (size_t k = 0; k < chain.nodes.size(); ++k) {
@@ -537,7 +624,7 @@ class Session::Executor : public SubgraphRunner {
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->ChainKernelFor(chain));
     const ReadLater read_later{nullptr, 0, &chain, &frame, conv_later};
     return RunKernel(*kernel, chain.tail(), chain.head(), std::move(inputs), frame, {}, /*device=*/false,
-                     conv_later != nullptr ? &read_later : nullptr);
+                     conv_later != nullptr ? &read_later : nullptr, place);
   }
 
   // True when every input of the node is a tensor and together they hold
@@ -563,12 +650,14 @@ class Session::Executor : public SubgraphRunner {
   // `device`: a CUDA kernel, waited for when its time is measured.
   absl::Status RunKernel(Kernel& kernel, const ir::Node& node, const ir::Node& timed,
                          std::vector<const RtValue*> inputs, Frame& frame, std::vector<bool> reusable = {},
-                         bool device = false, const ReadLater* read_later = nullptr) {
+                         bool device = false, const ReadLater* read_later = nullptr,
+                         const Place* place = nullptr) {
     std::vector<RtValue> outputs(node.outputs().size());
     ONNXKIT_ASSIGN_OR_RETURN(int64_t opset, session_->OpsetOf(node));
     KernelContext ctx(node, opset, std::move(inputs), &outputs, this);
     ctx.set_reusable_inputs(std::move(reusable));
     if (read_later != nullptr) ctx.set_read_later(&ReadLater::Ask, read_later);
+    if (place != nullptr) ctx.set_place_output(&Place::Ask, place);
     current_ = &frame;
     const bool timing = static_cast<bool>(session_->options_.on_node_done);
     Clock::time_point start = timing ? Clock::now() : Clock::time_point();
@@ -635,6 +724,8 @@ class Session::Executor : public SubgraphRunner {
   int64_t kept_bytes_ = 0;
   bool skip_memoized_ = false;
   int64_t memoized_nodes_ = 0;
+  // Concat inputs written in place in this run (GraphPlan::joins).
+  int64_t joined_inputs_ = 0;
   bool tracking_ = false;
   bool replayable_ = true;
   bool reading_outputs_ = false;
@@ -1056,7 +1147,7 @@ absl::StatusOr<const Session::GraphPlan*> Session::PlanFor(const ir::Graph& grap
   auto it = plans_.find(&graph);
   if (it != plans_.end()) return it->second.get();
   ONNXKIT_ASSIGN_OR_RETURN(std::vector<ir::Node*> order, ir::TopologicalOrder(graph));
-  std::unique_ptr<GraphPlan> plan = BuildPlan(graph, order, {});
+  std::unique_ptr<GraphPlan> plan = BuildPlan(graph, order, {}, {}, options_.backend == Backend::kCpu);
   const GraphPlan* result = plan.get();
   plans_[&graph] = std::move(plan);
   return result;
@@ -1129,14 +1220,15 @@ void Session::PlanFusion() {
       chains_.push_back(std::make_unique<FusionChain>(std::move(chain)));
       by_tail[&chains_.back()->tail()] = chains_.back().get();
     }
-    fused_plans_[&graph] = BuildPlan(graph, (*plan)->order, by_tail, elided_);
+    fused_plans_[&graph] =
+        BuildPlan(graph, (*plan)->order, by_tail, elided_, options_.backend == Backend::kCpu);
   });
 }
 
 std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
     const ir::Graph& graph, const std::vector<ir::Node*>& order,
     const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
-    const absl::flat_hash_set<const ir::Node*>& skipped) {
+    const absl::flat_hash_set<const ir::Node*>& skipped, bool join_in_place) {
   auto plan = std::make_unique<GraphPlan>();
   absl::flat_hash_set<const ir::Node*> absorbed;
   for (const auto& [tail, chain] : chains) {
@@ -1219,7 +1311,53 @@ std::unique_ptr<Session::GraphPlan> Session::BuildPlan(
       }
     }
   }
+  plan->placed.resize(plan->order.size());
+  if (join_in_place) PlanJoins(graph, *plan);
   return plan;
+}
+
+void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
+  absl::flat_hash_map<const ir::Node*, size_t> step_of;
+  for (size_t step = 0; step < plan.order.size(); ++step) step_of[plan.order[step]] = step;
+  const absl::flat_hash_set<const ir::Value*> outputs(graph.outputs().begin(), graph.outputs().end());
+  absl::flat_hash_set<const ir::Value*> taken;
+  for (size_t step = 0; step < plan.order.size(); ++step) {
+    const ir::Node& concat = *plan.order[step];
+    // Concat-1 to -3 (an optional axis) run on the reference kernel.
+    if (plan.chain[step] != nullptr || concat.op_type() != "Concat" || !concat.domain().empty() ||
+        !concat.GetInt("axis").has_value() || concat.num_outputs() != 1 || concat.output(0) == nullptr)
+      continue;
+    std::vector<GraphPlan::PlacedOutput> parts;
+    std::vector<size_t> part_steps;
+    const int join = static_cast<int>(plan.joins.size());
+    for (int j = 0; j < concat.num_inputs(); ++j) {
+      const ir::Value* v = concat.input(j);
+      if (v == nullptr || v->graph() != &graph || v->kind() != ir::ValueKind::kNodeOutput ||
+          v->producer() == nullptr || outputs.contains(v) || taken.contains(v) ||
+          std::count(concat.inputs().begin(), concat.inputs().end(), v) != 1)
+        continue;
+      const ir::Node* producer = v->producer();
+      // A Concat's result is a join's buffer of its own.
+      if (producer->op_type() == "Concat") continue;
+      auto at = step_of.find(producer);
+      if (at == step_of.end() || at->second >= step) continue;
+      for (int o = 0; o < producer->num_outputs(); ++o) {
+        if (producer->output(o) != v) continue;
+        parts.push_back({o, join, j});
+        part_steps.push_back(at->second);
+        break;
+      }
+    }
+    if (parts.empty()) continue;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      taken.insert(concat.input(parts[k].part));
+      plan.placed[part_steps[k]].push_back(parts[k]);
+    }
+    plan.placed[step].push_back({0, join, -1});
+    GraphPlan::Join j;
+    j.step = step;
+    plan.joins.push_back(std::move(j));
+  }
 }
 
 absl::StatusOr<int64_t> Session::OpsetOf(const ir::Node& node) const {
@@ -1513,6 +1651,7 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
   }
   absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
   last_run_memoized_nodes_ = executor.memoized_nodes_;
+  last_run_joined_inputs_ = executor.joined_inputs_;
   if (executor.keeping_memo_ || executor.memo_abandoned_) {
     // Kept only when the run computed every frontier value (tensors within
     // kMaxShapeMemoBytes, KeepForMemo); else this signature runs every node

@@ -122,6 +122,9 @@ class Session {
   // values were kept from an earlier run with the same input types and
   // shapes (shape computations, see AnalyzeShapeComputations).
   int64_t last_run_memoized_nodes() const { return last_run_memoized_nodes_; }
+  // cpu sessions: the Concat inputs the last Run's nodes wrote where the
+  // Concat's result holds them, in every graph it ran (GraphPlan::joins).
+  int64_t last_run_joined_inputs() const { return last_run_joined_inputs_; }
 
   // The copies between host and device of the last Run (graph outputs
   // brought back included); zero for other backends.
@@ -151,6 +154,30 @@ class Session {
     // For each step, the values it reads that a Conv of a later step reads
     // as its X too (KernelContext::InputReadLater).
     std::vector<std::vector<const ir::Value*>> conv_reads_later;
+    // Concats whose inputs are written in place (cpu sessions): the steps
+    // making them allocate each where the Concat's result holds it, in one
+    // buffer the Concat then takes as its result, copying only what is not
+    // there already. Possible when the result's dimensions before the axis
+    // are all 1 (a batch-1 join along the channels): each input is then a
+    // contiguous range of it. The types and shapes are those of the Concat's
+    // last run (learned: a session runs one run at a time); the first run,
+    // and any whose shapes differ, allocate and copy as usual.
+    struct Join {
+      size_t step = 0;                                        // the Concat's step
+      mutable int32_t dtype = 0;                              // 0: nothing learned (or not joinable)
+      mutable std::vector<int64_t> shape;                     // the result's
+      mutable size_t bytes = 0;                               // the result's
+      mutable std::vector<std::vector<int64_t>> part_shapes;  // per Concat input
+      mutable std::vector<size_t> offsets;                    // per Concat input, in bytes
+    };
+    std::vector<Join> joins;
+    struct PlacedOutput {
+      int output = 0;  // of the step's node (a chain's last node)
+      int join = 0;    // index into joins
+      int part = -1;   // the Concat's input; -1: the Concat's result
+    };
+    // For each step, its outputs placed in a join (empty for most).
+    std::vector<std::vector<PlacedOutput>> placed;
   };
 
   absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);
@@ -159,7 +186,10 @@ class Session {
   static std::unique_ptr<GraphPlan> BuildPlan(
       const ir::Graph& graph, const std::vector<ir::Node*>& order,
       const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
-      const absl::flat_hash_set<const ir::Node*>& skipped = {});
+      const absl::flat_hash_set<const ir::Node*>& skipped = {}, bool join_in_place = false);
+  // The joins of `plan` (GraphPlan::joins): every Concat step with its
+  // inputs made by steps of the plan, each input in one join at most.
+  static void PlanJoins(const ir::Graph& graph, GraphPlan& plan);
   // Kernels of runs that feed no initializer (`strict` false: initializers
   // listed as graph inputs and every folded value count as constant) and of
   // runs that feed one (only values that cannot change count).
@@ -264,6 +294,7 @@ class Session {
   bool last_run_replayed_ = false;
   ShapeMemo shape_memo_;
   int64_t last_run_memoized_nodes_ = 0;
+  int64_t last_run_joined_inputs_ = 0;
   CopyStats last_copies_;
 };
 

@@ -174,9 +174,9 @@ void CopyConcatRange(const std::vector<ConcatBlock>& blocks, int64_t row, char* 
     int64_t at = o * row;  // output offset of the current block
     for (const ConcatBlock& b : blocks) {
       int64_t from = std::max(at, begin), to = std::min(at + b.bytes, end);
-      if (from < to) {
-        std::memcpy(y + from, b.data + o * b.bytes + (from - at), static_cast<size_t>(to - from));
-      }
+      const char* src = b.data + o * b.bytes + (from - at);
+      // An input its producer wrote in place (Session's joins) is there already.
+      if (from < to && src != y + from) std::memcpy(y + from, src, static_cast<size_t>(to - from));
       at += b.bytes;
     }
   }

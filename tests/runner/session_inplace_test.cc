@@ -1,7 +1,8 @@
 // Computing in place: a cpu kernel may write its output over an input that
 // is used for the last time and whose buffer nothing else holds; values
 // still needed, fed by the caller, or read twice by the node are never
-// overwritten.
+// overwritten. The inputs of a batch-1 Concat are written where its result
+// holds them, from the second run with the same shapes on.
 #include <limits>
 #include <map>
 #include <memory>
@@ -114,6 +115,159 @@ TEST(SessionInPlaceTest, WhatKernelsDeriveFromAValueStaysWithThatValueObject) {
   EXPECT_EQ(moved.derived().size(), 1u);
   moved.mutable_tensor();
   EXPECT_TRUE(moved.derived().empty());
+}
+
+// Runs `graph` `runs.size()` times in one session of `backend`, with the
+// feeds of each run; per run, the outputs and where each value was computed
+// (with `observe`: else the plan fuses and `data` stays empty), and the
+// Concat inputs the session wrote in place.
+struct Runs {
+  std::vector<Observed> runs;
+  std::vector<int64_t> joined;
+};
+Runs RunRepeatedly(const pb::GraphProto& graph, runner::Backend backend, const std::vector<Feeds>& runs,
+                   bool observe) {
+  Runs result;
+  result.runs.resize(runs.size());
+  size_t at = 0;
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(graph, 18);
+  runner::SessionOptions options;
+  options.backend = backend;
+  if (observe) {
+    options.observer = [&](const ir::Value& v, const runner::RtValue& value) {
+      if (value.is_tensor()) result.runs[at].data[v.name()] = value.tensor().raw();
+      return absl::OkStatus();
+    };
+  }
+  auto session = runner::Session::Create(std::move(loaded), options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return result;
+  for (at = 0; at < runs.size(); ++at) {
+    std::vector<std::pair<std::string, runner::RtValue>> in;
+    for (const auto& [name, t] : runs[at]) in.emplace_back(name, runner::RtValue::FromTensor(t));
+    auto out = (*session)->Run(std::move(in));
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return result;
+    for (const runner::RtValue& v : *out) result.runs[at].outputs.push_back(v.tensor());
+    result.joined.push_back((*session)->last_run_joined_inputs());
+  }
+  return result;
+}
+
+const char* At(const void* base, size_t bytes) { return static_cast<const char*>(base) + bytes; }
+
+TEST(SessionInPlaceTest, ConcatInputsAreWrittenWhereTheResultHoldsThem) {
+  GraphBuilder g("g");
+  g.Input("x")
+      .Input("v")
+      .Node("Sigmoid", {"x"}, {"a"})
+      .Node("Tanh", {"x"}, {"b"})
+      .Node("Neg", {"x"}, {"c"})
+      // v, fed, is copied; b is read again after the Concat.
+      .Node("Concat", {"a", "b", "c", "v"}, {"y"}, {AttrInt("axis", 1)})
+      // y dies here, but b still holds its buffer: Exp may not take it.
+      .Node("Exp", {"y"}, {"e"})
+      .Node("Abs", {"b"}, {"w"})
+      // Along the last axis of a [1, 8, h, w] result: not contiguous ranges.
+      .Node("Sin", {"x"}, {"s"})
+      .Node("Cos", {"x"}, {"k"})
+      .Node("Concat", {"s", "k"}, {"z"}, {AttrInt("axis", 3)})
+      .Output("e")
+      .Output("w")
+      .Output("z");
+  const int64_t kPart = 8 * 16 * 16 * 4;  // bytes of a, b, c at [1, 8, 16, 16]
+  auto feeds = [](std::vector<int64_t> x, int64_t v_channels, uint32_t seed) {
+    std::vector<int64_t> v = x;
+    v[1] = v_channels;
+    return Feeds{{"x", RandomFloats(x, seed)}, {"v", RandomFloats(v, seed + 100)}};
+  };
+  std::vector<Feeds> runs = {
+      feeds({1, 8, 16, 16}, 8, 1),
+      feeds({1, 8, 16, 16}, 8, 2),
+      // The inputs made have their planned shapes, but the result has
+      // another: it is not the buffer they were written in.
+      feeds({1, 8, 16, 16}, 4, 3),
+      feeds({1, 8, 20, 16}, 8, 4),  // new shapes: learned again
+      feeds({1, 8, 20, 16}, 8, 5),
+      feeds({2, 8, 20, 16}, 8, 6),  // batch 2: ranges not contiguous
+      feeds({1, 2, 4, 4}, 2, 7),    // too small to be worth it
+      feeds({1, 2, 4, 4}, 2, 8),
+  };
+  Runs ref = RunRepeatedly(g.Build(), runner::Backend::kReference, runs, true);
+  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, true);
+  ASSERT_EQ(ref.runs.size(), runs.size());
+  ASSERT_EQ(cpu.joined.size(), runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    ASSERT_EQ(cpu.runs[r].outputs.size(), 3u);
+    for (size_t o = 0; o < 3; ++o)
+      ExpectTensorsClose(ref.runs[r].outputs[o], cpu.runs[r].outputs[o], 1e-6, 1e-5, "output");
+    std::map<std::string, const void*>& data = cpu.runs[r].data;
+    const bool placed = r == 1 || r == 4;
+    EXPECT_EQ(cpu.joined[r], placed || r == 2 ? 3 : 0);
+    // The reference backend plans no joins.
+    EXPECT_EQ(ref.joined[r], 0);
+    const size_t part = static_cast<size_t>(r < 3 ? kPart : kPart * 20 / 16);
+    EXPECT_EQ(data["a"] == data["y"], placed);
+    EXPECT_EQ(data["b"] == At(data["y"], part), placed);
+    EXPECT_EQ(data["c"] == At(data["y"], 2 * part), placed);
+    EXPECT_NE(data["v"], At(data["y"], 3 * part));
+    EXPECT_NE(data["e"], data["y"]);
+    EXPECT_NE(data["s"], data["z"]);
+  }
+}
+
+TEST(SessionInPlaceTest, FusedBranchesAndBodiesWriteTheirConcatInputsInPlace) {
+  // Two Conv + Relu branches (fused chains) and a Sigmoid joined by a Concat,
+  // in the main graph and in both branches of an If.
+  auto branches = [](GraphBuilder& b, const std::string& p) {
+    b.Node("Conv", {"x", "w1"}, {p + "c1"}, {AttrInts("pads", {1, 1, 1, 1})})
+        .Node("Relu", {p + "c1"}, {p + "r1"})
+        .Node("Conv", {"x", "w2"}, {p + "c2"})
+        .Node("Relu", {p + "c2"}, {p + "r2"})
+        .Node("Sigmoid", {"x"}, {p + "s"})
+        .Node("Concat", {p + "r1", p + "r2", p + "s"}, {p + "y"}, {AttrInt("axis", 1)});
+  };
+  GraphBuilder then_g("then_g"), else_g("else_g");
+  branches(then_g, "t");
+  then_g.Node("Neg", {"ty"}, {"tn"}).Output("tn");
+  branches(else_g, "e");
+  else_g.Node("Abs", {"ey"}, {"en"}).Output("en");
+  GraphBuilder g("g");
+  g.Input("x")
+      .Input("cond", pb::kBool, {})
+      .Initializer(InitializerFrom("w1", RandomFloats({8, 4, 3, 3}, 11)))
+      .Initializer(InitializerFrom("w2", RandomFloats({8, 4, 1, 1}, 12)));
+  branches(g, "m");
+  g.Node("If", {"cond"}, {"i"},
+         {AttrGraph("then_branch", then_g.Build()), AttrGraph("else_branch", else_g.Build())})
+      .Output("my")
+      .Output("i");
+  bool yes = true, no = false;
+  auto cond = [](bool v) {
+    runner::Tensor t = *runner::Tensor::AllocateUninitialized(pb::kBool, {});
+    *t.mutable_data<bool>() = v;
+    return t;
+  };
+  std::vector<Feeds> runs;
+  for (uint32_t r = 0; r < 4; ++r)
+    runs.push_back({{"x", RandomFloats({1, 4, 16, 16}, r)}, {"cond", cond(r % 2 == 0 ? yes : no)}});
+  Runs ref = RunRepeatedly(g.Build(), runner::Backend::kReference, runs, false);
+  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, false);
+  ASSERT_EQ(cpu.joined.size(), runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    ASSERT_EQ(cpu.runs[r].outputs.size(), 2u);
+    for (size_t o = 0; o < 2; ++o)
+      ExpectTensorsClose(ref.runs[r].outputs[o], cpu.runs[r].outputs[o], 1e-5, 1e-4, "output");
+  }
+  // Run 0 learns the main graph's join and the then-branch's, run 1 the
+  // else-branch's; from then on all three inputs of each are placed.
+  EXPECT_EQ(cpu.joined[0], 0);
+  EXPECT_EQ(cpu.joined[1], 3);
+  EXPECT_EQ(cpu.joined[2], 6);
+  EXPECT_EQ(cpu.joined[3], 6);
 }
 
 }  // namespace
