@@ -47,6 +47,165 @@ void CollectUses(const ir::Node& node, const ir::Graph& graph, std::vector<const
 // The most bytes of shape computations' values a session keeps (ShapeMemo).
 constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
 
+// The memory plan of the main graph (cpu sessions; runs that feed no
+// initializer and have no observer). A run learns it: each tensor a step
+// allocates for its outputs (not a Concat's joined ones, not those of
+// nodes running bodies) is a slot of that size, live from that step to
+// the step after which its buffer was released (views of it, a Reshape's
+// result, keep it alive: the lifetime is the buffer's). Values still held
+// when the run ends (graph outputs, kept shape computations) get none.
+// Slots are laid out in one block, first fit by size, slots whose
+// lifetimes meet never sharing bytes. Later runs compute each planned
+// output into its place in the block. Before handing one out, every slot
+// sharing its bytes must have been released (its last buffer expired):
+// where one has not (a kernel kept a value), or the size differs, the
+// output is allocated as before and the next run learns again (at most
+// kMaxLearns times; then the plan is off for the session). While learning,
+// no kernel computes in place, as in planned runs (a planned output goes
+// to its slot).
+struct Session::Arena {
+  static constexpr int kMaxLearns = 8;
+  struct Slot {
+    size_t bytes = 0;
+    size_t offset = 0;
+    size_t first = 0, last = 0;     // the steps
+    std::vector<size_t> overlaps;   // the slots sharing bytes with it
+    std::weak_ptr<Buffer> current;  // its buffer in the last run that made it
+    bool live = true;               // learning: not released yet
+  };
+  const GraphPlan* plan = nullptr;
+  bool planned = false;
+  bool off = false;
+  bool stale = false;  // a run met a size or a holder the plan did not foresee
+  int learns = 0;
+  std::vector<std::vector<int>> slot_of;  // [step][output]: the slot, or -1
+  std::vector<Slot> slots;
+  std::vector<size_t> live;  // learning: the slots not released yet
+  std::shared_ptr<Buffer> block;
+
+  void Reset(const GraphPlan* p) {
+    plan = p;
+    planned = false;
+    stale = false;
+    slots.clear();
+    live.clear();
+    block.reset();
+    slot_of.assign(p->order.size(), {});
+  }
+
+  // The output `i` of step `step` takes `buffer` (learning).
+  void Record(size_t step, int i, const std::shared_ptr<Buffer>& buffer) {
+    std::vector<int>& of = slot_of[step];
+    if (of.size() <= static_cast<size_t>(i)) of.resize(static_cast<size_t>(i) + 1, -1);
+    Slot slot;
+    slot.bytes = buffer->size();
+    slot.first = slot.last = step;
+    slot.current = buffer;
+    of[static_cast<size_t>(i)] = static_cast<int>(slots.size());
+    live.push_back(slots.size());
+    slots.push_back(std::move(slot));
+  }
+
+  // Notes the slots released by the end of step `step` (learning).
+  void Released(size_t step) {
+    size_t kept = 0;
+    for (size_t k : live) {
+      Slot& slot = slots[k];
+      if (slot.current.expired()) {
+        slot.live = false;
+        slot.last = step;
+      } else {
+        live[kept++] = k;
+      }
+    }
+    live.resize(kept);
+  }
+
+  // Lays the slots out (after a whole learning run). False when the block
+  // cannot be allocated.
+  bool Lay() {
+    for (std::vector<int>& of : slot_of) {
+      for (int& k : of) {
+        if (k >= 0 && slots[static_cast<size_t>(k)].live) k = -1;  // still held: no slot
+      }
+    }
+    std::vector<size_t> order;
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (!slots[k].live && slots[k].bytes > 0) order.push_back(k);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return slots[a].bytes > slots[b].bytes; });
+    constexpr size_t kAlign = 64;
+    std::vector<size_t> laid;
+    std::vector<std::pair<size_t, size_t>> taken;  // byte ranges of laid slots living at the same time
+    size_t total = 0;
+    for (size_t k : order) {
+      Slot& s = slots[k];
+      const size_t size = (s.bytes + kAlign - 1) / kAlign * kAlign;
+      taken.clear();
+      for (size_t l : laid) {
+        const Slot& o = slots[l];
+        if (o.first <= s.last && s.first <= o.last)
+          taken.emplace_back(o.offset, o.offset + (o.bytes + kAlign - 1) / kAlign * kAlign);
+      }
+      std::sort(taken.begin(), taken.end());
+      size_t at = 0;
+      for (const auto& [begin, end] : taken) {
+        if (begin >= at + size) break;
+        at = std::max(at, end);
+      }
+      s.offset = at;
+      total = std::max(total, at + size);
+      laid.push_back(k);
+    }
+    for (size_t a : laid) {
+      Slot& s = slots[a];
+      s.overlaps.clear();
+      s.current.reset();
+      for (size_t b : laid) {
+        const Slot& o = slots[b];
+        if (a != b && o.offset < s.offset + s.bytes && s.offset < o.offset + o.bytes) s.overlaps.push_back(b);
+      }
+    }
+    block = total > 0 ? Buffer::Allocate(total, /*zero_fill=*/false) : nullptr;
+    planned = block != nullptr;
+    return planned;
+  }
+
+  // The place of output `i` of step `step` (`dtype`, `shape`) in the block,
+  // or null (not planned, another size, or a slot sharing its bytes still held).
+  std::shared_ptr<Buffer> Take(size_t step, int i, int32_t dtype, const std::vector<int64_t>& shape) {
+    if (step >= slot_of.size() || i < 0 || static_cast<size_t>(i) >= slot_of[step].size()) return nullptr;
+    const int k = slot_of[step][static_cast<size_t>(i)];
+    if (k < 0) return nullptr;
+    Slot& slot = slots[static_cast<size_t>(k)];
+    int64_t count = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && count > std::numeric_limits<int64_t>::max() / d)) return nullptr;
+      count *= d;
+    }
+    const std::optional<int64_t> bytes = RawByteSize(dtype, count);
+    if (!bytes || static_cast<size_t>(*bytes) != slot.bytes || dtype == pb::kString) {
+      stale = true;
+      return nullptr;
+    }
+    if (!slot.current.expired()) {
+      stale = true;
+      return nullptr;
+    }
+    for (size_t o : slot.overlaps) {
+      if (!slots[o].current.expired()) {
+        stale = true;
+        return nullptr;
+      }
+    }
+    std::shared_ptr<Buffer> view =
+        Buffer::View(block, static_cast<char*>(block->data()) + slot.offset, slot.bytes);
+    slot.current = view;
+    return view;
+  }
+};
+
 // One Run: frames of values per executing graph, outer scopes by parent.
 class Session::Executor : public SubgraphRunner {
  public:
@@ -87,11 +246,24 @@ class Session::Executor : public SubgraphRunner {
     if (plan == nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(plan, session_->PlanFor(graph));
     }
+    Arena* arena = is_main ? arena_ : nullptr;
+    bool learning = false;
+    if (arena != nullptr) {
+      if (arena->plan != plan) arena->Reset(plan);
+      if (!arena->planned || arena->stale) {
+        if (++arena->learns > Arena::kMaxLearns) arena->off = true;
+        arena->Reset(plan);
+        learning = !arena->off;
+      }
+      if (arena->off) arena = nullptr;
+    }
+    learning_ = learning;
+    Arena* const taking = arena != nullptr && !learning ? arena : nullptr;
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
-      const Place place{plan, &plan->placed[step], &frame, &joined_inputs_};
-      const Place* placing = plan->placed[step].empty() ? nullptr : &place;
+      const Place place{plan, &plan->placed[step], &frame, &joined_inputs_, step, taking, &arena_outputs_};
+      const Place* placing = plan->placed[step].empty() && taking == nullptr ? nullptr : &place;
       if (is_main && skip_memoized_ && session_->shape_memo_.nodes.contains(&node)) {
         ++memoized_nodes_;  // its values read later are in the frame already
       } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
@@ -128,12 +300,40 @@ class Session::Executor : public SubgraphRunner {
           if (value != nullptr) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, *value));
         }
       }
+      if (learning) LearnOutputs(*arena, *plan, step, frame);
       for (const ir::Value* v : plan->release_after[step]) {
         frame.values.erase(v);
         if (is_main) mirror_.erase(v);
       }
+      if (learning) arena->Released(step);
+    }
+    if (learning) {
+      learning_ = false;
+      if (!arena->Lay()) arena->off = true;
     }
     return absl::OkStatus();
+  }
+
+  // Learning the memory plan: the tensors step `step` allocated for its
+  // outputs (Session::Arena).
+  void LearnOutputs(Arena& arena, const GraphPlan& plan, size_t step, const Frame& frame) {
+    const ir::Node& node = *plan.order[step];
+    bool has_subgraph = false;
+    node.ForEachSubgraph([&](ir::Graph*) { has_subgraph = true; });
+    if (has_subgraph) return;
+    for (int i = 0; i < node.num_outputs(); ++i) {
+      const ir::Value* out = node.output(i);
+      if (out == nullptr || out->name().empty()) continue;
+      bool joined = false;
+      for (const GraphPlan::PlacedOutput& p : plan.placed[step]) joined = joined || p.output == i;
+      if (joined) continue;
+      auto it = frame.values.find(out);
+      if (it == frame.values.end() || !it->second.is_tensor() || it->second.tensor().is_string()) continue;
+      const std::shared_ptr<Buffer>& buffer = it->second.tensor().buffer();
+      if (buffer == nullptr || !buffer->owned() || buffer->kind() != MemoryKind::kHost) continue;
+      // A buffer another value holds too (an input's, a constant's) is not new.
+      if (buffer.use_count() == 1) arena.Record(step, i, buffer);
+    }
   }
 
   // Where a step's outputs placed in joins go (KernelContext::set_place_output).
@@ -142,6 +342,9 @@ class Session::Executor : public SubgraphRunner {
     const std::vector<GraphPlan::PlacedOutput>* placed;
     Frame* frame;
     int64_t* handed;  // counts the inputs placed
+    size_t step;
+    Arena* arena;           // the memory plan to take outputs from, or null
+    int64_t* arena_handed;  // counts the outputs taken from it
 
     static std::shared_ptr<Buffer> Ask(const void* state, int i, int32_t dtype,
                                        const std::vector<int64_t>& shape) {
@@ -166,7 +369,10 @@ class Session::Executor : public SubgraphRunner {
         return Buffer::View(joined[j], static_cast<char*>(joined[j]->data()) + join.offsets[part],
                             end - join.offsets[part]);
       }
-      return nullptr;
+      if (p.arena == nullptr) return nullptr;
+      std::shared_ptr<Buffer> taken = p.arena->Take(p.step, i, dtype, shape);
+      if (taken != nullptr) ++*p.arena_handed;
+      return taken;
     }
   };
 
@@ -528,7 +734,8 @@ class Session::Executor : public SubgraphRunner {
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
     const ReadLater read_later{node.inputs().data(), node.inputs().size(), nullptr, &frame, conv_later};
-    return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
+    return RunKernel(*kernel, node, node, std::move(inputs), frame,
+                     ReusableInputs(node, frame, learning_ ? nullptr : releasing),
                      /*device=*/false, conv_later != nullptr ? &read_later : nullptr, place);
   }
 
@@ -726,6 +933,12 @@ class Session::Executor : public SubgraphRunner {
   int64_t memoized_nodes_ = 0;
   // Concat inputs written in place in this run (GraphPlan::joins).
   int64_t joined_inputs_ = 0;
+  // The main graph's memory plan (null: none for this run), whether this
+  // run learns it (no kernel computes in place then), and the outputs
+  // taken from it.
+  Arena* arena_ = nullptr;
+  bool learning_ = false;
+  int64_t arena_outputs_ = 0;
   bool tracking_ = false;
   bool replayable_ = true;
   bool reading_outputs_ = false;
@@ -1649,8 +1862,13 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
       executor.keeping_memo_ = true;
     }
   }
+  if (!executor.strict_ && cuda_ == nullptr && !options_.observer && options_.backend == Backend::kCpu) {
+    if (arena_ == nullptr) arena_ = std::make_unique<Arena>();
+    executor.arena_ = arena_.get();
+  }
   absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
   last_run_memoized_nodes_ = executor.memoized_nodes_;
+  last_run_arena_outputs_ = executor.arena_outputs_;
   last_run_joined_inputs_ = executor.joined_inputs_;
   if (executor.keeping_memo_ || executor.memo_abandoned_) {
     // Kept only when the run computed every frontier value (tensors within
