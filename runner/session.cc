@@ -257,7 +257,7 @@ class Session::Executor : public SubgraphRunner {
       }
       if (arena->off) arena = nullptr;
     }
-    learning_ = learning;
+    if (is_main) learning_ = learning;  // bodies run inside a main step keep it
     Arena* const taking = arena != nullptr && !learning ? arena : nullptr;
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
