@@ -54,22 +54,22 @@ constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
 // the step after which its buffer was released (views of it, a Reshape's
 // result, keep it alive: the lifetime is the buffer's). Values still held
 // when the run ends (graph outputs, kept shape computations) get none.
-// Slots are laid out in one block, first fit by size, slots whose
-// lifetimes meet never sharing bytes. Later runs compute each planned
-// output into its place in the block. Before handing one out, every slot
-// sharing its bytes must have been released (its last buffer expired):
-// where one has not (a kernel kept a value), or the size differs, the
+// Slots are laid out in one block, in the order they are made, each at the
+// lowest offset free of the slots alive then. Later runs compute each
+// planned output into its place in the block. Before handing one out, no
+// buffer handed out earlier that shares its bytes may still be alive: where
+// one is (a kernel or a caller kept a value), or the size differs, the
 // output is allocated as before and the next run learns again (at most
-// kMaxLearns times; then the plan is off for the session). While learning,
-// no kernel computes in place, as in planned runs (a planned output goes
-// to its slot).
+// kMaxLearns times; then the plan is off for the session). An output a
+// kernel computed over its input in place shares the input's buffer: it
+// gets no slot, and in planned runs it shares the input's view the same
+// way (Executor::ReusableInputs).
 struct Session::Arena {
   static constexpr int kMaxLearns = 8;
   struct Slot {
     size_t bytes = 0;
     size_t offset = 0;
     size_t first = 0, last = 0;     // the steps
-    std::vector<size_t> overlaps;   // the slots sharing bytes with it
     std::weak_ptr<Buffer> current;  // its buffer in the last run that made it
     bool live = true;               // learning: not released yet
   };
@@ -81,6 +81,7 @@ struct Session::Arena {
   std::vector<std::vector<int>> slot_of;  // [step][output]: the slot, or -1
   std::vector<Slot> slots;
   std::vector<size_t> live;  // learning: the slots not released yet
+  std::vector<size_t> outstanding;  // planned runs: slots handed out whose buffer may be alive
   std::shared_ptr<Buffer> block;
 
   void Reset(const GraphPlan* p) {
@@ -89,6 +90,7 @@ struct Session::Arena {
     stale = false;
     slots.clear();
     live.clear();
+    outstanding.clear();
     block.reset();
     slot_of.assign(p->order.size(), {});
   }
@@ -121,59 +123,43 @@ struct Session::Arena {
     live.resize(kept);
   }
 
-  // Lays the slots out (after a whole learning run). False when the block
-  // cannot be allocated.
+  // Lays the slots out (after a whole learning run): in the order they
+  // are made, each at the lowest offset where it fits beside the slots
+  // still alive then. False when the block cannot be allocated.
   bool Lay() {
     for (std::vector<int>& of : slot_of) {
       for (int& k : of) {
         if (k >= 0 && slots[static_cast<size_t>(k)].live) k = -1;  // still held: no slot
       }
     }
-    std::vector<size_t> order;
-    for (size_t k = 0; k < slots.size(); ++k) {
-      if (!slots[k].live && slots[k].bytes > 0) order.push_back(k);
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return slots[a].bytes > slots[b].bytes; });
     constexpr size_t kAlign = 64;
-    std::vector<size_t> laid;
-    std::vector<std::pair<size_t, size_t>> taken;  // byte ranges of laid slots living at the same time
+    auto padded = [](size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
+    std::vector<size_t> active;  // laid slots alive at the current one's first step, by offset
     size_t total = 0;
-    for (size_t k : order) {
+    for (size_t k = 0; k < slots.size(); ++k) {  // slots are recorded by first step
       Slot& s = slots[k];
-      const size_t size = (s.bytes + kAlign - 1) / kAlign * kAlign;
-      taken.clear();
-      for (size_t l : laid) {
-        const Slot& o = slots[l];
-        if (o.first <= s.last && s.first <= o.last)
-          taken.emplace_back(o.offset, o.offset + (o.bytes + kAlign - 1) / kAlign * kAlign);
-      }
-      std::sort(taken.begin(), taken.end());
-      size_t at = 0;
-      for (const auto& [begin, end] : taken) {
-        if (begin >= at + size) break;
-        at = std::max(at, end);
+      s.current.reset();
+      if (s.live || s.bytes == 0) continue;
+      std::erase_if(active, [&](size_t a) { return slots[a].last < s.first; });
+      const size_t size = padded(s.bytes);
+      size_t at = 0, pos = 0;
+      for (; pos < active.size(); ++pos) {
+        const Slot& o = slots[active[pos]];
+        if (o.offset >= at + size) break;
+        at = std::max(at, o.offset + padded(o.bytes));
       }
       s.offset = at;
+      active.insert(active.begin() + static_cast<std::ptrdiff_t>(pos), k);
       total = std::max(total, at + size);
-      laid.push_back(k);
     }
-    for (size_t a : laid) {
-      Slot& s = slots[a];
-      s.overlaps.clear();
-      s.current.reset();
-      for (size_t b : laid) {
-        const Slot& o = slots[b];
-        if (a != b && o.offset < s.offset + s.bytes && s.offset < o.offset + o.bytes) s.overlaps.push_back(b);
-      }
-    }
+    outstanding.clear();
     block = total > 0 ? Buffer::Allocate(total, /*zero_fill=*/false) : nullptr;
     planned = block != nullptr;
     return planned;
   }
 
   // The place of output `i` of step `step` (`dtype`, `shape`) in the block,
-  // or null (not planned, another size, or a slot sharing its bytes still held).
+  // or null (not planned, another size, or bytes of it still held).
   std::shared_ptr<Buffer> Take(size_t step, int i, int32_t dtype, const std::vector<int64_t>& shape) {
     if (step >= slot_of.size() || i < 0 || static_cast<size_t>(i) >= slot_of[step].size()) return nullptr;
     const int k = slot_of[step][static_cast<size_t>(i)];
@@ -189,19 +175,25 @@ struct Session::Arena {
       stale = true;
       return nullptr;
     }
-    if (!slot.current.expired()) {
+    // The slots handed out whose buffers may be alive (the values alive
+    // now, and any held past their planned lifetime): none may share bytes.
+    size_t kept = 0;
+    bool held = false;
+    for (size_t o : outstanding) {
+      const Slot& other = slots[o];
+      if (other.current.expired()) continue;
+      outstanding[kept++] = o;
+      held = held || (other.offset < slot.offset + slot.bytes && slot.offset < other.offset + other.bytes);
+    }
+    outstanding.resize(kept);
+    if (held) {
       stale = true;
       return nullptr;
-    }
-    for (size_t o : slot.overlaps) {
-      if (!slots[o].current.expired()) {
-        stale = true;
-        return nullptr;
-      }
     }
     std::shared_ptr<Buffer> view =
         Buffer::View(block, static_cast<char*>(block->data()) + slot.offset, slot.bytes);
     slot.current = view;
+    outstanding.push_back(static_cast<size_t>(k));
     return view;
   }
 };
@@ -257,8 +249,8 @@ class Session::Executor : public SubgraphRunner {
       }
       if (arena->off) arena = nullptr;
     }
-    if (is_main) learning_ = learning;  // bodies run inside a main step keep it
     Arena* const taking = arena != nullptr && !learning ? arena : nullptr;
+    if (is_main) arena_block_ = taking != nullptr ? taking->block.get() : nullptr;
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
@@ -307,10 +299,7 @@ class Session::Executor : public SubgraphRunner {
       }
       if (learning) arena->Released(step);
     }
-    if (learning) {
-      learning_ = false;
-      if (!arena->Lay()) arena->off = true;
-    }
+    if (learning && !arena->Lay()) arena->off = true;
     return absl::OkStatus();
   }
 
@@ -735,7 +724,7 @@ class Session::Executor : public SubgraphRunner {
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
     const ReadLater read_later{node.inputs().data(), node.inputs().size(), nullptr, &frame, conv_later};
     return RunKernel(*kernel, node, node, std::move(inputs), frame,
-                     ReusableInputs(node, frame, learning_ ? nullptr : releasing),
+                     ReusableInputs(node, frame, releasing, arena_block_),
                      /*device=*/false, conv_later != nullptr ? &read_later : nullptr, place);
   }
 
@@ -764,9 +753,13 @@ class Session::Executor : public SubgraphRunner {
   // Which inputs of `node` a kernel may compute in place: tensors of this
   // frame used once by the node, for the last time, whose buffer nothing
   // else holds (not a view of the model file, a fed value the caller kept,
-  // or a value another value shares). Empty when none.
+  // a Concat's input in its joined buffer, or a value another value
+  // shares). Views of the memory plan's block `arena_block` count as
+  // buffers of their own, as the run that learned the plan saw them. Empty
+  // when none.
   static std::vector<bool> ReusableInputs(const ir::Node& node, const Frame& frame,
-                                          const std::vector<const ir::Value*>* releasing) {
+                                          const std::vector<const ir::Value*>* releasing,
+                                          const Buffer* arena_block = nullptr) {
     std::vector<bool> reusable;
     if (releasing == nullptr || releasing->empty()) return reusable;
     bool has_subgraph = false;
@@ -779,11 +772,20 @@ class Session::Executor : public SubgraphRunner {
       auto it = frame.values.find(v);
       if (it == frame.values.end() || !it->second.is_tensor()) continue;
       const std::shared_ptr<Buffer>& buffer = it->second.tensor().buffer();
-      if (buffer == nullptr || !buffer->owned() || buffer.use_count() != 1) continue;
+      if (buffer == nullptr || buffer.use_count() != 1) continue;
+      if (!buffer->owned() && !InBlock(*buffer, arena_block)) continue;
       if (reusable.empty()) reusable.assign(static_cast<size_t>(node.num_inputs()), false);
       reusable[static_cast<size_t>(i)] = true;
     }
     return reusable;
+  }
+
+  // True when `buffer` is a view of `block`'s bytes.
+  static bool InBlock(const Buffer& buffer, const Buffer* block) {
+    if (block == nullptr) return false;
+    const char* at = static_cast<const char*>(buffer.data());
+    const char* begin = static_cast<const char*>(block->data());
+    return at >= begin && at < begin + block->size();
   }
 
   // The graph value input `i` of the fused kernel of `chain` reads (null:
@@ -933,11 +935,10 @@ class Session::Executor : public SubgraphRunner {
   int64_t memoized_nodes_ = 0;
   // Concat inputs written in place in this run (GraphPlan::joins).
   int64_t joined_inputs_ = 0;
-  // The main graph's memory plan (null: none for this run), whether this
-  // run learns it (no kernel computes in place then), and the outputs
-  // taken from it.
+  // The main graph's memory plan (null: none for this run), its block in
+  // a run that takes from it, and the outputs taken from it.
   Arena* arena_ = nullptr;
-  bool learning_ = false;
+  const Buffer* arena_block_ = nullptr;
   int64_t arena_outputs_ = 0;
   bool tracking_ = false;
   bool replayable_ = true;

@@ -313,9 +313,11 @@ TEST(SessionInPlaceTest, RunsComputeIntoOneMemoryPlanTheFirstRunLearns) {
       ExpectTensorsClose(cpu.copies[r][o], cpu.runs[r].outputs[o], 0, 0, "kept output");
     }
   }
-  // a, b, c, d, k, m in the planned runs (b's buffer lives on as r until
-  // Mul; e and y are the caller's).
-  EXPECT_EQ(cpu.arena, (std::vector<int64_t>{0, 6, 6, 0, 0, 6}));
+  // In the planned runs, the values computed neither over an input in
+  // place (c, d, k, m take a's buffer in turn, and y, the caller's, takes
+  // it from m) nor held to the end (e, y): b (its buffer lives on as r
+  // until Mul) and two more.
+  EXPECT_EQ(cpu.arena, (std::vector<int64_t>{0, 3, 3, 0, 0, 3}));
 }
 
 TEST(SessionInPlaceTest, AValueHeldLongerThanThePlanForesawIsNotWrittenOver) {
