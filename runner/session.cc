@@ -47,157 +47,6 @@ void CollectUses(const ir::Node& node, const ir::Graph& graph, std::vector<const
 // The most bytes of shape computations' values a session keeps (ShapeMemo).
 constexpr int64_t kMaxShapeMemoBytes = int64_t{64} << 20;
 
-// The memory plan of the main graph (cpu sessions; runs that feed no
-// initializer and have no observer). A run learns it: each tensor a step
-// allocates for its outputs (not a Concat's joined ones, not those of
-// nodes running bodies) is a slot of that size, live from that step to
-// the step after which its buffer was released (views of it, a Reshape's
-// result, keep it alive: the lifetime is the buffer's). Values still held
-// when the run ends (graph outputs, kept shape computations) get none.
-// Slots are laid out in one block, in the order they are made, each at the
-// lowest offset free of the slots alive then. Later runs compute each
-// planned output into its place in the block. Before handing one out, no
-// buffer handed out earlier that shares its bytes may still be alive: where
-// one is (a kernel or a caller kept a value), or the size differs, the
-// output is allocated as before and the next run learns again (at most
-// kMaxLearns times; then the plan is off for the session). An output a
-// kernel computed over its input in place shares the input's buffer: it
-// gets no slot, and in planned runs it shares the input's view the same
-// way (Executor::ReusableInputs).
-struct Session::Arena {
-  static constexpr int kMaxLearns = 8;
-  struct Slot {
-    size_t bytes = 0;
-    size_t offset = 0;
-    size_t first = 0, last = 0;     // the steps
-    std::weak_ptr<Buffer> current;  // its buffer in the last run that made it
-    bool live = true;               // learning: not released yet
-  };
-  const GraphPlan* plan = nullptr;
-  bool planned = false;
-  bool off = false;
-  bool stale = false;  // a run met a size or a holder the plan did not foresee
-  int learns = 0;
-  std::vector<std::vector<int>> slot_of;  // [step][output]: the slot, or -1
-  std::vector<Slot> slots;
-  std::vector<size_t> live;  // learning: the slots not released yet
-  std::vector<size_t> outstanding;  // planned runs: slots handed out whose buffer may be alive
-  std::shared_ptr<Buffer> block;
-
-  void Reset(const GraphPlan* p) {
-    plan = p;
-    planned = false;
-    stale = false;
-    slots.clear();
-    live.clear();
-    outstanding.clear();
-    block.reset();
-    slot_of.assign(p->order.size(), {});
-  }
-
-  // The output `i` of step `step` takes `buffer` (learning).
-  void Record(size_t step, int i, const std::shared_ptr<Buffer>& buffer) {
-    std::vector<int>& of = slot_of[step];
-    if (of.size() <= static_cast<size_t>(i)) of.resize(static_cast<size_t>(i) + 1, -1);
-    Slot slot;
-    slot.bytes = buffer->size();
-    slot.first = slot.last = step;
-    slot.current = buffer;
-    of[static_cast<size_t>(i)] = static_cast<int>(slots.size());
-    live.push_back(slots.size());
-    slots.push_back(std::move(slot));
-  }
-
-  // Notes the slots released by the end of step `step` (learning).
-  void Released(size_t step) {
-    size_t kept = 0;
-    for (size_t k : live) {
-      Slot& slot = slots[k];
-      if (slot.current.expired()) {
-        slot.live = false;
-        slot.last = step;
-      } else {
-        live[kept++] = k;
-      }
-    }
-    live.resize(kept);
-  }
-
-  // Lays the slots out (after a whole learning run): in the order they
-  // are made, each at the lowest offset where it fits beside the slots
-  // still alive then. False when the block cannot be allocated.
-  bool Lay() {
-    for (std::vector<int>& of : slot_of) {
-      for (int& k : of) {
-        if (k >= 0 && slots[static_cast<size_t>(k)].live) k = -1;  // still held: no slot
-      }
-    }
-    constexpr size_t kAlign = 64;
-    auto padded = [](size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
-    std::vector<size_t> active;  // laid slots alive at the current one's first step, by offset
-    size_t total = 0;
-    for (size_t k = 0; k < slots.size(); ++k) {  // slots are recorded by first step
-      Slot& s = slots[k];
-      s.current.reset();
-      if (s.live || s.bytes == 0) continue;
-      std::erase_if(active, [&](size_t a) { return slots[a].last < s.first; });
-      const size_t size = padded(s.bytes);
-      size_t at = 0, pos = 0;
-      for (; pos < active.size(); ++pos) {
-        const Slot& o = slots[active[pos]];
-        if (o.offset >= at + size) break;
-        at = std::max(at, o.offset + padded(o.bytes));
-      }
-      s.offset = at;
-      active.insert(active.begin() + static_cast<std::ptrdiff_t>(pos), k);
-      total = std::max(total, at + size);
-    }
-    outstanding.clear();
-    block = total > 0 ? Buffer::Allocate(total, /*zero_fill=*/false) : nullptr;
-    planned = block != nullptr;
-    return planned;
-  }
-
-  // The place of output `i` of step `step` (`dtype`, `shape`) in the block,
-  // or null (not planned, another size, or bytes of it still held).
-  std::shared_ptr<Buffer> Take(size_t step, int i, int32_t dtype, const std::vector<int64_t>& shape) {
-    if (step >= slot_of.size() || i < 0 || static_cast<size_t>(i) >= slot_of[step].size()) return nullptr;
-    const int k = slot_of[step][static_cast<size_t>(i)];
-    if (k < 0) return nullptr;
-    Slot& slot = slots[static_cast<size_t>(k)];
-    int64_t count = 1;
-    for (int64_t d : shape) {
-      if (d < 0 || (d > 0 && count > std::numeric_limits<int64_t>::max() / d)) return nullptr;
-      count *= d;
-    }
-    const std::optional<int64_t> bytes = RawByteSize(dtype, count);
-    if (!bytes || static_cast<size_t>(*bytes) != slot.bytes || dtype == pb::kString) {
-      stale = true;
-      return nullptr;
-    }
-    // The slots handed out whose buffers may be alive (the values alive
-    // now, and any held past their planned lifetime): none may share bytes.
-    size_t kept = 0;
-    bool held = false;
-    for (size_t o : outstanding) {
-      const Slot& other = slots[o];
-      if (other.current.expired()) continue;
-      outstanding[kept++] = o;
-      held = held || (other.offset < slot.offset + slot.bytes && slot.offset < other.offset + other.bytes);
-    }
-    outstanding.resize(kept);
-    if (held) {
-      stale = true;
-      return nullptr;
-    }
-    std::shared_ptr<Buffer> view =
-        Buffer::View(block, static_cast<char*>(block->data()) + slot.offset, slot.bytes);
-    slot.current = view;
-    outstanding.push_back(static_cast<size_t>(k));
-    return view;
-  }
-};
-
 // One Run: frames of values per executing graph, outer scopes by parent.
 class Session::Executor : public SubgraphRunner {
  public:
@@ -238,24 +87,11 @@ class Session::Executor : public SubgraphRunner {
     if (plan == nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(plan, session_->PlanFor(graph));
     }
-    Arena* arena = is_main ? arena_ : nullptr;
-    bool learning = false;
-    if (arena != nullptr) {
-      if (arena->plan != plan) arena->Reset(plan);
-      if (!arena->planned || arena->stale) {
-        if (++arena->learns > Arena::kMaxLearns) arena->off = true;
-        arena->Reset(plan);
-        learning = !arena->off;
-      }
-      if (arena->off) arena = nullptr;
-    }
-    Arena* const taking = arena != nullptr && !learning ? arena : nullptr;
-    if (is_main) arena_block_ = taking != nullptr ? taking->block.get() : nullptr;
     for (size_t step = 0; step < plan->order.size(); ++step) {
       const ir::Node& node = *plan->order[step];
       const bool folded = use_folding_ && session_->folded_nodes_.contains(&node);
-      const Place place{plan, &plan->placed[step], &frame, &joined_inputs_, step, taking, &arena_outputs_};
-      const Place* placing = plan->placed[step].empty() && taking == nullptr ? nullptr : &place;
+      const Place place{plan, &plan->placed[step], &frame, &joined_inputs_};
+      const Place* placing = plan->placed[step].empty() ? nullptr : &place;
       if (is_main && skip_memoized_ && session_->shape_memo_.nodes.contains(&node)) {
         ++memoized_nodes_;  // its values read later are in the frame already
       } else if (const FusionChain* chain = plan->chain[step]; chain != nullptr) {
@@ -292,37 +128,12 @@ class Session::Executor : public SubgraphRunner {
           if (value != nullptr) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, *value));
         }
       }
-      if (learning) LearnOutputs(*arena, *plan, step, frame);
       for (const ir::Value* v : plan->release_after[step]) {
         frame.values.erase(v);
         if (is_main) mirror_.erase(v);
       }
-      if (learning) arena->Released(step);
     }
-    if (learning && !arena->Lay()) arena->off = true;
     return absl::OkStatus();
-  }
-
-  // Learning the memory plan: the tensors step `step` allocated for its
-  // outputs (Session::Arena).
-  void LearnOutputs(Arena& arena, const GraphPlan& plan, size_t step, const Frame& frame) {
-    const ir::Node& node = *plan.order[step];
-    bool has_subgraph = false;
-    node.ForEachSubgraph([&](ir::Graph*) { has_subgraph = true; });
-    if (has_subgraph) return;
-    for (int i = 0; i < node.num_outputs(); ++i) {
-      const ir::Value* out = node.output(i);
-      if (out == nullptr || out->name().empty()) continue;
-      bool joined = false;
-      for (const GraphPlan::PlacedOutput& p : plan.placed[step]) joined = joined || p.output == i;
-      if (joined) continue;
-      auto it = frame.values.find(out);
-      if (it == frame.values.end() || !it->second.is_tensor() || it->second.tensor().is_string()) continue;
-      const std::shared_ptr<Buffer>& buffer = it->second.tensor().buffer();
-      if (buffer == nullptr || !buffer->owned() || buffer->kind() != MemoryKind::kHost) continue;
-      // A buffer another value holds too (an input's, a constant's) is not new.
-      if (buffer.use_count() == 1) arena.Record(step, i, buffer);
-    }
   }
 
   // Where a step's outputs placed in joins go (KernelContext::set_place_output).
@@ -331,9 +142,6 @@ class Session::Executor : public SubgraphRunner {
     const std::vector<GraphPlan::PlacedOutput>* placed;
     Frame* frame;
     int64_t* handed;  // counts the inputs placed
-    size_t step;
-    Arena* arena;           // the memory plan to take outputs from, or null
-    int64_t* arena_handed;  // counts the outputs taken from it
 
     static std::shared_ptr<Buffer> Ask(const void* state, int i, int32_t dtype,
                                        const std::vector<int64_t>& shape) {
@@ -358,10 +166,7 @@ class Session::Executor : public SubgraphRunner {
         return Buffer::View(joined[j], static_cast<char*>(joined[j]->data()) + join.offsets[part],
                             end - join.offsets[part]);
       }
-      if (p.arena == nullptr) return nullptr;
-      std::shared_ptr<Buffer> taken = p.arena->Take(p.step, i, dtype, shape);
-      if (taken != nullptr) ++*p.arena_handed;
-      return taken;
+      return nullptr;
     }
   };
 
@@ -723,8 +528,7 @@ class Session::Executor : public SubgraphRunner {
     }
     ONNXKIT_ASSIGN_OR_RETURN(Kernel * kernel, session_->KernelFor(node, strict_));
     const ReadLater read_later{node.inputs().data(), node.inputs().size(), nullptr, &frame, conv_later};
-    return RunKernel(*kernel, node, node, std::move(inputs), frame,
-                     ReusableInputs(node, frame, releasing, arena_block_),
+    return RunKernel(*kernel, node, node, std::move(inputs), frame, ReusableInputs(node, frame, releasing),
                      /*device=*/false, conv_later != nullptr ? &read_later : nullptr, place);
   }
 
@@ -753,13 +557,9 @@ class Session::Executor : public SubgraphRunner {
   // Which inputs of `node` a kernel may compute in place: tensors of this
   // frame used once by the node, for the last time, whose buffer nothing
   // else holds (not a view of the model file, a fed value the caller kept,
-  // a Concat's input in its joined buffer, or a value another value
-  // shares). Views of the memory plan's block `arena_block` count as
-  // buffers of their own, as the run that learned the plan saw them. Empty
-  // when none.
+  // or a value another value shares). Empty when none.
   static std::vector<bool> ReusableInputs(const ir::Node& node, const Frame& frame,
-                                          const std::vector<const ir::Value*>* releasing,
-                                          const Buffer* arena_block = nullptr) {
+                                          const std::vector<const ir::Value*>* releasing) {
     std::vector<bool> reusable;
     if (releasing == nullptr || releasing->empty()) return reusable;
     bool has_subgraph = false;
@@ -772,20 +572,11 @@ class Session::Executor : public SubgraphRunner {
       auto it = frame.values.find(v);
       if (it == frame.values.end() || !it->second.is_tensor()) continue;
       const std::shared_ptr<Buffer>& buffer = it->second.tensor().buffer();
-      if (buffer == nullptr || buffer.use_count() != 1) continue;
-      if (!buffer->owned() && !InBlock(*buffer, arena_block)) continue;
+      if (buffer == nullptr || !buffer->owned() || buffer.use_count() != 1) continue;
       if (reusable.empty()) reusable.assign(static_cast<size_t>(node.num_inputs()), false);
       reusable[static_cast<size_t>(i)] = true;
     }
     return reusable;
-  }
-
-  // True when `buffer` is a view of `block`'s bytes.
-  static bool InBlock(const Buffer& buffer, const Buffer* block) {
-    if (block == nullptr) return false;
-    const char* at = static_cast<const char*>(buffer.data());
-    const char* begin = static_cast<const char*>(block->data());
-    return at >= begin && at < begin + block->size();
   }
 
   // The graph value input `i` of the fused kernel of `chain` reads (null:
@@ -935,11 +726,6 @@ class Session::Executor : public SubgraphRunner {
   int64_t memoized_nodes_ = 0;
   // Concat inputs written in place in this run (GraphPlan::joins).
   int64_t joined_inputs_ = 0;
-  // The main graph's memory plan (null: none for this run), its block in
-  // a run that takes from it, and the outputs taken from it.
-  Arena* arena_ = nullptr;
-  const Buffer* arena_block_ = nullptr;
-  int64_t arena_outputs_ = 0;
   bool tracking_ = false;
   bool replayable_ = true;
   bool reading_outputs_ = false;
@@ -1863,13 +1649,8 @@ absl::StatusOr<std::vector<RtValue>> Session::Run(std::vector<std::pair<std::str
       executor.keeping_memo_ = true;
     }
   }
-  if (!executor.strict_ && cuda_ == nullptr && !options_.observer && options_.backend == Backend::kCpu) {
-    if (arena_ == nullptr) arena_ = std::make_unique<Arena>();
-    executor.arena_ = arena_.get();
-  }
   absl::Status status = executor.RunGraph(main, frame, /*is_main=*/true);
   last_run_memoized_nodes_ = executor.memoized_nodes_;
-  last_run_arena_outputs_ = executor.arena_outputs_;
   last_run_joined_inputs_ = executor.joined_inputs_;
   if (executor.keeping_memo_ || executor.memo_abandoned_) {
     // Kept only when the run computed every frontier value (tensors within

@@ -125,10 +125,6 @@ class Session {
   // cpu sessions: the Concat inputs the last Run's nodes wrote where the
   // Concat's result holds them, in every graph it ran (GraphPlan::joins).
   int64_t last_run_joined_inputs() const { return last_run_joined_inputs_; }
-  // cpu sessions: the main-graph values the last Run computed into the
-  // session's memory plan (one block reused by every run; the first run
-  // with given shapes learns each value's size and lifetime).
-  int64_t last_run_arena_outputs() const { return last_run_arena_outputs_; }
 
   // The copies between host and device of the last Run (graph outputs
   // brought back included); zero for other backends.
@@ -295,11 +291,6 @@ class Session {
   PlacementPlan placement_;
   absl::flat_hash_map<const FusionChain*, std::unique_ptr<cuda::CudaKernel>> device_chain_kernels_;
   std::unique_ptr<DeviceReplay> replay_;
-  // The memory plan of the main graph's values (cpu sessions; see Arena in
-  // session.cc).
-  struct Arena;
-  std::unique_ptr<Arena> arena_;
-  int64_t last_run_arena_outputs_ = 0;
   bool last_run_replayed_ = false;
   ShapeMemo shape_memo_;
   int64_t last_run_memoized_nodes_ = 0;

@@ -124,10 +124,6 @@ TEST(SessionInPlaceTest, WhatKernelsDeriveFromAValueStaysWithThatValueObject) {
 struct Runs {
   std::vector<Observed> runs;
   std::vector<int64_t> joined;
-  std::vector<int64_t> arena;  // outputs computed into the memory plan
-  // Copies of each run's outputs made as it returned (the outputs in
-  // `runs` are the tensors returned, kept to the end).
-  std::vector<std::vector<runner::Tensor>> copies;
 };
 Runs RunRepeatedly(const pb::GraphProto& graph, runner::Backend backend, const std::vector<Feeds>& runs,
                    bool observe) {
@@ -153,13 +149,8 @@ Runs RunRepeatedly(const pb::GraphProto& graph, runner::Backend backend, const s
     auto out = (*session)->Run(std::move(in));
     EXPECT_TRUE(out.ok()) << out.status();
     if (!out.ok()) return result;
-    result.copies.emplace_back();
-    for (const runner::RtValue& v : *out) {
-      result.runs[at].outputs.push_back(v.tensor());
-      result.copies.back().push_back(v.tensor().Clone());
-    }
+    for (const runner::RtValue& v : *out) result.runs[at].outputs.push_back(v.tensor());
     result.joined.push_back((*session)->last_run_joined_inputs());
-    result.arena.push_back((*session)->last_run_arena_outputs());
   }
   return result;
 }
@@ -277,104 +268,6 @@ TEST(SessionInPlaceTest, FusedBranchesAndBodiesWriteTheirConcatInputsInPlace) {
   EXPECT_EQ(cpu.joined[1], 3);
   EXPECT_EQ(cpu.joined[2], 6);
   EXPECT_EQ(cpu.joined[3], 6);
-}
-
-TEST(SessionInPlaceTest, RunsComputeIntoOneMemoryPlanTheFirstRunLearns) {
-  GraphBuilder g("g");
-  g.Input("x")
-      .Input("shape", pb::kInt64, std::vector<int64_t>{2})
-      .Node("Sigmoid", {"x"}, {"a"})
-      .Node("Tanh", {"a"}, {"b"})
-      .Node("Reshape", {"b", "shape"}, {"r"})  // a view of b, read at the end
-      .Node("Neg", {"a"}, {"c"})
-      .Node("Exp", {"c"}, {"e"})  // a graph output: the caller keeps it
-      .Node("Sin", {"c"}, {"d"})
-      .Node("Cos", {"d"}, {"k"})
-      .Node("Abs", {"k"}, {"m"})
-      .Node("Reshape", {"m", "shape"}, {"mr"})
-      .Node("Mul", {"mr", "r"}, {"y"})
-      .Output("y")
-      .Output("e");
-  auto feeds = [](int64_t rows, int64_t cols, uint32_t seed) {
-    return Feeds{{"x", RandomFloats({rows, cols}, seed)}, {"shape", Int64s({2}, {cols, rows})}};
-  };
-  std::vector<Feeds> runs = {feeds(64, 96, 1), feeds(64, 96, 2), feeds(64, 96, 3),
-                             feeds(32, 96, 4),  // other sizes: allocated as before, learned again
-                             feeds(32, 96, 5), feeds(32, 96, 6)};
-  Runs ref = RunRepeatedly(g.Build(), runner::Backend::kReference, runs, false);
-  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, false);
-  ASSERT_EQ(cpu.copies.size(), runs.size());
-  for (size_t r = 0; r < runs.size(); ++r) {
-    SCOPED_TRACE("run " + std::to_string(r));
-    ASSERT_EQ(cpu.runs[r].outputs.size(), 2u);
-    for (size_t o = 0; o < 2; ++o) {
-      ExpectTensorsClose(ref.runs[r].outputs[o], cpu.runs[r].outputs[o], 1e-6, 1e-5, "output");
-      // As it was returned, after every later run.
-      ExpectTensorsClose(cpu.copies[r][o], cpu.runs[r].outputs[o], 0, 0, "kept output");
-    }
-  }
-  // In the planned runs, the values computed neither over an input in
-  // place (c, d, k, m take a's buffer in turn, and y, the caller's, takes
-  // it from m) nor held to the end (e, y): b (its buffer lives on as r
-  // until Mul) and two more.
-  EXPECT_EQ(cpu.arena, (std::vector<int64_t>{0, 3, 3, 0, 0, 3}));
-}
-
-TEST(SessionInPlaceTest, AValueHeldLongerThanThePlanForesawIsNotWrittenOver) {
-  // Pad with zero pads returns its input itself: a run with zero pads keeps
-  // a's buffer alive (as p) past the step where the learning run released
-  // it, while later values are planned into the same bytes.
-  GraphBuilder g("g");
-  g.Input("x")
-      .Input("pads", pb::kInt64, std::vector<int64_t>{4})
-      .Node("Sigmoid", {"x"}, {"a"})
-      .Node("Pad", {"a", "pads"}, {"p"})
-      .Node("Tanh", {"x"}, {"t"})
-      .Node("Sin", {"t"}, {"u"})
-      .Node("Cos", {"u"}, {"v"})
-      .Node("ReduceSum", {"p"}, {"sp"}, {AttrInt("keepdims", 0)})
-      .Node("ReduceSum", {"v"}, {"sv"}, {AttrInt("keepdims", 0)})
-      .Node("Add", {"sp", "sv"}, {"y"})
-      .Output("y");
-  auto feeds = [](int64_t pad, uint32_t seed) {
-    return Feeds{{"x", RandomFloats({64, 64}, seed)}, {"pads", Int64s({4}, {0, pad, 0, pad})}};
-  };
-  std::vector<Feeds> runs = {feeds(1, 1), feeds(1, 2), feeds(0, 3), feeds(0, 4), feeds(0, 5), feeds(1, 6)};
-  Runs ref = RunRepeatedly(g.Build(), runner::Backend::kReference, runs, false);
-  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, false);
-  ASSERT_EQ(cpu.runs.size(), runs.size());
-  for (size_t r = 0; r < runs.size(); ++r) {
-    SCOPED_TRACE("run " + std::to_string(r));
-    ASSERT_EQ(cpu.runs[r].outputs.size(), 1u);
-    ExpectTensorsClose(ref.runs[r].outputs[0], cpu.runs[r].outputs[0], 1e-3, 1e-5, "y");
-  }
-  // Planned in run 1; in run 2 the values planned over a's bytes find p
-  // holding them and are allocated apart.
-  ASSERT_EQ(cpu.arena.size(), runs.size());
-  EXPECT_EQ(cpu.arena[0], 0);
-  EXPECT_GT(cpu.arena[1], 0);
-  EXPECT_LT(cpu.arena[2], cpu.arena[1]);
-}
-
-TEST(SessionInPlaceTest, AValueTheCallerKeepsIsNotWrittenOverByTheNextRun) {
-  // With zero pads the graph output p is a itself, computed into the plan
-  // (a is released at Pad in the learning run): the next run must not
-  // compute its a there while the caller holds the last p.
-  GraphBuilder g("g");
-  g.Input("x")
-      .Input("pads", pb::kInt64, std::vector<int64_t>{4})
-      .Node("Sigmoid", {"x"}, {"a"})
-      .Node("Pad", {"a", "pads"}, {"p"})
-      .Output("p");
-  auto feeds = [](int64_t pad, uint32_t seed) {
-    return Feeds{{"x", RandomFloats({64, 64}, seed)}, {"pads", Int64s({4}, {0, pad, 0, pad})}};
-  };
-  std::vector<Feeds> runs = {feeds(1, 1), feeds(1, 2), feeds(0, 3), feeds(0, 4)};
-  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, false);
-  ASSERT_EQ(cpu.copies.size(), runs.size());
-  EXPECT_EQ(cpu.arena, (std::vector<int64_t>{0, 1, 1, 0}));
-  for (size_t r = 0; r < runs.size(); ++r)
-    ExpectTensorsClose(cpu.copies[r][0], cpu.runs[r].outputs[0], 0, 0, "kept output");
 }
 
 }  // namespace
