@@ -182,9 +182,8 @@ class Session::Executor : public SubgraphRunner {
     if (out == nullptr || !out->is_tensor() || !opset.ok() || *opset < 4) return;
     const Tensor& y = out->tensor();
     const int bits = y.is_string() ? 0 : DataTypeBits(y.dtype());
-    const std::optional<int64_t> axis_attr = concat.GetInt("axis");
-    if (bits <= 0 || bits % 8 != 0 || y.rank() < 1 || !axis_attr || y.nbytes() < kMinJoinBytes) return;
-    const int64_t axis = *axis_attr < 0 ? *axis_attr + y.rank() : *axis_attr;
+    if (bits <= 0 || bits % 8 != 0 || y.rank() < 1 || y.nbytes() < kMinJoinBytes) return;
+    const int64_t axis = join.axis < 0 ? join.axis + y.rank() : join.axis;
     if (axis < 0 || axis >= y.rank()) return;
     for (int d = 0; d < axis; ++d) {
       if (y.dim(d) != 1) return;
@@ -1356,6 +1355,7 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
     plan.placed[step].push_back({0, join, -1});
     GraphPlan::Join j;
     j.step = step;
+    j.axis = *concat.GetInt("axis");
     plan.joins.push_back(std::move(j));
   }
 }

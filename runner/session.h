@@ -164,6 +164,7 @@ class Session {
     // and any whose shapes differ, allocate and copy as usual.
     struct Join {
       size_t step = 0;                                        // the Concat's step
+      int64_t axis = 0;                                       // the Concat's attribute
       mutable int32_t dtype = 0;                              // 0: nothing learned (or not joinable)
       mutable std::vector<int64_t> shape;                     // the result's
       mutable size_t bytes = 0;                               // the result's

@@ -24,26 +24,48 @@ struct Observed {
   std::map<std::string, const void*> data;  // value name -> its buffer when computed
 };
 
-Observed RunObserved(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds) {
-  Observed result;
+// Runs `graph` `runs.size()` times in one session of `backend`, with the
+// feeds of each run; per run, the outputs and where each value was computed
+// (with `observe`: else the plan fuses and `data` stays empty), and the
+// Concat inputs the session wrote in place.
+struct Runs {
+  std::vector<Observed> runs;
+  std::vector<int64_t> joined;
+};
+Runs RunRepeatedly(const pb::GraphProto& graph, runner::Backend backend, const std::vector<Feeds>& runs,
+                   bool observe) {
+  Runs result;
+  result.runs.resize(runs.size());
+  size_t at = 0;
   io::LoadedModel loaded;
   loaded.proto = ModelFromGraph(graph, 18);
   runner::SessionOptions options;
   options.backend = backend;
-  options.observer = [&](const ir::Value& v, const runner::RtValue& value) {
-    if (value.is_tensor()) result.data[v.name()] = value.tensor().raw();
-    return absl::OkStatus();
-  };
+  if (observe) {
+    options.observer = [&](const ir::Value& v, const runner::RtValue& value) {
+      if (value.is_tensor()) result.runs[at].data[v.name()] = value.tensor().raw();
+      return absl::OkStatus();
+    };
+  }
   auto session = runner::Session::Create(std::move(loaded), options);
   EXPECT_TRUE(session.ok()) << session.status();
   if (!session.ok()) return result;
-  std::vector<std::pair<std::string, runner::RtValue>> in;
-  for (const auto& [name, t] : feeds) in.emplace_back(name, runner::RtValue::FromTensor(t));
-  auto out = (*session)->Run(std::move(in));
-  EXPECT_TRUE(out.ok()) << out.status();
-  if (!out.ok()) return result;
-  for (const runner::RtValue& v : *out) result.outputs.push_back(v.tensor());
+  for (at = 0; at < runs.size(); ++at) {
+    std::vector<std::pair<std::string, runner::RtValue>> in;
+    for (const auto& [name, t] : runs[at]) in.emplace_back(name, runner::RtValue::FromTensor(t));
+    auto out = (*session)->Run(std::move(in));
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return result;
+    for (const runner::RtValue& v : *out) result.runs[at].outputs.push_back(v.tensor());
+    result.joined.push_back((*session)->last_run_joined_inputs());
+  }
   return result;
+}
+
+// One run of `graph` on `backend`, observed.
+Observed RunObserved(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds) {
+  Runs runs = RunRepeatedly(graph, backend, {feeds}, /*observe=*/true);
+  return runs.runs.empty() ? Observed() : std::move(runs.runs[0]);
 }
 
 TEST(SessionInPlaceTest, DyingValuesAreOverwrittenOthersAreNot) {
@@ -115,44 +137,6 @@ TEST(SessionInPlaceTest, WhatKernelsDeriveFromAValueStaysWithThatValueObject) {
   EXPECT_EQ(moved.derived().size(), 1u);
   moved.mutable_tensor();
   EXPECT_TRUE(moved.derived().empty());
-}
-
-// Runs `graph` `runs.size()` times in one session of `backend`, with the
-// feeds of each run; per run, the outputs and where each value was computed
-// (with `observe`: else the plan fuses and `data` stays empty), and the
-// Concat inputs the session wrote in place.
-struct Runs {
-  std::vector<Observed> runs;
-  std::vector<int64_t> joined;
-};
-Runs RunRepeatedly(const pb::GraphProto& graph, runner::Backend backend, const std::vector<Feeds>& runs,
-                   bool observe) {
-  Runs result;
-  result.runs.resize(runs.size());
-  size_t at = 0;
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(graph, 18);
-  runner::SessionOptions options;
-  options.backend = backend;
-  if (observe) {
-    options.observer = [&](const ir::Value& v, const runner::RtValue& value) {
-      if (value.is_tensor()) result.runs[at].data[v.name()] = value.tensor().raw();
-      return absl::OkStatus();
-    };
-  }
-  auto session = runner::Session::Create(std::move(loaded), options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  if (!session.ok()) return result;
-  for (at = 0; at < runs.size(); ++at) {
-    std::vector<std::pair<std::string, runner::RtValue>> in;
-    for (const auto& [name, t] : runs[at]) in.emplace_back(name, runner::RtValue::FromTensor(t));
-    auto out = (*session)->Run(std::move(in));
-    EXPECT_TRUE(out.ok()) << out.status();
-    if (!out.ok()) return result;
-    for (const runner::RtValue& v : *out) result.runs[at].outputs.push_back(v.tensor());
-    result.joined.push_back((*session)->last_run_joined_inputs());
-  }
-  return result;
 }
 
 const char* At(const void* base, size_t bytes) { return static_cast<const char*>(base) + bytes; }
