@@ -1,6 +1,7 @@
 // Helpers every convert adapter shares (see adapter.h): blocking statuses,
 // constants, nodes added before the node being converted.
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -96,6 +97,12 @@ absl::Status ReplaceNodeOutput(Step& step, ir::Value* result) {
     }
   }
   if (!CanReplace(*old, *result)) return Block("its output cannot be rerouted");
+  // The replacement (a value an expansion made) is typed as the output it
+  // stands for, so that later steps see through it: a LayerNormalization
+  // whose input is another's expansion needs its element type.
+  if (result->type() == nullptr) {
+    if (std::optional<int32_t> elem = ElemType(*old, *step.ctx)) TypeLike(step, result, *elem, old);
+  }
   return ReplaceValue(*step.graph, old, result);
 }
 

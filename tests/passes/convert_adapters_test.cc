@@ -98,6 +98,27 @@ TEST(ConvertAdaptersTest, LayerNormExpandsWithKnownRank) {
   ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 6}, 5)}}, 1e-4, 1e-4);
 }
 
+// A normalization reading another's result (a patch embedding's norm, then
+// a block's first norm, as in Swin): the second sees the first's expansion,
+// typed as the output it replaced.
+TEST(ConvertAdaptersTest, LayerNormAfterAnExpandedLayerNormExpandsToo) {
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3, 6}})
+                         .Initializer(RawFloatTensor("s", {6}, 1))
+                         .Initializer(RawFloatTensor("b", {6}, -2))
+                         .Node("LayerNormalization", {"x", "s", "b"}, {"n"}, {AttrInt("axis", -1)})
+                         .Node("LayerNormalization", {"n", "b", "s"}, {"y"}, {AttrInt("axis", 2)})
+                         .Output("y", pb::kFloat, {{2, 3, 6}})
+                         .Build(),
+                     17, 8);
+  ConvertResult down = ConvertTo(m, 13);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(OpCount(down.model, "LayerNormalization"), 0);
+  EXPECT_EQ(OpCount(down.model, "ReduceMean"), 4);
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 3, 6}, 6)}}, 1e-4, 1e-4);
+}
+
 TEST(ConvertAdaptersTest, BlockedNodesAreAllNamed) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2, 3}})
