@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
@@ -236,26 +239,49 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
   for (const pb::OperatorSetIdProto& o : pre.proto.opset_import) {
     if (o.domain.empty() || o.domain == "ai.onnx") opset = o.version;
   }
-  std::string converted;
-  if (options.min_opset > 0 && opset && *opset < options.min_opset) {
-    passes::convert::ConvertOptions co;
-    co.target_opset = options.min_opset;
-    co.verify = false;  // the error report compares with the original anyway
-    auto c = passes::convert::Convert(pre, co);
-    if (!c.ok()) return c.status();
-    if (!c->blockers.empty()) {
-      const passes::convert::Blocker& b = c->blockers.front();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "this quantization needs ai.onnx opset >= ", options.min_opset, "; converting from opset ", *opset,
-          " is blocked by ", c->blockers.size(), " node(s), first ", b.node, " in ", b.graph, ": ", b.reason,
-          " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
+  std::vector<std::string> notes;
+  if (opset && (*opset < options.min_opset || *opset < options.preferred_opset)) {
+    // The preferred opset first (it is at least as new as the minimum one
+    // wherever both apply), then the minimum one.
+    std::vector<int64_t> targets;
+    if (*opset < options.preferred_opset)
+      targets.push_back(std::max(options.preferred_opset, options.min_opset));
+    if (*opset < options.min_opset && (targets.empty() || targets.back() != options.min_opset))
+      targets.push_back(options.min_opset);
+    std::optional<passes::convert::Blocker> blocked;
+    size_t blockers = 0;
+    for (int64_t target : targets) {
+      passes::convert::ConvertOptions co;
+      co.target_opset = target;
+      co.verify = false;  // the error report compares with the original anyway
+      auto c = passes::convert::Convert(pre, co);
+      if (!c.ok()) return c.status();
+      if (!c->blockers.empty()) {
+        blocked = c->blockers.front();
+        blockers = c->blockers.size();
+        if (target == options.preferred_opset && target > options.min_opset) {
+          notes.push_back(absl::StrCat("not converted from ai.onnx opset ", *opset, " to ", target, ": ",
+                                       c->blockers.size(), " node(s) block it, first ",
+                                       c->blockers.front().node, ": ", c->blockers.front().reason));
+        }
+        continue;
+      }
+      pre.proto = std::move(c->model);
+      notes.push_back(absl::StrCat("converted from ai.onnx opset ", *opset, " to ", target, " first"));
+      blocked.reset();
+      break;
     }
-    pre.proto = std::move(c->model);
-    converted = absl::StrCat("converted from ai.onnx opset ", *opset, " to ", options.min_opset, " first");
+    if (blocked && *opset < options.min_opset) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("this quantization needs ai.onnx opset >= ", options.min_opset,
+                       "; converting from opset ", *opset, " is blocked by ", blockers, " node(s), first ",
+                       blocked->node, " in ", blocked->graph, ": ", blocked->reason,
+                       " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
+    }
   }
   Driver d(pre, options);
   auto r = d.Run(samples);
-  if (r.ok() && !converted.empty()) r->warnings.insert(r->warnings.begin(), converted);
+  if (r.ok()) r->warnings.insert(r->warnings.begin(), notes.begin(), notes.end());
   return r;
 }
 

@@ -36,6 +36,11 @@ struct QuantizeOptions {
   // A model importing an older ai.onnx opset is first converted to this
   // one (passes/convert); 0: never. FailedPrecondition when it cannot be.
   int64_t min_opset = 0;
+  // A model importing an older ai.onnx opset than this is converted to it
+  // first when it can be (static QDQ: per-channel weights need opset 13);
+  // where the conversion is blocked the model keeps its opset (min_opset
+  // still applies) and the result carries a warning.
+  int64_t preferred_opset = 0;
   int holdout = 2;  // the last N samples measure the error (not calibrated on)
   std::optional<double> target_sqnr_db;
   // Every output's cosine similarity with float must reach this; with

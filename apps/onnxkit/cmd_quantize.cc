@@ -255,6 +255,11 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     o.weights_only_options.bits = f.bits != 0 ? f.bits : 4;
     o.weights_only_options.block_size = f.block_size != 0 ? f.block_size : 32;
     o.min_opset = quant::kWeightsOnlyOpset;
+  } else {
+    // QuantizeLinear needs opset 10, DynamicQuantizeLinear 11, per-channel
+    // weights 13: an older model is converted first.
+    o.min_opset = std::max<int64_t>(o.min_opset, o.dynamic ? 11 : 10);
+    if (!o.dynamic && o.qdq.per_channel) o.preferred_opset = 13;
   }
   o.holdout = f.holdout;
   o.bins = f.bins;
@@ -333,10 +338,13 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   auto f = std::make_shared<QuantizeFlags>();
   CLI::App* sub = app.add_subcommand(
       "quantize",
-      "Insert QuantizeLinear/DequantizeLinear with calibration; report the error per layer. Exit codes: 0 written, "
+      "Insert QuantizeLinear/DequantizeLinear with calibration; report the error per layer. Exit codes: 0 "
+      "written, "
       "1 --target-sqnr/--target-cosine not met (the best model is still written), 2 usage (also random "
-      "calibration without --allow-random-calibration), 3 model or data unreadable, opset too old (or not "
-      "convertible to 21 where needed), 4 internal error.");
+      "calibration without --allow-random-calibration), 3 model or data unreadable, or an older opset that "
+      "cannot be converted to the one needed (10 static, 11 dynamic, 21 int4/16-bit/weights-only), 4 "
+      "internal "
+      "error.");
   sub->add_option("model", f->model, "Model file (.onnx)");
   sub->add_option("-o,--output", f->output, "Where to write the quantized model");
   sub->add_option("--calibration", f->calibration_dir, "Folder of test_data_set_* folders (input_<i>.pb) or .npz files");

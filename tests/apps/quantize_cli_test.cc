@@ -3,7 +3,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
@@ -171,10 +174,58 @@ TEST(QuantizeCliTest, UnreadableInputsExit3) {
   EXPECT_EQ(RunCli({"quantize", (dir / "missing.onnx").string(), "-o", out, "--allow-random-calibration"}).exit_code, 3);
   std::string in = WriteModel(dir);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--calibration", (dir / "nope").string()}).exit_code, 3);
-  std::string old = WriteModel(dir / "", 9);
-  EXPECT_EQ(RunCli({"quantize", old, "-o", out, "--allow-random-calibration"}).exit_code, 3);
   std::ofstream(dir / "bad.json") << "{\"tensors\": [";
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "bad.json").string()}).exit_code, 3);
+}
+
+// The ai.onnx opset a written model imports.
+int64_t OpsetOf(const std::string& path) {
+  auto m = io::LoadModel(path);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return 0;
+  for (const pb::OperatorSetIdProto& o : m->proto.opset_import) {
+    if (o.domain.empty() || o.domain == "ai.onnx") return o.version;
+  }
+  return 0;
+}
+
+// Static QDQ needs opset 10 and per-channel weights 13, dynamic
+// quantization 11: older models are converted first (and say so).
+TEST(QuantizeCliTest, OlderOpsetsAreConvertedFirst) {
+  for (int64_t opset : {9, 11}) {
+    fs::path dir = MakeTempDir();
+    std::string in = WriteModel(dir, opset), out = (dir / "q.onnx").string();
+    CliResult r =
+        RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "4", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("converted from ai.onnx opset ", opset, " to 13 first")));
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("per tensor")));
+    EXPECT_EQ(OpsetOf(out), 13);
+    EXPECT_EQ(RunCli({"check", "--full", out}).exit_code, 0);
+    // One scale per output column of the MatMul's weights.
+    auto model = io::LoadModel(out);
+    ASSERT_TRUE(model.ok());
+    bool per_channel = false;
+    for (const pb::TensorProto& t : model->proto.graph->initializer)
+      per_channel |= t.data_type == pb::kFloat && t.dims == std::vector<int64_t>{3} &&
+                     t.name.find("scale") != std::string::npos;
+    EXPECT_TRUE(per_channel) << opset;
+  }
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir, 11), out = (dir / "q.onnx").string();
+  // Per tensor: opset 11 will do.
+  CliResult t =
+      RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "4", "--per-tensor"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_THAT(t.err, ::testing::Not(HasSubstr("converted")));
+  EXPECT_EQ(OpsetOf(out), 11);
+  std::string old = WriteModel(dir, 9);
+  CliResult d = RunCli({"quantize", old, "-o", out, "--mode", "dynamic"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_THAT(d.err, HasSubstr("converted from ai.onnx opset 9 to 11 first"));
+  EXPECT_EQ(OpsetOf(out), 11);
+  CliResult run = RunCli({"run", out, "--backend", "reference", "--random"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
