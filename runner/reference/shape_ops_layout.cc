@@ -2,6 +2,7 @@
 // attribute, split input, num_outputs), Slice (attributes before opset 10,
 // inputs with steps from 10), Compress, ReverseSequence, DepthToSpace
 // (DCR/CRD) and SpaceToDepth. All copy elements by type (ElementCopier).
+#include <cstring>
 #include <numeric>
 
 #include "absl/strings/str_join.h"
@@ -186,6 +187,36 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(KernelContext& ctx, int64_t dim)
 
 }  // namespace
 
+namespace {
+
+// count rows of `bytes` each from src (rows `src_stride` bytes apart) to
+// dst (packed): element-sized rows (a last axis split in ones or twos) as
+// typed loads and stores, others memcpy'd.
+void CopyRows(const char* src, size_t src_stride, char* dst, size_t bytes, int64_t count) {
+  auto typed = [&](auto zero) {
+    using T = decltype(zero);
+    const size_t per = bytes / sizeof(T);
+    for (int64_t r = 0; r < count; ++r) {
+      const char* s = src + static_cast<size_t>(r) * src_stride;
+      for (size_t k = 0; k < per; ++k) {
+        T v;
+        std::memcpy(&v, s + k * sizeof(T), sizeof(T));
+        std::memcpy(dst + (static_cast<size_t>(r) * per + k) * sizeof(T), &v, sizeof(T));
+      }
+    }
+  };
+  if (bytes == 4 || bytes == 12) {
+    typed(uint32_t{});
+  } else if (bytes == 8 || bytes == 16) {
+    typed(uint64_t{});
+  } else {
+    for (int64_t r = 0; r < count; ++r)
+      std::memcpy(dst + static_cast<size_t>(r) * bytes, src + static_cast<size_t>(r) * src_stride, bytes);
+  }
+}
+
+}  // namespace
+
 absl::Status Split(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   if (x->rank() == 0) return absl::InvalidArgumentError("Split input must have rank >= 1");
@@ -200,7 +231,15 @@ absl::Status Split(KernelContext& ctx) {
     std::vector<int64_t> shape = x->shape();
     shape[a] = sizes[i];
     int64_t row = sizes[i] * inner;
-    if (ctx.OutputRequested(static_cast<int>(i))) {
+    const int bits = x->is_string() ? 0 : DataTypeBits(x->dtype());
+    if (ctx.OutputRequested(static_cast<int>(i)) && bits >= 8 && bits % 8 == 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y,
+                               ctx.AllocateOutputUninitialized(static_cast<int>(i), x->dtype(), shape));
+      const size_t esize = static_cast<size_t>(bits / 8);
+      CopyRows(static_cast<const char*>(x->raw()) + static_cast<size_t>(at) * esize,
+               static_cast<size_t>(in_row) * esize, static_cast<char*>(y->mutable_raw()),
+               static_cast<size_t>(row) * esize, outer);
+    } else if (ctx.OutputRequested(static_cast<int>(i))) {
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(static_cast<int>(i), x->dtype(), shape));
       ElementCopier copy(*x, *y);
       for (int64_t o = 0; o < outer; ++o) copy.CopyRun(o * in_row + at, o * row, row);
