@@ -59,7 +59,14 @@ Factory MakeMaxPool;
 Factory MakeAveragePool;
 Factory MakeGlobalAveragePool;
 Factory MakeGlobalMaxPool;
-Factory MakeResize;  // resize.cc
+Factory MakeResize;      // resize.cc
+Factory MakeGridSample;  // grid_sample.cc
+// resize.cc: Resize runs on the backend's own loops (geometries oneDNN's
+// resampling does not share), in this process.
+int64_t OwnResizeRuns();
+// grid_sample.cc: GridSample runs on the cpu kernel (not the reference's),
+// in this process.
+int64_t CpuGridSampleRuns();
 // norm.cc
 Factory MakeBatchNormalization;
 Factory MakeLRN;

@@ -27,11 +27,24 @@
 // as one element), or reads elements the reference does not, go to the
 // reference when the input holds an infinity or NaN (0 * inf is NaN).
 //
+// Geometries oneDNN does not share (align_corners, asymmetric, cubic,
+// antialias, exclude_outside, tf_crop_and_resize, scales that are not
+// out / in...) run on the backend's own loops when only the last two axes
+// change size: the reference's taps and weights per output row and column
+// (reference::resize::AxisTaps), each output row a blend of its taps' input
+// rows, then each output element a blend of that row's columns, in float
+// (the reference sums the products of the weights in double: values may
+// differ in the last bits); planes and rows split among the threads.
+// Inputs holding an infinity or NaN run on the reference there (its
+// zero-weight taps make NaN of them; the row blends would not always).
+//
 // Falls back to the reference kernel (which also reports every error) for
-// cubic, linear with antialias, exclude_outside, tf_crop_and_resize, types
-// other than float32, other ranks, resized N or C dims, empty tensors,
-// geometries that do not agree, and inputs the reference rejects.
+// types other than float32, ranks below 2, empty tensors, geometries that
+// resize an axis before the last two, and inputs the reference rejects.
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -138,29 +151,180 @@ bool AllFinite(const float* p, int64_t n) {
   return special == 0;
 }
 
+// The own loops' plan for one geometry: the taps of the last two axes,
+// each coordinate given the same number (the most any has; the others
+// padded with zero weights on their first tap).
+struct TapPlan {
+  int64_t planes = 0, in_h = 1, in_w = 0, out_h = 1, out_w = 0;
+  int rows_k = 1, cols_k = 1;
+  std::vector<int64_t> row_index, col_index;  // out_h x rows_k, out_w x cols_k
+  std::vector<float> row_weight, col_weight;
+  std::vector<uint8_t> row_outside, col_outside;  // tf_crop_and_resize past the input
+  float extrapolation = 0;
+  bool nearest = false;
+};
+
+// Lays one axis's taps out as `k` per coordinate; false when a coordinate
+// has none.
+bool FlattenTaps(const std::vector<rs::Taps>& taps, int* k, std::vector<int64_t>* index,
+                 std::vector<float>* weight, std::vector<uint8_t>* outside) {
+  size_t most = 1;
+  for (const rs::Taps& t : taps) {
+    if (!t.outside && t.index.empty()) return false;
+    most = std::max(most, t.index.size());
+  }
+  *k = static_cast<int>(most);
+  index->assign(taps.size() * most, 0);
+  weight->assign(taps.size() * most, 0.f);
+  outside->assign(taps.size(), 0);
+  for (size_t o = 0; o < taps.size(); ++o) {
+    const rs::Taps& t = taps[o];
+    (*outside)[o] = t.outside;
+    if (t.outside) continue;
+    for (size_t j = 0; j < most; ++j) {
+      (*index)[o * most + j] = t.index[j < t.index.size() ? j : 0];
+      (*weight)[o * most + j] = j < t.index.size() ? static_cast<float>(t.weight[j]) : 0.f;
+    }
+  }
+  return true;
+}
+
+// The plan of the own loops for X of `in` resized to `out`; nullopt when an
+// axis before the last two changes (or is not read one to one).
+std::optional<TapPlan> PlanTaps(const rs::Config& c, const std::vector<int64_t>& in,
+                                const std::vector<int64_t>& out, const rs::Geometry& g) {
+  const size_t rank = in.size();
+  if (rank < 2) return std::nullopt;
+  TapPlan p;
+  p.planes = 1;
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    if (in[d] != out[d]) return std::nullopt;
+    std::vector<rs::Taps> taps = rs::AxisTaps(c, in[d], out[d], g.scales[d], g.roi_start[d], g.roi_end[d]);
+    for (int64_t o = 0; o < out[d]; ++o) {
+      const rs::Taps& t = taps[static_cast<size_t>(o)];
+      if (t.outside || t.index.empty() || t.index[0] != o || t.weight[0] != 1) return std::nullopt;
+      for (size_t j = 1; j < t.index.size(); ++j) {
+        if (t.weight[j] != 0) return std::nullopt;
+      }
+    }
+    p.planes *= in[d];
+  }
+  const size_t hd = rank - 2, wd = rank - 1;
+  p.in_h = in[hd];
+  p.in_w = in[wd];
+  p.out_h = out[hd];
+  p.out_w = out[wd];
+  if (!FlattenTaps(rs::AxisTaps(c, in[hd], out[hd], g.scales[hd], g.roi_start[hd], g.roi_end[hd]), &p.rows_k,
+                   &p.row_index, &p.row_weight, &p.row_outside) ||
+      !FlattenTaps(rs::AxisTaps(c, in[wd], out[wd], g.scales[wd], g.roi_start[wd], g.roi_end[wd]), &p.cols_k,
+                   &p.col_index, &p.col_weight, &p.col_outside)) {
+    return std::nullopt;
+  }
+  p.extrapolation = static_cast<float>(c.extrapolation);
+  p.nearest = c.mode == rs::Mode::kNearest;
+  return p;
+}
+
+// Output row `oy` of plane x (in_h x in_w) into y (out_w), `blend` scratch
+// of in_w floats.
+void ResizeRow(const TapPlan& p, const float* x, int64_t oy, float* blend, float* y) {
+  const size_t ky = static_cast<size_t>(p.rows_k), kx = static_cast<size_t>(p.cols_k);
+  if (p.row_outside[static_cast<size_t>(oy)]) {
+    std::fill(y, y + p.out_w, p.extrapolation);
+    return;
+  }
+  const int64_t* ri = p.row_index.data() + static_cast<size_t>(oy) * ky;
+  const float* rw = p.row_weight.data() + static_cast<size_t>(oy) * ky;
+  const float* row;
+  if (p.nearest) {
+    row = x + ri[0] * p.in_w;
+  } else {
+    const float* first = x + ri[0] * p.in_w;
+    const float w0 = rw[0];
+    for (int64_t i = 0; i < p.in_w; ++i) blend[i] = w0 * first[i];
+    for (size_t k = 1; k < ky; ++k) {
+      const float* r = x + ri[k] * p.in_w;
+      const float wk = rw[k];
+      for (int64_t i = 0; i < p.in_w; ++i) blend[i] += wk * r[i];
+    }
+    row = blend;
+  }
+  const int64_t* ci = p.col_index.data();
+  const float* cw = p.col_weight.data();
+  for (int64_t o = 0; o < p.out_w; ++o) {
+    const size_t at = static_cast<size_t>(o) * kx;
+    if (p.col_outside[static_cast<size_t>(o)]) {
+      y[o] = p.extrapolation;
+      continue;
+    }
+    if (p.nearest) {
+      y[o] = row[ci[at]];
+      continue;
+    }
+    float sum = 0;
+    for (size_t k = 0; k < kx; ++k) sum += cw[at + k] * row[ci[at + k]];
+    y[o] = sum;
+  }
+}
+
+std::atomic<int64_t> g_own_resize_runs{0};
+
+void RunTapPlan(const TapPlan& p, const float* x, float* y) {
+  g_own_resize_runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t rows = p.planes * p.out_h, in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
+  // A thread for every 64K outputs begun.
+  constexpr int64_t kMinPerThread = int64_t{1} << 16;
+  const int threads =
+      static_cast<int>(std::min<int64_t>(omp_get_max_threads(), rows * p.out_w / kMinPerThread + 1));
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<float> blend(static_cast<size_t>(p.in_w));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t plane = r / p.out_h, oy = r % p.out_h;
+      ResizeRow(p, x + plane * in_plane, oy, blend.data(), y + plane * out_plane + oy * p.out_w);
+    }
+  }
+}
+
 class ResizeKernel : public CpuKernel {
  public:
   ResizeKernel(std::unique_ptr<Kernel> fallback, std::optional<rs::Config> config)
       : CpuKernel(std::move(fallback)), config_(std::move(config)) {}
 
   absl::Status Run(KernelContext& ctx) override {
-    if (!config_ || NeverOnOneDnn(*config_)) return Fallback(ctx);
+    if (!config_) return Fallback(ctx);
     absl::StatusOr<const Tensor*> input = ctx.Input(0);
     if (!input.ok()) return Fallback(ctx);
     const Tensor& x = **input;
-    if (x.dtype() != pb::kFloat || x.rank() < 3 || x.rank() > 5 || x.size() == 0) return Fallback(ctx);
+    if (x.dtype() != pb::kFloat || x.rank() < 2 || x.size() == 0) return Fallback(ctx);
     // The output shape and scales as the reference resolves them (which
     // also reports unusable inputs).
     absl::StatusOr<rs::Geometry> geometry = rs::ResolveGeometry(ctx, *config_, x);
     if (!geometry.ok()) return Fallback(ctx);
     const std::vector<int64_t>& out = geometry->out_shape;
     const std::vector<double>& scales = geometry->scales;
-    if (!decided_ || x.shape() != in_shape_ || out != out_shape_ || scales != scales_) {
-      supported_ = Decide(x.shape(), out, scales);
+    if (!decided_ || x.shape() != in_shape_ || out != out_shape_ || scales != scales_ ||
+        geometry->roi_start != roi_start_ || geometry->roi_end != roi_end_) {
+      supported_ =
+          !NeverOnOneDnn(*config_) && x.rank() >= 3 && x.rank() <= 5 && Decide(x.shape(), out, scales);
+      taps_.reset();
+      if (!supported_) taps_ = PlanTaps(*config_, x.shape(), out, *geometry);
       decided_ = true;
       in_shape_ = x.shape();
       out_shape_ = out;
       scales_ = scales;
+      roi_start_ = geometry->roi_start;
+      roi_end_ = geometry->roi_end;
+    }
+    if (taps_) {
+      if (!AllFinite(x.data<float>(), x.size())) return Fallback(ctx);
+      for (int64_t d : out) {
+        if (d == 0) return Fallback(ctx);
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, out));
+      RunTapPlan(*taps_, x.data<float>(), y->mutable_data<float>());
+      return absl::OkStatus();
     }
     if (!supported_) return Fallback(ctx);
     if (!finite_safe_ && !AllFinite(x.data<float>(), x.size())) return Fallback(ctx);
@@ -216,7 +380,8 @@ class ResizeKernel : public CpuKernel {
   bool supported_ = false;
   bool finite_safe_ = true;  // oneDNN also matches on inputs with Inf/NaN
   std::vector<int64_t> in_shape_, out_shape_;
-  std::vector<double> scales_;
+  std::vector<double> scales_, roi_start_, roi_end_;
+  std::optional<TapPlan> taps_;  // the own loops' plan, where oneDNN does not fit
   // The primitive and the shapes it was built for.
   std::vector<int64_t> primitive_in_, primitive_out_;
   memory::desc src_, dst_;
@@ -224,6 +389,8 @@ class ResizeKernel : public CpuKernel {
 };
 
 }  // namespace
+
+int64_t OwnResizeRuns() { return g_own_resize_runs.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));

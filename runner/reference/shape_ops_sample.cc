@@ -3,12 +3,17 @@
 // linear/nearest/cubic; padding zeros/border/reflection; align_corners),
 // AffineGrid (2-D and 3-D) and Col2Im (N-D, pads/strides/dilations).
 // All compute in double.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/grid_sample.h"
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::reference {
@@ -38,21 +43,38 @@ double Reflect(double x, double lo, double hi) {
   return x;
 }
 
+// Pixel i with weight appended at `n`: padded by zeros, the border, or
+// reflection.
+void AddTap(const grid::Config& c, int64_t i, double weight, int64_t len, double lo, double hi,
+            int64_t* index, double* w, int& n) {
+  if (i < 0 || i >= len) {
+    if (c.padding == grid::Padding::kZeros) {
+      i = -1;
+    } else if (c.padding == grid::Padding::kBorder) {
+      i = std::clamp<int64_t>(i, 0, len - 1);
+    } else {
+      i = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(i), lo, hi)), 0, len - 1);
+    }
+  }
+  index[n] = i;
+  w[n] = weight;
+  ++n;
+}
+
 class GridSampleKernel : public Kernel {
  public:
-  GridSampleKernel(GridMode mode, GridPadding padding, bool align, bool only_4d)
-      : mode_(mode), padding_(padding), align_(align), only_4d_(only_4d) {}
+  explicit GridSampleKernel(grid::Config c) : c_(c) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* grid, ctx.Input(1));
     int64_t k = x->rank() - 2;  // spatial dims
     bool ok = k >= 1 && grid->rank() == k + 2 && grid->dim(0) == x->dim(0) &&
-              grid->dim(static_cast<int>(k + 1)) == k && (!only_4d_ || k == 2);
+              grid->dim(static_cast<int>(k + 1)) == k && (!c_.only_4d || k == 2);
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat("grid ", DescribeTensor(*grid), " does not fit input ",
                                                      DescribeTensor(*x),
-                                                     only_4d_ ? " (opset 16 takes 4-D input)" : ""));
+                                                     c_.only_4d ? " (opset 16 takes 4-D input)" : ""));
     }
     std::vector<int64_t> out_shape = {x->dim(0), x->dim(1)};
     for (int64_t d = 1; d <= k; ++d) out_shape.push_back(grid->dim(static_cast<int>(d)));
@@ -64,20 +86,22 @@ class GridSampleKernel : public Kernel {
     int64_t image = x->size() / std::max<int64_t>(x->dim(0) * x->dim(1), 1);
     int64_t points = 1;
     for (int64_t d = 1; d <= k; ++d) points *= grid->dim(static_cast<int>(d));
-    std::vector<std::vector<int64_t>> idx(static_cast<size_t>(k));
-    std::vector<std::vector<double>> w(static_cast<size_t>(k));
+    std::vector<std::array<int64_t, grid::kMaxTaps>> idx(static_cast<size_t>(k));
+    std::vector<std::array<double, grid::kMaxTaps>> w(static_cast<size_t>(k));
+    std::vector<int> taps(static_cast<size_t>(k));
     int64_t n_count = x->dim(0), c_count = x->dim(1);
     for (int64_t n = 0; n < n_count; ++n) {
       for (int64_t p = 0; p < points; ++p) {
         // Grid coordinates come innermost dim first (x, y, z).
         for (int64_t d = 0; d < k; ++d) {
           double v = g[static_cast<size_t>((n * points + p) * k + (k - 1 - d))];
-          Taps(v, dims[static_cast<size_t>(d)], idx[static_cast<size_t>(d)], w[static_cast<size_t>(d)]);
+          const size_t a = static_cast<size_t>(d);
+          taps[a] = grid::Taps(c_, v, dims[a], idx[a].data(), w[a].data());
         }
         for (int64_t c = 0; c < c_count; ++c) {
           const double* plane = data.data() + (n * c_count + c) * image;
-          ONNXKIT_RETURN_IF_ERROR(
-              shape_ops::StoreDouble(*y, (n * c_count + c) * points + p, Combine(plane, strides, idx, w)));
+          ONNXKIT_RETURN_IF_ERROR(shape_ops::StoreDouble(*y, (n * c_count + c) * points + p,
+                                                         Combine(plane, strides, taps, idx, w)));
         }
       }
     }
@@ -85,59 +109,11 @@ class GridSampleKernel : public Kernel {
   }
 
  private:
-  // The input positions (-1: a zero from padding) and weights of normalized
-  // coordinate v on an axis of `len` pixels. Nearest rounds half to even.
-  void Taps(double v, int64_t len, std::vector<int64_t>& idx, std::vector<double>& w) const {
-    idx.clear();
-    w.clear();
-    double dl = static_cast<double>(len);
-    double x = align_ ? (v + 1) / 2 * (dl - 1) : ((v + 1) * dl - 1) / 2;
-    double lo = align_ ? 0 : -0.5, hi = align_ ? dl - 1 : dl - 0.5;
-    if (!std::isfinite(x)) x = 0;
-    if (mode_ == GridMode::kNearest) x = std::nearbyint(x);
-    if (x < lo || x > hi) {
-      if (padding_ == GridPadding::kBorder) x = std::clamp(x, 0.0, dl - 1);
-      if (padding_ == GridPadding::kReflection) x = Reflect(x, lo, hi);
-    }
-    x = std::clamp(x, -1.0e9, 1.0e9);
-    if (mode_ == GridMode::kNearest) {
-      Add(static_cast<int64_t>(x), 1.0, len, lo, hi, idx, w);
-      return;
-    }
-    double fl = std::floor(x), t = x - fl;
-    int64_t x0 = static_cast<int64_t>(fl);
-    if (mode_ == GridMode::kLinear) {
-      Add(x0, 1 - t, len, lo, hi, idx, w);
-      Add(x0 + 1, t, len, lo, hi, idx, w);
-      return;
-    }
-    const double a = -0.75;
-    double c[4] = {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
-                   ((a + 2) * t - (a + 3)) * t * t + 1, ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
-                   ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a};
-    for (int i = 0; i < 4; ++i) Add(x0 - 1 + i, c[i], len, lo, hi, idx, w);
-  }
-
-  // Appends pixel i with weight: padded by zeros, the border, or reflection.
-  void Add(int64_t i, double weight, int64_t len, double lo, double hi, std::vector<int64_t>& idx,
-           std::vector<double>& w) const {
-    if (i < 0 || i >= len) {
-      if (padding_ == GridPadding::kZeros) {
-        i = -1;
-      } else if (padding_ == GridPadding::kBorder) {
-        i = std::clamp<int64_t>(i, 0, len - 1);
-      } else {
-        i = std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(i), lo, hi)), 0, len - 1);
-      }
-    }
-    idx.push_back(i);
-    w.push_back(weight);
-  }
-
   // Sum over the product of the axes' taps.
   static double Combine(const double* plane, const std::vector<int64_t>& strides,
-                        const std::vector<std::vector<int64_t>>& idx,
-                        const std::vector<std::vector<double>>& w) {
+                        const std::vector<int>& taps,
+                        const std::vector<std::array<int64_t, grid::kMaxTaps>>& idx,
+                        const std::vector<std::array<double, grid::kMaxTaps>>& w) {
     size_t k = idx.size();
     std::vector<size_t> at(k, 0);
     double sum = 0;
@@ -153,47 +129,85 @@ class GridSampleKernel : public Kernel {
       }
       if (!zero) sum += weight * plane[src];
       size_t d = k;
-      while (d > 0 && ++at[d - 1] == idx[d - 1].size()) at[--d] = 0;
+      while (d > 0 && ++at[d - 1] == static_cast<size_t>(taps[d - 1])) at[--d] = 0;
       if (d == 0) break;
     }
     return sum;
   }
 
-  GridMode mode_;
-  GridPadding padding_;
-  bool align_;
-  bool only_4d_;
+  grid::Config c_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const ir::Node& node, const KernelInfo& info) {
-  bool v16 = info.opset < 20;
+namespace grid {
+
+absl::StatusOr<Config> ParseGridSample(const ir::Node& node, int64_t opset) {
+  Config c;
+  bool v16 = opset < 20;
+  c.only_4d = v16;
   std::string mode = AttrString(node, "mode", v16 ? "bilinear" : "linear");
-  GridMode m;
   if (mode == "linear" || mode == "bilinear") {
-    m = GridMode::kLinear;
+    c.mode = Mode::kLinear;
   } else if (mode == "nearest") {
-    m = GridMode::kNearest;
+    c.mode = Mode::kNearest;
   } else if (mode == "cubic" || mode == "bicubic") {
-    m = GridMode::kCubic;
+    c.mode = Mode::kCubic;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GridSample mode '", mode, "' is not one of linear, nearest, cubic"));
   }
   std::string pad = AttrString(node, "padding_mode", "zeros");
-  GridPadding p;
   if (pad == "zeros") {
-    p = GridPadding::kZeros;
+    c.padding = Padding::kZeros;
   } else if (pad == "border") {
-    p = GridPadding::kBorder;
+    c.padding = Padding::kBorder;
   } else if (pad == "reflection") {
-    p = GridPadding::kReflection;
+    c.padding = Padding::kReflection;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GridSample padding_mode '", pad, "' is not one of zeros, border, reflection"));
   }
-  return std::unique_ptr<Kernel>(new GridSampleKernel(m, p, AttrInt(node, "align_corners", 0) != 0, v16));
+  c.align_corners = AttrInt(node, "align_corners", 0) != 0;
+  return c;
+}
+
+int Taps(const Config& c, double v, int64_t len, int64_t* index, double* weight) {
+  double dl = static_cast<double>(len);
+  double x = c.align_corners ? (v + 1) / 2 * (dl - 1) : ((v + 1) * dl - 1) / 2;
+  double lo = c.align_corners ? 0 : -0.5, hi = c.align_corners ? dl - 1 : dl - 0.5;
+  if (!std::isfinite(x)) x = 0;
+  if (c.mode == Mode::kNearest) x = std::nearbyint(x);
+  if (x < lo || x > hi) {
+    if (c.padding == Padding::kBorder) x = std::clamp(x, 0.0, dl - 1);
+    if (c.padding == Padding::kReflection) x = Reflect(x, lo, hi);
+  }
+  x = std::clamp(x, -1.0e9, 1.0e9);
+  int n = 0;
+  if (c.mode == Mode::kNearest) {
+    AddTap(c, static_cast<int64_t>(x), 1.0, len, lo, hi, index, weight, n);
+    return n;
+  }
+  double fl = std::floor(x), t = x - fl;
+  int64_t x0 = static_cast<int64_t>(fl);
+  if (c.mode == Mode::kLinear) {
+    AddTap(c, x0, 1 - t, len, lo, hi, index, weight, n);
+    AddTap(c, x0 + 1, t, len, lo, hi, index, weight, n);
+    return n;
+  }
+  const double a = -0.75;
+  double k[4] = {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+                 ((a + 2) * t - (a + 3)) * t * t + 1, ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+                 ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a};
+  for (int i = 0; i < 4; ++i) AddTap(c, x0 - 1 + i, k[i], len, lo, hi, index, weight, n);
+  return n;
+}
+
+}  // namespace grid
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(grid::Config c, grid::ParseGridSample(node, info.opset));
+  return std::unique_ptr<Kernel>(new GridSampleKernel(c));
 }
 
 absl::Status AffineGrid(KernelContext& ctx) {

@@ -15,11 +15,13 @@
 // other nearest modes or coordinate modes on geometries that pick the same
 // elements (round_prefer_floor without ties, asymmetric with floor under
 // integer upscales as in Resize-10); axes and keep_aspect_ratio_policy
-// resolving to such geometries. The rest runs on the reference kernel:
-// cubic, antialias, exclude_outside, tf_crop_and_resize, linear where a
-// given scale is not out / in, nearest geometries picking other elements,
-// integer types, other ranks, resized N or C, empty tensors, and linear
-// inputs holding Inf or NaN on geometries with zero weights.
+// resolving to such geometries. The other geometries that resize only the
+// last two axes (cubic, antialias, exclude_outside, tf_crop_and_resize,
+// align_corners, asymmetric, linear where a given scale is not out / in,
+// nearest geometries picking other elements, rank 2) run on the backend's
+// own loops; the rest on the reference kernel: integer types, resized N or
+// C, a third-last axis resized, empty tensors, inputs holding Inf or NaN
+// (on the own loops, and on oneDNN on geometries with zero weights).
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -30,6 +32,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
+#include "runner/cpu/conv.h"
 #include "runner/session.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -488,6 +491,74 @@ TEST(CpuResizeTest, FallbackCasesMatchReference) {
     ASSERT_FALSE(ref.ok());
     ASSERT_FALSE(cpu.ok());
     EXPECT_EQ(ref.status().code(), cpu.status().code());
+  }
+}
+
+TEST(CpuResizeTest, OwnLoopsRunWhereOneDnnDoesNot) {
+  struct Own {
+    std::vector<int64_t> shape;
+    std::vector<float> scales;
+    std::vector<pb::AttributeProto> attrs;
+    bool own;  // on the own loops (else oneDNN or the reference)
+  };
+  const std::vector<Own> cases = {
+      // RAFT's flow upsampling and older segmentation heads.
+      {{1, 2, 16, 16},
+       {1, 1, 8, 8},
+       {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", "align_corners")},
+       true},
+      {{2, 3, 7, 9}, {1, 1, 2.5f, 0.5f}, {AttrString("mode", "cubic")}, true},
+      {{1, 4, 12, 10}, {1, 1, 0.5f, 0.6f}, {AttrString("mode", "linear"), AttrInt("antialias", 1)}, true},
+      {{1, 2, 5, 6},
+       {1, 1, 3, 3},
+       {AttrString("mode", "nearest"), AttrString("coordinate_transformation_mode", "asymmetric"),
+        AttrString("nearest_mode", "ceil")},
+       true},
+      {{6, 9}, {2, 3}, {AttrString("mode", "linear")}, true},
+      {{2, 3, 4, 5, 6},
+       {1, 1, 1, 2, 2},
+       {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", "align_corners")},
+       true},
+      // oneDNN's: half_pixel 2x.
+      {{1, 2, 8, 8}, {1, 1, 2, 2}, {AttrString("mode", "linear")}, false},
+      // The reference's: a third-last axis resized.
+      {{1, 2, 4, 5, 6},
+       {1, 1, 2, 2, 2},
+       {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", "align_corners")},
+       false},
+  };
+  uint32_t seed = 30;
+  for (const Own& o : cases) {
+    ResizeCase c;
+    c.shape = o.shape;
+    c.scales = o.scales;
+    c.attrs = o.attrs;
+    c.text = "x=" + Join(o.shape) + " scales=" + Join(o.scales);
+    const int64_t before = runner::cpu::OwnResizeRuns();
+    ExpectResizeMatches(c, ++seed);
+    EXPECT_EQ(runner::cpu::OwnResizeRuns() - before, o.own ? 1 : 0) << c.text;
+  }
+  // Large enough for both threads, with the extrapolation value of
+  // tf_crop_and_resize where the roi reaches past the input.
+  for (const char* coord : {"align_corners", "tf_crop_and_resize"}) {
+    GraphBuilder g("g");
+    g.Input("x")
+        .Input("roi")
+        .Input("sizes", pb::kInt64)
+        .Node("Resize", {"x", "roi", "", "sizes"}, {"y"},
+              {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", coord),
+               AttrFloat("extrapolation_value", -3.f)})
+        .Output("y");
+    Feeds feeds = {{"x", RandomFloats({2, 16, 30, 40}, 9)},
+                   {"roi", Floats({8}, {0, 0, -0.1f, 0.05f, 1, 1, 1.2f, 0.9f})},
+                   {"sizes", Int64s({4}, {2, 16, 61, 79})}};
+    auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 19, 2);
+    const int64_t before = runner::cpu::OwnResizeRuns();
+    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 19, 2);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(runner::cpu::OwnResizeRuns(), before + 1) << coord;
+    ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-5, 1e-4, coord);
   }
 }
 
