@@ -101,7 +101,15 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
   }
   for (const ir::Value* out : (*session)->Outputs()) v->output_names_.push_back(out->name());
   auto outputs = (*session)->Run(v->feeds_);
-  if (!outputs.ok()) return AnnotateStatus(outputs.status(), "the original model fails on the verification inputs");
+  if (!outputs.ok()) {
+    // Random values may be ones the model cannot take (a loop count of 0, an
+    // index past a table): say how to give others.
+    return AnnotateStatus(outputs.status(),
+                          spec.random
+                              ? "the original model fails on the seeded random verification inputs (give "
+                                "real ones with --input or --inputs, or skip the check with --no-verify)"
+                              : "the original model fails on the verification inputs");
+  }
   v->expected_ = std::move(*outputs);
   if (!options.inputs.dir.empty()) {
     v->input_description_ = absl::StrCat("inputs from ", options.inputs.dir);

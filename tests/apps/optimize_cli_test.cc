@@ -152,6 +152,31 @@ TEST(OptimizeCliTest, ErrorPaths) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Random verification inputs a model cannot take (indices past a table of
+// one): exit 3, and the error says how to give others or skip the check.
+TEST(OptimizeCliTest, RandomInputsTheOriginalRejectsSayWhatToDo) {
+  fs::path dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("idx", pb::kInt64, {{64}})
+      .Initializer(Floats("table", {1}, {2.5f}))
+      .Node("Gather", {"table", "idx"}, {"g"}, {}, "gather")
+      .Node("Identity", {"g"}, {"y"}, {}, "id")
+      .Output("y", pb::kFloat, {{64}});
+  std::string in = (dir / "gather.onnx").string(), out = (dir / "o.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  CliResult r = RunCli({"optimize", in, "-o", out});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("seeded random verification inputs"));
+  EXPECT_THAT(r.err, HasSubstr("--no-verify"));
+  EXPECT_FALSE(fs::exists(out));
+  CliResult c = RunCli({"convert", in, "--opset", "13", "-o", out});
+  EXPECT_EQ(c.exit_code, 3) << c.err;
+  EXPECT_THAT(c.err, HasSubstr("--no-verify"));
+  CliResult skipped = RunCli({"optimize", in, "-o", out, "--no-verify"});
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_TRUE(fs::exists(out));
+}
+
 TEST(OptimizeCliTest, PinsSymbolicInputDims) {
   fs::path dir = MakeTempDir();
   GraphBuilder g("main");
