@@ -58,7 +58,7 @@ absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options) {
   for (size_t k = 0; k < specs.size() && !outcome.interesting; ++k) {
     golden = std::make_unique<GoldenStore>(scratch.path() / absl::StrCat("golden_", k));
     std::string run_error;
-    absl::Status recorded = golden->Record(loaded, specs[k], &run_error);
+    absl::Status recorded = golden->Record(loaded, specs[k], &run_error, oracle_options.timeout_seconds);
     if (!recorded.ok() && needs_golden) return recorded;
     ONNXKIT_ASSIGN_OR_RETURN(oracle, MakeOracle(oracle_options, golden.get()));
     outcome.oracle = oracle->Describe();

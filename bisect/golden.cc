@@ -52,10 +52,11 @@ absl::Status GoldenStore::Put(const std::string& name, const runner::RtValue& va
 }
 
 absl::Status GoldenStore::Record(const io::LoadedModel& loaded, const runner::InputSpec& spec,
-                                 std::string* run_error) {
+                                 std::string* run_error, double timeout_seconds) {
   io::LoadedModel copy = loaded;
   runner::SessionOptions options;
   options.backend = runner::Backend::kReference;
+  options.timeout_seconds = timeout_seconds;
   options.observer = [this](const ir::Value& value, const runner::RtValue& v) { return Put(value.name(), v); };
   auto session = runner::Session::Create(std::move(copy), options);
   if (!session.ok()) {

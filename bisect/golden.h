@@ -27,9 +27,11 @@ class GoldenStore {
   // Prepares the feeds of `loaded` from `spec`, records them, then runs the
   // model on the reference backend recording every computed value. A run
   // that fails keeps what it computed before the failure (the run error is
-  // returned in `run_error`, not as a status). Errors: inputs cannot be
-  // prepared (InvalidArgument), the scratch folder cannot be written.
-  absl::Status Record(const io::LoadedModel& loaded, const runner::InputSpec& spec, std::string* run_error);
+  // returned in `run_error`, not as a status), as does a run past
+  // `timeout_seconds` (0: none). Errors: inputs cannot be prepared
+  // (InvalidArgument), the scratch folder cannot be written.
+  absl::Status Record(const io::LoadedModel& loaded, const runner::InputSpec& spec, std::string* run_error,
+                      double timeout_seconds = 0);
 
   bool Has(const std::string& name) const { return index_.count(name) > 0; }
   // The recorded value of `name`, read back from the scratch folder.

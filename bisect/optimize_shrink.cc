@@ -91,7 +91,8 @@ absl::StatusOr<std::optional<ShrunkModel>> ShrinkAroundRewrite(const io::LoadedM
   runner::InputSpec spec = options.verify_options.inputs;
   if (spec.dir.empty() && spec.files.empty()) spec.random = true;
   std::string run_error;
-  if (!golden.Record(before, spec, &run_error).ok() || !run_error.empty())
+  if (!golden.Record(before, spec, &run_error, options.verify_options.timeout_seconds).ok() ||
+      !run_error.empty())
     return std::optional<ShrunkModel>();
   TypeSource types(&golden, infer::InferredTypes(before.proto));
   passes::OptimizeOptions o = options;

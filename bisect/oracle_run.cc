@@ -81,6 +81,11 @@ class RunOracle : public Oracle {
     }
     target_.clear();
     ONNXKIT_ASSIGN_OR_RETURN(bool interesting, Test(original));
+    if (!interesting && last_timed_out_) {
+      *why = absl::StrCat("the original's run timed out after ", o_.timeout_seconds,
+                          " s, so nothing could be judged (raise --timeout)");
+      return false;
+    }
     if (!interesting) {
       *why = o_.kind == OracleKind::kRunFails ? absl::StrCat("the original runs without a matching error", last_)
              : o_.kind == OracleKind::kNan    ? "no node of the original makes NaN/Inf from finite inputs"
@@ -108,6 +113,7 @@ class RunOracle : public Oracle {
       message = absl::StrCat("crashed (signal ", r.signal, ")");
     }
     last_ = message.empty() ? "" : absl::StrCat(" (", message, ")");
+    last_timed_out_ = !r.finished && r.timed_out;
     bool interesting = false;
     if (o_.kind == OracleKind::kRunFails) {
       if (verdict.rfind("fail ", 0) != 0) return false;
@@ -203,6 +209,7 @@ class RunOracle : public Oracle {
   std::optional<std::regex> re_;
   std::map<std::string, runner::RtValue> expected_;
   std::string target_, pinned_, last_;
+  bool last_timed_out_ = false;  // the last run passed --timeout
 };
 
 }  // namespace
