@@ -124,6 +124,7 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
   if (samples.count() < 1) return absl::InvalidArgumentError("calibration needs at least one sample");
   runner::SessionOptions so;
   so.backend = options.backend;
+  so.timeout_seconds = options.timeout_seconds;
   so.fuse = false;
   Calibration cal;
   cal.samples = samples.count();

@@ -62,6 +62,7 @@ struct Calibration {
 
 struct CalibrateOptions {
   runner::Backend backend = runner::Backend::kCpu;
+  double timeout_seconds = 0;  // per run (0: none)
   bool histograms = true;
   int bins = 2048;
   // Called after each run with (pass, sample index) for progress.

@@ -74,7 +74,8 @@ class Driver {
       if (held == nullptr) return Finish(r);
       held = SliceSamples(samples, 0, samples->count());  // nothing is calibrated on
       r.holdout_samples = held->count();
-      ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
+      ONNXKIT_ASSIGN_OR_RETURN(
+          evaluator_, Evaluator::Create(model_, held.get(), options_.backend, options_.timeout_seconds));
       ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
       if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
         ONNXKIT_RETURN_IF_ERROR(Fallback(r));
@@ -90,6 +91,7 @@ class Driver {
       if (calib == nullptr) return absl::InvalidArgumentError("no calibration samples");
       CalibrateOptions co;
       co.backend = options_.backend;
+      co.timeout_seconds = options_.timeout_seconds;
       co.bins = options_.bins;
       co.histograms = options_.qdq.calibrator.method != Method::kMinMax;
       if (options_.progress) {
@@ -102,7 +104,8 @@ class Driver {
     r.calibration_samples = r.calibration.samples;
     ONNXKIT_ASSIGN_OR_RETURN(r.qdq, InsertQdq(model_, r.calibration, options_.qdq));
     if (held == nullptr) return Finish(r);
-    ONNXKIT_ASSIGN_OR_RETURN(evaluator_, Evaluator::Create(model_, held.get(), options_.backend));
+    ONNXKIT_ASSIGN_OR_RETURN(
+        evaluator_, Evaluator::Create(model_, held.get(), options_.backend, options_.timeout_seconds));
     ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
     if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
       ONNXKIT_RETURN_IF_ERROR(Fallback(r));

@@ -49,6 +49,7 @@ struct QuantizeOptions {
   std::optional<double> target_cosine;
   std::optional<Calibration> calibration;  // --load-calibration: skip calibrating
   runner::Backend backend = runner::Backend::kCpu;  // calibration and float runs
+  double timeout_seconds = 0;                       // per run of a model (0: none)
   int bins = 2048;
   bool report_tensors = true;
   std::vector<std::pair<std::string, std::string>> metadata;  // added to metadata_props

@@ -62,13 +62,17 @@ double ErrorReport::min_output_cosine() const {
 }
 
 absl::StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const io::LoadedModel& float_model,
-                                                             const SampleSource* holdout, runner::Backend backend) {
+                                                             const SampleSource* holdout,
+                                                             runner::Backend backend,
+                                                             double timeout_seconds) {
   std::unique_ptr<Evaluator> ev(new Evaluator());
   ev->float_model_ = &float_model;
   ev->holdout_ = holdout;
   ev->backend_ = backend;
+  ev->timeout_seconds_ = timeout_seconds;
   runner::SessionOptions so;
   so.backend = backend;
+  so.timeout_seconds = timeout_seconds;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> s, runner::Session::Create(float_model, so));
   for (const ir::Value* v : s->Outputs()) ev->output_names_.push_back(v->name());
   for (int i = 0; i < holdout->count(); ++i) {
@@ -98,12 +102,14 @@ absl::StatusOr<ErrorReport> Evaluator::Evaluate(const pb::ModelProto& qdq,
   std::map<std::string, runner::RtValue> captured;
   runner::SessionOptions fo;
   fo.backend = backend_;
+  fo.timeout_seconds = timeout_seconds_;
   fo.observer = [&](const ir::Value& v, const runner::RtValue& rv) -> absl::Status {
     if (by_float.count(v.name()) && rv.is_tensor()) captured[v.name()] = rv;
     return absl::OkStatus();
   };
   runner::SessionOptions qo;
   qo.backend = runner::Backend::kReference;
+  qo.timeout_seconds = timeout_seconds_;
   if (records != nullptr) {
     qo.observer = [&](const ir::Value& v, const runner::RtValue& rv) -> absl::Status {
       auto it = by_dq.find(v.name());

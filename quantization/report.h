@@ -50,8 +50,11 @@ class Evaluator {
  public:
   // Runs the float model on every sample of `holdout` once, keeping its
   // outputs (samples are rebuilt on demand).
+  // A run past `timeout_seconds` (0: none) fails.
   static absl::StatusOr<std::unique_ptr<Evaluator>> Create(const io::LoadedModel& float_model,
-                                                           const SampleSource* holdout, runner::Backend backend);
+                                                           const SampleSource* holdout,
+                                                           runner::Backend backend,
+                                                           double timeout_seconds = 0);
   // Output errors of `qdq` (reference backend); with `records`, also the
   // error of every quantized activation (the float model runs again).
   absl::StatusOr<ErrorReport> Evaluate(const pb::ModelProto& qdq, const std::vector<ActivationRecord>* records) const;
@@ -61,6 +64,7 @@ class Evaluator {
   const io::LoadedModel* float_model_ = nullptr;
   const SampleSource* holdout_ = nullptr;
   runner::Backend backend_ = runner::Backend::kCpu;
+  double timeout_seconds_ = 0;
   std::vector<std::vector<runner::RtValue>> expected_;
   std::vector<std::string> output_names_;
 };

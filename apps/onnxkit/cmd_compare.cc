@@ -34,6 +34,7 @@ struct CompareOptions {
   double atol = -1, rtol = -1;
   std::vector<std::string> per_output_tol;  // NAME=ATOL,RTOL
   bool per_layer = false;
+  double timeout = 0;  // seconds per run of a side (0: none)
   bool json = false;
   int device = 0;  // the CUDA device of a cuda side
   bool tf32 = false;
@@ -159,6 +160,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   a_options.device = o.device;
   a_options.allow_tf32 = o.tf32;
   a_options.bf16 = o.a_precision == "bf16";
+  a_options.timeout_seconds = o.timeout;
   if (o.per_layer) {
     scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
     fs::remove_all(scratch);
@@ -195,6 +197,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     b_options.device = o.device;
     b_options.allow_tf32 = o.tf32;
     b_options.bf16 = o.b_precision == "bf16";
+    b_options.timeout_seconds = o.timeout;
     if (o.per_layer) {
       // Compare each value of B as it is computed with A's copy on disk.
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
@@ -308,6 +311,9 @@ void RegisterCompare(CLI::App& app, Action& action) {
   sub->add_option("--rtol", o->rtol, "Relative tolerance for every output (default by element type)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--tol", o->per_output_tol, "NAME=ATOL,RTOL for one output or tensor; repeatable");
+  sub->add_option("--timeout", o->timeout,
+                  "Fail when a run of either side takes longer than this many seconds")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--per-layer", o->per_layer,
                 "Also compare every intermediate tensor present on both sides and report the first that "
                 "diverges (A's values are streamed to a scratch folder: memory stays bounded)");

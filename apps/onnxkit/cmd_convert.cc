@@ -29,6 +29,7 @@ struct ConvertFlags {
   runner::InputSpec inputs;
   double atol = 1e-4;
   double rtol = 1e-3;
+  double timeout = 0;  // seconds per verification run (0: none)
   bool json = false;
   int64_t external_data = -1;
   bool quiet = false;
@@ -266,6 +267,7 @@ absl::StatusOr<int> RunConvert(const ConvertFlags& f) {
   options.verify_options.inputs = f.inputs;
   options.verify_options.atol = f.atol;
   options.verify_options.rtol = f.rtol;
+  options.verify_options.timeout_seconds = f.timeout;
   options.inline_external_data = f.inline_data;
   if (f.float16 || f.bfloat16) {
     passes::convert::PrecisionOptions p;
@@ -343,7 +345,7 @@ void RegisterConvert(CLI::App& app, Action& action) {
   sub->add_option("--ir-version", f->ir_version, "IR version of the result (default: what the target opset needs)");
   sub->add_flag("--dry-run", f->dry_run, "List every node that blocks the conversion; write nothing");
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
-  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol);
+  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol, &f->timeout);
   sub->add_option("--input-shape", f->inputs.shapes, "NAME=DIMS for symbolic input dims of random inputs");
   sub->add_flag("--json", f->json, "Print one JSON object (steps per op, blockers, verification)");
   sub->add_option("--external-data", f->external_data,

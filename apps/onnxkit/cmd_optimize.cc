@@ -40,6 +40,7 @@ struct OptimizeFlags {
   runner::InputSpec inputs;
   double atol = 1e-4;
   double rtol = 1e-3;
+  double timeout = 0;  // seconds per verification run (0: none)
   std::string verify_backend = "reference";
   int64_t bisect_limit = -1;
   int max_iterations = 8;
@@ -291,6 +292,7 @@ absl::StatusOr<int> RunOptimize(const OptimizeFlags& f) {
   options.verify_options.inputs = f.inputs;
   options.verify_options.atol = f.atol;
   options.verify_options.rtol = f.rtol;
+  options.verify_options.timeout_seconds = f.timeout;
   options.verify_options.backend = f.verify_backend == "cpu" ? runner::Backend::kCpu : runner::Backend::kReference;
   for (const auto& [name, dims] : options.input_shapes) {
     std::vector<std::string> parts;
@@ -351,7 +353,7 @@ void RegisterOptimize(CLI::App& app, Action& action) {
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
   sub->add_flag("--verify-each", f->verify_each,
                 "Verify after every pass that changed the model; stop at the first that moves the outputs");
-  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol);
+  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol, &f->timeout);
   sub->add_option("--verify-backend", f->verify_backend, "Backend that runs both models: reference (default) or cpu")
       ->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--bisect-limit", f->bisect_limit, "Apply only the first N rewrites (-1: all)");

@@ -33,6 +33,7 @@ struct QuantizeFlags {
   std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
   bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
   int samples = 32, holdout = 2, bins = 2048, bits = 0;
+  double timeout = 0;  // seconds per run of a model (0: none)
   int64_t block_size = 0;
   uint64_t seed = 0;
   double percentile = 99.99, target_sqnr = NAN, target_cosine = NAN;
@@ -262,6 +263,7 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     if (!o.dynamic && o.qdq.per_channel) o.preferred_opset = 13;
   }
   o.holdout = f.holdout;
+  o.timeout_seconds = f.timeout;
   o.bins = f.bins;
   if (!std::isnan(f.target_sqnr)) o.target_sqnr_db = f.target_sqnr;
   if (!std::isnan(f.target_cosine)) {
@@ -384,6 +386,11 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--bits", f->bits, "--weights-only: 4 (int4, default) or 8 (int8)");
   sub->add_option("--block-size", f->block_size, "--weights-only: elements per scale along the reduction axis (default 32)");
   sub->add_option("--holdout", f->holdout, "The last N samples measure the error (default 2)");
+  sub->add_option(
+         "--timeout", f->timeout,
+         "Fail when one run of the float or the quantized model (calibration, error report) takes longer "
+         "than this many seconds")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--target-sqnr", f->target_sqnr, "Keep the most sensitive layers in float until every output "
                                                     "reaches this SQNR (dB); exit 1 when it cannot");
   sub->add_option("--target-cosine", f->target_cosine,

@@ -56,7 +56,8 @@ void RegisterQuantize(CLI::App& app, Action& action);
 // The flags that choose the inputs a transformed model is verified on
 // (optimize, convert): --inputs, --input, --random, --seed, and --atol /
 // --rtol (defaults 1e-4 / 1e-3) into `atol` / `rtol`.
-void AddVerificationFlags(CLI::App* sub, runner::InputSpec* inputs, double* atol, double* rtol);
+void AddVerificationFlags(CLI::App* sub, runner::InputSpec* inputs, double* atol, double* rtol,
+                          double* timeout);
 
 // The whole program: parse, dispatch, print errors, return the exit code.
 int Main(int argc, char** argv);

@@ -177,6 +177,42 @@ TEST(OptimizeCliTest, RandomInputsTheOriginalRejectsSayWhatToDo) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// A Loop whose condition stays true: every command that runs the model
+// stops at --timeout (exit 3) instead of hanging a pipeline.
+TEST(OptimizeCliTest, CommandsThatRunTheModelStopAtTimeout) {
+  fs::path dir = MakeTempDir();
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("acc", pb::kFloat)
+                            .Output("cond_in", pb::kBool)
+                            .Output("acc", pb::kFloat)
+                            .Build();
+  pb::TensorProto yes;
+  yes.name = "yes";
+  yes.data_type = pb::kBool;
+  yes.int32_data = {1};
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2}})
+      .Initializer(yes)
+      .Node("Loop", {"", "yes", "x"}, {"y"}, {AttrGraph("body", body)}, "forever")
+      .Output("y", pb::kFloat, {{2}});
+  std::string in = (dir / "forever.onnx").string(), out = (dir / "o.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"optimize", in, "-o", out, "--timeout", "0.3"},
+           {"convert", in, "--opset", "18", "-o", out, "--timeout", "0.3"},
+           {"compare", "--a", in, "--b", in, "--b-backend", "cpu", "--random", "--timeout", "0.3"},
+           {"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "3", "--timeout", "0.3"},
+           {"run", in, "--random", "--timeout", "0.3"}}) {
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 3) << args[0] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("took longer than 0.3 s")) << args[0];
+    EXPECT_FALSE(fs::exists(out)) << args[0];
+  }
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--timeout", "-1"}).exit_code, 2);
+}
+
 TEST(OptimizeCliTest, PinsSymbolicInputDims) {
   fs::path dir = MakeTempDir();
   GraphBuilder g("main");
