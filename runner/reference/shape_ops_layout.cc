@@ -453,6 +453,95 @@ absl::Status CheckBlock(const Tensor& x, int64_t b) {
   return absl::OkStatus();
 }
 
+// DepthToSpace over elements of sizeof(T) bytes, one output row at a time:
+// row (n, c, h * b + i) interleaves the b input rows (n, channel(c, i, j),
+// h) for j < b.
+template <typename T>
+void DepthToSpaceRows(const Tensor& x, Tensor& y, int64_t b, bool crd) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), oc = c / (b * b), ow = w * b;
+  const T* src = static_cast<const T*>(x.raw());
+  T* dst = static_cast<T*>(y.mutable_raw());
+  std::vector<const T*> rows(static_cast<size_t>(b));
+  for (int64_t in = 0; in < n; ++in) {
+    for (int64_t o = 0; o < oc; ++o) {
+      for (int64_t r = 0; r < h; ++r) {
+        for (int64_t i = 0; i < b; ++i) {
+          for (int64_t j = 0; j < b; ++j) {
+            const int64_t ch = crd ? (o * b + i) * b + j : (i * b + j) * oc + o;
+            rows[static_cast<size_t>(j)] = src + ((in * c + ch) * h + r) * w;
+          }
+          T* out = dst + ((in * oc + o) * h * b + r * b + i) * ow;
+          for (int64_t k = 0; k < w; ++k) {
+            for (int64_t j = 0; j < b; ++j) out[k * b + j] = rows[static_cast<size_t>(j)][k];
+          }
+        }
+      }
+    }
+  }
+}
+
+// SpaceToDepth over elements of sizeof(T) bytes, one input row at a time:
+// row (n, c, r * b + i) deals its columns out to the b output rows
+// (n, (i * b + j) * C + c, r) for j < b.
+template <typename T>
+void SpaceToDepthRows(const Tensor& x, Tensor& y, int64_t b) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), oh = h / b, ow = w / b,
+                oc = c * b * b;
+  const T* src = static_cast<const T*>(x.raw());
+  T* dst = static_cast<T*>(y.mutable_raw());
+  std::vector<T*> rows(static_cast<size_t>(b));
+  for (int64_t in = 0; in < n; ++in) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t r = 0; r < oh; ++r) {
+        for (int64_t i = 0; i < b; ++i) {
+          const T* row = src + ((in * c + ch) * h + r * b + i) * w;
+          for (int64_t j = 0; j < b; ++j)
+            rows[static_cast<size_t>(j)] = dst + ((in * oc + (i * b + j) * c + ch) * oh + r) * ow;
+          for (int64_t k = 0; k < ow; ++k) {
+            for (int64_t j = 0; j < b; ++j) rows[static_cast<size_t>(j)][k] = row[k * b + j];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Runs fn<T> for the word type of x's elements; false for strings and
+// sub-byte types.
+template <template <typename> class F, typename... Args>
+bool ForWords(const Tensor& x, Args&&... args) {
+  switch (x.is_string() ? 0 : DataTypeBits(x.dtype())) {
+    case 8:
+      F<uint8_t>::Run(std::forward<Args>(args)...);
+      return true;
+    case 16:
+      F<uint16_t>::Run(std::forward<Args>(args)...);
+      return true;
+    case 32:
+      F<uint32_t>::Run(std::forward<Args>(args)...);
+      return true;
+    case 64:
+      F<uint64_t>::Run(std::forward<Args>(args)...);
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <typename T>
+struct DepthToSpaceWords {
+  static void Run(const Tensor& x, Tensor& y, int64_t b, bool crd) { DepthToSpaceRows<T>(x, y, b, crd); }
+};
+template <typename T>
+struct SpaceToDepthWords {
+  static void Run(const Tensor& x, Tensor& y, int64_t b) { SpaceToDepthRows<T>(x, y, b); }
+};
+
+bool IsWords(const Tensor& x) {
+  const int bits = x.is_string() ? 0 : DataTypeBits(x.dtype());
+  return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+}
+
 class DepthToSpaceKernel : public Kernel {
  public:
   DepthToSpaceKernel(int64_t blocksize, bool crd) : b_(blocksize), crd_(crd) {}
@@ -468,6 +557,11 @@ class DepthToSpaceKernel : public Kernel {
     auto oh = CheckedMul(h, b_), ow = CheckedMul(w, b_);
     if (!oh || !ow)
       return absl::InvalidArgumentError(absl::StrCat("output of ", DescribeTensor(*x), " is too large"));
+    if (IsWords(*x)) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), {n, oc, *oh, *ow}));
+      ForWords<DepthToSpaceWords>(*x, *x, *y, b_, crd_);
+      return absl::OkStatus();
+    }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), {n, oc, *oh, *ow}));
     ElementCopier copy(*x, *y);
     int64_t out = 0;
@@ -511,6 +605,12 @@ absl::Status SpaceToDepth(KernelContext& ctx) {
   }
   auto oc = CheckedMul(c, b * b);
   if (!oc) return absl::InvalidArgumentError(absl::StrCat("output of ", DescribeTensor(*x), " is too large"));
+  if (IsWords(*x)) {
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y,
+                             ctx.AllocateOutputUninitialized(0, x->dtype(), {n, *oc, h / b, w / b}));
+    ForWords<SpaceToDepthWords>(*x, *x, *y, b);
+    return absl::OkStatus();
+  }
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, x->dtype(), {n, *oc, h / b, w / b}));
   ElementCopier copy(*x, *y);
   int64_t out = 0;

@@ -285,6 +285,61 @@ TEST(ShapeOpsTest, PadStringsAndAxes) {
   EXPECT_EQ(y->strings(), (std::vector<std::string>{"-", "a", "b"}));
 }
 
+// DepthToSpace in both modes and SpaceToDepth against the index formulas of
+// the spec, for 1-, 2-, 4- and 8-byte elements (row loops) and strings (the
+// element-wise path), blocks of 2 and 3; SpaceToDepth undoes DCR.
+TEST(ShapeOpsTest, DepthToSpaceAndSpaceToDepthFollowTheSpec) {
+  for (int64_t b : {2, 3}) {
+    const int64_t n = 2, oc = 3, h = 2, w = 5, c = oc * b * b;
+    std::vector<float> values(static_cast<size_t>(n * c * h * w));
+    std::iota(values.begin(), values.end(), 0.f);
+    for (const char* mode : {"DCR", "CRD"}) {
+      const bool crd = std::string(mode) == "CRD";
+      std::vector<float> expected;
+      for (int64_t in = 0; in < n; ++in) {
+        for (int64_t o = 0; o < oc; ++o) {
+          for (int64_t y = 0; y < h * b; ++y) {
+            for (int64_t x = 0; x < w * b; ++x) {
+              const int64_t i = y % b, j = x % b;
+              const int64_t ch = crd ? o * b * b + i * b + j : (i * b + j) * oc + o;
+              expected.push_back(values[static_cast<size_t>(((in * c + ch) * h + y / b) * w + x / b)]);
+            }
+          }
+        }
+      }
+      SCOPED_TRACE(std::string(mode) + " blocksize " + std::to_string(b));
+      std::vector<pb::AttributeProto> attrs = {AttrInt("blocksize", b), AttrString("mode", mode)};
+      absl::StatusOr<Tensor> f = RunOp("DepthToSpace", {Floats({n, c, h, w}, values)}, attrs);
+      ASSERT_TRUE(f.ok()) << f.status();
+      EXPECT_EQ(f->shape(), (std::vector<int64_t>{n, oc, h * b, w * b}));
+      EXPECT_EQ(Values<float>(*f), expected);
+      std::vector<int64_t> ints(values.begin(), values.end());
+      absl::StatusOr<Tensor> l = RunOp("DepthToSpace", {Int64s({n, c, h, w}, ints)}, attrs);
+      ASSERT_TRUE(l.ok()) << l.status();
+      EXPECT_EQ(Values<int64_t>(*l), std::vector<int64_t>(expected.begin(), expected.end()));
+      std::vector<uint8_t> bytes(values.begin(), values.end());
+      absl::StatusOr<Tensor> u = RunOp("DepthToSpace", {Uint8s({n, c, h, w}, bytes)}, attrs);
+      ASSERT_TRUE(u.ok()) << u.status();
+      EXPECT_EQ(Values<uint8_t>(*u), std::vector<uint8_t>(expected.begin(), expected.end()));
+      std::vector<std::string> words;
+      for (float v : values) words.push_back(std::to_string(static_cast<int>(v)));
+      absl::StatusOr<Tensor> t = RunOp("DepthToSpace", {Strings({n, c, h, w}, words)}, attrs);
+      ASSERT_TRUE(t.ok()) << t.status();
+      for (size_t k = 0; k < expected.size(); ++k)
+        ASSERT_EQ(t->strings()[k], std::to_string(static_cast<int>(expected[k]))) << k;
+      if (!crd) {
+        absl::StatusOr<Tensor> back = RunOp("SpaceToDepth", {*f}, {AttrInt("blocksize", b)});
+        ASSERT_TRUE(back.ok()) << back.status();
+        EXPECT_EQ(back->shape(), (std::vector<int64_t>{n, c, h, w}));
+        EXPECT_EQ(Values<float>(*back), values);
+        absl::StatusOr<Tensor> back_t = RunOp("SpaceToDepth", {*t}, {AttrInt("blocksize", b)});
+        ASSERT_TRUE(back_t.ok()) << back_t.status();
+        EXPECT_EQ(back_t->strings(), words);
+      }
+    }
+  }
+}
+
 TEST(ShapeOpsTest, LayoutOpsRejectBadArguments) {
   Tensor x = Floats({1, 4, 2, 2}, std::vector<float>(16));
   ExpectError(RunOp("DepthToSpace", {x}, {AttrInt("blocksize", 3)}), "multiple");
