@@ -28,7 +28,10 @@
 // residual. Sequences choose per run (see conv_sequence.cc).
 #include "runner/cpu/conv.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -438,6 +441,8 @@ class ConvKernel : public FloatConvKernel {
 
 // The output spatial dims and the pads of a ConvTranspose, resolved as the
 // reference kernel does: pad_end is ONNX's end pad less output_padding.
+std::atomic<int64_t> g_deconvolution_products{0};
+
 struct DeconvGeometry {
   std::vector<int64_t> out, strides, dilations, pad_begin, pad_end;
 };
@@ -451,6 +456,11 @@ class ConvTransposeKernel : public FloatConvKernel {
         group_(reference::AttrInt(node, "group", 1)),
         output_padding_(reference::AttrInts(node, "output_padding")),
         output_shape_(reference::AttrInts(node, "output_shape")) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(bool done, RunAsProduct(ctx));
+    return done ? absl::OkStatus() : FloatConvKernel::Run(ctx);
+  }
 
  protected:
   bool Build(KernelContext& ctx, ConvPlan& plan, bool bf16) override {
@@ -550,10 +560,125 @@ class ConvTransposeKernel : public FloatConvKernel {
     return g;
   }
 
+  // A 2-D ConvTranspose whose kernel equals its strides, without padding,
+  // dilation or groups (the 2x2 stride-2 upsampling of U-Nets), is a
+  // product and a shuffle: each output pixel takes one input pixel times
+  // one tap, so Z = W'X (W' the weights as [M * kh * kw, C], X an image as
+  // [C, H * W]) holds every output value before the bias, and output row
+  // (m, h * kh + i) interleaves the kw rows ((m * kh + i) * kw + j, h) of
+  // Z. One oneDNN matmul per image, the shuffle (bias added) over the
+  // threads. False where it does not apply (or with bf16).
+  absl::StatusOr<bool> RunAsProduct(KernelContext& ctx) {
+    if (bf16_) return false;
+    const Tensor *px, *pw, *b;
+    if (!FloatOperands(ctx, node_inputs_, &px, &pw, &b)) return false;
+    const Tensor &x = *px, &w = *pw;
+    if (x.rank() != 4 || group_ != 1 || w.dim(0) != x.dim(1)) return false;
+    const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+    const int64_t m = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+    const std::vector<int64_t> kernel = {kh, kw};
+    if (!attrs_.kernel_shape.empty() && attrs_.kernel_shape != kernel) return false;
+    if (b != nullptr && b->dim(0) != m) return false;
+    std::optional<DeconvGeometry> g = Resolve(x, kernel);
+    if (!g) return false;
+    for (size_t d = 0; d < 2; ++d) {
+      if (g->strides[d] != kernel[d] || g->dilations[d] != 1 || g->pad_begin[d] != 0 || g->pad_end[d] != 0 ||
+          g->out[d] != x.dim(static_cast<int>(d) + 2) * kernel[d])
+        return false;
+    }
+    const int64_t rows = m * kh * kw, plane = h * wd;
+    // Z of one image; the limits keep oneDNN's 32-bit offsets and the
+    // scratch allocation sane.
+    if (rows > (int64_t{1} << 20) || plane > (int64_t{1} << 28) || rows * plane > (int64_t{1} << 30))
+      return false;
+    if (!product_ || rows != product_rows_ || c != product_c_ || plane != product_plane_) {
+      product_ = dnnl::matmul();
+      absl::Status built = Guard("deconvolution as a product", [&] {
+        memory::desc a({rows, c}, memory::data_type::f32, memory::format_tag::ab);
+        memory::desc bm({c, plane}, memory::data_type::f32, memory::format_tag::ab);
+        memory::desc z({rows, plane}, memory::data_type::f32, memory::format_tag::ab);
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, bm, z), Engine());
+        product_ = dnnl::matmul(pd);
+        product_a_ = a;
+        product_b_ = bm;
+        product_z_ = z;
+      });
+      if (!built.ok()) {
+        product_ = dnnl::matmul();
+        return false;
+      }
+      product_rows_ = rows;
+      product_c_ = c;
+      product_plane_ = plane;
+      weights_of_.reset();
+    }
+    // W' (kept while the weights are the session's constant ones).
+    if (!constant_weights() || !weights_of_ || *weights_of_ != w.raw()) {
+      std::shared_ptr<Buffer> t = Buffer::Allocate(static_cast<size_t>(rows * c) * sizeof(float), false);
+      if (t == nullptr) return false;
+      float* dst = static_cast<float*>(t->data());
+      const float* src = w.data<float>();
+      for (int64_t ci = 0; ci < c; ++ci) {
+        for (int64_t r = 0; r < rows; ++r) dst[r * c + ci] = src[ci * rows + r];
+      }
+      product_weights_ = std::move(t);
+      weights_of_ = w.raw();
+    }
+    std::shared_ptr<Buffer> z = Buffer::Allocate(static_cast<size_t>(rows * plane) * sizeof(float), false);
+    if (z == nullptr) return false;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y,
+                             ctx.AllocateOutputUninitialized(0, pb::kFloat, {n, m, h * kh, wd * kw}));
+    const int64_t oh = h * kh, ow = wd * kw;
+    const float* bias = b != nullptr ? b->data<float>() : nullptr;
+    g_deconvolution_products.fetch_add(1, std::memory_order_relaxed);
+    for (int64_t img = 0; img < n; ++img) {
+      std::unordered_map<int, memory> args;
+      ONNXKIT_RETURN_IF_ERROR(Guard("deconvolution as a product", [&] {
+        args[DNNL_ARG_SRC] = memory(product_a_, Engine(), product_weights_->data());
+        args[DNNL_ARG_WEIGHTS] =
+            memory(product_b_, Engine(), const_cast<float*>(x.data<float>() + img * c * plane));
+        args[DNNL_ARG_DST] = memory(product_z_, Engine(), z->data());
+      }));
+      ONNXKIT_RETURN_IF_ERROR(Execute("deconvolution as a product", product_, args));
+      const float* zd = static_cast<const float*>(z->data());
+      float* yd = y->mutable_data<float>() + img * m * oh * ow;
+      auto shuffle_row = [&](int64_t r) {
+        const int64_t mm = r / oh, oy = r % oh, hh = oy / kh, i = oy % kh;
+        const float* from = zd + ((mm * kh + i) * kw) * plane + hh * wd;
+        const float add = bias != nullptr ? bias[mm] : 0.f;
+        float* out = yd + r * ow;
+        if (kw == 2) {
+          const float* z0 = from;
+          const float* z1 = from + plane;
+          for (int64_t k = 0; k < wd; ++k) {
+            out[2 * k] = z0[k] + add;
+            out[2 * k + 1] = z1[k] + add;
+          }
+          return;
+        }
+        for (int64_t k = 0; k < wd; ++k) {
+          for (int64_t j = 0; j < kw; ++j) out[k * kw + j] = from[j * plane + k] + add;
+        }
+      };
+      const int64_t out_rows = m * oh;
+      const int threads =
+          static_cast<int>(std::min<int64_t>(omp_get_max_threads(), out_rows * ow / (int64_t{1} << 16) + 1));
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+      for (int64_t r = 0; r < out_rows; ++r) shuffle_row(r);
+    }
+    return true;
+  }
+
   WindowAttrs attrs_;
   int64_t group_;
   std::vector<int64_t> output_padding_;
   std::vector<int64_t> output_shape_;
+  // RunAsProduct's primitive, the sizes it was built for and W'.
+  dnnl::matmul product_;
+  int64_t product_rows_ = 0, product_c_ = 0, product_plane_ = 0;
+  memory::desc product_a_, product_b_, product_z_;
+  std::shared_ptr<Buffer> product_weights_;
+  std::optional<const void*> weights_of_;
 };
 
 // --- QLinearConv and ConvInteger ---
@@ -1112,6 +1237,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvChain(const FusionChain& chain, 
   return std::unique_ptr<Kernel>(
       new ConvKernel(head, info, std::move(fallback), std::move(stages[0].attrs), std::move(stages[0].spec)));
 }
+
+int64_t DeconvolutionProducts() { return g_deconvolution_products.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const ir::Node& node, const KernelInfo& info) {
   return MakeConvLike<ConvTransposeKernel>(node, info);

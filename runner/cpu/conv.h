@@ -54,6 +54,9 @@ int64_t MeasuredConvolutionStages();
 // the previous value. Sessions planned afterwards see it (tests use it to
 // exercise the Winograd path on small convolutions).
 int64_t SetWinogradMinOutputChannels(int64_t channels);
+// conv.cc: ConvTransposes run as a product and a shuffle (kernel equal to
+// the strides, no padding), in this process.
+int64_t DeconvolutionProducts();
 // pool.cc
 Factory MakeMaxPool;
 Factory MakeAveragePool;

@@ -3,6 +3,8 @@
 // strides, dilations, pads, auto_pad, output_padding/output_shape, bias),
 // constant and non-constant weights, repeated runs with changing shapes,
 // and the cases that fall back.
+#include "runner/cpu/conv.h"
+
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -212,6 +214,73 @@ TEST(CpuConvTest, ConvTransposeOutputPaddingBeyondPadsMatchesReference) {
   c.output_shape = {12, 13};
   c.output_padding.clear();
   ExpectConvMatches(c, true, 6);
+}
+
+// Kernels equal to the strides without padding run as a product and a
+// shuffle; near misses (padding, output padding, dilation, groups, a 3-D
+// kernel) run on oneDNN's deconvolution. Both against the reference, with
+// constant and fed weights, with and without bias, batches, NaN and
+// infinities in the input, and 2 threads on a large one.
+TEST(CpuConvTest, ConvTransposeWithKernelEqualToStridesRunsAsAProduct) {
+  struct Case {
+    ConvCase c;
+    bool product;
+  };
+  const std::vector<Case> cases = {
+      {{.n = 2, .cg = 5, .mg = 3, .in = {4, 6}, .kernel = {2, 2}, .strides = {2, 2}, .bias = true}, true},
+      {{.cg = 8, .mg = 4, .in = {5, 3}, .kernel = {3, 3}, .strides = {3, 3}, .constant_w = false}, true},
+      {{.cg = 3, .mg = 2, .in = {3, 5}, .kernel = {2, 3}, .strides = {2, 3}, .bias = true}, true},
+      {{.cg = 4, .mg = 4, .in = {6, 6}, .kernel = {1, 1}, .strides = {1, 1}}, true},
+      {{.cg = 4, .mg = 2, .in = {4, 4}, .kernel = {2, 2}, .strides = {2, 2}, .pads = {1, 0, 1, 0}}, false},
+      {{.cg = 4, .mg = 2, .in = {4, 4}, .kernel = {2, 2}, .strides = {2, 2}, .output_padding = {1, 1}},
+       false},
+      {{.cg = 4, .mg = 2, .in = {4, 4}, .kernel = {2, 2}, .strides = {2, 2}, .dilations = {2, 2}}, false},
+      {{.group = 2, .cg = 2, .mg = 2, .in = {4, 4}, .kernel = {2, 2}, .strides = {2, 2}}, false},
+      {{.spatial = 3, .cg = 2, .mg = 2, .in = {2, 3, 2}, .kernel = {2, 2, 2}, .strides = {2, 2, 2}}, false},
+  };
+  uint32_t seed = 70;
+  for (const Case& k : cases) {
+    const int64_t before = runner::cpu::DeconvolutionProducts();
+    ExpectConvMatches(k.c, true, seed += 2);
+    EXPECT_EQ(runner::cpu::DeconvolutionProducts() - before, k.product ? 1 : 0) << Describe(k.c);
+  }
+  // NaN and infinities go through the product as through a convolution.
+  GraphBuilder g("g");
+  g.Input("x")
+      .Initializer(InitializerFrom("w", RandomFloats({6, 4, 2, 2}, 3)))
+      .Initializer(InitializerFrom("b", RandomFloats({4}, 4)))
+      .Node("ConvTranspose", {"x", "w", "b"}, {"y"}, {AttrInts("strides", {2, 2})})
+      .Output("y");
+  runner::Tensor x = RandomFloats({1, 6, 5, 7}, 5);
+  x.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  x.mutable_data<float>()[40] = std::numeric_limits<float>::infinity();
+  x.mutable_data<float>()[41] = -std::numeric_limits<float>::infinity();
+  ExpectCpuMatchesReference(g.Build(), {{"x", x}}, 18, 1e-4, 1e-4);
+  // Fed weights that change between runs of one session (and shapes).
+  GraphBuilder fed("g");
+  fed.Input("x")
+      .Input("w")
+      .Node("ConvTranspose", {"x", "w"}, {"y"}, {AttrInts("strides", {2, 2})})
+      .Output("y");
+  std::vector<Feeds> runs;
+  for (uint32_t r = 0; r < 3; ++r) {
+    runs.push_back(
+        {{"x", RandomFloats({1, 3, 4, r == 2 ? 6 : 5}, 20 + r)}, {"w", RandomFloats({3, 2, 2, 2}, 30 + r)}});
+  }
+  ExpectRepeatedRunsMatch(fed.Build(), runs);
+  // Large enough for both threads: a U-Net's 64 -> 32 upsampling.
+  GraphBuilder big("g");
+  big.Input("x")
+      .Initializer(InitializerFrom("w", RandomFloats({64, 32, 2, 2}, 6, -0.1f, 0.1f)))
+      .Node("ConvTranspose", {"x", "w"}, {"y"},
+            {AttrInts("strides", {2, 2}), AttrInts("kernel_shape", {2, 2})})
+      .Output("y");
+  Feeds feeds = {{"x", RandomFloats({1, 64, 40, 48}, 7)}};
+  auto ref = RunGraphOn(runner::Backend::kReference, big.Build(), feeds, 18, 2);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, big.Build(), feeds, 18, 2);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-4, 1e-4, "y");
 }
 
 TEST(CpuConvTest, RepeatedRunsWithChangingShapes) {
