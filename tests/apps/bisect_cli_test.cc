@@ -176,25 +176,8 @@ TEST_F(BisectCliTest, MismatchBetweenCpuAndReference) {
 // A run of the original past --timeout judges nothing: the error says so
 // (not that its outputs match).
 TEST_F(BisectCliTest, AnOriginalThatTimesOutSaysSo) {
-  pb::GraphProto body = GraphBuilder("body")
-                            .Input("i", pb::kInt64, {{}})
-                            .Input("cond_in", pb::kBool, {{}})
-                            .Input("acc", pb::kFloat)
-                            .Output("cond_in", pb::kBool)
-                            .Output("acc", pb::kFloat)
-                            .Build();
-  pb::TensorProto yes;
-  yes.name = "yes";
-  yes.data_type = pb::kBool;
-  yes.int32_data = {1};
-  pb::GraphProto g = GraphBuilder("main")
-                         .Input("x", pb::kFloat, {{2}})
-                         .Initializer(yes)
-                         .Node("Loop", {"", "yes", "x"}, {"final"}, {AttrGraph("body", body)}, "forever")
-                         .Output("final", pb::kFloat)
-                         .Build();
   std::string in = (dir_ / "forever.onnx").string();
-  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g, 17), dir_, in).ok());
+  ASSERT_TRUE(io::SaveModel(EndlessLoopModel(), dir_, in).ok());
   CliResult r = RunCli({"bisect", in, "--mismatch", "--timeout", "0.5", "-o", (dir_ / "t").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("timed out after 0.5 s"), std::string::npos) << r.err;

@@ -181,24 +181,8 @@ TEST(OptimizeCliTest, RandomInputsTheOriginalRejectsSayWhatToDo) {
 // stops at --timeout (exit 3) instead of hanging a pipeline.
 TEST(OptimizeCliTest, CommandsThatRunTheModelStopAtTimeout) {
   fs::path dir = MakeTempDir();
-  pb::GraphProto body = GraphBuilder("body")
-                            .Input("i", pb::kInt64, {{}})
-                            .Input("cond_in", pb::kBool, {{}})
-                            .Input("acc", pb::kFloat)
-                            .Output("cond_in", pb::kBool)
-                            .Output("acc", pb::kFloat)
-                            .Build();
-  pb::TensorProto yes;
-  yes.name = "yes";
-  yes.data_type = pb::kBool;
-  yes.int32_data = {1};
-  GraphBuilder g("main");
-  g.Input("x", pb::kFloat, {{2}})
-      .Initializer(yes)
-      .Node("Loop", {"", "yes", "x"}, {"y"}, {AttrGraph("body", body)}, "forever")
-      .Output("y", pb::kFloat, {{2}});
   std::string in = (dir / "forever.onnx").string(), out = (dir / "o.onnx").string();
-  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  ASSERT_TRUE(io::SaveModel(EndlessLoopModel(), dir, in).ok());
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"optimize", in, "-o", out, "--timeout", "0.3"},
            {"convert", in, "--opset", "18", "-o", out, "--timeout", "0.3"},

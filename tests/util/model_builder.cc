@@ -170,4 +170,25 @@ pb::ModelProto IfModelWithOuterRefs() {
   return ModelFromGraph(std::move(main));
 }
 
+pb::ModelProto EndlessLoopModel() {
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("acc", pb::kFloat)
+                            .Output("cond_in", pb::kBool)
+                            .Output("acc", pb::kFloat)
+                            .Build();
+  pb::TensorProto yes;
+  yes.name = "yes";
+  yes.data_type = pb::kBool;
+  yes.int32_data = {1};
+  return ModelFromGraph(GraphBuilder("main")
+                            .Input("x", pb::kFloat, {{2}})
+                            .Initializer(yes)
+                            .Node("Loop", {"", "yes", "x"}, {"y"}, {AttrGraph("body", body)}, "forever")
+                            .Output("y", pb::kFloat, {{2}})
+                            .Build(),
+                        17);
+}
+
 }  // namespace onnxkit::testing

@@ -138,6 +138,10 @@ pb::ModelProto ModelFromGraph(pb::GraphProto graph, int64_t opset = 17, int64_t 
 // else { e = Neg(x) -> e }.
 pb::ModelProto IfModelWithOuterRefs();
 
+// A canned model whose run never ends: main graph (x: float[2]) -> (y),
+// y = Loop(no trip count, condition the constant true) { pass x along }.
+pb::ModelProto EndlessLoopModel();
+
 }  // namespace onnxkit::testing
 
 #endif  // ONNXKIT_TESTS_UTIL_MODEL_BUILDER_H_
