@@ -610,10 +610,10 @@ class ConvTransposeKernel : public FloatConvKernel {
       product_rows_ = rows;
       product_c_ = c;
       product_plane_ = plane;
-      weights_of_.reset();
+      weights_of_ = nullptr;
     }
     // W' (kept while the weights are the session's constant ones).
-    if (!constant_weights() || !weights_of_ || *weights_of_ != w.raw()) {
+    if (!constant_weights() || weights_of_ != w.raw()) {
       std::shared_ptr<Buffer> t = Buffer::Allocate(static_cast<size_t>(rows * c) * sizeof(float), false);
       if (t == nullptr) return false;
       float* dst = static_cast<float*>(t->data());
@@ -678,7 +678,7 @@ class ConvTransposeKernel : public FloatConvKernel {
   int64_t product_rows_ = 0, product_c_ = 0, product_plane_ = 0;
   memory::desc product_a_, product_b_, product_z_;
   std::shared_ptr<Buffer> product_weights_;
-  std::optional<const void*> weights_of_;
+  const void* weights_of_ = nullptr;  // the weights W' was made from
 };
 
 // --- QLinearConv and ConvInteger ---

@@ -210,6 +210,9 @@ std::optional<TapPlan> PlanTaps(const rs::Config& c, const std::vector<int64_t>&
     p.planes *= in[d];
   }
   const size_t hd = rank - 2, wd = rank - 1;
+  // Planes past oneDNN's bound go to the reference, whose allocation of the
+  // output reports sizes that cannot be (before any taps are laid out).
+  if (out[hd] <= 0 || out[wd] <= 0 || out[hd] >= kMaxPlaneElements / out[wd]) return std::nullopt;
   p.in_h = in[hd];
   p.in_w = in[wd];
   p.out_h = out[hd];
@@ -319,9 +322,6 @@ class ResizeKernel : public CpuKernel {
     }
     if (taps_) {
       if (!AllFinite(x.data<float>(), x.size())) return Fallback(ctx);
-      for (int64_t d : out) {
-        if (d == 0) return Fallback(ctx);
-      }
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, out));
       RunTapPlan(*taps_, x.data<float>(), y->mutable_data<float>());
       return absl::OkStatus();

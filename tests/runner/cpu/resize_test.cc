@@ -538,6 +538,22 @@ TEST(CpuResizeTest, OwnLoopsRunWhereOneDnnDoesNot) {
     ExpectResizeMatches(c, ++seed);
     EXPECT_EQ(runner::cpu::OwnResizeRuns() - before, o.own ? 1 : 0) << c.text;
   }
+  // Sizes no plane can have go to the reference, which names the
+  // allocation it cannot make.
+  {
+    GraphBuilder g("g");
+    g.Input("x")
+        .Input("sizes", pb::kInt64)
+        .Node("Resize", {"x", "", "", "sizes"}, {"y"},
+              {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", "align_corners")})
+        .Output("y");
+    Feeds feeds = {{"x", RandomFloats({1, 1, 2, 2}, 8)}, {"sizes", Int64s({4}, {1, 1, 2, int64_t{1} << 40})}};
+    const int64_t before = runner::cpu::OwnResizeRuns();
+    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 19);
+    ASSERT_FALSE(cpu.ok());
+    EXPECT_NE(std::string(cpu.status().message()).find("cannot allocate"), std::string::npos) << cpu.status();
+    EXPECT_EQ(runner::cpu::OwnResizeRuns(), before);
+  }
   // Large enough for both threads, with the extrapolation value of
   // tf_crop_and_resize where the roi reaches past the input.
   for (const char* coord : {"align_corners", "tf_crop_and_resize"}) {
