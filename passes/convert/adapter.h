@@ -34,6 +34,7 @@ struct Step {
   PassContext* ctx = nullptr;
   Direction direction = Direction::kUp;
   int64_t boundary = 0;  // since_version of the newer schema of the step
+  int64_t target = 0;    // the opset the conversion goes to
   const ops::OpSchema* from = nullptr;
   const ops::OpSchema* to = nullptr;
   // Nodes an adapter created that still have to be converted further (an

@@ -6,13 +6,22 @@
 //   Mish (18):                      x * Tanh(Softplus(x))
 //   LayerNormalization (17):        (x - mean) / sqrt(var + eps) * scale + B
 //                                   over axes [axis, rank)
+//   Trilu (14):                     Where(keep, x, 0) (And(x, keep) for bool),
+//                                   keep[i, j] = j - i >= k (upper) or <= k
+//                                   (lower) over the last two dims: a constant
+//                                   mask when those dims and k are known, else
+//                                   built with Shape, Gather, Range and a
+//                                   comparison (opset 11 and up)
 // The new nodes are converted further down like any other.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
+#include "runner/tensor.h"
 
 namespace onnxkit::passes::convert {
 namespace {
@@ -47,7 +56,84 @@ absl::Status ExpandGeluTanh(Step& step, int32_t t) {
   return Finish(step, y);
 }
 
+// The largest constant Trilu mask written into the model (elements, one
+// byte each); larger ones are computed in the graph.
+constexpr int64_t kMaxTriluMask = int64_t{1} << 22;
+
+// keep[i, j] of Trilu over [rows, cols] as a bool constant.
+absl::StatusOr<ir::Value*> TriluMaskConstant(Step& step, int64_t rows, int64_t cols, int64_t k, bool upper) {
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::Tensor::Allocate(pb::kBool, {rows, cols}));
+  uint8_t* keep = static_cast<uint8_t*>(t.mutable_raw());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      // j - i cannot overflow (both below 2^22); k may be any int64.
+      const int64_t d = j - i;
+      keep[i * cols + j] = (upper ? d >= k : d <= k) ? 1 : 0;
+    }
+  }
+  return AddConstant(*step.graph, "trilu_mask", t);
+}
+
+// keep[i, j] computed from x's shape at run time (opset 13 ops).
+absl::StatusOr<ir::Value*> TriluMaskNodes(Step& step, ir::Value* x, ir::Value* k, bool upper) {
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * shape, AddBefore(step, "Shape", {x}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", pb::kInt64, 0));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", pb::kInt64, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * row_dim, AddScalar(step, "row_dim", pb::kInt64, -2));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col_dim, AddScalar(step, "col_dim", pb::kInt64, -1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, "Gather", {shape->output(0), row_dim}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * m, AddBefore(step, "Gather", {shape->output(0), col_dim}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * rows, AddBefore(step, "Range", {zero, n->output(0), one}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cols, AddBefore(step, "Range", {zero, m->output(0), one}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * column, AddInts(step, "column_shape", {-1, 1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * rows_col, AddBefore(step, "Reshape", {rows->output(0), column}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * diff,
+                           AddBefore(step, "Sub", {cols->output(0), rows_col->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      ir::Node * keep, AddBefore(step, upper ? "GreaterOrEqual" : "LessOrEqual", {diff->output(0), k}, 1));
+  return keep->output(0);
+}
+
 }  // namespace
+
+absl::Status ExpandTrilu(Step& step) {
+  ir::Value* x = step.node->input(0);
+  std::optional<int32_t> elem = ElemType(*x, *step.ctx);
+  if (!elem || *elem == pb::kString) return Block("the expansion needs a numeric or bool input");
+  std::optional<std::vector<int64_t>> shape = KnownShape(*x, *step.ctx);
+  if (shape && shape->size() < 2) return Block("the input has fewer than 2 dims");
+  const bool upper = step.node->GetInt("upper").value_or(1) != 0;
+  ir::Value* k_input = step.node->num_inputs() > 1 ? step.node->input(1) : nullptr;
+  std::optional<int64_t> k = 0;
+  if (k_input != nullptr) {
+    std::optional<std::vector<int64_t>> ks = ConstInts(step, 1);
+    k = ks && ks->size() == 1 ? std::optional<int64_t>((*ks)[0]) : std::nullopt;
+  }
+  ir::Value* keep = nullptr;
+  const int64_t rows = shape ? (*shape)[shape->size() - 2] : -1;
+  const int64_t cols = shape ? (*shape)[shape->size() - 1] : -1;
+  if (k && rows >= 0 && cols >= 0 && rows <= kMaxTriluMask && cols <= kMaxTriluMask &&
+      (rows == 0 || cols <= kMaxTriluMask / rows)) {
+    ONNXKIT_ASSIGN_OR_RETURN(keep, TriluMaskConstant(step, rows, cols, *k, upper));
+  } else {
+    if (step.target < 11)
+      return Block("its dims or k are known only at run time, and the mask needs Range (opset 11)");
+    ir::Value* kv = k_input;
+    if (k) {
+      ONNXKIT_ASSIGN_OR_RETURN(kv, AddScalar(step, "k", pb::kInt64, *k));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(keep, TriluMaskNodes(step, x, kv, upper));
+  }
+  if (*elem == pb::kBool) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "And", {x, keep}, 1));
+    return Finish(step, y);
+  }
+  // Zero of x's type: a Cast of an int64 zero covers every numeric type.
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero64, AddScalar(step, "zero", pb::kInt64, 0));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * zero, AddBefore(step, "Cast", {zero64}, 1, {IntAttr("to", *elem)}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Where", {keep, x, zero->output(0)}, 1));
+  return Finish(step, y);
+}
 
 absl::Status ExpandGelu(Step& step) {
   std::string approx = step.node->GetString("approximate").value_or("none");

@@ -356,6 +356,7 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
       step.graph = &graph;
       step.node = node;
       step.ctx = &ctx;
+      step.target = to;
       step.created = &created;
       if (!NextStep(domain, op, cur, to, schema, &step)) break;
       const AdapterRow* row = FindAdapter(op, step.boundary, step.direction);

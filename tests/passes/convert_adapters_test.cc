@@ -119,6 +119,60 @@ TEST(ConvertAdaptersTest, LayerNormAfterAnExpandedLayerNormExpandsToo) {
   ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 3, 6}, 6)}}, 1e-4, 1e-4);
 }
 
+// Trilu (14) going down: a constant mask where the last two dims and k are
+// known (opset 9 and up), else one computed from the shape (11 and up); bool
+// inputs are masked with And.
+TEST(ConvertAdaptersTest, TriluExpandsGoingDown) {
+  pb::ModelProto fixed = ModelFromGraph(GraphBuilder("g")
+                                            .Input("x", pb::kFloat, {{2, 3, 5}})
+                                            .Initializer(InitializerFrom("k", Int64Scalar(-1)))
+                                            .Node("Trilu", {"x", "k"}, {"y"}, {}, "tri")
+                                            .Node("Trilu", {"x"}, {"z"}, {AttrInt("upper", 0)})
+                                            .Output("y", pb::kFloat, {{2, 3, 5}})
+                                            .Output("z", pb::kFloat, {{2, 3, 5}})
+                                            .Build(),
+                                        14, 7);
+  Feeds feeds = {{"x", RandomFloats({2, 3, 5}, 7)}};
+  ConvertResult down = ConvertTo(fixed, 9);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(down.steps["Trilu 14->13 expand-trilu"], 2);
+  EXPECT_EQ(OpCount(down.model, "Trilu"), 0);
+  EXPECT_EQ(OpCount(down.model, "Range"), 0);
+  ExpectSameOutputs(fixed, down.model, feeds, 0, 0);
+
+  // Dims known only at run time and k an input: lower, with k = 1 and -2.
+  pb::ModelProto dynamic = ModelFromGraph(GraphBuilder("g")
+                                              .Input("x", pb::kFloat, {{-1, -1}})
+                                              .Input("k", pb::kInt64, {{}})
+                                              .Node("Trilu", {"x", "k"}, {"y"}, {AttrInt("upper", 0)})
+                                              .Output("y", pb::kFloat, {{-1, -1}})
+                                              .Build(),
+                                          14, 7);
+  ConvertResult down11 = ConvertTo(dynamic, 11);
+  ASSERT_TRUE(down11.blockers.empty()) << down11.blockers[0].reason;
+  EXPECT_EQ(OpCount(down11.model, "Range"), 2);
+  for (int64_t k : {1, -2}) {
+    ExpectSameOutputs(dynamic, down11.model, {{"x", RandomFloats({4, 6}, 8)}, {"k", Int64Scalar(k)}}, 0, 0);
+  }
+  // Range does not exist below 11: the Trilu blocks, named.
+  ConvertResult down10 = ConvertTo(dynamic, 10);
+  ASSERT_EQ(down10.blockers.size(), 1u);
+  EXPECT_THAT(down10.blockers[0].node, HasSubstr("Trilu"));
+  EXPECT_THAT(down10.blockers[0].reason, HasSubstr("Range (opset 11)"));
+
+  pb::ModelProto flags = ModelFromGraph(GraphBuilder("g")
+                                            .Input("x", pb::kBool, {{3, 3}})
+                                            .Node("Trilu", {"x"}, {"y"})
+                                            .Output("y", pb::kBool, {{3, 3}})
+                                            .Build(),
+                                        14, 7);
+  ConvertResult bools = ConvertTo(flags, 13);
+  ASSERT_TRUE(bools.blockers.empty()) << bools.blockers[0].reason;
+  EXPECT_EQ(OpCount(bools.model, "And"), 1);
+  ExpectSameOutputs(flags, bools.model,
+                    {{"x", Bools({3, 3}, {true, true, false, true, true, true, false, true, true})}});
+}
+
 TEST(ConvertAdaptersTest, BlockedNodesAreAllNamed) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2, 3}})
