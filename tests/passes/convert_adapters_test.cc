@@ -173,6 +173,49 @@ TEST(ConvertAdaptersTest, TriluExpandsGoingDown) {
                     {{"x", Bools({3, 3}, {true, true, false, true, true, true, false, true, true})}});
 }
 
+// Opset 6 and older broadcast only with broadcast=1, B lined up with A from
+// `axis` on; going to 7, B gets trailing 1s (numpy broadcasting) and the
+// attributes go. Gemm's C broadcasts at 7 whatever the flag said.
+TEST(ConvertAdaptersTest, LegacyBroadcastBecomesNumpyBroadcastAtSeven) {
+  pb::ModelProto m = ModelFromGraph(
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+          .Input("a", pb::kFloat, {{3, 6}})
+          .Initializer(RawFloatTensor("bias", {3}, 1))
+          .Initializer(RawFloatTensor("row", {4, 5}, -1))
+          .Initializer(RawFloatTensor("w", {6, 2}, 0.5f))
+          .Initializer(RawFloatTensor("c", {2}, 2))
+          .Node("Add", {"x", "bias"}, {"s"}, {AttrInt("broadcast", 1), AttrInt("axis", 1)}, "add")
+          .Node("Mul", {"s", "row"}, {"y"}, {AttrInt("broadcast", 1)})
+          .Node("Gemm", {"a", "w", "c"}, {"z"}, {AttrInt("broadcast", 1)})
+          .Output("y", pb::kFloat, {{2, 3, 4, 5}})
+          .Output("z", pb::kFloat, {{3, 2}})
+          .Build(),
+      6, 3);
+  Feeds feeds = {{"x", RandomFloats({2, 3, 4, 5}, 9)}, {"a", RandomFloats({3, 6}, 10)}};
+  for (int64_t opset : {7, 13}) {
+    ConvertResult up = ConvertTo(m, opset);
+    ASSERT_TRUE(up.blockers.empty()) << up.blockers[0].reason;
+    EXPECT_EQ(up.steps["Add 6->7 legacy-broadcast"], 1);
+    EXPECT_EQ(up.steps["Gemm 6->7 legacy-broadcast"], 1);
+    EXPECT_EQ(OpCount(up.model, "Unsqueeze"), 1);
+    ExpectSameOutputs(m, up.model, feeds, 0, 0);
+    ExpectValid(up.model);
+  }
+  // An axis past what the ranks allow cannot be said with numpy broadcasting.
+  pb::ModelProto bad =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3}})
+                         .Initializer(RawFloatTensor("b", {3}, 1))
+                         .Node("Add", {"x", "b"}, {"y"}, {AttrInt("broadcast", 1), AttrInt("axis", 2)})
+                         .Output("y", pb::kFloat, {{2, 3}})
+                         .Build(),
+                     6, 3);
+  ConvertResult blocked = ConvertTo(bad, 7);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("does not fit"));
+}
+
 TEST(ConvertAdaptersTest, BlockedNodesAreAllNamed) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2, 3}})
