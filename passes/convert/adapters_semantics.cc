@@ -7,50 +7,12 @@
 //   QuantizeLinear/DequantizeLinear 13: per-axis scales only from 13
 //   RoiAlign 16:          coordinate_transformation_mode added; the legacy
 //                         behaviour is "output_half_pixel", not the new default
-//   Add/Sub/Mul/Div/Pow/And/Or/Xor/Equal/Greater/Less/Gemm 7: the legacy
-//                         broadcast attribute (B aligned at `axis` of A) ->
-//                         numpy broadcasting (B unsqueezed with trailing
-//                         dims); Gemm's C broadcasts in either
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
 
 namespace onnxkit::passes::convert {
-
-absl::Status LegacyBroadcastUp7(Step& step) {
-  ir::Node& node = *step.node;
-  const bool broadcast = node.GetInt("broadcast").value_or(0) != 0;
-  std::optional<int64_t> axis = node.GetInt("axis");
-  node.RemoveAttribute("broadcast");
-  if (node.op_type() == "Gemm" || !broadcast) {
-    // Gemm-7 broadcasts C whatever the flag said; without the flag the
-    // shapes were equal and `axis` meant nothing.
-    node.RemoveAttribute("axis");
-    return GenericStep(step);
-  }
-  if (axis.has_value()) {
-    // B's dims line up with A's from `axis` on; numpy broadcasting lines
-    // them up from the end, so B gets trailing 1s.
-    std::optional<int64_t> rank_a = RankOf(step, node.input(0));
-    std::optional<int64_t> rank_b = RankOf(step, node.input(1));
-    if (!rank_a || !rank_b) return Block("broadcast at an axis needs the ranks of both inputs");
-    int64_t at = *axis < 0 ? *axis + *rank_a : *axis;
-    int64_t trailing = *rank_a - at - *rank_b;
-    if (at < 0 || trailing < 0)
-      return Block(absl::StrCat("broadcast axis ", *axis, " does not fit the ranks"));
-    if (trailing > 0) {
-      std::vector<int64_t> axes;
-      for (int64_t d = 0; d < trailing; ++d) axes.push_back(*rank_b + d);
-      // Written for opset 7 (axes an attribute); converted further with the rest.
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * u,
-                               AddBefore(step, "Unsqueeze", {node.input(1)}, 1, {IntsAttr("axes", axes)}));
-      ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(&node, 1, u->output(0)));
-    }
-    node.RemoveAttribute("axis");
-  }
-  return GenericStep(step);
-}
 
 absl::Status DftUp20(Step& step) {
   int64_t axis = step.node->GetInt("axis").value_or(1);

@@ -216,6 +216,41 @@ TEST(ConvertAdaptersTest, LegacyBroadcastBecomesNumpyBroadcastAtSeven) {
   EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("does not fit"));
 }
 
+// The forms of opset 1 (the first model-zoo exports) reach today's opsets:
+// Pad's paddings, Concat's default axis, Reshape's shape attribute, Split's
+// split input, Cast's type name and Upsample's two scales.
+TEST(ConvertAdaptersTest, FirstOpsetFormsComeUp) {
+  pb::ModelProto m = ModelFromGraph(
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{1, 1, 3, 3}})
+          .Initializer(InitializerFrom("parts", Int64s({2}, {1, 1})))
+          .Node("Relu", {"x"}, {"r"}, {AttrInts("consumed_inputs", {0})})
+          .Node("Pad", {"r"}, {"p"},
+                {AttrInts("paddings", {0, 0, 1, 0, 0, 0, 0, 1}), AttrFloat("value", 0.5f)})
+          .Node("Concat", {"p", "p"}, {"c"})
+          .Node("Reshape", {"c"}, {"y"}, {AttrInts("shape", {2, -1})})
+          .Node("Split", {"c", "parts"}, {"s1", "s2"}, {AttrInt("axis", 1)})
+          .Node("Add", {"s1", "s2"}, {"a"})
+          .Node("Cast", {"a"}, {"d"}, {AttrString("to", "DOUBLE")})
+          .Node("Upsample", {"d"}, {"z"}, {AttrFloat("height_scale", 2), AttrFloat("width_scale", 3)})
+          .Output("y", pb::kFloat)
+          .Output("z", pb::kDouble)
+          .Build(),
+      1, 3);
+  Feeds feeds = {{"x", RandomFloats({1, 1, 3, 3}, 11)}};
+  for (int64_t opset : {7, 13, 21}) {
+    ConvertResult up = ConvertTo(m, opset);
+    ASSERT_TRUE(up.blockers.empty()) << up.blockers[0].node << ": " << up.blockers[0].reason;
+    for (const char* step : {"Pad 1->2 paddings-to-pads", "Concat 1->4 default-axis",
+                             "Reshape 1->5 shape-attr-to-input", "Split 1->2 split-input-to-attr",
+                             "Cast 1->6 type-name-to-code", "Upsample 1->7 hw-scales-to-scales"}) {
+      EXPECT_EQ(up.steps[step], 1) << step;
+    }
+    ExpectSameOutputs(m, up.model, feeds, 0, 0);
+    ExpectValid(up.model);
+  }
+}
+
 TEST(ConvertAdaptersTest, BlockedNodesAreAllNamed) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2, 3}})
