@@ -10,6 +10,7 @@
 //   Reshape 5:    `shape` attribute -> shape input
 //   Split 2:      a constant `split` input -> the attribute
 //   Upsample 7:   height_scale/width_scale -> scales [1, 1, h, w]
+//   Tile 6:       constant tiles and axis inputs -> repeats (1 elsewhere)
 #include <cctype>
 #include <string>
 
@@ -110,6 +111,26 @@ absl::Status UpsampleUp7(Step& step) {
   step.node->RemoveAttribute("height_scale");
   step.node->RemoveAttribute("width_scale");
   step.node->SetAttribute(FloatsAttr("scales", {1.0f, 1.0f, *h, *w}));
+  return GenericStep(step);
+}
+
+absl::Status TileUp6(Step& step) {
+  if (step.node->num_inputs() != 3 || step.node->input(1) == nullptr || step.node->input(2) == nullptr)
+    return Block("Tile-1 takes input, tiles and axis");
+  std::optional<std::vector<int64_t>> tiles = ConstInts(step, 1);
+  std::optional<std::vector<int64_t>> axis = ConstInts(step, 2);
+  if (!tiles || !axis || tiles->size() != 1 || axis->size() != 1)
+    return Block("tiles and axis must be constant scalars");
+  std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+  if (!rank) return Block("the repeats need the input rank");
+  int64_t at = (*axis)[0] < 0 ? (*axis)[0] + *rank : (*axis)[0];
+  if (at < 0 || at >= *rank) return Block("axis out of range");
+  std::vector<int64_t> repeats(static_cast<size_t>(*rank), 1);
+  repeats[static_cast<size_t>(at)] = (*tiles)[0];
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, AddInts(step, "repeats", repeats));
+  ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 2));
+  ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, 1, r));
+  step.check_names = false;  // tiles -> repeats
   return GenericStep(step);
 }
 

@@ -218,7 +218,8 @@ TEST(ConvertAdaptersTest, LegacyBroadcastBecomesNumpyBroadcastAtSeven) {
 
 // The forms of opset 1 (the first model-zoo exports) reach today's opsets:
 // Pad's paddings, Concat's default axis, Reshape's shape attribute, Split's
-// split input, Cast's type name and Upsample's two scales.
+// split input, Cast's type name, Upsample's two scales and Tile's tiles and
+// axis.
 TEST(ConvertAdaptersTest, FirstOpsetFormsComeUp) {
   pb::ModelProto m = ModelFromGraph(
       GraphBuilder("g")
