@@ -86,10 +86,13 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
   runner::InputSpec spec = options.inputs;
   std::vector<std::string> given_shapes;
   for (const std::string& s : spec.shapes) given_shapes.push_back(s.substr(0, s.find('=')));
+  std::vector<std::string> defaulted;  // inputs whose symbolic dims take the default
   for (const ir::Value* input : (*session)->FeedInputs()) {
     if (std::find(given_shapes.begin(), given_shapes.end(), input->name()) != given_shapes.end()) continue;
     std::string flag = ShapeFlagFor(*input, options);
-    if (!flag.empty()) spec.shapes.push_back(flag);
+    if (flag.empty()) continue;
+    spec.shapes.push_back(flag);
+    defaulted.push_back(flag);
   }
   ONNXKIT_ASSIGN_OR_RETURN(v->feeds_, runner::PrepareInputs((*session)->FeedInputs(), spec));
   if (options.observer) {
@@ -104,11 +107,17 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
   if (!outputs.ok()) {
     // Random values may be ones the model cannot take (a loop count of 0, an
     // index past a table): say how to give others.
-    return AnnotateStatus(outputs.status(),
-                          spec.random
-                              ? "the original model fails on the seeded random verification inputs (give "
-                                "real ones with --input or --inputs, or skip the check with --no-verify)"
-                              : "the original model fails on the verification inputs");
+    if (!spec.random)
+      return AnnotateStatus(outputs.status(), "the original model fails on the verification inputs");
+    std::string dims = defaulted.empty()
+                           ? ""
+                           : absl::StrCat(", other dims than ", absl::StrJoin(defaulted, ", "),
+                                          " (symbolic dims at their default) with --shape NAME=DIMS");
+    return AnnotateStatus(
+        outputs.status(),
+        absl::StrCat("the original model fails on the seeded random verification inputs (give "
+                     "real ones with --input or --inputs",
+                     dims, ", or skip the check with --no-verify)"));
   }
   v->expected_ = std::move(*outputs);
   if (!options.inputs.dir.empty()) {

@@ -345,8 +345,7 @@ void RegisterConvert(CLI::App& app, Action& action) {
   sub->add_option("--ir-version", f->ir_version, "IR version of the result (default: what the target opset needs)");
   sub->add_flag("--dry-run", f->dry_run, "List every node that blocks the conversion; write nothing");
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
-  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol, &f->timeout);
-  sub->add_option("--input-shape", f->inputs.shapes, "NAME=DIMS for symbolic input dims of random inputs");
+  AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol, &f->timeout, "--shape,--input-shape");
   sub->add_flag("--json", f->json, "Print one JSON object (steps per op, blockers, verification)");
   sub->add_option("--external-data", f->external_data,
                   "Move tensors of at least this many bytes to OUT.onnx.data (-1: keep where they are)");

@@ -56,8 +56,10 @@ void RegisterQuantize(CLI::App& app, Action& action);
 // The flags that choose the inputs a transformed model is verified on
 // (optimize, convert): --inputs, --input, --random, --seed, and --atol /
 // --rtol (defaults 1e-4 / 1e-3) into `atol` / `rtol`.
+// `shape_flag`: the names of the option giving the dims of random inputs
+// ("--shape", or "--shape,--input-shape" for convert, which named it so first).
 void AddVerificationFlags(CLI::App* sub, runner::InputSpec* inputs, double* atol, double* rtol,
-                          double* timeout);
+                          double* timeout, const std::string& shape_flag = "--shape");
 
 // The whole program: parse, dispatch, print errors, return the exit code.
 int Main(int argc, char** argv);

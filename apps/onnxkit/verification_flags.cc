@@ -5,11 +5,15 @@
 namespace onnxkit::app {
 
 void AddVerificationFlags(CLI::App* sub, runner::InputSpec* inputs, double* atol, double* rtol,
-                          double* timeout) {
+                          double* timeout, const std::string& shape_flag) {
   sub->add_option("--inputs", inputs->dir, "Verification inputs: a test_data_set folder (input_<i>.pb)");
   sub->add_option("--input", inputs->files, "Verification input NAME=FILE (.pb, .npy) or FILE.npz; repeatable");
   sub->add_flag("--random", inputs->random, "Seeded random verification inputs (the default when none are given)");
   sub->add_option("--seed", inputs->seed, "Seed of the random inputs (default 0)");
+  sub->add_option(
+      shape_flag, inputs->shapes,
+      "NAME=1x3x224x224: dims of the random verification inputs where the model's are symbolic (default "
+      "1); repeatable");
   sub->add_option("--atol", *atol, "Absolute tolerance of the verification (default 1e-4)");
   sub->add_option("--rtol", *rtol, "Relative tolerance of the verification (default 1e-3)");
   sub->add_option(

@@ -177,6 +177,31 @@ TEST(OptimizeCliTest, RandomInputsTheOriginalRejectsSayWhatToDo) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// Symbolic dims run at 1 by default; a model that cannot take that (a
+// window of 2 over a length of 1) says so and runs with --shape.
+TEST(OptimizeCliTest, ShapeGivesTheDimsOfRandomVerificationInputs) {
+  fs::path dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{1, 2, -1}})
+      .Node("MaxPool", {"x"}, {"p"}, {AttrInts("kernel_shape", {2})}, "pool")
+      .Node("Relu", {"p"}, {"y"})
+      .Output("y", pb::kFloat, {{1, 2, -1}});
+  std::string in = (dir / "pool.onnx").string(), out = (dir / "o.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
+  CliResult r = RunCli({"optimize", in, "-o", out});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("x=1x2x1 (symbolic dims at their default) with --shape"));
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"optimize", in, "-o", out, "--shape", "x=1x2x9"},
+           {"convert", in, "--opset", "13", "-o", out, "--shape", "x=1x2x9"},
+           {"convert", in, "--opset", "12", "-o", out, "--input-shape", "x=1x2x5"}}) {
+    fs::remove(out);
+    CliResult ok = RunCli(args);
+    EXPECT_EQ(ok.exit_code, 0) << args[0] << ": " << ok.err;
+    EXPECT_TRUE(fs::exists(out)) << args[0];
+  }
+}
+
 // A Loop whose condition stays true: every command that runs the model
 // stops at --timeout (exit 3) instead of hanging a pipeline.
 TEST(OptimizeCliTest, CommandsThatRunTheModelStopAtTimeout) {
