@@ -3,6 +3,7 @@
 #ifndef ONNXKIT_RUNNER_CPU_MATH_H_
 #define ONNXKIT_RUNNER_CPU_MATH_H_
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -47,6 +48,9 @@ Factory MakeSoftmax;
 Factory MakeLayerNorm;
 // reduce.cc: ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare.
 Factory MakeReduce;
+// How many reductions, in this process, folded strided rows (axes followed
+// by kept dims) instead of running oneDNN's or the reference's: for tests.
+int64_t StridedReductions();
 // layout.cc
 Factory MakeTranspose;
 Factory MakeConcat;

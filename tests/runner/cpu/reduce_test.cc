@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runner/cpu/math.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -58,6 +59,28 @@ TEST(CpuReduceTest, AxesInputMatchesReference) {
       GraphBuilder o("g");
       o.Input("x").Node(op, {"x"}, {"y"}, {AttrInt("keepdims", 0)}).Output("y");
       ExpectCpuMatchesReference(o.Build(), {{"x", RandomFloats({3, 4}, seed++, 0.5f, 1.5f)}}, 18, 1e-4, 1e-4);
+    }
+  }
+}
+
+// Axes with kept dims after them (the channels of NCHW, the batch) fold
+// strided rows: every op, rows of more than one chunk, and enough values
+// for the threads.
+TEST(CpuReduceTest, AxesBeforeKeptDimsFoldStridedRows) {
+  uint32_t seed = 400;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {{{1, 16, 9, 9}, {1}},
+                                                                                    {{3, 4, 40, 40}, {1}},
+                                                                                    {{2, 5, 6, 7}, {1, 2}},
+                                                                                    {{8, 4096}, {0}},
+                                                                                    {{2, 16, 64, 64}, {-3}}};
+  for (const char* op : kOps) {
+    for (const auto& [shape, axes] : cases) {
+      SCOPED_TRACE(::testing::Message() << op << " rank " << shape.size() << " axis " << axes[0]);
+      const int64_t before = runner::cpu::StridedReductions();
+      GraphBuilder g("g");
+      g.Input("x").Node(op, {"x"}, {"y"}, {AttrInts("axes", axes), AttrInt("keepdims", 0)}).Output("y");
+      ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++, 0.9f, 1.1f)}}, 11, 1e-4, 1e-4);
+      EXPECT_EQ(runner::cpu::StridedReductions(), before + 1);
     }
   }
 }
