@@ -140,8 +140,35 @@ class ElementCopier {
                   static_cast<const char*>(src_.raw()) + static_cast<size_t>(from) * w, static_cast<size_t>(n) * w);
     }
   }
+  // dst[to + k] = src[from + k * stride] for k in [0, n) (stride may be
+  // negative; every index read is in range).
+  void CopyStrided(int64_t from, int64_t stride, int64_t to, int64_t n) const {
+    switch (bits_) {
+      case 8:
+        Strided<uint8_t>(from, stride, to, n);
+        break;
+      case 16:
+        Strided<uint16_t>(from, stride, to, n);
+        break;
+      case 32:
+        Strided<uint32_t>(from, stride, to, n);
+        break;
+      case 64:
+        Strided<uint64_t>(from, stride, to, n);
+        break;
+      default:
+        for (int64_t k = 0; k < n; ++k) CopyRun(from + k * stride, to + k, 1);
+    }
+  }
 
  private:
+  template <typename T>
+  void Strided(int64_t from, int64_t stride, int64_t to, int64_t n) const {
+    const T* s = static_cast<const T*>(src_.raw()) + from;
+    T* d = static_cast<T*>(dst_.mutable_raw()) + to;
+    for (int64_t k = 0; k < n; ++k) d[k] = s[k * stride];
+  }
+
   const Tensor& src_;
   Tensor& dst_;
   int bits_;

@@ -351,6 +351,20 @@ absl::Status Slice(KernelContext& ctx) {
   if (outer_rank > 0 && step[outer_rank - 1] == 1) {
     --outer_rank;
     run *= out_shape[outer_rank];
+  } else if (outer_rank > 0 && inner == 1) {
+    // The last axis read with a step (YOLO's Focus: x[..., ::2, ::2]): one
+    // strided copy along it per index of the axes before it.
+    const size_t k = outer_rank - 1;
+    const int64_t n = out_shape[k], stride = step[k] * strides[k];
+    std::vector<int64_t> lead(out_shape.begin(), out_shape.begin() + static_cast<std::ptrdiff_t>(k));
+    int64_t out = 0;
+    ForEachIndex(lead, [&](const std::vector<int64_t>& c) {
+      int64_t src = start[k] * strides[k];
+      for (size_t d = 0; d < k; ++d) src += (start[d] + c[d] * step[d]) * strides[d];
+      copy.CopyStrided(src, stride, out, n);
+      out += n;
+    });
+    return absl::OkStatus();
   }
   std::vector<int64_t> outer_shape(out_shape.begin(),
                                    out_shape.begin() + static_cast<std::ptrdiff_t>(outer_rank));

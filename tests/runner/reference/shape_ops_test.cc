@@ -515,6 +515,45 @@ std::vector<int64_t> StridesOf(const std::vector<int64_t>& shape) {
   return s;
 }
 
+// A step on the last axis copies strided elements of every width: 1, 2
+// (float16 bits), 4 and 8 bytes, bools, strings and packed int4.
+TEST(ShapeOpsTest, SliceWithAStepOnTheLastAxisCopiesEveryType) {
+  auto slice = [](const runner::Tensor& x, int64_t start, int64_t end, int64_t step) {
+    return RunSingleNodeTensors(
+        "Slice", {x, Int64s({1}, {start}), Int64s({1}, {end}), Int64s({1}, {-1}), Int64s({1}, {step})});
+  };
+  // Rows [0..4] and [5..9]: step 2 from 0, step -2 from the end.
+  auto i8 = slice(Int8s({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), 0, 5, 2);
+  ASSERT_TRUE(i8.ok()) << i8.status();
+  EXPECT_EQ((*i8)[0].shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(std::vector<int8_t>((*i8)[0].data<int8_t>(), (*i8)[0].data<int8_t>() + 6),
+            (std::vector<int8_t>{0, 2, 4, 5, 7, 9}));
+  auto i64 = slice(Int64s({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), -1, -6, -2);
+  ASSERT_TRUE(i64.ok()) << i64.status();
+  EXPECT_EQ(std::vector<int64_t>((*i64)[0].data<int64_t>(), (*i64)[0].data<int64_t>() + 6),
+            (std::vector<int64_t>{4, 2, 0, 9, 7, 5}));
+  runner::Tensor half = MakeTensor<uint16_t>(pb::kFloat16, {1, 4}, {0x3c00, 0x4000, 0x4200, 0x4400});
+  auto h = slice(half, 1, 4, 2);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)[0].data<uint16_t>()[0], 0x4000);
+  EXPECT_EQ((*h)[0].data<uint16_t>()[1], 0x4400);
+  auto b = slice(Bools({1, 3}, {true, false, true}), 2, -4, -1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)[0].shape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE((*b)[0].data<bool>()[0] && !(*b)[0].data<bool>()[1] && (*b)[0].data<bool>()[2]);
+  auto str = slice(Strings({1, 3}, {"a", "b", "c"}), 0, 3, 2);
+  ASSERT_TRUE(str.ok()) << str.status();
+  EXPECT_EQ((*str)[0].strings()[1], "c");
+  absl::StatusOr<runner::Tensor> packed = runner::Tensor::Allocate(pb::kInt4, {1, 4});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  static_cast<uint8_t*>(packed->mutable_raw())[0] = 0x21;  // 1, 2
+  static_cast<uint8_t*>(packed->mutable_raw())[1] = 0x43;  // 3, 4
+  auto i4 = slice(*packed, 0, 4, 3);
+  ASSERT_TRUE(i4.ok()) << i4.status();
+  EXPECT_EQ((*i4)[0].shape(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ((*i4)[0].data<uint8_t>()[0], 0x41);
+}
+
 TEST(ShapeOpsTest, SliceAndPadRunsMatchIndexByIndexCopies) {
   // Random shapes, bounds, steps and pads against the element-by-element
   // definition: the kernels copy whole runs where they can.
