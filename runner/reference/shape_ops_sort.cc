@@ -5,10 +5,13 @@
 //
 // Comparisons put NaN above every number and equal to itself, so sorting is
 // a strict weak order whatever the data.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
@@ -50,6 +53,63 @@ absl::StatusOr<ElementCompare> MakeCompare(const Tensor& t) {
   return cmp;
 }
 
+// True when a comes before b in TopK's order: the larger (largest) or
+// smaller value first, NaN above every number, ties by the lower index.
+template <typename T>
+struct TopKBefore {
+  bool largest;
+  bool operator()(const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const bool na = std::isnan(a.first), nb = std::isnan(b.first);
+      if (na || nb) {
+        if (na && nb) return a.second < b.second;
+        return largest ? na : nb;
+      }
+    }
+    if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
+    return a.second < b.second;
+  }
+};
+
+// Up to this k, TopK keeps its best values by insertion; above, it sorts.
+constexpr int64_t kInsertionTopK = 16;
+
+// TopK over [outer, dim, inner] for one plain numeric type: per row, the
+// best k (value, index) pairs in order.
+template <typename T>
+void TopKTyped(const T* x, int64_t outer, int64_t dim, int64_t inner, int64_t k, bool largest, T* values,
+               int64_t* indices) {
+  std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(dim));
+  const TopKBefore<T> before{largest};
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      const T* src = x + o * dim * inner + in;
+      if (k <= kInsertionTopK) {
+        // A sorted list of the best k so far; most values lose to its last
+        // entry at once. A later index never goes before an equal value.
+        int64_t held = 0;
+        for (int64_t i = 0; i < dim; ++i) {
+          const std::pair<T, int64_t> v{src[i * inner], i};
+          if (held == k && !before(v, row[static_cast<size_t>(k - 1)])) continue;
+          int64_t at = held < k ? held++ : k - 1;
+          while (at > 0 && before(v, row[static_cast<size_t>(at - 1)])) {
+            row[static_cast<size_t>(at)] = row[static_cast<size_t>(at - 1)];
+            --at;
+          }
+          row[static_cast<size_t>(at)] = v;
+        }
+      } else {
+        for (int64_t i = 0; i < dim; ++i) row[static_cast<size_t>(i)] = {src[i * inner], i};
+        std::partial_sort(row.begin(), row.begin() + k, row.end(), before);
+      }
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t dst = (o * k + r) * inner + in;
+        values[dst] = row[static_cast<size_t>(r)].first;
+        indices[dst] = row[static_cast<size_t>(r)].second;
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -81,6 +141,26 @@ absl::Status TopK(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * values, ctx.AllocateOutput(0, x->dtype(), out_shape));
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * indices, ctx.AllocateOutput(1, 7, out_shape));
   int64_t outer = DimProduct(x->shape(), 0, a), inner = DimProduct(x->shape(), a + 1, x->shape().size());
+  if (values->size() == 0) return absl::OkStatus();
+  int64_t* index_out = indices->mutable_data<int64_t>();
+  switch (x->dtype()) {
+    case pb::kFloat:
+      TopKTyped(x->data<float>(), outer, dim, inner, k, largest, values->mutable_data<float>(), index_out);
+      return absl::OkStatus();
+    case pb::kDouble:
+      TopKTyped(x->data<double>(), outer, dim, inner, k, largest, values->mutable_data<double>(), index_out);
+      return absl::OkStatus();
+    case pb::kInt32:
+      TopKTyped(x->data<int32_t>(), outer, dim, inner, k, largest, values->mutable_data<int32_t>(),
+                index_out);
+      return absl::OkStatus();
+    case pb::kInt64:
+      TopKTyped(x->data<int64_t>(), outer, dim, inner, k, largest, values->mutable_data<int64_t>(),
+                index_out);
+      return absl::OkStatus();
+    default:
+      break;
+  }
   ElementCopier copy(*x, *values);
   ONNXKIT_ASSIGN_OR_RETURN(ElementCompare cmp, MakeCompare(*x));
   std::vector<int64_t> order(static_cast<size_t>(dim));

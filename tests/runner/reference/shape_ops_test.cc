@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <string>
@@ -428,6 +429,36 @@ TEST(ShapeOpsTest, TopKPrefersLowerIndicesAndRanksNanHighest) {
   EXPECT_EQ(Values<int64_t>((*y)[1]), (std::vector<int64_t>{4, 0}));
   y = RunNode("TopK", {Floats({2}, {1, 2}), Int64s({1}, {3})}, {}, 11, 2);
   ASSERT_FALSE(y.ok());
+}
+
+// Integers along a leading axis (rows strided by the kept dims), k both
+// below and above where the insertion path ends.
+TEST(ShapeOpsTest, TopKOfIntegersAlongALeadingAxis) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < 40; ++i) v.push_back((i * 7) % 10);  // column 0
+  std::vector<int64_t> x;
+  for (int64_t i = 0; i < 40; ++i) x.insert(x.end(), {v[static_cast<size_t>(i)], -v[static_cast<size_t>(i)]});
+  for (int64_t k : {3, 20}) {
+    absl::StatusOr<std::vector<Tensor>> y =
+        RunNode("TopK", {Int64s({40, 2}, x), Int64s({1}, {k})}, {AttrInt("axis", 0)}, 11, 2);
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<int64_t> order(40);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)];
+    });
+    std::vector<int64_t> low(40);
+    std::iota(low.begin(), low.end(), 0);
+    std::stable_sort(low.begin(), low.end(), [&](int64_t a, int64_t b) {
+      return -v[static_cast<size_t>(a)] > -v[static_cast<size_t>(b)];
+    });
+    for (int64_t r = 0; r < k; ++r) {
+      EXPECT_EQ((*y)[1].data<int64_t>()[2 * r], order[static_cast<size_t>(r)]) << "k " << k << " rank " << r;
+      EXPECT_EQ((*y)[1].data<int64_t>()[2 * r + 1], low[static_cast<size_t>(r)])
+          << "k " << k << " rank " << r;
+      EXPECT_EQ((*y)[0].data<int64_t>()[2 * r], v[static_cast<size_t>(order[static_cast<size_t>(r)])]);
+    }
+  }
 }
 
 TEST(ShapeOpsTest, UniqueOfStringsInFirstOccurrenceOrder) {
