@@ -2,7 +2,9 @@
 // run on the reference kernels (each element through a double, one index
 // tuple at a time): InstanceNormalization and GroupNormalization, Where,
 // Expand, ScatterElements, Cast between float32 and int64 / int32 / int8 /
-// uint8 / bool, HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where,
+// uint8 / bool / float16 / bfloat16 (float16 on the F16C instructions where
+// the CPU has them, a group holding NaN redone one by one so NaN keeps the
+// reference's bits), HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where,
 // Expand, ScatterElements, Cast, Floor, Ceil and Sign give the reference's
 // values bit for bit; HardSigmoid, Log and Softplus compute in double as the
 // reference does (runner/cpu/vector_math.h); the normalizations take their
@@ -15,6 +17,8 @@
 // input is either contiguous or broadcast across both, and the rows of the
 // last merged dim are walked with stride 0 or 1 per input; rows are split
 // over the OpenMP threads from 2^16 output elements.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -32,6 +36,7 @@
 #include "runner/cpu/vector_math.h"
 #include "runner/element_word.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/float_types.h"
 #include "runner/reference/roi_align.h"
 
 namespace onnxkit::runner::cpu {
@@ -198,6 +203,84 @@ inline int64_t FloatToInt64Bits(float f) {
   return static_cast<int64_t>(t);
 }
 
+// float32 -> float16 on F16C, 8 values at a time; a group holding NaN
+// (whose payload the instruction keeps, where the reference writes a
+// quiet NaN with the sign only) goes through the scalar conversion.
+__attribute__((target("avx2,f16c"))) void FloatsToHalvesF16c(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(in + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (int64_t j = i; j < i + 8; ++j) out[j] = Float16::FromFloat(in[j]);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) out[i] = Float16::FromFloat(in[i]);
+}
+
+// float16 to float32 as the reference reads it (through a double, which
+// quiets a signaling NaN: the quiet bit set, the payload kept).
+inline float HalfToFloat(uint16_t h) {
+  const float f = Float16::ToFloat(h);
+  return std::isnan(f) ? BitsFloat(FloatBits(f) | 0x00400000u) : f;
+}
+
+// The instruction quiets NaN the same way.
+__attribute__((target("avx2,f16c"))) void HalvesToFloatsF16c(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+  for (; i < n; ++i) out[i] = HalfToFloat(in[i]);
+}
+
+bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return has;
+}
+
+// Converts n values between float32 and float16 / bfloat16 (`to_half`:
+// float32 in), in blocks over the threads; bit for bit the reference's.
+void CastHalves(const void* in, void* out, int64_t n, bool to_half, bool bfloat) {
+  constexpr int64_t kBlock = 4096;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for if (n >= kParallelElements)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t first = b * kBlock, count = std::min(kBlock, n - first);
+    if (to_half) {
+      const float* src = static_cast<const float*>(in) + first;
+      uint16_t* dst = static_cast<uint16_t*>(out) + first;
+      if (bfloat) {
+        // Nearest even; NaN as the reference writes it (sign, quiet NaN).
+        for (int64_t i = 0; i < count; ++i) {
+          const uint32_t x = FloatBits(src[i]);
+          dst[i] = (x & 0x7fffffffu) > 0x7f800000u
+                       ? static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u)
+                       : static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+        }
+      } else if (HasF16c()) {
+        FloatsToHalvesF16c(src, dst, count);
+      } else {
+        for (int64_t i = 0; i < count; ++i) dst[i] = Float16::FromFloat(src[i]);
+      }
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(in) + first;
+      float* dst = static_cast<float*>(out) + first;
+      if (bfloat) {
+        for (int64_t i = 0; i < count; ++i) {
+          const uint32_t bits = static_cast<uint32_t>(src[i]) << 16;
+          dst[i] = BitsFloat((bits & 0x7fffffffu) > 0x7f800000u ? bits | 0x00400000u : bits);  // NaN quieted
+        }
+      } else if (HasF16c()) {
+        HalvesToFloatsF16c(src, dst, count);
+      } else {
+        for (int64_t i = 0; i < count; ++i) dst[i] = HalfToFloat(src[i]);
+      }
+    }
+  }
+}
+
 class CastKernel : public CpuKernel {
  public:
   CastKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
@@ -210,8 +293,16 @@ class CastKernel : public CpuKernel {
                                                  from == pb::kInt8 || from == pb::kUint8);
     const bool from_float =
         from == pb::kFloat && (to_ == pb::kInt64 || to_ == pb::kInt32 || to_ == pb::kBool);
+    const bool half = (from == pb::kFloat && (to_ == pb::kFloat16 || to_ == pb::kBfloat16)) ||
+                      (to_ == pb::kFloat && (from == pb::kFloat16 || from == pb::kBfloat16));
     // Small tensors (shape arithmetic) are not worth a second code path.
-    if ((!to_float && !from_float) || x->size() < 256) return Fallback(ctx);
+    if ((!to_float && !from_float && !half) || x->size() < 256) return Fallback(ctx);
+    if (half) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, to_, x->shape()));
+      CastHalves(x->raw(), y->mutable_raw(), x->size(), from == pb::kFloat,
+                 from == pb::kBfloat16 || to_ == pb::kBfloat16);
+      return absl::OkStatus();
+    }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, to_, x->shape()));
     const int64_t n = x->size();
     if (to_float) {

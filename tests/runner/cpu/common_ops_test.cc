@@ -5,6 +5,7 @@
 // cases (NaN, infinities, values beyond int64), NaN in normalized planes,
 // two threads, and the cases that fall back.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -294,13 +295,61 @@ TEST(CpuCommonOpsTest, CastFloatToIntegersAndBackAsTheReference) {
     g.Input("x", t.dtype()).Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat)}).Output("y");
     ExpectSame(g.Build(), {{"x", t}}, 13);
   }
-  // Float16 targets and tiny tensors run on the reference kernel.
-  GraphBuilder h("g");
-  h.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat16)}).Output("y", pb::kFloat16);
-  ExpectSame(h.Build(), {{"x", x}}, 13);
+  // Tiny tensors run on the reference kernel.
   GraphBuilder s("g");
   s.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kInt64)}).Output("y", pb::kInt64);
   ExpectSame(s.Build(), {{"x", RandomFloats({3}, 7, -5.f, 5.f)}}, 13);
+}
+
+// float32 to and from float16 and bfloat16: the reference's bits, NaN
+// payloads, signed zeros, subnormals, ties and overflow included; every
+// 16-bit pattern back to float32.
+TEST(CpuCommonOpsTest, CastBetweenFloatAndHalvesBitForBit) {
+  auto expect_same_bits = [](const pb::GraphProto& graph, const runner::Tensor& x) {
+    auto ref = RunGraphOn(runner::Backend::kReference, graph, {{"x", x}}, 13);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    for (int threads : {1, 2}) {
+      auto cpu = RunGraphOn(runner::Backend::kCpu, graph, {{"x", x}}, 13, threads);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      const runner::Tensor& r = (*ref)[0].tensor();
+      const runner::Tensor& c = (*cpu)[0].tensor();
+      ASSERT_EQ(r.dtype(), c.dtype());
+      ASSERT_EQ(r.size(), c.size());
+      const size_t width = r.dtype() == pb::kFloat ? 4 : 2;
+      for (int64_t i = 0; i < r.size(); ++i) {
+        ASSERT_EQ(std::memcmp(static_cast<const char*>(r.raw()) + i * width,
+                              static_cast<const char*>(c.raw()) + i * width, width),
+                  0)
+            << "element " << i << " at " << threads << " threads";
+      }
+    }
+  };
+  const std::vector<uint32_t> special = {
+      0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fc02001u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x00000000u,
+      0x80000000u, 0x00000001u, 0x33000000u, 0x33000001u, 0x387fc000u, 0x38800000u, 0x477fe000u, 0x477ff000u,
+      0x477fefffu, 0x3f801000u, 0x3f803000u, 0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0xc7800000u};
+  runner::Tensor x = RandomFloats({3001}, 21, -70000.f, 70000.f);
+  for (size_t i = 0; i < special.size(); ++i) {
+    std::memcpy(x.mutable_data<float>() + i * 101, &special[i], 4);
+    std::memcpy(x.mutable_data<float>() + i * 101 + 1, &special[i],
+                4);  // inside a group of 8 without NaN too
+  }
+  runner::Tensor small = RandomFloats({3001}, 22, -1e-4f, 1e-4f);
+  for (int32_t to : {pb::kFloat16, pb::kBfloat16}) {
+    GraphBuilder g("g");
+    g.Input("x").Node("Cast", {"x"}, {"y"}, {AttrInt("to", to)}).Output("y", to);
+    SCOPED_TRACE(to);
+    expect_same_bits(g.Build(), x);
+    expect_same_bits(g.Build(), small);
+    // Every 16-bit pattern back to float32.
+    absl::StatusOr<runner::Tensor> all = runner::Tensor::Allocate(to, {65536});
+    ASSERT_TRUE(all.ok());
+    for (uint32_t b = 0; b < 65536; ++b)
+      static_cast<uint16_t*>(all->mutable_raw())[b] = static_cast<uint16_t>(b);
+    GraphBuilder back("g");
+    back.Input("x", to).Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat)}).Output("y");
+    expect_same_bits(back.Build(), *all);
+  }
 }
 
 TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplusSign) {
