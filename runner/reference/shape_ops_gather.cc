@@ -447,29 +447,41 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTensorScatter(const ir::Node& node, 
 
 absl::Status NonZero(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  std::vector<int64_t> hits;  // linear indices of the nonzero elements
-  ONNXKIT_RETURN_IF_ERROR(VisitNumeric(x->dtype(), [&](auto tag) -> absl::Status {
+  // A scalar is treated as a 1-D tensor of one element.
+  const std::vector<int64_t> shape = x->rank() == 0 ? std::vector<int64_t>{1} : x->shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t size = x->size();
+  return VisitNumeric(x->dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* p = x->data<T>();
-    for (int64_t i = 0; i < x->size(); ++i) {
-      if (static_cast<ComputeT<T>>(p[i]) != ComputeT<T>{}) hits.push_back(i);
+    auto hit = [p](int64_t i) { return static_cast<ComputeT<T>>(p[i]) != ComputeT<T>{}; };
+    int64_t n = 0;
+    for (int64_t i = 0; i < size; ++i) n += hit(i) ? 1 : 0;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, 7, {rank, n}));
+    if (n == 0) return absl::OkStatus();
+    // Rows of the last dim in order, the coordinates before it counted up
+    // like an odometer: no division per element.
+    int64_t* py = y->mutable_data<int64_t>();
+    const int64_t last = shape.back(), rows = size / last;
+    std::vector<int64_t> at(static_cast<size_t>(rank - 1), 0);
+    std::vector<int64_t> cols(static_cast<size_t>(last) + 1);  // a row's hits, gathered without branches
+    int64_t k = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t count = 0;
+      for (int64_t j = 0; j < last; ++j) {
+        cols[static_cast<size_t>(count)] = j;
+        count += hit(r * last + j) ? 1 : 0;
+      }
+      for (int64_t d = 0; d + 1 < rank; ++d) std::fill_n(py + d * n + k, count, at[static_cast<size_t>(d)]);
+      std::copy_n(cols.data(), count, py + (rank - 1) * n + k);
+      k += count;
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        if (++at[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
+        at[static_cast<size_t>(d)] = 0;
+      }
     }
     return absl::OkStatus();
-  }));
-  // A scalar is treated as a 1-D tensor of one element.
-  std::vector<int64_t> shape = x->rank() == 0 ? std::vector<int64_t>{1} : x->shape();
-  int64_t rank = static_cast<int64_t>(shape.size()), n = static_cast<int64_t>(hits.size());
-  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, 7, {rank, n}));
-  std::vector<int64_t> strides = Strides(shape);
-  int64_t* py = y->mutable_data<int64_t>();
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t rem = hits[static_cast<size_t>(k)];
-    for (int64_t d = 0; d < rank; ++d) {
-      py[d * n + k] = rem / strides[static_cast<size_t>(d)];
-      rem %= strides[static_cast<size_t>(d)];
-    }
-  }
-  return absl::OkStatus();
+  });
 }
 
 }  // namespace onnxkit::runner::reference

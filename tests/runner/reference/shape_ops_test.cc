@@ -416,6 +416,42 @@ TEST(ShapeOpsTest, NonZeroOfAScalar) {
   EXPECT_EQ(Values<int64_t>(*y), (std::vector<int64_t>{0}));
 }
 
+// Random shapes (empty dims included) and densities: the coordinates of
+// every nonzero element in row-major order, as the definition lists them.
+TEST(ShapeOpsTest, NonZeroListsCoordinatesInOrder) {
+  std::mt19937 rng(13);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 60; ++trial) {
+    int64_t rank = pick(1, 4);
+    std::vector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i) shape.push_back(pick(trial % 10 == 0 ? 0 : 1, 6));
+    int64_t size = 1;
+    for (int64_t d : shape) size *= d;
+    std::vector<int64_t> v(static_cast<size_t>(size));
+    const int64_t density = pick(0, 4);
+    for (int64_t& e : v) e = pick(0, 3) < density ? pick(-5, 5) : 0;
+    absl::StatusOr<Tensor> y = RunOp("NonZero", {Int64s(shape, v)});
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<std::vector<int64_t>> expected(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < size; ++i) {
+      if (v[static_cast<size_t>(i)] == 0) continue;
+      int64_t rem = i;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        expected[static_cast<size_t>(d)].push_back(rem % shape[static_cast<size_t>(d)]);
+        rem /= shape[static_cast<size_t>(d)];
+      }
+    }
+    const int64_t n = static_cast<int64_t>(expected[0].size());
+    ASSERT_EQ(y->shape(), (std::vector<int64_t>{rank, n})) << "trial " << trial;
+    for (int64_t d = 0; d < rank; ++d) {
+      for (int64_t k = 0; k < n; ++k) {
+        ASSERT_EQ(y->data<int64_t>()[d * n + k], expected[static_cast<size_t>(d)][static_cast<size_t>(k)])
+            << "trial " << trial << " dim " << d << " hit " << k;
+      }
+    }
+  }
+}
+
 // --- Ordering ---
 
 TEST(ShapeOpsTest, TopKPrefersLowerIndicesAndRanksNanHighest) {
