@@ -18,18 +18,6 @@ bool IsBitwiseOp(LogicOp op) {
   return op == LogicOp::kBitwiseAnd || op == LogicOp::kBitwiseOr || op == LogicOp::kBitwiseXor;
 }
 
-template <typename C>
-bool Compare(LogicOp op, C x, C z) {
-  switch (op) {
-    case LogicOp::kEqual: return x == z;
-    case LogicOp::kGreater: return x > z;
-    case LogicOp::kGreaterOrEqual: return x >= z;
-    case LogicOp::kLess: return x < z;
-    case LogicOp::kLessOrEqual: return x <= z;
-    default: return false;
-  }
-}
-
 class LogicKernel : public Kernel {
  public:
   LogicKernel(LogicOp op, bool legacy) : op_(op), legacy_(legacy) {}
@@ -96,20 +84,55 @@ class LogicKernel : public Kernel {
       }
     }
     bool* py = y->mutable_data<bool>();
+    // The op fixed per loop (a runtime choice per element kept the loops
+    // scalar and branchy).
+    auto each = [&](auto fn) {
+      ForEachBroadcast2(shapes.out, a.shape(), shapes.b,
+                        [&](int64_t o, int64_t i, int64_t j) { py[o] = fn(i, j); });
+    };
     if constexpr (std::is_same_v<T, bool>) {
       // Bool bytes are read as bytes: a model may hold values other than 0/1.
       const uint8_t* ba = a.data<uint8_t>();
       const uint8_t* bb = b.data<uint8_t>();
-      ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
-        bool x = ba[i] != 0, z = bb[j] != 0;
-        py[o] = op == LogicOp::kAnd ? x && z : op == LogicOp::kOr ? x || z : op == LogicOp::kXor ? x != z : x == z;
-      });
+      switch (op) {
+        case LogicOp::kAnd:
+          each([&](int64_t i, int64_t j) { return (ba[i] != 0) & (bb[j] != 0); });
+          break;
+        case LogicOp::kOr:
+          each([&](int64_t i, int64_t j) { return (ba[i] != 0) | (bb[j] != 0); });
+          break;
+        case LogicOp::kXor:
+          each([&](int64_t i, int64_t j) { return (ba[i] != 0) != (bb[j] != 0); });
+          break;
+        default:
+          each([&](int64_t i, int64_t j) { return (ba[i] != 0) == (bb[j] != 0); });
+          break;
+      }
       return;
     }
     using C = ComputeT<T>;
-    ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
-      py[o] = Compare<C>(op, static_cast<C>(pa[i]), static_cast<C>(pb[j]));
-    });
+    auto x = [&](int64_t i) { return static_cast<C>(pa[i]); };
+    auto z = [&](int64_t j) { return static_cast<C>(pb[j]); };
+    switch (op) {
+      case LogicOp::kEqual:
+        each([&](int64_t i, int64_t j) { return x(i) == z(j); });
+        break;
+      case LogicOp::kGreater:
+        each([&](int64_t i, int64_t j) { return x(i) > z(j); });
+        break;
+      case LogicOp::kGreaterOrEqual:
+        each([&](int64_t i, int64_t j) { return x(i) >= z(j); });
+        break;
+      case LogicOp::kLess:
+        each([&](int64_t i, int64_t j) { return x(i) < z(j); });
+        break;
+      case LogicOp::kLessOrEqual:
+        each([&](int64_t i, int64_t j) { return x(i) <= z(j); });
+        break;
+      default:
+        each([](int64_t, int64_t) { return false; });
+        break;
+    }
   }
 
   LogicOp op_;
