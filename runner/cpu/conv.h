@@ -63,6 +63,7 @@ Factory MakeAveragePool;
 Factory MakeGlobalAveragePool;
 Factory MakeGlobalMaxPool;
 Factory MakeResize;      // resize.cc
+Factory MakeUpsample;    // resize.cc: Upsample as the Resize it is
 Factory MakeGridSample;  // grid_sample.cc
 // resize.cc: Resize runs on the backend's own loops (geometries oneDNN's
 // resampling does not share), in this process.

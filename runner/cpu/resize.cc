@@ -400,4 +400,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const K
       config.ok() ? std::optional<reference::resize::Config>(*std::move(config)) : std::nullopt));
 }
 
+absl::StatusOr<std::unique_ptr<Kernel>> MakeUpsample(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  absl::StatusOr<reference::resize::Config> config = reference::resize::ParseUpsample(node, info.opset);
+  return std::unique_ptr<Kernel>(new ResizeKernel(
+      std::move(fallback),
+      config.ok() ? std::optional<reference::resize::Config>(*std::move(config)) : std::nullopt));
+}
+
 }  // namespace onnxkit::runner::cpu

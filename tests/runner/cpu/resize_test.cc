@@ -279,6 +279,32 @@ TEST(CpuResizeTest, EveryOpsetRangeMatchesReference) {
   }
 }
 
+// Upsample (opsets 7 and 9: scales as an attribute, then an input) is
+// Resize-10's geometry and runs on the same kernel: the own loops for a
+// fractional linear scale, as the counter shows.
+TEST(CpuResizeTest, UpsampleRunsAsResize) {
+  uint32_t seed = 900;
+  for (const char* mode : {"nearest", "linear"}) {
+    for (const std::vector<float>& scales :
+         std::vector<std::vector<float>>{{1, 1, 2, 2}, {1, 1, 1.5f, 2.5f}}) {
+      SCOPED_TRACE(::testing::Message() << mode << " scales " << Join(scales));
+      const int64_t own = runner::cpu::OwnResizeRuns();
+      GraphBuilder g7("g");
+      g7.Input("x")
+          .Node("Upsample", {"x"}, {"y"}, {AttrString("mode", mode), AttrFloats("scales", scales)})
+          .Output("y");
+      ExpectCpuMatchesReference(g7.Build(), {{"x", RandomFloats({1, 3, 6, 5}, seed++)}}, 7, 1e-5, 1e-5);
+      GraphBuilder g9("g");
+      g9.Input("x").Initializer(InitializerFrom("s", Floats({4}, scales)));
+      g9.Node("Upsample", {"x", "s"}, {"y"}, {AttrString("mode", mode)}).Output("y");
+      ExpectCpuMatchesReference(g9.Build(), {{"x", RandomFloats({2, 4, 5, 7}, seed++)}}, 9, 1e-5, 1e-5);
+      if (std::string(mode) == "linear" && scales[2] != 2) {
+        EXPECT_GE(runner::cpu::OwnResizeRuns(), own + 2);
+      }
+    }
+  }
+}
+
 TEST(CpuResizeTest, AxesAndKeepAspectRatioMatchReference) {
   std::mt19937 rng(24);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
