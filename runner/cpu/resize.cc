@@ -1,5 +1,5 @@
-// cpu Resize (opsets 10..19) on oneDNN's resampling primitive, for float32
-// tensors of rank 3 to 5 whose N and C dims keep their size.
+// cpu Resize (opsets 10..19) and Upsample (Resize-10's geometry) on oneDNN's resampling primitive, for
+// float32 tensors of rank 3 to 5 whose N and C dims keep their size.
 //
 // oneDNN maps output coordinate y of an axis resized from `in` to `out` to
 // the source coordinate s = (y + 0.5) * in / out - 0.5, computed in float:
@@ -392,20 +392,27 @@ class ResizeKernel : public CpuKernel {
 
 int64_t OwnResizeRuns() { return g_own_resize_runs.load(std::memory_order_relaxed); }
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
+namespace {
+
+// The kernel for a Resize or Upsample node whose attributes parsed to
+// `config` (an error leaves every run to the reference kernel, which
+// reports it).
+absl::StatusOr<std::unique_ptr<Kernel>> MakeResizeKernel(const ir::Node& node, const KernelInfo& info,
+                                                         absl::StatusOr<reference::resize::Config> config) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
-  absl::StatusOr<reference::resize::Config> config = reference::resize::ParseResize(node, info.opset);
   return std::unique_ptr<Kernel>(new ResizeKernel(
       std::move(fallback),
       config.ok() ? std::optional<reference::resize::Config>(*std::move(config)) : std::nullopt));
 }
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeResize(const ir::Node& node, const KernelInfo& info) {
+  return MakeResizeKernel(node, info, reference::resize::ParseResize(node, info.opset));
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeUpsample(const ir::Node& node, const KernelInfo& info) {
-  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
-  absl::StatusOr<reference::resize::Config> config = reference::resize::ParseUpsample(node, info.opset);
-  return std::unique_ptr<Kernel>(new ResizeKernel(
-      std::move(fallback),
-      config.ok() ? std::optional<reference::resize::Config>(*std::move(config)) : std::nullopt));
+  return MakeResizeKernel(node, info, reference::resize::ParseUpsample(node, info.opset));
 }
 
 }  // namespace onnxkit::runner::cpu
