@@ -17,6 +17,7 @@
 // input is either contiguous or broadcast across both, and the rows of the
 // last merged dim are walked with stride 0 or 1 per input; rows are split
 // over the OpenMP threads from 2^16 output elements.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -236,7 +237,12 @@ __attribute__((target("avx2,f16c"))) void HalvesToFloatsF16c(const uint16_t* in,
 }
 
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  // CPUID leaf 1, ECX bit 29 (not every compiler's __builtin_cpu_supports
+  // knows "f16c").
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  }();
   return has;
 }
 
