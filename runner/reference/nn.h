@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeLSTM(const ir::Node& node, const Ker
 // nn_attention.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRotaryEmbedding(const ir::Node& node, const KernelInfo& info);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeFlexAttention(const ir::Node& node, const KernelInfo& info);
 // nn_sequence_models.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLinearAttention(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCausalConvWithState(const ir::Node& node, const KernelInfo& info);

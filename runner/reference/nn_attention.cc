@@ -1,11 +1,14 @@
 // Reference kernels: Attention (opset 23+: 3-D or 4-D inputs, grouped-query
 // heads, KV cache, boolean or additive masks, causal and local-window masks
 // aligned to the cache offset, nonpad_kv_seqlen, softcap, the four
-// qk_matmul_output modes; a fully masked row attends to nothing) and
-// RotaryEmbedding.
+// qk_matmul_output modes; a fully masked row attends to nothing),
+// RotaryEmbedding and ai.onnx.preview's FlexAttention (score_mod and
+// prob_mod graphs, grouped-query heads, softmax_precision).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
@@ -339,6 +342,164 @@ class RotaryKernel : public Kernel {
   int64_t num_heads_, rot_dim_;
 };
 
+// The value `v` rounded to element type `dtype` (float types; others pass).
+double RoundTo(int32_t dtype, double v) {
+  switch (dtype) {
+    case 1:
+      return static_cast<float>(v);
+    case 10:
+      return static_cast<float>(Float16(static_cast<float>(v)));
+    case 16:
+      return static_cast<float>(BFloat16(static_cast<float>(v)));
+    default:
+      return v;
+  }
+}
+
+// FlexAttention (ai.onnx.preview 1): Q [B, Hq, L, E], K [B, Hkv, S, E], V
+// [B, Hkv, S, Ev] of one float type T; Y [B, Hq, L, Ev]. As the operator's
+// function body computes it: Q and K each scaled by sqrt(scale) in T (scale
+// 1/sqrt(E) unless given), their product in T, cast to the softmax precision
+// P (softmax_precision, else float, double for double inputs), score_mod's
+// graph applied to the [B, Hq, L, S] scores, Softmax over S in P,
+// prob_mod's graph applied, then the product with V (in P when P is not T,
+// the result cast back to T). Head h reads kv head h / (Hq / Hkv). Sums
+// run in double, each step rounded to its type.
+class FlexAttentionKernel : public Kernel {
+ public:
+  FlexAttentionKernel(std::optional<float> scale, int32_t precision, const ir::Graph* score_mod,
+                      const ir::Graph* prob_mod)
+      : scale_(scale), precision_(precision), score_mod_(score_mod), prob_mod_(prob_mod) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* in[3];
+    for (int i = 0; i < 3; ++i) {
+      ONNXKIT_ASSIGN_OR_RETURN(in[i], ctx.Input(i));
+    }
+    const int32_t t = in[0]->dtype();
+    for (int i = 0; i < 3; ++i) {
+      if (in[i]->rank() != 4 || in[i]->dtype() != t || !IsFloat(t)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("FlexAttention's Q, K and V must be 4-D of one float type, got ",
+                         DescribeTensor(*in[0]), ", ", DescribeTensor(*in[1]), ", ", DescribeTensor(*in[2])));
+      }
+    }
+    const std::vector<int64_t>&qd = in[0]->shape(), &kd = in[1]->shape(), &vd = in[2]->shape();
+    const int64_t batch = qd[0], hq = qd[1], sq = qd[2], dk = qd[3];
+    const int64_t hkv = kd[1], skv = kd[2], dv = vd[3];
+    if (kd[0] != batch || vd[0] != batch || kd[3] != dk || vd[1] != hkv || vd[2] != skv || hkv < 1 ||
+        hq % hkv != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("FlexAttention shapes do not fit: Q ", ShapeString(qd), ", K ", ShapeString(kd),
+                       ", V ", ShapeString(vd),
+                       " (need one batch, one head size for Q and K, and q heads a "
+                       "multiple of kv heads)"));
+    }
+    const int32_t p = precision_ != 0 ? precision_ : (t == 11 ? 11 : 1);
+    if (!IsFloat(p)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("softmax_precision must be a float type (1, 10, 11 or 16), got ", p));
+    }
+    const std::vector<int64_t> s_shape = {batch, hq, sq, skv};
+    if (!CheckedElementCount(s_shape)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the scores ", ShapeString(s_shape), " have too many elements"));
+    }
+    // sqrt(scale) computed in float, as the function body does, then in T.
+    const float scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(dk));
+    const double root = RoundTo(t, std::sqrt(scale));
+    std::vector<double> q = Doubles(*in[0]), k = Doubles(*in[1]), v = Doubles(*in[2]);
+    for (double& x : q) x = RoundTo(t, x * root);
+    for (double& x : k) x = RoundTo(t, x * root);
+    if (p != t) {
+      for (double& x : v) x = RoundTo(p, x);
+    }
+    const int64_t reps = hq / hkv;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor scores, Tensor::Allocate(p, s_shape));
+    ONNXKIT_RETURN_IF_ERROR(VisitFloat(p, [&](auto tag) -> absl::Status {
+      using P = decltype(tag);
+      P* out = scores.mutable_data<P>();
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t h = 0; h < hq; ++h) {
+          const double* kh = k.data() + (b * hkv + h / reps) * skv * dk;
+          for (int64_t i = 0; i < sq; ++i) {
+            const double* qi = q.data() + ((b * hq + h) * sq + i) * dk;
+            for (int64_t j = 0; j < skv; ++j) {
+              double s = 0;
+              for (int64_t c = 0; c < dk; ++c) s += qi[c] * kh[j * dk + c];
+              *out++ = static_cast<P>(RoundTo(t, s));
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    }));
+    ONNXKIT_ASSIGN_OR_RETURN(scores, ApplyMod(ctx, score_mod_, "score_mod", std::move(scores)));
+    ONNXKIT_RETURN_IF_ERROR(VisitFloat(p, [&](auto tag) -> absl::Status {
+      using P = decltype(tag);
+      P* row = scores.mutable_data<P>();
+      std::vector<double> e(static_cast<size_t>(skv));
+      for (int64_t r = 0; r < batch * hq * sq; ++r, row += skv) {
+        double mx = kNegInf, sum = 0;
+        for (int64_t j = 0; j < skv; ++j)
+          mx = std::max(mx, static_cast<double>(static_cast<ComputeT<P>>(row[j])));
+        for (int64_t j = 0; j < skv; ++j) {
+          e[static_cast<size_t>(j)] = std::exp(static_cast<double>(static_cast<ComputeT<P>>(row[j])) - mx);
+          sum += e[static_cast<size_t>(j)];
+        }
+        for (int64_t j = 0; j < skv; ++j) row[j] = static_cast<P>(e[static_cast<size_t>(j)] / sum);
+      }
+      return absl::OkStatus();
+    }));
+    ONNXKIT_ASSIGN_OR_RETURN(scores, ApplyMod(ctx, prob_mod_, "prob_mod", std::move(scores)));
+    std::vector<double> probs = Doubles(scores);
+    std::vector<double> y(static_cast<size_t>(batch * hq * sq * dv), 0);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < hq; ++h) {
+        const double* vh = v.data() + (b * hkv + h / reps) * skv * dv;
+        for (int64_t i = 0; i < sq; ++i) {
+          const double* pi = probs.data() + ((b * hq + h) * sq + i) * skv;
+          double* yi = y.data() + ((b * hq + h) * sq + i) * dv;
+          for (int64_t j = 0; j < skv; ++j) {
+            for (int64_t c = 0; c < dv; ++c) yi[c] += pi[j] * vh[j * dv + c];
+          }
+          if (p != t) {
+            for (int64_t c = 0; c < dv; ++c) yi[c] = RoundTo(p, yi[c]);
+          }
+        }
+      }
+    }
+    return Store(ctx, 0, t, {batch, hq, sq, dv}, y);
+  }
+
+ private:
+  // `graph` (one input, one output) applied to `x`; its result must keep
+  // x's type and shape. Without a graph, x itself.
+  static absl::StatusOr<Tensor> ApplyMod(KernelContext& ctx, const ir::Graph* graph, std::string_view name,
+                                         Tensor x) {
+    if (graph == nullptr) return x;
+    const int32_t dtype = x.dtype();
+    const std::vector<int64_t> shape = x.shape();
+    std::vector<RtValue> args;
+    args.push_back(RtValue::FromTensor(std::move(x)));
+    ONNXKIT_ASSIGN_OR_RETURN(std::vector<RtValue> outs,
+                             ctx.subgraphs()->RunSubgraph(*graph, std::move(args)));
+    if (outs.size() != 1 || !outs[0].is_tensor() || outs[0].tensor().dtype() != dtype ||
+        outs[0].tensor().shape() != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Sv(name), " must give one tensor of the scores' type and shape ", ShapeString(shape), ", it gave ",
+          outs.size() == 1 && outs[0].is_tensor() ? DescribeTensor(outs[0].tensor())
+                                                  : std::string("another value")));
+    }
+    return outs[0].tensor();
+  }
+
+  std::optional<float> scale_;
+  int32_t precision_;
+  const ir::Graph* score_mod_;
+  const ir::Graph* prob_mod_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const ir::Node& node, const KernelInfo&) {
@@ -362,6 +523,29 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRotaryEmbedding(const ir::Node& node
   if (rot < 0) return absl::InvalidArgumentError("rotary_embedding_dim must be non-negative");
   return std::unique_ptr<Kernel>(new RotaryKernel(AttrInt(node, "interleaved", 0) != 0,
                                                   AttrInt(node, "num_heads", 0), rot));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeFlexAttention(const ir::Node& node, const KernelInfo&) {
+  const ir::Graph* mods[2] = {nullptr, nullptr};
+  const char* names[2] = {"score_mod", "prob_mod"};
+  for (int i = 0; i < 2; ++i) {
+    const ir::Attribute* a = node.FindAttribute(names[i]);
+    if (a == nullptr) continue;
+    if (a->g == nullptr) return absl::InvalidArgumentError(absl::StrCat(names[i], " must be a graph"));
+    if (a->g->inputs().size() != 1 || a->g->outputs().size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(names[i], " must take one input and give one output, it takes ", a->g->inputs().size(),
+                       " and gives ", a->g->outputs().size()));
+    }
+    mods[i] = a->g.get();
+  }
+  const int64_t precision = AttrInt(node, "softmax_precision", 0);
+  if (precision != 0 && precision != 1 && precision != 10 && precision != 11 && precision != 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("softmax_precision must be a float type (1, 10, 11 or 16), got ", precision));
+  }
+  return std::unique_ptr<Kernel>(
+      new FlexAttentionKernel(node.GetFloat("scale"), static_cast<int32_t>(precision), mods[0], mods[1]));
 }
 
 }  // namespace onnxkit::runner::reference

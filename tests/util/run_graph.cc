@@ -50,6 +50,10 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
   ms.domain = "com.microsoft";
   ms.version = 1;
   loaded.proto.opset_import.push_back(ms);
+  pb::OperatorSetIdProto preview;
+  preview.domain = "ai.onnx.preview";
+  preview.version = 1;
+  loaded.proto.opset_import.push_back(preview);
   runner::SessionOptions options;
   options.backend = backend;
   options.threads = threads;

@@ -407,6 +407,71 @@ TEST(NnAttentionTest, FullyMaskedRowsAttendToNothing) {
                 "num_heads");
 }
 
+// FlexAttention: four query heads over two kv heads (head h reads kv head
+// h / 2), score_mod doubling the scores and prob_mod halving the
+// probabilities, against loops in double.
+TEST(NnAttentionTest, FlexAttentionAppliesItsGraphsPerQueryHead) {
+  const int64_t hq = 4, hkv = 2, l = 3, s = 5, e = 2, ev = 3;
+  std::mt19937 rng(7);
+  std::vector<float> q = Random(hq * l * e, rng), k = Random(hkv * s * e, rng), v = Random(hkv * s * ev, rng);
+  auto scaling = [](const std::string& name, const std::string& in, float factor) {
+    return GraphBuilder(name)
+        .Input(in, pb::kFloat)
+        .Initializer(InitializerFrom("f", Floats({}, {factor})))
+        .Node("Mul", {in, "f"}, {"out"})
+        .Output("out", pb::kFloat)
+        .Build();
+  };
+  std::vector<pb::AttributeProto> attrs = {AttrGraph("score_mod", scaling("sm", "scores", 2.0f)),
+                                           AttrGraph("prob_mod", scaling("pm", "probs", 0.5f))};
+  auto out = RunSingleNode("FlexAttention",
+                           {Floats({1, hq, l, e}, q), Floats({1, hkv, s, e}, k), Floats({1, hkv, s, ev}, v)},
+                           attrs, 26, 1, "ai.onnx.preview");
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{1, hq, l, ev}));
+  std::vector<float> want;
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t g = h / (hq / hkv);
+    for (int64_t i = 0; i < l; ++i) {
+      std::vector<double> p(static_cast<size_t>(s));
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < s; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < e; ++c) dot += q[(h * l + i) * e + c] * k[(g * s + j) * e + c];
+        p[j] = 2.0 * dot / std::sqrt(static_cast<double>(e));
+        mx = std::max(mx, p[j]);
+      }
+      for (double& x : p) sum += (x = std::exp(x - mx));
+      for (int64_t c = 0; c < ev; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < s; ++j) acc += 0.5 * p[j] / sum * v[(g * s + j) * ev + c];
+        want.push_back(static_cast<float>(acc));
+      }
+    }
+  }
+  ExpectNear(Values(y), want, 1e-5f);
+
+  // A mod graph must keep the scores' shape; heads must group evenly.
+  pb::GraphProto reducing = GraphBuilder("r")
+                                .Input("scores", pb::kFloat)
+                                .Node("ReduceSum", {"scores"}, {"out"})
+                                .Output("out", pb::kFloat)
+                                .Build();
+  auto bad = RunSingleNode("FlexAttention",
+                           {Floats({1, hq, l, e}, q), Floats({1, hkv, s, e}, k), Floats({1, hkv, s, ev}, v)},
+                           {AttrGraph("score_mod", reducing)}, 26, 1, "ai.onnx.preview");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("score_mod must give"), absl::string_view::npos) << bad.status();
+  auto uneven = RunSingleNode("FlexAttention",
+                              {Floats({1, 3, l, e}, std::vector<float>(3 * l * e)), Floats({1, hkv, s, e}, k),
+                               Floats({1, hkv, s, ev}, v)},
+                              {}, 26, 1, "ai.onnx.preview");
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("multiple of kv heads"), absl::string_view::npos)
+      << uneven.status();
+}
+
 TEST(NnEinsumTest, ExplicitImplicitDiagonalAndEllipsis) {
   Tensor a = Floats({2, 2}, {1, 2, 3, 4});
   absl::StatusOr<Tensor> t = RunOp("Einsum", {a}, {AttrString("equation", "ij->ji")}, 12);
