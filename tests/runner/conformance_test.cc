@@ -98,7 +98,8 @@ void CheckAgainstList(runner::Backend backend, const std::string& list_name) {
   }
   if (std::getenv("ONNXKIT_UPDATE_CONFORMANCE") != nullptr) {
     std::ofstream out(list_path);
-    out << "# Conformance cases the " << name << " backend fails, with the reason (the error it gives).\n"
+    out << "# Conformance cases the " << name
+        << " backend fails, with the reason (written by hand where known, else the error it gives).\n"
         << "# Regenerate with ONNXKIT_UPDATE_CONFORMANCE=1 after fixing kernels; review the diff.\n"
         << "# A reason starting with \"" << kNondeterministic << "\" marks a case that may pass or fail.\n";
     std::map<std::string, std::string> listed = failures;
