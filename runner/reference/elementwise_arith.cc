@@ -360,38 +360,94 @@ class VariadicKernel : public Kernel {
   }
 
  private:
-  // y = input 0 broadcast, then y = f(y, input k) for the others.
+  // y = f(input 0, input 1) broadcast, then y = f(y, input k) for the
+  // others, a row at a time with the op fixed for the loop (Mean: the sum,
+  // divided at the end).
   template <typename T>
   void RunTyped(const std::vector<const Tensor*>& inputs, Tensor* y) const {
-    using C = ComputeT<T>;
-    T* py = y->mutable_data<T>();
-    const T* p0 = inputs[0]->data<T>();
-    ForEachBroadcast2(y->shape(), y->shape(), inputs[0]->shape(), [&](int64_t o, int64_t, int64_t j) { py[o] = p0[j]; });
-    const VariadicOp op = op_;
-    for (size_t k = 1; k < inputs.size(); ++k) {
-      const T* pk = inputs[k]->data<T>();
-      ForEachBroadcast2(y->shape(), y->shape(), inputs[k]->shape(), [&](int64_t o, int64_t, int64_t j) {
-        C x = static_cast<C>(py[o]), z = static_cast<C>(pk[j]);
-        C r;
-        if (op == VariadicOp::kMax || op == VariadicOp::kMin) {
-          if constexpr (!kIsInt<T>) {
-            if (std::isnan(x) || std::isnan(z)) {
-              py[o] = static_cast<T>(std::isnan(x) ? x : z);  // NaN propagates, as numpy's maximum
-              return;
-            }
-          }
-          r = (op == VariadicOp::kMax) == (x < z) ? z : x;
-        } else if constexpr (kIsInt<T>) {
-          r = WrapAdd(x, z);
-        } else {
-          r = x + z;
-        }
-        py[o] = static_cast<T>(r);
-      });
+    switch (op_) {
+      case VariadicOp::kMax:
+        return Fold<VariadicOp::kMax, T>(inputs, y);
+      case VariadicOp::kMin:
+        return Fold<VariadicOp::kMin, T>(inputs, y);
+      case VariadicOp::kSum:
+      case VariadicOp::kMean:
+        Fold<VariadicOp::kSum, T>(inputs, y);
+        break;
     }
-    if (op == VariadicOp::kMean) {
+    if (op_ == VariadicOp::kMean) {
+      using C = ComputeT<T>;
+      T* py = y->mutable_data<T>();
       const C n = static_cast<C>(inputs.size());
       for (int64_t i = 0; i < y->size(); ++i) py[i] = static_cast<T>(static_cast<C>(py[i]) / n);
+    }
+  }
+
+  // f(x, z) in T's compute type: Max and Min propagate NaN (as numpy's
+  // maximum); integer sums wrap.
+  template <VariadicOp kOp, typename T>
+  static T Combine(T a, T b) {
+    using C = ComputeT<T>;
+    if constexpr (kOp == VariadicOp::kSum) {
+      if constexpr (kIsInt<T>) {
+        return WrapAdd(a, b);
+      } else {
+        return static_cast<T>(static_cast<C>(a) + static_cast<C>(b));
+      }
+    } else {
+      const C x = static_cast<C>(a), z = static_cast<C>(b);
+      if constexpr (!kIsInt<T>) {
+        if (x != x) return a;
+        if (z != z) return b;
+      }
+      return (kOp == VariadicOp::kMax) == (x < z) ? b : a;
+    }
+  }
+
+  template <VariadicOp kOp, typename T>
+  static void Fold(const std::vector<const Tensor*>& inputs, Tensor* y) {
+    T* py = y->mutable_data<T>();
+    const std::vector<int64_t>& out = y->shape();
+    const T* p0 = inputs[0]->data<T>();
+    if (inputs.size() == 1) {
+      BroadcastRuns runs(out, {inputs[0]->shape()});
+      while (runs.Next()) {
+        const int64_t o = runs.out_offset(), i0 = runs.offset(0), s0 = runs.step(0);
+        for (int64_t j = 0; j < runs.length(); ++j) py[o + j] = p0[i0 + j * s0];
+      }
+      return;
+    }
+    const T* p1 = inputs[1]->data<T>();
+    BroadcastRuns first(out, {inputs[0]->shape(), inputs[1]->shape()});
+    while (first.Next()) {
+      const int64_t o = first.out_offset(), n = first.length();
+      const T* a = p0 + first.offset(0);
+      const T* b = p1 + first.offset(1);
+      T* r = py + o;
+      if (first.step(0) == 1 && first.step(1) == 1) {
+        for (int64_t j = 0; j < n; ++j) r[j] = Combine<kOp>(a[j], b[j]);
+      } else if (first.step(0) == 1 && first.step(1) == 0) {
+        const T z = *b;
+        for (int64_t j = 0; j < n; ++j) r[j] = Combine<kOp>(a[j], z);
+      } else {
+        const int64_t sa = first.step(0), sb = first.step(1);
+        for (int64_t j = 0; j < n; ++j) r[j] = Combine<kOp>(a[j * sa], b[j * sb]);
+      }
+    }
+    for (size_t k = 2; k < inputs.size(); ++k) {
+      const T* pk = inputs[k]->data<T>();
+      BroadcastRuns runs(out, {inputs[k]->shape()});
+      while (runs.Next()) {
+        const int64_t n = runs.length();
+        T* r = py + runs.out_offset();
+        const T* b = pk + runs.offset(0);
+        if (runs.step(0) == 1) {
+          for (int64_t j = 0; j < n; ++j) r[j] = Combine<kOp>(r[j], b[j]);
+        } else {
+          const T z = *b;
+          for (int64_t j = 0; j < n; ++j) r[j] = Combine<kOp>(r[j], z);
+        }
+      }
     }
   }
 

@@ -2,6 +2,7 @@
 // error paths on malformed inputs and attributes, and numerics the ONNX
 // backend suites do not cover (wrapping integers, legacy broadcasting,
 // float8/int4 conversions, string formatting).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -134,6 +135,84 @@ TEST(ElementwiseArithTest, VariadicOps) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RunOp("Sum", {Floats({2}, {1, 2}), Int32s({2}, {3, 4})}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Max, Min, Sum and Mean over four inputs broadcast four ways (whole rows,
+// a repeated row, a scalar per row, a broadcast first operand), float with
+// NaN and int32 wrapping, against one broadcast index per element.
+TEST(ElementwiseArithTest, VariadicOpsBroadcastEveryInputByRows) {
+  const std::vector<std::vector<int64_t>> shapes = {{3, 1}, {2, 3, 4}, {4}, {2, 1, 1}};
+  const std::vector<int64_t> out = {2, 3, 4};
+  auto index = [&](const std::vector<int64_t>& shape, int64_t flat) {
+    int64_t idx = 0, stride = 1;
+    for (size_t d = out.size(); d-- > 0;) {
+      const int64_t coord = flat % out[d];
+      flat /= out[d];
+      const int64_t k = static_cast<int64_t>(d) - static_cast<int64_t>(out.size() - shape.size());
+      if (k < 0) continue;
+      if (shape[static_cast<size_t>(k)] != 1) idx += coord * stride;
+      stride *= shape[static_cast<size_t>(k)];
+    }
+    return idx;
+  };
+  std::vector<std::vector<float>> fv;
+  std::vector<std::vector<int32_t>> iv;
+  std::vector<Tensor> floats, ints;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    int64_t n = 1;
+    for (int64_t d : shapes[k]) n *= d;
+    std::vector<float> f;
+    std::vector<int32_t> i;
+    for (int64_t j = 0; j < n; ++j) {
+      f.push_back(static_cast<float>((j * 7 + static_cast<int64_t>(k) * 5) % 11) - 5.f);
+      i.push_back(j == 0 && k == 1 ? std::numeric_limits<int32_t>::max() : static_cast<int32_t>(j * 3 - 4));
+    }
+    if (k == 2) f[1] = NAN;
+    fv.push_back(f);
+    iv.push_back(i);
+    floats.push_back(Floats(shapes[k], f));
+    ints.push_back(Int32s(shapes[k], i));
+  }
+  for (std::string op : {"Max", "Min", "Sum", "Mean"}) {
+    absl::StatusOr<Tensor> y = RunOp(op, floats);
+    ASSERT_TRUE(y.ok()) << op << ": " << y.status();
+    ASSERT_EQ(y->shape(), out);
+    std::vector<float> got = Values<float>(*y);
+    for (int64_t e = 0; e < 24; ++e) {
+      float want = fv[0][static_cast<size_t>(index(shapes[0], e))];
+      for (size_t k = 1; k < shapes.size(); ++k) {
+        const float z = fv[k][static_cast<size_t>(index(shapes[k], e))];
+        if (op == "Max" || op == "Min") {
+          want = std::isnan(want) ? want
+                 : std::isnan(z)  ? z
+                                  : (op == "Max" ? std::max(want, z) : std::min(want, z));
+        } else {
+          want += z;
+        }
+      }
+      if (op == "Mean") want /= 4;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[static_cast<size_t>(e)])) << op << " element " << e;
+      } else {
+        EXPECT_EQ(got[static_cast<size_t>(e)], want) << op << " element " << e;
+      }
+    }
+    if (op == "Mean") continue;
+    y = RunOp(op, ints);
+    ASSERT_TRUE(y.ok()) << op << ": " << y.status();
+    std::vector<int32_t> got_i = Values<int32_t>(*y);
+    for (int64_t e = 0; e < 24; ++e) {
+      uint32_t acc = static_cast<uint32_t>(iv[0][static_cast<size_t>(index(shapes[0], e))]);
+      int32_t best = iv[0][static_cast<size_t>(index(shapes[0], e))];
+      for (size_t k = 1; k < shapes.size(); ++k) {
+        const int32_t z = iv[k][static_cast<size_t>(index(shapes[k], e))];
+        acc += static_cast<uint32_t>(z);  // wraps
+        best = op == "Max" ? std::max(best, z) : std::min(best, z);
+      }
+      EXPECT_EQ(got_i[static_cast<size_t>(e)], op == "Sum" ? static_cast<int32_t>(acc) : best)
+          << op << " element " << e;
+    }
+  }
 }
 
 // --- Unary ops ---
