@@ -1,9 +1,11 @@
 // Reference kernels: Softmax, LogSoftmax and Hardmax (before opset 13 the
 // input is coerced to 2-D at `axis`; from 13 they work along one axis),
 // Shrink, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "lib/base/status_macros.h"
 #include "runner/reference/dispatch.h"
@@ -14,21 +16,54 @@ namespace {
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
+// Hardmax over rows of `n` elements spaced `inner` apart: 1 at the first
+// largest element (a NaN is never larger; a NaN first element stays
+// chosen), 0 elsewhere. Rows spaced apart advance together, `inner` at a
+// time, so the reads run along memory.
+template <typename C>
+void HardmaxRows(const C* x, C* y, int64_t outer, int64_t n, int64_t inner) {
+  if (n <= 0 || inner <= 0) return;
+  std::vector<C> best_value(static_cast<size_t>(inner));
+  std::vector<int64_t> best(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const C* px = x + o * n * inner;
+    C* py = y + o * n * inner;
+    if (inner == 1) {
+      C bv = px[0];
+      int64_t b = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        if (px[k] > bv) {
+          bv = px[k];
+          b = k;
+        }
+      }
+      std::fill(py, py + n, C{0});
+      py[b] = C{1};
+      continue;
+    }
+    std::copy(px, px + inner, best_value.begin());
+    std::fill(best.begin(), best.end(), int64_t{0});
+    for (int64_t k = 1; k < n; ++k) {
+      const C* row = px + k * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const bool larger = row[i] > best_value[static_cast<size_t>(i)];
+        best_value[static_cast<size_t>(i)] = larger ? row[i] : best_value[static_cast<size_t>(i)];
+        best[static_cast<size_t>(i)] = larger ? k : best[static_cast<size_t>(i)];
+      }
+    }
+    std::fill(py, py + n * inner, C{0});
+    for (int64_t i = 0; i < inner; ++i) py[best[static_cast<size_t>(i)] * inner + i] = C{1};
+  }
+}
+
 // One softmax-like op over rows of `n` elements spaced `inner` apart.
 template <typename C>
 void SoftmaxRows(SoftmaxKind kind, const C* x, C* y, int64_t outer, int64_t n, int64_t inner) {
+  if (kind == SoftmaxKind::kHardmax) return HardmaxRows(x, y, outer, n, inner);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const C* px = x + o * n * inner + i;
       C* py = y + o * n * inner + i;
-      if (kind == SoftmaxKind::kHardmax) {
-        int64_t best = 0;
-        for (int64_t k = 1; k < n; ++k) {
-          if (px[k * inner] > px[best * inner]) best = k;
-        }
-        for (int64_t k = 0; k < n; ++k) py[k * inner] = k == best ? C{1} : C{0};
-        continue;
-      }
       C mx = -std::numeric_limits<C>::infinity();
       for (int64_t k = 0; k < n; ++k) mx = std::max(mx, px[k * inner]);
       C sum = 0;

@@ -337,6 +337,35 @@ TEST(NnSoftmaxTest, AxisSemanticsChangeAtOpset13) {
   ExpectNear(Values(*hard), {0, 1, 0});  // first maximum wins
 }
 
+// Hardmax along the first, middle and last axis of [3, 4, 5] (rows spaced
+// apart advance together): the first largest element wins, ties and a NaN
+// (never larger; chosen only in first place) included.
+TEST(NnSoftmaxTest, HardmaxPicksTheFirstLargestAlongAnyAxis) {
+  const std::vector<int64_t> dims = {3, 4, 5};
+  std::vector<float> x(60);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 5);  // many ties
+  x[0] = NAN;
+  x[17] = NAN;
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    absl::StatusOr<Tensor> y = RunOp("Hardmax", {Floats(dims, x)}, {AttrInt("axis", axis)}, 13);
+    ASSERT_TRUE(y.ok()) << y.status();
+    std::vector<float> got = Values(*y);
+    int64_t inner = 1;
+    for (int64_t d = axis + 1; d < 3; ++d) inner *= dims[static_cast<size_t>(d)];
+    const int64_t n = dims[static_cast<size_t>(axis)];
+    for (int64_t e = 0; e < 60; ++e) {
+      const int64_t k = (e / inner) % n;
+      const int64_t first = e - k * inner;  // the row's element at k = 0
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j) {
+        if (x[static_cast<size_t>(first + j * inner)] > x[static_cast<size_t>(first + best * inner)])
+          best = j;
+      }
+      EXPECT_EQ(got[static_cast<size_t>(e)], k == best ? 1.f : 0.f) << "axis " << axis << " element " << e;
+    }
+  }
+}
+
 TEST(NnNormTest, BatchNormTrainingModeOutputsRunningStatistics) {
   Tensor x = Floats({2, 1, 1}, {1, 3});
   Tensor one = Floats({1}, {1}), zero = Floats({1}, {0});
