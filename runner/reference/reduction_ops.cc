@@ -207,25 +207,35 @@ class ArgKernel : public Kernel {
       // sees the values k = 0, 1, ... in order, as a scan per position would.
       using S = std::conditional_t<std::is_same_v<C, bool>, unsigned char, C>;  // not std::vector<bool>
       std::vector<S> bv(static_cast<size_t>(inner));
-      for (int64_t o = 0; o < outer; ++o) {
-        const T* p = px + o * n * inner;
-        int64_t* best = py + o * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          bv[static_cast<size_t>(i)] = static_cast<S>(static_cast<C>(p[i]));
-          best[i] = 0;
-        }
-        for (int64_t k = 1; k < n; ++k) {
-          const T* row = p + k * inner;
+      // The comparison fixed per call and taken without branches.
+      auto scan = [&](auto better) {
+        for (int64_t o = 0; o < outer; ++o) {
+          const T* p = px + o * n * inner;
+          int64_t* best = py + o * inner;
+          S* values = bv.data();
           for (int64_t i = 0; i < inner; ++i) {
-            C v = static_cast<C>(row[i]);
-            C b = static_cast<C>(bv[static_cast<size_t>(i)]);
-            bool better = is_max_ ? (v > b || (last_ && v == b)) : (v < b || (last_ && v == b));
-            if (better) {
-              best[i] = k;
-              bv[static_cast<size_t>(i)] = static_cast<S>(v);
+            values[i] = static_cast<S>(static_cast<C>(p[i]));
+            best[i] = 0;
+          }
+          for (int64_t k = 1; k < n; ++k) {
+            const T* row = p + k * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              const C v = static_cast<C>(row[i]);
+              const bool take = better(v, static_cast<C>(values[i]));
+              best[i] = take ? k : best[i];
+              values[i] = take ? static_cast<S>(v) : values[i];
             }
           }
         }
+      };
+      if (is_max_ && !last_) {
+        scan([](C v, C b) { return v > b; });
+      } else if (is_max_) {
+        scan([](C v, C b) { return v >= b; });
+      } else if (!last_) {
+        scan([](C v, C b) { return v < b; });
+      } else {
+        scan([](C v, C b) { return v <= b; });
       }
       return absl::OkStatus();
     });
