@@ -42,6 +42,42 @@ TEST(DynamicTest, MatMulBecomesMatMulInteger) {
   }
 }
 
+// A MatMul inside an If branch (its weight an outer-scope initializer) is
+// not quantized; the result says so instead of a bare "0 quantized".
+TEST(DynamicTest, ProductsInsideBodiesAreNamedAsLeftFloat) {
+  pb::GraphProto branch = testing::GraphBuilder("then")
+                              .Node("MatMul", {"x", "w"}, {"t"}, {}, "inner_mm")
+                              .Output("t", pb::kFloat)
+                              .Build();
+  pb::GraphProto other =
+      testing::GraphBuilder("else").Node("Identity", {"x"}, {"e"}).Output("e", pb::kFloat).Build();
+  testing::GraphBuilder g("g");
+  g.Input("c", pb::kBool, {{}})
+      .Input("x", pb::kFloat, {{3, 16}})
+      .Initializer(testing::InitializerFrom("w", testing::RandomFloats({16, 16}, 3)))
+      .Node("If", {"c"}, {"y"},
+            {testing::AttrGraph("then_branch", branch), testing::AttrGraph("else_branch", other)})
+      .Output("y", pb::kFloat);
+  io::LoadedModel m;
+  m.proto = testing::ModelFromGraph(g.Build(), 13);
+  QuantizeOptions o;
+  o.dynamic = true;
+  o.backend = runner::Backend::kReference;
+  auto r = Quantize(m, nullptr, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(testing::OpCount(r->qdq.model, "MatMulInteger"), 0);
+  bool named = false;
+  for (const std::string& w : r->warnings)
+    named =
+        named || w.find("1 Conv/ConvTranspose/MatMul/Gemm node(s) inside If/Loop/Scan bodies stay float") !=
+                     std::string::npos;
+  EXPECT_TRUE(named);
+  // Without a body nothing is said.
+  auto plain = Quantize(MatMulModel(13), nullptr, o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const std::string& w : plain->warnings) EXPECT_EQ(w.find("bodies"), std::string::npos) << w;
+}
+
 TEST(DynamicTest, ExcludedOrOldOpset) {
   QdqOptions o;
   o.exclude_nodes = "^mm$";
