@@ -95,34 +95,44 @@ absl::StatusOr<QdqResult> QuantizeWeightsOnly(const io::LoadedModel& model, cons
   }
   QdqResult result;
   io::ExternalDataResolver resolver(model.base_dir);
-  ir::Graph& g = m->graph();
+  // The main graph, then the If/Loop/Scan bodies (a weight there may be an
+  // initializer of an enclosing graph).
+  std::vector<ir::Graph*> graphs;
+  ir::ForEachGraph(m->graph(), [&](ir::Graph& sub) { graphs.push_back(&sub); });
   int index = 0;
-  for (ir::Node* node : passes::SnapshotNodes(g)) {
-    std::string key = NodeKey(*node, index++);
-    if (!Selected(*node, key, options, re ? &*re : nullptr) || node->num_inputs() < 2) continue;
-    ir::Value* w = node->input(1);
-    const pb::TensorProto* wp = w ? passes::ConstantProto(*w) : nullptr;
-    if (wp == nullptr || !w->IsConstant() || wp->data_type != pb::kFloat || wp->dims.size() < 2) continue;
-    int rank = static_cast<int>(wp->dims.size());
-    int axis = rank - 2;  // MatMul: K of [..., K, N]
-    if (node->op_type() == "Gemm") {
-      if (rank != 2) continue;
-      axis = node->GetInt("transB").value_or(0) != 0 ? 1 : 0;
+  for (ir::Graph* graph : graphs) {
+    ir::Graph& g = *graph;
+    for (ir::Node* node : passes::SnapshotNodes(g)) {
+      std::string key = NodeKey(*node, index++);
+      if (!Selected(*node, key, options, re ? &*re : nullptr) || node->num_inputs() < 2) continue;
+      ir::Value* w = node->input(1);
+      const pb::TensorProto* wp = w ? passes::ConstantProto(*w) : nullptr;
+      if (wp == nullptr || !w->IsConstant() || wp->data_type != pb::kFloat || wp->dims.size() < 2) continue;
+      int rank = static_cast<int>(wp->dims.size());
+      int axis = rank - 2;  // MatMul: K of [..., K, N]
+      if (node->op_type() == "Gemm") {
+        if (rank != 2) continue;
+        axis = node->GetInt("transB").value_or(0) != 0 ? 1 : 0;
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*wp, &resolver));
+      ONNXKIT_ASSIGN_OR_RETURN(BlockedWeight q, QuantizeBlocked(wt, axis, wo.block_size, wo.bits));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, passes::AddConstant(g, w->name() + "_quantized", q.data));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, passes::AddConstant(g, w->name() + "_scale", q.scale));
+      ir::NodeSpec spec{
+          .op_type = "DequantizeLinear",
+          .name = g.FreshName(w->name() + "_DequantizeLinear"),
+          .inputs = {d, s},
+          .outputs = {g.FreshName(w->name() + "_DequantizeLinear_Output")},
+          .attributes = {passes::IntAttr("axis", axis), passes::IntAttr("block_size", wo.block_size)}};
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * dq, g.AddNode(std::move(spec), ir::Position::Before(node)));
+      ONNXKIT_RETURN_IF_ERROR(g.SetInput(node, 1, dq->output(0)));
+      if (!w->has_uses() && !w->IsGraphOutput() && !w->is_graph_input() &&
+          w->kind() == ir::ValueKind::kInitializer) {
+        ONNXKIT_RETURN_IF_ERROR(w->graph()->RemoveInitializer(w));
+      }
+      result.quantized_nodes.push_back(key);
+      result.weights += 1;
     }
-    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*wp, &resolver));
-    ONNXKIT_ASSIGN_OR_RETURN(BlockedWeight q, QuantizeBlocked(wt, axis, wo.block_size, wo.bits));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, passes::AddConstant(g, w->name() + "_quantized", q.data));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, passes::AddConstant(g, w->name() + "_scale", q.scale));
-    ir::NodeSpec spec{.op_type = "DequantizeLinear",
-                      .name = g.FreshName(w->name() + "_DequantizeLinear"),
-                      .inputs = {d, s},
-                      .outputs = {g.FreshName(w->name() + "_DequantizeLinear_Output")},
-                      .attributes = {passes::IntAttr("axis", axis), passes::IntAttr("block_size", wo.block_size)}};
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * dq, g.AddNode(std::move(spec), ir::Position::Before(node)));
-    ONNXKIT_RETURN_IF_ERROR(g.SetInput(node, 1, dq->output(0)));
-    if (!w->has_uses() && !w->IsGraphOutput() && !w->is_graph_input()) ONNXKIT_RETURN_IF_ERROR(g.RemoveInitializer(w));
-    result.quantized_nodes.push_back(key);
-    result.weights += 1;
   }
   if (result.weights == 0) result.warnings.push_back("no MatMul/Gemm with a float constant weight: nothing quantized");
   result.model = ir::ToProto(std::move(m));

@@ -126,6 +126,7 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
   so.backend = options.backend;
   so.timeout_seconds = options.timeout_seconds;
   so.fuse = false;
+  so.observe_subgraphs = true;  // If/Loop/Scan bodies' values too, every iteration
   Calibration cal;
   cal.samples = samples.count();
   auto minmax = [&cal](const std::string& name, const runner::RtValue& v) {

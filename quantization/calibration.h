@@ -1,6 +1,8 @@
 // Streaming calibration: runs the float model once per sample with an
-// observer that reduces every float activation of the main graph as it is
-// computed and drops it. Pass 1 records the exact range of each tensor;
+// observer that reduces every float activation as it is computed and drops
+// it, those of If/Loop/Scan bodies included (a Loop body's values over
+// every iteration; values of sibling bodies that share a name share one
+// range). Pass 1 records the exact range of each tensor;
 // pass 2 (only for histogram methods) fills a fixed number of bins over
 // that range. Memory is tensors x bins, never samples; the result does not
 // depend on the order of the samples.
@@ -57,7 +59,7 @@ struct TensorRange {
 struct Calibration {
   int bins = 0;               // 0: no histograms
   int samples = 0;
-  std::map<std::string, TensorRange> tensors;  // main-graph float activations by name
+  std::map<std::string, TensorRange> tensors;  // float activations by name (bodies' included)
 };
 
 struct CalibrateOptions {

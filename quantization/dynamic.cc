@@ -50,7 +50,11 @@ absl::Status Rewrite(ir::Graph& g, ir::Node* mm, const QuantizedWeight& q, bool 
                                                      at));
   ir::Value* w = mm->input(1);
   ONNXKIT_RETURN_IF_ERROR(passes::ReplaceValue(g, mm->output(0), out->output(0)));
-  if (!w->has_uses() && !w->IsGraphOutput() && !w->is_graph_input()) ONNXKIT_RETURN_IF_ERROR(g.RemoveInitializer(w));
+  // (The weight may be an initializer of an enclosing graph.)
+  if (!w->has_uses() && !w->IsGraphOutput() && !w->is_graph_input() &&
+      w->kind() == ir::ValueKind::kInitializer) {
+    ONNXKIT_RETURN_IF_ERROR(w->graph()->RemoveInitializer(w));
+  }
   return absl::OkStatus();
 }
 
@@ -73,20 +77,27 @@ absl::StatusOr<QdqResult> QuantizeDynamic(const io::LoadedModel& model, const Qd
   }
   QdqResult result;
   io::ExternalDataResolver resolver(model.base_dir);
-  ir::Graph& g = m->graph();
+  // The main graph, then the If/Loop/Scan bodies (a weight there may be an
+  // initializer of an enclosing graph).
+  std::vector<ir::Graph*> graphs;
+  ir::ForEachGraph(m->graph(), [&](ir::Graph& sub) { graphs.push_back(&sub); });
   int index = 0;
-  for (ir::Node* node : passes::SnapshotNodes(g)) {
-    std::string key = NodeKey(*node, index++);
-    if (!Selected(*node, key, options, re ? &*re : nullptr) || node->num_inputs() != 2) continue;
-    ir::Value* w = node->input(1);
-    const pb::TensorProto* wp = w ? passes::ConstantProto(*w) : nullptr;
-    if (wp == nullptr || !w->IsConstant() || wp->data_type != pb::kFloat || wp->dims.size() != 2) continue;
-    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*wp, &resolver));
-    ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeWeight(wt, options.per_channel ? 1 : -1, QType::kInt8));
-    ONNXKIT_RETURN_IF_ERROR(Rewrite(g, node, q, options.per_channel));
-    result.quantized_nodes.push_back(key);
-    result.weights += 1;
-    result.per_channel_weights += options.per_channel ? 1 : 0;
+  for (ir::Graph* graph : graphs) {
+    ir::Graph& g = *graph;
+    for (ir::Node* node : passes::SnapshotNodes(g)) {
+      std::string key = NodeKey(*node, index++);
+      if (!Selected(*node, key, options, re ? &*re : nullptr) || node->num_inputs() != 2) continue;
+      ir::Value* w = node->input(1);
+      const pb::TensorProto* wp = w ? passes::ConstantProto(*w) : nullptr;
+      if (wp == nullptr || !w->IsConstant() || wp->data_type != pb::kFloat || wp->dims.size() != 2) continue;
+      ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*wp, &resolver));
+      ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q,
+                               QuantizeWeight(wt, options.per_channel ? 1 : -1, QType::kInt8));
+      ONNXKIT_RETURN_IF_ERROR(Rewrite(g, node, q, options.per_channel));
+      result.quantized_nodes.push_back(key);
+      result.weights += 1;
+      result.per_channel_weights += options.per_channel ? 1 : 0;
+    }
   }
   result.model = ir::ToProto(std::move(m));
   return result;

@@ -1,7 +1,9 @@
-// QDQ insertion (see qdq.h): a plan over the main graph, then the rewrite.
+// QDQ insertion (see qdq.h): a plan over each graph (the main graph, then
+// the If/Loop/Scan bodies), then the rewrite.
 #include "quantization/qdq.h"
 
 #include <algorithm>
+#include <memory>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -36,11 +38,14 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 class Inserter {
  public:
-  Inserter(ir::Model& model, const Calibration& cal, const QdqOptions& options, const std::filesystem::path& base)
-      : model_(model), graph_(model.graph()), cal_(cal), options_(options), resolver_(base) {}
+  // Quantizes the nodes of `graph` (the main graph or a body of `model`).
+  Inserter(ir::Model& model, ir::Graph& graph, const Calibration& cal, const QdqOptions& options,
+           const std::filesystem::path& base)
+      : model_(model), graph_(graph), cal_(cal), options_(options), resolver_(base) {}
 
-  // Decides which nodes are quantized and how.
-  absl::Status Plan(QdqResult* result) {
+  // Decides which nodes are quantized and how. `index` numbers the nodes
+  // across graphs (the keys of unnamed nodes).
+  absl::Status Plan(QdqResult* result, int* index) {
     std::optional<int64_t> opset = model_.OpsetVersion("");
     if (!opset || *opset < 10) {
       return absl::FailedPreconditionError(
@@ -57,7 +62,7 @@ class Inserter {
       return absl::InvalidArgumentError("activations are uint8, int8, uint16 or int16; weights int8, uint8 or int4");
     }
     per_channel_ = options_.per_channel && *opset >= 13;
-    if (options_.per_channel && *opset < 13) {
+    if (options_.per_channel && *opset < 13 && &graph_ == &model_.graph()) {
       result->warnings.push_back(absl::StrCat("opset ", *opset, " < 13: weights quantized per tensor"));
     }
     std::optional<std::regex> re;
@@ -65,9 +70,8 @@ class Inserter {
       ONNXKIT_ASSIGN_OR_RETURN(std::regex r, CompileRegex(options_.exclude_nodes));
       re = std::move(r);
     }
-    int index = 0;
     for (ir::Node* node : passes::SnapshotNodes(graph_)) {
-      std::string key = NodeKey(*node, index++);
+      std::string key = NodeKey(*node, (*index)++);
       const Rule* rule = (node->domain().empty() || node->domain() == "ai.onnx") ? FindRule(node->op_type()) : nullptr;
       if (rule == nullptr) continue;
       if (!options_.op_types.empty() && !Contains(options_.op_types, node->op_type())) continue;
@@ -82,7 +86,7 @@ class Inserter {
   absl::Status Apply(QdqResult* result) {
     for (ActivationRecord& a : records_) ONNXKIT_RETURN_IF_ERROR(InsertPair(a));
     for (const WeightJob& job : weights_) ONNXKIT_RETURN_IF_ERROR(QuantizeWeightInput(job, result));
-    result->activations = records_;
+    result->activations.insert(result->activations.end(), records_.begin(), records_.end());
     return absl::OkStatus();
   }
 
@@ -278,9 +282,11 @@ class Inserter {
     return absl::OkStatus();
   }
 
+  // (A weight may be an initializer of an enclosing graph.)
   absl::Status DropIfUnused(ir::Value* v) {
-    if (v->has_uses() || v->IsGraphOutput() || v->is_graph_input()) return absl::OkStatus();
-    return graph_.RemoveInitializer(v);
+    if (v->has_uses() || v->IsGraphOutput() || v->is_graph_input() || v->graph() == nullptr)
+      return absl::OkStatus();
+    return v->graph()->RemoveInitializer(v);
   }
 
   ir::Model& model_;
@@ -304,9 +310,16 @@ absl::StatusOr<QdqResult> InsertQdq(const io::LoadedModel& model, const Calibrat
                                     const QdqOptions& options) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, ir::FromProto(model.proto));
   QdqResult result;
-  Inserter inserter(*m, calibration, options, model.base_dir);
-  ONNXKIT_RETURN_IF_ERROR(inserter.Plan(&result));
-  ONNXKIT_RETURN_IF_ERROR(inserter.Apply(&result));
+  std::vector<ir::Graph*> graphs;
+  ir::ForEachGraph(m->graph(), [&](ir::Graph& g) { graphs.push_back(&g); });
+  std::vector<std::unique_ptr<Inserter>> inserters;
+  int index = 0;
+  for (ir::Graph* g : graphs) {
+    inserters.push_back(std::make_unique<Inserter>(*m, *g, calibration, options, model.base_dir));
+    ONNXKIT_RETURN_IF_ERROR(inserters.back()->Plan(&result, &index));
+  }
+  for (const std::unique_ptr<Inserter>& inserter : inserters)
+    ONNXKIT_RETURN_IF_ERROR(inserter->Apply(&result));
   result.model = ir::ToProto(std::move(m));
   return result;
 }

@@ -236,27 +236,7 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
     mo.pass.fold_limit_bytes = int64_t{1} << 31;
     ONNXKIT_RETURN_IF_ERROR(passes::RunPipeline(m, *pipeline, mo).status());
   }
-  // Calibration observes the main graph only, so the products inside
-  // If/Loop/Scan bodies stay float in every mode; say so rather than
-  // report "0 nodes quantized" unexplained.
-  int64_t in_bodies = 0;
-  ir::ForEachGraph(static_cast<const ir::Graph&>(m->graph()), [&](const ir::Graph& g) {
-    if (&g == &m->graph()) return;
-    for (const ir::Node* node : g.nodes()) {
-      const std::string& op = node->op_type();
-      if ((node->domain().empty() || node->domain() == "ai.onnx") &&
-          (op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm")) {
-        ++in_bodies;
-      }
-    }
-  });
   std::vector<std::string> notes;
-  if (in_bodies > 0) {
-    notes.push_back(
-        absl::StrCat(in_bodies,
-                     " Conv/ConvTranspose/MatMul/Gemm node(s) inside If/Loop/Scan bodies stay float: "
-                     "quantize works on the main graph"));
-  }
   io::LoadedModel pre = model;
   pre.proto = ir::ToProto(std::move(m));
   std::optional<int64_t> opset;

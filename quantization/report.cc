@@ -99,24 +99,37 @@ absl::StatusOr<ErrorReport> Evaluator::Evaluate(const pb::ModelProto& qdq,
   q.proto = qdq;
   q.base_dir = float_model_->base_dir;
   q.mapping = float_model_->mapping;
-  std::map<std::string, runner::RtValue> captured;
+  // The float values of one sample by name, in the order computed (a Loop
+  // body's once per iteration, at most kMaxOccurrences), and how many of
+  // each the quantized run has reached: its k-th value meets the float k-th.
+  constexpr size_t kMaxOccurrences = 64;
+  std::map<std::string, std::vector<runner::RtValue>> captured;
+  std::map<std::string, size_t> reached;
   runner::SessionOptions fo;
   fo.backend = backend_;
   fo.timeout_seconds = timeout_seconds_;
+  fo.observe_subgraphs = true;
   fo.observer = [&](const ir::Value& v, const runner::RtValue& rv) -> absl::Status {
-    if (by_float.count(v.name()) && rv.is_tensor()) captured[v.name()] = rv;
+    if (!by_float.count(v.name()) || !rv.is_tensor()) return absl::OkStatus();
+    std::vector<runner::RtValue>& seen = captured[v.name()];
+    if (seen.size() < kMaxOccurrences) seen.push_back(rv);
     return absl::OkStatus();
   };
   runner::SessionOptions qo;
   qo.backend = runner::Backend::kReference;
   qo.timeout_seconds = timeout_seconds_;
+  qo.observe_subgraphs = true;
   if (records != nullptr) {
     qo.observer = [&](const ir::Value& v, const runner::RtValue& rv) -> absl::Status {
       auto it = by_dq.find(v.name());
       if (it == by_dq.end() || !rv.is_tensor()) return absl::OkStatus();
       TensorError& t = report.tensors[it->second];
+      const size_t k = reached[v.name()]++;
       auto f = captured.find(t.record->tensor);
-      if (f != captured.end()) t.stats.Add(f->second.tensor(), rv.tensor(), false, t.record->narrowed);
+      if (f != captured.end() && k < f->second.size() && f->second[k].is_tensor() &&
+          f->second[k].tensor().shape() == rv.tensor().shape()) {
+        t.stats.Add(f->second[k].tensor(), rv.tensor(), false, t.record->narrowed);
+      }
       return absl::OkStatus();
     };
   }
@@ -127,10 +140,11 @@ absl::StatusOr<ErrorReport> Evaluator::Evaluate(const pb::ModelProto& qdq,
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> qs, runner::Session::Create(q, qo));
   for (int i = 0; i < holdout_->count(); ++i) {
     captured.clear();
+    reached.clear();
     if (fs != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(Feeds feeds, holdout_->Get(i, fs->FeedInputs()));
       for (const auto& [name, v] : feeds) {  // graph inputs are not observed
-        if (by_float.count(name) && v.is_tensor()) captured[name] = v;
+        if (by_float.count(name) && v.is_tensor()) captured[name] = {v};
       }
       ONNXKIT_RETURN_IF_ERROR(fs->Run(std::move(feeds)).status());
     }

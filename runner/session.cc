@@ -120,10 +120,10 @@ class Session::Executor : public SubgraphRunner {
         }
       }
       if (is_main && keeping_memo_ && session_->shape_memo_.nodes.contains(&node)) KeepForMemo(node, frame);
-      if (is_main && session_->options_.observer) {
+      if ((is_main || ObservesBodies()) && session_->options_.observer) {
         for (const ir::Value* out : node.outputs()) {
           if (out == nullptr || out->name().empty()) continue;
-          if (device_) ONNXKIT_RETURN_IF_ERROR(OnHost(frame, out));
+          if (device_ && is_main) ONNXKIT_RETURN_IF_ERROR(OnHost(frame, out));
           const RtValue* value = Lookup(frame, out);
           if (value != nullptr) ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*out, *value));
         }
@@ -268,6 +268,12 @@ class Session::Executor : public SubgraphRunner {
     Frame child;
     child.parent = current_;
     for (size_t i = 0; i < inputs.size(); ++i) child.values[graph.inputs()[i]] = std::move(inputs[i]);
+    if (ObservesBodies() && session_->options_.observer) {
+      for (const ir::Value* in : graph.inputs()) {
+        if (in == nullptr || in->name().empty()) continue;
+        ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*in, child.values[in]));
+      }
+    }
     const Frame* saved = current_;
     absl::Status status = RunGraph(graph, child, /*is_main=*/false);
     current_ = saved;
@@ -283,11 +289,17 @@ class Session::Executor : public SubgraphRunner {
     return outputs;
   }
 
+  // Whether values inside the body now running go to the observer:
+  // If/Loop/Scan bodies on the host, not function bodies.
+  bool ObservesBodies() const { return session_->options_.observe_subgraphs && !device_ && isolated_ == 0; }
+
   absl::StatusOr<std::vector<RtValue>> RunIsolated(const ir::Graph& graph,
                                                    std::vector<RtValue> inputs) override {
     const Frame* saved = current_;
     current_ = nullptr;
+    ++isolated_;
     auto result = RunSubgraph(graph, std::move(inputs));
+    --isolated_;
     current_ = saved;
     return result;
   }
@@ -696,6 +708,9 @@ class Session::Executor : public SubgraphRunner {
 
   static constexpr int kMaxNesting = 128;
   int nesting_ = 0;
+  // Function bodies being run (their names are local to the function:
+  // observe_subgraphs does not reach them).
+  int isolated_ = 0;
   // Per running kernel (outermost first), the seconds of the nodes run
   // inside it so far (profiling only).
   std::vector<double> inner_seconds_;

@@ -57,6 +57,11 @@ struct SessionOptions {
   // Called for every value of the main graph as soon as it is computed (in
   // execution order), before it may be freed. An error stops the run.
   std::function<absl::Status(const ir::Value& value, const RtValue& v)> observer;
+  // With an observer: also call it inside If/Loop/Scan bodies, for each
+  // value a body node computes and each value bound to a body input, on
+  // every run of the body (a Loop's body once per iteration). Not inside
+  // function bodies (their names are the function's own), nor on cuda.
+  bool observe_subgraphs = false;
   // Called after every node (subgraph and function body nodes included)
   // with its own run time: that of the nodes it ran inside its bodies is
   // theirs. (A fused chain of nodes reports its time once, under its first

@@ -6,6 +6,7 @@
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::quant {
 namespace {
@@ -42,40 +43,60 @@ TEST(DynamicTest, MatMulBecomesMatMulInteger) {
   }
 }
 
-// A MatMul inside an If branch (its weight an outer-scope initializer) is
-// not quantized; the result says so instead of a bare "0 quantized".
-TEST(DynamicTest, ProductsInsideBodiesAreNamedAsLeftFloat) {
-  pb::GraphProto branch = testing::GraphBuilder("then")
-                              .Node("MatMul", {"x", "w"}, {"t"}, {}, "inner_mm")
-                              .Output("t", pb::kFloat)
-                              .Build();
-  pb::GraphProto other =
-      testing::GraphBuilder("else").Node("Identity", {"x"}, {"e"}).Output("e", pb::kFloat).Build();
+// A MatMul inside a Loop body (its weight an initializer of the main
+// graph) is quantized in every mode: static QDQ calibrated on the body's
+// values over the iterations, dynamic, weights-only.
+io::LoadedModel LoopModel() {
+  pb::GraphProto body = testing::GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("h", pb::kFloat, {{3, 16}})
+                            .Node("Identity", {"cond_in"}, {"cond_out"})
+                            .Node("MatMul", {"h", "w"}, {"p"}, {}, "inner_mm")
+                            .Node("Tanh", {"p"}, {"h_out"})
+                            .Output("cond_out", pb::kBool)
+                            .Output("h_out", pb::kFloat, {{3, 16}})
+                            .Build();
   testing::GraphBuilder g("g");
-  g.Input("c", pb::kBool, {{}})
-      .Input("x", pb::kFloat, {{3, 16}})
+  runner::Tensor trips = testing::MakeTensor<int64_t>(pb::kInt64, {}, {3});
+  g.Input("x", pb::kFloat, {{3, 16}})
       .Initializer(testing::InitializerFrom("w", testing::RandomFloats({16, 16}, 3)))
-      .Node("If", {"c"}, {"y"},
-            {testing::AttrGraph("then_branch", branch), testing::AttrGraph("else_branch", other)})
-      .Output("y", pb::kFloat);
+      .Initializer(testing::InitializerFrom("trips", trips))
+      .Node("Loop", {"trips", "", "x"}, {"y"}, {testing::AttrGraph("body", body)}, "loop")
+      .Output("y", pb::kFloat, {{3, 16}});
   io::LoadedModel m;
-  m.proto = testing::ModelFromGraph(g.Build(), 13);
-  QuantizeOptions o;
-  o.dynamic = true;
-  o.backend = runner::Backend::kReference;
-  auto r = Quantize(m, nullptr, o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(testing::OpCount(r->qdq.model, "MatMulInteger"), 0);
-  bool named = false;
-  for (const std::string& w : r->warnings)
-    named =
-        named || w.find("1 Conv/ConvTranspose/MatMul/Gemm node(s) inside If/Loop/Scan bodies stay float") !=
-                     std::string::npos;
-  EXPECT_TRUE(named);
-  // Without a body nothing is said.
-  auto plain = Quantize(MatMulModel(13), nullptr, o);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  for (const std::string& w : plain->warnings) EXPECT_EQ(w.find("bodies"), std::string::npos) << w;
+  m.proto = testing::ModelFromGraph(g.Build(), 21);
+  return m;
+}
+
+TEST(DynamicTest, ProductsInsideLoopBodiesAreQuantizedInEveryMode) {
+  io::LoadedModel m = LoopModel();
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  for (int mode = 0; mode < 3; ++mode) {
+    QuantizeOptions o;
+    o.backend = runner::Backend::kReference;
+    o.dynamic = mode == 1;
+    o.weights_only = mode == 2;
+    o.weights_only_options.bits = 8;
+    auto r = Quantize(m, samples.get(), o);
+    ASSERT_TRUE(r.ok()) << "mode " << mode << ": " << r.status();
+    testing::ExpectValid(r->qdq.model);
+    ASSERT_EQ(r->qdq.quantized_nodes.size(), 1u) << "mode " << mode;
+    EXPECT_EQ(r->qdq.quantized_nodes[0], "inner_mm");
+    EXPECT_EQ(r->qdq.weights, 1);
+    EXPECT_GT(r->report.min_output_sqnr(), 20) << "mode " << mode;
+    // The weight is gone from the main graph (only its quantized form is kept).
+    for (const pb::TensorProto& t : r->qdq.model.graph->initializer) EXPECT_NE(t.name, "w");
+    if (mode == 0) {
+      // The body's activations were calibrated and measured.
+      ASSERT_FALSE(r->qdq.activations.empty());
+      bool h_seen = false;
+      for (const TensorError& t : r->report.tensors) {
+        if (t.record->tensor == "h") h_seen = t.stats.signal > 0;  // measured over the iterations
+      }
+      EXPECT_TRUE(h_seen);
+    }
+  }
 }
 
 TEST(DynamicTest, ExcludedOrOldOpset) {
