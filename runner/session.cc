@@ -1184,12 +1184,11 @@ void Session::PlanFusion() {
   ir::ForEachGraph(*model_, [&](ir::Graph& graph) {
     auto plan = PlanFor(graph);
     if (!plan.ok()) return;
-    // Quantized chains in the main graph; Conv chains in every graph.
-    std::vector<FusionChain> found;
-    if (&graph == &model_->graph()) {
-      found = FindQuantizedChains((*plan)->order, graph, is_constant, is_scalar,
-                                  [&](const ir::Node* n) { return folded_nodes_.contains(n); });
-    }
+    // Quantized, Conv and transformer chains in every graph (If/Loop/Scan
+    // bodies too).
+    std::vector<FusionChain> found =
+        FindQuantizedChains((*plan)->order, graph, is_constant, is_scalar,
+                            [&](const ir::Node* n) { return folded_nodes_.contains(n); });
     absl::flat_hash_set<const ir::Node*> quantized;
     for (const FusionChain& chain : found) {
       quantized.insert(chain.nodes.begin(), chain.nodes.end());

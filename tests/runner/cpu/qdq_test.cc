@@ -190,6 +190,27 @@ TEST(CpuQdqTest, Conv) {
   }
 }
 
+// A quantized Conv inside an If branch (reading the quantized source from
+// the main graph) runs as an int8 chain there too.
+TEST(CpuQdqTest, ChainInsideAnIfBranch) {
+  for (const QdqCase& qc : Cases()) {
+    SCOPED_TRACE(qc.name);
+    pb::GraphProto branch = ConvGraph(qc, 16, 16, 1, 3, 8);
+    branch.name = "then";
+    branch.input.clear();
+    pb::GraphProto other =
+        GraphBuilder("else").Node("Identity", {"xq"}, {"same"}).Output("same", qc.act).Build();
+    GraphBuilder g("g");
+    g.Input("xq", qc.act, std::vector<int64_t>{1, 16, 8, 8})
+        .Input("cond", pb::kBool, std::vector<int64_t>{})
+        .Node("If", {"cond"}, {"yq"}, {AttrGraph("then_branch", branch), AttrGraph("else_branch", other)},
+              "if")
+        .Output("yq", qc.act);
+    ExpectQuantized(g.Build(), {{"xq", Source(qc, {1, 16, 8, 8}, 5)}, {"cond", BoolScalar(true)}}, "dq_x",
+                    true);
+  }
+}
+
 TEST(CpuQdqTest, MatMul) {
   for (const QdqCase& qc : Cases()) {
     SCOPED_TRACE(qc.name);
