@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(const io::LoadedModel
   session_options.backend = options.backend;
   session_options.timeout_seconds = options.timeout_seconds;
   session_options.observer = options.observer;
+  session_options.observe_subgraphs = options.observe_subgraphs;
   auto session = runner::Session::Create(std::move(copy), session_options);
   if (!session.ok()) return AnnotateStatus(session.status(), "the original model cannot run");
   runner::InputSpec spec = options.inputs;

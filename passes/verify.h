@@ -48,6 +48,9 @@ struct VerifyOptions {
   // run in Create (runner::SessionOptions::observer); candidates run
   // without it. It must outlive Create only.
   std::function<absl::Status(const ir::Value& value, const runner::RtValue& v)> observer;
+  // The observer also sees the values of If/Loop/Scan bodies
+  // (runner::SessionOptions::observe_subgraphs).
+  bool observe_subgraphs = false;
 };
 
 struct OutputCheck {

@@ -58,6 +58,7 @@ absl::StatusOr<bool> ObserveMagnitudes(const io::LoadedModel& loaded, const Conv
                                        ConvertResult* result) {
   VerifyOptions vo = options.verify_options;
   vo.observer = MagnitudeObserver(seen);
+  vo.observe_subgraphs = true;  // what bodies compute inside counts too
   auto v = Verifier::Create(loaded, vo);
   const bool verifying = options.verify && !options.dry_run;
   if (!v.ok()) {

@@ -49,7 +49,7 @@ std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeO
 std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen,
                                         const RangeLimits& limits) {
   auto beyond = [&](const ir::Value* v) {
-    if (v == nullptr || v->name().empty() || v->graph() != &main) return false;
+    if (v == nullptr || v->name().empty()) return false;
     auto it = seen.find(v->name());
     if (it == seen.end()) return false;
     const double m = it->second;
@@ -64,19 +64,33 @@ std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& 
     }
     return false;
   };
+  // A body ran when any value bound to its inputs or computed by its nodes
+  // was seen (a branch not taken, a Loop run zero times did not).
+  auto observed = [&](const ir::Graph& body) {
+    for (const ir::Value* v : body.inputs()) {
+      if (v != nullptr && seen.contains(v->name())) return true;
+    }
+    for (const ir::Node* n : body.nodes()) {
+      for (const ir::Value* v : n->outputs()) {
+        if (v != nullptr && !v->name().empty() && seen.contains(v->name())) return true;
+      }
+    }
+    return false;
+  };
   std::vector<ir::Node*> all;
   CollectBodyNodes(main, &all);
   absl::flat_hash_set<const ir::Node*> keep;
-  for (ir::Node* n : main.nodes()) {
+  for (ir::Node* n : all) {
     if (!touches(n)) continue;
     keep.insert(n);
-    std::vector<ir::Node*> inside;
-    n->ForEachSubgraph([&inside](const ir::Graph* body) { CollectBodyNodes(*body, &inside); });
-    keep.insert(inside.begin(), inside.end());
-  }
-  // Body nodes reading an outer value of the main graph directly.
-  for (ir::Node* n : all) {
-    if (n->graph() != &main && touches(n)) keep.insert(n);
+    // Of its bodies, those that did not run are kept whole: nothing is
+    // known of what they compute.
+    n->ForEachSubgraph([&](const ir::Graph* body) {
+      if (observed(*body)) return;
+      std::vector<ir::Node*> inside;
+      CollectBodyNodes(*body, &inside);
+      keep.insert(inside.begin(), inside.end());
+    });
   }
   std::vector<ir::Node*> out;
   for (ir::Node* n : all) {

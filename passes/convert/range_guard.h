@@ -1,6 +1,6 @@
 // The range guard of precision conversion (see precision.h): the original
 // model runs once on the verification inputs while an observer reduces
-// every float32 value of the main graph to its largest finite |x|; a node
+// every float32 value (If/Loop/Scan bodies' included) to its largest finite |x|; a node
 // that reads or writes a value outside the guard's limits stays float32, so
 // that no value the target type cannot hold is ever cast to it.
 //
@@ -22,10 +22,11 @@
 //     that is not all zero but whose every element lies below it is held
 //     by the target only as subnormals, with fewer significant bits the
 //     smaller it is, and below 6e-8 not at all (it flushes to zero);
-//   - the observer sees the main graph only: a node of an If/Loop/Scan body
-//     is kept when it reads a main-graph value past the limit, and every
-//     node of the bodies of a main-graph node is kept when that node reads
-//     or writes such a value (what the body computes inside is not seen);
+//   - the observer sees If/Loop/Scan bodies too (a Loop body's values over
+//     every iteration, by name), so a node of any graph is kept when it
+//     reads or writes a value past the limit; a node that does keeps every
+//     node of those of its bodies that did not run at all (a branch not
+//     taken: nothing is known of what it computes);
 //   - values it has not seen (a node added by the opset step under a new
 //     name) do not count.
 #ifndef ONNXKIT_PASSES_CONVERT_RANGE_GUARD_H_
@@ -63,8 +64,8 @@ std::function<absl::Status(const ir::Value&, const runner::RtValue&)> MagnitudeO
 
 // The nodes the guard keeps float32, each once, in pre-order (a node before
 // the nodes of its bodies): every node of `main` or of a body that reads or
-// writes a value of `main` whose magnitude is outside `limits`, and every
-// node of the bodies (nested ones too) of a node of `main` that does.
+// writes a value whose magnitude is outside `limits`, and every node of the
+// bodies (nested ones too) of such a node that did not run.
 std::vector<ir::Node*> NodesBeyondRange(ir::Graph& main, const ValueMagnitudes& seen,
                                         const RangeLimits& limits);
 

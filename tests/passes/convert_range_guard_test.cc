@@ -16,6 +16,8 @@
 #include "runner/tensor.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
 
 namespace onnxkit::testing {
 namespace {
@@ -232,6 +234,39 @@ TEST(RangeGuardTest, BodyNodesReadingAnOverflowingOuterValueStayFloat32) {
   EXPECT_TRUE(r->verified) << r->verification->summary;
   EXPECT_THAT(r->precision->range_guard.nodes,
               ElementsAre(HasSubstr("'mm'"), HasSubstr("'then_scale'"), HasSubstr("'else_scale'")));
+  ExpectValid(r->model);
+}
+
+TEST(RangeGuardTest, OverflowInsideABodyKeepsItsNodesFloat32) {
+  // The taken branch computes x @ w2 (past 65504) and scales it back down:
+  // the If's output is small, and only the guard's view inside the body
+  // keeps the two nodes float32.
+  pb::GraphProto then_branch = GraphBuilder("then")
+                                   .Node("MatMul", {"x", "w2"}, {"big"}, {}, "then_mm")
+                                   .Node("Mul", {"big", "s"}, {"t"}, {}, "then_scale")
+                                   .Output("t", pb::kFloat, {{2, 4}})
+                                   .Build();
+  pb::GraphProto else_branch = GraphBuilder("else")
+                                   .Node("Relu", {"x"}, {"e"}, {}, "else_relu")
+                                   .Output("e", pb::kFloat, {{2, 4}})
+                                   .Build();
+  runner::Tensor yes = BoolScalar(true);
+  pb::ModelProto m = ModelFromGraph(
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{2, 4}})
+          .Initializer(InitializerFrom("c", yes))
+          .Initializer(RawFloatTensor("w2", {4, 4}, 60000.f))
+          .Initializer(RawFloatTensor("s", {}, 1e-5f))
+          .Node("If", {"c"}, {"y"},
+                {AttrGraph("then_branch", then_branch), AttrGraph("else_branch", else_branch)}, "if")
+          .Output("y", pb::kFloat, {{2, 4}})
+          .Build(),
+      17);
+  auto r = Precision(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->verified) << r->verification->summary;
+  EXPECT_THAT(r->precision->range_guard.nodes,
+              ElementsAre(HasSubstr("'then_mm'"), HasSubstr("'then_scale'")));
   ExpectValid(r->model);
 }
 
