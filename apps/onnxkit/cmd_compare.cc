@@ -161,12 +161,24 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   a_options.allow_tf32 = o.tf32;
   a_options.bf16 = o.a_precision == "bf16";
   a_options.timeout_seconds = o.timeout;
+  // Values inside If/Loop/Scan bodies are compared too: a value computed
+  // more than once (a Loop body's, once per iteration) is "NAME (run K)"
+  // from its second run on, for its first kMaxRuns runs.
+  constexpr int kMaxRuns = 16;
+  std::map<std::string, int> a_runs;
+  auto layer_key = [](const std::string& name, int run) {
+    return run == 0 ? name : absl::StrCat(name, " (run ", run + 1, ")");
+  };
   if (o.per_layer) {
     scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
     fs::remove_all(scratch);
     fs::create_directories(scratch);
+    a_options.observe_subgraphs = true;
     a_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
-      a_layers.emplace_back(value.name(), value.producer() ? ir::NodeLabel(*value.producer()) : "");
+      const int run = a_runs[value.name()]++;
+      if (run >= kMaxRuns) return absl::OkStatus();
+      a_layers.emplace_back(layer_key(value.name(), run),
+                            value.producer() ? ir::NodeLabel(*value.producer()) : "");
       return io::WriteFileAtomically(scratch / runner::SafeFileName(value.name(), static_cast<int>(a_layers.size())),
                                      runner::ValueToPbBytes(v, value.name()));
     };
@@ -198,17 +210,20 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     b_options.allow_tf32 = o.tf32;
     b_options.bf16 = o.b_precision == "bf16";
     b_options.timeout_seconds = o.timeout;
+    std::map<std::string, int> b_runs;
     if (o.per_layer) {
       // Compare each value of B as it is computed with A's copy on disk.
+      b_options.observe_subgraphs = true;
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
-        auto it = a_index.find(value.name());
+        const std::string key = layer_key(value.name(), b_runs[value.name()]++);
+        auto it = a_index.find(key);
         if (it == a_index.end()) return absl::OkStatus();
         fs::path file = scratch / runner::SafeFileName(value.name(), static_cast<int>(it->second + 1));
         auto mapped = io::MappedFile::Open(file, int64_t{1} << 31);
         if (!mapped.ok()) return mapped.status();
         auto a_value = runner::ValueFromPbBytes((*mapped)->bytes(), value.type());
         if (!a_value.ok()) return a_value.status();
-        layer_metrics[value.name()] = runner::CompareValues(*a_value, v, tolerances.For(value.name(), v));
+        layer_metrics[key] = runner::CompareValues(*a_value, v, tolerances.For(value.name(), v));
         return absl::OkStatus();
       };
     }
@@ -315,7 +330,8 @@ void RegisterCompare(CLI::App& app, Action& action) {
                   "Fail when a run of either side takes longer than this many seconds")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--per-layer", o->per_layer,
-                "Also compare every intermediate tensor present on both sides and report the first that "
+                "Also compare every intermediate tensor present on both sides, those of If/Loop/Scan bodies "
+                "too (NAME (run K) from a body's second run on, its first 16 runs), and report the first that "
                 "diverges (A's values are streamed to a scratch folder: memory stays bounded)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o, &action] { action = [o] { return RunCompare(*o); }; });

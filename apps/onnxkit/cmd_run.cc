@@ -179,16 +179,23 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   int dump_index = 0;
   bool dumping = true;  // the first run only
   std::vector<std::string> dump_manifest;
+  std::map<std::string, int> dump_runs;
   if (!o.dump_all.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.dump_all, ec);
     if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", o.dump_all, ": ", ec.message()));
     // Streams each value to disk as soon as it is computed; memory stays
     // bounded by the session's own lifetime plan.
+    // If/Loop/Scan bodies too: a value computed more than once (a Loop
+    // body's, once per iteration) for its first 16 runs, the run counted in
+    // index.tsv's third column.
+    options.observe_subgraphs = true;
     options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
       if (!dumping) return absl::OkStatus();
+      const int run = ++dump_runs[value.name()];
+      if (run > 16) return absl::OkStatus();
       std::string file = runner::SafeFileName(value.name(), dump_index++);
-      dump_manifest.push_back(absl::StrCat(file, "\t", value.name()));
+      dump_manifest.push_back(absl::StrCat(file, "\t", value.name(), "\t", run));
       return io::WriteFileAtomically(std::filesystem::path(o.dump_all) / file, runner::ValueToPbBytes(v, value.name()));
     };
   }
@@ -337,9 +344,11 @@ void RegisterRun(CLI::App& app, Action& action) {
   sub->add_option(
       "--save-outputs", o->save_outputs,
       "Write output_<i>.pb (test_data_set layout) into this folder (with --bench: the last run's)");
-  sub->add_option("--dump-all", o->dump_all,
-                  "Write every intermediate tensor of the main graph into this folder as it is computed "
-                  "(<index>_<name>.pb, listed in index.tsv)");
+  sub->add_option(
+      "--dump-all", o->dump_all,
+      "Write every intermediate tensor into this folder as it is computed, those of If/Loop/Scan "
+      "bodies too (<index>_<name>.pb, listed in index.tsv with the run of the body: a Loop body's "
+      "values for its first 16 iterations)");
   sub->add_option("--backend", o->backend,
                   "cpu (oneDNN for the heavy ops, the reference kernels for the rest; default), reference "
                   "(simple kernels for every op, the oracle) or cuda (NVIDIA GPU; nodes without a CUDA kernel run "

@@ -152,8 +152,54 @@ TEST(RunCliTest, DumpAllWritesEveryIntermediate) {
   fs::path dump = dir / "dump";
   ASSERT_EQ(RunCli({"run", model, "--random", "--dump-all", dump.string(), "-q"}).exit_code, 0);
   std::string index = ReadFileOrEmpty(dump / "index.tsv");
-  EXPECT_THAT(index, HasSubstr("\tr\n"));
-  EXPECT_THAT(index, HasSubstr("\ty\n"));
+  EXPECT_THAT(index, HasSubstr("\tr\t1\n"));
+  EXPECT_THAT(index, HasSubstr("\ty\t1\n"));
+}
+
+// y = Loop 3 times: h += w * i (h starts at x; w an outer initializer
+// filled with `w_value`): models of two w agree on the first iteration
+// (i = 0) and part from the second on.
+std::string WriteLoopModel(const fs::path& dir, const std::string& name, float w_value) {
+  pb::TensorProto trips;
+  trips.name = "trips";
+  trips.data_type = pb::kInt64;
+  trips.int64_data = {3};
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("i", pb::kInt64, std::vector<int64_t>{})
+                            .Input("cond_in", pb::kBool, std::vector<int64_t>{})
+                            .Input("h", pb::kFloat, std::vector<int64_t>{2, 3})
+                            .Node("Identity", {"cond_in"}, {"cond_out"})
+                            .Node("Cast", {"i"}, {"fi"}, {AttrInt("to", pb::kFloat)})
+                            .Node("Mul", {"fi", "w"}, {"d"}, {}, "step")
+                            .Node("Add", {"h", "d"}, {"h_out"})
+                            .Output("cond_out", pb::kBool)
+                            .Output("h_out", pb::kFloat)
+                            .Build();
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, std::vector<int64_t>{2, 3})
+                         .Initializer(RawFloatTensor("w", {3}, w_value))
+                         .Initializer(trips)
+                         .Node("Loop", {"trips", "", "x"}, {"y"}, {AttrGraph("body", body)}, "loop")
+                         .Output("y", pb::kFloat)
+                         .Build());
+  fs::path path = dir / name;
+  EXPECT_TRUE(io::SaveModel(m, dir, path).ok());
+  return path.string();
+}
+
+// --dump-all and compare --per-layer see inside a Loop body, run by run.
+TEST(RunCliTest, DumpAllAndPerLayerSeeEveryIterationOfABody) {
+  auto dir = MakeTempDir();
+  std::string a = WriteLoopModel(dir, "a.onnx", 1);
+  std::string b = WriteLoopModel(dir, "b.onnx", 2);
+  fs::path dump = dir / "dump";
+  ASSERT_EQ(RunCli({"run", a, "--random", "--dump-all", dump.string(), "-q"}).exit_code, 0);
+  std::string index = ReadFileOrEmpty(dump / "index.tsv");
+  for (const char* run : {"\td\t1\n", "\td\t2\n", "\td\t3\n", "\ty\t1\n"}) EXPECT_THAT(index, HasSubstr(run));
+  CliResult diff = RunCli({"compare", "--a", a, "--b", b, "--random", "--per-layer"});
+  EXPECT_EQ(diff.exit_code, 1) << diff.err;
+  EXPECT_THAT(diff.out, HasSubstr("first divergence: tensor 'd (run 2)' made by node 'step' (Mul)"));
 }
 
 TEST(RunCliTest, SymbolicDimsNeedAShape) {
