@@ -255,6 +255,22 @@ T RoundFromDouble(double v) {
   }
 }
 
+// `v` rounded to the float type of TensorProto element type `dtype` (1
+// float, 10 float16, 16 bfloat16; through float32, as a Cast chain would;
+// any other type, double included, passes unchanged).
+inline double RoundToFloatType(int32_t dtype, double v) {
+  switch (dtype) {
+    case 1:
+      return static_cast<float>(v);
+    case 10:
+      return static_cast<float>(Float16(static_cast<float>(v)));
+    case 16:
+      return static_cast<float>(BFloat16(static_cast<float>(v)));
+    default:
+      return v;
+  }
+}
+
 // Sub-byte integers (int4/uint4/int2/uint2): the low `bits` bits of v, and
 // the value of such a field (sign-extended when `is_signed`).
 inline uint8_t TruncateToBits(int64_t v, int bits) {

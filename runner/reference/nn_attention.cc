@@ -342,20 +342,6 @@ class RotaryKernel : public Kernel {
   int64_t num_heads_, rot_dim_;
 };
 
-// The value `v` rounded to element type `dtype` (float types; others pass).
-double RoundTo(int32_t dtype, double v) {
-  switch (dtype) {
-    case 1:
-      return static_cast<float>(v);
-    case 10:
-      return static_cast<float>(Float16(static_cast<float>(v)));
-    case 16:
-      return static_cast<float>(BFloat16(static_cast<float>(v)));
-    default:
-      return v;
-  }
-}
-
 // FlexAttention (ai.onnx.preview 1): Q [B, Hq, L, E], K [B, Hkv, S, E], V
 // [B, Hkv, S, Ev] of one float type T; Y [B, Hq, L, Ev]. As the operator's
 // function body computes it: Q and K each scaled by sqrt(scale) in T (scale
@@ -407,12 +393,12 @@ class FlexAttentionKernel : public Kernel {
     }
     // sqrt(scale) computed in float, as the function body does, then in T.
     const float scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(dk));
-    const double root = RoundTo(t, std::sqrt(scale));
+    const double root = RoundToFloatType(t, std::sqrt(scale));
     std::vector<double> q = Doubles(*in[0]), k = Doubles(*in[1]), v = Doubles(*in[2]);
-    for (double& x : q) x = RoundTo(t, x * root);
-    for (double& x : k) x = RoundTo(t, x * root);
+    for (double& x : q) x = RoundToFloatType(t, x * root);
+    for (double& x : k) x = RoundToFloatType(t, x * root);
     if (p != t) {
-      for (double& x : v) x = RoundTo(p, x);
+      for (double& x : v) x = RoundToFloatType(p, x);
     }
     const int64_t reps = hq / hkv;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor scores, Tensor::Allocate(p, s_shape));
@@ -427,7 +413,7 @@ class FlexAttentionKernel : public Kernel {
             for (int64_t j = 0; j < skv; ++j) {
               double s = 0;
               for (int64_t c = 0; c < dk; ++c) s += qi[c] * kh[j * dk + c];
-              *out++ = static_cast<P>(RoundTo(t, s));
+              *out++ = static_cast<P>(RoundToFloatType(t, s));
             }
           }
         }
@@ -464,7 +450,7 @@ class FlexAttentionKernel : public Kernel {
             for (int64_t c = 0; c < dv; ++c) yi[c] += pi[j] * vh[j * dv + c];
           }
           if (p != t) {
-            for (int64_t c = 0; c < dv; ++c) yi[c] = RoundTo(p, yi[c]);
+            for (int64_t c = 0; c < dv; ++c) yi[c] = RoundToFloatType(p, yi[c]);
           }
         }
       }

@@ -53,20 +53,6 @@ double Sigmoid(double x) {
   return e / (1 + e);
 }
 
-// `v` rounded to the float type `dtype`.
-double RoundTo(int32_t dtype, double v) {
-  switch (dtype) {
-    case 1:
-      return static_cast<float>(v);
-    case 10:
-      return static_cast<float>(Float16(static_cast<float>(v)));
-    case 16:
-      return static_cast<float>(BFloat16(static_cast<float>(v)));
-    default:
-      return v;
-  }
-}
-
 // Stores `values` (count = y's size) into the float tensor y.
 void StoreDoubles(Tensor& y, const double* values) {
   (void)VisitFloat(y.dtype(), [&](auto tag) -> absl::Status {
@@ -100,7 +86,7 @@ class SwiGluKernel : public Kernel {
       T* p = y->mutable_data<T>();
       ForEachBroadcast2(out_shape, a->shape(), b->shape(), [&](int64_t o, int64_t ia, int64_t ib) {
         double x = av[static_cast<size_t>(ia)];
-        double gate = RoundTo(dtype, x * Sigmoid(alpha_ * x));
+        double gate = RoundToFloatType(dtype, x * Sigmoid(alpha_ * x));
         p[o] = static_cast<T>(static_cast<ComputeT<T>>(gate * bv[static_cast<size_t>(ib)]));
       });
       return absl::OkStatus();
@@ -180,7 +166,7 @@ class CausalConvKernel : public Kernel {
       for (int64_t t = 0; t < len; ++t) {
         double acc = bv.empty() ? 0.0 : bv[static_cast<size_t>(c)];
         for (int64_t j = 0; j < k; ++j) acc += wc[j] * src[t + j];
-        acc = RoundTo(dtype, acc);
+        acc = RoundToFloatType(dtype, acc);
         if (silu_) acc *= Sigmoid(acc);
         out[static_cast<size_t>(r * len + t)] = acc;
       }
