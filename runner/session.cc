@@ -271,7 +271,9 @@ class Session::Executor : public SubgraphRunner {
     if (ObservesBodies() && session_->options_.observer) {
       for (const ir::Value* in : graph.inputs()) {
         if (in == nullptr || in->name().empty()) continue;
-        ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*in, child.values[in]));
+        const RtValue& bound = child.values[in];
+        if (bound.kind() == RtValue::Kind::kEmpty) continue;  // nothing bound
+        ONNXKIT_RETURN_IF_ERROR(session_->options_.observer(*in, bound));
       }
     }
     const Frame* saved = current_;
