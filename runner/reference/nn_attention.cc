@@ -438,24 +438,35 @@ class FlexAttentionKernel : public Kernel {
       return absl::OkStatus();
     }));
     ONNXKIT_ASSIGN_OR_RETURN(scores, ApplyMod(ctx, prob_mod_, "prob_mod", std::move(scores)));
-    std::vector<double> probs = Doubles(scores);
-    std::vector<double> y(static_cast<size_t>(batch * hq * sq * dv), 0);
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < hq; ++h) {
-        const double* vh = v.data() + (b * hkv + h / reps) * skv * dv;
-        for (int64_t i = 0; i < sq; ++i) {
-          const double* pi = probs.data() + ((b * hq + h) * sq + i) * skv;
-          double* yi = y.data() + ((b * hq + h) * sq + i) * dv;
-          for (int64_t j = 0; j < skv; ++j) {
-            for (int64_t c = 0; c < dv; ++c) yi[c] += pi[j] * vh[j * dv + c];
-          }
-          if (p != t) {
-            for (int64_t c = 0; c < dv; ++c) yi[c] = RoundToFloatType(p, yi[c]);
+    // Y row by row, straight into the output (allocated, and so bounded,
+    // like any tensor): a row of probabilities and one of sums at a time.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, t, {batch, hq, sq, dv}));
+    std::vector<double> probs(static_cast<size_t>(skv)), acc(static_cast<size_t>(dv));
+    return VisitFloat(t, [&](auto tag) -> absl::Status {
+      using T = decltype(tag);
+      T* out = y->mutable_data<T>();
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t h = 0; h < hq; ++h) {
+          const double* vh = v.data() + (b * hkv + h / reps) * skv * dv;
+          for (int64_t i = 0; i < sq; ++i) {
+            const int64_t row = (b * hq + h) * sq + i;
+            for (int64_t j = 0; j < skv; ++j)
+              probs[static_cast<size_t>(j)] = *ElementAsDouble(scores, row * skv + j);
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int64_t j = 0; j < skv; ++j) {
+              for (int64_t c = 0; c < dv; ++c)
+                acc[static_cast<size_t>(c)] += probs[static_cast<size_t>(j)] * vh[j * dv + c];
+            }
+            for (int64_t c = 0; c < dv; ++c) {
+              const double value =
+                  p != t ? RoundToFloatType(p, acc[static_cast<size_t>(c)]) : acc[static_cast<size_t>(c)];
+              out[row * dv + c] = static_cast<T>(value);
+            }
           }
         }
       }
-    }
-    return Store(ctx, 0, t, {batch, hq, sq, dv}, y);
+      return absl::OkStatus();
+    });
   }
 
  private:
