@@ -381,16 +381,9 @@ class FlexAttentionKernel : public Kernel {
                        " (need one batch, one head size for Q and K, and q heads a "
                        "multiple of kv heads)"));
     }
+    // (MakeFlexAttention admits float types only.)
     const int32_t p = precision_ != 0 ? precision_ : (t == 11 ? 11 : 1);
-    if (!IsFloat(p)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("softmax_precision must be a float type (1, 10, 11 or 16), got ", p));
-    }
-    const std::vector<int64_t> s_shape = {batch, hq, sq, skv};
-    if (!CheckedElementCount(s_shape)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the scores ", ShapeString(s_shape), " have too many elements"));
-    }
+    const std::vector<int64_t> s_shape = {batch, hq, sq, skv};  // checked by Tensor::Allocate below
     // sqrt(scale) computed in float, as the function body does, then in T.
     const float scale = scale_ ? *scale_ : 1.0f / std::sqrt(static_cast<float>(dk));
     const double root = RoundToFloatType(t, std::sqrt(scale));
