@@ -26,8 +26,9 @@ struct DecodeOptions {
   // which `keepalive` must own (a file mapping); otherwise it is copied.
   std::shared_ptr<const void> keepalive;
   // Budget (bytes) for the memory the decoded structures may take; 0: the
-  // default, 128 MiB + 4 x the input size (vectors grow by doubling, so the
-  // peak is about twice the budget). Raw data views cost nothing.
+  // default, 128 MiB + 4 x the input size. What vectors allocate is charged
+  // (a large message's repeated fields are counted first and reserved once).
+  // Raw data views cost nothing.
   // Exceeding it is ResourceExhausted (a file of millions of empty nodes).
   int64_t max_decoded_bytes = 0;
 };

@@ -75,12 +75,15 @@ class Decoder {
  private:
   // Decodes all fields of `bytes` into `m` (merging). Errors land in status_.
   template <typename T>
-  void Message(std::string_view bytes, T* m, int depth) {
+  void Message(std::string_view bytes, T* m, int depth, bool charge_self = true) {
     if (depth > limits::kMaxMessageDepth) {
       Fail(bytes.data(), absl::StrCat("messages nested deeper than ", limits::kMaxMessageDepth));
       return;
     }
-    if (!Charge(sizeof(T))) return;
+    if (charge_self && !Charge(sizeof(T))) return;
+    FieldCounts counts;
+    const FieldCounts* outer = counts_;
+    counts_ = bytes.size() >= kCountFieldsFrom && CountFields(bytes, &counts) ? &counts : nullptr;
     wire::Reader reader(bytes);
     Field f;
     while (!reader.done()) {
@@ -88,20 +91,55 @@ class Decoder {
       const char* error = nullptr;
       if (!reader.Next(&f, &error)) {
         Fail(start, error);
-        return;
+        break;
       }
       bool known = Decode(f, m, depth);
-      if (!status_.ok()) return;
+      if (!status_.ok()) break;
       if (!known) m->unknown_fields.append(f.raw);
     }
+    counts_ = outer;
+  }
+
+  // How often each field number below kCountedFields occurs in one message.
+  // A repeated field is then charged and reserved whole before its first
+  // element: millions of two-byte empty elements are refused before any is
+  // built, and a large valid graph is decoded without regrowing its vectors.
+  static constexpr int kCountedFields = 32;
+  static constexpr size_t kCountFieldsFrom = 1024;  // smaller messages regrow little
+  struct FieldCounts {
+    uint32_t n[kCountedFields] = {};
+  };
+  static bool CountFields(std::string_view bytes, FieldCounts* counts) {
+    wire::Reader reader(bytes);
+    Field f;
+    const char* error = nullptr;
+    while (!reader.done()) {
+      if (!reader.Next(&f, &error)) return false;  // the decoding pass reports it
+      if (f.number < kCountedFields) ++counts->n[f.number];
+    }
+    return true;
+  }
+  // Makes room in `v` for one more element of `f`'s field, charging what the
+  // vector allocates: the first element reserves every occurrence counted
+  // for the field, later growth doubles. False once over budget.
+  template <typename T>
+  bool Room(const Field& f, std::vector<T>* v) {
+    if (v->size() < v->capacity()) return true;
+    uint64_t want = v->empty() ? 1 : 2 * uint64_t{v->size()};
+    if (v->empty() && counts_ != nullptr && f.number < kCountedFields && counts_->n[f.number] > 1) {
+      want = counts_->n[f.number];
+    }
+    if (!Charge(want * sizeof(T))) return false;
+    v->reserve(want);
+    return true;
   }
 
   // A singular or repeated sub-message: `name` names it in error paths.
   template <typename T>
-  bool Sub(const Field& f, T* target, int depth, const char* name, int64_t index = -1) {
+  bool Sub(const Field& f, T* target, int depth, const char* name, int64_t index = -1, bool charge = true) {
     if (f.wire_type != kLengthDelimited) return false;
     path_.push_back({name, index});
-    Message(f.data, target, depth + 1);
+    Message(f.data, target, depth + 1, charge);
     if (status_.ok()) path_.pop_back();
     return true;
   }
@@ -113,8 +151,9 @@ class Decoder {
   template <typename T>
   bool SubRepeated(const Field& f, std::vector<T>* target, int depth, const char* name) {
     if (f.wire_type != kLengthDelimited) return false;
-    target->emplace_back();
-    return Sub(f, &target->back(), depth, name, static_cast<int64_t>(target->size()) - 1);
+    if (!Room(f, target)) return true;
+    target->emplace_back();  // charged with its room
+    return Sub(f, &target->back(), depth, name, static_cast<int64_t>(target->size()) - 1, false);
   }
 
   bool Str(const Field& f, std::string* s, pb::MessageBase* m) {
@@ -126,7 +165,7 @@ class Decoder {
   }
   bool RepStr(const Field& f, std::vector<std::string>* v) {
     if (f.wire_type != kLengthDelimited) return false;
-    if (!Charge(sizeof(std::string) + f.data.size())) return true;
+    if (!Room(f, v) || !Charge(f.data.size())) return true;
     v->emplace_back(f.data);
     return true;
   }
@@ -163,7 +202,7 @@ class Decoder {
   template <typename T>
   bool RepVarint(const Field& f, std::vector<T>* v) {
     if (f.wire_type == kVarint) {
-      if (!Charge(sizeof(T))) return true;
+      if (!Room(f, v)) return true;
       v->push_back(static_cast<T>(f.varint));
       return true;
     }
@@ -226,7 +265,7 @@ class Decoder {
   uint64_t budget_ = options_.max_decoded_bytes > 0 ? static_cast<uint64_t>(options_.max_decoded_bytes)
                                                     : (uint64_t{128} << 20) + 4 * uint64_t{whole_.size()};
   std::vector<std::pair<const char*, int64_t>> path_;
-
+  const FieldCounts* counts_ = nullptr;  // of the message being decoded
 };
 
 bool Decoder::Decode(const Field& f, pb::StringStringEntryProto* m, int) {

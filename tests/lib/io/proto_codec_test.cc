@@ -313,6 +313,31 @@ TEST(ProtoCodecTest, MillionsOfEmptyNodesAreRefusedNotAmplified) {
   EXPECT_EQ(ok.status().code(), absl::StatusCode::kDataLoss);
 }
 
+TEST(ProtoCodecTest, RepeatedFieldsOfALargeMessageAreReservedOnce) {
+  // A graph's nodes are counted before they are decoded: the vector is
+  // sized (and charged) once, never regrown, whatever the interleaving.
+  pb::GraphProto graph;
+  for (int i = 0; i < 3000; ++i) {
+    pb::NodeProto& node = graph.node.emplace_back();
+    node.op_type = "Relu";
+    node.input.push_back("x" + std::to_string(i));
+    node.output.push_back("x" + std::to_string(i + 1));
+    if (i % 1000 == 0) graph.input.emplace_back().name = "in" + std::to_string(i);
+  }
+  auto decoded = DecodeGraph(Encode(graph));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->node.size(), 3000u);
+  EXPECT_EQ(decoded->node.capacity(), 3000u);
+  EXPECT_EQ(decoded->input.size(), 3u);
+  EXPECT_EQ(decoded->node[2999].output[0], "x3000");
+  // Charging the whole field up front refuses it once it cannot fit.
+  DecodeOptions tight;
+  tight.max_decoded_bytes = int64_t{3000} * sizeof(pb::NodeProto);
+  auto refused = DecodeGraph(Encode(graph), tight);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(ProtoCodecTest, DeepNestingEncodesInLinearTime) {
   // Regression (found by decode_model_fuzzer): sizing a sub-message walked
   // it twice per level, exponential in depth. 95 nested sequence types
