@@ -15,6 +15,7 @@
 #include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
+#include "runner/cuda/libraries.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/float_types.h"
 #include "runner/reference/nn.h"
@@ -52,19 +53,19 @@ class ConvKernel : public CudaKernel {
   }
 
   ~ConvKernel() override {
-    if (x_desc_ != nullptr) cudnnDestroyTensorDescriptor(x_desc_);
-    if (y_desc_ != nullptr) cudnnDestroyTensorDescriptor(y_desc_);
-    if (b_desc_ != nullptr) cudnnDestroyTensorDescriptor(b_desc_);
-    if (w_desc_ != nullptr) cudnnDestroyFilterDescriptor(w_desc_);
-    if (conv_desc_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_desc_);
+    if (x_desc_ != nullptr) Libs().cudnnDestroyTensorDescriptor(x_desc_);
+    if (y_desc_ != nullptr) Libs().cudnnDestroyTensorDescriptor(y_desc_);
+    if (b_desc_ != nullptr) Libs().cudnnDestroyTensorDescriptor(b_desc_);
+    if (w_desc_ != nullptr) Libs().cudnnDestroyFilterDescriptor(w_desc_);
+    if (conv_desc_ != nullptr) Libs().cudnnDestroyConvolutionDescriptor(conv_desc_);
   }
 
   absl::Status Init() {
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreateTensorDescriptor(&x_desc_), "descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreateTensorDescriptor(&y_desc_), "descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreateTensorDescriptor(&b_desc_), "descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreateFilterDescriptor(&w_desc_), "descriptor"));
-    return CudnnStatus(cudnnCreateConvolutionDescriptor(&conv_desc_), "descriptor");
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreateTensorDescriptor(&x_desc_), "descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreateTensorDescriptor(&y_desc_), "descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreateTensorDescriptor(&b_desc_), "descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreateFilterDescriptor(&w_desc_), "descriptor"));
+    return CudnnStatus(Libs().cudnnCreateConvolutionDescriptor(&conv_desc_), "descriptor");
   }
 
   bool Accepts(const KernelContext& ctx) const override {
@@ -119,20 +120,21 @@ class ConvKernel : public CudaKernel {
     if (fusion_.has_value()) {
       if (!folded_w_.has_value() || folded_from_ != w.raw()) ONNXKIT_RETURN_IF_ERROR(Fold(ctx, w, b));
       ONNXKIT_RETURN_IF_ERROR(
-          CudnnStatus(cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_,
-                                              folded_w_->raw(), conv_desc_, algo_, workspace->data(),
-                                              workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
+          CudnnStatus(Libs().cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_,
+                                                     folded_w_->raw(), conv_desc_, algo_, workspace->data(),
+                                                     workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
                       "cudnnConvolutionForward"));
       ONNXKIT_RETURN_IF_ERROR(Epilogue(ctx, y));
       return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
     }
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w.raw(), conv_desc_, algo_,
-                                workspace->data(), workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
-        "cudnnConvolutionForward"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CudnnStatus(Libs().cudnnConvolutionForward(context_->cudnn(), &one, x_desc_, x.raw(), w_desc_,
+                                                   w.raw(), conv_desc_, algo_, workspace->data(),
+                                                   workspace_bytes_, &zero, y_desc_, y.mutable_raw()),
+                    "cudnnConvolutionForward"));
     if (b != nullptr) {
       ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-          cudnnAddTensor(context_->cudnn(), &one, b_desc_, b->raw(), &one, y_desc_, y.mutable_raw()),
+          Libs().cudnnAddTensor(context_->cudnn(), &one, b_desc_, b->raw(), &one, y_desc_, y.mutable_raw()),
           "cudnnAddTensor"));
     }
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
@@ -283,54 +285,60 @@ class ConvKernel : public CudaKernel {
     const cudnnDataType_t type = dtype == kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     const int n = static_cast<int>(s.x.size());
     const int spatial = n - 2;
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnSetTensorNdDescriptor(x_desc_, type, n, s.x.data(), Packed(s.x).data()), "input descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnSetTensorNdDescriptor(y_desc_, type, n, s.y.data(), Packed(s.y).data()), "output descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CudnnStatus(Libs().cudnnSetTensorNdDescriptor(x_desc_, type, n, s.x.data(), Packed(s.x).data()),
+                    "input descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CudnnStatus(Libs().cudnnSetTensorNdDescriptor(y_desc_, type, n, s.y.data(), Packed(s.y).data()),
+                    "output descriptor"));
     std::vector<int> b_dims(static_cast<size_t>(n), 1);
     b_dims[1] = s.y[1];
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnSetTensorNdDescriptor(b_desc_, type, n, b_dims.data(), Packed(b_dims).data()), "bias descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnSetFilterNdDescriptor(w_desc_, type, CUDNN_TENSOR_NCHW, n, s.w.data()), "filter descriptor"));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnSetConvolutionNdDescriptor(conv_desc_, spatial, s.pads.data(), s.strides.data(), s.dilations.data(),
-                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-        "convolution descriptor"));
     ONNXKIT_RETURN_IF_ERROR(
-        CudnnStatus(cudnnSetConvolutionGroupCount(conv_desc_, static_cast<int>(group_)), "group count"));
+        CudnnStatus(Libs().cudnnSetTensorNdDescriptor(b_desc_, type, n, b_dims.data(), Packed(b_dims).data()),
+                    "bias descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CudnnStatus(Libs().cudnnSetFilterNdDescriptor(w_desc_, type, CUDNN_TENSOR_NCHW, n, s.w.data()),
+                    "filter descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
+        Libs().cudnnSetConvolutionNdDescriptor(conv_desc_, spatial, s.pads.data(), s.strides.data(),
+                                               s.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "convolution descriptor"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
+        Libs().cudnnSetConvolutionGroupCount(conv_desc_, static_cast<int>(group_)), "group count"));
     const cudnnMathType_t math = dtype == kFloat16          ? CUDNN_TENSOR_OP_MATH
                                  : context_->allow_tf32() ? CUDNN_DEFAULT_MATH
                                                           : CUDNN_FMA_MATH;
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnSetConvolutionMathType(conv_desc_, math), "math type"));
+    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnSetConvolutionMathType(conv_desc_, math), "math type"));
     // cuDNN must agree with the reference geometry.
     std::vector<int> out(static_cast<size_t>(n));
-    ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-        cudnnGetConvolutionNdForwardOutputDim(conv_desc_, x_desc_, w_desc_, n, out.data()), "output dims"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CudnnStatus(Libs().cudnnGetConvolutionNdForwardOutputDim(conv_desc_, x_desc_, w_desc_, n, out.data()),
+                    "output dims"));
     if (out != s.y) return absl::InternalError("cuDNN computes another Conv output shape than the reference");
     // The fastest algorithm measured on this device for these shapes (cuDNN
     // runs each candidate once); its heuristic choice when measuring fails.
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    if (cudnnFindConvolutionForwardAlgorithm(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
-                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-                                             perf) != CUDNN_STATUS_SUCCESS) {
+    if (Libs().cudnnFindConvolutionForwardAlgorithm(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
+                                                    perf) != CUDNN_STATUS_SUCCESS) {
       returned = 0;
     }
     bool found = false;
     for (int i = 0; i < returned; ++i) found = found || Usable(perf[i]);
     if (!found) {
-      ONNXKIT_RETURN_IF_ERROR(CudnnStatus(
-          cudnnGetConvolutionForwardAlgorithm_v7(context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
-          "choosing a convolution algorithm"));
+      ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnGetConvolutionForwardAlgorithm_v7(
+                                              context_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_,
+                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+                                          "choosing a convolution algorithm"));
     }
     for (int i = 0; i < returned; ++i) {
       if (!Usable(perf[i])) continue;
       algo_ = perf[i].algo;
-      return CudnnStatus(cudnnGetConvolutionForwardWorkspaceSize(context_->cudnn(), x_desc_, w_desc_, conv_desc_,
-                                                                 y_desc_, algo_, &workspace_bytes_),
-                         "workspace size");
+      return CudnnStatus(
+          Libs().cudnnGetConvolutionForwardWorkspaceSize(context_->cudnn(), x_desc_, w_desc_, conv_desc_,
+                                                         y_desc_, algo_, &workspace_bytes_),
+          "workspace size");
     }
     return absl::InternalError("cuDNN offers no algorithm for this convolution");
   }

@@ -4,9 +4,10 @@
 // Built with CUDA (nvcc found, ONNXKIT_ENABLE_CUDA on), the CUDA runtime is
 // linked statically: it loads the driver (libcuda) only when first asked for
 // a device, so the binary starts and runs other backends on a machine with
-// no driver. cuBLAS and cuDNN are ordinary shared libraries of the toolkit
-// (they load the driver lazily too). Built without CUDA, every entry point
-// says so and CheckDevice fails.
+// no driver. cuBLAS and cuDNN are loaded (dlopen) once a device is found,
+// so that other commands do not pay for mapping them and the binary starts
+// where they are missing. Built without CUDA, every entry point says so and
+// CheckDevice fails.
 //
 // A session on the cuda backend holds one Context (device, stream, library
 // handles, pinned staging memory). Device tensors are runner Tensors whose
@@ -32,8 +33,13 @@ bool CompiledIn();
 
 // OK when CUDA device `index` can be used. Otherwise FailedPrecondition
 // starting "no CUDA device", saying why (built without CUDA, no driver, no
-// device, index out of range).
+// device, index out of range, cuBLAS or cuDNN missing).
 absl::Status CheckDevice(int index);
+
+// Loads cuBLAS and cuDNN (once per process; CheckDevice does it when it
+// finds the device). FailedPrecondition starting "no CUDA device" when one
+// of them or an entry the backend uses is missing. Needs no device.
+absl::Status LoadLibraries();
 
 struct ContextOptions {
   int device = 0;

@@ -16,6 +16,7 @@ class Context {};
 
 bool CompiledIn() { return false; }
 absl::Status CheckDevice(int) { return NotBuilt(); }
+absl::Status LoadLibraries() { return NotBuilt(); }
 absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions&) { return NotBuilt(); }
 absl::StatusOr<Tensor> ToDevice(Context&, const Tensor&) { return NotBuilt(); }
 absl::StatusOr<Tensor> ToHost(Context&, const Tensor&) { return NotBuilt(); }

@@ -6,9 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/data_type.h"
-#include "lib/base/strings.h"
 #include "lib/base/status_macros.h"
+#include "lib/base/strings.h"
 #include "runner/cuda/context.h"
+#include "runner/cuda/libraries.h"
 
 namespace onnxkit::runner::cuda {
 namespace {
@@ -27,12 +28,12 @@ absl::Status CudaStatus(cudaError_t error, std::string_view what) {
 
 absl::Status CublasStatus(cublasStatus_t status, std::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(Sv(what), ": ", cublasGetStatusString(status)));
+  return absl::InternalError(absl::StrCat(Sv(what), ": ", Libs().cublasGetStatusString(status)));
 }
 
 absl::Status CudnnStatus(cudnnStatus_t status, std::string_view what) {
   if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(Sv(what), ": ", cudnnGetErrorString(status)));
+  return absl::InternalError(absl::StrCat(Sv(what), ": ", Libs().cudnnGetErrorString(status)));
 }
 
 absl::Status CheckDevice(int index) {
@@ -52,7 +53,7 @@ absl::Status CheckDevice(int index) {
     return absl::FailedPreconditionError(
         absl::StrCat("no CUDA device ", index, ": this machine has ", count, " (0 to ", count - 1, ")"));
   }
-  return absl::OkStatus();
+  return LoadLibraries();
 }
 
 absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& options) {
@@ -71,21 +72,23 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& opt
   uint64_t threshold = std::numeric_limits<uint64_t>::max();
   ONNXKIT_RETURN_IF_ERROR(
       CudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "memory pool"));
-  ONNXKIT_RETURN_IF_ERROR(CublasStatus(cublasCreate(&context->cublas_), "cublasCreate"));
-  ONNXKIT_RETURN_IF_ERROR(CublasStatus(cublasSetStream(context->cublas_, context->stream_), "cublasSetStream"));
+  ONNXKIT_RETURN_IF_ERROR(CublasStatus(Libs().cublasCreate(&context->cublas_), "cublasCreate"));
+  ONNXKIT_RETURN_IF_ERROR(
+      CublasStatus(Libs().cublasSetStream(context->cublas_, context->stream_), "cublasSetStream"));
   // cuBLAS gets its workspace from here (32 MiB, what it asks for on
   // Hopper), so that products recorded in a CUDA graph allocate nothing.
   constexpr size_t kCublasWorkspace = size_t{32} << 20;
   ONNXKIT_RETURN_IF_ERROR(
       CudaStatus(cudaMalloc(&context->cublas_workspace_, kCublasWorkspace), "cuBLAS workspace allocation"));
   ONNXKIT_RETURN_IF_ERROR(
-      CublasStatus(cublasSetWorkspace(context->cublas_, context->cublas_workspace_, kCublasWorkspace),
+      CublasStatus(Libs().cublasSetWorkspace(context->cublas_, context->cublas_workspace_, kCublasWorkspace),
                    "cublasSetWorkspace"));
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&context->error_flag_), sizeof(int)),
                                      "device allocation"));
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemset(context->error_flag_, 0, sizeof(int)), "device memset"));
-  ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&context->cudnn_), "cudnnCreate"));
-  ONNXKIT_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(context->cudnn_, context->stream_), "cudnnSetStream"));
+  ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreate(&context->cudnn_), "cudnnCreate"));
+  ONNXKIT_RETURN_IF_ERROR(
+      CudnnStatus(Libs().cudnnSetStream(context->cudnn_, context->stream_), "cudnnSetStream"));
   return context;
 }
 
@@ -99,8 +102,8 @@ Context::~Context() {
   if (capture_pinned_ != nullptr) cudaFreeHost(capture_pinned_);
   if (error_flag_ != nullptr) cudaFree(error_flag_);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
-  if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cudnn_ != nullptr) Libs().cudnnDestroy(cudnn_);
+  if (cublas_ != nullptr) Libs().cublasDestroy(cublas_);
   if (staging_ != nullptr) cudaFreeHost(staging_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }

@@ -8,6 +8,7 @@
 
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
+#include "runner/cuda/libraries.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cuda {
@@ -28,11 +29,11 @@ absl::Status RowMajorGemm(Context& context, int32_t dtype, bool trans_a, bool tr
   const cublasComputeType_t compute =
       dtype == kFloat && context.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   return CublasStatus(
-      cublasGemmStridedBatchedEx(context.cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                                 static_cast<int>(k), &alpha, b, type, static_cast<int>(trans_b ? k : n), stride_b, a,
-                                 type, static_cast<int>(trans_a ? m : k), stride_a, &beta, y, type,
-                                 static_cast<int>(n), m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+      Libs().cublasGemmStridedBatchedEx(
+          context.cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, type,
+          static_cast<int>(trans_b ? k : n), stride_b, a, type, static_cast<int>(trans_a ? m : k), stride_a,
+          &beta, y, type, static_cast<int>(n), m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
 }
 

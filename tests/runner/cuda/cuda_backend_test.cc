@@ -91,6 +91,15 @@ TEST(CudaBackendTest, WithoutADeviceSessionsFailCleanly) {
   EXPECT_EQ(std::string(out.status().message()).rfind("no CUDA device", 0), 0u) << out.status();
 }
 
+TEST(CudaBackendTest, CublasAndCudnnLoadWithoutADevice) {
+  // They are loaded on first use, not linked: a built backend must find
+  // every entry it calls in the libraries it was compiled against.
+  if (!runner::cuda::CompiledIn()) GTEST_SKIP() << "built without the CUDA backend";
+  absl::Status status = runner::cuda::LoadLibraries();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(runner::cuda::LoadLibraries(), status) << "loaded once, the same answer after";
+}
+
 TEST(CudaBackendTest, DeviceIndexOutOfRangeIsRefused) {
   absl::Status status = runner::cuda::CheckDevice(1 << 20);
   ASSERT_FALSE(status.ok());
