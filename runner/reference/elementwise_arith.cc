@@ -311,12 +311,60 @@ class ModKernel : public Kernel {
       return absl::OkStatus();
     } else {
       if (!fmod_) return absl::InvalidArgumentError("Mod of floating-point inputs needs attribute fmod=1");
-      ForEachBroadcast2(shapes.out, a.shape(), shapes.b, [&](int64_t o, int64_t i, int64_t j) {
-        using C = ComputeT<T>;
-        py[o] = static_cast<T>(std::fmod(static_cast<C>(pa[i]), static_cast<C>(pb[j])));
-      });
+      using C = ComputeT<T>;
+      BroadcastRuns runs(shapes.out, {a.shape(), shapes.b});
+      while (runs.Next()) {
+        const T* x = pa + runs.offset(0);
+        const T* z = pb + runs.offset(1);
+        T* r = py + runs.out_offset();
+        const int64_t n = runs.length(), sx = runs.step(0), sz = runs.step(1);
+        bool exact = false;
+        if constexpr (std::is_same_v<C, float>) {
+          exact = sx == 1 && sz == 1   ? FmodRun<T, 1, 1>(x, z, r, n, sx, sz)
+                  : sx == 1 && sz == 0 ? FmodRun<T, 1, 0>(x, z, r, n, sx, sz)
+                  : sx == 0 && sz == 1 ? FmodRun<T, 0, 1>(x, z, r, n, sx, sz)
+                                       : FmodRun<T, -1, -1>(x, z, r, n, sx, sz);
+        }
+        if (exact) continue;
+        for (int64_t j = 0; j < n; ++j) {
+          const C a = static_cast<C>(x[j * sx]), b = static_cast<C>(z[j * sz]);
+          if constexpr (std::is_same_v<C, float>) {
+            if (FmodExact(a, b)) continue;
+          }
+          r[j] = static_cast<T>(std::fmod(a, b));
+        }
+      }
       return absl::OkStatus();
     }
+  }
+
+  // fmod of float operands without libm's loop of exact subtractions, in
+  // double. While |x / z| < 2^29 the quotient truncated there is the true
+  // one (a quotient of floats that is not an integer lies at least 2^-24
+  // from one, while the division rounds by under 2^-53 x 2^29 = 2^-24),
+  // and q * z (at most 53 bits) and x - q * z are exact: the result is std::fmod's bit
+  // for bit, a zero taking the dividend's sign. False when an element falls
+  // outside that (z zero, infinite or NaN, x infinite or NaN, |x / z| >=
+  // 2^29): the caller recomputes those elements (FmodExact false) with
+  // std::fmod. kSx / kSz: the operands' steps when fixed (-1: sx, sz).
+  static bool FmodExact(double a, double b) {
+    return std::fabs(std::trunc(a / b)) < 0x1p29 &&
+           std::fabs(b) <= static_cast<double>(std::numeric_limits<float>::max());
+  }
+  template <typename T, int kSx, int kSz>
+  static bool FmodRun(const T* x, const T* z, T* r, int64_t n, int64_t sx, int64_t sz) {
+    const int64_t step_x = kSx >= 0 ? kSx : sx, step_z = kSz >= 0 ? kSz : sz;
+    bool exact = true;
+    for (int64_t j = 0; j < n; ++j) {
+      const double a = static_cast<float>(x[j * step_x]);
+      const double b = static_cast<float>(z[j * step_z]);
+      const double q = std::trunc(a / b);
+      exact &= FmodExact(a, b);
+      double m = a - q * b;
+      m = m == 0 ? std::copysign(0.0, a) : m;
+      r[j] = static_cast<T>(static_cast<float>(m));
+    }
+    return exact;
   }
 
   bool fmod_;

@@ -109,6 +109,80 @@ TEST(ElementwiseArithTest, ModFollowsTheDivisorOrTheDividend) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ElementwiseArithTest, FloatFmodIsBitExactWithLibm) {
+  // The float path computes fmod in double (quotient, one correction);
+  // every result must be std::fmod's bit for bit: quotients just below an
+  // integer, huge quotients, signed zeros, infinities, NaN, zero divisors,
+  // subnormals, in all three broadcast forms.
+  std::vector<float> x, z;
+  const float specials[] = {0.f,
+                            -0.f,
+                            1.f,
+                            -1.f,
+                            0.1f,
+                            -0.1f,
+                            3.f,
+                            7.5f,
+                            1e-40f,
+                            -1e-40f,
+                            1e30f,
+                            -1e30f,
+                            16777216.f,
+                            0x1p29f,
+                            0x1p30f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min()};
+  for (float a : specials) {
+    for (float b : specials) {
+      x.push_back(a);
+      z.push_back(b);
+    }
+  }
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    // Random magnitudes over the whole range, and quotients near integers.
+    float a, b;
+    uint32_t ua = next(), ub = next();
+    std::memcpy(&a, &ua, 4);
+    std::memcpy(&b, &ub, 4);
+    if (i % 2 == 1) {
+      b = static_cast<float>(static_cast<int32_t>(next() % 2000) - 1000) / 7.f;
+      a = b * static_cast<float>(next() % 100000) + (static_cast<float>(next() % 3) - 1.f) * 1e-3f;
+    }
+    x.push_back(a);
+    z.push_back(b);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  absl::StatusOr<Tensor> y = RunOp("Mod", {Floats({n}, x), Floats({n}, z)}, {AttrInt("fmod", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = std::fmod(x[i], z[i]);
+    const float got = y->data<float>()[i];
+    if (std::memcmp(&want, &got, 4) != 0 && !(std::isnan(want) && std::isnan(got)) && ++wrong <= 5) {
+      ADD_FAILURE() << "fmod(" << x[i] << ", " << z[i] << ") = " << got << ", libm " << want;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  // A scalar divisor and a scalar dividend broadcast.
+  y = RunOp("Mod", {Floats({4}, {5.5f, -5.5f, 1e20f, -0.f}), Floats({}, {2.f})}, {AttrInt("fmod", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values<float>(*y), (std::vector<float>{1.5f, -1.5f, std::fmod(1e20f, 2.f), -0.f}));
+  EXPECT_TRUE(std::signbit(y->data<float>()[3]));
+  y = RunOp("Mod", {Floats({}, {7.f}), Floats({3}, {2.f, -3.f, 0.f})}, {AttrInt("fmod", 1)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->data<float>()[0], 1.f);
+  EXPECT_EQ(y->data<float>()[1], 1.f);
+  EXPECT_TRUE(std::isnan(y->data<float>()[2]));
+}
+
 TEST(ElementwiseArithTest, PowWithMixedTypes) {
   absl::StatusOr<Tensor> y = RunOp("Pow", {Int64s({3}, {2, -3, 5}), Int32s({3}, {10, 3, 0})});
   ASSERT_TRUE(y.ok()) << y.status();
