@@ -10,7 +10,11 @@
 // x seen as [outer, R, inner], each output row folds the R rows of inner
 // contiguous values in order, vectorized along inner (oneDNN runs such
 // axes on its reference code, 6 x slower than ONNX Runtime over the
-// channels of a 64 x 56 x 56 tensor).
+// channels of a 64 x 56 x 56 tensor). ReduceLogSumExp has no oneDNN
+// algorithm: with one run of reduced axes and finite inputs it is computed
+// here as the reference does (largest value out, the sum of exponentials in
+// double; vector_math.h), along inner or row by row; otherwise, and with
+// NaN or infinities, on the reference kernel.
 #include <omp.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/vector_math.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -38,6 +43,9 @@ std::atomic<int64_t> g_strided_reductions{0};
 struct ReduceSpec {
   dnnl::algorithm alg;
   float p = 0;
+  // ReduceLogSumExp: no oneDNN algorithm; one run of reduced axes only
+  // (vector_math.h's LogSumExp rows), finite inputs.
+  bool log_sum_exp = false;
 };
 
 // How each value enters the fold of the strided path, and what ends it.
@@ -88,6 +96,26 @@ void FoldRows(const float* __restrict x, int64_t rows, int64_t inner, int64_t n,
   }
 }
 
+// ReduceLogSumExp of x seen as [outer, rows, inner] (finite values): along
+// inner where it is wide, else row by row.
+void LogSumExp(const float* x, int64_t outer, int64_t rows, int64_t inner, float* y) {
+  const bool parallel = outer * rows * inner >= (int64_t{1} << 16);
+  if (inner == 1) {
+#pragma omp parallel for if (parallel && outer > 1)
+    for (int64_t o = 0; o < outer; ++o) y[o] = LogSumExpRow(x + o * rows, rows);
+    return;
+  }
+  constexpr int64_t kChunk = 1024;
+  const int64_t chunks = (inner + kChunk - 1) / kChunk;
+  const int64_t tasks = outer * chunks;
+#pragma omp parallel for if (parallel && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / chunks, first = (t % chunks) * kChunk;
+    LogSumExpColumns(x + o * rows * inner + first, rows, inner, std::min(kChunk, inner - first),
+                     y + o * inner + first);
+  }
+}
+
 void FoldStrided(Fold fold, const float* x, int64_t outer, int64_t rows, int64_t inner, float* y) {
   constexpr int64_t kChunk = 1024;
   const int64_t chunks = (inner + kChunk - 1) / kChunk;
@@ -131,6 +159,7 @@ std::optional<ReduceSpec> SpecOf(const std::string& op) {
   if (op == "ReduceL1") return ReduceSpec{a::reduction_norm_lp_power_p_sum, 1.f};
   if (op == "ReduceL2") return ReduceSpec{a::reduction_norm_lp_sum, 2.f};
   if (op == "ReduceSumSquare") return ReduceSpec{a::reduction_norm_lp_power_p_sum, 2.f};
+  if (op == "ReduceLogSumExp") return ReduceSpec{a::reduction_sum, 0.f, true};
   return std::nullopt;
 }
 
@@ -159,7 +188,7 @@ class ReduceKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
     if (x->dtype() != pb::kFloat || x->rank() < 1 || x->rank() > 6 || x->size() == 0) return Fallback(ctx);
     bool max_min = spec_.alg == dnnl::algorithm::reduction_max || spec_.alg == dnnl::algorithm::reduction_min;
-    if (max_min && HasNonFinite(x->data<float>(), x->size())) return Fallback(ctx);
+    if ((max_min || spec_.log_sum_exp) && HasNonFinite(x->data<float>(), x->size())) return Fallback(ctx);
     std::vector<int64_t> axes = axes_attr_;
     if (axes_input_) {
       ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.OptionalInput(1));
@@ -195,6 +224,13 @@ class ReduceKernel : public CpuKernel {
     int64_t outer = 1, rows = 1, inner = 1;
     for (size_t i = 0; i < kept.size(); ++i) {
       (i < first ? outer : i <= last ? rows : inner) *= x->shape()[i];
+    }
+    if (spec_.log_sum_exp) {
+      if (!one_run) return Fallback(ctx);
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, out_shape));
+      LogSumExp(x->data<float>(), outer, rows, inner, y->mutable_data<float>());
+      if (inner > 1) g_strided_reductions.fetch_add(1, std::memory_order_relaxed);
+      return absl::OkStatus();
     }
     if (one_run && inner > 1) {
       ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, out_shape));

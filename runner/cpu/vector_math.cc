@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -251,6 +252,45 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SoftplusRow(co
     const double l = e < 1e-4 ? series : wide;
     y[i] = static_cast<float>((v > 0 ? v : 0) + l);
   }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void LogSumExpColumns(const float* x,
+                                                                                   int64_t rows,
+                                                                                   int64_t stride, int64_t n,
+                                                                                   float* y) {
+  constexpr int64_t kBlock = 256;
+  float m[kBlock];
+  double s[kBlock];
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t k = std::min(kBlock, n - b);
+    const float* xb = x + b;
+#pragma omp simd
+    for (int64_t i = 0; i < k; ++i) m[i] = xb[i];
+    for (int64_t r = 1; r < rows; ++r) {
+      const float* row = xb + r * stride;
+#pragma omp simd
+      for (int64_t i = 0; i < k; ++i) m[i] = row[i] > m[i] ? row[i] : m[i];
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < k; ++i) s[i] = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = xb + r * stride;
+#pragma omp simd
+      for (int64_t i = 0; i < k; ++i) s[i] += ExpNonPositiveDouble(static_cast<double>(row[i]) - m[i]);
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < k; ++i) y[b + i] = static_cast<float>(LogPositive(s[i]) + m[i]);
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) float LogSumExpRow(const float* x, int64_t n) {
+  float m = x[0];
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += ExpNonPositiveDouble(static_cast<double>(x[i]) - m);
+  return static_cast<float>(LogPositive(s) + m);
 }
 
 }  // namespace onnxkit::runner::cpu

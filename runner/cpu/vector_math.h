@@ -48,6 +48,14 @@ void GruCellRow(const float* g, const float* xg, const float* rb, const float* c
 void LogRow(const float* x, float* y, int64_t n);
 // y[i] = log(1 + e^x[i]) for n values (y may be x).
 void SoftplusRow(const float* x, float* y, int64_t n);
+// y[i] = log(sum over r < rows of e^x[r * stride + i]) for n values i
+// (ReduceLogSumExp over a strided axis), as the reference computes it: the
+// largest value m taken out, the sum of e^(x - m) in double, log(sum) + m
+// rounded to float once. Every x must be finite (m is then, and the sum is
+// in [1, rows]).
+void LogSumExpColumns(const float* x, int64_t rows, int64_t stride, int64_t n, float* y);
+// The same over n > 0 contiguous values.
+float LogSumExpRow(const float* x, int64_t n);
 
 }  // namespace onnxkit::runner::cpu
 

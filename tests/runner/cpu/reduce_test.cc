@@ -15,8 +15,8 @@
 namespace onnxkit::testing {
 namespace {
 
-const char* const kOps[] = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-                            "ReduceProd", "ReduceL1",  "ReduceL2",  "ReduceSumSquare"};
+const char* const kOps[] = {"ReduceMean", "ReduceSum", "ReduceMax",       "ReduceMin",      "ReduceProd",
+                            "ReduceL1",   "ReduceL2",  "ReduceSumSquare", "ReduceLogSumExp"};
 
 const std::vector<std::vector<int64_t>>& AxesCases() {
   static const auto* cases =
@@ -81,6 +81,36 @@ TEST(CpuReduceTest, AxesBeforeKeptDimsFoldStridedRows) {
       g.Input("x").Node(op, {"x"}, {"y"}, {AttrInts("axes", axes), AttrInt("keepdims", 0)}).Output("y");
       ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats(shape, seed++, 0.9f, 1.1f)}}, 11, 1e-4, 1e-4);
       EXPECT_EQ(runner::cpu::StridedReductions(), before + 1);
+    }
+  }
+}
+
+TEST(CpuReduceTest, LogSumExpOfLargeValuesIsTheReferencesToTheLastBit) {
+  // Values far past e^88 (a float's range) over the channels, the last
+  // axis and everything: the largest value is taken out first, the sum is
+  // in double, so the cpu result rounds like the reference's.
+  uint32_t seed = 900;
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 64, 30, 30}, {1}}, {{3, 7, 1000}, {-1}}, {{5, 300}, {}}, {{4, 3, 50}, {0, 1}}};
+  for (const auto& [shape, axes] : cases) {
+    SCOPED_TRACE(::testing::Message() << "rank " << shape.size() << " axes " << axes.size());
+    GraphBuilder g("g");
+    std::vector<pb::AttributeProto> attrs;
+    if (!axes.empty()) attrs.push_back(AttrInts("axes", axes));
+    g.Input("x").Node("ReduceLogSumExp", {"x"}, {"y"}, attrs).Output("y");
+    Feeds feeds{{"x", RandomFloats(shape, seed++, -300.f, 300.f)}};
+    auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 13);
+    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 13);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    const runner::Tensor& r = (*ref)[0].tensor();
+    const runner::Tensor& c = (*cpu)[0].tensor();
+    ASSERT_EQ(r.shape(), c.shape());
+    int differ = 0;
+    for (int64_t i = 0; i < r.size(); ++i) {
+      const float rv = r.data<float>()[i], cv = c.data<float>()[i];
+      ASSERT_TRUE(std::isfinite(cv)) << "element " << i;
+      if (rv != cv && ++differ <= 3) ADD_FAILURE() << "element " << i << ": " << cv << " vs " << rv;
     }
   }
 }
