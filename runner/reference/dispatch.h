@@ -160,8 +160,32 @@ class ElementCopier {
         for (int64_t k = 0; k < n; ++k) CopyRun(from + k * stride, to + k, 1);
     }
   }
+  // dst[to + k] = src[from] for k in [0, n)
+  void Fill(int64_t from, int64_t to, int64_t n) const {
+    switch (bits_) {
+      case 8:
+        FillAs<uint8_t>(from, to, n);
+        break;
+      case 16:
+        FillAs<uint16_t>(from, to, n);
+        break;
+      case 32:
+        FillAs<uint32_t>(from, to, n);
+        break;
+      case 64:
+        FillAs<uint64_t>(from, to, n);
+        break;
+      default:
+        for (int64_t k = 0; k < n; ++k) CopyRun(from, to + k, 1);
+    }
+  }
 
  private:
+  template <typename T>
+  void FillAs(int64_t from, int64_t to, int64_t n) const {
+    if (n > 0)
+      std::fill_n(static_cast<T*>(dst_.mutable_raw()) + to, n, static_cast<const T*>(src_.raw())[from]);
+  }
   template <typename T>
   void Strided(int64_t from, int64_t stride, int64_t to, int64_t n) const {
     const T* s = static_cast<const T*>(src_.raw()) + from;

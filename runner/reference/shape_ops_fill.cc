@@ -262,13 +262,16 @@ absl::Status OneHot(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(AttrInt(ctx.node(), "axis", -1), out_rank));
   std::vector<int64_t> out_shape = indices->shape();
   out_shape.insert(out_shape.begin() + axis, depth);
-  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, values->dtype(), out_shape));
+  // Every element is written (off_value first), so only strings start set.
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, values->is_string()
+                                           ? ctx.AllocateOutput(0, values->dtype(), out_shape)
+                                           : ctx.AllocateOutputUninitialized(0, values->dtype(), out_shape));
   ElementCopier copy(*values, *y);
   // Output index = (outer, d, inner) where indices index = (outer, inner).
   int64_t inner = 1;
   for (int64_t i = axis; i < indices->rank(); ++i) inner *= indices->dim(static_cast<int>(i));
   bool negative_ok = ctx.opset() >= 11;
-  for (int64_t o = 0; o < y->size(); ++o) copy.Copy(0, o);
+  copy.Fill(0, 0, y->size());
   for (size_t i = 0; i < idx.size(); ++i) {
     double v = std::trunc(idx[i]);
     if (negative_ok && v < 0) v += static_cast<double>(depth);

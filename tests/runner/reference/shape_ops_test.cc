@@ -188,6 +188,12 @@ TEST(ShapeOpsTest, OneHotLeavesOutOfRangeIndicesOff) {
   EXPECT_EQ(y->strings(),
             (std::vector<std::string>{"off", "on", "off", "off", "off", "on", "off", "off", "off"}));
   ExpectError(RunOp("OneHot", {Int64s({1}, {0}), Int64s({}, {-2}), Floats({2}, {0, 1})}), "depth");
+  // Every element written (the output starts uninitialized): off 7, on -3,
+  // along axis 0.
+  y = RunOp("OneHot", {Int64s({2}, {2, 0}), Int64s({}, {3}), Int32s({2}, {7, -3})}, {AttrInt("axis", 0)});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{7, -3, 7, 7, -3, 7}));
 }
 
 TEST(ShapeOpsTest, CumSumWrapsIntegersAndRunsBackwards) {
