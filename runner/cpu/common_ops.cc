@@ -640,7 +640,7 @@ class RoiAlignKernel : public CpuKernel {
 
 // InstanceNormalization and GroupNormalization on float32 X [N, C, ...]:
 // per block (an (n, c) plane, or the C / G planes of a group) the mean and
-// population variance in double, then
+// population variance in double (one pass in most blocks), then
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias, with scale and bias
 // per channel (InstanceNormalization, GroupNormalization from opset 21) or
 // per group (GroupNormalization 18 to 20); blocks in parallel.
@@ -679,25 +679,39 @@ class InstanceNormKernel : public CpuKernel {
     for (int64_t p = 0; p < blocks; ++p) {
       const float* xp = in + p * inner;
       float* yp = out + p * inner;
-      double sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < inner; ++i) sum += xp[i];
-      const double mean = sum / static_cast<double>(inner);
-      double sq = 0;
-#pragma omp simd reduction(+ : sq)
+      // One pass: the sums of x - x0 and of its square, x0 the block's
+      // first value (so the variance does not cancel where the mean is far
+      // from 0). Where x0 lies over 32 standard deviations from the mean,
+      // the difference of squares loses digits: a second pass then sums
+      // the squares around the mean itself.
+      const double x0 = xp[0], n = static_cast<double>(inner);
+      double sum = 0, sq = 0;
+#pragma omp simd reduction(+ : sum, sq)
       for (int64_t i = 0; i < inner; ++i) {
-        const double d = xp[i] - mean;
+        const double d = xp[i] - x0;
+        sum += d;
         sq += d * d;
       }
-      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon);
+      const double shifted_mean = sum / n, mean = x0 + shifted_mean;
+      double var = sq / n - shifted_mean * shifted_mean;
+      if (!(shifted_mean * shifted_mean <= 1024 * var)) {
+        sq = 0;
+#pragma omp simd reduction(+ : sq)
+        for (int64_t i = 0; i < inner; ++i) {
+          const double d = xp[i] - mean;
+          sq += d * d;
+        }
+        var = sq / n;
+      }
+      const double inv = 1.0 / std::sqrt(var + epsilon);
       const int64_t group = p % groups;
       for (int64_t c = 0; c < per; ++c) {
         const int64_t at = per_channel_ ? group * per + c : group;
-        const double sc = s[at], bi = b[at];
+        const double k = inv * s[at], bi = b[at];
         const float* xc = xp + c * plane;
         float* yc = yp + c * plane;
 #pragma omp simd
-        for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<float>((xc[i] - mean) * inv * sc + bi);
+        for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<float>((xc[i] - mean) * k + bi);
       }
     }
     return absl::OkStatus();

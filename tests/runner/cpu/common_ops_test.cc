@@ -390,6 +390,21 @@ TEST(CpuCommonOpsTest, InstanceAndGroupNormalizationMatchReference) {
     feeds[0].second.mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
     ExpectSame(g.Build(), feeds, 13, 1e-6, 1e-5);
   }
+  // Planes far from 0 (mean 1e4, spread 1), and planes whose first value
+  // is an outlier 1e6 away (the statistics are taken around it first).
+  for (bool outlier : {false, true}) {
+    SCOPED_TRACE(outlier ? "outlier first" : "large mean");
+    GraphBuilder g("g");
+    g.Input("x").Input("s").Input("b");
+    g.Node("InstanceNormalization", {"x", "s", "b"}, {"y"}).Output("y");
+    runner::Tensor x = RandomFloats({2, 3, 64, 64}, seed++, -1.f, 1.f);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      float& v = x.mutable_data<float>()[i];
+      v = outlier ? (i % 4096 == 0 ? 1e6f : v) : 1e4f + v;
+    }
+    ExpectSame(g.Build(), {{"x", x}, {"s", RandomFloats({3}, seed++)}, {"b", RandomFloats({3}, seed++)}}, 13,
+               1e-6, 1e-5);
+  }
   // GroupNormalization: scale and bias per group (opset 18), per channel (21).
   for (int64_t opset : {18, 21}) {
     for (int64_t groups : {1, 4, 32}) {
