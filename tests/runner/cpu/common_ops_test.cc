@@ -51,7 +51,9 @@ TEST(CpuCommonOpsTest, WhereBroadcastsEveryWay) {
                              {{64, 1}, {1, 300}, {64, 300}},
                              {{3, 1, 7}, {1, 5, 1}, {7}},
                              {{1}, {2, 3}, {1, 3}},
-                             {{2, 0, 3}, {1, 3}, {1}}};
+                             {{2, 0, 3}, {1, 3}, {1}},
+                             {{3, 70}, {3, 70}, {}},  // a scalar other value
+                             {{3, 70}, {}, {}}};      // two scalars
   uint32_t seed = 1;
   for (const Case& k : cases) {
     for (int32_t type : {pb::kFloat, pb::kInt64, pb::kUint8, pb::kBool, pb::kFloat16}) {
