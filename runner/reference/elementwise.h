@@ -104,7 +104,10 @@ struct BinaryShapes {
 absl::StatusOr<BinaryShapes> ResolveBinaryShapes(const ir::Node& node, bool legacy, const std::vector<int64_t>& a,
                                                  const std::vector<int64_t>& b);
 
-// Walks the output of a broadcast op in runs along its last dimension: each
+// Walks the output of a broadcast op in runs along its last dimension (dims
+// of one value dropped, and neighbouring dims every input steps through as
+// through one merged, so a scalar against a tensor or two equal shapes
+// make a single run): each
 // run is `length` output elements starting at `out_offset`; input k reads
 // element offset(k) + j * step(k) for j in [0, length) (step 0 or 1). Input
 // shapes must broadcast to `out_shape` (checked by the caller).

@@ -21,12 +21,10 @@ namespace onnxkit::runner::reference {
 BroadcastRuns::BroadcastRuns(const std::vector<int64_t>& out_shape, const std::vector<std::vector<int64_t>>& in_shapes) {
   const size_t rank = out_shape.size();
   std::optional<int64_t> total = CheckedElementCount(out_shape);
-  length_ = rank == 0 ? 1 : out_shape.back();
-  runs_left_ = !total || length_ == 0 ? 0 : *total / length_;
-  if (rank > 0) outer_shape_.assign(out_shape.begin(), out_shape.end() - 1);
-  counter_.assign(outer_shape_.size(), 0);
+  // Right-aligned strides of each input over the output's dims; 0 where the
+  // input repeats.
+  std::vector<std::vector<int64_t>> full;
   for (const std::vector<int64_t>& in : in_shapes) {
-    // Right-aligned strides over the output's dims; 0 where the input repeats.
     std::vector<int64_t> strides(rank, 0);
     int64_t stride = 1;
     for (size_t i = in.size(); i-- > 0;) {
@@ -34,9 +32,33 @@ BroadcastRuns::BroadcastRuns(const std::vector<int64_t>& out_shape, const std::v
       if (d < rank) strides[d] = in[i] == 1 ? 0 : stride;
       stride *= in[i];
     }
-    steps_.push_back(rank == 0 ? 0 : strides[rank - 1]);
-    if (rank > 0) strides.pop_back();
-    in_strides_.push_back(std::move(strides));
+    full.push_back(std::move(strides));
+  }
+  // Dims of one value dropped, and neighbours merged where every input
+  // steps through them as through one dim (both contiguous, or both
+  // repeated): a scalar against a tensor, or two equal shapes, make one run.
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides(full.size());
+  for (size_t d = 0; d < rank; ++d) {
+    if (out_shape[d] == 1) continue;
+    bool merge = !shape.empty();
+    for (size_t k = 0; k < full.size() && merge; ++k) merge = strides[k].back() == full[k][d] * out_shape[d];
+    if (merge) {
+      shape.back() *= out_shape[d];
+      for (size_t k = 0; k < full.size(); ++k) strides[k].back() = full[k][d];
+    } else {
+      shape.push_back(out_shape[d]);
+      for (size_t k = 0; k < full.size(); ++k) strides[k].push_back(full[k][d]);
+    }
+  }
+  length_ = shape.empty() ? 1 : shape.back();
+  runs_left_ = !total || length_ == 0 ? 0 : *total / length_;
+  if (!shape.empty()) outer_shape_.assign(shape.begin(), shape.end() - 1);
+  counter_.assign(outer_shape_.size(), 0);
+  for (std::vector<int64_t>& st : strides) {
+    steps_.push_back(st.empty() ? 0 : st.back());
+    if (!st.empty()) st.pop_back();
+    in_strides_.push_back(std::move(st));
     offsets_.push_back(0);
   }
 }
