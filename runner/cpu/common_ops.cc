@@ -123,6 +123,7 @@ std::optional<std::vector<int64_t>> BroadcastOf(std::vector<std::vector<int64_t>
 template <typename T, int kS0, int kS1, int kS2>
 void SelectRow(const bool* c, const T* x, const T* y, T* out, int64_t n, const int64_t* s) {
   const int64_t s0 = kS0 >= 0 ? kS0 : s[0], s1 = kS1 >= 0 ? kS1 : s[1], s2 = kS2 >= 0 ? kS2 : s[2];
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const T a = x[i * s1], b = y[i * s2];
     out[i] = c[i * s0] ? a : b;

@@ -85,10 +85,29 @@ class LogicKernel : public Kernel {
     }
     bool* py = y->mutable_data<bool>();
     // The op fixed per loop (a runtime choice per element kept the loops
-    // scalar and branchy).
+    // scalar and branchy), and the common steps of a broadcast run fixed
+    // too (runtime steps kept them from vectorizing).
     auto each = [&](auto fn) {
-      ForEachBroadcast2(shapes.out, a.shape(), shapes.b,
-                        [&](int64_t o, int64_t i, int64_t j) { py[o] = fn(i, j); });
+      BroadcastRuns runs(shapes.out, {a.shape(), shapes.b});
+      while (runs.Next()) {
+        bool* r = py + runs.out_offset();
+        const int64_t i = runs.offset(0), j = runs.offset(1), n = runs.length();
+        const int64_t si = runs.step(0), sj = runs.step(1);
+        // (An output is a buffer of its own or its input's exactly: the
+        // loops carry no dependence.)
+        if (si == 1 && sj == 1) {
+#pragma omp simd
+          for (int64_t k = 0; k < n; ++k) r[k] = fn(i + k, j + k);
+        } else if (si == 1 && sj == 0) {
+#pragma omp simd
+          for (int64_t k = 0; k < n; ++k) r[k] = fn(i + k, j);
+        } else if (si == 0 && sj == 1) {
+#pragma omp simd
+          for (int64_t k = 0; k < n; ++k) r[k] = fn(i, j + k);
+        } else {
+          for (int64_t k = 0; k < n; ++k) r[k] = fn(i + k * si, j + k * sj);
+        }
+      }
     };
     if constexpr (std::is_same_v<T, bool>) {
       // Bool bytes are read as bytes: a model may hold values other than 0/1.

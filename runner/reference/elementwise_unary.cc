@@ -143,7 +143,10 @@ class UnaryKernel : public Kernel {
       if constexpr (std::is_same_v<T, bool>) {
         // Not; bool bytes are read as bytes (a model may hold values other than 0/1).
         const uint8_t* bytes = x->data<uint8_t>();
-        for (int64_t i = 0; i < x->size(); ++i) py[i] = bytes[i] == 0;
+        uint8_t* out = reinterpret_cast<uint8_t*>(py);
+        const int64_t n = x->size();
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) out[i] = bytes[i] == 0;
       } else if constexpr (kIsInt<T>) {
         for (int64_t i = 0; i < x->size(); ++i) py[i] = ApplyInt(op_, px[i]);
       } else {
