@@ -2,6 +2,8 @@
 // error paths on malformed inputs and attributes, and numerics the ONNX
 // backend suites do not cover (wrapping integers, legacy broadcasting,
 // float8/int4 conversions, string formatting).
+#include "runner/reference/elementwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -107,6 +109,34 @@ TEST(ElementwiseArithTest, ModFollowsTheDivisorOrTheDividend) {
   EXPECT_EQ(RunOp("Mod", {Floats({1}, {1}), Floats({1}, {1})}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RunOp("Mod", {Floats({1}, {1}), Floats({1}, {1})}, {AttrInt("fmod", 2)}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElementwiseArithTest, BroadcastRunsAreAsLongAsTheInputsAllow) {
+  // Each run as (out_offset, length, offset0, step0, offset1, step1).
+  auto runs = [](const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins) {
+    std::vector<std::vector<int64_t>> all;
+    runner::reference::BroadcastRuns r(out, ins);
+    while (r.Next())
+      all.push_back({r.out_offset(), r.length(), r.offset(0), r.step(0), r.offset(1), r.step(1)});
+    return all;
+  };
+  using Runs = std::vector<std::vector<int64_t>>;
+  // Against a scalar, and two equal shapes: one run.
+  EXPECT_EQ(runs({2, 3, 4}, {{2, 3, 4}, {}}), (Runs{{0, 24, 0, 1, 0, 0}}));
+  EXPECT_EQ(runs({2, 3, 4}, {{2, 3, 4}, {2, 3, 4}}), (Runs{{0, 24, 0, 1, 0, 1}}));
+  // A per-channel operand [3, 1] against [2, 3, 4]: runs of 4, the
+  // channel's value repeated; dims of one value do not split runs.
+  EXPECT_EQ(runs({2, 3, 1, 4}, {{2, 3, 1, 4}, {3, 1, 1}}), (Runs{{0, 4, 0, 1, 0, 0},
+                                                                 {4, 4, 4, 1, 1, 0},
+                                                                 {8, 4, 8, 1, 2, 0},
+                                                                 {12, 4, 12, 1, 0, 0},
+                                                                 {16, 4, 16, 1, 1, 0},
+                                                                 {20, 4, 20, 1, 2, 0}}));
+  // A row [4] repeated over [2, 3]: one run per row, the row read again.
+  EXPECT_EQ(runs({2, 3, 4}, {{2, 3, 4}, {4}}).size(), 6u);
+  // Empty output: no run; scalar output: one.
+  EXPECT_TRUE(runs({2, 0, 4}, {{2, 0, 4}, {}}).empty());
+  EXPECT_EQ(runs({}, {{}, {}}), (Runs{{0, 1, 0, 0, 0, 0}}));
 }
 
 TEST(ElementwiseArithTest, FloatFmodIsBitExactWithLibm) {
