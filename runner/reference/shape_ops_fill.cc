@@ -351,6 +351,33 @@ void CumulateTyped(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, boo
   int64_t outer = n == 0 || inner == 0 ? 0 : x.size() / (n * inner);
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
+  if (inner > 1) {
+    // A row of inner running totals advanced together along the axis: the
+    // same additions in the same order per element, read along memory.
+    std::vector<C> acc(static_cast<size_t>(inner));
+    for (int64_t o = 0; o < outer; ++o) {
+      std::fill(acc.begin(), acc.end(), kProduct ? static_cast<C>(1) : C{});
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner;
+        const T* xr = px + at;
+        T* yr = py + at;
+        C* a = acc.data();
+        if (exclusive) {
+          for (int64_t in = 0; in < inner; ++in) {
+            const C v = static_cast<C>(xr[in]);
+            yr[in] = static_cast<T>(a[in]);
+            a[in] = kProduct ? Mul(a[in], v) : Add(a[in], v);
+          }
+        } else {
+          for (int64_t in = 0; in < inner; ++in) {
+            a[in] = kProduct ? Mul(a[in], static_cast<C>(xr[in])) : Add(a[in], static_cast<C>(xr[in]));
+            yr[in] = static_cast<T>(a[in]);
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       C acc = kProduct ? static_cast<C>(1) : C{};

@@ -203,6 +203,21 @@ TEST(ShapeOpsTest, CumSumWrapsIntegersAndRunsBackwards) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values<int32_t>(*y), (std::vector<int32_t>{6, 5, 0}));
   ExpectError(RunOp("CumSum", {Int32s({2}, {1, 2}), Int32s({}, {3})}), "out of range");
+  // Along a middle axis (rows of running totals), every direction.
+  const std::vector<int32_t> x = {1, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60};  // [2, 3, 2]
+  struct Case {
+    int64_t reverse, exclusive;
+    std::vector<int32_t> want;
+  };
+  for (const Case& c : std::vector<Case>{{0, 0, {1, 2, 4, 6, 9, 12, 10, 20, 40, 60, 90, 120}},
+                                         {0, 1, {0, 0, 1, 2, 4, 6, 0, 0, 10, 20, 40, 60}},
+                                         {1, 0, {9, 12, 8, 10, 5, 6, 90, 120, 80, 100, 50, 60}},
+                                         {1, 1, {8, 10, 5, 6, 0, 0, 80, 100, 50, 60, 0, 0}}}) {
+    y = RunOp("CumSum", {Int32s({2, 3, 2}, x), Int32s({}, {1})},
+              {AttrInt("reverse", c.reverse), AttrInt("exclusive", c.exclusive)});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(Values<int32_t>(*y), c.want) << "reverse " << c.reverse << " exclusive " << c.exclusive;
+  }
 }
 
 // --- Layout: Transpose, Concat, Split, Slice, Pad... ---
