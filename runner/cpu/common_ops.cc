@@ -353,14 +353,30 @@ class CastKernel : public CpuKernel {
       bool* out = y->mutable_data<bool>();
 #pragma omp parallel for if (n >= kParallelElements)
       for (int64_t i = 0; i < n; ++i) out[i] = in[i] != 0 || std::isnan(in[i]);
-    } else if (to_ == pb::kInt64) {
-      int64_t* out = y->mutable_data<int64_t>();
-#pragma omp parallel for if (n >= kParallelElements)
-      for (int64_t i = 0; i < n; ++i) out[i] = FloatToInt64Bits(in[i]);
     } else {
-      int32_t* out = y->mutable_data<int32_t>();
-#pragma omp parallel for if (n >= kParallelElements)
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(static_cast<uint32_t>(FloatToInt64Bits(in[i])));
+      // Values inside (-2^63, 2^63) truncate directly (vectorized); NaN and
+      // values beyond, where the hardware conversion differs from the
+      // reference's, are redone after.
+      int rare = 0;
+      auto convert = [&](auto* out) {
+        using O = std::remove_pointer_t<decltype(out)>;
+#pragma omp parallel for simd reduction(| : rare) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) {
+          const bool direct = std::fabs(in[i]) < 0x1p63f;
+          out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
+          rare |= !direct;
+        }
+        if (rare == 0) return;
+        for (int64_t i = 0; i < n; ++i) {
+          if (!(std::fabs(in[i]) < 0x1p63f))
+            out[i] = static_cast<O>(static_cast<uint64_t>(FloatToInt64Bits(in[i])));
+        }
+      };
+      if (to_ == pb::kInt64) {
+        convert(y->mutable_data<int64_t>());
+      } else {
+        convert(y->mutable_data<int32_t>());
+      }
     }
     return absl::OkStatus();
   }
