@@ -4,10 +4,12 @@
 // Expand, ScatterElements, Cast between float32 and int64 / int32 / int8 /
 // uint8 / bool / float16 / bfloat16 (float16 on the F16C instructions where
 // the CPU has them, a group holding NaN redone one by one so NaN keeps the
-// reference's bits), HardSigmoid, Floor, Ceil, Sign, Log and Softplus. Where,
-// Expand, ScatterElements, Cast, Floor, Ceil and Sign give the reference's
-// values bit for bit; HardSigmoid, Log and Softplus compute in double as the
-// reference does (runner/cpu/vector_math.h); the normalizations take their
+// reference's bits), HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin,
+// Cos, Softsign and Selu. Where, Expand, ScatterElements, Cast, Floor, Ceil,
+// Sign and Softsign give the reference's values bit for bit; HardSigmoid,
+// Log, Softplus, Sin and Cos compute in double as the reference does
+// (runner/cpu/vector_math.h), Selu too with an exponential within 1e-14
+// (a last-bit difference at most); the normalizations take their
 // sums in double in another order (they differ from the reference's
 // sequential sums in the last bits of a double, far below float precision).
 // Other types, shapes and attributes run on the reference kernel, which also
@@ -421,11 +423,21 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void HardSigmoidRow
   }
 }
 
-// HardSigmoid, Floor, Ceil, Sign, Log and Softplus on float32, in double as the
-// reference (runner/cpu/vector_math.h for Log and Softplus).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SoftsignRow(const float* x, float* y,
+                                                                              int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    y[i] = static_cast<float>(v / (1 + std::fabs(v)));
+  }
+}
+
+// HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin, Cos, Softsign and
+// Selu on float32, in double as the reference (runner/cpu/vector_math.h for
+// Log, Softplus, Sin, Cos and Selu's exponential).
 class UnaryRowKernel : public CpuKernel {
  public:
-  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus, kSign };
+  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus, kSign, kSin, kCos, kSoftsign, kSelu };
 
   UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
@@ -434,9 +446,15 @@ class UnaryRowKernel : public CpuKernel {
             : node.op_type() == "Ceil"      ? Op::kCeil
             : node.op_type() == "Log"       ? Op::kLog
             : node.op_type() == "Sign"      ? Op::kSign
+            : node.op_type() == "Sin"       ? Op::kSin
+            : node.op_type() == "Cos"       ? Op::kCos
+            : node.op_type() == "Softsign"  ? Op::kSoftsign
+            : node.op_type() == "Selu"      ? Op::kSelu
                                             : Op::kSoftplus),
-        alpha_(reference::AttrFloat(node, "alpha", 0.2f)),
-        beta_(reference::AttrFloat(node, "beta", 0.5f)) {}
+        alpha_(reference::AttrFloat(node, "alpha",
+                                    node.op_type() == "Selu" ? 1.67326319217681884765625f : 0.2f)),
+        beta_(reference::AttrFloat(node, "beta", 0.5f)),
+        gamma_(reference::AttrFloat(node, "gamma", 1.05070102214813232421875f)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
@@ -463,6 +481,16 @@ class UnaryRowKernel : public CpuKernel {
         case Op::kSign:
           SignRow(in + first, out + first, count);
           break;
+        case Op::kSin:
+        case Op::kCos:
+          SinCosRow(in + first, out + first, count, op_ == Op::kCos);
+          break;
+        case Op::kSoftsign:
+          SoftsignRow(in + first, out + first, count);
+          break;
+        case Op::kSelu:
+          SeluRow(in + first, out + first, count, alpha_, gamma_);
+          break;
       }
     }
     return absl::OkStatus();
@@ -470,7 +498,7 @@ class UnaryRowKernel : public CpuKernel {
 
  private:
   Op op_;
-  double alpha_, beta_;
+  double alpha_, beta_, gamma_;
 };
 
 // ScatterElements without reduction (GatherElements' inverse) where indices

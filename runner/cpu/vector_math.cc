@@ -293,4 +293,90 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float LogSumExpRow(
   return static_cast<float>(LogPositive(s) + m);
 }
 
+namespace {
+
+// sin(r) and cos(r) for |r| <= pi/4 in double: their Taylor series to r^21
+// and r^20 (truncation below 1e-24).
+inline double SinSmall(double r) {
+  const double r2 = r * r;
+  double p = -1.0 / 51090942171709440000.0;  // -1/21!
+  p = p * r2 + 1.0 / 121645100408832000.0;
+  p = p * r2 - 1.0 / 355687428096000.0;
+  p = p * r2 + 1.0 / 1307674368000.0;
+  p = p * r2 - 1.0 / 6227020800.0;
+  p = p * r2 + 1.0 / 39916800.0;
+  p = p * r2 - 1.0 / 362880.0;
+  p = p * r2 + 1.0 / 5040.0;
+  p = p * r2 - 1.0 / 120.0;
+  p = p * r2 + 1.0 / 6.0;
+  return r - r * r2 * p;
+}
+inline double CosSmall(double r) {
+  const double r2 = r * r;
+  double p = 1.0 / 2432902008176640000.0;  // 1/20!
+  p = p * r2 - 1.0 / 6402373705728000.0;
+  p = p * r2 + 1.0 / 20922789888000.0;
+  p = p * r2 - 1.0 / 87178291200.0;
+  p = p * r2 + 1.0 / 479001600.0;
+  p = p * r2 - 1.0 / 3628800.0;
+  p = p * r2 + 1.0 / 40320.0;
+  p = p * r2 - 1.0 / 720.0;
+  p = p * r2 + 1.0 / 24.0;
+  p = p * r2 - 0.5;
+  return 1 + r2 * p;
+}
+
+// Inputs below this magnitude are reduced by multiples of pi/2 in three
+// parts (the first of 33 bits, so k times it is exact); the others take
+// std::sin / std::cos.
+constexpr float kSinCosDirect = 0x1p19f;
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SinCosRow(const float* x, float* y,
+                                                                            int64_t n, bool cosine) {
+  constexpr double kTwoOverPi = 0.63661977236758134308;
+  constexpr double kPio2a = 1.57079632673412561417e+00;  // pi/2 = a + b + c
+  constexpr double kPio2b = 6.07710050630396597660e-11;
+  constexpr double kPio2c = 2.02226624879595063154e-21;
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
+  int rare = 0;
+#pragma omp simd reduction(| : rare)
+  for (int64_t i = 0; i < n; ++i) {
+    const bool direct = std::fabs(x[i]) < kSinCosDirect;
+    const double v = direct ? x[i] : 0.0;
+    // k = round(v * 2 / pi); its low bits are those of t's mantissa (an
+    // integer read from bits vectorizes where a conversion would not).
+    const double t = v * kTwoOverPi + kRound;
+    const double k = t - kRound;
+    const double r = ((v - k * kPio2a) - k * kPio2b) - k * kPio2c;
+    const uint64_t q = (std::bit_cast<uint64_t>(t) + (cosine ? 1 : 0)) & 3;  // cos(x) = sin(x + pi/2)
+    const double s = SinSmall(r), c = CosSmall(r);
+    double out = (q & 1) ? c : s;
+    out = (q & 2) ? -out : out;
+    out = v == 0 && !cosine ? v : out;  // sin(-0) is -0
+    // The others keep their input for the second pass (y may be x; a
+    // reduced result is within [-1, 1], so they are told apart).
+    y[i] = direct ? static_cast<float>(out) : x[i];
+    rare |= !direct;
+  }
+  if (rare == 0) return;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(std::fabs(y[i]) < kSinCosDirect)) {
+      const double v = y[i];
+      y[i] = static_cast<float>(cosine ? std::cos(v) : std::sin(v));
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SeluRow(const float* x, float* y, int64_t n,
+                                                                          double alpha, double gamma) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double e = ExpNonPositiveDouble(v > 0 ? 0.0 : v);  // NaN stays NaN
+    y[i] = static_cast<float>(v > 0 ? gamma * v : gamma * (alpha * e - alpha));
+  }
+}
+
 }  // namespace onnxkit::runner::cpu

@@ -56,6 +56,16 @@ void SoftplusRow(const float* x, float* y, int64_t n);
 void LogSumExpColumns(const float* x, int64_t rows, int64_t stride, int64_t n, float* y);
 // The same over n > 0 contiguous values.
 float LogSumExpRow(const float* x, int64_t n);
+// y[i] = sin(x[i]) (cos with `cosine`) computed in double and rounded to
+// float once, as the reference does with libm: the argument reduced by
+// multiples of pi/2 (in three parts) and the Taylor series of sin and cos
+// on what is left (|r| <= pi/4, error near double rounding); |x| >= 2^19,
+// infinities and NaN through libm. y may be x.
+void SinCosRow(const float* x, float* y, int64_t n, bool cosine);
+// y[i] = Selu(x[i]) as the reference computes it in double (gamma * x above
+// 0, else gamma * (alpha * e^x - alpha)), e^x by the vectorized
+// exponential (relative error below 1e-14); y may be x.
+void SeluRow(const float* x, float* y, int64_t n, double alpha, double gamma);
 
 }  // namespace onnxkit::runner::cpu
 

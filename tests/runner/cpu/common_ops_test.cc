@@ -1,5 +1,6 @@
 // The cpu backend's Where, Expand, ScatterElements, RoiAlign, Cast,
-// HardSigmoid, Floor, Ceil, Log, Softplus and InstanceNormalization kernels
+// HardSigmoid, Floor, Ceil, Log, Softplus, Sign, Sin, Cos, Softsign, Selu
+// and InstanceNormalization kernels
 // (runner/cpu/common_ops.cc) against the reference kernels: broadcasts of
 // every kind, element types by size, rois of every kind, conversion edge
 // cases (NaN, infinities, values beyond int64), NaN in normalized planes,
@@ -354,20 +355,27 @@ TEST(CpuCommonOpsTest, CastBetweenFloatAndHalvesBitForBit) {
   }
 }
 
-TEST(CpuCommonOpsTest, HardSigmoidFloorCeilLogSoftplusSign) {
+TEST(CpuCommonOpsTest, UnaryRowsMatchTheReference) {
   runner::Tensor x = RandomFloats({3, 50, 700}, 8, -8.f, 8.f);
   const float inf = std::numeric_limits<float>::infinity();
   float* p = x.mutable_data<float>();
   p[0] = std::numeric_limits<float>::quiet_NaN(), p[1] = inf, p[2] = -inf, p[3] = -0.f, p[4] = 2.5f, p[5] = -2.5f;
   p[6] = 0.f;
-  for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign"}) {
+  p[7] = 3e7f, p[8] = -1e30f;  // past Sin and Cos's reduced range
+  for (std::string op :
+       {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign", "Sin", "Cos", "Softsign", "Selu"}) {
     std::vector<pb::AttributeProto> attrs;
     if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
     GraphBuilder g("g");
     g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
     SCOPED_TRACE(op);
-    ExpectSame(g.Build(), {{"x", x}}, 13);
+    // Selu's vectorized exponential: a last-bit difference at most.
+    ExpectSame(g.Build(), {{"x", x}}, 13, 0, op == "Selu" ? 2e-7 : 0);
   }
+  // Selu with its own alpha and gamma.
+  GraphBuilder selu("g");
+  selu.Input("x").Node("Selu", {"x"}, {"y"}, {AttrFloat("alpha", 2.f), AttrFloat("gamma", 0.5f)}).Output("y");
+  ExpectSame(selu.Build(), {{"x", x}}, 13, 0, 2e-7);
   // float64 runs on the reference kernel.
   GraphBuilder d("g");
   d.Input("x", pb::kDouble).Node("Floor", {"x"}, {"y"}).Output("y", pb::kDouble);

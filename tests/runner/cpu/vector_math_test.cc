@@ -137,5 +137,54 @@ TEST(VectorMathTest, SoftplusRoundsAsTheDoubleSoftplus) {
       "softplus");
 }
 
+TEST(VectorMathTest, SinAndCosRoundAsTheDoubleFunctions) {
+  ExpectReferenceRounding([](const float* x, float* y, int64_t n) { SinCosRow(x, y, n, false); },
+                          [](double x) { return std::sin(x); }, "sin");
+  ExpectReferenceRounding([](const float* x, float* y, int64_t n) { SinCosRow(x, y, n, true); },
+                          [](double x) { return std::cos(x); }, "cos");
+  // In place, with values past the reduced range mixed in.
+  std::vector<float> v = {0.5f, 1e7f, -3.f, std::numeric_limits<float>::infinity(), 7e5f, -0.f};
+  std::vector<float> want;
+  for (float f : v) want.push_back(static_cast<float>(std::sin(static_cast<double>(f))));
+  SinCosRow(v.data(), v.data(), static_cast<int64_t>(v.size()), false);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(v[i])) << i;
+    } else {
+      EXPECT_EQ(v[i], want[i]) << i;
+    }
+  }
+  EXPECT_TRUE(std::signbit(v[5]));
+}
+
+TEST(VectorMathTest, SeluIsWithinItsExponentialsErrorOfTheReference) {
+  // gamma * (alpha * e^x - alpha) cancels near 0, where the vectorized
+  // exponential's 1e-14 (libm's is about 1e-16) shows: within 1e-13
+  // absolute there, else the same float but for a last-bit rounding.
+  const double alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+  std::vector<float> x = ManyFloats();
+  std::vector<float> y(x.size());
+  SeluRow(x.data(), y.data(), static_cast<int64_t>(x.size()), alpha, gamma);
+  int64_t off = 0, last_bit = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const float want = static_cast<float>(v > 0 ? gamma * v : gamma * (alpha * std::exp(v) - alpha));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(y[i])) << "x = " << x[i];
+      continue;
+    }
+    if (want == y[i]) continue;
+    const double err = std::fabs(static_cast<double>(y[i]) - want);
+    if (err <= 1e-13) continue;
+    if (err <= std::fabs(static_cast<double>(want)) * 1.2e-7) {
+      ++last_bit;
+    } else if (off++ < 3) {
+      ADD_FAILURE() << "selu(" << x[i] << ") = " << y[i] << ", reference " << want;
+    }
+  }
+  EXPECT_EQ(off, 0);
+  EXPECT_LT(last_bit, static_cast<int64_t>(x.size()) / 10000) << "last-bit differences";
+}
+
 }  // namespace
 }  // namespace onnxkit::runner::cpu
