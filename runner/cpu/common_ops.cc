@@ -5,11 +5,12 @@
 // uint8 / bool / float16 / bfloat16 (float16 on the F16C instructions where
 // the CPU has them, a group holding NaN redone one by one so NaN keeps the
 // reference's bits), HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin,
-// Cos, Softsign and Selu. Where, Expand, ScatterElements, Cast, Floor, Ceil,
-// Sign and Softsign give the reference's values bit for bit; HardSigmoid,
-// Log, Softplus, Sin and Cos compute in double as the reference does
-// (runner/cpu/vector_math.h), Selu too with an exponential within 1e-14
-// (a last-bit difference at most); the normalizations take their
+// Cos, Softsign, Selu, Celu and ThresholdedRelu. Where, Expand,
+// ScatterElements, Cast, Floor, Ceil, Sign, Softsign and ThresholdedRelu
+// give the reference's values bit for bit; HardSigmoid, Log, Softplus, Sin
+// and Cos compute in double as the reference does
+// (runner/cpu/vector_math.h), Selu and Celu too with an exponential within
+// 1e-14 (a last-bit difference at most); the normalizations take their
 // sums in double in another order (they differ from the reference's
 // sequential sums in the last bits of a double, far below float precision).
 // Other types, shapes and attributes run on the reference kernel, which also
@@ -432,27 +433,47 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SoftsignRow(co
   }
 }
 
-// HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin, Cos, Softsign and
-// Selu on float32, in double as the reference (runner/cpu/vector_math.h for
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ThresholdedReluRow(const float* x, float* y,
+                                                                                     int64_t n, float alpha) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > alpha ? x[i] : 0.f;  // NaN gives 0, as the reference
+}
+
+// HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin, Cos, Softsign, Selu,
+// Celu and ThresholdedRelu on float32, in double as the reference (runner/cpu/vector_math.h for
 // Log, Softplus, Sin, Cos and Selu's exponential).
 class UnaryRowKernel : public CpuKernel {
  public:
-  enum class Op { kHardSigmoid, kFloor, kCeil, kLog, kSoftplus, kSign, kSin, kCos, kSoftsign, kSelu };
+  enum class Op {
+    kHardSigmoid,
+    kFloor,
+    kCeil,
+    kLog,
+    kSoftplus,
+    kSign,
+    kSin,
+    kCos,
+    kSoftsign,
+    kSelu,
+    kCelu,
+    kThresholdedRelu
+  };
 
   UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
       : CpuKernel(std::move(fallback)),
-        op_(node.op_type() == "HardSigmoid" ? Op::kHardSigmoid
-            : node.op_type() == "Floor"     ? Op::kFloor
-            : node.op_type() == "Ceil"      ? Op::kCeil
-            : node.op_type() == "Log"       ? Op::kLog
-            : node.op_type() == "Sign"      ? Op::kSign
-            : node.op_type() == "Sin"       ? Op::kSin
-            : node.op_type() == "Cos"       ? Op::kCos
-            : node.op_type() == "Softsign"  ? Op::kSoftsign
-            : node.op_type() == "Selu"      ? Op::kSelu
-                                            : Op::kSoftplus),
-        alpha_(reference::AttrFloat(node, "alpha",
-                                    node.op_type() == "Selu" ? 1.67326319217681884765625f : 0.2f)),
+        op_(node.op_type() == "HardSigmoid"       ? Op::kHardSigmoid
+            : node.op_type() == "Floor"           ? Op::kFloor
+            : node.op_type() == "Ceil"            ? Op::kCeil
+            : node.op_type() == "Log"             ? Op::kLog
+            : node.op_type() == "Sign"            ? Op::kSign
+            : node.op_type() == "Sin"             ? Op::kSin
+            : node.op_type() == "Cos"             ? Op::kCos
+            : node.op_type() == "Softsign"        ? Op::kSoftsign
+            : node.op_type() == "Selu"            ? Op::kSelu
+            : node.op_type() == "Celu"            ? Op::kCelu
+            : node.op_type() == "ThresholdedRelu" ? Op::kThresholdedRelu
+                                                  : Op::kSoftplus),
+        alpha_(reference::AttrFloat(node, "alpha", DefaultAlpha(node.op_type()))),
         beta_(reference::AttrFloat(node, "beta", 0.5f)),
         gamma_(reference::AttrFloat(node, "gamma", 1.05070102214813232421875f)) {}
 
@@ -491,12 +512,24 @@ class UnaryRowKernel : public CpuKernel {
         case Op::kSelu:
           SeluRow(in + first, out + first, count, alpha_, gamma_);
           break;
+        case Op::kCelu:
+          CeluRow(in + first, out + first, count, alpha_);
+          break;
+        case Op::kThresholdedRelu:
+          ThresholdedReluRow(in + first, out + first, count, static_cast<float>(alpha_));
+          break;
       }
     }
     return absl::OkStatus();
   }
 
  private:
+  static float DefaultAlpha(const std::string& op) {
+    if (op == "Selu") return 1.67326319217681884765625f;
+    if (op == "Celu" || op == "ThresholdedRelu") return 1.f;
+    return 0.2f;  // HardSigmoid
+  }
+
   Op op_;
   double alpha_, beta_, gamma_;
 };

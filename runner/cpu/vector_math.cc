@@ -379,4 +379,38 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SeluRow(const 
   }
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void CeluRow(const float* x, float* y, int64_t n,
+                                                                          double alpha) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double u = v / alpha;
+    // expm1(u) for u <= 0: e^u - 1 below -0.5 (no cancellation to speak
+    // of), its series to u^17 above (truncation below 1e-20).
+    const double w = u < 0 ? u : 0.0;    // NaN stays NaN
+    double p = 1.0 / 355687428096000.0;  // 1/17!
+    p = p * w + 1.0 / 20922789888000.0;
+    p = p * w + 1.0 / 1307674368000.0;
+    p = p * w + 1.0 / 87178291200.0;
+    p = p * w + 1.0 / 6227020800.0;
+    p = p * w + 1.0 / 479001600.0;
+    p = p * w + 1.0 / 39916800.0;
+    p = p * w + 1.0 / 3628800.0;
+    p = p * w + 1.0 / 362880.0;
+    p = p * w + 1.0 / 40320.0;
+    p = p * w + 1.0 / 5040.0;
+    p = p * w + 1.0 / 720.0;
+    p = p * w + 1.0 / 120.0;
+    p = p * w + 1.0 / 24.0;
+    p = p * w + 1.0 / 6.0;
+    p = p * w + 0.5;
+    const double series = w + w * w * p;
+    const double em1 = w < -0.5 ? ExpNonPositiveDouble(w) - 1 : series;
+    // The reference's std::max(0, x) + std::min(0, alpha * expm1(x / alpha)),
+    // NaN giving 0 as those do.
+    const double e = alpha * em1;
+    y[i] = static_cast<float>((0.0 < v ? v : 0.0) + (e < 0.0 ? e : 0.0));
+  }
+}
+
 }  // namespace onnxkit::runner::cpu

@@ -66,6 +66,11 @@ void SinCosRow(const float* x, float* y, int64_t n, bool cosine);
 // 0, else gamma * (alpha * e^x - alpha)), e^x by the vectorized
 // exponential (relative error below 1e-14); y may be x.
 void SeluRow(const float* x, float* y, int64_t n, double alpha, double gamma);
+// y[i] = Celu(x[i]) = max(0, x) + min(0, alpha * expm1(x / alpha)) in double
+// (expm1 by its series near 0, through the vectorized exponential below
+// -0.5: within 1e-14), NaN giving 0 as the reference's max and min do; y
+// may be x.
+void CeluRow(const float* x, float* y, int64_t n, double alpha);
 
 }  // namespace onnxkit::runner::cpu
 

@@ -362,20 +362,28 @@ TEST(CpuCommonOpsTest, UnaryRowsMatchTheReference) {
   p[0] = std::numeric_limits<float>::quiet_NaN(), p[1] = inf, p[2] = -inf, p[3] = -0.f, p[4] = 2.5f, p[5] = -2.5f;
   p[6] = 0.f;
   p[7] = 3e7f, p[8] = -1e30f;  // past Sin and Cos's reduced range
-  for (std::string op :
-       {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign", "Sin", "Cos", "Softsign", "Selu"}) {
+  for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign", "Sin", "Cos", "Softsign",
+                         "Selu", "Celu", "ThresholdedRelu"}) {
     std::vector<pb::AttributeProto> attrs;
     if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
     GraphBuilder g("g");
     g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
     SCOPED_TRACE(op);
-    // Selu's vectorized exponential: a last-bit difference at most.
-    ExpectSame(g.Build(), {{"x", x}}, 13, 0, op == "Selu" ? 2e-7 : 0);
+    // Selu's and Celu's vectorized exponential: a last-bit difference at most.
+    ExpectSame(g.Build(), {{"x", x}}, 13, 0, op == "Selu" || op == "Celu" ? 2e-7 : 0);
   }
   // Selu with its own alpha and gamma.
   GraphBuilder selu("g");
   selu.Input("x").Node("Selu", {"x"}, {"y"}, {AttrFloat("alpha", 2.f), AttrFloat("gamma", 0.5f)}).Output("y");
   ExpectSame(selu.Build(), {{"x", x}}, 13, 0, 2e-7);
+  for (float alpha : {0.5f, 3.f}) {
+    GraphBuilder celu("g");
+    celu.Input("x").Node("Celu", {"x"}, {"y"}, {AttrFloat("alpha", alpha)}).Output("y");
+    ExpectSame(celu.Build(), {{"x", x}}, 13, 0, 2e-7);
+    GraphBuilder thresholded("g");
+    thresholded.Input("x").Node("ThresholdedRelu", {"x"}, {"y"}, {AttrFloat("alpha", alpha)}).Output("y");
+    ExpectSame(thresholded.Build(), {{"x", x}}, 13);
+  }
   // float64 runs on the reference kernel.
   GraphBuilder d("g");
   d.Input("x", pb::kDouble).Node("Floor", {"x"}, {"y"}).Output("y", pb::kDouble);

@@ -157,6 +157,29 @@ TEST(VectorMathTest, SinAndCosRoundAsTheDoubleFunctions) {
   EXPECT_TRUE(std::signbit(v[5]));
 }
 
+TEST(VectorMathTest, CeluRoundsAsTheDoubleCelu) {
+  // expm1 by its series near 0 and through the exponential below -0.5:
+  // the reference's float but for rare last-bit roundings.
+  for (double alpha : {1.0, 0.25, 4.0}) {
+    std::vector<float> x = ManyFloats();
+    std::vector<float> y(x.size());
+    CeluRow(x.data(), y.data(), static_cast<int64_t>(x.size()), alpha);
+    int64_t off = 0, last_bit = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      const float want = static_cast<float>(std::max(0.0, v) + std::min(0.0, alpha * std::expm1(v / alpha)));
+      if (want == y[i] || (std::isnan(want) && std::isnan(y[i]))) continue;
+      if (std::fabs(static_cast<double>(y[i]) - want) <= std::fabs(static_cast<double>(want)) * 1.2e-7) {
+        ++last_bit;
+      } else if (off++ < 3) {
+        ADD_FAILURE() << "celu(" << x[i] << ", " << alpha << ") = " << y[i] << ", reference " << want;
+      }
+    }
+    EXPECT_EQ(off, 0);
+    EXPECT_LT(last_bit, static_cast<int64_t>(x.size()) / 100000) << "last-bit differences, alpha " << alpha;
+  }
+}
+
 TEST(VectorMathTest, SeluIsWithinItsExponentialsErrorOfTheReference) {
   // gamma * (alpha * e^x - alpha) cancels near 0, where the vectorized
   // exponential's 1e-14 (libm's is about 1e-16) shows: within 1e-13
