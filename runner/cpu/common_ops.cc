@@ -5,10 +5,10 @@
 // uint8 / bool / float16 / bfloat16 (float16 on the F16C instructions where
 // the CPU has them, a group holding NaN redone one by one so NaN keeps the
 // reference's bits), HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin,
-// Cos, Softsign, Selu, Celu and ThresholdedRelu. Where, Expand,
-// ScatterElements, Cast, Floor, Ceil, Sign, Softsign and ThresholdedRelu
-// give the reference's values bit for bit; HardSigmoid, Log, Softplus, Sin
-// and Cos compute in double as the reference does
+// Cos, Atan, Asin, Acos, Softsign, Selu, Celu and ThresholdedRelu. Where,
+// Expand, ScatterElements, Cast, Floor, Ceil, Sign, Softsign and
+// ThresholdedRelu give the reference's values bit for bit; HardSigmoid, Log,
+// Softplus, Sin, Cos, Atan, Asin and Acos compute in double as the reference does
 // (runner/cpu/vector_math.h), Selu and Celu too with an exponential within
 // 1e-14 (a last-bit difference at most); the normalizations take their
 // sums in double in another order (they differ from the reference's
@@ -456,7 +456,10 @@ class UnaryRowKernel : public CpuKernel {
     kSoftsign,
     kSelu,
     kCelu,
-    kThresholdedRelu
+    kThresholdedRelu,
+    kAtan,
+    kAsin,
+    kAcos
   };
 
   UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
@@ -472,6 +475,9 @@ class UnaryRowKernel : public CpuKernel {
             : node.op_type() == "Selu"            ? Op::kSelu
             : node.op_type() == "Celu"            ? Op::kCelu
             : node.op_type() == "ThresholdedRelu" ? Op::kThresholdedRelu
+            : node.op_type() == "Atan"            ? Op::kAtan
+            : node.op_type() == "Asin"            ? Op::kAsin
+            : node.op_type() == "Acos"            ? Op::kAcos
                                                   : Op::kSoftplus),
         alpha_(reference::AttrFloat(node, "alpha", DefaultAlpha(node.op_type()))),
         beta_(reference::AttrFloat(node, "beta", 0.5f)),
@@ -517,6 +523,15 @@ class UnaryRowKernel : public CpuKernel {
           break;
         case Op::kThresholdedRelu:
           ThresholdedReluRow(in + first, out + first, count, static_cast<float>(alpha_));
+          break;
+        case Op::kAtan:
+          ArcRow(in + first, out + first, count, ArcFunction::kAtan);
+          break;
+        case Op::kAsin:
+          ArcRow(in + first, out + first, count, ArcFunction::kAsin);
+          break;
+        case Op::kAcos:
+          ArcRow(in + first, out + first, count, ArcFunction::kAcos);
           break;
       }
     }

@@ -331,10 +331,8 @@ inline double CosSmall(double r) {
 // std::sin / std::cos.
 constexpr float kSinCosDirect = 0x1p19f;
 
-}  // namespace
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SinCosRow(const float* x, float* y,
-                                                                            int64_t n, bool cosine) {
+template <bool kCosine>
+__attribute__((always_inline)) inline void SinCosLoop(const float* x, float* y, int64_t n) {
   constexpr double kTwoOverPi = 0.63661977236758134308;
   constexpr double kPio2a = 1.57079632673412561417e+00;  // pi/2 = a + b + c
   constexpr double kPio2b = 6.07710050630396597660e-11;
@@ -350,11 +348,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SinCosRow(cons
     const double t = v * kTwoOverPi + kRound;
     const double k = t - kRound;
     const double r = ((v - k * kPio2a) - k * kPio2b) - k * kPio2c;
-    const uint64_t q = (std::bit_cast<uint64_t>(t) + (cosine ? 1 : 0)) & 3;  // cos(x) = sin(x + pi/2)
+    const uint64_t q = (std::bit_cast<uint64_t>(t) + (kCosine ? 1 : 0)) & 3;  // cos(x) = sin(x + pi/2)
     const double s = SinSmall(r), c = CosSmall(r);
     double out = (q & 1) ? c : s;
     out = (q & 2) ? -out : out;
-    out = v == 0 && !cosine ? v : out;  // sin(-0) is -0
+    if constexpr (!kCosine) out = v == 0 ? v : out;  // sin(-0) is -0
     // The others keep their input for the second pass (y may be x; a
     // reduced result is within [-1, 1], so they are told apart).
     y[i] = direct ? static_cast<float>(out) : x[i];
@@ -364,8 +362,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SinCosRow(cons
   for (int64_t i = 0; i < n; ++i) {
     if (!(std::fabs(y[i]) < kSinCosDirect)) {
       const double v = y[i];
-      y[i] = static_cast<float>(cosine ? std::cos(v) : std::sin(v));
+      y[i] = static_cast<float>(kCosine ? std::cos(v) : std::sin(v));
     }
+  }
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SinCosRow(const float* x, float* y,
+                                                                            int64_t n, bool cosine) {
+  if (cosine) {
+    SinCosLoop<true>(x, y, n);
+  } else {
+    SinCosLoop<false>(x, y, n);
   }
 }
 
@@ -410,6 +419,85 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CeluRow(const 
     // NaN giving 0 as those do.
     const double e = alpha * em1;
     y[i] = static_cast<float>((0.0 < v ? v : 0.0) + (e < 0.0 ? e : 0.0));
+  }
+}
+
+namespace {
+
+// atan(a) for a >= 0 (NaN stays NaN, +inf gives pi/2) in double: above 1
+// through pi/2 - atan(1/a), above tan(pi/12) through pi/6 + atan of
+// (t sqrt3 - 1) / (t + sqrt3), then the odd series to u^31 on |u| <=
+// tan(pi/12) (truncation below 1e-18 of u).
+inline double AtanNonNegative(double a) {
+  constexpr double kPi2 = 1.5707963267948966192, kPi6 = 0.52359877559829887308;
+  constexpr double kSqrt3 = 1.7320508075688772935, kTanPi12 = 0.26794919243112270647;
+  // Both sides of each choice are computed (a division only on one side
+  // keeps the loop from vectorizing).
+  const bool inverted = a > 1;
+  const double reciprocal = 1 / a;
+  const double t = inverted ? reciprocal : a;
+  const bool shifted = t > kTanPi12;
+  const double moved = (t * kSqrt3 - 1) / (t + kSqrt3);
+  const double u = shifted ? moved : t;
+  const double u2 = u * u;
+  double p = -1.0 / 31;
+  p = p * u2 + 1.0 / 29;
+  p = p * u2 - 1.0 / 27;
+  p = p * u2 + 1.0 / 25;
+  p = p * u2 - 1.0 / 23;
+  p = p * u2 + 1.0 / 21;
+  p = p * u2 - 1.0 / 19;
+  p = p * u2 + 1.0 / 17;
+  p = p * u2 - 1.0 / 15;
+  p = p * u2 + 1.0 / 13;
+  p = p * u2 - 1.0 / 11;
+  p = p * u2 + 1.0 / 9;
+  p = p * u2 - 1.0 / 7;
+  p = p * u2 + 1.0 / 5;
+  p = p * u2 - 1.0 / 3;
+  double r = u + u * u2 * p;
+  r = shifted ? kPi6 + r : r;
+  return inverted ? kPi2 - r : r;
+}
+
+}  // namespace
+
+namespace {
+
+template <ArcFunction F>
+__attribute__((always_inline)) inline void ArcLoop(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    double r;
+    if constexpr (F == ArcFunction::kAtan) {
+      r = std::copysign(AtanNonNegative(std::fabs(v)), v);
+    } else if constexpr (F == ArcFunction::kAsin) {
+      // asin(v) = atan(v / sqrt(1 - v^2)); 1 - v^2 as (1 - v)(1 + v),
+      // exact for a float v. |v| > 1 gives NaN, |v| = 1 pi/2.
+      r = std::copysign(AtanNonNegative(std::fabs(v) / std::sqrt((1 - v) * (1 + v))), v);
+    } else {
+      // acos(v) = 2 atan(sqrt((1 - v) / (1 + v))): 0 at 1, pi at -1.
+      r = 2 * AtanNonNegative(std::sqrt((1 - v) / (1 + v)));
+    }
+    y[i] = static_cast<float>(r);
+  }
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ArcRow(const float* x, float* y, int64_t n,
+                                                                         ArcFunction f) {
+  switch (f) {
+    case ArcFunction::kAtan:
+      ArcLoop<ArcFunction::kAtan>(x, y, n);
+      break;
+    case ArcFunction::kAsin:
+      ArcLoop<ArcFunction::kAsin>(x, y, n);
+      break;
+    case ArcFunction::kAcos:
+      ArcLoop<ArcFunction::kAcos>(x, y, n);
+      break;
   }
 }
 

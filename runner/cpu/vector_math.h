@@ -71,6 +71,12 @@ void SeluRow(const float* x, float* y, int64_t n, double alpha, double gamma);
 // -0.5: within 1e-14), NaN giving 0 as the reference's max and min do; y
 // may be x.
 void CeluRow(const float* x, float* y, int64_t n, double alpha);
+// y[i] = atan, asin or acos of x[i] in double, rounded to float once as the
+// reference does with libm: one arctangent (series on a reduced argument,
+// error near double rounding) for all three; NaN and |x| > 1 (asin, acos)
+// give NaN, signed zeros keep their sign. y may be x.
+enum class ArcFunction { kAtan, kAsin, kAcos };
+void ArcRow(const float* x, float* y, int64_t n, ArcFunction f);
 
 }  // namespace onnxkit::runner::cpu
 

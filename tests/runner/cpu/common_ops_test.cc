@@ -363,7 +363,7 @@ TEST(CpuCommonOpsTest, UnaryRowsMatchTheReference) {
   p[6] = 0.f;
   p[7] = 3e7f, p[8] = -1e30f;  // past Sin and Cos's reduced range
   for (std::string op : {"HardSigmoid", "Floor", "Ceil", "Log", "Softplus", "Sign", "Sin", "Cos", "Softsign",
-                         "Selu", "Celu", "ThresholdedRelu"}) {
+                         "Selu", "Celu", "ThresholdedRelu", "Atan", "Asin", "Acos"}) {
     std::vector<pb::AttributeProto> attrs;
     if (op == "HardSigmoid") attrs = {AttrFloat("alpha", 0.1666667f), AttrFloat("beta", 0.5f)};
     GraphBuilder g("g");

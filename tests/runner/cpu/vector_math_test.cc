@@ -157,6 +157,15 @@ TEST(VectorMathTest, SinAndCosRoundAsTheDoubleFunctions) {
   EXPECT_TRUE(std::signbit(v[5]));
 }
 
+TEST(VectorMathTest, AtanAsinAcosRoundAsTheDoubleFunctions) {
+  ExpectReferenceRounding([](const float* x, float* y, int64_t n) { ArcRow(x, y, n, ArcFunction::kAtan); },
+                          [](double x) { return std::atan(x); }, "atan");
+  ExpectReferenceRounding([](const float* x, float* y, int64_t n) { ArcRow(x, y, n, ArcFunction::kAsin); },
+                          [](double x) { return std::asin(x); }, "asin");
+  ExpectReferenceRounding([](const float* x, float* y, int64_t n) { ArcRow(x, y, n, ArcFunction::kAcos); },
+                          [](double x) { return std::acos(x); }, "acos");
+}
+
 TEST(VectorMathTest, CeluRoundsAsTheDoubleCelu) {
   // expm1 by its series near 0 and through the exponential below -0.5:
   // the reference's float but for rare last-bit roundings.
