@@ -140,11 +140,13 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
       hi = std::max(hi, p[i]);
       ++n;
     }
-    if (n == 0) return;
+    const int64_t nonfinite = v.tensor().size() - n;
     auto [it, fresh] = cal.tensors.try_emplace(name);
     TensorRange& r = it->second;
-    r.min = fresh ? lo : std::min<double>(r.min, lo);
-    r.max = fresh ? hi : std::max<double>(r.max, hi);
+    r.nonfinite += nonfinite;
+    if (n == 0) return;
+    r.min = fresh || r.count == 0 ? lo : std::min<double>(r.min, lo);
+    r.max = fresh || r.count == 0 ? hi : std::max<double>(r.max, hi);
     r.count += n;
   };
   so.observer = [&minmax](const ir::Value& value, const runner::RtValue& v) -> absl::Status {

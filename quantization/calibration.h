@@ -53,6 +53,10 @@ std::unique_ptr<SampleSource> SliceSamples(const SampleSource* base, int begin, 
 struct TensorRange {
   double min = 0, max = 0;
   int64_t count = 0;          // elements seen (finite)
+  // NaN and infinite elements seen. A tensor that held any (an attention
+  // mask's -inf, a value that overflowed) is not quantized: its non-finite
+  // values would come back finite (a mask would mask nothing).
+  int64_t nonfinite = 0;
   std::vector<double> hist;   // signed, bins over [min, max]; empty after minmax-only calibration
 };
 

@@ -1,9 +1,11 @@
 // --save-calibration / --load-calibration: the calibration as JSON
 //   {"format": "onnxkit-calibration", "version": 1, "bins": 2048, "samples": 30,
 //    "tensors": [{"name": "x", "min": -1.5, "max": 2.0, "count": 4800, "hist": [..]}]}
+//   ("nonfinite": N where calibration saw N NaN or infinite values)
 // and a small reader for exactly that shape (objects, arrays, strings,
 // numbers), bounded in depth, never trusting sizes from the file.
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -122,9 +124,14 @@ absl::StatusOr<TensorRange> ReadTensor(Reader& r, std::string* name) {
       ONNXKIT_ASSIGN_OR_RETURN(t.min, r.Number());
     } else if (key == "max") {
       ONNXKIT_ASSIGN_OR_RETURN(t.max, r.Number());
-    } else if (key == "count") {
+    } else if (key == "count" || key == "nonfinite") {
       ONNXKIT_ASSIGN_OR_RETURN(double c, r.Number());
-      t.count = static_cast<int64_t>(c);
+      // A count must be a whole number an int64_t holds (the cast of any
+      // other double is undefined).
+      if (!(c >= 0 && c <= 9.0e18) || c != std::floor(c)) {
+        return r.Error(absl::StrCat("tensor '", *name, "': ", key, " is not a count"));
+      }
+      (key == "count" ? t.count : t.nonfinite) = static_cast<int64_t>(c);
     } else if (key == "hist") {
       return r.Array([&]() -> absl::Status {
         ONNXKIT_ASSIGN_OR_RETURN(double v, r.Number());
@@ -157,6 +164,7 @@ std::string CalibrationToJson(const Calibration& c) {
     w.KeyDouble("min", t.min);
     w.KeyDouble("max", t.max);
     w.KeyInt("count", t.count);
+    if (t.nonfinite > 0) w.KeyInt("nonfinite", t.nonfinite);
     w.Key("hist");
     w.BeginArray();
     for (double h : t.hist) w.Double(h);
@@ -174,6 +182,8 @@ absl::StatusOr<Calibration> CalibrationFromJson(std::string_view json) {
   ONNXKIT_RETURN_IF_ERROR(r.Object([&](const std::string& key) -> absl::Status {
     if (key == "bins" || key == "samples") {
       ONNXKIT_ASSIGN_OR_RETURN(double v, r.Number());
+      if (!(v >= 0 && v <= 1 << 30) || v != std::floor(v))
+        return r.Error(absl::StrCat(key, " is not a count"));
       (key == "bins" ? c.bins : c.samples) = static_cast<int>(v);
       return absl::OkStatus();
     }

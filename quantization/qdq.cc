@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <regex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
@@ -83,6 +84,9 @@ class Inserter {
     return absl::OkStatus();
   }
 
+  // The activations left float because calibration saw NaN or infinity.
+  const std::set<std::string>& nonfinite() const { return nonfinite_; }
+
   absl::Status Apply(QdqResult* result) {
     for (ActivationRecord& a : records_) ONNXKIT_RETURN_IF_ERROR(InsertPair(a));
     for (const WeightJob& job : weights_) ONNXKIT_RETURN_IF_ERROR(QuantizeWeightInput(job, result));
@@ -91,8 +95,19 @@ class Inserter {
   }
 
  private:
-  bool Calibrated(const ir::Value* v) const {
-    return v != nullptr && !v->IsConstant() && v->graph() == &graph_ && cal_.tensors.count(v->name()) > 0;
+  // True when `v` is an activation of this graph with a calibrated range
+  // of finite values only. One that held NaN or an infinity (an attention
+  // mask's -inf) stays float: quantized, those values would come back
+  // finite, and a mask would mask nothing.
+  bool Calibrated(const ir::Value* v) {
+    if (v == nullptr || v->IsConstant() || v->graph() != &graph_) return false;
+    auto it = cal_.tensors.find(v->name());
+    if (it == cal_.tensors.end()) return false;
+    if (it->second.nonfinite > 0 || it->second.count == 0) {
+      if (it->second.nonfinite > 0) nonfinite_.insert(v->name());
+      return false;
+    }
+    return true;
   }
 
   // The calibration entry whose range quantizes `v`: with uint8 activations,
@@ -103,7 +118,7 @@ class Inserter {
     ir::Node* next = passes::SoleConsumer(v);
     if (next == nullptr || next->num_outputs() < 1 || next->output(0) == nullptr) return own;
     auto it = cal_.tensors.find(next->output(0)->name());
-    if (it == cal_.tensors.end()) return own;
+    if (it == cal_.tensors.end() || it->second.nonfinite > 0 || it->second.count == 0) return own;
     *narrowed = true;
     if (next->op_type() == "Relu") return it->second;
     if (next->op_type() == "Clip" && it->second.min >= 0 && own.min < 0) {
@@ -297,6 +312,7 @@ class Inserter {
   bool per_channel_ = true;
   std::vector<ActivationRecord> records_;
   std::map<std::string, size_t> planned_;
+  std::set<std::string> nonfinite_;  // activations left float: NaN or infinity in calibration
   std::vector<WeightJob> weights_;
 };
 
@@ -318,8 +334,27 @@ absl::StatusOr<QdqResult> InsertQdq(const io::LoadedModel& model, const Calibrat
     inserters.push_back(std::make_unique<Inserter>(*m, *g, calibration, options, model.base_dir));
     ONNXKIT_RETURN_IF_ERROR(inserters.back()->Plan(&result, &index));
   }
-  for (const std::unique_ptr<Inserter>& inserter : inserters)
+  std::set<std::string> nonfinite;
+  for (const std::unique_ptr<Inserter>& inserter : inserters) {
     ONNXKIT_RETURN_IF_ERROR(inserter->Apply(&result));
+    nonfinite.insert(inserter->nonfinite().begin(), inserter->nonfinite().end());
+  }
+  if (!nonfinite.empty()) {
+    std::string names;
+    int shown = 0;
+    for (const std::string& name : nonfinite) {
+      if (shown++ == 3) {
+        absl::StrAppend(&names, ", ...");
+        break;
+      }
+      absl::StrAppend(&names, shown > 1 ? ", " : "", "'", name, "'");
+    }
+    result.warnings.push_back(
+        absl::StrCat(nonfinite.size(),
+                     " tensor(s) held NaN or infinity during calibration and stay float "
+                     "(an attention mask's -inf quantized would mask nothing): ",
+                     names));
+  }
   result.model = ir::ToProto(std::move(m));
   return result;
 }

@@ -2,8 +2,10 @@
 // outputs stay close to float, weights are int8 per channel, the int32 bias
 // overflow guard falls back to float, and exclusion flags are honoured.
 #include <cmath>
+#include <limits>
 
 #include "gtest/gtest.h"
+#include "quantization/calibration.h"
 #include "quantization/quantize.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
@@ -174,6 +176,56 @@ TEST(QdqTest, TargetCosineKeepsLayersInFloat) {
   EXPECT_TRUE(both->target_met);
   EXPECT_GE(both->report.min_output_sqnr(), 150);
   EXPECT_GT(both->kept_float.size(), r->kept_float.size());
+}
+
+// An attention mask of -inf added to the scores: quantized, the -inf would
+// come back as the range's low end (or 0) and mask nothing. Tensors that
+// held NaN or infinity in calibration stay float, with a warning, and the
+// count survives a calibration file.
+TEST(QdqTest, TensorsHoldingInfinityStayFloat) {
+  runner::Tensor inf = runner::Tensor::Allocate(pb::kFloat, {}).value();
+  inf.mutable_data<float>()[0] = -std::numeric_limits<float>::infinity();
+  runner::Tensor zero = runner::Tensor::Allocate(pb::kFloat, {}).value();
+  zero.mutable_data<float>()[0] = 0;
+  runner::Tensor thr = runner::Tensor::Allocate(pb::kFloat, {8}).value();
+  for (int i = 0; i < 8; ++i) thr.mutable_data<float>()[i] = i == 0 ? -2.f : 0.f;  // column 0 never masked
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{4, 8}})
+      .Initializer(InitializerFrom("w", RandomFloats({8, 8}, 3)))
+      .Initializer(InitializerFrom("v", RandomFloats({8, 4}, 4)))
+      .Initializer(InitializerFrom("ninf", inf))
+      .Initializer(InitializerFrom("zero", zero))
+      .Initializer(InitializerFrom("thr", thr))
+      .Node("MatMul", {"x", "w"}, {"s"}, {}, "scores")
+      .Node("Less", {"x", "thr"}, {"m"}, {}, "less")
+      .Node("Where", {"m", "ninf", "zero"}, {"mask"}, {}, "where")
+      .Node("Add", {"s", "mask"}, {"a"}, {}, "add")
+      .Node("Softmax", {"a"}, {"p"}, {testing::AttrInt("axis", -1)}, "softmax")
+      .Node("MatMul", {"p", "v"}, {"y"}, {}, "context")
+      .Output("y", pb::kFloat, {{4, 4}});
+  auto samples = RandomSamples(8, 1, -1, 1, {});
+  auto r = Quantize(Loaded(g.Build()), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  testing::ExpectValid(r->qdq.model);
+  for (const pb::NodeProto& n : r->qdq.model.graph->node) {
+    if (n.op_type != "QuantizeLinear") continue;
+    EXPECT_NE(n.input[0], "mask");
+    EXPECT_NE(n.input[0], "a");
+  }
+  EXPECT_GE(CountOp(r->qdq.model, "QuantizeLinear"), 3);  // x, p and the outputs of the products
+  bool warned = false;
+  for (const std::string& w : r->warnings)
+    warned |= w.find("2 tensor(s) held NaN or infinity") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_GT(r->report.min_output_sqnr(), 25);
+  auto back = CalibrationFromJson(CalibrationToJson(r->calibration));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_GT(back->tensors.at("mask").nonfinite, 0);
+  EXPECT_EQ(back->tensors.at("mask").nonfinite, r->calibration.tensors.at("mask").nonfinite);
+  EXPECT_EQ(back->tensors.at("s").nonfinite, 0);
+  EXPECT_FALSE(
+      CalibrationFromJson(R"({"tensors": [{"name": "t", "min": 0, "max": 1, "count": 1e300}]})").ok());
+  EXPECT_FALSE(CalibrationFromJson(R"({"bins": -3, "tensors": []})").ok());
 }
 
 }  // namespace
