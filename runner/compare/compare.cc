@@ -40,12 +40,13 @@ class Accumulator {
       return;
     }
     double diff = std::fabs(a - e);
-    double rel = diff / std::max(std::fabs(e), std::numeric_limits<double>::min());
     if (diff > m_.max_abs || m_.worst_index < 0) {
       m_.max_abs = std::max(m_.max_abs, diff);
       if (!nan_worst_) SetWorst(a, e, index);
     }
-    if (diff > 0) m_.max_rel = std::max(m_.max_rel, rel);
+    // Relative to a non-zero expected value only: against 0 any difference
+    // would be ~1e300 times itself, a number that says nothing.
+    if (diff > 0 && e != 0) m_.max_rel = std::max(m_.max_rel, diff / std::fabs(e));
     sum_abs_ += diff;
     dot_ += a * e;
     norm_a_ += a * a;

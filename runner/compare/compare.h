@@ -29,7 +29,8 @@ struct Metrics {
   bool comparable = true;  // same kind, dtype and shape
   std::string mismatch;    // why not comparable
   int64_t elements = 0;
-  double max_abs = 0, max_rel = 0, mean_abs = 0;
+  double max_abs = 0, mean_abs = 0;
+  double max_rel = 0;        // largest |a - e| / |e| where e is finite and not 0
   double cosine = 1;         // cosine similarity (1 for two all-zero tensors)
   double sqnr_db = 0;        // 10 log10(|e|^2 / |a-e|^2); +inf when equal
   int64_t out_of_tolerance = 0;
