@@ -4,6 +4,8 @@
 //   attention:      %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
 //                   %p = Softmax(%m); %y = MatMul(%p, %v)
 //   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
+//   written-out norm: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
+//                   [, Mul by gamma [, Add of beta]] (DecomposedLayerNormChain)
 //   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
 //
@@ -125,6 +127,70 @@ std::vector<Link> AddLayerNormChain(const ir::Node& add, const ir::Graph& graph)
   return {{&add, -1}, {ln, 0}};
 }
 
+// The layer normalization exporters write before LayerNormalization
+// (opset 17) existed, starting at `mean`, or empty:
+//   %m = ReduceMean(%x); %d = Sub(%x, %m); %p = Pow(%d, %two);
+//   %v = ReduceMean(%p); %e = Add(%v, %eps); %s = Sqrt(%e); %n = Div(%d, %s)
+//   [; %g = Mul(%n, %gamma) [; %y = Add(%g, %beta)]]
+// with %two, %eps, %gamma, %beta and any axes input constant; the kernel
+// checks axes, keepdims, the exponent and the shapes. %d is read by the Pow
+// and, as inner input 0, by the Div.
+std::vector<Link> DecomposedLayerNormChain(const ir::Node& mean, const ir::Graph& graph,
+                                           const std::function<bool(const ir::Value*)>& is_constant,
+                                           std::vector<int>* inner_input, std::vector<int>* inner_source) {
+  if (mean.op_type() != "ReduceMean" || mean.num_inputs() < 1 || mean.num_outputs() != 1 ||
+      mean.input(0) == nullptr) {
+    return {};
+  }
+  auto constant_axes = [&](const ir::Node& n) {
+    return n.num_inputs() < 2 || n.input(1) == nullptr || is_constant(n.input(1));
+  };
+  const ir::Value* x = mean.input(0);
+  if (!constant_axes(mean)) return {};
+  const ir::Node* sub = OnlyUser(mean.output(0), graph);
+  if (sub == nullptr || sub->op_type() != "Sub" || sub->num_inputs() != 2 || sub->input(0) != x ||
+      sub->input(1) != mean.output(0)) {
+    return {};
+  }
+  // %d: read by exactly the Pow and the Div.
+  const ir::Value* d = sub->output(0);
+  if (d == nullptr || d->name().empty() || d->IsGraphOutput() || d->uses().size() != 2) return {};
+  const ir::Node* pow = nullptr;
+  const ir::Node* div = nullptr;
+  for (const ir::Use& u : d->uses()) {
+    const ir::Node* n = u.node;
+    if (n->graph() != &graph || !DefaultDomain(*n) || n->num_outputs() != 1 || n->num_inputs() != 2)
+      return {};
+    if (n->op_type() == "Pow" && u.input_index == 0) pow = n;
+    if (n->op_type() == "Div" && u.input_index == 0) div = n;
+  }
+  if (pow == nullptr || div == nullptr || pow->input(1) == nullptr || !is_constant(pow->input(1))) return {};
+  const ir::Node* var = OnlyUser(pow->output(0), graph);
+  if (var == nullptr || var->op_type() != "ReduceMean" || var->num_inputs() < 1 ||
+      var->input(0) != pow->output(0) || !constant_axes(*var)) {
+    return {};
+  }
+  const ir::Node* add = OnlyUser(var->output(0), graph);
+  const int add_slot = BinaryWithConstant(add, "Add", var->output(0), is_constant);
+  if (add_slot < 0) return {};
+  const ir::Node* sqrt = OnlyUser(add->output(0), graph);
+  if (sqrt == nullptr || sqrt->op_type() != "Sqrt" || sqrt->num_inputs() != 1) return {};
+  if (OnlyUser(sqrt->output(0), graph) != div || div->input(1) != sqrt->output(0)) return {};
+  std::vector<Link> links = {{&mean, -1}, {sub, 1}, {pow, 0}, {var, 0}, {add, add_slot}, {sqrt, 0}, {div, 1}};
+  inner_input->assign(links.size(), -1);
+  inner_source->assign(links.size(), -1);
+  inner_input->back() = 0;
+  inner_source->back() = 1;  // the Sub's %d
+  const ir::Node* scale = OnlyUser(div->output(0), graph);
+  const int scale_slot = BinaryWithConstant(scale, "Mul", div->output(0), is_constant);
+  if (scale_slot < 0) return links;
+  links.push_back({scale, scale_slot});
+  const ir::Node* shift = OnlyUser(scale->output(0), graph);
+  const int shift_slot = BinaryWithConstant(shift, "Add", scale->output(0), is_constant);
+  if (shift_slot >= 0) links.push_back({shift, shift_slot});
+  return links;
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -134,16 +200,25 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
   absl::flat_hash_set<const ir::Node*> taken;
   for (const ir::Node* head : order) {
     if (!DefaultDomain(*head) || skip(head) || taken.contains(head)) continue;
+    std::vector<int> inner_input, inner_source;
     std::vector<Link> links = GeluChain(*head, graph, is_constant);
     if (links.empty()) links = MatMulBiasChain(*head, graph, is_constant);
     if (links.empty()) links = AttentionChain(*head, graph);
     if (links.empty()) links = AddLayerNormChain(*head, graph);
+    if (links.empty())
+      links = DecomposedLayerNormChain(*head, graph, is_constant, &inner_input, &inner_source);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);
     if (!free) continue;
     FusionChain chain;
     chain.kind = FusionKind::kTransformer;
+    if (!inner_input.empty()) {
+      inner_input.resize(links.size(), -1);
+      inner_source.resize(links.size(), -1);
+      chain.inner_input = std::move(inner_input);
+      chain.inner_source = std::move(inner_source);
+    }
     for (const Link& l : links) {
       taken.insert(l.node);
       chain.nodes.push_back(l.node);

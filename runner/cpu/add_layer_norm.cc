@@ -9,9 +9,14 @@
 // infinity, or an overflow) runs the chain node by node, as do broadcasting
 // Adds, requested Mean / InvStdDev outputs, stash_type other than float and
 // scales that do not match the normalized dims.
+//
+// Also the layer normalization written out as ReduceMean, Sub, Pow,
+// ReduceMean, Add, Sqrt, Div [, Mul [, Add]] (exports below opset 17), one
+// pass per row (DecomposedLayerNormKernel).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -19,6 +24,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -113,7 +119,175 @@ class AddLayerNormKernel : public Kernel {
   std::unique_ptr<Kernel> fallback_;
 };
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) float PlainRowSum(const float* x, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+// One row of the written-out normalization: the sum of squared deviations
+// from `mean`, then y = (x - mean) / sqrt(var + epsilon) [* gamma [+ beta]]
+// (a division, as the Div node computes). False when the squares overflow.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool DecomposedRow(
+    const float* x, float mean, float epsilon, const float* gamma, const float* beta, float* y, int64_t n) {
+  float ss = 0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t i = 0; i < n; ++i) {
+    float d = x[i] - mean;
+    ss += d * d;
+  }
+  if (!std::isfinite(ss)) return false;
+  const float s = std::sqrt(ss / static_cast<float>(n) + epsilon);
+  if (gamma == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) / s;
+  } else if (beta == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) / s * gamma[i];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) / s * gamma[i] + beta[i];
+  }
+  return true;
+}
+
+// The layer normalization written out as ReduceMean, Sub, Pow, ReduceMean,
+// Add, Sqrt, Div [, Mul [, Add]] (runner/fusion_transformer.cc) as one
+// pass per row. Both ReduceMeans must keep dims and reduce the same
+// trailing axes, the exponent be 2 and epsilon, gamma and beta fit the
+// normalized dims without broadcasting x; a row whose sum or squares are
+// not finite (NaN, an infinity, an overflow) runs the chain node by node,
+// as do other inputs.
+class DecomposedLayerNormKernel : public Kernel {
+ public:
+  struct Slots {
+    int x = 0, axes_mean = -1, two = 0, axes_var = -1, epsilon = 0, gamma = -1, beta = -1;
+  };
+  struct Reduce {
+    std::vector<int64_t> axes;  // the attribute (opsets < 18)
+    bool keepdims = true;
+    bool noop_with_empty_axes = false;
+  };
+
+  DecomposedLayerNormKernel(Slots slots, Reduce mean, Reduce var, std::unique_ptr<Kernel> fallback)
+      : slots_(slots), mean_(std::move(mean)), var_(std::move(var)), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(slots_.x));
+    if (x->dtype() != pb::kFloat || x->size() == 0 || x->rank() < 1) return fallback_->Run(ctx);
+    const int64_t rank = x->rank();
+    std::optional<int64_t> first = TrailingAxes(ctx, mean_, slots_.axes_mean, rank);
+    std::optional<int64_t> first_var = TrailingAxes(ctx, var_, slots_.axes_var, rank);
+    if (!first || first != first_var) return fallback_->Run(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* two, ctx.Input(slots_.two));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* eps, ctx.Input(slots_.epsilon));
+    const Tensor* gamma = nullptr;
+    const Tensor* beta = nullptr;
+    if (slots_.gamma >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(gamma, ctx.Input(slots_.gamma));
+    }
+    if (slots_.beta >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(beta, ctx.Input(slots_.beta));
+    }
+    std::vector<int64_t> tail(x->shape().begin() + *first, x->shape().end());
+    auto scalar = [&](const Tensor* t) {
+      return t->dtype() == pb::kFloat && t->size() == 1 && t->rank() <= rank;
+    };
+    auto fits = [&](const Tensor* t) { return t == nullptr || (t->rank() <= rank && FitsTail(t, tail)); };
+    if (!scalar(two) || two->data<float>()[0] != 2.f || !scalar(eps) || !fits(gamma) || !fits(beta)) {
+      return fallback_->Run(ctx);
+    }
+    int64_t rows = 1;
+    for (int64_t i = 0; i < *first; ++i) rows *= x->dim(static_cast<int>(i));
+    const int64_t n = x->size() / rows;
+    const float epsilon = eps->data<float>()[0];
+    const float* px = x->data<float>();
+    const float* pg = gamma != nullptr ? gamma->data<float>() : nullptr;
+    const float* pbeta = beta != nullptr ? beta->data<float>() : nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    float* py = y->mutable_data<float>();
+    int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (rows >= 32 && x->size() >= 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float sum = PlainRowSum(px + r * n, n);
+      if (!std::isfinite(sum) ||
+          !DecomposedRow(px + r * n, sum / static_cast<float>(n), epsilon, pg, pbeta, py + r * n, n)) {
+        bad = 1;
+      }
+    }
+    if (bad != 0) return fallback_->Run(ctx);  // replaces the output
+    return absl::OkStatus();
+  }
+
+ private:
+  // The first axis of the trailing run a ReduceMean (`r`, axes input at
+  // `slot`) reduces with kept dims over a tensor of `rank`; nullopt when it
+  // reduces anything else.
+  static std::optional<int64_t> TrailingAxes(KernelContext& ctx, const Reduce& r, int slot, int64_t rank) {
+    if (!r.keepdims) return std::nullopt;
+    std::vector<int64_t> axes = r.axes;
+    if (slot >= 0) {
+      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(slot);
+      if (!t.ok()) return std::nullopt;
+      if (*t != nullptr) {
+        absl::StatusOr<std::vector<int64_t>> v = reference::shape_ops::ReadInts(**t, "axes");
+        if (!v.ok()) return std::nullopt;
+        axes = *std::move(v);
+      }
+    }
+    if (axes.empty()) {
+      if (r.noop_with_empty_axes) return std::nullopt;
+      return 0;  // every axis
+    }
+    absl::StatusOr<std::vector<int64_t>> normalized = reference::shape_ops::NormalizeAxes(axes, rank);
+    if (!normalized.ok()) return std::nullopt;
+    std::vector<int64_t> sorted = *std::move(normalized);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted[i] != rank - static_cast<int64_t>(sorted.size()) + static_cast<int64_t>(i))
+        return std::nullopt;
+    }
+    return sorted.front();
+  }
+
+  Slots slots_;
+  Reduce mean_, var_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const FusionChain& chain,
+                                                                     const KernelInfo&,
+                                                                     std::unique_ptr<Kernel> fallback) {
+  const size_t size = chain.nodes.size();
+  if (size < 7 || size > 9 || chain.head().op_type() != "ReduceMean") {
+    return absl::InternalError("not a written-out layer normalization chain");
+  }
+  auto other = [&](size_t k) { return chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0); };
+  auto reduce = [](const ir::Node& node) {
+    DecomposedLayerNormKernel::Reduce r;
+    r.axes = reference::AttrInts(node, "axes");
+    r.keepdims = reference::AttrInt(node, "keepdims", 1) != 0;
+    r.noop_with_empty_axes = reference::AttrInt(node, "noop_with_empty_axes", 0) != 0;
+    return r;
+  };
+  auto axes_slot = [&](size_t k) {
+    const ir::Node& node = *chain.nodes[k];
+    return node.num_inputs() > 1 && node.input(1) != nullptr ? chain.input_offset[k] + 1 : -1;
+  };
+  DecomposedLayerNormKernel::Slots slots;
+  slots.x = chain.input_offset[0];
+  slots.axes_mean = axes_slot(0);
+  slots.two = chain.input_offset[2] + 1;
+  slots.axes_var = axes_slot(3);
+  slots.epsilon = other(4);
+  if (size > 7) slots.gamma = other(7);
+  if (size > 8) slots.beta = other(8);
+  return std::unique_ptr<Kernel>(new DecomposedLayerNormKernel(slots, reduce(*chain.nodes[0]),
+                                                               reduce(*chain.nodes[3]), std::move(fallback)));
+}
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain& chain, const KernelInfo&,
                                                               std::unique_ptr<Kernel> fallback) {

@@ -14,8 +14,9 @@ namespace onnxkit::runner::cpu {
 // A kernel running `chain`: MatMul + bias as one packed product with the
 // bias added to the accumulators (matmul_packed.h); the erf GELU as one
 // vector pass computing the chain's own expression
-// ((x / c, erf, + one) * x) * half; attention (attention.cc); or a
-// residual Add + LayerNormalization (add_layer_norm.cc). Inputs it does not cover (other types,
+// ((x / c, erf, + one) * x) * half; attention (attention.cc); a
+// residual Add + LayerNormalization or a written-out layer normalization
+// (add_layer_norm.cc). Inputs it does not cover (other types,
 // shapes, non-scalar constants, no AVX-512) run the chain node by node.
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info);
 
@@ -34,6 +35,9 @@ std::unique_ptr<Kernel> MakeMatMulBias(const ir::Node& matmul, const KernelInfo&
                                        std::unique_ptr<Kernel> fallback);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain& chain, const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback);
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const FusionChain& chain,
+                                                                     const KernelInfo& info,
+                                                                     std::unique_ptr<Kernel> fallback);
 
 }  // namespace onnxkit::runner::cpu
 

@@ -34,9 +34,9 @@ struct Result {
 };
 
 absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
-                           int threads = 1) {
+                           int threads = 1, int64_t opset = 18) {
   io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(graph, 18, 9);
+  loaded.proto = ModelFromGraph(graph, opset, 9);
   Result result;
   runner::SessionOptions options;
   options.backend = backend;
@@ -56,10 +56,10 @@ absl::StatusOr<Result> Run(const pb::GraphProto& graph, runner::Backend backend,
 // infinity), the cpu backend reports `cpu_ran`, and its fused kernels ran
 // fused (or node by node when `node_by_node`).
 void ExpectFused(const pb::GraphProto& graph, const Feeds& feeds, const std::vector<std::string>& cpu_ran,
-                 bool node_by_node = false, int threads = 1) {
-  auto ref = Run(graph, runner::Backend::kReference, feeds);
+                 bool node_by_node = false, int threads = 1, int64_t opset = 18) {
+  auto ref = Run(graph, runner::Backend::kReference, feeds, 1, opset);
   int64_t fallbacks = runner::ChainFallbackRuns();
-  auto cpu = Run(graph, runner::Backend::kCpu, feeds, threads);
+  auto cpu = Run(graph, runner::Backend::kCpu, feeds, threads, opset);
   EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, node_by_node);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(cpu.ok()) << cpu.status();
@@ -353,6 +353,99 @@ TEST(CpuTransformerFusionTest, AddLayerNormShapesItDoesNotTake) {
               {"add"}, true);
   ExpectFused(AddNorm({40}, -1, true, 2), {{"a", RandomFloats({2, 40}, 105)}, {"b", RandomFloats({2, 40}, 106)}},
               {"add", "ln"});
+}
+
+// The layer normalization exporters write below opset 17:
+// ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, then Mul by gamma
+// (`affine` >= 1) and Add of beta (2) -> "y". Axes as attributes below
+// opset 18, as inputs from it.
+struct NormSpec {
+  int64_t opset = 18;
+  std::vector<int64_t> axes_mean = {-1}, axes_var = {-1};
+  float exponent = 2;
+  int affine = 2;
+  std::vector<int64_t> tail = {40};
+  bool sub_is_output = false;
+};
+
+pb::GraphProto WrittenOutNorm(const NormSpec& s) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("two", Floats({}, {s.exponent})));
+  g.Initializer(InitializerFrom("eps", Floats({}, {1e-5f})));
+  auto reduce = [&](const std::string& name, const std::string& in, const std::string& out,
+                    const std::vector<int64_t>& axes) {
+    if (s.opset >= 18) {
+      g.Initializer(InitializerFrom(name + "_axes", Int64s({static_cast<int64_t>(axes.size())}, axes)));
+      g.Node("ReduceMean", {in, name + "_axes"}, {out}, {}, name);
+    } else {
+      g.Node("ReduceMean", {in}, {out}, {AttrInts("axes", axes)}, name);
+    }
+  };
+  reduce("mean", "x", "m", s.axes_mean);
+  g.Node("Sub", {"x", "m"}, {"d"}, {}, "sub").Node("Pow", {"d", "two"}, {"p"}, {}, "pow");
+  reduce("var", "p", "v", s.axes_var);
+  g.Node("Add", {"v", "eps"}, {"e"}, {}, "add_eps").Node("Sqrt", {"e"}, {"s"}, {}, "sqrt");
+  g.Node("Div", {"d", "s"}, {s.affine == 0 ? "y" : "n"}, {}, "div");
+  if (s.affine >= 1) {
+    g.Initializer(InitializerFrom("gamma", RandomFloats(s.tail, 111, 0.5f, 2.f)));
+    g.Node("Mul", {"gamma", "n"}, {s.affine == 1 ? "y" : "g"}, {}, "scale");
+  }
+  if (s.affine >= 2) {
+    g.Initializer(InitializerFrom("beta", RandomFloats(s.tail, 112)));
+    g.Node("Add", {"g", "beta"}, {"y"}, {}, "shift");
+  }
+  g.Output("y");
+  if (s.sub_is_output) g.Output("d");
+  return g.Build();
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutLayerNormRunsAsOnePass) {
+  NormSpec s;
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 7, 40}, 113, -3, 5)}}, {"mean"});
+  s.opset = 13;  // axes attributes
+  s.affine = 1;
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 7, 40}, 114)}}, {"mean"}, false, 1, 13);
+  s.affine = 0;
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({5, 40}, 115)}}, {"mean"}, false, 1, 13);
+  // Two trailing axes, given in any order; gamma with a leading 1.
+  s = NormSpec();
+  s.axes_mean = {2, 1};
+  s.axes_var = {-1, -2};
+  s.tail = {1, 4, 6};
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({3, 4, 6}, 116)}}, {"mean"});
+  s = NormSpec();
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2048, 40}, 117)}}, {"mean"}, false, 2);
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutLayerNormWithNonFiniteRowsRunsNodeByNode) {
+  ExpectFused(WrittenOutNorm(NormSpec()), {{"x", Planted({2, 7, 40}, 118)}}, {"mean"}, true);
+  // Finite values whose squares overflow.
+  runner::Tensor big = RandomFloats({2, 40}, 119);
+  big.mutable_data<float>()[5] = 3e37f;
+  big.mutable_data<float>()[6] = -3e37f;
+  ExpectFused(WrittenOutNorm(NormSpec()), {{"x", big}}, {"mean"}, true);
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutLayerNormNearMisses) {
+  // Found as a chain, but the kernel hands them to the nodes: another
+  // exponent, different axes, axes not trailing.
+  NormSpec s;
+  s.exponent = 3;
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 40}, 120)}}, {"mean"}, true);
+  s = NormSpec();
+  s.tail = {4, 6};
+  s.axes_var = {-2, -1};
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({3, 4, 6}, 121)}}, {"mean"}, true);
+  s = NormSpec();
+  s.axes_mean = s.axes_var = {1};
+  s.tail = {4, 1};
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({3, 4, 6}, 122)}}, {"mean"}, true);
+  // The deviations read outside: no chain.
+  s = NormSpec();
+  s.sub_is_output = true;
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 40}, 123)}},
+              {"mean", "sub", "pow", "var", "add_eps", "sqrt", "div", "scale", "shift"});
 }
 
 }  // namespace
