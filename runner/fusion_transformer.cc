@@ -1,7 +1,7 @@
 // Finding the transformer chains of runner/fusion.h (kind kTransformer):
 //
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
-//   attention:      %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
+//   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c);] [%m = Add(%d, %mask);]
 //                   %p = Softmax(%m); %y = MatMul(%p, %v)
 //   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
 //   written-out norm: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
@@ -82,32 +82,44 @@ std::vector<Link> MatMulBiasChain(const ir::Node& matmul, const ir::Graph& graph
   return {{&matmul, -1}, {add, slot}};
 }
 
-// The attention chain starting at `matmul`, or empty. The divisor and the
-// mask may be computed in the run; the kernel checks them.
+// The attention chain starting at `matmul`, or empty: the Div by the scale
+// and the Add of the mask are each optional (a query scaled beforehand, no
+// mask). The divisor and the mask may be computed in the run; the kernel
+// checks them.
 std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph) {
   if (matmul.op_type() != "MatMul" || matmul.num_inputs() != 2 || matmul.num_outputs() != 1 ||
       matmul.input(0) == nullptr || matmul.input(1) == nullptr) {
     return {};
   }
-  const ir::Node* div = OnlyUser(matmul.output(0), graph);
-  if (div == nullptr || div->op_type() != "Div" || div->num_inputs() != 2 || div->input(0) != matmul.output(0) ||
-      div->input(1) == nullptr || div->input(1) == div->input(0)) {
-    return {};
+  std::vector<Link> links = {{&matmul, -1}};
+  const ir::Node* next = OnlyUser(matmul.output(0), graph);
+  if (next != nullptr && next->op_type() == "Div") {
+    if (next->num_inputs() != 2 || next->input(0) != links.back().node->output(0) ||
+        next->input(1) == nullptr || next->input(1) == next->input(0)) {
+      return {};
+    }
+    links.push_back({next, 0});
+    next = OnlyUser(next->output(0), graph);
   }
-  const ir::Node* add = OnlyUser(div->output(0), graph);
-  if (add == nullptr || add->op_type() != "Add" || add->num_inputs() != 2 || add->input(0) == nullptr ||
-      add->input(1) == nullptr || add->input(0) == add->input(1)) {
-    return {};
+  if (next != nullptr && next->op_type() == "Add") {
+    const ir::Value* prev = links.back().node->output(0);
+    if (next->num_inputs() != 2 || next->input(0) == nullptr || next->input(1) == nullptr ||
+        next->input(0) == next->input(1)) {
+      return {};
+    }
+    links.push_back({next, next->input(0) == prev ? 0 : 1});
+    next = OnlyUser(next->output(0), graph);
   }
-  const int add_slot = add->input(0) == div->output(0) ? 0 : 1;
-  const ir::Node* softmax = OnlyUser(add->output(0), graph);
+  const ir::Node* softmax = next;
   if (softmax == nullptr || softmax->op_type() != "Softmax" || softmax->num_inputs() != 1) return {};
+  links.push_back({softmax, 0});
   const ir::Node* out = OnlyUser(softmax->output(0), graph);
   if (out == nullptr || out->op_type() != "MatMul" || out->num_inputs() != 2 ||
       out->input(0) != softmax->output(0) || out->input(1) == nullptr || out->input(1) == out->input(0)) {
     return {};
   }
-  return {{&matmul, -1}, {div, 0}, {add, add_slot}, {softmax, 0}, {out, 0}};
+  links.push_back({out, 0});
+  return links;
 }
 
 // The Add + LayerNormalization chain starting at `add`, or empty.

@@ -3,6 +3,7 @@
 //   %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
 //   %p = Softmax(%m, axis=-1); %y = MatMul(%p, %v)
 //
+// (the Div and the Add each optional: a query scaled beforehand, no mask)
 // computed eight query rows at a time: their scores (q kt), divided by c,
 // plus the mask, softmax, then times v, without the [.., S, S] tensors ever
 // existing. The same operations in the same order as the nodes; a row
@@ -232,16 +233,25 @@ std::optional<Geometry> Resolve(const Tensor& q, const Tensor& kt, const Tensor&
 
 class AttentionKernel : public Kernel {
  public:
-  AttentionKernel(int mask, int64_t axis, std::unique_ptr<Kernel> fallback)
-      : mask_(mask), axis_(axis), fallback_(std::move(fallback)) {}
+  // Inputs of the fused kernel: the divisor `c` and the `mask` (-1: the
+  // chain has no Div / Add; 1 and a scalar 0 stand in, exact: s / 1 + 0 is
+  // s) and `v`.
+  AttentionKernel(int c, int mask, int v, int64_t axis, std::unique_ptr<Kernel> fallback)
+      : c_(c), mask_(mask), v_(v), axis_(axis), fallback_(std::move(fallback)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* q, ctx.Input(0));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* kt, ctx.Input(1));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* c, ctx.Input(3));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* mask, ctx.Input(mask_));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* v, ctx.Input(8));
-    if (!PackedGemmAvailable()) return fallback_->Run(ctx);
+    const Tensor* c = &one_;
+    const Tensor* mask = &zero_;
+    if (c_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(c, ctx.Input(c_));
+    }
+    if (mask_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(mask, ctx.Input(mask_));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* v, ctx.Input(v_));
+    if (!PackedGemmAvailable() || one_.size() != 1 || zero_.size() != 1) return fallback_->Run(ctx);
     for (const Tensor* t : {q, kt, c, mask, v}) {
       if (t->dtype() != pb::kFloat || t->size() == 0) return fallback_->Run(ctx);
     }
@@ -294,24 +304,44 @@ class AttentionKernel : public Kernel {
     }
   }
 
-  int mask_;
+  static Tensor ScalarTensor(float value) {
+    absl::StatusOr<Tensor> t = Tensor::Allocate(pb::kFloat, {});
+    if (!t.ok()) return Tensor();  // empty: Run falls back
+    t->mutable_data<float>()[0] = value;
+    return *std::move(t);
+  }
+
+  int c_, mask_, v_;
   int64_t axis_;
   std::unique_ptr<Kernel> fallback_;
+  Tensor one_ = ScalarTensor(1.f), zero_ = ScalarTensor(0.f);
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
                                                            std::unique_ptr<Kernel> fallback) {
-  if (chain.nodes.size() != 5 || chain.chained_input[1] != 0 || chain.chained_input[4] != 0) {
+  const size_t n = chain.nodes.size();
+  if (n < 3 || n > 5 || chain.nodes[n - 2]->op_type() != "Softmax" || chain.chained_input[n - 1] != 0) {
     return absl::InternalError("not an attention chain");
   }
-  const int mask = chain.input_offset[2] + (chain.chained_input[2] == 0 ? 1 : 0);
-  const ir::Node& softmax = *chain.nodes[3];
+  int c = -1, mask = -1;
+  for (size_t k = 1; k + 2 < n; ++k) {
+    const std::string& op = chain.nodes[k]->op_type();
+    if (op == "Div" && k == 1 && chain.chained_input[k] == 0) {
+      c = chain.input_offset[k] + 1;
+    } else if (op == "Add" && mask < 0) {
+      mask = chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0);
+    } else {
+      return absl::InternalError("not an attention chain");
+    }
+  }
+  const int v = chain.input_offset[n - 1] + 1;
+  const ir::Node& softmax = *chain.nodes[n - 2];
   // Before opset 13 the input is coerced to 2-D at axis: the last axis is
   // the same rows.
   const int64_t axis = reference::AttrInt(softmax, "axis", info.opset < 13 ? 1 : -1);
-  return std::unique_ptr<Kernel>(new AttentionKernel(mask, axis, std::move(fallback)));
+  return std::unique_ptr<Kernel>(new AttentionKernel(c, mask, v, axis, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

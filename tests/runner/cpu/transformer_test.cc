@@ -309,6 +309,54 @@ TEST(CpuTransformerFusionTest, AttentionShapesItDoesNotTakeRunNodeByNode) {
   ExpectFused(Attention(false), AttentionFeeds({3}, 6, 8, 9, 5, {2, 3, 6, 9}, 83), {"qk"}, true);
 }
 
+// Attention without the Div (a query scaled beforehand, as torch's
+// MultiheadAttention exports it) and/or without the mask.
+pb::GraphProto AttentionWithout(bool div, bool mask) {
+  GraphBuilder g("g");
+  g.Input("q").Input("kt");
+  if (div) g.Input("c");
+  if (mask) g.Input("mask");
+  g.Input("v");
+  std::string last = "s";
+  g.Node("MatMul", {"q", "kt"}, {"s"}, {}, "qk");
+  if (div) {
+    g.Node("Div", {"s", "c"}, {"d"}, {}, "div");
+    last = "d";
+  }
+  if (mask) {
+    g.Node("Add", {"mask", last}, {"m"}, {}, "mask_add");
+    last = "m";
+  }
+  g.Node("Softmax", {last}, {"p"}, {AttrInt("axis", -1)}, "softmax")
+      .Node("MatMul", {"p", "v"}, {"y"}, {}, "pv")
+      .Output("y");
+  return g.Build();
+}
+
+Feeds Without(Feeds feeds, bool div, bool mask) {
+  Feeds kept;
+  for (auto& [name, t] : feeds) {
+    if ((name == "c" && !div) || (name == "mask" && !mask)) continue;
+    kept.emplace_back(name, std::move(t));
+  }
+  return kept;
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithoutScaleOrMaskRunsAsOneStep) {
+  const bool no_packed = NoPacked();
+  for (auto [div, mask] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    ExpectFused(AttentionWithout(div, mask),
+                Without(AttentionFeeds({2, 3}, 10, 8, 12, 5, {2, 1, 1, 12}, 131), div, mask), {"qk"},
+                no_packed);
+    ExpectFused(AttentionWithout(div, mask),
+                Without(AttentionFeeds({4}, 65, 32, 65, 32, {65}, 132), div, mask), {"qk"}, no_packed, 2);
+    // Non-finite inputs still run the nodes.
+    Feeds planted = Without(AttentionFeeds({2}, 6, 8, 9, 5, {9}, 133), div, mask);
+    planted[0].second = Planted(planted[0].second.shape(), 134);
+    ExpectFused(AttentionWithout(div, mask), planted, {"qk"}, true);
+  }
+}
+
 // a + b -> LayerNormalization(axis, scale, [bias]) -> "y".
 pb::GraphProto AddNorm(std::vector<int64_t> tail, int64_t axis, bool bias, int outputs = 1) {
   GraphBuilder g("g");
