@@ -1,7 +1,7 @@
 // Finding the transformer chains of runner/fusion.h (kind kTransformer):
 //
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
-//   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c);] [%m = Add(%d, %mask);]
+//   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c) or Mul;] [%m = Add(%d, %mask);]
 //                   %p = Softmax(%m); %y = MatMul(%p, %v)
 //   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
 //   written-out norm: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
@@ -99,6 +99,13 @@ std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph)
       return {};
     }
     links.push_back({next, 0});
+    next = OnlyUser(next->output(0), graph);
+  } else if (next != nullptr && next->op_type() == "Mul") {  // torch's baddbmm: the scores times alpha
+    if (next->num_inputs() != 2 || next->input(0) == nullptr || next->input(1) == nullptr ||
+        next->input(0) == next->input(1)) {
+      return {};
+    }
+    links.push_back({next, next->input(0) == matmul.output(0) ? 0 : 1});
     next = OnlyUser(next->output(0), graph);
   }
   if (next != nullptr && next->op_type() == "Add") {

@@ -8,7 +8,8 @@
 // plus the mask, softmax, then times v, without the [.., S, S] tensors ever
 // existing. The same operations in the same order as the nodes; a row
 // whose softmax the reference makes NaN (it holds NaN, +inf, or nothing
-// above -inf) comes out NaN. Inputs holding NaN or infinities, a c that
+// above -inf) comes out NaN. Inputs holding NaN or infinities (a mask:
+// NaN or +inf; its -inf are padding and computed here), a c that
 // is not a finite non-zero scalar, masks that do not broadcast to the
 // scores without widening them, batch dims that differ and other types run
 // the chain node by node.
@@ -149,10 +150,10 @@ __attribute__((target("avx512f"))) float SumOf(__m512 v) {
 // reference computes it; `mask_step` 0 broadcasts mask[0]. Divisions by c
 // and by the sum are multiplications by their reciprocals (within an ulp),
 // by c only where 1 / c is a normal number.
-__attribute__((target("avx512f"))) void SoftmaxRow(float* s, int64_t n, float c, const float* mask,
-                                                   int64_t mask_step) {
-  const bool reciprocal = std::isnormal(1.f / c);
-  const __m512 cv = _mm512_set1_ps(reciprocal ? 1.f / c : c);
+__attribute__((target("avx512f"))) void SoftmaxRow(float* s, int64_t n, float c, bool multiply,
+                                                   const float* mask, int64_t mask_step) {
+  const bool reciprocal = multiply || std::isnormal(1.f / c);
+  const __m512 cv = _mm512_set1_ps(multiply ? c : reciprocal ? 1.f / c : c);
   __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
@@ -190,6 +191,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool AllFinite(cons
   int bad = 0;
 #pragma omp simd reduction(| : bad)
   for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(x[i]) < kInf);
+  return bad == 0;
+}
+
+// True when every element is finite or -inf (a padding mask's).
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool FiniteOrMinusInf(const float* x,
+                                                                                   int64_t n) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  int bad = 0;
+#pragma omp simd reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) bad |= !(x[i] < kInf);  // NaN and +inf
   return bad == 0;
 }
 
@@ -233,11 +244,11 @@ std::optional<Geometry> Resolve(const Tensor& q, const Tensor& kt, const Tensor&
 
 class AttentionKernel : public Kernel {
  public:
-  // Inputs of the fused kernel: the divisor `c` and the `mask` (-1: the
-  // chain has no Div / Add; 1 and a scalar 0 stand in, exact: s / 1 + 0 is
-  // s) and `v`.
-  AttentionKernel(int c, int mask, int v, int64_t axis, std::unique_ptr<Kernel> fallback)
-      : c_(c), mask_(mask), v_(v), axis_(axis), fallback_(std::move(fallback)) {}
+  // Inputs of the fused kernel: the divisor `c` (the factor when
+  // `multiply`) and the `mask` (-1: the chain has no Div or Mul / no Add;
+  // 1 and a scalar 0 stand in, exact: s / 1 + 0 is s) and `v`.
+  AttentionKernel(int c, bool multiply, int mask, int v, int64_t axis, std::unique_ptr<Kernel> fallback)
+      : c_(c), multiply_(multiply), mask_(mask), v_(v), axis_(axis), fallback_(std::move(fallback)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* q, ctx.Input(0));
@@ -261,21 +272,24 @@ class AttentionKernel : public Kernel {
     }
     const float cv = c->data<float>()[0];
     if (!std::isfinite(cv) || cv == 0.f) return fallback_->Run(ctx);
-    for (const Tensor* t : {q, kt, mask, v}) {
+    for (const Tensor* t : {q, kt, v}) {
       if (!AllFinite(t->data<float>(), t->size())) return fallback_->Run(ctx);
     }
+    // A mask may hold -inf (padding): those scores weigh 0, as in the
+    // reference, and a row with nothing above -inf comes out NaN.
+    if (!FiniteOrMinusInf(mask->data<float>(), mask->size())) return fallback_->Run(ctx);
     std::vector<int64_t> shape = g->batch;
     shape.push_back(g->s);
     shape.push_back(g->dv);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
-    Compute(*g, q->data<float>(), kt->data<float>(), cv, mask->data<float>(), v->data<float>(),
+    Compute(*g, q->data<float>(), kt->data<float>(), cv, multiply_, mask->data<float>(), v->data<float>(),
             y->mutable_data<float>());
     return absl::OkStatus();
   }
 
  private:
-  static void Compute(const Geometry& g, const float* q, const float* kt, float c, const float* mask,
-                      const float* v, float* y) {
+  static void Compute(const Geometry& g, const float* q, const float* kt, float c, bool multiply,
+                      const float* mask, const float* v, float* y) {
     int64_t heads = 1;
     for (int64_t b : g.batch) heads *= b;
     const int64_t blocks = (g.s + kRows - 1) / kRows, steps = heads * blocks;
@@ -296,7 +310,8 @@ class AttentionKernel : public Kernel {
         SmallGemmRows(rows, q + (h * g.s + r0) * g.d, g.d, kt + h * g.d * g.sk, g.sk, g.d, g.sk, scores.data(),
                       g.sk);
         for (int r = 0; r < rows; ++r) {
-          SoftmaxRow(scores.data() + r * g.sk, g.sk, c, mask + mask_offset + (r0 + r) * row_stride, key_stride);
+          SoftmaxRow(scores.data() + r * g.sk, g.sk, c, multiply, mask + mask_offset + (r0 + r) * row_stride,
+                     key_stride);
         }
         SmallGemmRows(rows, scores.data(), g.sk, v + h * g.sk * g.dv, g.dv, g.sk, g.dv,
                       y + (h * g.s + r0) * g.dv, g.dv);
@@ -311,7 +326,9 @@ class AttentionKernel : public Kernel {
     return *std::move(t);
   }
 
-  int c_, mask_, v_;
+  int c_;
+  bool multiply_;  // the scores are multiplied by c (a Mul), not divided
+  int mask_, v_;
   int64_t axis_;
   std::unique_ptr<Kernel> fallback_;
   Tensor one_ = ScalarTensor(1.f), zero_ = ScalarTensor(0.f);
@@ -326,10 +343,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& ch
     return absl::InternalError("not an attention chain");
   }
   int c = -1, mask = -1;
+  bool multiply = false;
   for (size_t k = 1; k + 2 < n; ++k) {
     const std::string& op = chain.nodes[k]->op_type();
     if (op == "Div" && k == 1 && chain.chained_input[k] == 0) {
       c = chain.input_offset[k] + 1;
+    } else if (op == "Mul" && k == 1) {
+      c = chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0);
+      multiply = true;
     } else if (op == "Add" && mask < 0) {
       mask = chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0);
     } else {
@@ -341,7 +362,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& ch
   // Before opset 13 the input is coerced to 2-D at axis: the last axis is
   // the same rows.
   const int64_t axis = reference::AttrInt(softmax, "axis", info.opset < 13 ? 1 : -1);
-  return std::unique_ptr<Kernel>(new AttentionKernel(c, mask, v, axis, std::move(fallback)));
+  return std::unique_ptr<Kernel>(new AttentionKernel(c, multiply, mask, v, axis, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

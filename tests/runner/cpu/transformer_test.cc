@@ -311,7 +311,8 @@ TEST(CpuTransformerFusionTest, AttentionShapesItDoesNotTakeRunNodeByNode) {
 
 // Attention without the Div (a query scaled beforehand, as torch's
 // MultiheadAttention exports it) and/or without the mask.
-pb::GraphProto AttentionWithout(bool div, bool mask) {
+// With `multiply`, the scale is a Mul by c (torch's baddbmm) instead.
+pb::GraphProto AttentionWithout(bool div, bool mask, bool multiply = false) {
   GraphBuilder g("g");
   g.Input("q").Input("kt");
   if (div) g.Input("c");
@@ -320,7 +321,11 @@ pb::GraphProto AttentionWithout(bool div, bool mask) {
   std::string last = "s";
   g.Node("MatMul", {"q", "kt"}, {"s"}, {}, "qk");
   if (div) {
-    g.Node("Div", {"s", "c"}, {"d"}, {}, "div");
+    if (multiply) {
+      g.Node("Mul", {"c", "s"}, {"d"}, {}, "mul");
+    } else {
+      g.Node("Div", {"s", "c"}, {"d"}, {}, "div");
+    }
     last = "d";
   }
   if (mask) {
@@ -355,6 +360,38 @@ TEST(CpuTransformerFusionTest, AttentionWithoutScaleOrMaskRunsAsOneStep) {
     planted[0].second = Planted(planted[0].second.shape(), 134);
     ExpectFused(AttentionWithout(div, mask), planted, {"qk"}, true);
   }
+}
+
+TEST(CpuTransformerFusionTest, AttentionScaledByAMulRunsAsOneStep) {
+  const bool no_packed = NoPacked();
+  for (bool mask : {false, true}) {
+    ExpectFused(AttentionWithout(true, mask, true),
+                Without(AttentionFeeds({2, 3}, 10, 8, 12, 5, {2, 1, 1, 12}, 151), true, mask), {"qk"},
+                no_packed);
+    ExpectFused(AttentionWithout(true, mask, true),
+                Without(AttentionFeeds({4}, 20, 16, 20, 16, {20}, 152), true, mask), {"qk"}, no_packed, 2);
+  }
+  // A zero factor runs the nodes.
+  Feeds zero = AttentionFeeds({2}, 6, 8, 9, 5, {9}, 153);
+  zero[2].second = Floats({}, {0.f});
+  ExpectFused(AttentionWithout(true, true, true), zero, {"qk"}, true);
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithAPaddingMaskOfMinusInfinityRunsAsOneStep) {
+  // Keys masked with -inf per batch row (torch's key_padding_mask), one
+  // head's row masked everywhere: the reference makes that row NaN.
+  Feeds feeds = AttentionFeeds({2, 3}, 10, 8, 12, 5, {2, 1, 1, 12}, 141);
+  float* mask = feeds[3].second.mutable_data<float>();
+  for (int64_t k = 9; k < 12; ++k) mask[k] = -kInf;       // batch 0: the last 3 keys
+  for (int64_t k = 0; k < 12; ++k) mask[12 + k] = -kInf;  // batch 1: every key
+  ExpectFused(Attention(false), feeds, {"qk"}, NoPacked());
+  ExpectFused(AttentionWithout(false, true), Without(feeds, false, true), {"qk"}, NoPacked(), 2);
+  auto cpu = RunGraphOn(runner::Backend::kCpu, Attention(false), feeds);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const runner::Tensor& y = (*cpu)[0].tensor();
+  int64_t nan = 0;
+  for (int64_t i = 0; i < y.size(); ++i) nan += std::isnan(y.data<float>()[i]) ? 1 : 0;
+  EXPECT_EQ(nan, y.size() / 2);  // batch 1 whole
 }
 
 // a + b -> LayerNormalization(axis, scale, [bias]) -> "y".
