@@ -6,6 +6,9 @@
 //   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
 //   written-out norm: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
 //                   [, Mul by gamma [, Add of beta]] (DecomposedLayerNormChain)
+//   RMS norm:       Pow(%x, 2) or Mul(%x, %x), ReduceMean, Add, Sqrt, then
+//                   Div(%x, %s), or Div(1, %s) / Reciprocal and Mul by %x;
+//                   [, Mul by gamma] (RmsNormChain)
 //   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
 //
@@ -210,6 +213,70 @@ std::vector<Link> DecomposedLayerNormChain(const ir::Node& mean, const ir::Graph
   return links;
 }
 
+// The root-mean-square normalization as exporters write it (LLaMA's and
+// T5's RMSNorm), starting at `head`, or empty:
+//   %p = Pow(%x, %two) or Mul(%x, %x); %v = ReduceMean(%p); %e = Add(%v, %eps);
+//   %s = Sqrt(%e); then %n = Div(%x, %s), or %r = Div(%one, %s) or
+//   Reciprocal(%s) and %n = Mul(%x, %r); [%y = Mul(%n, %gamma)]
+// with %two, %eps, %one, %gamma and any axes input constant; the kernel
+// checks their values, the axes and the shapes. %x is read outside the
+// chain by the head and by the Div or Mul.
+std::vector<Link> RmsNormChain(const ir::Node& head, const ir::Graph& graph,
+                               const std::function<bool(const ir::Value*)>& is_constant) {
+  if (head.num_inputs() != 2 || head.num_outputs() != 1 || head.input(0) == nullptr ||
+      head.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Value* x = head.input(0);
+  if (head.op_type() == "Pow") {
+    if (head.input(1) == x || !is_constant(head.input(1))) return {};
+  } else if (head.op_type() != "Mul" || head.input(1) != x) {
+    return {};
+  }
+  const ir::Node* var = OnlyUser(head.output(0), graph);
+  if (var == nullptr || var->op_type() != "ReduceMean" || var->num_inputs() < 1 ||
+      var->input(0) != head.output(0) ||
+      (var->num_inputs() >= 2 && var->input(1) != nullptr && !is_constant(var->input(1)))) {
+    return {};
+  }
+  const ir::Node* add = OnlyUser(var->output(0), graph);
+  const int add_slot = BinaryWithConstant(add, "Add", var->output(0), is_constant);
+  if (add_slot < 0) return {};
+  const ir::Node* sqrt = OnlyUser(add->output(0), graph);
+  if (sqrt == nullptr || sqrt->op_type() != "Sqrt" || sqrt->num_inputs() != 1) return {};
+  const ir::Value* s = sqrt->output(0);
+  std::vector<Link> links = {{&head, -1}, {var, 0}, {add, add_slot}, {sqrt, 0}};
+  const ir::Node* next = OnlyUser(s, graph);
+  if (next == nullptr) return {};
+  const ir::Node* last = next;
+  if (next->op_type() == "Div" && next->num_inputs() == 2 && next->input(1) == s && next->input(0) == x) {
+    links.push_back({next, 1});
+  } else {
+    const bool inverse = next->op_type() == "Reciprocal"
+                             ? next->num_inputs() == 1
+                             : next->op_type() == "Div" && next->num_inputs() == 2 && next->input(1) == s &&
+                                   next->input(0) != nullptr && next->input(0) != x &&
+                                   is_constant(next->input(0));
+    if (!inverse) return {};
+    links.push_back({next, next->op_type() == "Div" ? 1 : 0});
+    const ir::Node* mul = OnlyUser(next->output(0), graph);
+    if (mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return {};
+    const ir::Value* r = next->output(0);
+    if (mul->input(0) == x && mul->input(1) == r) {
+      links.push_back({mul, 1});
+    } else if (mul->input(0) == r && mul->input(1) == x) {
+      links.push_back({mul, 0});
+    } else {
+      return {};
+    }
+    last = mul;
+  }
+  const ir::Node* scale = OnlyUser(last->output(0), graph);
+  const int scale_slot = BinaryWithConstant(scale, "Mul", last->output(0), is_constant);
+  if (scale_slot >= 0) links.push_back({scale, scale_slot});
+  return links;
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -226,6 +293,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
     if (links.empty()) links = AddLayerNormChain(*head, graph);
     if (links.empty())
       links = DecomposedLayerNormChain(*head, graph, is_constant, &inner_input, &inner_source);
+    if (links.empty()) links = RmsNormChain(*head, graph, is_constant);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);

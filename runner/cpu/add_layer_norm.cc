@@ -12,7 +12,9 @@
 //
 // Also the layer normalization written out as ReduceMean, Sub, Pow,
 // ReduceMean, Add, Sqrt, Div [, Mul [, Add]] (exports below opset 17), one
-// pass per row (DecomposedLayerNormKernel).
+// pass per row (DecomposedLayerNormKernel), and the RMS normalization
+// (Pow, ReduceMean, Add, Sqrt, Div or Reciprocal and Mul [, Mul]) likewise
+// (RmsNormKernel).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -152,6 +154,43 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool DecomposedRow(
   return true;
 }
 
+// A ReduceMean of a written-out normalization: its attributes.
+struct ReduceSpec {
+  std::vector<int64_t> axes;  // the attribute (opsets < 18)
+  bool keepdims = true;
+  bool noop_with_empty_axes = false;
+};
+
+// The first axis of the trailing run a ReduceMean (`r`, axes input at
+// `slot`) reduces with kept dims over a tensor of `rank`; nullopt when it
+// reduces anything else.
+std::optional<int64_t> TrailingAxes(KernelContext& ctx, const ReduceSpec& r, int slot, int64_t rank) {
+  if (!r.keepdims) return std::nullopt;
+  std::vector<int64_t> axes = r.axes;
+  if (slot >= 0) {
+    absl::StatusOr<const Tensor*> t = ctx.OptionalInput(slot);
+    if (!t.ok()) return std::nullopt;
+    if (*t != nullptr) {
+      absl::StatusOr<std::vector<int64_t>> v = reference::shape_ops::ReadInts(**t, "axes");
+      if (!v.ok()) return std::nullopt;
+      axes = *std::move(v);
+    }
+  }
+  if (axes.empty()) {
+    if (r.noop_with_empty_axes) return std::nullopt;
+    return 0;  // every axis
+  }
+  absl::StatusOr<std::vector<int64_t>> normalized = reference::shape_ops::NormalizeAxes(axes, rank);
+  if (!normalized.ok()) return std::nullopt;
+  std::vector<int64_t> sorted = *std::move(normalized);
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] != rank - static_cast<int64_t>(sorted.size()) + static_cast<int64_t>(i))
+      return std::nullopt;
+  }
+  return sorted.front();
+}
+
 // The layer normalization written out as ReduceMean, Sub, Pow, ReduceMean,
 // Add, Sqrt, Div [, Mul [, Add]] (runner/fusion_transformer.cc) as one
 // pass per row. Both ReduceMeans must keep dims and reduce the same
@@ -164,11 +203,7 @@ class DecomposedLayerNormKernel : public Kernel {
   struct Slots {
     int x = 0, axes_mean = -1, two = 0, axes_var = -1, epsilon = 0, gamma = -1, beta = -1;
   };
-  struct Reduce {
-    std::vector<int64_t> axes;  // the attribute (opsets < 18)
-    bool keepdims = true;
-    bool noop_with_empty_axes = false;
-  };
+  using Reduce = ReduceSpec;
 
   DecomposedLayerNormKernel(Slots slots, Reduce mean, Reduce var, std::unique_ptr<Kernel> fallback)
       : slots_(slots), mean_(std::move(mean)), var_(std::move(var)), fallback_(std::move(fallback)) {}
@@ -221,41 +256,106 @@ class DecomposedLayerNormKernel : public Kernel {
   }
 
  private:
-  // The first axis of the trailing run a ReduceMean (`r`, axes input at
-  // `slot`) reduces with kept dims over a tensor of `rank`; nullopt when it
-  // reduces anything else.
-  static std::optional<int64_t> TrailingAxes(KernelContext& ctx, const Reduce& r, int slot, int64_t rank) {
-    if (!r.keepdims) return std::nullopt;
-    std::vector<int64_t> axes = r.axes;
-    if (slot >= 0) {
-      absl::StatusOr<const Tensor*> t = ctx.OptionalInput(slot);
-      if (!t.ok()) return std::nullopt;
-      if (*t != nullptr) {
-        absl::StatusOr<std::vector<int64_t>> v = reference::shape_ops::ReadInts(**t, "axes");
-        if (!v.ok()) return std::nullopt;
-        axes = *std::move(v);
-      }
-    }
-    if (axes.empty()) {
-      if (r.noop_with_empty_axes) return std::nullopt;
-      return 0;  // every axis
-    }
-    absl::StatusOr<std::vector<int64_t>> normalized = reference::shape_ops::NormalizeAxes(axes, rank);
-    if (!normalized.ok()) return std::nullopt;
-    std::vector<int64_t> sorted = *std::move(normalized);
-    std::sort(sorted.begin(), sorted.end());
-    for (size_t i = 0; i < sorted.size(); ++i) {
-      if (sorted[i] != rank - static_cast<int64_t>(sorted.size()) + static_cast<int64_t>(i))
-        return std::nullopt;
-    }
-    return sorted.front();
-  }
-
   Slots slots_;
   Reduce mean_, var_;
   std::unique_ptr<Kernel> fallback_;
 };
 
+// One row of the RMS normalization: s = sqrt(sum(x^2) / n + epsilon), then
+// y = x / s, or x * (1 / s) when `inverse` (as the Div or the Reciprocal and
+// Mul compute it) [* gamma]. False when the squares are not finite.
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool RmsRow(const float* x, float epsilon,
+                                                                         bool inverse, const float* gamma,
+                                                                         float* y, int64_t n) {
+  float ss = 0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  if (!std::isfinite(ss)) return false;
+  const float s = std::sqrt(ss / static_cast<float>(n) + epsilon);
+  if (inverse) {
+    const float r = 1.f / s;
+    if (gamma == nullptr) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * r;
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * r * gamma[i];
+    }
+  } else if (gamma == nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] / s;
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] / s * gamma[i];
+  }
+  return true;
+}
+
+// The RMS normalization written out (runner/fusion_transformer.cc,
+// RmsNormChain) as one pass per row. The ReduceMean must keep dims and
+// reduce trailing axes, the exponent be 2 (a Mul of x by itself needs no
+// check), the numerator of a Div(1, s) be 1, and epsilon and gamma fit the
+// normalized dims; a row whose squares are not finite (NaN, an infinity,
+// an overflow) runs the chain node by node, as do other inputs.
+class RmsNormKernel : public Kernel {
+ public:
+  struct Slots {
+    int x = 0, two = -1, axes = -1, epsilon = 0, one = -1, gamma = -1;
+  };
+
+  RmsNormKernel(Slots slots, ReduceSpec mean, bool inverse, std::unique_ptr<Kernel> fallback)
+      : slots_(slots), mean_(std::move(mean)), inverse_(inverse), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(slots_.x));
+    if (x->dtype() != pb::kFloat || x->size() == 0 || x->rank() < 1) return fallback_->Run(ctx);
+    const int64_t rank = x->rank();
+    std::optional<int64_t> first = TrailingAxes(ctx, mean_, slots_.axes, rank);
+    if (!first) return fallback_->Run(ctx);
+    auto scalar_is = [&](int slot, double want) -> absl::StatusOr<bool> {
+      if (slot < 0) return true;
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* t, ctx.Input(slot));
+      if (t->size() != 1 || t->rank() > rank) return false;
+      if (t->dtype() == pb::kFloat) return t->data<float>()[0] == static_cast<float>(want);
+      if (t->dtype() == pb::kDouble) return t->data<double>()[0] == want;
+      if (t->dtype() == pb::kInt64) return t->data<int64_t>()[0] == static_cast<int64_t>(want);
+      if (t->dtype() == pb::kInt32) return t->data<int32_t>()[0] == static_cast<int32_t>(want);
+      return false;
+    };
+    ONNXKIT_ASSIGN_OR_RETURN(const bool two_ok, scalar_is(slots_.two, 2));
+    ONNXKIT_ASSIGN_OR_RETURN(const bool one_ok, scalar_is(slots_.one, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* eps, ctx.Input(slots_.epsilon));
+    const Tensor* gamma = nullptr;
+    if (slots_.gamma >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(gamma, ctx.Input(slots_.gamma));
+    }
+    std::vector<int64_t> tail(x->shape().begin() + *first, x->shape().end());
+    const bool eps_ok = eps->dtype() == pb::kFloat && eps->size() == 1 && eps->rank() <= rank;
+    const bool gamma_ok = gamma == nullptr || (gamma->rank() <= rank && FitsTail(gamma, tail));
+    if (!two_ok || !one_ok || !eps_ok || !gamma_ok) return fallback_->Run(ctx);
+    int64_t rows = 1;
+    for (int64_t i = 0; i < *first; ++i) rows *= x->dim(static_cast<int>(i));
+    const int64_t n = x->size() / rows;
+    const float epsilon = eps->data<float>()[0];
+    const float* px = x->data<float>();
+    const float* pg = gamma != nullptr ? gamma->data<float>() : nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    float* py = y->mutable_data<float>();
+    int bad = 0;
+#pragma omp parallel for reduction(| : bad) if (rows >= 32 && x->size() >= 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!RmsRow(px + r * n, epsilon, inverse_, pg, py + r * n, n)) bad = 1;
+    }
+    if (bad != 0) return fallback_->Run(ctx);  // replaces the output
+    return absl::OkStatus();
+  }
+
+ private:
+  Slots slots_;
+  ReduceSpec mean_;
+  bool inverse_;
+  std::unique_ptr<Kernel> fallback_;
+};
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const FusionChain& chain,
@@ -287,6 +387,32 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const Fusio
   if (size > 8) slots.beta = other(8);
   return std::unique_ptr<Kernel>(new DecomposedLayerNormKernel(slots, reduce(*chain.nodes[0]),
                                                                reduce(*chain.nodes[3]), std::move(fallback)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo&,
+                                                         std::unique_ptr<Kernel> fallback) {
+  const size_t size = chain.nodes.size();
+  if (size < 5 || size > 7) return absl::InternalError("not an RMS normalization chain");
+  auto other = [&](size_t k) { return chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0); };
+  const ir::Node& head = chain.head();
+  const ir::Node& mean = *chain.nodes[1];
+  const ir::Node& fifth = *chain.nodes[4];
+  RmsNormKernel::Slots slots;
+  slots.x = chain.input_offset[0];
+  if (head.op_type() == "Pow") slots.two = chain.input_offset[0] + 1;
+  if (mean.num_inputs() > 1 && mean.input(1) != nullptr) slots.axes = chain.input_offset[1] + 1;
+  slots.epsilon = other(2);
+  // Div(x, s) divides; Div(1, s) or Reciprocal(s), then Mul by x, inverts.
+  const bool inverse = fifth.op_type() == "Reciprocal" || fifth.input(0) != head.input(0);
+  if (fifth.op_type() == "Div" && inverse) slots.one = chain.input_offset[4];
+  const size_t body = inverse ? 6 : 5;
+  if (size < body) return absl::InternalError("not an RMS normalization chain");
+  if (size > body) slots.gamma = other(body);
+  ReduceSpec r;
+  r.axes = reference::AttrInts(mean, "axes");
+  r.keepdims = reference::AttrInt(mean, "keepdims", 1) != 0;
+  r.noop_with_empty_axes = reference::AttrInt(mean, "noop_with_empty_axes", 0) != 0;
+  return std::unique_ptr<Kernel>(new RmsNormKernel(slots, std::move(r), inverse, std::move(fallback)));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain& chain, const KernelInfo&,

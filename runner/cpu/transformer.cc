@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
   }
   if (head == "Add" && chain.nodes.size() == 2) return MakeAddLayerNormChain(chain, info, std::move(fallback));
   if (head == "ReduceMean") return MakeDecomposedLayerNormChain(chain, info, std::move(fallback));
+  if (head == "Pow" || head == "Mul") return MakeRmsNormChain(chain, info, std::move(fallback));
   if (head == "Div" && chain.nodes.size() == 5) {
     return std::unique_ptr<Kernel>(new GeluKernel(OtherInput(chain, 2), OtherInput(chain, 4), std::move(fallback)));
   }

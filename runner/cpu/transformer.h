@@ -39,6 +39,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const Fusio
                                                                      const KernelInfo& info,
                                                                      std::unique_ptr<Kernel> fallback);
 
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo& info,
+                                                         std::unique_ptr<Kernel> fallback);
+
 }  // namespace onnxkit::runner::cpu
 
 #endif  // ONNXKIT_RUNNER_CPU_TRANSFORMER_H_

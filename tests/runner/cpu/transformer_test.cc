@@ -526,11 +526,125 @@ TEST(CpuTransformerFusionTest, WrittenOutLayerNormNearMisses) {
   s.axes_mean = s.axes_var = {1};
   s.tail = {4, 1};
   ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({3, 4, 6}, 122)}}, {"mean"}, true);
-  // The deviations read outside: no chain.
+  // The deviations read outside: no layer-norm chain, but from the Pow on
+  // it is the RMS normalization of the deviations (up to the Mul by gamma).
   s = NormSpec();
   s.sub_is_output = true;
-  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 40}, 123)}},
-              {"mean", "sub", "pow", "var", "add_eps", "sqrt", "div", "scale", "shift"});
+  ExpectFused(WrittenOutNorm(s), {{"x", RandomFloats({2, 40}, 123)}}, {"mean", "sub", "pow", "shift"});
+}
+
+// The RMS normalization exporters write (LLaMA's and T5's RMSNorm):
+// Pow(x, 2) (or Mul(x, x)), ReduceMean, Add, Sqrt, then Div(x, s)
+// (`division` 0), Div(1, s) and Mul by x (1) or Reciprocal and Mul by x
+// (2), then Mul by gamma when `gamma` -> "y".
+struct RmsSpec {
+  int64_t opset = 18;
+  bool square_by_mul = false;
+  int division = 1;
+  bool gamma = true;
+  float exponent = 2, one = 1;
+  std::vector<int64_t> axes = {-1};
+  std::vector<int64_t> tail = {40};
+  bool root_is_output = false;
+};
+
+pb::GraphProto WrittenOutRmsNorm(const RmsSpec& s) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("eps", Floats({}, {1e-6f})));
+  if (s.square_by_mul) {
+    g.Node("Mul", {"x", "x"}, {"p"}, {}, "square");
+  } else {
+    g.Initializer(InitializerFrom("two", Floats({}, {s.exponent})));
+    g.Node("Pow", {"x", "two"}, {"p"}, {}, "square");
+  }
+  if (s.opset >= 18) {
+    g.Initializer(InitializerFrom("axes", Int64s({static_cast<int64_t>(s.axes.size())}, s.axes)));
+    g.Node("ReduceMean", {"p", "axes"}, {"v"}, {}, "mean");
+  } else {
+    g.Node("ReduceMean", {"p"}, {"v"}, {AttrInts("axes", s.axes)}, "mean");
+  }
+  g.Node("Add", {"eps", "v"}, {"e"}, {}, "add_eps").Node("Sqrt", {"e"}, {"s"}, {}, "sqrt");
+  const std::string normed = s.gamma ? "n" : "y";
+  if (s.division == 0) {
+    g.Node("Div", {"x", "s"}, {normed}, {}, "div");
+  } else {
+    if (s.division == 1) {
+      g.Initializer(InitializerFrom("one", Floats({1}, {s.one})));
+      g.Node("Div", {"one", "s"}, {"r"}, {}, "inverse");
+    } else {
+      g.Node("Reciprocal", {"s"}, {"r"}, {}, "inverse");
+    }
+    g.Node("Mul", {"r", "x"}, {normed}, {}, "times_x");
+  }
+  if (s.gamma) {
+    g.Initializer(InitializerFrom("gamma", RandomFloats(s.tail, 131, 0.5f, 2.f)));
+    g.Node("Mul", {"n", "gamma"}, {"y"}, {}, "scale");
+  }
+  g.Output("y");
+  if (s.root_is_output) g.Output("s");
+  return g.Build();
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutRmsNormRunsAsOnePass) {
+  for (int division : {0, 1, 2}) {
+    for (bool square_by_mul : {false, true}) {
+      for (bool gamma : {false, true}) {
+        RmsSpec s;
+        s.division = division;
+        s.square_by_mul = square_by_mul;
+        s.gamma = gamma;
+        SCOPED_TRACE(::testing::Message()
+                     << "division " << division << " mul " << square_by_mul << " gamma " << gamma);
+        ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({2, 7, 40}, 132, -3, 5)}}, {"square"});
+        s.opset = 13;  // axes as the attribute
+        ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({5, 40}, 133)}}, {"square"}, false, 1, 13);
+      }
+    }
+  }
+  // Two trailing axes in any order, gamma with a leading 1; many rows on 2 threads.
+  RmsSpec s;
+  s.axes = {-1, 1};
+  s.tail = {1, 4, 6};
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({3, 4, 6}, 134)}}, {"square"});
+  ExpectFused(WrittenOutRmsNorm(RmsSpec()), {{"x", RandomFloats({2048, 40}, 135)}}, {"square"}, false, 2);
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutRmsNormWithNonFiniteRowsRunsNodeByNode) {
+  for (int division : {0, 2}) {
+    RmsSpec s;
+    s.division = division;
+    ExpectFused(WrittenOutRmsNorm(s), {{"x", Planted({2, 7, 40}, 136)}}, {"square"}, true);
+    // Finite values whose squares overflow: the reference gives 0 (x / inf) or NaN.
+    runner::Tensor big = RandomFloats({2, 40}, 137);
+    big.mutable_data<float>()[5] = 3e37f;
+    big.mutable_data<float>()[6] = -3e37f;
+    ExpectFused(WrittenOutRmsNorm(s), {{"x", big}}, {"square"}, true);
+  }
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutRmsNormNearMisses) {
+  // Found as a chain, but the kernel hands them to the nodes: another
+  // exponent, a numerator other than 1, axes not trailing, gamma that
+  // broadcasts x.
+  RmsSpec s;
+  s.exponent = 3;
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({2, 40}, 138)}}, {"square"}, true);
+  s = RmsSpec();
+  s.one = 2;
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({2, 40}, 139)}}, {"square"}, true);
+  s = RmsSpec();
+  s.axes = {1};
+  s.tail = {4, 1};
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({3, 4, 6}, 140)}}, {"square"}, true);
+  s = RmsSpec();
+  s.tail = {2, 40};
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({1, 40}, 141)}}, {"square"}, true);
+  // The root read outside: no chain.
+  s = RmsSpec();
+  s.root_is_output = true;
+  ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({2, 40}, 142)}},
+              {"square", "mean", "add_eps", "sqrt", "inverse", "times_x", "scale"});
 }
 
 }  // namespace
