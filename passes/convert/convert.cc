@@ -199,6 +199,18 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
+  // Below IR 4 every initializer must be listed as a graph input, and is a
+  // constant all the same; from IR 4 a listed one is an input a user may
+  // feed. Going across, the weights stay constants: unlisted.
+  if (result.ir_before < 4 && result.ir_after >= 4) {
+    std::vector<ir::Value*> listed;
+    for (ir::Value* v : model->graph().initializers()) {
+      if (v->is_graph_input()) listed.push_back(v);
+    }
+    for (ir::Value* v : listed) ONNXKIT_RETURN_IF_ERROR(model->graph().RemoveInput(v));
+    if (!listed.empty())
+      result.steps["initializers no longer listed as inputs (IR < 4 -> IR >= 4)"] = listed.size();
+  }
   if (!result.blockers.empty()) return result;
   std::unique_ptr<Verifier> verifier;
   if (options.precision) {

@@ -423,6 +423,39 @@ TEST(ConvertAdaptersTest, IrVersionTable) {
   EXPECT_EQ(IrVersionForOpset(21), 10);
 }
 
+// Names of the main graph's inputs.
+std::vector<std::string> InputNames(const pb::ModelProto& m) {
+  std::vector<std::string> names;
+  for (const pb::ValueInfoProto& v : m.graph->input) names.push_back(v.name);
+  return names;
+}
+
+TEST(ConvertAdaptersTest, WeightsListedAsInputsBelowIr4StayConstantsAbove) {
+  // IR 3, opset 7: the weight is listed as a graph input, as that IR requires.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 3}})
+                                        .Input("w", pb::kFloat, {{2, 3}})
+                                        .Initializer(InitializerFrom("w", RandomFloats({2, 3}, 7)))
+                                        .Node("Add", {"x", "w"}, {"y"})
+                                        .Output("y", pb::kFloat, {{2, 3}})
+                                        .Build(),
+                                    7, 3);
+  ConvertResult up = ConvertTo(m, 13);
+  ASSERT_TRUE(up.blockers.empty()) << up.blockers[0].reason;
+  EXPECT_EQ(up.model.ir_version, 7);
+  EXPECT_EQ(InputNames(up.model), std::vector<std::string>{"x"});
+  ASSERT_EQ(up.model.graph->initializer.size(), 1u);
+  EXPECT_EQ(up.steps["initializers no longer listed as inputs (IR < 4 -> IR >= 4)"], 1);
+  ExpectValid(up.model);
+  ExpectSameOutputs(m, up.model, {{"x", RandomFloats({2, 3}, 8)}});
+  // Staying below IR 4 keeps it listed; going back down lists it again.
+  ConvertResult eight = ConvertTo(m, 8);
+  EXPECT_EQ(eight.model.ir_version, 3);
+  EXPECT_EQ(InputNames(eight.model), (std::vector<std::string>{"x", "w"}));
+  ConvertResult down = ConvertTo(up.model, 8);
+  EXPECT_EQ(InputNames(down.model), (std::vector<std::string>{"x", "w"}));
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 
