@@ -194,7 +194,9 @@ class NodeRules {
   void Nodes(const std::vector<pb::NodeProto>& nodes, const std::string& location, int depth,
              const pb::FunctionProto* fn);
   void CheckNode(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto* fn);
-  void CheckCall(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto& callee);
+  // A call of model-local function `callee`, from function `fn` (null: a graph).
+  void CheckCall(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto& callee,
+                 const pb::FunctionProto* fn);
   void CheckArity(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema,
                   bool inputs);
   void CheckAttributes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema* schema,
@@ -305,7 +307,7 @@ void NodeRules::CheckNode(const pb::NodeProto& node, const NodeWhere& where, con
   }
   auto local = facts_.functions.find(KeyOf(node));
   if (local != facts_.functions.end()) {
-    CheckCall(node, where, *local->second);
+    CheckCall(node, where, *local->second, fn);
     return;
   }
   if (!ops::IsKnownDomain(domain)) {
@@ -337,8 +339,8 @@ void NodeRules::CheckNode(const pb::NodeProto& node, const NodeWhere& where, con
   CheckTypes(node, where, *schema);
 }
 
-void NodeRules::CheckCall(const pb::NodeProto& node, const NodeWhere& where,
-                          const pb::FunctionProto& callee) {
+void NodeRules::CheckCall(const pb::NodeProto& node, const NodeWhere& where, const pb::FunctionProto& callee,
+                          const pb::FunctionProto* fn) {
   const std::string label = FunctionLabel(callee);
   if (node.input.size() > callee.input.size()) {
     sink_->Report(rules::kE0402, where,
@@ -350,7 +352,7 @@ void NodeRules::CheckCall(const pb::NodeProto& node, const NodeWhere& where,
                   absl::StrCat("the node has ", node.output.size(), " outputs, but ", label, " declares ",
                                callee.output.size()));
   }
-  CheckAttributes(node, where, nullptr, &callee, nullptr);
+  CheckAttributes(node, where, nullptr, &callee, fn);
 }
 
 void NodeRules::CheckArity(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema,

@@ -254,6 +254,44 @@ TEST(NodeRulesTest, AttributeReferenceOutsideAFunction) {
           "function body");
 }
 
+TEST(NodeRulesTest, AFunctionPassesItsAttributeOnToAnotherFunction) {
+  // local::Inner(a) = LeakyRelu(a, alpha=@alpha); local::Outer(a) calls
+  // Inner with alpha=@beta, its own attribute.
+  pb::AttributeProto alpha_ref;
+  alpha_ref.name = "alpha";
+  alpha_ref.type = pb::kAttrFloat;
+  alpha_ref.ref_attr_name = "alpha";
+  pb::FunctionProto inner;
+  inner.domain = "local";
+  inner.name = "Inner";
+  inner.input = {"a"};
+  inner.output = {"b"};
+  inner.attribute = {"alpha"};
+  inner.node = {MakeNode("LeakyRelu", {"a"}, {"b"}, {alpha_ref})};
+  inner.opset_import = ModelFromGraph({}).opset_import;
+  pb::AttributeProto beta_ref = alpha_ref;
+  beta_ref.ref_attr_name = "beta";
+  pb::FunctionProto outer = inner;
+  outer.name = "Outer";
+  outer.attribute = {"beta"};
+  pb::NodeProto call = MakeNode("Inner", {"a"}, {"b"}, {beta_ref}, "inner");
+  call.domain = "local";
+  outer.node = {call};
+  pb::OperatorSetIdProto local;
+  local.domain = "local";
+  local.version = 1;
+  outer.opset_import.push_back(local);
+  pb::NodeProto top = MakeNode("Outer", {"x"}, {"z"}, {AttrFloat("beta", 0.5f)}, "o");
+  top.domain = "local";
+  pb::ModelProto m = OneNode(top);
+  m.opset_import.push_back(local);
+  m.functions = {inner, outer};
+  EXPECT_THAT(Check(m).diagnostics, IsEmpty()) << Dump(Check(m));
+  // A reference to an attribute Outer does not declare is still an error.
+  m.functions[1].node[0].attribute[0].ref_attr_name = "gamma";
+  EXPECT_THAT(Only(Check(m), "E0405"), HasSubstr("refers to an attribute the function does not declare"));
+}
+
 TEST(NodeRulesTest, EmptyOpType) {
   EXPECT_EQ(Only(Check(OneNode(MakeNode("", {"x"}, {"z"}))), "E0410"),
             At("node #0 ()") + "the node has an empty op_type");
