@@ -21,7 +21,9 @@ namespace {
 
 using Kind = ops::AttributeDefault::Kind;
 
+// False for a reference to a function's attribute (its value is the caller's).
 bool HoldsDefault(const pb::AttributeProto& a, const ops::AttributeSpec& spec) {
+  if (!a.ref_attr_name.empty()) return false;
   const ops::AttributeDefault& d = spec.default_value;
   switch (d.kind) {
     case Kind::kInt: return a.i == d.i;

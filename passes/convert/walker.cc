@@ -381,6 +381,25 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
           break;
         }
       }
+      // In a function body an attribute may take the caller's value
+      // (ref_attr_name): unknown here, so an adapter, which may read it,
+      // cannot run.
+      if (row != nullptr) {
+        const ir::Attribute* ref = nullptr;
+        for (const ir::Attribute& a : node->attributes()) {
+          if (!a.proto.ref_attr_name.empty() && ref == nullptr) ref = &a;
+        }
+        if (ref != nullptr) {
+          stats.blockers->push_back(
+              {path, label,
+               absl::StrCat(op, " ", step.from->since_version(), "->",
+                            step.direction == Direction::kUp ? step.boundary : step.boundary - 1,
+                            ": attribute '", ref->name(), "' takes the function's attribute '",
+                            ref->proto.ref_attr_name, "', whose value differs per call; the ", Sv(row->name),
+                            " step needs it")});
+          break;
+        }
+      }
       std::vector<ir::Node*> producers = ProducersOf(*node);
       absl::Status st = row != nullptr ? row->fn(step) : GenericStep(step);
       if (st.ok()) {

@@ -11,6 +11,7 @@
 namespace onnxkit::testing {
 namespace {
 
+using ::testing::HasSubstr;
 using passes::convert::ConvertResult;
 
 // Converts `m` to each of `targets` in turn, checking outputs after each.
@@ -86,6 +87,62 @@ TEST(ConvertInputsTest, FunctionBodiesConvertWithTheirOwnOpset) {
   EXPECT_EQ(up.model.functions[0].opset_import[0].version, 18);
   EXPECT_TRUE(up.warnings.empty());
   EXPECT_EQ(up.steps["ReduceSum 11->13 axes-attr-to-input"], 1);
+}
+
+// A function F(a; axis, alpha) = LeakyRelu(Softmax(a, axis=@axis),
+// alpha=@alpha) at opset 11, called with axis 0 and alpha 0.5.
+pb::ModelProto ReferencingFunctionModel() {
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3}})
+                         .Node("F", {"x"}, {"y"}, {AttrInt("axis", 0), AttrFloat("alpha", 0.5f)})
+                         .Output("y", pb::kFloat, {{2, 3}})
+                         .Build(),
+                     11, 8);
+  m.graph->node[0].domain = "local";
+  pb::OperatorSetIdProto local;
+  local.domain = "local";
+  local.version = 1;
+  m.opset_import.push_back(local);
+  auto ref = [](const std::string& name, pb::AttributeType type) {
+    pb::AttributeProto a;
+    a.name = name;
+    a.type = type;
+    a.ref_attr_name = name;
+    return a;
+  };
+  pb::FunctionProto f;
+  f.name = "F";
+  f.domain = "local";
+  f.input = {"a"};
+  f.output = {"b"};
+  f.attribute = {"axis", "alpha"};
+  f.node.push_back(MakeNode("Softmax", {"a"}, {"s"}, {ref("axis", pb::kAttrInt)}, "soft"));
+  f.node.push_back(MakeNode("LeakyRelu", {"s"}, {"b"}, {ref("alpha", pb::kAttrFloat)}, "leaky"));
+  pb::OperatorSetIdProto onnx;
+  onnx.version = 11;
+  f.opset_import.push_back(onnx);
+  m.functions.push_back(f);
+  return m;
+}
+
+TEST(ConvertInputsTest, AttributesTakenFromTheCallerBlockTheStepsThatReadThem) {
+  // Softmax 11 -> 13 must know the axis: blocked, not guessed.
+  pb::ModelProto m = ReferencingFunctionModel();
+  ConvertResult up = ConvertTo(m, 13);
+  ASSERT_EQ(up.blockers.size(), 1u);
+  EXPECT_EQ(up.blockers[0].graph, "function 'F'");
+  EXPECT_THAT(
+      up.blockers[0].reason,
+      HasSubstr("attribute 'axis' takes the function's attribute 'axis', whose value differs per call"));
+  // Steps that carry attributes over as they are keep the references.
+  m.functions[0].node.erase(m.functions[0].node.begin());
+  m.functions[0].node[0].input = {"a"};
+  ConvertResult leaky = ConvertTo(m, 16);
+  ASSERT_TRUE(leaky.blockers.empty()) << leaky.blockers[0].reason;
+  ASSERT_EQ(leaky.model.functions[0].node.size(), 1u);
+  EXPECT_EQ(leaky.model.functions[0].node[0].attribute[0].ref_attr_name, "alpha");
+  ExpectSameOutputs(m, leaky.model, {{"x", RandomFloats({2, 3}, 9)}});
 }
 
 }  // namespace
