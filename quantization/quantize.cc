@@ -46,7 +46,11 @@ double CosineDb(double c) {
 
 class Driver {
  public:
-  Driver(const io::LoadedModel& model, const QuantizeOptions& options) : model_(model), options_(options) {}
+  // `model` is quantized; `judge`, the model as given (before any
+  // preprocessing or opset conversion), is what the error report measures
+  // the quantized model against.
+  Driver(const io::LoadedModel& model, const io::LoadedModel& judge, const QuantizeOptions& options)
+      : model_(model), judge_(judge), options_(options) {}
 
   absl::StatusOr<QuantizeResult> Run(const SampleSource* samples) {
     QuantizeResult r;
@@ -75,7 +79,7 @@ class Driver {
       held = SliceSamples(samples, 0, samples->count());  // nothing is calibrated on
       r.holdout_samples = held->count();
       ONNXKIT_ASSIGN_OR_RETURN(
-          evaluator_, Evaluator::Create(model_, held.get(), options_.backend, options_.timeout_seconds));
+          evaluator_, Evaluator::Create(judge_, held.get(), options_.backend, options_.timeout_seconds));
       ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
       if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
         ONNXKIT_RETURN_IF_ERROR(Fallback(r));
@@ -105,7 +109,7 @@ class Driver {
     ONNXKIT_ASSIGN_OR_RETURN(r.qdq, InsertQdq(model_, r.calibration, options_.qdq));
     if (held == nullptr) return Finish(r);
     ONNXKIT_ASSIGN_OR_RETURN(
-        evaluator_, Evaluator::Create(model_, held.get(), options_.backend, options_.timeout_seconds));
+        evaluator_, Evaluator::Create(judge_, held.get(), options_.backend, options_.timeout_seconds));
     ONNXKIT_ASSIGN_OR_RETURN(r.report, evaluator_->Evaluate(r.qdq.model, nullptr));
     if (Margin(r.report.min_output_sqnr(), r.report.min_output_cosine()) < 0) {
       ONNXKIT_RETURN_IF_ERROR(Fallback(r));
@@ -204,6 +208,7 @@ class Driver {
   }
 
   const io::LoadedModel& model_;
+  const io::LoadedModel& judge_;
   const QuantizeOptions& options_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<SampleSource> held_, calib_;
@@ -256,7 +261,7 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
     for (int64_t target : targets) {
       passes::convert::ConvertOptions co;
       co.target_opset = target;
-      co.verify = false;  // the error report compares with the original anyway
+      co.verify = false;  // the error report compares with the original (Driver's judge)
       auto c = passes::convert::Convert(pre, co);
       if (!c.ok()) return c.status();
       if (!c->blockers.empty()) {
@@ -282,7 +287,7 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
                        " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
     }
   }
-  Driver d(pre, options);
+  Driver d(pre, model, options);
   auto r = d.Run(samples);
   if (r.ok()) r->warnings.insert(r->warnings.begin(), notes.begin(), notes.end());
   return r;
