@@ -15,6 +15,7 @@
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/ops/registry.h"
 #include "lib/ops/type_string.h"
 #include "runner/convert.h"
 #include "runner/cpu/conv.h"
@@ -765,6 +766,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   if (session->HostBackend() == Backend::kCpu) cpu::SetThreads(session->options_.threads);
   session->resolver_ = std::make_unique<io::ExternalDataResolver>(loaded.base_dir);
   pb::ModelProto proto = std::move(loaded.proto);
+  // Tensors of node attributes (a Constant's value, ...) stored as external
+  // data: read now, kernels take attribute tensors as they are.
+  ONNXKIT_RETURN_IF_ERROR(io::InlineExternalTensors(proto, session->resolver_.get(), false).status());
   session->loaded_ = std::move(loaded);
   ONNXKIT_ASSIGN_OR_RETURN(session->model_, ir::FromProto(std::move(proto)));
   absl::Status status = absl::OkStatus();
@@ -1415,6 +1419,16 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
   std::unique_ptr<Kernel> kernel;
   auto entry = FindKernel(HostBackend(), node.domain(), node.op_type(), opset);
   if (entry.ok()) {
+    // More inputs or outputs than the op has: refused, not ignored.
+    if (const ops::OpSchema* schema = ops::FindSchema(node.domain(), node.op_type(), opset)) {
+      const bool inputs = node.num_inputs() > schema->max_input();
+      if (inputs || node.num_outputs() > schema->max_output()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the node has ", inputs ? node.num_inputs() : node.num_outputs(), inputs ? " inputs" : " outputs",
+            ", but ", node.op_type(), "-", schema->since_version(), " takes at most ",
+            inputs ? schema->max_input() : schema->max_output()));
+      }
+    }
     SessionConstantsScope scope(strict ? &stable_folded_values_ : &run_constants_);
     ONNXKIT_ASSIGN_OR_RETURN(kernel, (*entry)->factory(node, InfoFor(opset)));
   } else {

@@ -373,4 +373,77 @@ absl::StatusOr<Bytes> TensorRawBytes(const pb::TensorProto& tensor, ExternalData
       absl::StrCat(TensorLabel(tensor), ": has no raw data (its values are in typed fields)"));
 }
 
+namespace {
+
+// Walks a model bringing external tensors inline (InlineExternalTensors).
+class Inliner {
+ public:
+  Inliner(ExternalDataResolver* resolver, bool initializers)
+      : resolver_(resolver), initializers_(initializers) {}
+
+  absl::Status Tensor(pb::TensorProto& t) {
+    if (!HasExternalData(t)) return absl::OkStatus();
+    if (resolver_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "tensor '", t.name, "' has external data and the model ", "has no folder to read it from"));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Bytes data, resolver_->Read(t));
+    done_.bytes += static_cast<int64_t>(data.size());
+    ++done_.tensors;
+    t.raw_data = std::move(data);
+    t.external_data.clear();
+    t.data_location = 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status Attribute(pb::AttributeProto& a, int depth) {
+    if (a.t) ONNXKIT_RETURN_IF_ERROR(Tensor(*a.t));
+    for (pb::TensorProto& t : a.tensors) ONNXKIT_RETURN_IF_ERROR(Tensor(t));
+    if (a.sparse_tensor) ONNXKIT_RETURN_IF_ERROR(Sparse(*a.sparse_tensor));
+    for (pb::SparseTensorProto& s : a.sparse_tensors) ONNXKIT_RETURN_IF_ERROR(Sparse(s));
+    if (a.g) ONNXKIT_RETURN_IF_ERROR(Graph(*a.g, depth + 1));
+    for (pb::GraphProto& g : a.graphs) ONNXKIT_RETURN_IF_ERROR(Graph(g, depth + 1));
+    return absl::OkStatus();
+  }
+
+  absl::Status Sparse(pb::SparseTensorProto& s) {
+    if (s.values) ONNXKIT_RETURN_IF_ERROR(Tensor(*s.values));
+    if (s.indices) ONNXKIT_RETURN_IF_ERROR(Tensor(*s.indices));
+    return absl::OkStatus();
+  }
+
+  absl::Status Nodes(std::vector<pb::NodeProto>& nodes, int depth) {
+    for (pb::NodeProto& n : nodes) {
+      for (pb::AttributeProto& a : n.attribute) ONNXKIT_RETURN_IF_ERROR(Attribute(a, depth));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Graph(pb::GraphProto& g, int depth) {
+    if (depth > limits::kMaxGraphDepth) return absl::ResourceExhaustedError("subgraphs nested too deep");
+    if (initializers_) {
+      for (pb::TensorProto& t : g.initializer) ONNXKIT_RETURN_IF_ERROR(Tensor(t));
+      for (pb::SparseTensorProto& s : g.sparse_initializer) ONNXKIT_RETURN_IF_ERROR(Sparse(s));
+    }
+    return Nodes(g.node, depth);
+  }
+
+  const InlinedTensors& done() const { return done_; }
+
+ private:
+  ExternalDataResolver* resolver_;
+  bool initializers_;
+  InlinedTensors done_;
+};
+
+}  // namespace
+
+absl::StatusOr<InlinedTensors> InlineExternalTensors(pb::ModelProto& model, ExternalDataResolver* resolver,
+                                                     bool initializers) {
+  Inliner inliner(resolver, initializers);
+  if (model.graph) ONNXKIT_RETURN_IF_ERROR(inliner.Graph(*model.graph, 0));
+  for (pb::FunctionProto& f : model.functions) ONNXKIT_RETURN_IF_ERROR(inliner.Nodes(f.node, 0));
+  return inliner.done();
+}
+
 }  // namespace onnxkit::io

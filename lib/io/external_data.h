@@ -70,6 +70,22 @@ class ExternalDataResolver {
 // through `resolver`); NotFound if the tensor keeps its data in typed fields.
 absl::StatusOr<Bytes> TensorRawBytes(const pb::TensorProto& tensor, ExternalDataResolver* resolver);
 
+// What InlineExternalTensors brought inline.
+struct InlinedTensors {
+  int64_t tensors = 0;
+  int64_t bytes = 0;  // their data bytes
+};
+
+// Replaces the external tensors of `model` by their data read through
+// `resolver` (null: an external tensor is a FailedPrecondition error), as
+// raw_data viewing the mapped file: node attributes (Constant values,
+// ConstantOfShape's, ...) in every graph, subgraph and model-local function,
+// and, with `initializers`, the graphs' initializers too. On an error
+// (unreadable or unsafe data, naming the tensor) `model` keeps what was
+// inlined so far.
+absl::StatusOr<InlinedTensors> InlineExternalTensors(pb::ModelProto& model, ExternalDataResolver* resolver,
+                                                     bool initializers);
+
 }  // namespace onnxkit::io
 
 #endif  // ONNXKIT_LIB_IO_EXTERNAL_DATA_H_
