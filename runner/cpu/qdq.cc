@@ -87,16 +87,41 @@ void Transpose8(const uint8_t* in, uint8_t* out, int64_t n, int64_t c, int64_t h
   }
 }
 
-// `t` (8-bit, 4-D) stored the other way: to channels-last, or from it.
+// `n` x `c` x `hw` elements of `bytes` bytes each between plain and
+// channels-last order (a node run plainly may give a wider quantized type,
+// 16-bit say, than the 8-bit ones the fused kernels store channels-last).
+void TransposeElements(const std::byte* in, std::byte* out, size_t bytes, int64_t n, int64_t c, int64_t hw,
+                       bool to_nhwc) {
+  for (int64_t b = 0; b < n; ++b) {
+    const std::byte* src = in + static_cast<size_t>(b * c * hw) * bytes;
+    std::byte* dst = out + static_cast<size_t>(b * c * hw) * bytes;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = ch * hw + p, last = p * c + ch;
+        std::memcpy(dst + static_cast<size_t>(to_nhwc ? last : plain) * bytes,
+                    src + static_cast<size_t>(to_nhwc ? plain : last) * bytes, bytes);
+      }
+    }
+  }
+}
+
+// `t` (4-D) stored the other way: to channels-last, or from it.
 absl::StatusOr<Tensor> Relayout(const Tensor& t, bool to_nhwc) {
-  if (t.rank() != 4 || !IsInt8Type(t.dtype())) {
-    return absl::InternalError("a channels-last quantized value is not a 4-D 8-bit tensor");
+  if (t.rank() != 4 || (t.size() != 0 && t.nbytes() % static_cast<size_t>(t.size()) != 0)) {
+    return absl::InternalError("a channels-last value is not a 4-D tensor of whole-byte elements");
   }
   std::vector<int64_t> shape = to_nhwc ? StoredShape(t.shape()) : LogicalShape(t.shape());
   ONNXKIT_ASSIGN_OR_RETURN(Tensor out, Tensor::AllocateUninitialized(t.dtype(), shape));
+  if (t.size() == 0) return out;
+  const size_t bytes = t.nbytes() / static_cast<size_t>(t.size());
   const std::vector<int64_t>& logical = to_nhwc ? t.shape() : shape;
-  Transpose8(static_cast<const uint8_t*>(t.raw()), static_cast<uint8_t*>(out.mutable_raw()), logical[0], logical[1],
-             logical[2] * logical[3], to_nhwc);
+  if (bytes == 1) {
+    Transpose8(static_cast<const uint8_t*>(t.raw()), static_cast<uint8_t*>(out.mutable_raw()), logical[0],
+               logical[1], logical[2] * logical[3], to_nhwc);
+  } else {
+    TransposeElements(static_cast<const std::byte*>(t.raw()), static_cast<std::byte*>(out.mutable_raw()),
+                      bytes, logical[0], logical[1], logical[2] * logical[3], to_nhwc);
+  }
   return out;
 }
 

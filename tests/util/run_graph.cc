@@ -128,6 +128,12 @@ runner::Tensor RandomInts(int32_t dtype, std::vector<int64_t> shape, uint32_t se
       case pb::kUint8:
         t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v);
         break;
+      case pb::kInt16:
+        t.mutable_data<int16_t>()[i] = static_cast<int16_t>(v);
+        break;
+      case pb::kUint16:
+        t.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v);
+        break;
       case pb::kInt32:
         t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v);
         break;

@@ -49,7 +49,16 @@ absl::StatusOr<Result> RunOn(const pb::GraphProto& graph, runner::Backend backen
 }
 
 int32_t IntAt(const runner::Tensor& t, int64_t i) {
-  return t.dtype() == pb::kInt8 ? t.data<int8_t>()[i] : t.data<uint8_t>()[i];
+  switch (t.dtype()) {
+    case pb::kInt8:
+      return t.data<int8_t>()[i];
+    case pb::kInt16:
+      return t.data<int16_t>()[i];
+    case pb::kUint16:
+      return t.data<uint16_t>()[i];
+    default:
+      return t.data<uint8_t>()[i];
+  }
 }
 
 // The documented bound: every element within `steps` quantization steps of
@@ -892,6 +901,43 @@ TEST(CpuQdqTest, ChannelsLastOnlyWhereEveryReaderTakesIt) {
 // QuantizeLinear and DequantizeLinear alone agree exactly with the
 // reference: per tensor and per axis, u8 / s8 (and int32 dequantized),
 // with ties, NaN, infinities and values far out of range.
+// 16-bit activations (quantize --act-type int16/uint16): a Conv chain and a
+// lookup chain of the kind the cpu backend keeps channels-last between them
+// when 8-bit run node by node, their values changing layout at the chain
+// boundaries whatever the element size.
+TEST(CpuQdqTest, SixteenBitActivationsBetweenChannelsLastChains) {
+  for (int32_t act : {pb::kInt16, pb::kUint16}) {
+    SCOPED_TRACE(act == pb::kInt16 ? "int16" : "uint16");
+    const int zp = act == pb::kInt16 ? 5 : 30000;
+    auto zero_point = [&](uint32_t seed) { return RandomInts(act, {}, seed, zp, zp); };
+    QdqCase qc;
+    GraphBuilder g("g");
+    g.Input("xq", act, std::vector<int64_t>{1, 3, 12, 10});
+    g.Initializer(InitializerFrom("x_s", Floats({}, {0.0005f})));
+    g.Initializer(InitializerFrom("x_z", zero_point(1)));
+    g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x"}, {}, "dq_x");
+    AddWeights(g, qc, "w", {16, 3, 3, 3}, 0, 16, 11);
+    g.Node("Conv", {"x", "w"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv");
+    g.Initializer(InitializerFrom("c_s", Floats({}, {0.001f})));
+    g.Initializer(InitializerFrom("c_z", zero_point(2)));
+    g.Node("QuantizeLinear", {"c", "c_s", "c_z"}, {"cq"}, {}, "q_c");
+    g.Node("DequantizeLinear", {"cq", "c_s", "c_z"}, {"cd"}, {}, "dq_c");
+    g.Node("Relu", {"cd"}, {"r"}, {}, "relu");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.001f})));
+    g.Initializer(InitializerFrom("y_z", zero_point(3)));
+    g.Node("QuantizeLinear", {"r", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", act);
+    // Planned as for 8-bit values: channels-last between the two chains.
+    EXPECT_EQ(PlannedLayouts(g.Build()), (std::map<std::string, std::string>{{"q_c", "pc"}, {"q", "cp"}}));
+    const Feeds feeds = {{"xq", act == pb::kInt16 ? RandomInts(act, {1, 3, 12, 10}, 4, -8000, 8000)
+                                                  : RandomInts(act, {1, 3, 12, 10}, 4, 22000, 38000)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 1);
+  }
+}
+
 TEST(CpuQdqTest, QuantizeDequantizeExact) {
   runner::Tensor x = RandomFloats({2, 3, 4, 5}, 13, -6.f, 6.f);
   float* px = x.mutable_data<float>();
