@@ -31,8 +31,12 @@ struct BisectOptions {
   std::vector<std::string> input_dirs;
   ReduceOptions reduce;
   std::filesystem::path output_dir;
-  std::string onnxkit_binary = "onnxkit";  // used in repro.sh
+  std::string onnxkit_binary = "onnxkit";  // used in repro.sh (ShellBinary)
 };
+
+// The shell word that runs onnxkit in a repro.sh: $ONNXKIT when set (the
+// bundle moved to another machine), else `binary`.
+std::string ShellBinary(const std::string& binary);
 
 struct BisectOutcome {
   bool interesting = false;  // false: the original is not; nothing written

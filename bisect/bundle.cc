@@ -20,8 +20,6 @@ namespace fs = std::filesystem;
 
 std::string BackendFlag(runner::Backend b) { return b == runner::Backend::kCpu ? "cpu" : "reference"; }
 
-std::string Quote(const std::string& s) { return "'" + absl::StrReplaceAll(s, {{"'", "'\\''"}}) + "'"; }
-
 std::string ReportJson(const BisectOptions& options, const BisectOutcome& o) {
   const ReduceResult& r = o.result;
   JsonWriter w;
@@ -70,9 +68,19 @@ std::string ReportJson(const BisectOptions& options, const BisectOutcome& o) {
 
 }  // namespace
 
+std::string ShellBinary(const std::string& binary) {
+  // Inside double quotes only \, ", $ and ` are special.
+  std::string escaped;
+  for (char c : binary) {
+    if (c == '\\' || c == '"' || c == '$' || c == '`') escaped += '\\';
+    escaped += c;
+  }
+  return absl::StrCat("\"${ONNXKIT:-", escaped, "}\"");
+}
+
 std::string ReproCommand(const BisectOptions& options) {
   const OracleOptions& o = options.oracle;
-  std::string bin = Quote(options.onnxkit_binary);
+  std::string bin = ShellBinary(options.onnxkit_binary);
   std::string model = "\"$here/model.onnx\"";
   std::string inputs = "--inputs \"$here/test_data_set_0\"";
   switch (o.kind) {
@@ -82,9 +90,10 @@ std::string ReproCommand(const BisectOptions& options) {
     case OracleKind::kNan:
       return absl::StrCat(bin, " run ", model, " ", inputs, " --backend ", BackendFlag(o.a_backend));
     case OracleKind::kMismatch:
-      return absl::StrCat(bin, " compare --a ", model, " --a-backend ", BackendFlag(o.a_backend), " --b-backend ",
-                          BackendFlag(o.b_backend), " ", inputs,
-                          o.atol ? absl::StrCat(" --atol ", *o.atol) : "", o.rtol ? absl::StrCat(" --rtol ", *o.rtol) : "");
+      return absl::StrCat(bin, " compare --a ", model, " --b ", model, " --a-backend ",
+                          BackendFlag(o.a_backend), " --b-backend ", BackendFlag(o.b_backend), " ", inputs,
+                          o.atol ? absl::StrCat(" --atol ", *o.atol) : "",
+                          o.rtol ? absl::StrCat(" --rtol ", *o.rtol) : "");
     case OracleKind::kCommand: {
       std::string cmd = o.command;
       if (cmd.find("{model}") != std::string::npos) return absl::StrReplaceAll(cmd, {{"{model}", model}});

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "bisect/bisect.h"
 #include "bisect/candidate.h"
 #include "bisect/golden.h"
 #include "lib/base/json_writer.h"
@@ -31,11 +32,14 @@ std::string Script(const passes::Culprit& c, bool shrunk, const std::string& bin
   std::string head = absl::StrCat("#!/bin/sh\n# The optimizer's rewrite ", c.rewrite, " (", c.pass, " at ", c.record.node,
                                   ") moves the outputs.\nhere=$(cd \"$(dirname \"$0\")\" && pwd)\n");
   if (!shrunk) {
-    return absl::StrCat(head, "'", bin, "' compare --a \"$here/before.onnx\" --b \"$here/after.onnx\" --random\n");
+    return absl::StrCat(head, ShellBinary(bin),
+                        " compare --a \"$here/before.onnx\" --b \"$here/after.onnx\" --random\n");
   }
-  return absl::StrCat(head, "# model.onnx: the rewrite's node and its neighbours; optimize exits 1 (outputs moved)\n'",
-                      bin, "' optimize \"$here/model.onnx\" -o \"$here/optimized.onnx\" --inputs \"$here/test_data_set_0\"",
-                      flags.empty() ? "" : " ", flags, "\n");
+  return absl::StrCat(
+      head, "# model.onnx: the rewrite's node and its neighbours; optimize exits 1 (outputs moved)\n",
+      ShellBinary(bin),
+      " optimize \"$here/model.onnx\" -o \"$here/optimized.onnx\" --inputs \"$here/test_data_set_0\"",
+      flags.empty() ? "" : " ", flags, "\n");
 }
 
 }  // namespace

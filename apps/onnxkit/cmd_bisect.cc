@@ -3,6 +3,7 @@
 // a minimal reproducer, or name the optimizer rewrite that breaks it.
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -62,6 +63,13 @@ void ListStrategies(bool json) {
   if (json) std::cout << w.Take() << "\n";
 }
 
+// This binary's path, for the repro.sh it writes ("onnxkit" when unknown).
+std::string SelfBinary() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec || self.empty() ? std::string("onnxkit") : self.string();
+}
+
 absl::StatusOr<int> RunOptimizeMode(const BisectFlags& f) {
   passes::OptimizeOptions options;
   auto pipeline = passes::ParsePipeline(f.passes);
@@ -80,7 +88,7 @@ absl::StatusOr<int> RunOptimizeMode(const BisectFlags& f) {
   if (f.atol) absl::StrAppend(&flags, " --atol ", *f.atol);
   if (f.rtol) absl::StrAppend(&flags, " --rtol ", *f.rtol);
   if (f.a_backend != "reference") absl::StrAppend(&flags, " --verify-backend ", f.a_backend);
-  auto r = bisect::BisectOptimize(f.model, options, f.output, "onnxkit", flags);
+  auto r = bisect::BisectOptimize(f.model, options, f.output, SelfBinary(), flags);
   if (!r.ok()) return AnnotateStatus(r.status(), f.model);
   if (!r->culprit) {
     std::cerr << "onnxkit: the original is not interesting: the optimized model's outputs match\n";
@@ -130,6 +138,7 @@ absl::StatusOr<int> RunBisectCmd(const BisectFlags& f) {
 
   bisect::BisectOptions o;
   o.model_path = f.model;
+  o.onnxkit_binary = SelfBinary();
   o.output_dir = f.output;
   o.inputs = f.inputs;
   o.input_dirs = f.input_dirs;

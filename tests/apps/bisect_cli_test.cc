@@ -1,7 +1,11 @@
 // CLI tests of `onnxkit bisect`: exit codes, the bundle, error paths.
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
 #include "tests/apps/cli_runner.h"
@@ -165,6 +169,12 @@ TEST_F(BisectCliTest, MismatchBetweenCpuAndReference) {
   EXPECT_NE(r.out.find("\"name\": \"conv\""), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\"name\": \"post\""), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(out / "test_data_set_0" / "input_0.pb"));
+  // repro.sh runs as it is (the binary that wrote it, from any folder) and
+  // reproduces: compare exits 1, beyond tolerance.
+  const std::string repro = absl::StrCat("sh '", (out / "repro.sh").string(), "' >/dev/null 2>&1");
+  const int status = std::system(repro.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
   // The same backend on both sides agrees: not interesting.
   EXPECT_EQ(RunCli({"bisect", in, "--mismatch", "--a-backend", "cpu", "--b-backend", "cpu", "--atol", "0",
                     "--rtol", "0", "-o", (dir_ / "none").string()}).exit_code, 2);
