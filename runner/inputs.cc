@@ -180,6 +180,19 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     if (!value.ok()) return AnnotateStatus(value.status(), absl::StrCat("input '", name, "'"));
     given[name] = std::move(*value);
   }
+  // bfloat16 arrays have no .npy type: written as uint16 ('<u2'), they are
+  // read back as the bfloat16 an input declares (the same bits).
+  for (auto& [name, value] : given) {
+    const ir::Value* input = FindInput(inputs, name);
+    const pb::TypeProto* type = input != nullptr ? input->type() : nullptr;
+    if (type == nullptr || !type->tensor_type || type->tensor_type->elem_type != pb::kBfloat16 ||
+        !value.is_tensor() || value.tensor().dtype() != pb::kUint16) {
+      continue;
+    }
+    const Tensor& t = value.tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor bf16, Tensor::Wrap(pb::kBfloat16, t.shape(), t.buffer()));
+    value = RtValue::FromTensor(std::move(bf16));
+  }
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const std::string& flag : spec.shapes) {
     ONNXKIT_ASSIGN_OR_RETURN(auto parsed, ParseShapeFlag(flag));
@@ -197,6 +210,9 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     if (!spec.random) {
       return absl::InvalidArgumentError(absl::StrCat("no value for input '", input->name(),
                                                      "': give --inputs DIR, --input NAME=FILE or --random"));
+    }
+    if (!(spec.low <= spec.high) || !std::isfinite(spec.low) || !std::isfinite(spec.high)) {
+      return absl::InvalidArgumentError("--range: LOW must be finite and not above HIGH");
     }
     const pb::TypeProto* type = input->type();
     if (type == nullptr || !type->tensor_type) {

@@ -320,6 +320,7 @@ void RegisterCompare(CLI::App& app, Action& action) {
   sub->add_option("--input", o->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz; repeatable");
   sub->add_flag("--random", o->inputs.random, "Seeded random inputs (same values for both sides)");
   sub->add_option("--seed", o->inputs.seed, "Seed of --random (default 0)");
+  AddRangeFlag(sub, &o->inputs);
   sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224 for inputs with symbolic dims; repeatable");
   sub->add_option("--atol", o->atol, "Absolute tolerance for every output (default by element type)")
       ->check(CLI::NonNegativeNumber);

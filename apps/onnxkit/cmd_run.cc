@@ -326,20 +326,18 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
 
 void RegisterRun(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "run",
-      "Execute a model. Exit codes: 0 ok, 2 usage (incl. missing or mismatched inputs), 3 model unreadable or "
-      "invalid, or the run failed (unsupported op, shape error, timeout, memory limit), 4 internal error.");
+  CLI::App* sub = app.add_subcommand("run",
+                                     "Execute a model. Exit codes: 0 ok, 2 usage (incl. missing inputs and "
+                                     "names that are not inputs), 3 model "
+                                     "unreadable or invalid, or the run failed (unsupported op, shape error, "
+                                     "an input of the wrong type or dims, "
+                                     "timeout, memory limit), 4 internal error.");
   sub->add_option("model", o->model, "Model file (.onnx)")->required();
   sub->add_option("--inputs", o->inputs.dir, "A test_data_set folder: input_<i>.pb in graph-input order");
   sub->add_option("--input", o->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz (arrays by name); repeatable");
   sub->add_flag("--random", o->inputs.random, "Seeded random values for inputs not given otherwise");
   sub->add_option("--seed", o->inputs.seed, "Seed of --random (default 0)");
-  sub->add_option_function<std::vector<double>>(
-         "--range", [o](const std::vector<double>& r) { o->inputs.low = r[0]; o->inputs.high = r[1]; },
-         "LOW,HIGH: range of --random values (default 0,1; integer inputs use the integers in it)")
-      ->delimiter(',')
-      ->expected(2);
+  AddRangeFlag(sub, &o->inputs);
   sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224: shape of an input with symbolic dims; repeatable");
   sub->add_option(
       "--save-outputs", o->save_outputs,

@@ -53,8 +53,12 @@ void RegisterBisect(CLI::App& app, Action& action);
 void RegisterConvert(CLI::App& app, Action& action);
 void RegisterQuantize(CLI::App& app, Action& action);
 
+// --range LOW,HIGH: the range of --random values into `inputs` (run,
+// compare and the verification flags).
+void AddRangeFlag(CLI::App* sub, runner::InputSpec* inputs);
+
 // The flags that choose the inputs a transformed model is verified on
-// (optimize, convert): --inputs, --input, --random, --seed, and --atol /
+// (optimize, convert): --inputs, --input, --random, --seed, --range, and --atol /
 // --rtol (defaults 1e-4 / 1e-3) into `atol` / `rtol`.
 // `shape_flag`: the names of the option giving the dims of random inputs
 // ("--shape", or "--shape,--input-shape" for convert, which named it so first).

@@ -384,6 +384,47 @@ TEST(RunCliTest, UnalignedWeightsAreNotHeldTwiceWhileLoading) {
   fs::remove_all(dir);
 }
 
+TEST(RunCliTest, Bfloat16InputFromAUint16Npy) {
+  // bfloat16 arrays are written to .npy as uint16 bit patterns; given back
+  // for a bfloat16 input they are read as bfloat16 (1.0 and -2.0 here).
+  auto dir = MakeTempDir();
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kBfloat16, {{2}})
+                                        .Node("Cast", {"x"}, {"y"}, {AttrInt("to", pb::kFloat)})
+                                        .Output("y", pb::kFloat)
+                                        .Build());
+  ASSERT_TRUE(io::SaveModel(m, dir, dir / "bf16.onnx").ok());
+  const uint16_t bits[2] = {0x3f80, 0xc000};
+  pb::TensorProto x = tensor::FromRawBytes("x", pb::kUint16, {2},
+                                           std::string(reinterpret_cast<const char*>(bits), sizeof(bits)));
+  auto npy = tensor::WriteNpy(x);
+  ASSERT_TRUE(npy.ok());
+  std::ofstream(dir / "x.npy", std::ios::binary) << *npy;
+  CliResult r = RunCli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("first [1, -2]"));
+  // Another integer type is still refused.
+  x.data_type = pb::kInt16;
+  std::ofstream(dir / "i16.npy", std::ios::binary) << *tensor::WriteNpy(x);
+  EXPECT_EQ(
+      RunCli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "i16.npy").string()}).exit_code,
+      3);
+}
+
+TEST(CompareCliTest, RandomInputsInARange) {
+  // Relu(x) + w (w = 1, 2, 3) on both sides: with --range -3,-1 every input
+  // is negative, so the outputs are w; a range with LOW above HIGH is refused.
+  auto dir = MakeTempDir();
+  std::string model = WriteModel(dir, "m.onnx", 1);
+  CliResult r = RunCli({"compare", "--a", model, "--b", model, "--b-backend", "cpu", "--random", "--range",
+                        "-3,-1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CliResult run = RunCli({"run", model, "--random", "--range", "-3,-1"});
+  EXPECT_THAT(run.out, HasSubstr("first [1, 2, 3, 1, 2, 3]"));
+  EXPECT_EQ(RunCli({"compare", "--a", model, "--b", model, "--random", "--range", "2,1"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", model, "-o", (dir / "o.onnx").string(), "--range", "-3,-1"}).exit_code, 0);
+}
+
 TEST(CompareCliTest, UsageErrors) {
   auto dir = MakeTempDir();
   std::string a = WriteModel(dir, "a.onnx", 1);
