@@ -128,6 +128,22 @@ absl::Status NormalizeAxes(Step& step) {
 }
 
 std::optional<pb::TypeProto> TypeOf(Step& step, const ir::Value& v) {
+  // Sequences, optionals and maps as they are: older versions of an op may
+  // take tensors only (Identity before 14, If and Loop before 13).
+  // (Only when known down to the innermost element type.)
+  infer::Type full;
+  const infer::ValueState* state = step.ctx->State(v);
+  if (state != nullptr && !state->type.unknown()) {
+    full = state->type;
+  } else if (v.type() != nullptr) {
+    full = infer::TypeFromProto(*v.type());
+  }
+  if (!full.unknown() && !full.is_tensor()) {
+    const infer::Type* t = &full;
+    while (t != nullptr && !t->is_tensor() && t->kind != infer::Type::Kind::kSparseTensor) t = t->inner.get();
+    if (t == nullptr || t->elem_type == 0) return std::nullopt;
+    return infer::TypeToProto(infer::WithoutShapes(full));
+  }
   std::optional<int32_t> elem = ElemType(v, *step.ctx);
   if (!elem || *elem == 0) return std::nullopt;
   return infer::TypeToProto(infer::TensorOf(*elem));

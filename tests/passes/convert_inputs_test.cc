@@ -145,5 +145,22 @@ TEST(ConvertInputsTest, AttributesTakenFromTheCallerBlockTheStepsThatReadThem) {
   ExpectSameOutputs(m, leaky.model, {{"x", RandomFloats({2, 3}, 9)}});
 }
 
+TEST(ConvertInputsTest, SequencesBlockOlderVersionsThatTakeTensorsOnly) {
+  // Identity takes sequences from opset 14: going down to 13 blocks.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2}})
+                                        .Node("SequenceConstruct", {"x", "x"}, {"s"})
+                                        .Node("Identity", {"s"}, {"t"}, {}, "id")
+                                        .Node("ConcatFromSequence", {"t"}, {"y"}, {AttrInt("axis", 0)})
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    16, 8);
+  ConvertResult down = ConvertTo(m, 13);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("of type seq(tensor(float)) is not allowed by Identity-13"));
+  ConvertResult fourteen = ConvertTo(m, 14);
+  EXPECT_TRUE(fourteen.blockers.empty()) << fourteen.blockers[0].reason;
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
