@@ -122,6 +122,34 @@ absl::Status ListInitializersAsInputs(ir::Graph& graph) {
   return absl::OkStatus();
 }
 
+absl::Status BodyInitializersToConstants(ir::Graph& graph) {
+  std::vector<ir::Graph*> bodies;
+  ir::ForEachGraph(graph, [&](ir::Graph& g) {
+    if (&g != &graph) bodies.push_back(&g);
+  });
+  for (ir::Graph* body : bodies) {
+    std::vector<ir::Value*> weights(body->initializers().begin(), body->initializers().end());
+    for (ir::Value* w : weights) {
+      if (w->is_graph_input() || w->initializer() == nullptr) continue;
+      pb::AttributeProto value;
+      value.name = "value";
+      value.type = pb::kAttrTensor;
+      value.t = *w->initializer();
+      value.t->name.clear();
+      const std::string name = w->name();
+      ir::NodeSpec spec{
+          .op_type = "Constant", .outputs = {body->FreshName(name)}, .attributes = {std::move(value)}};
+      ir::Position where =
+          body->num_nodes() > 0 ? ir::Position::Before(*body->nodes().begin()) : ir::Position::End();
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * constant, body->AddNode(std::move(spec), where));
+      ONNXKIT_RETURN_IF_ERROR(body->ReplaceAllUsesWith(w, constant->output(0)));
+      ONNXKIT_RETURN_IF_ERROR(body->RemoveInitializer(w));
+      ONNXKIT_RETURN_IF_ERROR(body->RenameValue(constant->output(0), name));
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement) {
   if (&old_value == &replacement) return false;
   if (!old_value.IsGraphOutput()) return true;

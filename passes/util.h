@@ -57,6 +57,10 @@ absl::StatusOr<ir::Value*> AddConstantNode(ir::Graph& graph, ir::Node* anchor, s
 // Lists every initializer of `graph` that is not a graph input as one,
 // typed from its tensor where it has no type (IR < 4 requires this).
 absl::Status ListInitializersAsInputs(ir::Graph& graph);
+// The initializers of every subgraph below `graph` (If/Loop/Scan bodies)
+// become Constant nodes at the start of their body, under the same names: a
+// body cannot list them as inputs, which IR < 4 would require.
+absl::Status BodyInitializersToConstants(ir::Graph& graph);
 
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement);
 // Replaces every use of `old_value` by `replacement`, then removes the

@@ -198,7 +198,10 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   if (options.precision && options.precision->target == pb::kBfloat16) needed = std::max<int64_t>(needed, 4);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
-  if (result.ir_after < 4) ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
+  if (result.ir_after < 4) {
+    ONNXKIT_RETURN_IF_ERROR(ListInitializersAsInputs(model->graph()));
+    ONNXKIT_RETURN_IF_ERROR(BodyInitializersToConstants(model->graph()));
+  }
   // Below IR 4 every initializer must be listed as a graph input, and is a
   // constant all the same; from IR 4 a listed one is an input a user may
   // feed. Going across, the weights stay constants: unlisted.

@@ -412,6 +412,40 @@ TEST(ConvertAdaptersTest, SelectLastIndexBecomesAReversedArgMax) {
   ExpectSameOutputs(m, nine.model, feeds, 0, 0);
 }
 
+TEST(ConvertAdaptersTest, BodyWeightsBecomeConstantsBelowIr4) {
+  // A Loop body with its own initializer: IR 3 would need it listed as a
+  // body input, which a body cannot have, so it becomes a Constant node.
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("v_in", pb::kFloat, {{3}})
+                            .Initializer(InitializerFrom("step", Floats({3}, {0.5f, -1.f, 2.f})))
+                            .Node("Identity", {"cond_in"}, {"cond_out"})
+                            .Node("Add", {"v_in", "step"}, {"v_out"})
+                            .Output("cond_out", pb::kBool, {{}})
+                            .Output("v_out", pb::kFloat, {{3}})
+                            .Build();
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{3}})
+                         .Initializer(InitializerFrom("trip", Int64s({}, {4})))
+                         .Initializer(InitializerFrom("yes", Bools({}, {true})))
+                         .Node("Loop", {"trip", "yes", "x"}, {"y"}, {AttrGraph("body", body)}, "loop")
+                         .Output("y", pb::kFloat, {{3}})
+                         .Build(),
+                     11, 6);
+  ConvertResult down = ConvertTo(m, 8);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(down.model.ir_version, 3);
+  const pb::GraphProto& converted = *down.model.graph->node[0].attribute[0].g;
+  EXPECT_TRUE(converted.initializer.empty());
+  ASSERT_FALSE(converted.node.empty());
+  EXPECT_EQ(converted.node[0].op_type, "Constant");
+  EXPECT_EQ(converted.node[0].output[0], "step");
+  ExpectValid(down.model);
+  ExpectSameOutputs(m, down.model, {{"x", RandomFloats({3}, 10)}});
+}
+
 TEST(ConvertAdaptersTest, IrVersionTable) {
   using passes::convert::IrVersionForOpset;
   EXPECT_EQ(IrVersionForOpset(7), 3);
