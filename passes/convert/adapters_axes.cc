@@ -49,8 +49,21 @@ absl::Status AxesInputToAttr(Step& step) {
   std::optional<int64_t> noop = step.node->GetInt("noop_with_empty_axes");
   bool has_axes = step.node->num_inputs() > 1 && step.node->input(1) != nullptr;
   if (noop && *noop != 0) {
-    std::optional<std::vector<int64_t>> v = has_axes ? ConstInts(step, 1) : std::nullopt;
-    if (!v || v->empty()) return Block("noop_with_empty_axes=1 with empty axes has no older equivalent");
+    std::optional<std::vector<int64_t>> v = has_axes ? ConstInts(step, 1) : std::vector<int64_t>{};
+    if (!v) return Block("noop_with_empty_axes=1 with axes computed at run time has no older equivalent");
+    if (v->empty()) {
+      // Nothing reduced: the input itself for the reductions whose one-element
+      // case is the element (not the L1/L2 norms, logs and squares).
+      const std::string& op = step.node->op_type();
+      if (op != "ReduceSum" && op != "ReduceMean" && op != "ReduceMax" && op != "ReduceMin" &&
+          op != "ReduceProd") {
+        return Block("noop_with_empty_axes=1 with empty axes has no older equivalent for this reduction");
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * same, AddBefore(step, "Identity", {step.node->input(0)}, 1));
+      ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, same->output(0)));
+      step.replaced = true;
+      return absl::OkStatus();
+    }
     step.node->RemoveAttribute("noop_with_empty_axes");
   }
   ONNXKIT_RETURN_IF_ERROR(InputToAttr(step, "axes", 1));

@@ -387,5 +387,35 @@ TEST(ConvertDownTest, HalfRangeRunsInFloat) {
                     {{"start", Halfs({}, {1.3f})}, {"limit", Halfs({}, {7.9f})}, {"delta", Halfs({}, {0.7f})}}, 0, 0);
 }
 
+TEST(ConvertDownTest, ReductionThatReducesNothingBecomesIdentity) {
+  // noop_with_empty_axes=1 and no axes: the input as it is.
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean"}) {
+    SCOPED_TRACE(op);
+    pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, {{2, 3}})
+                                          .Node(op, {"x"}, {"y"}, {AttrInt("noop_with_empty_axes", 1)}, "r")
+                                          .Output("y", pb::kFloat, {{2, 3}})
+                                          .Build(),
+                                      18, 8);
+    ConvertResult down = ConvertTo(m, 11);
+    ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+    EXPECT_EQ(OpCount(down.model, op), 0);
+    EXPECT_EQ(OpCount(down.model, "Identity"), 1);
+    ExpectValid(down.model);
+    ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 3}, 21)}}, 0, 0);
+  }
+  // The L2 norm of one element is not the element: blocked.
+  pb::ModelProto l2 =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 3}})
+                         .Node("ReduceL2", {"x"}, {"y"}, {AttrInt("noop_with_empty_axes", 1)}, "r")
+                         .Output("y", pb::kFloat, {{2, 3}})
+                         .Build(),
+                     18, 8);
+  ConvertResult blocked = ConvertTo(l2, 17);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("no older equivalent for this reduction"));
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
