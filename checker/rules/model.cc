@@ -255,6 +255,35 @@ void CheckCalls(const pb::ModelProto& model, const ModelFacts& facts, Sink* sink
                    limits::kMaxFunctionCallDepth, " (limits::kMaxFunctionCallDepth): ", ChainText(chain)));
 }
 
+// A function importing a domain at another version than the model: every op
+// of that domain it uses must have the same definition at both versions.
+void CheckFunctionOpsets(const pb::ModelProto& model, Sink* sink) {
+  std::map<std::string_view, int64_t> imported;
+  for (const pb::OperatorSetIdProto& o : model.opset_import)
+    imported.emplace(ops::CanonicalDomain(o.domain), o.version);
+  for (const pb::FunctionProto& f : model.functions) {
+    for (const pb::OperatorSetIdProto& o : f.opset_import) {
+      const std::string_view domain = ops::CanonicalDomain(o.domain);
+      auto it = imported.find(domain);
+      if (it == imported.end() || it->second == o.version) continue;
+      std::set<std::string_view> reported;
+      for (const pb::NodeProto& node : f.node) {
+        if (ops::CanonicalDomain(node.domain) != domain || !reported.insert(node.op_type).second) continue;
+        const ops::OpSchema* in_function = ops::FindSchema(domain, node.op_type, o.version);
+        const ops::OpSchema* in_model = ops::FindSchema(domain, node.op_type, it->second);
+        if (in_function == nullptr || in_model == nullptr || in_function == in_model) continue;
+        sink->Report(rules::kE0211, FunctionLabel(f),
+                     absl::StrCat("imports ", Quote(domain.empty() ? "ai.onnx" : domain), " ", o.version,
+                                  " where the model imports ", it->second, ", and ", Quote(node.op_type),
+                                  " differs between them (version ", in_function->since_version(),
+                                  " against ", in_model->since_version(), ")"),
+                     "import the model's version in the function, or convert one of them");
+        if (sink->stopped()) return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void CheckModelRules(const pb::ModelProto& model, ModelFacts* facts, Sink* sink) {
@@ -267,6 +296,7 @@ void CheckModelRules(const pb::ModelProto& model, ModelFacts* facts, Sink* sink)
   }
   CheckFunctionSignatures(model, facts, sink);
   if (!sink->stopped()) CheckCalls(model, *facts, sink);
+  if (!sink->stopped()) CheckFunctionOpsets(model, sink);
 }
 
 }  // namespace onnxkit::checker::internal

@@ -292,6 +292,38 @@ TEST(NodeRulesTest, AFunctionPassesItsAttributeOnToAnotherFunction) {
   EXPECT_THAT(Only(Check(m), "E0405"), HasSubstr("refers to an attribute the function does not declare"));
 }
 
+TEST(NodeRulesTest, FunctionsImportingAnotherVersionOfAnOpTheModelImports) {
+  // local::F calls Softmax under ai.onnx 11 while the model imports 17:
+  // Softmax-11 and Softmax-13 differ (the axis semantics).
+  auto model_with = [](int64_t function_version) {
+    pb::FunctionProto f;
+    f.domain = "local";
+    f.name = "F";
+    f.input = {"a"};
+    f.output = {"b"};
+    f.node = {MakeNode("Softmax", {"a"}, {"s"}), MakeNode("Relu", {"s"}, {"b"})};
+    pb::OperatorSetIdProto onnx;
+    onnx.version = function_version;
+    f.opset_import = {onnx};
+    pb::NodeProto call = MakeNode("F", {"x"}, {"z"}, {}, "f");
+    call.domain = "local";
+    pb::ModelProto m = OneNode(call);
+    m.opset_import[0].version = 17;
+    pb::OperatorSetIdProto local;
+    local.domain = "local";
+    local.version = 1;
+    m.opset_import.push_back(local);
+    m.functions.push_back(f);
+    return m;
+  };
+  const std::vector<checker::Diagnostic> findings = Findings(Check(model_with(11)), "E0211");
+  ASSERT_EQ(findings.size(), 2u);  // Softmax 11 / 13 and Relu 6 / 14
+  EXPECT_THAT(findings[0].message, HasSubstr("imports 'ai.onnx' 11 where the model imports 17, "
+                                             "and 'Softmax' differs between them (version 11 against 13)"));
+  // Opset 14 defines Softmax and Relu as 17 does: compatible.
+  EXPECT_THAT(Check(model_with(14)).diagnostics, IsEmpty()) << Dump(Check(model_with(14)));
+}
+
 TEST(NodeRulesTest, EmptyOpType) {
   EXPECT_EQ(Only(Check(OneNode(MakeNode("", {"x"}, {"z"}))), "E0410"),
             At("node #0 ()") + "the node has an empty op_type");
