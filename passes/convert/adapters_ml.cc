@@ -287,6 +287,7 @@ absl::Status RerouteOutputs(Step& step, const std::vector<ir::Value*>& results) 
 absl::Status RegressorToTreeEnsemble(Step& step) {
   auto form = runner::reference::ml_forms::TreeEnsembleFromRegressor(*step.node);
   if (!form.ok()) return Block(std::string(StdSv(form.status().message())));
+  if (form->layers > 1) return Block("a leaf feeds several targets; a TreeEnsemble leaf feeds one");
   if (!form->base_values.empty() && form->post_transform != 0) {
     return Block("base_values before a post_transform have no TreeEnsemble form");
   }

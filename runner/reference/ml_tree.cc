@@ -12,6 +12,7 @@
 // (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT). MEMBER sets come from
 // membership_values, NaN-separated, in node order.
 // Also the post_transform helpers the linear models share (ml_util).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -46,6 +47,9 @@ struct Ensemble {
   // vote, and what turns the per-class sums into labels and scores.
   std::vector<uint8_t> leaf_scored;
   std::optional<ml_forms::ClassifierForm> classifier;
+  // The trees AVERAGE divides by: the roots, or the roots of one layer when
+  // a regressor's trees are laid out once per target.
+  int64_t layers = 1;
 };
 
 absl::StatusOr<Tensor> RequiredTensor(const ir::Node& node, std::string_view name) {
@@ -226,25 +230,40 @@ class TreeEnsembleKernel : public Kernel {
     const std::vector<double> xs = Doubles(*x);
     const bool single = e_.dtype != pb::kDouble;  // accumulate in float unless the values are double
     std::vector<double> row;
-    std::vector<uint8_t> has;
+    std::vector<uint8_t> has, touched;
     for (int64_t r = 0; r < rows; ++r) {
       const double init = e_.aggregate == 2 ? (single ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max())
                           : e_.aggregate == 3 ? (single ? std::numeric_limits<float>::lowest() : std::numeric_limits<double>::lowest())
                                               : 0.0;
       row.assign(static_cast<size_t>(e_.targets), init);
       has.assign(static_cast<size_t>(e_.targets), 0);
+      touched.assign(static_cast<size_t>(e_.targets), 0);
+      const double trees =
+          static_cast<double>(e_.roots.size() / static_cast<size_t>(std::max<int64_t>(e_.layers, 1)));
       for (int64_t root : e_.roots) {
         ONNXKIT_ASSIGN_OR_RETURN(int64_t leaf, FindLeaf(root, xs.data() + r * width));
-        if (!e_.leaf_scored.empty()) has[static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)])] |= e_.leaf_scored[static_cast<size_t>(leaf)];
+        const size_t target = static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)]);
+        if (!e_.leaf_scored.empty()) {
+          has[target] |= e_.leaf_scored[static_cast<size_t>(leaf)];
+          if (e_.leaf_scored[static_cast<size_t>(leaf)] == 0)
+            continue;  // carries no weight: counts for nothing
+        }
+        touched[target] = 1;
         double w = e_.leaf_weights[static_cast<size_t>(leaf)];
-        double& acc = row[static_cast<size_t>(e_.leaf_target[static_cast<size_t>(leaf)])];
+        double& acc = row[target];
         switch (e_.aggregate) {
-          case 0: acc += w / static_cast<double>(e_.roots.size()); break;
+          case 0:
+            acc += w / trees;
+            break;
           case 1: acc += w; break;
           case 2: acc = std::min(acc, w); break;
           default: acc = std::max(acc, w); break;
         }
         if (single) acc = static_cast<double>(DoubleToFloat(acc));
+      }
+      // MIN / MAX of no leaf: 0 (then the base value), not the starting extreme.
+      for (size_t t = 0; t < row.size(); ++t) {
+        if (!touched[t]) row[t] = 0.0;
       }
       if (e_.classifier) {
         const int64_t label = ClassifierScores(*e_.classifier, e_.targets, row, has);
@@ -281,7 +300,9 @@ class TreeEnsembleKernel : public Kernel {
         case Mode::kGt: go = v > s; break;
         case Mode::kEq: go = v == s; break;
         case Mode::kNeq: go = v != s; break;
-        case Mode::kMember: go = e_.members[i].count(v) > 0; break;
+        case Mode::kMember:
+          go = !std::isnan(v) && e_.members[i].count(v) > 0;
+          break;  // NaN orders with nothing
       }
       go = go || (e_.missing_true[i] != 0 && std::isnan(v));
       if (go ? e_.true_leaf[i] : e_.false_leaf[i]) return go ? e_.true_id[i] : e_.false_id[i];
@@ -400,6 +421,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTreeEnsembleRegressor(const ir::Node
   ONNXKIT_ASSIGN_OR_RETURN(Ensemble e, ParseEnsemble(*as_ensemble));
   e.regressor = true;
   e.base = std::move(form.base_values);
+  e.layers = form.layers;
+  e.leaf_scored = std::move(form.leaf_scored);
   return std::unique_ptr<Kernel>(new TreeEnsembleKernel(std::move(e)));
 }
 

@@ -144,8 +144,9 @@ struct Flat {
 
 // Lays the trees out as TreeEnsemble arrays; `votes[i]` lists the (target,
 // weight) pairs of node i when it is a LEAF (at most one each).
-absl::StatusOr<Flat> Layout(const TreeNodes& t, const std::vector<std::vector<std::pair<int64_t, double>>>& votes,
-                            int64_t aggregate) {
+absl::StatusOr<Flat> Layout(const TreeNodes& t,
+                            const std::vector<std::vector<std::pair<int64_t, double>>>& votes,
+                            int64_t aggregate, bool allow_unscored = false) {
   const size_t n = t.tree_ids.size();
   std::vector<int64_t> interior(n, -1), leaf(n, -1), mode_codes(n, -1);
   int64_t n_interior = 0, n_leaves = 0;
@@ -157,7 +158,7 @@ absl::StatusOr<Flat> Layout(const TreeNodes& t, const std::vector<std::vector<st
         return Invalid(absl::StrCat("leaf ", t.node_ids[i], " of tree ", t.tree_ids[i], " feeds ", lt.size(),
                                     " targets; a TreeEnsemble leaf feeds one"));
       }
-      if (lt.empty() && aggregate >= 2) {
+      if (lt.empty() && aggregate >= 2 && !allow_unscored) {
         return Invalid(absl::StrCat("leaf ", t.node_ids[i], " of tree ", t.tree_ids[i],
                                     " feeds no target, which MIN/MAX aggregation cannot express as a TreeEnsemble"));
       }
@@ -292,9 +293,36 @@ absl::StatusOr<TreeEnsembleForm> TreeEnsembleFromRegressor(const ir::Node& node)
     if (t_ids[k] < 0 || t_ids[k] >= targets) return Invalid(absl::StrCat("target id ", t_ids[k], " is outside n_targets"));
     votes[it->second].emplace_back(t_ids[k], weights[k]);
   }
-  ONNXKIT_ASSIGN_OR_RETURN(Flat f, Layout(t, votes, aggregate));
-
+  bool multi = false;
+  for (const auto& v : votes) multi = multi || v.size() > 1;
   TreeEnsembleForm form;
+  Flat f;
+  if (!multi) {
+    ONNXKIT_ASSIGN_OR_RETURN(f, Layout(t, votes, aggregate));
+  } else {
+    // One layer of the trees per target some leaf feeds (sklearn's
+    // multi-output regressors): each leaf carries that target's weight (the
+    // sum of its entries for it), or none.
+    std::map<int64_t, std::vector<std::vector<std::pair<int64_t, double>>>> layers;
+    for (size_t i = 0; i < votes.size(); ++i) {
+      for (const auto& [target, weight] : votes[i]) {
+        auto& layer = layers[target];
+        if (layer.empty()) layer.resize(votes.size());
+        if (layer[i].empty()) {
+          layer[i].emplace_back(target, weight);
+        } else {
+          layer[i][0].second += weight;
+        }
+      }
+    }
+    for (const auto& [target, layer] : layers) {
+      ONNXKIT_ASSIGN_OR_RETURN(Flat one, Layout(t, layer, aggregate, /*allow_unscored=*/true));
+      Append(f, one);
+    }
+    form.layers = static_cast<int64_t>(layers.size());
+    form.leaf_scored = f.leaf_scored;
+  }
+
   form.value_dtype = t.splits_double || weights_double ? pb::kDouble : pb::kFloat;
   form.post_transform = post;
   bool any_base = false;

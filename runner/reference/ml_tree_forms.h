@@ -36,6 +36,13 @@ struct TreeEnsembleForm {
   // regressor holds its values as double tensors.
   int32_t value_dtype = pb::kFloat;
   int64_t post_transform = 0;  // 0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT
+  // Set when a regressor leaf feeds several targets: the trees are laid out
+  // once per target (`layers` copies), each copy's leaves carrying that
+  // target's weight, `leaf_scored` telling which leaves carry one (the others
+  // do not count, also for MIN and MAX). No TreeEnsemble-5 node can say
+  // this: only the runtime takes such a form.
+  int64_t layers = 1;
+  std::vector<uint8_t> leaf_scored;
 };
 
 // A TreeEnsembleRegressor node as a TreeEnsemble. A tree made of one leaf

@@ -2,6 +2,7 @@
 // string ops, TfIdfVectorizer, the ai.onnx.ml transforms and models, and the
 // ai.onnx.preview.training optimizers, with their error paths.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -230,6 +231,75 @@ TEST(TreeEnsembleTest, CyclesAreAnError) {
   out = RunOp("TreeEnsemble", {Floats({1, 2}, {2, 6})}, attrs, 1, "ai.onnx.ml", 5);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("cycle"), absl::string_view::npos) << out.status();
+}
+
+TEST(TreeEnsembleTest, MinAndMaxOfATargetNoLeafFeedsAreZero) {
+  // Row [0, 0] reaches leaf 0 (target 0) only: target 1 gets no leaf.
+  for (int64_t aggregate : {2, 3}) {
+    std::vector<pb::AttributeProto> attrs = TreeAttrs();
+    attrs.push_back(AttrInt("aggregate_function", aggregate));
+    auto out = RunOp("TreeEnsemble", {Floats({2, 2}, {0, 0, 2, 5})}, attrs, 1, "ai.onnx.ml", 5);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(Values<float>((*out)[0].tensor()), std::vector<float>({10, 0, 0, 20}));
+  }
+}
+
+TEST(TreeEnsembleTest, MemberBranchSendsNaNWhereMissingValuesGo) {
+  // Node 0: x[0] in {1, 3} ? leaf 0 (1) : leaf 1 (2).
+  auto attrs = [](int64_t missing_true) {
+    pb::TensorProto modes;
+    modes.data_type = pb::kUint8;
+    modes.dims = {1};
+    modes.int32_data = {6};
+    return std::vector<pb::AttributeProto>{AttrInts("nodes_featureids", {0}),
+                                           AttrFloatTensor("nodes_splits", {0}),
+                                           AttrTensor("nodes_modes", modes),
+                                           AttrInts("nodes_truenodeids", {0}),
+                                           AttrInts("nodes_falsenodeids", {1}),
+                                           AttrInts("nodes_trueleafs", {1}),
+                                           AttrInts("nodes_falseleafs", {1}),
+                                           AttrInts("nodes_missing_value_tracks_true", {missing_true}),
+                                           AttrFloatTensor("membership_values", {1, 3}),
+                                           AttrInts("leaf_targetids", {0, 0}),
+                                           AttrFloatTensor("leaf_weights", {1, 2}),
+                                           AttrInts("tree_roots", {0}),
+                                           AttrInt("n_targets", 1)};
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto out = RunOp("TreeEnsemble", {Floats({3, 1}, {3, 2, nan})}, attrs(0), 1, "ai.onnx.ml", 5);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<float>((*out)[0].tensor()), std::vector<float>({1, 2, 2}));
+  out = RunOp("TreeEnsemble", {Floats({3, 1}, {3, 2, nan})}, attrs(1), 1, "ai.onnx.ml", 5);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<float>((*out)[0].tensor()), std::vector<float>({1, 2, 1}));
+}
+
+TEST(TreeEnsembleRegressorTest, LeavesFeedingSeveralTargets) {
+  // Two trees, each x[0] <= 1 ? leaf 1 : leaf 2, every leaf feeding both
+  // targets (sklearn's multi-output regressors): tree 0 leaves (1, 2) and
+  // (3, 4), tree 1 leaves (5, 6) and (7, 8).
+  const std::vector<std::pair<std::string, std::vector<float>>> cases = {
+      {"SUM", {6, 8, 10, 12}}, {"AVERAGE", {3, 4, 5, 6}}, {"MIN", {1, 2, 3, 4}}, {"MAX", {5, 6, 7, 8}}};
+  for (const auto& [aggregate, expected] : cases) {
+    SCOPED_TRACE(aggregate);
+    std::vector<pb::AttributeProto> attrs = {
+        AttrInts("nodes_treeids", {0, 0, 0, 1, 1, 1}),
+        AttrInts("nodes_nodeids", {0, 1, 2, 0, 1, 2}),
+        AttrInts("nodes_featureids", {0, 0, 0, 0, 0, 0}),
+        AttrStrings("nodes_modes", {"BRANCH_LEQ", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"}),
+        AttrFloats("nodes_values", {1, 0, 0, 1, 0, 0}),
+        AttrInts("nodes_truenodeids", {1, 0, 0, 1, 0, 0}),
+        AttrInts("nodes_falsenodeids", {2, 0, 0, 2, 0, 0}),
+        AttrInts("target_treeids", {0, 0, 0, 0, 1, 1, 1, 1}),
+        AttrInts("target_nodeids", {1, 1, 2, 2, 1, 1, 2, 2}),
+        AttrInts("target_ids", {0, 1, 0, 1, 0, 1, 0, 1}),
+        AttrFloats("target_weights", {1, 2, 3, 4, 5, 6, 7, 8}),
+        AttrInt("n_targets", 2),
+        AttrString("aggregate_function", aggregate)};
+    auto out = RunOp("TreeEnsembleRegressor", {Floats({2, 1}, {0, 2})}, attrs, 1, "ai.onnx.ml", 3);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(Values<float>((*out)[0].tensor()), expected);
+  }
 }
 
 TEST(NormalizerTest, MaxAndL2Rows) {
