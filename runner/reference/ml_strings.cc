@@ -2,8 +2,9 @@
 //
 // StringNormalizer (10): drops stopwords (case-insensitively unless
 //   is_case_sensitive) from a [C] or [1, C] tensor, then lower/upper-cases.
-//   Case mapping is ASCII only (other bytes, UTF-8 included, pass through);
-//   the locale attribute is not consulted.
+//   Case mapping is per code point of UTF-8 text (the C.UTF-8 locale's
+//   simple mappings, as towlower/towupper; bytes that are not UTF-8 pass
+//   through); the locale attribute is not consulted.
 // StringConcat (20): elementwise concatenation with broadcasting.
 // StringSplit (20): Python str.split semantics: an empty delimiter splits on
 //   runs of whitespace; maxsplit limits the splits. Output [..., max pieces]
@@ -11,6 +12,10 @@
 // RegexFullMatch (20): std::regex (ECMAScript grammar, close to RE2 for
 //   common patterns) run by libstdc++'s polynomial-time executor; patterns
 //   and inputs are length-capped and regex errors become statuses.
+#include <locale.h>
+#include <wctype.h>
+
+#include <cstdint>
 #include <regex>
 
 #include "lib/base/status_macros.h"
@@ -25,19 +30,81 @@ namespace {
 constexpr size_t kMaxRegexPatternBytes = 4096;
 constexpr size_t kMaxRegexInputBytes = size_t{1} << 20;
 
-std::string AsciiLower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
+// The C.UTF-8 locale for wide-character case mapping (null when the C
+// library lacks it: then only ASCII letters change case).
+locale_t Utf8Locale() {
+  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  return loc;
 }
 
-std::string AsciiUpper(std::string s) {
-  for (char& c : s) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
-  return s;
 }
+
+// `s` lower- or upper-cased code point by code point; a byte that does not
+// start a well-formed UTF-8 sequence is kept as it is.
+std::string ChangeCase(const std::string& s, bool upper) {
+  const locale_t loc = Utf8Locale();
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = 0;
+    size_t len = 0;
+    if (c < 0x80) {
+      cp = c, len = 1;
+    } else if ((c >> 5) == 0x6) {
+      cp = c & 0x1F, len = 2;
+    } else if ((c >> 4) == 0xE) {
+      cp = c & 0x0F, len = 3;
+    } else if ((c >> 3) == 0x1E) {
+      cp = c & 0x07, len = 4;
+    }
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const unsigned char b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xC0) == 0x80;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    ok = ok && !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
+         cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      out.push_back(s[i]);
+      ++i;
+      continue;
+    }
+    uint32_t mapped = cp;
+    if (cp < 0x80) {
+      if (upper && cp >= 'a' && cp <= 'z') mapped = cp - 'a' + 'A';
+      if (!upper && cp >= 'A' && cp <= 'Z') mapped = cp - 'A' + 'a';
+    } else if (loc != static_cast<locale_t>(nullptr)) {
+      const wint_t w =
+          upper ? towupper_l(static_cast<wint_t>(cp), loc) : towlower_l(static_cast<wint_t>(cp), loc);
+      if (w <= 0x10FFFF && !(w >= 0xD800 && w <= 0xDFFF)) mapped = static_cast<uint32_t>(w);
+    }
+    AppendUtf8(mapped, &out);
+    i += len;
+  }
+  return out;
+}
+
+std::string Lower(const std::string& s) { return ChangeCase(s, false); }
+std::string Upper(const std::string& s) { return ChangeCase(s, true); }
 
 absl::StatusOr<const Tensor*> StringInput(KernelContext& ctx, int i) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* t, ctx.Input(i));
@@ -51,7 +118,7 @@ class StringNormalizerKernel : public Kernel {
  public:
   StringNormalizerKernel(std::string action, bool case_sensitive, std::vector<std::string> stopwords)
       : action_(std::move(action)), case_sensitive_(case_sensitive) {
-    for (std::string& w : stopwords) stopwords_.push_back(case_sensitive_ ? std::move(w) : AsciiLower(std::move(w)));
+    for (std::string& w : stopwords) stopwords_.push_back(case_sensitive_ ? std::move(w) : Lower(w));
   }
 
   absl::Status Run(KernelContext& ctx) override {
@@ -61,9 +128,9 @@ class StringNormalizerKernel : public Kernel {
     }
     std::vector<std::string> kept;
     for (const std::string& s : x->strings()) {
-      std::string key = case_sensitive_ ? s : AsciiLower(s);
+      std::string key = case_sensitive_ ? s : Lower(s);
       if (std::find(stopwords_.begin(), stopwords_.end(), key) != stopwords_.end()) continue;
-      kept.push_back(action_ == "LOWER" ? AsciiLower(s) : action_ == "UPPER" ? AsciiUpper(s) : s);
+      kept.push_back(action_ == "LOWER" ? Lower(s) : action_ == "UPPER" ? Upper(s) : s);
     }
     if (kept.empty()) kept.push_back("");  // all dropped: one empty string
     std::vector<int64_t> shape = {static_cast<int64_t>(kept.size())};

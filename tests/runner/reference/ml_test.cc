@@ -69,6 +69,32 @@ TEST(StringNormalizerTest, DropsStopwordsCaseInsensitivelyAndUppercases) {
   EXPECT_EQ((*out)[0].tensor().strings(), std::vector<std::string>({"TUESDAY", "OK"}));
 }
 
+TEST(StringNormalizerTest, ChangesTheCaseOfNonAsciiLettersAndKeepsBrokenBytes) {
+  // "ÉCOLE", "ΣΟΦΙΑ", "naïve", a lone continuation byte, "Straße".
+  const std::vector<std::string> in = {
+      "\xC3\x89"
+      "COLE",
+      "\xCE\xA3\xCE\x9F\xCE\xA6\xCE\x99\xCE\x91", "na\xC3\xAFve", "a\x80Z",
+      "Stra\xC3\x9F"
+      "e"};
+  auto lower = RunOp("StringNormalizer", {Strings({5}, in)}, {AttrString("case_change_action", "LOWER")});
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_EQ((*lower)[0].tensor().strings(),
+            std::vector<std::string>({"\xC3\xA9"
+                                      "cole",
+                                      "\xCF\x83\xCE\xBF\xCF\x86\xCE\xB9\xCE\xB1", "na\xC3\xAFve", "a\x80z",
+                                      "stra\xC3\x9F"
+                                      "e"}));
+  auto upper = RunOp("StringNormalizer", {Strings({5}, in)}, {AttrString("case_change_action", "UPPER")});
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_EQ((*upper)[0].tensor().strings()[2], "NA\xC3\x8FVE");
+  // Stopwords compare case-insensitively beyond ASCII too.
+  auto dropped = RunOp("StringNormalizer", {Strings({2}, {"\xC3\x89T\xC3\x89", "x"})},
+                       {AttrStrings("stopwords", {"\xC3\xA9t\xC3\xA9"})});
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ((*dropped)[0].tensor().strings(), std::vector<std::string>({"x"}));
+}
+
 TEST(StringNormalizerTest, AllDroppedGivesOneEmptyString) {
   auto out = RunOp("StringNormalizer", {Strings({2}, {"a", "a"})},
                    {AttrStrings("stopwords", {"a"}), AttrInt("is_case_sensitive", 1)});
