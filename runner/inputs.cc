@@ -137,25 +137,39 @@ absl::Status UnknownInput(const std::vector<const ir::Value*>& inputs, const std
                                                  absl::StrJoin(names, ", ")));
 }
 
+// An error reading input file `file`: an input that cannot be read (3),
+// not a usage error, whatever code the reader gave it.
+absl::Status FileError(const absl::Status& status, const std::string& file) {
+  absl::Status annotated = AnnotateStatus(status, file);
+  if (annotated.code() != absl::StatusCode::kInvalidArgument) return annotated;
+  return absl::DataLossError(annotated.message());
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     const std::vector<const ir::Value*>& inputs, const InputSpec& spec) {
   std::map<std::string, RtValue> given;
   if (!spec.dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(spec.dir, ec))
+      return absl::NotFoundError(absl::StrCat("--inputs ", spec.dir, ": not a folder"));
     for (size_t i = 0; i < inputs.size(); ++i) {
       fs::path file = fs::path(spec.dir) / absl::StrCat("input_", i, ".pb");
       std::error_code ec;
       if (!fs::exists(file, ec)) continue;
       // A TensorProto's own name, when it names an input, decides the input.
-      ONNXKIT_ASSIGN_OR_RETURN(std::shared_ptr<const io::MappedFile> mapped, io::MappedFile::Open(file, int64_t{1} << 31));
+      absl::StatusOr<std::shared_ptr<const io::MappedFile>> opened =
+          io::MappedFile::Open(file, int64_t{1} << 31);
+      if (!opened.ok()) return FileError(opened.status(), file.string());
+      const std::shared_ptr<const io::MappedFile>& mapped = *opened;
       const ir::Value* target = inputs[i];
       auto as_tensor = io::DecodeTensor(mapped->bytes());
       if (as_tensor.ok() && !as_tensor->name.empty()) {
         if (const ir::Value* named = FindInput(inputs, as_tensor->name)) target = named;
       }
       auto value = ValueFromPbBytes(mapped->bytes(), target->type());
-      if (!value.ok()) return AnnotateStatus(value.status(), file.string());
+      if (!value.ok()) return FileError(value.status(), file.string());
       given[target->name()] = std::move(*value);
     }
   }
@@ -165,11 +179,13 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
       if (fs::path(entry).extension() != ".npz") {
         return absl::InvalidArgumentError(absl::StrCat("--input '", entry, "' must be NAME=FILE or FILE.npz"));
       }
-      ONNXKIT_ASSIGN_OR_RETURN(std::vector<pb::TensorProto> arrays, tensor::ReadTensorFile(entry));
-      for (const auto& a : arrays) {
+      absl::StatusOr<std::vector<pb::TensorProto>> arrays = tensor::ReadTensorFile(entry);
+      if (!arrays.ok()) return FileError(arrays.status(), entry);
+      for (const auto& a : *arrays) {
         if (FindInput(inputs, a.name) == nullptr) return UnknownInput(inputs, a.name);
-        ONNXKIT_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(a));
-        given[a.name] = RtValue::FromTensor(std::move(t));
+        absl::StatusOr<Tensor> t = TensorFromProto(a);
+        if (!t.ok()) return FileError(t.status(), absl::StrCat(entry, " '", a.name, "'"));
+        given[a.name] = RtValue::FromTensor(*std::move(t));
       }
       continue;
     }
@@ -177,7 +193,8 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     const ir::Value* input = FindInput(inputs, name);
     if (input == nullptr) return UnknownInput(inputs, name);
     auto value = ValueFromFile(entry.substr(eq + 1), *input);
-    if (!value.ok()) return AnnotateStatus(value.status(), absl::StrCat("input '", name, "'"));
+    if (!value.ok())
+      return FileError(value.status(), absl::StrCat("input '", name, "' (", entry.substr(eq + 1), ")"));
     given[name] = std::move(*value);
   }
   // bfloat16 arrays have no .npy type: written as uint16 ('<u2'), they are

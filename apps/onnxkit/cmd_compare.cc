@@ -185,6 +185,8 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> a, Open(o.a, o.a_backend, a_options));
   auto feeds = runner::PrepareInputs(a->FeedInputs(), spec);
+  // Flags that do not fit the model are usage errors; files that cannot be read are not.
+  if (!feeds.ok() && feeds.status().code() != absl::StatusCode::kInvalidArgument) return feeds.status();
   if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
   auto a_out = a->Run(*feeds);
   if (!a_out.ok()) return AnnotateStatus(a_out.status(), absl::StrCat("--a ", o.a));

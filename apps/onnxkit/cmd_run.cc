@@ -25,6 +25,10 @@
 namespace onnxkit::app {
 namespace {
 
+// More threads than any machine this runs on has cores: refused (each one
+// is an OpenMP thread with its own stack).
+constexpr int kMaxThreads = 256;
+
 struct RunOptions {
   std::string model;
   runner::InputSpec inputs;
@@ -148,6 +152,7 @@ void WriteOutputsJson(JsonWriter& w, const std::vector<const ir::Value*>& names,
 absl::StatusOr<int> RunRun(const RunOptions& o) {
   ONNXKIT_ASSIGN_OR_RETURN(runner::Backend backend, ParseBackend(o.backend));
   if (o.bench < 0 || o.warmup < 0 || o.threads < 1) return UsageError("--bench, --warmup and --threads must be positive");
+  if (o.threads > kMaxThreads) return UsageError(absl::StrCat("--threads must be at most ", kMaxThreads));
   if (o.inputs.low > o.inputs.high) return UsageError("--range: low must not exceed high");
   if (o.device < 0) return UsageError("--device must be 0 or more");
   const bool bf16 = o.precision == "bf16";
@@ -214,6 +219,8 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   auto session = runner::Session::Create(std::move(*loaded), options);
   if (!session.ok()) return AnnotateStatus(session.status(), o.model);
   auto feeds = runner::PrepareInputs((*session)->FeedInputs(), o.inputs);
+  // Flags that do not fit the model are usage errors; files that cannot be read are not.
+  if (!feeds.ok() && feeds.status().code() != absl::StatusCode::kInvalidArgument) return feeds.status();
   if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
 
   profiling = o.bench == 0;
@@ -363,7 +370,8 @@ void RegisterRun(CLI::App& app, Action& action) {
       "--backend cuda: also what is written but not yet checked on a GPU: BatchNormalization folded into "
       "the Conv before it, the element-wise ops after a Conv and runs of element-wise ops as one kernel "
       "each, kernels for reductions (ReduceSum/Mean/Max/Min/SumSquare/L2), comparisons, logic ops and Where");
-  sub->add_option("--threads", o->threads, "Threads of the cpu backend (default 1; the reference backend runs on one)");
+  sub->add_option("--threads", o->threads,
+                  "Threads of the cpu backend, 1 to 256 (default 1; the reference backend runs on one)");
   sub->add_option(
          "--precision", o->precision,
          "fp32 (default) or bf16: --backend cpu computes float32 Conv and ConvTranspose, and MatMul and "
@@ -380,8 +388,11 @@ void RegisterRun(CLI::App& app, Action& action) {
                 "Print one JSON object (outputs, precision, latency_ms, peak_rss_mb, memoized_nodes, "
                 "profile_ms; on cuda: "
                 "placement, copies)");
-  sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds");
-  sub->add_option("--memory-limit", o->memory_limit_mb, "Fail when tensors would need more than this many MiB");
+  sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--memory-limit", o->memory_limit_mb,
+                  "Fail when tensors would need more than this many MiB")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("-q,--quiet", o->quiet, "Do not print output summaries");
   sub->callback([o, &action] { action = [o] { return RunRun(*o); }; });
 }

@@ -221,6 +221,19 @@ TEST(RunCliTest, ErrorsHaveTheirExitCodes) {
   EXPECT_EQ(RunCli({"run", model, "--random", "--shape", "x=2xq"}).exit_code, 2);    // bad shape
   EXPECT_EQ(RunCli({"run", model, "--backend", "gpu"}).exit_code, 2);                // bad backend
   EXPECT_EQ(RunCli({"run", "/nonexistent.onnx", "--random"}).exit_code, 3);          // missing model
+  EXPECT_EQ(RunCli({"run", model, "--random", "--threads", "100000"}).exit_code,
+            2);  // more threads than allowed
+  EXPECT_EQ(RunCli({"run", model, "--random", "--timeout", "-1"}).exit_code, 2);
+  // Input files that cannot be read are unreadable input (3), not usage.
+  std::ofstream(dir / "cut.npy", std::ios::binary) << "\x93NUMPY\x01\x00";
+  CliResult cut = RunCli({"run", model, "--input", "x=" + (dir / "cut.npy").string()});
+  EXPECT_EQ(cut.exit_code, 3) << cut.err;
+  EXPECT_THAT(cut.err, HasSubstr("cut.npy"));
+  EXPECT_EQ(RunCli({"run", model, "--input", "x=" + (dir / "absent.npy").string()}).exit_code, 3);
+  EXPECT_EQ(RunCli({"run", model, "--inputs", (dir / "absent").string()}).exit_code, 3);
+  EXPECT_EQ(
+      RunCli({"compare", "--a", model, "--b", model, "--input", "x=" + (dir / "cut.npy").string()}).exit_code,
+      3);
   pb::TensorProto wrong = tensor::FromRawBytes("x", pb::kInt64, {2, 3}, std::string(48, '\0'));
   std::ofstream(dir / "wrong.pb", std::ios::binary) << io::Encode(wrong);
   CliResult type = RunCli({"run", model, "--input", "x=" + (dir / "wrong.pb").string()});
