@@ -6,10 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,9 +37,10 @@ struct QuantizeFlags {
   std::vector<std::string> inputs, shapes, op_types, exclude_ops;
   std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
   bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
-  int samples = 32, holdout = 2, bins = 2048, bits = 0;
+  int samples = 32, holdout = 2, bins = 2048;
   double timeout = 0;  // seconds per run of a model (0: none)
-  int64_t block_size = 0;
+  std::optional<int> bits;            // --weights-only: 4 unless given
+  std::optional<int64_t> block_size;  // --weights-only: 32 unless given
   uint64_t seed = 0;
   double percentile = 99.99, target_sqnr = NAN, target_cosine = NAN;
 };
@@ -174,12 +180,28 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     if (!f.act_type.empty() || !f.weight_type.empty() || f.per_tensor) {
       return UsageError("--weights-only takes --bits and --block-size, not --act-type, --weight-type or --per-tensor");
     }
-    if (f.bits != 0 && f.bits != 4 && f.bits != 8) return UsageError("--bits must be 4 or 8");
-    if (f.block_size != 0 && (f.block_size < 1 || f.block_size > (int64_t{1} << 30))) {
+    if (f.bits && *f.bits != 4 && *f.bits != 8) return UsageError("--bits must be 4 or 8");
+    if (f.block_size && (*f.block_size < 1 || *f.block_size > (int64_t{1} << 30))) {
       return UsageError("--block-size must be in [1, 2^30]");
     }
-  } else if (f.bits != 0 || f.block_size != 0) {
+  } else if (f.bits || f.block_size) {
     return UsageError("--bits and --block-size need --weights-only");
+  }
+  // No file written over another this command reads or writes.
+  auto same_file = [](const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
+    std::error_code ec;
+    return a == b || std::filesystem::equivalent(a, b, ec);
+  };
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"--report", f.report},
+        std::pair<std::string, std::string>{"--save-calibration", f.save_calibration}}) {
+    if (same_file(path, f.model) || same_file(path, f.output) ||
+        (flag == "--report" && same_file(path, f.save_calibration)) ||
+        (flag == "--report" && same_file(path, f.load_calibration))) {
+      return UsageError(
+          absl::StrCat(flag, " ", path, " would overwrite the model, -o or the calibration file"));
+    }
   }
   int sources = (!f.calibration_dir.empty()) + (!f.inputs.empty()) + f.allow_random;
   if (sources == 0 && f.load_calibration.empty() && f.mode == "static" && !f.weights_only) {
@@ -253,8 +275,8 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   o.dynamic = f.mode == "dynamic";
   o.weights_only = f.weights_only;
   if (f.weights_only) {
-    o.weights_only_options.bits = f.bits != 0 ? f.bits : 4;
-    o.weights_only_options.block_size = f.block_size != 0 ? f.block_size : 32;
+    o.weights_only_options.bits = f.bits.value_or(4);
+    o.weights_only_options.block_size = f.block_size.value_or(32);
     o.min_opset = quant::kWeightsOnlyOpset;
   } else {
     // QuantizeLinear needs opset 10, DynamicQuantizeLinear 11, per-channel
@@ -290,10 +312,49 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     if (!in) return absl::NotFoundError(absl::StrCat(f.load_calibration, ": cannot read"));
     std::stringstream ss;
     ss << in.rdbuf();
-    ONNXKIT_ASSIGN_OR_RETURN(o.calibration, quant::CalibrationFromJson(ss.str()));
+    absl::StatusOr<quant::Calibration> calibration = quant::CalibrationFromJson(ss.str());
+    if (!calibration.ok()) return AnnotateStatus(calibration.status(), f.load_calibration);
+    if (calibration->tensors.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(f.load_calibration, ": holds no tensor ranges"));
+    }
+    if (f.method != "minmax" && calibration->bins == 0) {
+      return UsageError(
+          absl::StrCat("--method ", f.method, " needs histograms, and ", f.load_calibration,
+                       " holds ranges only (saved from a minmax calibration): calibrate again with "
+                       "--method ",
+                       f.method, ", or use --method minmax"));
+    }
+    o.calibration = *std::move(calibration);
   }
   auto loaded = io::LoadModel(f.model);
   if (!loaded.ok()) return loaded.status();
+  if (o.calibration) {
+    // The calibration must be this model's: its tensors named in the model.
+    std::set<std::string> names;
+    std::function<void(const pb::GraphProto&)> collect = [&](const pb::GraphProto& g) {
+      for (const pb::ValueInfoProto& v : g.input) names.insert(v.name);
+      for (const pb::NodeProto& n : g.node) {
+        for (const std::string& out : n.output) names.insert(out);
+        for (const pb::AttributeProto& a : n.attribute) {
+          if (a.g) collect(*a.g);
+          for (const pb::GraphProto& sub : a.graphs) collect(sub);
+        }
+      }
+    };
+    if (loaded->proto.graph) collect(*loaded->proto.graph);
+    size_t known = 0;
+    for (const auto& [name, range] : o.calibration->tensors) known += names.count(name);
+    if (known == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f.load_calibration, ": none of its ", o.calibration->tensors.size(),
+                       " tensors is a tensor of ", f.model, " (a calibration of another model?)"));
+    }
+    if (known < o.calibration->tensors.size()) {
+      std::cerr << "warning: " << (o.calibration->tensors.size() - known) << " of the "
+                << o.calibration->tensors.size() << " tensors of " << f.load_calibration << " are not in "
+                << f.model << "\n";
+    }
+  }
   std::unique_ptr<quant::SampleSource> samples;
   if (!f.calibration_dir.empty()) {
     auto s = quant::FolderSamples(f.calibration_dir, f.shapes);
@@ -306,6 +367,16 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
                                       : "WARNING: calibrating on RANDOM data (--allow-random-calibration): the scales "
                                         "will not fit real inputs; use --calibration DIR for a model you deploy\n");
     samples = quant::RandomSamples(f.samples, f.seed, 0, 1, f.shapes);
+  }
+  // Every file to write has its folder, before anything is written.
+  for (const std::string& path : {f.output, f.report, f.save_calibration}) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::absolute(path, ec).parent_path();
+    if (!std::filesystem::is_directory(parent, ec)) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot write ", path, ": folder ", parent.string(), " does not exist"));
+    }
   }
   auto result = quant::Quantize(*loaded, samples.get(), o);
   if (!result.ok()) {

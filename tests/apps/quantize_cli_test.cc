@@ -2,6 +2,7 @@
 // calibration refused without its flag, saved calibration re-used.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -176,6 +177,59 @@ TEST(QuantizeCliTest, UnreadableInputsExit3) {
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--calibration", (dir / "nope").string()}).exit_code, 3);
   std::ofstream(dir / "bad.json") << "{\"tensors\": [";
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "bad.json").string()}).exit_code, 3);
+}
+
+TEST(QuantizeCliTest, FilesAreNeverWrittenOverEachOther) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  const auto before = fs::file_size(in);
+  std::string out = (dir / "q.onnx").string();
+  // A report over the model or the output: refused, nothing written.
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--report", in}).exit_code, 2);
+  EXPECT_EQ(fs::file_size(in), before);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--report", out}).exit_code, 2);
+  EXPECT_EQ(
+      RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--save-calibration", out}).exit_code,
+      2);
+  // A report whose folder is missing: refused before the model is written.
+  CliResult missing = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--report",
+                              (dir / "nope" / "r.json").string()});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_FALSE(fs::exists(out));
+  // --bits 0 and --block-size 0 are not the defaults in disguise.
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--weights-only", "--bits", "0"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--weights-only", "--block-size", "0"}).exit_code, 2);
+}
+
+TEST(QuantizeCliTest, LoadedCalibrationMustFitTheMethodAndTheModel) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "q.onnx").string(), cal = (dir / "c.json").string();
+  ASSERT_EQ(
+      RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--save-calibration", cal}).exit_code,
+      0);
+  // Saved from minmax: ranges only, no histograms for percentile.
+  CliResult method = RunCli({"quantize", in, "-o", out, "--load-calibration", cal, "--method", "percentile"});
+  EXPECT_EQ(method.exit_code, 2);
+  EXPECT_THAT(method.err, HasSubstr("needs histograms"));
+  std::ofstream(dir / "empty.json") << "{}";
+  EXPECT_EQ(
+      RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "empty.json").string()}).exit_code, 3);
+  // Another model's calibration: none of its tensors is here.
+  std::string text;
+  {
+    std::ifstream f(cal);
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  for (const char* name : {"\"m\"", "\"x\"", "\"y\""}) {
+    for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      text.replace(at, std::string(name).size(), "\"other\"");
+    }
+  }
+  std::ofstream(dir / "other.json") << text;
+  CliResult other = RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "other.json").string()});
+  EXPECT_EQ(other.exit_code, 3) << other.err;
+  EXPECT_THAT(other.err, HasSubstr("another model"));
 }
 
 // The ai.onnx opset a written model imports.
