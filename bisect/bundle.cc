@@ -109,6 +109,13 @@ absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outc
   std::error_code ec;
   fs::create_directories(dir / "test_data_set_0", ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  // Tensors of an earlier bundle in the same folder would be read as this one's.
+  for (const fs::directory_entry& e : fs::directory_iterator(dir / "test_data_set_0", ec)) {
+    const std::string name = e.path().filename().string();
+    if ((name.rfind("input_", 0) == 0 || name.rfind("output_", 0) == 0) && e.path().extension() == ".pb") {
+      fs::remove(e.path(), ec);
+    }
+  }
   const pb::ModelProto& model = outcome.result.model;
   ONNXKIT_RETURN_IF_ERROR(io::SaveModel(model, base_dir, dir / "model.onnx"));
   auto feeds = GoldenFeeds(model, golden);

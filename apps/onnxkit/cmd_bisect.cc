@@ -126,11 +126,21 @@ absl::StatusOr<int> RunBisectCmd(const BisectFlags& f) {
     return kExitOk;
   }
   if (f.model.empty() || f.output.empty()) return UsageError("bisect needs MODEL and -o DIR");
+  // The bundle's files must not replace the model being reduced.
+  for (const char* name : {"model.onnx", "before.onnx", "after.onnx", "optimized.onnx"}) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(f.model, std::filesystem::path(f.output) / name, ec)) {
+      return UsageError(absl::StrCat("-o ", f.output, " would overwrite the model being reduced (", name,
+                                     "): choose another folder"));
+    }
+  }
   int oracles = (f.check_fails ? 1 : 0) + (f.run_fails ? 1 : 0) + f.nan + f.mismatch + !f.command.empty() + f.optimize;
   if (oracles != 1) {
     return UsageError("choose exactly one of --check-fails, --run-fails, --nan, --mismatch, --command, --optimize");
   }
-  if (f.jobs < 1 || f.timeout <= 0 || f.max_calls < 1) return UsageError("-j, --timeout and --max-calls must be positive");
+  if (f.jobs < 1 || f.timeout <= 0 || f.max_calls < 1 || !(f.time_limit > 0)) {
+    return UsageError("-j, --timeout, --time-limit and --max-calls must be positive");
+  }
   if (!f.fail_regex.empty() && f.command.empty()) return UsageError("--fail-regex needs --command");
   if (f.optimize) return RunOptimizeMode(f);
   auto parsed = bisect::ParseStrategies(f.strategies);

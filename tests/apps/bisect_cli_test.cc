@@ -70,6 +70,17 @@ TEST_F(BisectCliTest, NotInterestingExits2) {
   EXPECT_NE(r.err.find("not interesting"), std::string::npos);
 }
 
+TEST_F(BisectCliTest, TheBundleNeverReplacesTheModelBeingReduced) {
+  fs::create_directories(dir_ / "b");
+  fs::copy_file(model_, dir_ / "b" / "model.onnx");
+  const auto size = fs::file_size(dir_ / "b" / "model.onnx");
+  CliResult r =
+      RunCli({"bisect", (dir_ / "b" / "model.onnx").string(), "--check-fails", "-o", (dir_ / "b").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("would overwrite the model"), std::string::npos) << r.err;
+  EXPECT_EQ(fs::file_size(dir_ / "b" / "model.onnx"), size);
+}
+
 TEST_F(BisectCliTest, UsageErrors) {
   EXPECT_EQ(RunCli({"bisect", model_, "-o", (dir_ / "o").string()}).exit_code, 2);  // no oracle
   EXPECT_EQ(RunCli({"bisect", model_, "--nan", "--check-fails", "-o", (dir_ / "o").string()}).exit_code, 2);
