@@ -86,6 +86,10 @@ bool Foldable(const ir::Node& node, PassContext& ctx, bool initializers) {
   const std::string& d = node.domain();
   if (!d.empty() && d != "ai.onnx" && d != "ai.onnx.ml") return false;
   if (IsOneOf(node.op_type(), kRandomOps) || !node.Subgraphs().empty()) return false;
+  // A quantized model's weights stay quantized: folding their
+  // DequantizeLinear would store them as float (4 x the bytes) and take the
+  // consumers off the integer kernels that read the DequantizeLinear.
+  if (node.op_type() == "DequantizeLinear") return false;
   if (node.op_type() == "Constant") return initializers && node.num_inputs() == 0;
   if (node.num_inputs() == 0) return false;
   if (node.op_type() == "Dropout") {

@@ -305,5 +305,19 @@ TEST(FoldTest, FunctionBodiesFoldIntoConstantNodes) {
   ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2}, 6)}});
 }
 
+TEST(FoldTest, QuantizedWeightsStayQuantized) {
+  // DequantizeLinear of an int8 weight feeding a Conv: not folded to float.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{1, 1, 4, 4}})
+                                        .Initializer(InitializerFrom("wq", Int8s({1, 1, 1, 1}, {3})))
+                                        .Initializer(InitializerFrom("ws", Floats({}, {0.5f})))
+                                        .Node("DequantizeLinear", {"wq", "ws"}, {"w"}, {}, "dq")
+                                        .Node("Conv", {"x", "w"}, {"y"}, {}, "conv")
+                                        .Output("y", pb::kFloat, {{1, 1, 4, 4}})
+                                        .Build());
+  PassResult out = MustRun(m);
+  EXPECT_EQ(OpCount(out.model, "DequantizeLinear"), 1);
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
