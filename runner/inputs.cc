@@ -195,7 +195,9 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     auto value = ValueFromFile(entry.substr(eq + 1), *input);
     if (!value.ok())
       return FileError(value.status(), absl::StrCat("input '", name, "' (", entry.substr(eq + 1), ")"));
-    given[name] = std::move(*value);
+    if (!given.emplace(name, std::move(*value)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is given twice"));
+    }
   }
   // bfloat16 arrays have no .npy type: written as uint16 ('<u2'), they are
   // read back as the bfloat16 an input declares (the same bits).

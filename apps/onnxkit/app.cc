@@ -60,8 +60,12 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) {  // --help, --version
+      app.exit(e);
+      return kExitOk;
+    }
+    std::cerr << "onnxkit: error: " << e.what() << "\nRun with --help for more information.\n";
+    return kExitUsage;
   }
   absl::StatusOr<int> result;
   try {

@@ -351,8 +351,10 @@ void RegisterOptimize(CLI::App& app, Action& action) {
   sub->add_flag("--keep-initializer-inputs", f->keep_initializer_inputs,
                 "IR < 4 models: treat initializers listed as graph inputs as feedable inputs, not constants");
   sub->add_flag("--no-verify", f->no_verify, "Write without running both models");
+  CLI::Option* no_verify = sub->get_option("--no-verify");
   sub->add_flag("--verify-each", f->verify_each,
-                "Verify after every pass that changed the model; stop at the first that moves the outputs");
+                "Verify after every pass that changed the model; stop at the first that moves the outputs")
+      ->excludes(no_verify);
   AddVerificationFlags(sub, &f->inputs, &f->atol, &f->rtol, &f->timeout);
   sub->add_option("--verify-backend", f->verify_backend, "Backend that runs both models: reference (default) or cpu")
       ->check(CLI::IsMember({"reference", "cpu"}));

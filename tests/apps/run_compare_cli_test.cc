@@ -224,6 +224,9 @@ TEST(RunCliTest, ErrorsHaveTheirExitCodes) {
   EXPECT_EQ(RunCli({"run", model, "--random", "--threads", "100000"}).exit_code,
             2);  // more threads than allowed
   EXPECT_EQ(RunCli({"run", model, "--random", "--timeout", "-1"}).exit_code, 2);
+  CliResult unknown_flag = RunCli({"run", model, "--no-such-flag"});
+  EXPECT_EQ(unknown_flag.exit_code, 2);
+  EXPECT_THAT(unknown_flag.err, HasSubstr("onnxkit: error: "));
   // Input files that cannot be read are unreadable input (3), not usage.
   std::ofstream(dir / "cut.npy", std::ios::binary) << "\x93NUMPY\x01\x00";
   CliResult cut = RunCli({"run", model, "--input", "x=" + (dir / "cut.npy").string()});
@@ -239,6 +242,10 @@ TEST(RunCliTest, ErrorsHaveTheirExitCodes) {
   CliResult type = RunCli({"run", model, "--input", "x=" + (dir / "wrong.pb").string()});
   EXPECT_EQ(type.exit_code, 3);
   EXPECT_THAT(type.err, HasSubstr("must be tensor(float)"));
+  EXPECT_EQ(RunCli({"run", model, "--input", "x=" + (dir / "wrong.pb").string(), "--input",
+                    "x=" + (dir / "wrong.pb").string()})
+                .exit_code,
+            2);  // the same input twice
   // An op no backend implements names the node and the op.
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{2}})
