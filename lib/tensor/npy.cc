@@ -15,6 +15,7 @@
 #include "lib/base/limits.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/base/utf8.h"
 #include "lib/tensor/tensor_data.h"
 
 namespace onnxkit::tensor {
@@ -292,24 +293,6 @@ void ByteSwapUnits(std::string* data, int64_t unit) {
   if (unit <= 1) return;
   for (size_t i = 0; i + unit <= data->size(); i += unit) {
     std::reverse(data->begin() + i, data->begin() + i + unit);
-  }
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
 }
 
