@@ -154,6 +154,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool DecomposedRow(
   return true;
 }
 
+// The rows of `x` (its elements, non-empty) before axis `first`: the
+// product of the leading dims.
+int64_t LeadingRows(const Tensor& x, int64_t first) {
+  int64_t rows = 1;
+  for (int64_t i = 0; i < first; ++i) rows *= x.dim(static_cast<int>(i));
+  return rows;
+}
+
 // A ReduceMean of a written-out normalization: its attributes.
 struct ReduceSpec {
   std::vector<int64_t> axes;  // the attribute (opsets < 18)
@@ -233,8 +241,7 @@ class DecomposedLayerNormKernel : public Kernel {
     if (!scalar(two) || two->data<float>()[0] != 2.f || !scalar(eps) || !fits(gamma) || !fits(beta)) {
       return fallback_->Run(ctx);
     }
-    int64_t rows = 1;
-    for (int64_t i = 0; i < *first; ++i) rows *= x->dim(static_cast<int>(i));
+    const int64_t rows = LeadingRows(*x, *first);
     const int64_t n = x->size() / rows;
     const float epsilon = eps->data<float>()[0];
     const float* px = x->data<float>();
@@ -333,8 +340,7 @@ class RmsNormKernel : public Kernel {
     const bool eps_ok = eps->dtype() == pb::kFloat && eps->size() == 1 && eps->rank() <= rank;
     const bool gamma_ok = gamma == nullptr || (gamma->rank() <= rank && FitsTail(gamma, tail));
     if (!two_ok || !one_ok || !eps_ok || !gamma_ok) return fallback_->Run(ctx);
-    int64_t rows = 1;
-    for (int64_t i = 0; i < *first; ++i) rows *= x->dim(static_cast<int>(i));
+    const int64_t rows = LeadingRows(*x, *first);
     const int64_t n = x->size() / rows;
     const float epsilon = eps->data<float>()[0];
     const float* px = x->data<float>();
