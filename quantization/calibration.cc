@@ -25,10 +25,7 @@ class SpecSamples : public SampleSource {
   int count() const override { return static_cast<int>(specs_.size()); }
   absl::StatusOr<Feeds> Get(int index, const std::vector<const ir::Value*>& inputs) const override {
     auto feeds = runner::PrepareInputs(inputs, specs_[static_cast<size_t>(index)]);
-    if (!feeds.ok()) {
-      return absl::Status(feeds.status().code(),
-                          absl::StrCat("calibration sample ", index, ": ", feeds.status().message()));
-    }
+    if (!feeds.ok()) return AnnotateStatus(feeds.status(), absl::StrCat("calibration sample ", index));
     return std::move(*feeds);
   }
   std::string Describe() const override { return what_; }
@@ -159,7 +156,7 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
     ONNXKIT_ASSIGN_OR_RETURN(Feeds feeds, samples.Get(i, inputs));
     for (const auto& [name, v] : feeds) minmax(name, v);
     auto out = session->Run(std::move(feeds));
-    if (!out.ok()) return absl::Status(out.status().code(), absl::StrCat("calibration run ", i, ": ", out.status().message()));
+    if (!out.ok()) return AnnotateStatus(out.status(), absl::StrCat("calibration run ", i));
     if (options.progress) options.progress(1, i, samples.count());
   }
   if (!options.histograms) return cal;
@@ -189,7 +186,7 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
     ONNXKIT_ASSIGN_OR_RETURN(Feeds feeds, samples.Get(i, inputs));
     for (const auto& [name, v] : feeds) histogram(name, v);
     auto out = session->Run(std::move(feeds));
-    if (!out.ok()) return absl::Status(out.status().code(), absl::StrCat("calibration run ", i, ": ", out.status().message()));
+    if (!out.ok()) return AnnotateStatus(out.status(), absl::StrCat("calibration run ", i));
     if (options.progress) options.progress(2, i, samples.count());
   }
   return cal;

@@ -12,6 +12,7 @@
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/base/usage_error.h"
 #include "lib/io/model_io.h"
 #include "lib/io/proto_codec.h"
 #include "lib/ops/type_string.h"
@@ -147,7 +148,9 @@ absl::Status FileError(const absl::Status& status, const std::string& file) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
+namespace {
+
+absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputsUnmarked(
     const std::vector<const ir::Value*>& inputs, const InputSpec& spec) {
   std::map<std::string, RtValue> given;
   if (!spec.dir.empty()) {
@@ -241,6 +244,19 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     auto t = RandomTensor(type->tensor_type->elem_type, shape, gen, spec.low, spec.high);
     if (!t.ok()) return AnnotateStatus(t.status(), absl::StrCat("input '", input->name(), "'"));
     feeds.emplace_back(input->name(), RtValue::FromTensor(std::move(*t)));
+  }
+  return feeds;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
+    const std::vector<const ir::Value*>& inputs, const InputSpec& spec) {
+  auto feeds = PrepareInputsUnmarked(inputs, spec);
+  // Files that cannot be read are DataLoss/NotFound (FileError); what is left
+  // as InvalidArgument is the flags not fitting the model.
+  if (!feeds.ok() && feeds.status().code() == absl::StatusCode::kInvalidArgument) {
+    return AsUsageError(feeds.status());
   }
   return feeds;
 }

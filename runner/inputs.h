@@ -32,8 +32,10 @@ struct InputSpec {
 };
 
 // Builds the feeds for `inputs` (the model's feed inputs, in order).
-// InvalidArgument names the input when a value is missing, malformed or of
-// the wrong type; symbolic dims without --shape are an error that names them.
+// A usage error (lib/base/usage_error.h) names the input when a value is
+// missing or the flags name no input; symbolic dims without --shape are a
+// usage error that names them. Files that cannot be read, or hold values of
+// the wrong type, are input errors that name the file.
 absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
     const std::vector<const ir::Value*>& inputs, const InputSpec& spec);
 

@@ -4,16 +4,10 @@
 #include <iostream>
 #include <new>
 
-#include "absl/strings/cord.h"
 #include "apps/onnxkit/commands.h"
 #include "runner/cpu/threads.h"
 
 namespace onnxkit::app {
-namespace {
-
-constexpr char kUsagePayload[] = "onnxkit.dev/usage";
-
-}  // namespace
 
 void NoteWhenBf16Unsupported() {
   if (runner::cpu::Bf16Supported()) return;
@@ -22,15 +16,9 @@ void NoteWhenBf16Unsupported() {
          "float32\n";
 }
 
-absl::Status UsageError(std::string_view message) {
-  absl::Status status(absl::StatusCode::kInvalidArgument, std::string(message));
-  status.SetPayload(kUsagePayload, absl::Cord("1"));
-  return status;
-}
-
 int ExitCodeFor(const absl::Status& status) {
   if (status.ok()) return kExitOk;
-  if (status.GetPayload(kUsagePayload).has_value()) return kExitUsage;
+  if (IsUsageError(status)) return kExitUsage;
   switch (status.code()) {
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnknown:

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -82,6 +83,18 @@ class Tolerances {
       t.per_output_[flag.substr(0, eq)] = tol;
     }
     return t;
+  }
+  // The --tol names that are none of `known` (the outputs, and with
+  // --per-layer every tensor side A computes): usage errors.
+  absl::Status CheckNames(const std::set<std::string>& known, bool per_layer) const {
+    for (const auto& [name, tol] : per_output_) {
+      if (known.count(name) == 0) {
+        return UsageError(absl::StrCat(
+            "--tol names '", name, "', which is not an output of --a",
+            per_layer ? " nor a tensor it computes" : " (intermediate tensors need --per-layer)"));
+      }
+    }
+    return absl::OkStatus();
   }
   std::optional<runner::Tolerance> For(const std::string& name, const runner::RtValue& expected) const {
     auto it = per_output_.find(name);
@@ -186,13 +199,18 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> a, Open(o.a, o.a_backend, a_options));
   auto feeds = runner::PrepareInputs(a->FeedInputs(), spec);
   // Flags that do not fit the model are usage errors; files that cannot be read are not.
-  if (!feeds.ok() && feeds.status().code() != absl::StatusCode::kInvalidArgument) return feeds.status();
-  if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
+  if (!feeds.ok()) return feeds.status();
   auto a_out = a->Run(*feeds);
   if (!a_out.ok()) return AnnotateStatus(a_out.status(), absl::StrCat("--a ", o.a));
 
   std::vector<Row> outputs, layers;
   std::vector<const ir::Value*> a_names = a->Outputs();
+  {
+    std::set<std::string> known;
+    for (const ir::Value* v : a_names) known.insert(v->name());
+    for (const auto& [name, runs] : a_runs) known.insert(name);
+    ONNXKIT_RETURN_IF_ERROR(tolerances.CheckNames(known, o.per_layer));
+  }
   if (!o.reference.empty()) {
     for (size_t i = 0; i < a_names.size(); ++i) {
       fs::path file = fs::path(o.reference) / absl::StrCat("output_", i, ".pb");

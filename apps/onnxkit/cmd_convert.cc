@@ -287,7 +287,7 @@ absl::StatusOr<int> RunConvert(const ConvertFlags& f) {
   if (!loaded.ok()) return loaded.status();
   auto result = passes::convert::Convert(*loaded, options);
   if (!result.ok()) {
-    if (result.status().code() == absl::StatusCode::kInvalidArgument) {
+    if (result.status().code() == absl::StatusCode::kInvalidArgument && !IsUsageError(result.status())) {
       return absl::FailedPreconditionError(absl::StrCat(f.model, ": ", result.status().message()));
     }
     return AnnotateStatus(result.status(), f.model);

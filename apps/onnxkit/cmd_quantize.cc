@@ -265,11 +265,18 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
   }
   o.qdq.exclude_ops = SplitList(f.exclude_ops);
   o.qdq.exclude_nodes = f.exclude_nodes;
-  for (const std::string& op : o.qdq.op_types) {
-    if (quant::FindRule(op) != nullptr) continue;
-    std::vector<std::string> valid;
-    for (const quant::Rule& rule : quant::AllRules()) valid.emplace_back(rule.op_type);
-    return UsageError(absl::StrCat("--op-types: '", op, "' is not quantized by any rule; valid: ", absl::StrJoin(valid, ", ")));
+  // A name no rule quantizes is a typo ('Matmul'): in --exclude-ops too,
+  // where it would silently exclude nothing.
+  for (const auto& [flag, ops] :
+       {std::pair<const char*, const std::vector<std::string>*>{"--op-types", &o.qdq.op_types},
+        {"--exclude-ops", &o.qdq.exclude_ops}}) {
+    for (const std::string& op : *ops) {
+      if (quant::FindRule(op) != nullptr) continue;
+      std::vector<std::string> valid;
+      for (const quant::Rule& rule : quant::AllRules()) valid.emplace_back(rule.op_type);
+      return UsageError(absl::StrCat(flag, ": '", op,
+                                     "' is not quantized by any rule; valid: ", absl::StrJoin(valid, ", ")));
+    }
   }
   o.preprocess = f.preprocess == "none" ? "" : f.preprocess;
   o.dynamic = f.mode == "dynamic";

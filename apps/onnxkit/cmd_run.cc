@@ -220,8 +220,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   if (!session.ok()) return AnnotateStatus(session.status(), o.model);
   auto feeds = runner::PrepareInputs((*session)->FeedInputs(), o.inputs);
   // Flags that do not fit the model are usage errors; files that cannot be read are not.
-  if (!feeds.ok() && feeds.status().code() != absl::StatusCode::kInvalidArgument) return feeds.status();
-  if (!feeds.ok()) return UsageError(std::string(feeds.status().message()));
+  if (!feeds.ok()) return feeds.status();
 
   profiling = o.bench == 0;
   auto first = (*session)->Run(*feeds);

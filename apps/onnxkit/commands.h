@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/base/usage_error.h"
 
 namespace onnxkit::runner {
 struct InputSpec;
@@ -31,9 +32,10 @@ inline constexpr int kExitInternal = 4;
 // that Main prints and maps to an exit code with ExitCodeFor.
 using Action = std::function<absl::StatusOr<int>()>;
 
-// A usage error found after parsing (conflicting flags, bad flag value):
-// printed like a CLI11 error and mapped to exit code 2.
-absl::Status UsageError(std::string_view message);
+// A usage error found after parsing (conflicting flags, bad flag value) is
+// onnxkit::UsageError (lib/base/usage_error.h): printed like a CLI11 error
+// and mapped to exit code 2.
+using ::onnxkit::UsageError;
 
 // Says on stderr that --precision bf16 computes in float32 here, where the
 // processor has no bfloat16 instructions; nothing where it has them.

@@ -1,7 +1,9 @@
-// AnnotateStatus: context on the way up.
+// AnnotateStatus: context on the way up; usage errors.
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/base/usage_error.h"
 
 namespace onnxkit {
 
@@ -13,5 +15,20 @@ absl::Status AnnotateStatus(const absl::Status& status, std::string_view context
   });
   return annotated;
 }
+
+namespace {
+constexpr char kUsagePayload[] = "onnxkit.dev/usage";
+}  // namespace
+
+absl::Status UsageError(std::string_view message) {
+  return AsUsageError(absl::InvalidArgumentError(std::string(message)));
+}
+
+absl::Status AsUsageError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) { return status.GetPayload(kUsagePayload).has_value(); }
 
 }  // namespace onnxkit

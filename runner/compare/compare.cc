@@ -55,44 +55,24 @@ class Accumulator {
     if (!(diff <= m_.tolerance.atol + m_.tolerance.rtol * std::fabs(e))) ++m_.out_of_tolerance;
   }
 
-  void Merge(const Metrics& other) {
-    if (!other.comparable) {
-      m_.comparable = false;
-      if (m_.mismatch.empty()) m_.mismatch = other.mismatch;
-    }
-    m_.elements += other.elements;
-    m_.out_of_tolerance += other.out_of_tolerance;
-    m_.nan_inf_mismatches += other.nan_inf_mismatches;
-    if (other.max_abs > m_.max_abs) {
-      m_.max_abs = other.max_abs;
-      m_.worst_actual = other.worst_actual;
-      m_.worst_expected = other.worst_expected;
-    }
-    m_.max_rel = std::max(m_.max_rel, other.max_rel);
-    sum_abs_ += other.mean_abs * static_cast<double>(other.elements);
-    merged_cosine_ = std::min(merged_cosine_, other.cosine);
-    merged_sqnr_ = std::min(merged_sqnr_, other.sqnr_db);
-    merged_ = true;
+  // n elements compared as bytes (types without arithmetic), `differ` of
+  // them counted out of tolerance.
+  void AddOpaque(int64_t n, int64_t differ) {
+    m_.elements += n;
+    m_.out_of_tolerance += differ;
   }
 
   Metrics Finish() {
     Metrics m = m_;
     m.mean_abs = m.elements == 0 ? 0 : sum_abs_ / static_cast<double>(m.elements);
-    if (merged_) {
-      m.cosine = merged_cosine_;
-      m.sqnr_db = merged_sqnr_;
-    } else {
-      double denom = std::sqrt(norm_a_) * std::sqrt(norm_e_);
-      m.cosine = denom == 0 ? (norm_a_ == norm_e_ ? 1.0 : 0.0) : dot_ / denom;
-      m.sqnr_db = noise_ == 0 ? std::numeric_limits<double>::infinity()
-                  : norm_e_ == 0 ? -std::numeric_limits<double>::infinity()
-                                 : 10 * std::log10(norm_e_ / noise_);
-    }
+    double denom = std::sqrt(norm_a_) * std::sqrt(norm_e_);
+    m.cosine = denom == 0 ? (norm_a_ == norm_e_ ? 1.0 : 0.0) : dot_ / denom;
+    m.sqnr_db = noise_ == 0    ? std::numeric_limits<double>::infinity()
+                : norm_e_ == 0 ? -std::numeric_limits<double>::infinity()
+                               : 10 * std::log10(norm_e_ / noise_);
     m.within_tolerance = m.comparable && m.out_of_tolerance == 0;
     return m;
   }
-
-  Metrics& metrics() { return m_; }
 
  private:
   void SetWorst(double a, double e, int64_t index) {
@@ -104,8 +84,6 @@ class Accumulator {
   Metrics m_;
   bool nan_worst_ = false;
   double sum_abs_ = 0, dot_ = 0, norm_a_ = 0, norm_e_ = 0, noise_ = 0;
-  bool merged_ = false;
-  double merged_cosine_ = 1, merged_sqnr_ = std::numeric_limits<double>::infinity();
 };
 
 Metrics NotComparable(std::string why) {
@@ -116,35 +94,94 @@ Metrics NotComparable(std::string why) {
   return m;
 }
 
-Metrics CompareTensors(const Tensor& a, const Tensor& e, std::optional<Tolerance> tolerance) {
+// Adds the elements of tensor `a` against `e` to `acc`, numbered from
+// `*offset` on; false with `why` when the two cannot be compared.
+bool AddTensor(const Tensor& a, const Tensor& e, Accumulator& acc, int64_t* offset, std::string* why) {
   if (a.dtype() != e.dtype()) {
-    return NotComparable(absl::StrCat("element types differ: ", DescribeTensor(a), " vs ", DescribeTensor(e)));
+    *why = absl::StrCat("element types differ: ", DescribeTensor(a), " vs ", DescribeTensor(e));
+    return false;
   }
   if (a.shape() != e.shape()) {
-    return NotComparable(absl::StrCat("shapes differ: ", DescribeTensor(a), " vs ", DescribeTensor(e)));
+    *why = absl::StrCat("shapes differ: ", DescribeTensor(a), " vs ", DescribeTensor(e));
+    return false;
   }
-  Tolerance tol = tolerance ? *tolerance : DefaultTolerance(e.dtype());
-  Accumulator acc(tol);
+  const int64_t base = *offset;
+  *offset += e.size();
   if (e.is_string()) {
     for (int64_t i = 0; i < e.size(); ++i) {
       bool same = a.strings()[static_cast<size_t>(i)] == e.strings()[static_cast<size_t>(i)];
-      acc.Add(same ? 0 : 1, 0, i);
+      acc.Add(same ? 0 : 1, 0, base + i);
     }
-    return acc.Finish();
+    return true;
   }
   if (!Supported(e.dtype())) {
     // Exact byte comparison for types without arithmetic (float8, int4...).
     bool same = a.nbytes() == e.nbytes() && (a.nbytes() == 0 || std::memcmp(a.raw(), e.raw(), a.nbytes()) == 0);
-    Metrics m = acc.Finish();
-    m.elements = e.size();
-    if (!same) {
-      m.out_of_tolerance = 1;
-      m.within_tolerance = false;
-    }
-    return m;
+    acc.AddOpaque(e.size(), same ? 0 : 1);
+    return true;
   }
-  for (int64_t i = 0; i < e.size(); ++i) acc.Add(ElementAt(a, i), ElementAt(e, i), i);
-  return acc.Finish();
+  for (int64_t i = 0; i < e.size(); ++i) acc.Add(ElementAt(a, i), ElementAt(e, i), base + i);
+  return true;
+}
+
+// A sequence, optional or map adds its tensors in order into the one
+// accumulator, so cosine and SQNR are those of all its elements together
+// and worst_index counts across them.
+bool AddValue(const RtValue& a, const RtValue& e, Accumulator& acc, int64_t* offset, std::string* why) {
+  if (a.kind() != e.kind()) {
+    *why = "value kinds differ (tensor, sequence, optional or map)";
+    return false;
+  }
+  switch (e.kind()) {
+    case RtValue::Kind::kTensor:
+      return AddTensor(a.tensor(), e.tensor(), acc, offset, why);
+    case RtValue::Kind::kSequence:
+      if (a.elements().size() != e.elements().size()) {
+        *why = absl::StrCat("sequence lengths differ: ", a.elements().size(), " vs ", e.elements().size());
+        return false;
+      }
+      for (size_t i = 0; i < e.elements().size(); ++i) {
+        if (!AddValue(a.elements()[i], e.elements()[i], acc, offset, why)) return false;
+      }
+      return true;
+    case RtValue::Kind::kOptional:
+      if (a.has_value() != e.has_value()) {
+        *why = "one optional is empty, the other is not";
+        return false;
+      }
+      return !e.has_value() || AddValue(a.value(), e.value(), acc, offset, why);
+    case RtValue::Kind::kMap: {
+      Accumulator keys(Tolerance{0, 0});
+      int64_t key_offset = 0;
+      if (!AddTensor(a.map_keys(), e.map_keys(), keys, &key_offset, why) || !keys.Finish().within_tolerance) {
+        *why = "map keys differ";
+        return false;
+      }
+      return AddValue(a.map_values(), e.map_values(), acc, offset, why);
+    }
+    case RtValue::Kind::kEmpty:
+      return true;
+  }
+  return true;
+}
+
+// The element type of the first tensor in `v`, if it holds one.
+std::optional<int32_t> FirstDtype(const RtValue& v) {
+  switch (v.kind()) {
+    case RtValue::Kind::kTensor:
+      return v.tensor().dtype();
+    case RtValue::Kind::kSequence:
+      if (v.elements().empty())
+        return v.elem_dtype() != 0 ? std::optional<int32_t>(v.elem_dtype()) : std::nullopt;
+      return FirstDtype(v.elements()[0]);
+    case RtValue::Kind::kOptional:
+      return v.has_value() ? FirstDtype(v.value()) : std::nullopt;
+    case RtValue::Kind::kMap:
+      return FirstDtype(v.map_values());
+    case RtValue::Kind::kEmpty:
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -161,30 +198,12 @@ Tolerance DefaultTolerance(int32_t dtype) {
 }
 
 Metrics CompareValues(const RtValue& a, const RtValue& e, std::optional<Tolerance> tolerance) {
-  if (a.kind() != e.kind()) return NotComparable("value kinds differ (tensor, sequence, optional or map)");
-  switch (e.kind()) {
-    case RtValue::Kind::kTensor:
-      return CompareTensors(a.tensor(), e.tensor(), tolerance);
-    case RtValue::Kind::kSequence: {
-      if (a.elements().size() != e.elements().size()) {
-        return NotComparable(absl::StrCat("sequence lengths differ: ", a.elements().size(), " vs ", e.elements().size()));
-      }
-      Accumulator acc(tolerance.value_or(Tolerance{}));
-      for (size_t i = 0; i < e.elements().size(); ++i) acc.Merge(CompareValues(a.elements()[i], e.elements()[i], tolerance));
-      return acc.Finish();
-    }
-    case RtValue::Kind::kOptional:
-      if (a.has_value() != e.has_value()) return NotComparable("one optional is empty, the other is not");
-      return e.has_value() ? CompareValues(a.value(), e.value(), tolerance) : Metrics{};
-    case RtValue::Kind::kMap: {
-      Metrics keys = CompareTensors(a.map_keys(), e.map_keys(), Tolerance{});
-      if (!keys.within_tolerance) return NotComparable("map keys differ");
-      return CompareValues(a.map_values(), e.map_values(), tolerance);
-    }
-    case RtValue::Kind::kEmpty:
-      return Metrics{};
-  }
-  return Metrics{};
+  Tolerance tol = tolerance ? *tolerance : DefaultTolerance(FirstDtype(e).value_or(1));
+  Accumulator acc(tol);
+  int64_t offset = 0;
+  std::string why;
+  if (!AddValue(a, e, acc, &offset, &why)) return NotComparable(std::move(why));
+  return acc.Finish();
 }
 
 std::string FormatMetrics(const Metrics& m) {

@@ -75,6 +75,10 @@ TEST(ConvertCliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli({"convert", in, "--opset", "99", "-o", (dir / "o.onnx").string()}).exit_code, 2);
   EXPECT_EQ(RunCli({"convert", in, "-o", (dir / "o.onnx").string()}).exit_code, 2);
   EXPECT_EQ(RunCli({"convert", in, "--opset", "12"}).exit_code, 2);
+  // Verification flags that do not fit the model.
+  EXPECT_EQ(RunCli({"convert", in, "--opset", "12", "-o", (dir / "o.onnx").string(), "--input", "nope=a.npy"})
+                .exit_code,
+            2);
 }
 
 TEST(ConvertCliTest, UnreadableModelExits3) {

@@ -144,6 +144,8 @@ TEST(OptimizeCliTest, ErrorPaths) {
   EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "x"}).exit_code, 2);
   EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "nope=1x2"}).exit_code, 2);
   EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input-shape", "x=1x2"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--input", "nope=a.npy"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--shape", "nope=1x2"}).exit_code, 2);
   EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--no-such-flag"}).exit_code, 2);
   EXPECT_EQ(RunCli({"optimize", dir.string(), "-o", out}).exit_code, 3);
   std::string garbage = (dir / "garbage.onnx").string();

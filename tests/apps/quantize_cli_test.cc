@@ -165,6 +165,13 @@ TEST(QuantizeCliTest, UsageErrorsExit2) {
   CliResult op = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--op-types", "Conv,Softmax"});
   EXPECT_EQ(op.exit_code, 2);
   EXPECT_THAT(op.err, HasSubstr("valid: Conv"));
+  CliResult ex = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--exclude-ops", "Matmul"});
+  EXPECT_EQ(ex.exit_code, 2);
+  EXPECT_THAT(ex.err, HasSubstr("--exclude-ops: 'Matmul'"));
+  // Flags that name no input of the model are usage errors too.
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--input", "nope=a.npy"}).exit_code, 2);
+  EXPECT_EQ(
+      RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--shape", "nope=2x4"}).exit_code, 2);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--act-type", "int4"}).exit_code, 2);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--exclude-nodes", "("}).exit_code, 2);
 }

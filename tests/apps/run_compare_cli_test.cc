@@ -452,6 +452,10 @@ TEST(CompareCliTest, UsageErrors) {
   EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--reference", dir.string(), "--random"}).exit_code, 2);
   EXPECT_EQ(RunCli({"compare", "--a", a, "--reference", dir.string(), "--per-layer", "--random"}).exit_code, 2);
   EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--random", "--tol", "y=abc"}).exit_code, 2);
+  CliResult tol = RunCli({"compare", "--a", a, "--b", a, "--random", "--tol", "nope=0.1,0"});
+  EXPECT_EQ(tol.exit_code, 2);
+  EXPECT_THAT(tol.err, HasSubstr("--per-layer"));
+  EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--random", "--tol", "y=0.1,0"}).exit_code, 0);
   EXPECT_EQ(RunCli({"compare", "--a", a, "--b", "/nonexistent.onnx", "--random"}).exit_code, 3);
 }
 

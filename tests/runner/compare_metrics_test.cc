@@ -34,5 +34,33 @@ TEST(CompareMetricsTest, RelativeErrorIgnoresExpectedZeros) {
   EXPECT_EQ(special.max_rel, 0);
 }
 
+TEST(CompareMetricsTest, SequenceMetricsPoolEveryElement) {
+  // Cosine and SQNR are those of all the elements together (not the worst
+  // element's), and the worst index counts across the sequence.
+  RtValue a = RtValue::FromSequence({Floats({1, 2}), Floats({3, 4.1f})}, pb::kFloat);
+  RtValue e = RtValue::FromSequence({Floats({1, 2}), Floats({3, 4})}, pb::kFloat);
+  Metrics m = CompareValues(a, e);
+  EXPECT_EQ(m.elements, 4);
+  EXPECT_EQ(m.out_of_tolerance, 1);
+  EXPECT_EQ(m.worst_index, 3);
+  const double noise = (4.1f - 4.0) * (4.1f - 4.0);
+  EXPECT_NEAR(m.sqnr_db, 10 * std::log10(30 / noise), 1e-3);
+  EXPECT_NEAR(m.mean_abs, (4.1f - 4.0) / 4, 1e-6);
+  // A sequence of maps (ZipMap's output): the same pooling through the maps.
+  auto map = [](std::vector<float> v) {
+    Tensor keys = Tensor::Allocate(pb::kInt64, {static_cast<int64_t>(v.size())}).value();
+    for (size_t i = 0; i < v.size(); ++i) keys.mutable_data<int64_t>()[i] = static_cast<int64_t>(i);
+    return RtValue::FromMap(std::move(keys), Floats(std::move(v)));
+  };
+  Metrics maps = CompareValues(RtValue::FromSequence({map({1, 2}), map({3, 4.1f})}),
+                               RtValue::FromSequence({map({1, 2}), map({3, 4})}));
+  EXPECT_EQ(maps.elements, 4);
+  EXPECT_NEAR(maps.sqnr_db, m.sqnr_db, 1e-9);
+  EXPECT_EQ(maps.worst_index, 3);
+  EXPECT_FALSE(CompareValues(RtValue::FromSequence({map({1, 2})}), RtValue::FromSequence({map({1, 2, 3})}))
+                   .comparable);
+  EXPECT_FALSE(CompareValues(RtValue::FromSequence({Floats({1})}), RtValue::FromSequence({})).comparable);
+}
+
 }  // namespace
 }  // namespace onnxkit::runner
