@@ -26,6 +26,20 @@ void Sink::Report(rules::RuleId id, std::string location, std::string message, s
     const bool promoted = options_.werror || (id == rules::kE0409 && options_.strict_custom);
     severity = promoted ? Severity::kError : Severity::kWarning;
   }
+  // The limits stop the check at the first diagnostic past them, so that
+  // `truncated` means something was left out (a file with exactly N errors
+  // under --max-errors N is complete).
+  if (severity == Severity::kError && options_.max_errors > 0 && result_->errors >= options_.max_errors) {
+    if (rule.kind == RuleKind::kRefused) result_->refused = true;
+    Stop(absl::StrCat("stopped after ", result_->errors, result_->errors == 1 ? " error" : " errors",
+                      " (--max-errors ", options_.max_errors, "); the rest of the file was not checked"));
+    return;
+  }
+  if (result_->diagnostics.size() >= static_cast<size_t>(kMaxDiagnostics)) {
+    if (rule.kind == RuleKind::kRefused) result_->refused = true;
+    Stop(absl::StrCat("stopped after ", kMaxDiagnostics, " diagnostics (the limit per file)"));
+    return;
+  }
   Diagnostic d;
   d.rule = &rule;
   d.severity = severity;
@@ -41,12 +55,6 @@ void Sink::Report(rules::RuleId id, std::string location, std::string message, s
     ++result_->warnings;
   } else {
     ++result_->errors;
-  }
-  if (severity == Severity::kError && options_.max_errors > 0 && result_->errors >= options_.max_errors) {
-    Stop(absl::StrCat("stopped after ", result_->errors, result_->errors == 1 ? " error" : " errors",
-                      " (--max-errors ", options_.max_errors, "); the rest of the file was not checked"));
-  } else if (result_->diagnostics.size() >= static_cast<size_t>(kMaxDiagnostics)) {
-    Stop(absl::StrCat("stopped after ", kMaxDiagnostics, " diagnostics (the limit per file)"));
   }
 }
 

@@ -137,6 +137,12 @@ TEST(CheckModelTest, MaxErrorsStopsEarly) {
   EXPECT_EQ(r.diagnostics.size(), 2u);
   EXPECT_TRUE(r.truncated);
   EXPECT_THAT(r.notes, Contains(HasSubstr("stopped after 2 errors (--max-errors 2)")));
+  // Exactly N errors under --max-errors N: complete, not truncated.
+  options.max_errors = 5;
+  checker::CheckResult all = Check(FiveErrors(), options);
+  EXPECT_EQ(all.errors, 5);
+  EXPECT_FALSE(all.truncated);
+  EXPECT_TRUE(all.notes.empty());
 }
 
 TEST(CheckModelTest, DiagnosticsAreCappedPerFile) {
