@@ -278,19 +278,24 @@ void Engine::CheckGraphOutputs(const ir::Graph& graph) {
 }
 
 // Outputs without a declared type (declared ones are the node rules'
-// business) whose inferred tensor type the schema's formal does not allow.
+// business) whose inferred type the schema's formal does not allow.
 void Engine::CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
   if (ctx.failed()) return;
   for (int i = 0; i < node.num_outputs(); ++i) {
     const ir::Value* value = node.output(i);
     if (value == nullptr || value->name().empty() || value->type() != nullptr) continue;
     const Type& type = ctx.outputs()[static_cast<size_t>(i)].type;
-    if (!type.is_tensor() || type.elem_type == 0) continue;
+    // Sequences, optionals and maps too: a sequence passed through an op
+    // that takes tensors only (Identity-13) shows here.
+    if (!Complete(type) || type.kind == Type::Kind::kOpaque ||
+        (type.kind == Type::Kind::kMap && type.elem_type == 0)) {
+      continue;
+    }
     const ops::FormalParameter* f = FormalAt(schema.outputs(), i);
     if (f == nullptr) continue;
     const std::span<const std::string_view> allowed = schema.AllowedTypes(*f);
     if (allowed.empty()) continue;
-    const pb::TypeProto proto = TypeToProto(TensorOf(type.elem_type));
+    const pb::TypeProto proto = TypeToProto(WithoutShapes(type));
     bool ok = false;
     for (std::string_view a : allowed) ok = ok || ops::TypeStringMatches(a, proto);
     if (ok) continue;

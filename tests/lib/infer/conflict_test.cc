@@ -114,5 +114,25 @@ TEST(ConflictTest, OpsWithoutShapeFunctionsStillGetTypes) {
   EXPECT_THAT(IssuesOf({.op = "Einsum", .inputs = {In("x", {4, 3, 3})}}), IsEmpty());
 }
 
+TEST(ConflictTest, InferredSequenceThroughATensorOnlyOpIsE0603) {
+  // Identity-13 takes tensors; from 16 on sequences and optionals too.
+  auto model = [](int64_t opset) {
+    pb::GraphProto g = GraphBuilder("main")
+                           .Input("a", pb::kFloat, std::vector<int64_t>{2})
+                           .Node("SequenceConstruct", {"a", "a"}, {"s"}, {}, "make")
+                           .Node("Identity", {"s"}, {"t"}, {}, "id")
+                           .Node("SequenceLength", {"t"}, {"y"}, {}, "len")
+                           .Output("y", pb::kInt64, std::vector<int64_t>{})
+                           .Build();
+    return ModelFromGraph(std::move(g), opset);
+  };
+  std::vector<std::string> issues = Issues(model(13));
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_THAT(issues[0],
+              ::testing::StartsWith("E0603 graph 'main' › node 'id' (Identity): output 't' would be "
+                                    "seq(tensor(float)), but Identity-13 allows T in {"));
+  EXPECT_THAT(Issues(model(16)), IsEmpty());
+}
+
 }  // namespace
 }  // namespace onnxkit::infer::testing
