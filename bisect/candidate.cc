@@ -170,4 +170,21 @@ int MainNodeCount(const pb::ModelProto& model) {
   return model.graph ? static_cast<int>(model.graph->node.size()) : 0;
 }
 
+namespace {
+
+int GraphNodeCount(const pb::GraphProto& graph) {
+  int n = static_cast<int>(graph.node.size());
+  for (const pb::NodeProto& node : graph.node) {
+    for (const pb::AttributeProto& a : node.attribute) {
+      if (a.g) n += GraphNodeCount(*a.g);
+      for (const pb::GraphProto& g : a.graphs) n += GraphNodeCount(g);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int TotalNodeCount(const pb::ModelProto& model) { return model.graph ? GraphNodeCount(*model.graph) : 0; }
+
 }  // namespace onnxkit::bisect

@@ -54,6 +54,10 @@ absl::StatusOr<std::vector<std::pair<std::string, runner::RtValue>>> GoldenFeeds
 // Nodes of the main graph (0 when there is no graph).
 int MainNodeCount(const pb::ModelProto& model);
 
+// Nodes of every graph: the main graph's and, recursively, those of the
+// If/Loop/Scan bodies in it.
+int TotalNodeCount(const pb::ModelProto& model);
+
 }  // namespace onnxkit::bisect
 
 #endif  // ONNXKIT_BISECT_CANDIDATE_H_

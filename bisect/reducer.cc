@@ -55,7 +55,8 @@ absl::StatusOr<int> Reducer::TryFirst(int count, const std::function<absl::Statu
       current_ = std::move(candidates[static_cast<size_t>(*first)]);
       ++changes_;
       if (options_.progress) {
-        std::cerr << absl::StrCat("\rbisect: ", nodes(), " nodes, ", calls_, " oracle calls   ") << std::flush;
+        std::cerr << absl::StrCat("\rbisect: ", total_nodes(), " nodes, ", calls_, " oracle calls   ")
+                  << std::flush;
       }
       return index[static_cast<size_t>(*first)];
     }
@@ -67,14 +68,14 @@ absl::StatusOr<ReduceResult> Reducer::Run() {
   auto strategies = ParseStrategies(options_.strategies);
   if (!strategies.ok()) return strategies.status();
   ReduceResult result;
-  result.nodes_before = nodes();
+  result.nodes_before = total_nodes();
   for (const StrategyInfo* s : *strategies) result.effects.push_back(StrategyEffect{std::string(s->name)});
   for (int round = 0; round < options_.max_rounds && !OutOfBudget(); ++round) {
     ++result.rounds;
     bool changed = false;
     for (size_t i = 0; i < strategies->size() && !OutOfBudget(); ++i) {
       StrategyEffect& e = result.effects[i];
-      int before = nodes();
+      int before = total_nodes();
       int64_t calls_before = calls_, changes_before = changes_;
       auto start = std::chrono::steady_clock::now();
       one_minimal_ = false;
@@ -83,14 +84,14 @@ absl::StatusOr<ReduceResult> Reducer::Run() {
       e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       e.calls += calls_ - calls_before;
       if (round == 0) e.nodes_before = before;
-      e.nodes_after = nodes();
+      e.nodes_after = total_nodes();
       e.accepted += changes_ - changes_before;
       changed = changed || changes_ != changes_before;
       // 1-minimal: the last ddmin ended at single-node granularity, and
       // nothing removed nodes after it.
       if ((*strategies)[i]->name == "ddmin") {
         result.one_minimal = one_minimal_;
-      } else if (nodes() != before) {
+      } else if (total_nodes() != before) {
         result.one_minimal = false;
       }
     }
@@ -99,7 +100,8 @@ absl::StatusOr<ReduceResult> Reducer::Run() {
   if (options_.progress) std::cerr << "\n";
   result.budget_hit = OutOfBudget();
   result.model = current_;
-  result.nodes_after = nodes();
+  result.nodes_after = total_nodes();
+  if (result.nodes_after != nodes()) result.one_minimal = false;
   result.calls = calls_;
   result.invalid = invalid_;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -30,17 +30,19 @@ struct StrategyEffect {
   std::string name;
   int64_t calls = 0;
   int64_t accepted = 0;
-  int nodes_before = 0, nodes_after = 0;
+  int nodes_before = 0, nodes_after = 0;  // every graph's nodes, bodies included
   double seconds = 0;
 };
 
 struct ReduceResult {
   pb::ModelProto model;
-  int nodes_before = 0, nodes_after = 0;
+  int nodes_before = 0, nodes_after = 0;  // every graph's nodes, bodies included
   int64_t calls = 0;             // oracle calls (Prepare's included)
   int64_t invalid = 0;           // candidates skipped before any call
   double seconds = 0;
-  bool one_minimal = false;      // removing any one node loses the failure
+  // Removing any one node loses the failure: claimed only where every node
+  // is in the main graph (ddmin does not remove nodes inside bodies).
+  bool one_minimal = false;
   bool budget_hit = false;
   int rounds = 0;
   std::vector<StrategyEffect> effects;
@@ -57,7 +59,10 @@ class Reducer {
 
   // --- for strategies ---
   const pb::ModelProto& current() const { return current_; }
+  // Nodes of the main graph: what the strategies index.
   int nodes() const { return MainNodeCount(current_); }
+  // Every graph's nodes, bodies included: what the report counts.
+  int total_nodes() const { return TotalNodeCount(current_); }
   absl::StatusOr<pb::ModelProto> WithNodes(const std::vector<int>& keep) const {
     return KeepNodes(current_, keep, *types_);
   }
