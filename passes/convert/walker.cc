@@ -334,8 +334,12 @@ std::string StepKey(const Step& s, const std::string& op, std::string_view adapt
 }
 
 // Converts one node (and what its adapters create) from `from` to `to`.
-void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view domain, ir::Node* first, int64_t from,
-                 int64_t to, ConvertContext& ctx, WalkStats& stats) {
+// `first_label` names `first` as it was in the graph given (an unnamed
+// node's index there, before adapters inserted nodes); nodes adapters create
+// are named after it.
+void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view domain, ir::Node* first,
+                 const std::string& first_label, int64_t from, int64_t to, ConvertContext& ctx,
+                 WalkStats& stats) {
   std::deque<std::pair<ir::Node*, int64_t>> work{{first, from}};
   while (!work.empty()) {
     auto [node, cur] = work.front();
@@ -344,11 +348,14 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
     stats.nodes += 1;
     while (true) {
       std::string op = node->op_type();
+      const std::string label = node == first          ? first_label
+                                : node->name().empty() ? absl::StrCat("a ", Sv(op), " made for ", first_label)
+                                                       : ir::NodeLabel(*node);
       const ops::OpSchema* schema = ops::FindSchema(domain, op, cur);
       if (schema == nullptr) {
-        stats.blockers->push_back({path, ir::NodeLabel(*node),
-                                   absl::StrCat("op ", op, " is unknown at ", domain.empty() ? "" : "ai.onnx.ml ",
-                                                "opset ", cur)});
+        stats.blockers->push_back(
+            {path, label,
+             absl::StrCat("op ", op, " is unknown at ", domain.empty() ? "" : "ai.onnx.ml ", "opset ", cur)});
         break;
       }
       std::vector<ir::Node*> created;
@@ -360,7 +367,6 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
       step.created = &created;
       if (!NextStep(domain, op, cur, to, schema, &step)) break;
       const AdapterRow* row = FindAdapter(op, step.boundary, step.direction);
-      std::string label = ir::NodeLabel(*node);
       if (row == nullptr) {
         // Types the target lacks: run on a wider type between Casts.
         absl::StatusOr<ir::Node*> wide = TryWiden(step);
@@ -446,10 +452,16 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
 absl::Status ConvertGraph(ir::Graph& graph, const std::string& path, std::string_view domain, int64_t from,
                           int64_t to, ConvertContext& ctx, WalkStats& stats) {
   domain = Canonical(domain);
-  for (ir::Node* node : SnapshotNodes(graph)) {
+  const std::vector<ir::Node*> nodes = SnapshotNodes(graph);
+  for (size_t index = 0; index < nodes.size(); ++index) {
+    ir::Node* node = nodes[index];
     if (!IsLive(graph, node)) continue;
+    // Labels index the graph as given: adapters of earlier nodes may have
+    // inserted nodes before this one by now.
+    const std::string label = node->name().empty() ? absl::StrCat("#", index, " (", Sv(node->op_type()), ")")
+                                                   : ir::NodeLabel(*node);
     for (ir::Attribute& a : node->mutable_attributes()) {
-      std::string base = absl::StrCat(path, "/", ir::NodeLabel(*node), "/", a.name());
+      std::string base = absl::StrCat(path, "/", label, "/", a.name());
       if (a.g) ONNXKIT_RETURN_IF_ERROR(ConvertGraph(*a.g, base, domain, from, to, ctx, stats));
       for (size_t i = 0; i < a.graphs.size(); ++i) {
         ONNXKIT_RETURN_IF_ERROR(
@@ -462,7 +474,7 @@ absl::Status ConvertGraph(ir::Graph& graph, const std::string& path, std::string
       if (!elsewhere && !stats.local_functions.count(key)) stats.foreign_ops->insert(key);
       continue;
     }
-    ConvertNode(graph, path, domain, node, from, to, ctx, stats);
+    ConvertNode(graph, path, domain, node, label, from, to, ctx, stats);
   }
   return absl::OkStatus();
 }

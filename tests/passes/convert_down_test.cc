@@ -68,6 +68,23 @@ TEST(ConvertDownTest, SoftmaxOfUnknownRankBlocks) {
   EXPECT_THAT(down.blockers[0].reason, HasSubstr("non-last axis"));
 }
 
+TEST(ConvertDownTest, BlockerLabelsIndexTheGraphAsGiven) {
+  // The first Softmax's adapter inserts two Transposes before the second:
+  // the unnamed blocked node is still #1, not #3.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 3, 4}})
+                                        .Input("z", pb::kFloat)
+                                        .Node("Softmax", {"x"}, {"a"}, {AttrInt("axis", 1)})
+                                        .Node("Softmax", {"z"}, {"b"}, {AttrInt("axis", 0)})
+                                        .Output("a", pb::kFloat, {{2, 3, 4}})
+                                        .Output("b", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult down = ConvertTo(m, 11);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_EQ(down.blockers[0].node, "#1 (Softmax)");
+}
+
 pb::ModelProto SteppedSlice(std::optional<std::vector<int64_t>> dims) {
   return ModelFromGraph(GraphBuilder("g")
                             .Input("x", pb::kFloat, dims)
