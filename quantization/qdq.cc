@@ -88,9 +88,15 @@ class Inserter {
   const std::set<std::string>& nonfinite() const { return nonfinite_; }
 
   absl::Status Apply(QdqResult* result) {
-    for (ActivationRecord& a : records_) ONNXKIT_RETURN_IF_ERROR(InsertPair(a));
+    for (ActivationRecord& a : records_) {
+      // A value no node reads (a graph output only, an unread output) would
+      // get a pair nothing reads: it stays as it is, and unreported.
+      const ir::Value* v = graph_.FindLocalValue(a.tensor);
+      if (v != nullptr && v->uses().empty()) continue;
+      ONNXKIT_RETURN_IF_ERROR(InsertPair(a));
+      result->activations.push_back(a);
+    }
     for (const WeightJob& job : weights_) ONNXKIT_RETURN_IF_ERROR(QuantizeWeightInput(job, result));
-    result->activations.insert(result->activations.end(), records_.begin(), records_.end());
     return absl::OkStatus();
   }
 

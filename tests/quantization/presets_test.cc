@@ -46,11 +46,15 @@ TEST(PresetsTest, InputsOnlyLeavesOutputsFloat) {
     testing::ExpectValid(r->qdq.model);
     std::set<std::string> quantized;
     for (const ActivationRecord& a : r->qdq.activations) quantized.insert(a.tensor);
-    // Inputs of both MatMuls always; their outputs only with outputs.
+    // Inputs of both MatMuls always; their outputs only with outputs, and
+    // not y: a graph output no node reads would get a pair nothing reads.
     EXPECT_TRUE(quantized.count("x"));
     EXPECT_TRUE(quantized.count("r")) << absl::StrJoin(quantized, ",");
-    EXPECT_EQ(quantized.count("m") + quantized.count("y"), outputs ? 2u : 0u) << absl::StrJoin(quantized, ",");
-    EXPECT_EQ(testing::OpCount(r->qdq.model, "QuantizeLinear"), outputs ? 4 : 2);
+    EXPECT_EQ(quantized.count("m"), outputs ? 1u : 0u) << absl::StrJoin(quantized, ",");
+    EXPECT_EQ(quantized.count("y"), 0u);
+    EXPECT_EQ(testing::OpCount(r->qdq.model, "QuantizeLinear"), outputs ? 3 : 2);
+    EXPECT_EQ(testing::OpCount(r->qdq.model, "DequantizeLinear"), outputs ? 5 : 4);  // and two weights'
+    for (const pb::ValueInfoProto& out : r->qdq.model.graph->output) EXPECT_EQ(out.name, "y");
     EXPECT_EQ(r->qdq.weights, 2);
     EXPECT_GT(r->report.min_output_sqnr(), 20);
   }
