@@ -170,7 +170,16 @@ absl::Status ExpandMish(Step& step) {
 
 absl::Status ExpandLayerNorm(Step& step) {
   if (step.node->GetInt("stash_type").value_or(1) != 1) return Block("stash_type other than float");
-  ONNXKIT_ASSIGN_OR_RETURN(int32_t t, ElemOf(step));
+  std::optional<int32_t> elem = ElemType(*step.node->input(0), *step.ctx);
+  if (!elem ||
+      (*elem != pb::kFloat && *elem != pb::kDouble && *elem != pb::kFloat16 && *elem != pb::kBfloat16)) {
+    return Block("the expansion needs a float, double, float16 or bfloat16 input");
+  }
+  // As the op defines stash_type 1: a 16-bit input is normalized in float,
+  // cast back, then scaled and shifted in its own type (Mean and InvStdDev
+  // are float).
+  const bool stash = *elem == pb::kFloat16 || *elem == pb::kBfloat16;
+  const int32_t t = stash ? pb::kFloat : *elem;
   std::optional<int64_t> rank = RankOf(step, step.node->input(0));
   int64_t axis = step.node->GetInt("axis").value_or(-1);
   if (!rank) return Block("the expansion needs the input rank");
@@ -182,6 +191,10 @@ absl::Status ExpandLayerNorm(Step& step) {
   ir::Value* x = step.node->input(0);
   ir::Value* scale = step.node->input(1);
   ir::Value* bias = step.node->num_inputs() > 2 ? step.node->input(2) : nullptr;
+  if (stash) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * wide, AddBefore(step, "Cast", {x}, 1, {IntAttr("to", pb::kFloat)}));
+    x = wide->output(0);
+  }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e, AddScalar(step, "epsilon", t, eps));
   // Written for opset 16: ReduceMean takes axes as an attribute.
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mean, AddBefore(step, "ReduceMean", {x}, 1, {IntsAttr("axes", axes)}));
@@ -191,6 +204,9 @@ absl::Status ExpandLayerNorm(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * ve, AddBefore(step, "Add", {var->output(0), e}, 1));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sd, AddBefore(step, "Sqrt", {ve->output(0)}, 1));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, "Div", {d->output(0), sd->output(0)}, 1));
+  if (stash) {
+    ONNXKIT_ASSIGN_OR_RETURN(n, AddBefore(step, "Cast", {n->output(0)}, 1, {IntAttr("to", *elem)}));
+  }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {n->output(0), scale}, 1));
   if (bias != nullptr) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * b, AddBefore(step, "Add", {y->output(0), bias}, 1));

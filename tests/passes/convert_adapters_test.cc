@@ -98,6 +98,34 @@ TEST(ConvertAdaptersTest, LayerNormExpandsWithKnownRank) {
   ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 6}, 5)}}, 1e-4, 1e-4);
 }
 
+TEST(ConvertAdaptersTest, HalfLayerNormExpandsInFloatAndCastsBack) {
+  // stash_type 1: a float16 or bfloat16 input is normalized in float, then
+  // scaled and shifted in its own type.
+  for (int32_t half : {pb::kFloat16, pb::kBfloat16}) {
+    SCOPED_TRACE(half);
+    pb::ModelProto m =
+        ModelFromGraph(GraphBuilder("g")
+                           .Input("x", pb::kFloat, {{2, 6}})
+                           .Initializer(RawFloatTensor("s", {6}, 1))
+                           .Initializer(RawFloatTensor("b", {6}, -2))
+                           .Node("Cast", {"x"}, {"xh"}, {AttrInt("to", half)})
+                           .Node("Cast", {"s"}, {"sh"}, {AttrInt("to", half)})
+                           .Node("Cast", {"b"}, {"bh"}, {AttrInt("to", half)})
+                           .Node("LayerNormalization", {"xh", "sh", "bh"}, {"yh"}, {AttrInt("axis", -1)})
+                           .Node("Cast", {"yh"}, {"y"}, {AttrInt("to", pb::kFloat)})
+                           .Output("y", pb::kFloat, {{2, 6}})
+                           .Build(),
+                       17, 8);
+    ConvertResult down = ConvertTo(m, 16);
+    ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+    EXPECT_EQ(OpCount(down.model, "LayerNormalization"), 0);
+    EXPECT_EQ(OpCount(down.model, "Cast"), 4 + 2);
+    ExpectValid(down.model);
+    const double tol = half == pb::kFloat16 ? 2e-3 : 2e-2;
+    ExpectSameOutputs(m, down.model, {{"x", RandomFloats({2, 6}, 5)}}, tol, tol);
+  }
+}
+
 // A normalization reading another's result (a patch embedding's norm, then
 // a block's first norm, as in Swin): the second sees the first's expansion,
 // typed as the output it replaced.
