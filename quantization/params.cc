@@ -85,7 +85,8 @@ QParams ActivationParams(Range r, QType type) {
   return p;
 }
 
-absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type) {
+absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type,
+                                               const std::vector<double>* min_scales) {
   if (w.dtype() != pb::kFloat) return absl::InvalidArgumentError("weight is not float");
   if (axis >= w.rank()) return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " out of range"));
   if (type != QType::kInt8 && type != QType::kUint8 && type != QType::kInt4) {
@@ -107,8 +108,23 @@ absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis
     lo[c] = std::min<double>(lo[c], src[i]);
     hi[c] = std::max<double>(hi[c], src[i]);
   }
+  if (min_scales != nullptr && min_scales->size() != 1 &&
+      static_cast<int64_t>(min_scales->size()) != channels) {
+    return absl::InternalError("minimum weight scales do not match the channels");
+  }
   for (int64_t c = 0; c < channels; ++c) {
     QParams p = ActivationParams(Range{lo[static_cast<size_t>(c)], hi[static_cast<size_t>(c)]}, type);
+    if (min_scales != nullptr) {
+      const double need = (*min_scales)[min_scales->size() == 1 ? 0 : static_cast<size_t>(c)];
+      if (need > p.scale && need < std::numeric_limits<float>::max()) {
+        p.scale = std::nextafter(static_cast<float>(need), std::numeric_limits<float>::max());
+        ++q.raised;
+        if (!QTypeSigned(type)) {
+          const double l = std::min(lo[static_cast<size_t>(c)], 0.0);
+          p.zero_point = static_cast<int64_t>(std::clamp(RoundEven(-l / p.scale), 0.0, QTypeMax(type)));
+        }
+      }
+    }
     q.scales.push_back(p.scale);
     q.zero_points.push_back(p.zero_point);
   }
@@ -120,6 +136,27 @@ absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis
     Store(q.data, type, i, static_cast<int64_t>(r));
   }
   return q;
+}
+
+std::optional<std::vector<double>> MinWeightScalesForBias(const runner::Tensor& b, float input_scale,
+                                                          int64_t channels, bool per_tensor) {
+  if (b.dtype() != pb::kFloat || b.rank() != 1 || !(input_scale > 0) || !std::isfinite(input_scale)) {
+    return std::nullopt;
+  }
+  if (!per_tensor && b.size() != channels) return std::nullopt;
+  // Half of int32: the products summed with the bias keep room.
+  constexpr double kBiasLimit = 1073741824.0;
+  std::vector<double> need(per_tensor ? 1 : static_cast<size_t>(b.size()), 0.0);
+  bool any = false;
+  for (int64_t c = 0; c < b.size(); ++c) {
+    const double v = std::fabs(static_cast<double>(b.data<float>()[c]));
+    if (!std::isfinite(v)) return std::nullopt;
+    double& n = need[per_tensor ? 0 : static_cast<size_t>(c)];
+    n = std::max(n, v / (static_cast<double>(input_scale) * kBiasLimit));
+    any = any || n > 0;
+  }
+  if (!any) return std::nullopt;
+  return need;
 }
 
 std::optional<runner::Tensor> QuantizeBias(const runner::Tensor& b, float input_scale,

@@ -43,11 +43,24 @@ struct QuantizedWeight {
   std::vector<float> scales;      // one per channel (one when per tensor)
   std::vector<int64_t> zero_points;
   int axis = -1;                  // -1: per tensor
+  int64_t raised = 0;             // channels whose scale min_scales raised
 };
 
 // Quantizes a float weight: int8 / int4 symmetric per channel along `axis`
-// (or per tensor when axis < 0); uint8 asymmetric per channel.
-absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type);
+// (or per tensor when axis < 0); uint8 asymmetric per channel. `min_scales`
+// (one per channel, or one for all), when given, raise the scales below
+// them: the int32 bias of a Conv/Gemm/MatMul must fit its scale
+// input_scale * weight_scale (MinWeightScalesForBias).
+absl::StatusOr<QuantizedWeight> QuantizeWeight(const runner::Tensor& w, int axis, QType type,
+                                               const std::vector<double>* min_scales = nullptr);
+
+// The weight scales below which bias `b` (float, 1-D) would not fit int32
+// with headroom (|b| / (input_scale * 2^30)): one per channel of a weight
+// quantized along an axis with `channels` channels, or one (the largest)
+// when `per_tensor`. nullopt when nothing needs raising or the bias does
+// not fit the weight (its length is not `channels`).
+std::optional<std::vector<double>> MinWeightScalesForBias(const runner::Tensor& b, float input_scale,
+                                                          int64_t channels, bool per_tensor);
 
 // The int32 bias b / (s_x * s_w[c]) per channel; nullopt when a value would
 // not fit int32 (the caller keeps the float bias), or when the shapes do

@@ -274,7 +274,27 @@ class Inserter {
   absl::Status QuantizeWeightInput(const WeightJob& job, QdqResult* result) {
     ir::Value* w = job.node->input(job.input);
     ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*w->initializer(), &resolver_));
-    ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeWeight(wt, job.axis, options_.weight_type));
+    // The bias, when it becomes int32: its scale is input scale x weight
+    // scale, so a weight scale too small for it is raised until the bias
+    // fits (tiny activations against a large bias) rather than leaving a
+    // float bias beside an int8 weight, which runtimes' QDQ fusions do not
+    // all expect.
+    ir::Value* b = job.bias_input >= 0 && job.node->num_inputs() > job.bias_input
+                       ? job.node->input(job.bias_input)
+                       : nullptr;
+    auto it = planned_.find(job.activation);
+    const bool int_bias =
+        b != nullptr && b->IsConstant() && b->initializer() != nullptr && it != planned_.end();
+    std::optional<runner::Tensor> bt;
+    std::optional<std::vector<double>> min_scales;
+    if (int_bias) {
+      ONNXKIT_ASSIGN_OR_RETURN(bt, runner::TensorFromProto(*b->initializer(), &resolver_));
+      const int64_t channels = job.axis >= 0 && job.axis < wt.rank() ? wt.dim(job.axis) : 1;
+      min_scales = MinWeightScalesForBias(*bt, records_[it->second].params.scale, channels, job.axis < 0);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q, QuantizeWeight(wt, job.axis, options_.weight_type,
+                                                               min_scales ? &*min_scales : nullptr));
+    if (q.raised > 0) result->raised_weight_scales.push_back(w->name());
     bool vec = job.axis >= 0;
     ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor scale, Params<float>(pb::kFloat, q.scales, vec));
     ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor zp, ZeroPointTensor(options_.weight_type, q.zero_points, vec));
@@ -283,13 +303,10 @@ class Inserter {
     ONNXKIT_RETURN_IF_ERROR(DropIfUnused(w));
     result->weights += 1;
     result->per_channel_weights += vec ? 1 : 0;
-    if (job.bias_input < 0 || job.node->num_inputs() <= job.bias_input) return absl::OkStatus();
-    ir::Value* b = job.node->input(job.bias_input);
-    auto it = planned_.find(job.activation);
-    if (b == nullptr || !b->IsConstant() || it == planned_.end()) return absl::OkStatus();
-    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor bt, runner::TensorFromProto(*b->initializer(), &resolver_));
+    if (!int_bias) return absl::OkStatus();
     std::vector<float> bias_scales;
-    std::optional<runner::Tensor> bq = QuantizeBias(bt, records_[it->second].params.scale, q.scales, &bias_scales);
+    std::optional<runner::Tensor> bq =
+        QuantizeBias(*bt, records_[it->second].params.scale, q.scales, &bias_scales);
     if (!bq) {
       result->float_biases.push_back(b->name());
       return absl::OkStatus();
@@ -344,6 +361,18 @@ absl::StatusOr<QdqResult> InsertQdq(const io::LoadedModel& model, const Calibrat
   for (const std::unique_ptr<Inserter>& inserter : inserters) {
     ONNXKIT_RETURN_IF_ERROR(inserter->Apply(&result));
     nonfinite.insert(inserter->nonfinite().begin(), inserter->nonfinite().end());
+  }
+  if (!result.raised_weight_scales.empty()) {
+    const std::vector<std::string>& raised = result.raised_weight_scales;
+    std::string names;
+    for (size_t i = 0; i < raised.size() && i < 3; ++i)
+      absl::StrAppend(&names, i > 0 ? ", '" : "'", raised[i], "'");
+    if (raised.size() > 3) absl::StrAppend(&names, ", ...");
+    result.warnings.push_back(
+        absl::StrCat(raised.size(),
+                     " weight(s) got a larger scale than their values need, so that the "
+                     "int32 bias fits (activations tiny against the bias): ",
+                     names));
   }
   if (!nonfinite.empty()) {
     std::string names;

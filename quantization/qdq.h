@@ -55,6 +55,8 @@ struct QdqResult {
   std::vector<std::string> quantized_nodes;  // NodeKey, in graph order
   int64_t weights = 0, per_channel_weights = 0, int32_biases = 0;
   std::vector<std::string> float_biases;     // biases kept float by the overflow guard
+  // Weights whose scale was raised so that their int32 bias fits.
+  std::vector<std::string> raised_weight_scales;
   std::vector<std::string> warnings;
 };
 

@@ -80,6 +80,10 @@ void WriteReport(JsonWriter& w, const QuantizeFlags& f, const quant::QuantizeRes
   w.BeginArray();
   for (const std::string& b : r.qdq.float_biases) w.String(b);
   w.EndArray();
+  w.Key("raised_weight_scales");
+  w.BeginArray();
+  for (const std::string& n : r.qdq.raised_weight_scales) w.String(n);
+  w.EndArray();
   w.Key("output_sqnr_db");  // null when nothing was measured (--load-calibration without data)
   if (r.report.outputs.empty()) {
     w.Null();

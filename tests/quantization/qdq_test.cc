@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantization/calibration.h"
 #include "quantization/quantize.h"
@@ -95,13 +96,31 @@ TEST(QdqTest, WeightsAreStoredInt8AndTheFloatCopyIsGone) {
   EXPECT_TRUE(int8_w);
 }
 
-TEST(QdqTest, BiasThatOverflowsInt32StaysFloat) {
+TEST(QdqTest, BiasTooLargeForItsScaleRaisesTheWeightScale) {
+  // |b| / (s_x * s_w) past 2^30: the weight's scale grows until the bias
+  // fits int32 (the weights' part is negligible beside such a bias).
   auto samples = RandomSamples(4, 1, -1, 1, {});
   auto r = Quantize(Loaded(ConvNet(3e30f)), samples.get(), Options());
   ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->qdq.int32_biases, 1);
+  EXPECT_TRUE(r->qdq.float_biases.empty());
+  EXPECT_EQ(r->qdq.raised_weight_scales, std::vector<std::string>{"w"});
+  EXPECT_THAT(r->warnings, ::testing::Contains(::testing::HasSubstr("so that the int32 bias fits")));
+  EXPECT_GT(r->report.min_output_sqnr(), 40);
+  testing::ExpectValid(r->qdq.model);
+  // An ordinary bias leaves the weight's scale as its values need.
+  auto plain = Quantize(Loaded(ConvNet()), samples.get(), Options());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->qdq.raised_weight_scales.empty());
+  EXPECT_EQ(plain->qdq.int32_biases, 1);
+}
+
+TEST(QdqTest, NonFiniteBiasStaysFloat) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto r = Quantize(Loaded(ConvNet(std::numeric_limits<float>::infinity())), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->qdq.int32_biases, 0);
-  ASSERT_EQ(r->qdq.float_biases.size(), 1u);
-  EXPECT_EQ(r->qdq.float_biases[0], "b");
+  EXPECT_TRUE(r->qdq.raised_weight_scales.empty());
   testing::ExpectValid(r->qdq.model);
 }
 
