@@ -55,6 +55,28 @@ absl::StatusOr<runner::Backend> Backend(const std::string& name) {
   return UsageError("backends are reference, cpu or cuda");
 }
 
+// The type to read a dumped value back as: the declared one, or, for an
+// undeclared sequence, optional or map (whose dump is not a TensorProto),
+// the kind the live value has.
+const pb::TypeProto* ReadBackType(const ir::Value& value, const runner::RtValue& live,
+                                  pb::TypeProto* scratch) {
+  if (value.type() != nullptr || live.is_tensor()) return value.type();
+  switch (live.kind()) {
+    case runner::RtValue::Kind::kSequence:
+      scratch->sequence_type = pb::TypeProto::Sequence{};
+      break;
+    case runner::RtValue::Kind::kOptional:
+      scratch->optional_type = pb::TypeProto::Optional{};
+      break;
+    case runner::RtValue::Kind::kMap:
+      scratch->map_type = pb::TypeProto::Map{};
+      break;
+    default:
+      return nullptr;
+  }
+  return scratch;
+}
+
 absl::StatusOr<std::unique_ptr<runner::Session>> Open(const std::string& path, const std::string& backend,
                                                       runner::SessionOptions options) {
   ONNXKIT_ASSIGN_OR_RETURN(options.backend, Backend(backend));
@@ -241,7 +263,8 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
         fs::path file = scratch / runner::SafeFileName(value.name(), static_cast<int>(it->second + 1));
         auto mapped = io::MappedFile::Open(file, int64_t{1} << 31);
         if (!mapped.ok()) return mapped.status();
-        auto a_value = runner::ValueFromPbBytes((*mapped)->bytes(), value.type());
+        pb::TypeProto scratch_type;
+        auto a_value = runner::ValueFromPbBytes((*mapped)->bytes(), ReadBackType(value, v, &scratch_type));
         if (!a_value.ok()) return a_value.status();
         layer_metrics[key] = runner::CompareValues(*a_value, v, tolerances.For(value.name(), v));
         return absl::OkStatus();

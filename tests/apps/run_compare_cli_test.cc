@@ -294,6 +294,23 @@ TEST(CompareCliTest, TwoModelsPerLayerNamesTheFirstDivergence) {
   EXPECT_EQ(per_output.exit_code, 0) << per_output.out;
 }
 
+TEST(CompareCliTest, PerLayerReadsBackUndeclaredSequences) {
+  // s is a sequence no value_info declares: its dump is a SequenceProto,
+  // read back as one (it used to be read as a TensorProto and fail).
+  auto dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{2, 2}})
+      .Node("SequenceConstruct", {"x", "x"}, {"s"}, {}, "make")
+      .Node("ConcatFromSequence", {"s"}, {"y"}, {AttrInt("axis", 0)}, "cat")
+      .Output("y", pb::kFloat, {{4, 2}});
+  std::string model = (dir / "seq.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 13), dir, model).ok());
+  CliResult r =
+      RunCli({"compare", "--a", model, "--a-backend", "cpu", "--b", model, "--random", "--per-layer"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok   s ('make' (SequenceConstruct))"));
+}
+
 // run --precision bf16 and compare --b-precision bf16 on a MatMul with
 // constant weights: the JSON says which precision ran; in bfloat16 the
 // rounded inputs move the result, in float32 (a CPU without bfloat16
