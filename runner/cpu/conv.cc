@@ -331,6 +331,13 @@ class ConvKernel : public FloatConvKernel {
     const std::vector<int64_t>& kernel = geometry->kernel;
     const Window* win = &geometry->window;
     const std::vector<int64_t>& y_shape = geometry->y_shape;
+    // oneDNN skips padded taps; the definition multiplies the padding's
+    // zeros too, so a NaN or infinite weight makes NaN at the border: such
+    // a Conv runs the unfused way.
+    const bool padded =
+        std::any_of(win->pad_begin.begin(), win->pad_begin.end(), [](int64_t p) { return p != 0; }) ||
+        std::any_of(win->pad_end.begin(), win->pad_end.end(), [](int64_t p) { return p != 0; });
+    if (padded && !AllFinite(w)) return false;
     if (!chain_.linear.empty()) {
       if (!FoldLinear(ctx, x.rank(), w, b)) return false;
       b = &folded_b_;

@@ -865,6 +865,26 @@ TEST_P(CpuNonFiniteTest, IntoResize) {
   }
 }
 
+TEST_P(CpuNonFiniteTest, NonFiniteWeightsOfAPaddedConvReachTheBorder) {
+  // The padding's zeros times an infinite or NaN weight are NaN by the
+  // definition; a convolution that skips padded taps would keep the border
+  // finite.
+  for (float bad : {kInf, kNaN}) {
+    for (const char* auto_pad : {"NOTSET", "SAME_UPPER"}) {
+      SCOPED_TRACE(std::string(auto_pad) + (std::isnan(bad) ? " nan" : " inf"));
+      runner::Tensor w = RandomFloats({4, 3, 3, 3}, 171);
+      w.mutable_data<float>()[27 + 4] = bad;  // channel 1, the centre tap
+      w.mutable_data<float>()[0] = bad;       // channel 0, a corner tap
+      GraphBuilder g("g");
+      g.Input("x", pb::kFloat, std::vector<int64_t>{1, 3, 6, 6}).Initializer(InitializerFrom("w", w));
+      std::vector<pb::AttributeProto> attrs = {AttrString("auto_pad", auto_pad)};
+      if (std::string(auto_pad) == "NOTSET") attrs.push_back(AttrInts("pads", {1, 1, 1, 1}));
+      g.Node("Conv", {"x", "w"}, {"y"}, attrs, "conv").Output("y");
+      ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, 3, 6, 6}, 172)}}, 13, true);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CpuNonFiniteTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Bfloat16" : "Float32";
