@@ -151,7 +151,12 @@ absl::Status FileError(const absl::Status& status, const std::string& file) {
 namespace {
 
 absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputsUnmarked(
-    const std::vector<const ir::Value*>& inputs, const InputSpec& spec) {
+    const std::vector<const ir::Value*>& required, const std::vector<const ir::Value*>& overridable,
+    const InputSpec& spec) {
+  // Names resolve among every input a run takes; values are made up
+  // (--random) for the required ones only.
+  std::vector<const ir::Value*> inputs = required;
+  inputs.insert(inputs.end(), overridable.begin(), overridable.end());
   std::map<std::string, RtValue> given;
   if (!spec.dir.empty()) {
     std::error_code ec;
@@ -166,11 +171,14 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputsUnmark
           io::MappedFile::Open(file, int64_t{1} << 31);
       if (!opened.ok()) return FileError(opened.status(), file.string());
       const std::shared_ptr<const io::MappedFile>& mapped = *opened;
-      const ir::Value* target = inputs[i];
+      // Past the required inputs, a file feeds an initializer only when it
+      // names one.
+      const ir::Value* target = i < required.size() ? inputs[i] : nullptr;
       auto as_tensor = io::DecodeTensor(mapped->bytes());
       if (as_tensor.ok() && !as_tensor->name.empty()) {
         if (const ir::Value* named = FindInput(inputs, as_tensor->name)) target = named;
       }
+      if (target == nullptr) continue;
       auto value = ValueFromPbBytes(mapped->bytes(), target->type());
       if (!value.ok()) return FileError(value.status(), file.string());
       given[target->name()] = std::move(*value);
@@ -223,7 +231,11 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputsUnmark
   }
   std::mt19937_64 gen(spec.seed);
   std::vector<std::pair<std::string, RtValue>> feeds;
-  for (const ir::Value* input : inputs) {
+  for (const ir::Value* input : overridable) {
+    auto it = given.find(input->name());
+    if (it != given.end()) feeds.emplace_back(input->name(), std::move(it->second));
+  }
+  for (const ir::Value* input : required) {
     auto it = given.find(input->name());
     if (it != given.end()) {
       feeds.emplace_back(input->name(), std::move(it->second));
@@ -251,8 +263,9 @@ absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputsUnmark
 }  // namespace
 
 absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
-    const std::vector<const ir::Value*>& inputs, const InputSpec& spec) {
-  auto feeds = PrepareInputsUnmarked(inputs, spec);
+    const std::vector<const ir::Value*>& inputs, const InputSpec& spec,
+    const std::vector<const ir::Value*>& overridable) {
+  auto feeds = PrepareInputsUnmarked(inputs, overridable, spec);
   // Files that cannot be read are DataLoss/NotFound (FileError); what is left
   // as InvalidArgument is the flags not fitting the model.
   if (!feeds.ok() && feeds.status().code() == absl::StatusCode::kInvalidArgument) {

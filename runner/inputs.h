@@ -36,8 +36,12 @@ struct InputSpec {
 // missing or the flags name no input; symbolic dims without --shape are a
 // usage error that names them. Files that cannot be read, or hold values of
 // the wrong type, are input errors that name the file.
+// `overridable`: initializers listed as graph inputs (IR >= 4), which a
+// file may feed by name (--input, .npz, a named input_<i>.pb past the
+// required ones); they are never made up by --random.
 absl::StatusOr<std::vector<std::pair<std::string, RtValue>>> PrepareInputs(
-    const std::vector<const ir::Value*>& inputs, const InputSpec& spec);
+    const std::vector<const ir::Value*>& inputs, const InputSpec& spec,
+    const std::vector<const ir::Value*>& overridable = {});
 
 // Writes output_<i>.pb (TensorProto / SequenceProto / OptionalProto /
 // MapProto) for each value, atomically, into `dir` (created if missing).

@@ -1456,6 +1456,14 @@ std::vector<const ir::Value*> Session::FeedInputs() const {
   return out;
 }
 
+std::vector<const ir::Value*> Session::OverridableInputs() const {
+  std::vector<const ir::Value*> out;
+  for (const ir::Value* v : model_->graph().inputs()) {
+    if (v->kind() == ir::ValueKind::kInitializer) out.push_back(v);
+  }
+  return out;
+}
+
 std::vector<const ir::Value*> Session::Outputs() const {
   return {model_->graph().outputs().begin(), model_->graph().outputs().end()};
 }

@@ -106,6 +106,8 @@ class Session {
   const ir::Model& model() const { return *model_; }
   // Graph inputs that must be fed (those without an initializer), in order.
   std::vector<const ir::Value*> FeedInputs() const;
+  // Graph inputs with an initializer (IR >= 4): a run may feed them.
+  std::vector<const ir::Value*> OverridableInputs() const;
   // Graph outputs, in order.
   std::vector<const ir::Value*> Outputs() const;
 

@@ -219,7 +219,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     };
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> a, Open(o.a, o.a_backend, a_options));
-  auto feeds = runner::PrepareInputs(a->FeedInputs(), spec);
+  auto feeds = runner::PrepareInputs(a->FeedInputs(), spec, a->OverridableInputs());
   // Flags that do not fit the model are usage errors; files that cannot be read are not.
   if (!feeds.ok()) return feeds.status();
   auto a_out = a->Run(*feeds);

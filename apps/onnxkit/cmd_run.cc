@@ -218,7 +218,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   }
   auto session = runner::Session::Create(std::move(*loaded), options);
   if (!session.ok()) return AnnotateStatus(session.status(), o.model);
-  auto feeds = runner::PrepareInputs((*session)->FeedInputs(), o.inputs);
+  auto feeds = runner::PrepareInputs((*session)->FeedInputs(), o.inputs, (*session)->OverridableInputs());
   // Flags that do not fit the model are usage errors; files that cannot be read are not.
   if (!feeds.ok()) return feeds.status();
 

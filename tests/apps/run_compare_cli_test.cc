@@ -146,6 +146,38 @@ TEST(RunCliTest, InputFromNpyAndPb) {
   EXPECT_EQ(b.exit_code, 0) << b.err;
 }
 
+TEST(RunCliTest, AnInitializerListedAsAnInputMayBeFed) {
+  // IR 7: w is an initializer and a graph input, so a run may feed it by
+  // name (--input, or a named input_<i>.pb past the required inputs).
+  auto dir = MakeTempDir();
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, std::vector<int64_t>{2, 3})
+                                        .Input("w", pb::kFloat, std::vector<int64_t>{3})
+                                        .Initializer(RawFloatTensor("w", {3}, 0))
+                                        .Node("Relu", {"x"}, {"r"})
+                                        .Node("Add", {"r", "w"}, {"y"})
+                                        .Output("y", pb::kFloat)
+                                        .Build());
+  std::string model = (dir / "m.onnx").string();
+  ASSERT_TRUE(io::SaveModel(m, dir, model).ok());
+  pb::TensorProto w = tensor::FromRawBytes("w", pb::kFloat, {3}, std::string(12, '\0'));
+  auto npy = tensor::WriteNpy(w);
+  ASSERT_TRUE(npy.ok());
+  std::ofstream(dir / "w.npy", std::ios::binary) << *npy;
+  CliResult plain = RunCli({"run", model, "--random", "--range", "0,0"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("first [0, 1, 2, 0, 1, 2]"));
+  CliResult fed =
+      RunCli({"run", model, "--random", "--range", "0,0", "--input", "w=" + (dir / "w.npy").string()});
+  ASSERT_EQ(fed.exit_code, 0) << fed.err;
+  EXPECT_THAT(fed.out, HasSubstr("first [0, 0, 0, 0, 0, 0]"));
+  fs::create_directories(dir / "data");
+  std::ofstream(dir / "data" / "input_1.pb", std::ios::binary) << io::Encode(w);
+  CliResult named = RunCli({"run", model, "--random", "--range", "0,0", "--inputs", (dir / "data").string()});
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_THAT(named.out, HasSubstr("first [0, 0, 0, 0, 0, 0]"));
+}
+
 TEST(RunCliTest, DumpAllWritesEveryIntermediate) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);
