@@ -7,12 +7,59 @@
 //   QuantizeLinear/DequantizeLinear 13: per-axis scales only from 13
 //   RoiAlign 16:          coordinate_transformation_mode added; the legacy
 //                         behaviour is "output_half_pixel", not the new default
+//   If 11:                branches may produce different shapes only from 11
+//   GroupNormalization 21: scale and bias per channel, per group before
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
 
 namespace onnxkit::passes::convert {
+namespace {
+
+// The declared dims of `v` (-1 for a symbolic or unknown dim); nullopt when
+// the rank is not declared.
+std::optional<std::vector<int64_t>> DeclaredDims(const ir::Value& v) {
+  const pb::TypeProto* t = v.type();
+  if (t == nullptr || !t->tensor_type || !t->tensor_type->shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : t->tensor_type->shape->dim) {
+    dims.push_back(d.kind == pb::TensorShapeProto::Dimension::kValue ? d.dim_value : -1);
+  }
+  return dims;
+}
+
+}  // namespace
+
+absl::Status IfDown11(Step& step) {
+  const ir::Graph* then_branch = nullptr;
+  const ir::Graph* else_branch = nullptr;
+  for (const ir::Attribute& a : step.node->attributes()) {
+    if (a.name() == "then_branch" && a.g) then_branch = a.g.get();
+    if (a.name() == "else_branch" && a.g) else_branch = a.g.get();
+  }
+  if (then_branch == nullptr || else_branch == nullptr) return GenericStep(step);
+  const size_t n = std::min(then_branch->outputs().size(), else_branch->outputs().size());
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<std::vector<int64_t>> a = DeclaredDims(*then_branch->outputs()[i]);
+    std::optional<std::vector<int64_t>> b = DeclaredDims(*else_branch->outputs()[i]);
+    if (!a || !b) continue;
+    bool differ = a->size() != b->size();
+    for (size_t d = 0; !differ && d < a->size(); ++d)
+      differ = (*a)[d] >= 0 && (*b)[d] >= 0 && (*a)[d] != (*b)[d];
+    if (differ) {
+      return Block(absl::StrCat(
+          "output ", i, " has different shapes in the two branches, which If allows only from opset 11"));
+    }
+  }
+  return GenericStep(step);
+}
+
+absl::Status GroupNormScaleMeaning21(Step& step) {
+  return Block(step.direction == Direction::kUp
+                   ? "GroupNormalization-21 takes scale and bias per channel, 18 per group: not rewritten"
+                   : "GroupNormalization-18 takes scale and bias per group, 21 per channel: not rewritten");
+}
 
 absl::Status DftUp20(Step& step) {
   int64_t axis = step.node->GetInt("axis").value_or(1);

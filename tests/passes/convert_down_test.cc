@@ -85,6 +85,49 @@ TEST(ConvertDownTest, BlockerLabelsIndexTheGraphAsGiven) {
   EXPECT_EQ(down.blockers[0].node, "#1 (Softmax)");
 }
 
+TEST(ConvertDownTest, IfWithBranchesOfDifferentShapesBlocksBelow11) {
+  auto model = [](std::vector<int64_t> else_dims) {
+    GraphBuilder then_b("then");
+    then_b.Node("Identity", {"x"}, {"t"}).Output("t", pb::kFloat, {{2, 3}});
+    GraphBuilder else_b("else");
+    else_b.Node("Identity", {"x"}, {"e"}).Output("e", pb::kFloat, else_dims);
+    return ModelFromGraph(
+        GraphBuilder("g")
+            .Input("c", pb::kBool, {{}})
+            .Input("x", pb::kFloat, {{2, 3}})
+            .Node("If", {"c"}, {"y"},
+                  {AttrGraph("then_branch", then_b.Build()), AttrGraph("else_branch", else_b.Build())}, "if")
+            .Output("y", pb::kFloat)
+            .Build(),
+        13, 7);
+  };
+  ConvertResult differ = ConvertTo(model({6}), 10);
+  ASSERT_EQ(differ.blockers.size(), 1u);
+  EXPECT_THAT(differ.blockers[0].reason, HasSubstr("different shapes in the two branches"));
+  EXPECT_TRUE(ConvertTo(model({2, 3}), 10).blockers.empty());
+  EXPECT_TRUE(ConvertTo(model({6}), 11).blockers.empty());
+}
+
+TEST(ConvertDownTest, GroupNormalizationScaleMeaningChangeBlocksBothWays) {
+  auto model = [](int64_t opset, int64_t scale_len) {
+    return ModelFromGraph(
+        GraphBuilder("g")
+            .Input("x", pb::kFloat, {{1, 4, 2, 2}})
+            .Initializer(RawFloatTensor("s", {scale_len}, 1))
+            .Initializer(RawFloatTensor("b", {scale_len}, 0))
+            .Node("GroupNormalization", {"x", "s", "b"}, {"y"}, {AttrInt("num_groups", 2)}, "gn")
+            .Output("y", pb::kFloat, {{1, 4, 2, 2}})
+            .Build(),
+        opset, 8);
+  };
+  ConvertResult up = ConvertTo(model(18, 2), 21);
+  ASSERT_EQ(up.blockers.size(), 1u);
+  EXPECT_THAT(up.blockers[0].reason, HasSubstr("per channel"));
+  ConvertResult down = ConvertTo(model(21, 4), 18);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("per group"));
+}
+
 pb::ModelProto SteppedSlice(std::optional<std::vector<int64_t>> dims) {
   return ModelFromGraph(GraphBuilder("g")
                             .Input("x", pb::kFloat, dims)
