@@ -57,42 +57,6 @@ std::vector<std::pair<std::string, int64_t>> Sorted(const Histogram& h) {
   return {h.begin(), h.end()};
 }
 
-// Walks nodes of a graph and, recursively, of subgraphs in attributes.
-class Walker {
- public:
-  explicit Walker(ModelSummary* s) : s_(s) {}
-
-  void Graph(const pb::GraphProto& g, const std::string& path, int depth, Histogram* hist) {
-    for (const auto& node : g.node) {
-      ++s_->total_node_count;
-      ++(*hist)[OpKey(node)];
-      if (depth >= limits::kMaxGraphDepth) continue;
-      for (const auto& attr : node.attribute) {
-        std::string owner = absl::StrCat(path, " › node '", Sv(node.name), "' (", Sv(node.op_type), ") › ",
-                                         Sv(attr.name));
-        if (attr.g) Sub(*attr.g, owner, depth + 1);
-        for (size_t i = 0; i < attr.graphs.size(); ++i) {
-          Sub(attr.graphs[i], absl::StrCat(owner, "[", i, "]"), depth + 1);
-        }
-      }
-    }
-  }
-
-  void Sub(const pb::GraphProto& g, const std::string& path, int depth) {
-    Histogram local;
-    size_t index = s_->subgraphs.size();
-    s_->subgraphs.push_back({path, depth, static_cast<int64_t>(g.node.size()), {}});
-    Graph(g, path, depth, &local);
-    for (const auto& [op, n] : local) sub_hist_[op] += n;
-    s_->subgraphs[index].op_histogram = Sorted(local);
-  }
-
-  Histogram sub_hist_;
-
- private:
-  ModelSummary* s_;
-};
-
 void AddTensor(const pb::TensorProto& t, ModelSummary* s, std::set<std::string>* files) {
   auto count = CheckedElementCount(t.dims);
   if (!count) {
@@ -118,6 +82,50 @@ void AddTensor(const pb::TensorProto& t, ModelSummary* s, std::set<std::string>*
   for (const auto& str : t.string_data) bytes += str.size();
   s->inline_bytes += bytes;
 }
+
+// Walks nodes of a graph and, recursively, of subgraphs in attributes
+// (whose initializers count with the main graph's).
+class Walker {
+ public:
+  explicit Walker(ModelSummary* s) : s_(s) {}
+
+  void Graph(const pb::GraphProto& g, const std::string& path, int depth, Histogram* hist) {
+    for (const auto& node : g.node) {
+      ++s_->total_node_count;
+      ++(*hist)[OpKey(node)];
+      if (depth >= limits::kMaxGraphDepth) continue;
+      for (const auto& attr : node.attribute) {
+        std::string owner = absl::StrCat(path, " › node '", Sv(node.name), "' (", Sv(node.op_type), ") › ",
+                                         Sv(attr.name));
+        if (attr.g) Sub(*attr.g, owner, depth + 1);
+        for (size_t i = 0; i < attr.graphs.size(); ++i) {
+          Sub(attr.graphs[i], absl::StrCat(owner, "[", i, "]"), depth + 1);
+        }
+      }
+    }
+  }
+
+  void Sub(const pb::GraphProto& g, const std::string& path, int depth) {
+    Histogram local;
+    size_t index = s_->subgraphs.size();
+    s_->subgraphs.push_back({path, depth, static_cast<int64_t>(g.node.size()), {}});
+    for (const auto& t : g.initializer) AddTensor(t, s_, &files_);
+    for (const auto& sp : g.sparse_initializer) {
+      if (sp.values) AddTensor(*sp.values, s_, &files_);
+    }
+    s_->initializer_count += static_cast<int64_t>(g.initializer.size());
+    s_->sparse_initializer_count += static_cast<int64_t>(g.sparse_initializer.size());
+    Graph(g, path, depth, &local);
+    for (const auto& [op, n] : local) sub_hist_[op] += n;
+    s_->subgraphs[index].op_histogram = Sorted(local);
+  }
+
+  Histogram sub_hist_;
+  std::set<std::string> files_;  // external data files of subgraph initializers
+
+ private:
+  ModelSummary* s_;
+};
 
 }  // namespace
 
@@ -152,7 +160,6 @@ ModelSummary Summarize(const pb::ModelProto& model, std::string path, uint64_t f
         AddTensor(*sp.values, &s, &files);
       }
     }
-    s.external_files.assign(files.begin(), files.end());
     s.initializer_count = static_cast<int64_t>(g.initializer.size());
     s.sparse_initializer_count = static_cast<int64_t>(g.sparse_initializer.size());
     for (const auto& vi : g.input) s.inputs.push_back(DescribeIo(vi, init_names));
@@ -162,6 +169,8 @@ ModelSummary Summarize(const pb::ModelProto& model, std::string path, uint64_t f
     Histogram main;
     walker.Graph(g, g.name.empty() ? "main" : g.name, 0, &main);
     s.op_histogram = Sorted(main);
+    files.insert(walker.files_.begin(), walker.files_.end());
+    s.external_files.assign(files.begin(), files.end());
   }
   for (const auto& f : model.functions) {
     FunctionInfo info{f.domain, f.name, f.overload,

@@ -4,7 +4,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lib/io/model_io.h"
 #include "tests/apps/cli_runner.h"
+#include "tests/util/model_builder.h"
 #include "tests/util/test_paths.h"
 
 namespace onnxkit::testing {
@@ -12,6 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+namespace fs = std::filesystem;
 
 std::string LightModel(const std::string& name) {
   return TestdataPath("models/light/light_" + name + ".onnx").string();
@@ -38,6 +41,32 @@ TEST(InspectCliTest, JsonIsCompleteAndDeterministic) {
     EXPECT_THAT(a.out, HasSubstr(key));
   }
   EXPECT_THAT(a.out, StartsWith("{"));
+}
+
+TEST(InspectCliTest, BodyInitializersCountWithTheMainGraphs) {
+  // An If whose then branch holds a 2x3 weight of its own.
+  GraphBuilder then_b("then");
+  then_b.Initializer(RawFloatTensor("w", {2, 3}, 1))
+      .Node("Add", {"x", "w"}, {"t"})
+      .Output("t", pb::kFloat, {{2, 3}});
+  GraphBuilder else_b("else");
+  else_b.Node("Identity", {"x"}, {"e"}).Output("e", pb::kFloat, {{2, 3}});
+  pb::ModelProto m = ModelFromGraph(
+      GraphBuilder("g")
+          .Input("c", pb::kBool, {{}})
+          .Input("x", pb::kFloat, {{2, 3}})
+          .Initializer(RawFloatTensor("b", {3}, 0))
+          .Node("If", {"c"}, {"i"},
+                {AttrGraph("then_branch", then_b.Build()), AttrGraph("else_branch", else_b.Build())})
+          .Node("Add", {"i", "b"}, {"y"})
+          .Output("y", pb::kFloat, {{2, 3}})
+          .Build());
+  fs::path dir = MakeTempDir();
+  ASSERT_TRUE(io::SaveModel(m, dir, dir / "m.onnx").ok());
+  CliResult r = RunCli({"inspect", "--json", (dir / "m.onnx").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"count\": 2,"));
+  EXPECT_THAT(r.out, HasSubstr("\"parameter_count\": 9,"));
 }
 
 TEST(InspectCliTest, NodesListsEveryNode) {
