@@ -773,6 +773,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   ONNXKIT_ASSIGN_OR_RETURN(session->model_, ir::FromProto(std::move(proto)));
   absl::Status status = absl::OkStatus();
   ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
+    if (status.ok()) status = session->CheckAttributes(g);
+  });
+  ONNXKIT_RETURN_IF_ERROR(status);
+  ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
     if (status.ok()) status = session->PrepareConstants(g);
   });
   ONNXKIT_RETURN_IF_ERROR(status);
@@ -1378,6 +1382,31 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
     j.axis = *concat.GetInt("axis");
     plan.joins.push_back(std::move(j));
   }
+}
+
+absl::Status Session::CheckAttributes(const ir::Graph& graph) const {
+  for (const ir::Node* node : graph.nodes()) {
+    absl::StatusOr<int64_t> opset = OpsetOf(*node);
+    if (!opset.ok()) continue;  // said when the node runs
+    const ops::OpSchema* schema = ops::FindSchema(node->domain(), node->op_type(), *opset);
+    if (schema == nullptr) continue;
+    for (const ir::Attribute& a : node->attributes()) {
+      if (!a.proto.ref_attr_name.empty()) continue;
+      const ops::AttributeSpec* spec = schema->FindAttribute(a.name());
+      if (spec == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(ir::NodeLabel(*node), ": '", a.name(),
+                                                       "' is not an attribute of ", node->op_type(), "-",
+                                                       schema->since_version(), " (check reports E0404)"));
+      }
+      if (a.proto.type != pb::kAttrUndefined && spec->type != pb::kAttrUndefined &&
+          a.proto.type != spec->type) {
+        return absl::InvalidArgumentError(absl::StrCat(ir::NodeLabel(*node), ": attribute '", a.name(),
+                                                       "' has the wrong type for ", node->op_type(), "-",
+                                                       schema->since_version(), " (check reports E0405)"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Session::OpsetOf(const ir::Node& node) const {

@@ -207,6 +207,10 @@ class Session {
   // included) and plans each graph that has some with them.
   void PlanFusion();
   absl::StatusOr<int64_t> OpsetOf(const ir::Node& node) const;
+  // Attributes the node's schema does not have, or of another type: the
+  // model is refused (kernels would ignore them, silently computing
+  // something else).
+  absl::Status CheckAttributes(const ir::Graph& graph) const;
   // The backend of the kernels that run on the host.
   Backend HostBackend() const;
   // What the kernel factories of this session are told.

@@ -178,6 +178,34 @@ TEST(RunCliTest, AnInitializerListedAsAnInputMayBeFed) {
   EXPECT_THAT(named.out, HasSubstr("first [0, 0, 0, 0, 0, 0]"));
 }
 
+TEST(RunCliTest, AnAttributeTheOpDoesNotHaveIsRefused) {
+  // A misspelled attribute ('pad') or one of another version (ReduceSum-13's
+  // axes moved to an input) would be ignored by the kernel, computing
+  // something else without a word: the model is refused, as check says.
+  auto dir = MakeTempDir();
+  auto write = [&](const std::string& name, pb::AttributeProto attr, const std::string& op) {
+    pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, std::vector<int64_t>{2, 3})
+                                          .Node(op, {"x"}, {"y"}, {std::move(attr)}, "n")
+                                          .Output("y", pb::kFloat)
+                                          .Build(),
+                                      13);
+    std::string path = (dir / name).string();
+    EXPECT_TRUE(io::SaveModel(m, dir, path).ok());
+    return path;
+  };
+  CliResult unknown = RunCli({"run", write("a.onnx", AttrInts("pad", {1, 1}), "Relu"), "--random"});
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_THAT(unknown.err, HasSubstr("'pad' is not an attribute of Relu-13"));
+  CliResult moved = RunCli({"run", write("b.onnx", AttrInts("axes", {1}), "ReduceSum"), "--random"});
+  EXPECT_EQ(moved.exit_code, 3);
+  EXPECT_THAT(moved.err, HasSubstr("'axes' is not an attribute of ReduceSum-13"));
+  CliResult typed = RunCli({"run", write("c.onnx", AttrFloat("axis", 1.5f), "Softmax"), "--random"});
+  EXPECT_EQ(typed.exit_code, 3);
+  EXPECT_THAT(typed.err, HasSubstr("attribute 'axis' has the wrong type"));
+  EXPECT_EQ(RunCli({"run", write("d.onnx", AttrInt("axis", 1), "Softmax"), "--random"}).exit_code, 0);
+}
+
 TEST(RunCliTest, DumpAllWritesEveryIntermediate) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);

@@ -83,10 +83,10 @@ void CompareOnThreads(
   GraphBuilder g("g");
   g.Input("x").Node(op, {"x"}, {"y"}, attrs).Output("y");
   Feeds feeds = {{"x", x}};
-  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+  auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 19);
   ASSERT_TRUE(ref.ok()) << ref.status();
   for (int threads : {1, 2}) {
-    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+    auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 19, threads);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     check((*ref)[0].tensor(), (*cpu)[0].tensor(), threads);
   }
@@ -228,8 +228,8 @@ TEST(CpuPoolTest, Pool2dOnTwoThreadsMatchesReference) {
       GraphBuilder g("g");
       g.Input("x").Node(op, {"x"}, {"y"}, c.attrs).Output("y");
       Feeds feeds = {{"x", RandomFloats(c.shape, i)}};
-      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18, 2);
-      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, 2);
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 19, 2);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 19, 2);
       ASSERT_TRUE(ref.ok()) << ref.status();
       ASSERT_TRUE(cpu.ok()) << cpu.status();
       ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-5, 1e-4, "y");
@@ -408,10 +408,10 @@ TEST(CpuPoolTest, ChannelBlocksMatchReference) {
       GraphBuilder g("g");
       g.Input("x").Node(op, {"x"}, {"y"}, c.attrs).Output("y");
       Feeds feeds = {{"x", RandomFloats(c.shape, i)}};
-      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 18);
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), feeds, 19);
       ASSERT_TRUE(ref.ok()) << ref.status();
       for (int threads : {1, 2}) {
-        auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 18, threads);
+        auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), feeds, 19, threads);
         ASSERT_TRUE(cpu.ok()) << cpu.status();
         ExpectTensorsClose((*ref)[0].tensor(), (*cpu)[0].tensor(), 1e-5, 1e-4, "y");
       }
@@ -493,8 +493,8 @@ TEST(CpuPoolTest, GlobalAveragePoolGivesTheReferencesValues) {
     for (int64_t i = 0; i < plane; ++i) v[3 * plane + i] = 3e38f;  // plane 3: overflows to inf
     for (int threads : {1, 2}) {
       SCOPED_TRACE(::testing::Message() << x.size() << " elements, " << threads << " threads");
-      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}}, 18, threads);
-      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", x}}, 18, threads);
+      auto ref = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}}, 19, threads);
+      auto cpu = RunGraphOn(runner::Backend::kCpu, g.Build(), {{"x", x}}, 19, threads);
       ASSERT_TRUE(ref.ok() && cpu.ok());
       const runner::Tensor& a = (*ref)[0].tensor();
       const runner::Tensor& b = (*cpu)[0].tensor();
