@@ -57,6 +57,14 @@ std::optional<Match> MatchAt(ir::Graph& graph, ir::Node* conv, PassContext& ctx)
     m.params[i] = *ToDoubles(*t);
   }
   m.epsilon = bn->GetFloat("epsilon").value_or(1e-5f);
+  // b' = (b - mean) f + bias = b f + (bias - mean f), f = scale / sqrt(var + eps).
+  const size_t channels = static_cast<size_t>(m.weights.channels);
+  std::vector<double> factor(channels), shift(channels);
+  for (size_t c = 0; c < channels; ++c) {
+    factor[c] = m.params[0][c] / std::sqrt(m.params[3][c] + m.epsilon);
+    shift[c] = m.params[1][c] - m.params[2][c] * factor[c];
+  }
+  if (!FoldStaysFinite(m.weights, factor, shift)) return std::nullopt;
   return m;
 }
 

@@ -52,6 +52,9 @@ std::optional<Match> MatchAt(ir::Graph& graph, ir::Node* conv, const ConvWeights
   std::optional<std::vector<double>> v =
       PerChannel(c, static_cast<int64_t>(cw.w_shape.size()), cw.channels, cw.dtype, ctx);
   if (!v) return std::nullopt;
+  const bool mul = op->op_type() == "Mul";
+  const std::vector<double> neutral(v->size(), mul ? 0.0 : 1.0);
+  if (!FoldStaysFinite(cw, mul ? *v : neutral, mul ? neutral : *v)) return std::nullopt;
   return Match{op, c, *std::move(v)};
 }
 

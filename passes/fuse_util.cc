@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -202,6 +203,26 @@ absl::Status WriteConvWeights(ir::Graph& graph, ir::Node& conv, const ConvWeight
     ONNXKIT_RETURN_IF_ERROR(graph.AppendInput(&conv, new_b));
   }
   return DropIfUnused(graph, old_b);
+}
+
+bool FoldStaysFinite(const ConvWeights& weights, const std::vector<double>& factor,
+                     const std::vector<double>& shift) {
+  const double max = weights.dtype == pb::kDouble    ? std::numeric_limits<double>::max()
+                     : weights.dtype == pb::kFloat16 ? 65504.0
+                                                     : static_cast<double>(std::numeric_limits<float>::max());
+  auto fits = [max](double v) { return std::isfinite(v) && std::fabs(v) <= max; };
+  const size_t channels = static_cast<size_t>(weights.channels);
+  if (channels == 0 || factor.size() != channels || shift.size() != channels) return false;
+  const size_t per_channel = weights.w.size() / channels;
+  for (size_t c = 0; c < channels; ++c) {
+    if (!std::isfinite(factor[c]) || !std::isfinite(shift[c])) return false;
+    for (size_t i = c * per_channel; i < (c + 1) * per_channel; ++i) {
+      if (std::isfinite(weights.w[i]) && !fits(weights.w[i] * factor[c])) return false;
+    }
+    if (c < weights.b.size() && std::isfinite(weights.b[c]) && !fits(weights.b[c] * factor[c] + shift[c]))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace onnxkit::passes

@@ -90,6 +90,13 @@ std::optional<ConvWeights> ReadConvWeights(const ir::Node& conv, PassContext& ct
 // when has_bias; appended when the Conv had none) and drops the old ones
 // when nothing else uses them.
 absl::Status WriteConvWeights(ir::Graph& graph, ir::Node& conv, const ConvWeights& weights);
+// True when folding w' = w * factor[c], b' = b * factor[c] + shift[c] gives
+// values finite in the weights' type wherever w and b were finite. An
+// infinite factor or an overflow would change what the nodes compute (the
+// unfused ops make +-inf or NaN only where the values reach them): the fold
+// is then skipped.
+bool FoldStaysFinite(const ConvWeights& weights, const std::vector<double>& factor,
+                     const std::vector<double>& shift);
 
 }  // namespace onnxkit::passes
 

@@ -374,6 +374,17 @@ bool ChannelAffine(KernelContext& ctx, const ConvChainSpec& spec, int rank, int6
       }
     }
   }
+  // An infinite factor or shift (a BatchNormalization with var 0 and
+  // epsilon 0, a Mul by inf) as one affine step would make NaN of inf - inf
+  // or 0 x inf where the unfused ops give +-inf: the chain runs unfused
+  // then. So does a step that overflows float.
+  for (size_t o = 0; o < scale.size(); ++o) {
+    if (!std::isfinite(scale[o]) || !std::isfinite(shift[o]) ||
+        std::fabs(scale[o]) > std::numeric_limits<float>::max() ||
+        std::fabs(shift[o]) > std::numeric_limits<float>::max()) {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -391,8 +402,11 @@ bool FoldLinearInto(KernelContext& ctx, const ConvChainSpec& spec, int rank, con
   float* dst = fw->mutable_data<float>();
   for (int64_t o = 0; o < m; ++o) {
     double s = scale[static_cast<size_t>(o)];
-    for (int64_t i = 0; i < per_channel; ++i)
-      dst[o * per_channel + i] = static_cast<float>(src[o * per_channel + i] * s);
+    for (int64_t i = 0; i < per_channel; ++i) {
+      const float v = src[o * per_channel + i];
+      dst[o * per_channel + i] = static_cast<float>(v * s);
+      if (std::isfinite(v) && !std::isfinite(dst[o * per_channel + i])) return false;
+    }
     fb->mutable_data<float>()[o] = static_cast<float>(shift[static_cast<size_t>(o)]);
   }
   *folded_w = *std::move(fw);

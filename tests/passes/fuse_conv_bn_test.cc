@@ -51,6 +51,24 @@ GraphBuilder ConvBnBuilder(const ConvBnOptions& o = {}) {
 
 const Feeds kFeeds = {{"x", RandomFloats({1, 3, 8, 8}, 1)}};
 
+TEST(FuseConvBnTest, AnInfiniteFactorIsNotFolded) {
+  // var 0 and epsilon 0: scale / sqrt(0) is infinite, the folded weights
+  // would hold NaN (0 x inf) where the BatchNormalization gives +-inf.
+  GraphBuilder g("main");
+  runner::Tensor v = RandomFloats({4}, 6, 0.25f, 2.f);
+  v.mutable_data<float>()[2] = 0;
+  g.Input("x", pb::kFloat, {{1, 3, 8, 8}})
+      .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 2)))
+      .Initializer(InitializerFrom("s", RandomFloats({4}, 3, 0.5f, 1.5f)))
+      .Initializer(InitializerFrom("o", RandomFloats({4}, 4)))
+      .Initializer(InitializerFrom("m", RandomFloats({4}, 5)))
+      .Initializer(InitializerFrom("v", v))
+      .Node("Conv", {"x", "w"}, {"y"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+      .Node("BatchNormalization", {"y", "s", "o", "m", "v"}, {"z"}, {AttrFloat("epsilon", 0.f)}, "bn")
+      .Output("z", pb::kFloat, {{1, 4, 8, 8}});
+  ExpectNoChange(ModelFromGraph(g.Build(), 15), "fuse-conv-bn");
+}
+
 TEST(FuseConvBnTest, FoldsBatchNormIntoWeightsAndBias) {
   for (bool bias : {true, false}) {
     SCOPED_TRACE(bias ? "with bias" : "without bias");

@@ -1,4 +1,5 @@
 // Tests of the fuse-conv-mul-add pass (passes/fuse_conv_mul_add.cc).
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,23 @@ TEST(FuseConvMulAddTest, NearMissesDoNotFire) {
     g.node[2].input[0] = "x2";
     g.input.push_back(MakeValueInfo("x2", pb::kFloat, std::vector<int64_t>{4, 1, 1}));
     ExpectNoChange(ModelFromGraph(g, 13), "fuse-conv-mul-add");
+  }
+}
+
+TEST(FuseConvMulAddTest, InfiniteFactorsAreNotFolded) {
+  // Folded, an infinite factor makes inf x 0 = NaN weights where the
+  // unfused Mul gives +-inf only where values reach it.
+  for (float factor : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+    runner::Tensor mc = RandomFloats({4, 1, 1}, 4, 0.5f, 2.f);
+    mc.mutable_data<float>()[1] = factor;
+    GraphBuilder g("main");
+    g.Input("x", pb::kFloat, {{1, 3, 8, 8}})
+        .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 2)))
+        .Initializer(InitializerFrom("mc", mc))
+        .Node("Conv", {"x", "w"}, {"y"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+        .Node("Mul", {"y", "mc"}, {"z"}, {}, "mul")
+        .Output("z", pb::kFloat, {{1, 4, 8, 8}});
+    ExpectNoChange(ModelFromGraph(g.Build(), 13), "fuse-conv-mul-add");
   }
 }
 

@@ -885,6 +885,62 @@ TEST_P(CpuNonFiniteTest, NonFiniteWeightsOfAPaddedConvReachTheBorder) {
   }
 }
 
+TEST_P(CpuNonFiniteTest, InfiniteFoldedFactorsKeepTheirInfinities) {
+  // A BatchNormalization with var 0 and epsilon 0 (scale / 0 = inf) or a
+  // Mul by inf after a Conv, or a BatchNormalization -> Mul -> Add -> Relu
+  // run as one pass: folded into one affine step they made NaN (inf - inf,
+  // 0 x inf) where the ops, one by one, give +-inf.
+  runner::Tensor v = RandomFloats({4}, 181, 0.25f, 2.f);
+  v.mutable_data<float>()[1] = 0;
+  runner::Tensor mc = RandomFloats({4, 1, 1}, 182, 0.5f, 2.f);
+  mc.mutable_data<float>()[2] = kInf;
+  auto params = [&](GraphBuilder& g) {
+    g.Initializer(InitializerFrom("s", RandomFloats({4}, 183, 0.5f, 1.5f)))
+        .Initializer(InitializerFrom("o", RandomFloats({4}, 184)))
+        .Initializer(InitializerFrom("m", RandomFloats({4}, 185)))
+        .Initializer(InitializerFrom("v", v))
+        .Initializer(InitializerFrom("mc", mc))
+        .Initializer(InitializerFrom("ac", RandomFloats({4, 1, 1}, 186)));
+  };
+  const std::vector<pb::AttributeProto> bn_attrs = {AttrFloat("epsilon", 0.f)};
+  {
+    SCOPED_TRACE("Conv, BatchNormalization, Relu");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 3, 6, 6})
+        .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 187)));
+    params(g);
+    g.Node("Conv", {"x", "w"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+        .Node("BatchNormalization", {"c", "s", "o", "m", "v"}, {"b"}, bn_attrs, "bn")
+        .Node("Relu", {"b"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, 3, 6, 6}, 188)}}, 15, true);
+  }
+  {
+    SCOPED_TRACE("Conv, Mul by inf, Add");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 3, 6, 6})
+        .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 187)));
+    params(g);
+    g.Node("Conv", {"x", "w"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+        .Node("Mul", {"c", "mc"}, {"p"}, {}, "mul")
+        .Node("Add", {"p", "ac"}, {"y"}, {}, "add")
+        .Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, 3, 6, 6}, 188)}}, 15, true);
+  }
+  {
+    SCOPED_TRACE("BatchNormalization, Mul, Add, Relu");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 4, 6, 6});
+    params(g);
+    g.Node("BatchNormalization", {"x", "s", "o", "m", "v"}, {"b"}, bn_attrs, "bn")
+        .Node("Mul", {"b", "ac"}, {"p"}, {}, "mul")
+        .Node("Add", {"p", "ac"}, {"q"}, {}, "add")
+        .Node("Relu", {"q"}, {"y"}, {}, "relu")
+        .Output("y");
+    ExpectSameNonFinite(g.Build(), {{"x", RandomFloats({1, 4, 6, 6}, 189)}}, 15, true);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CpuNonFiniteTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Bfloat16" : "Float32";
