@@ -25,6 +25,31 @@
 namespace onnxkit::app {
 namespace {
 
+// A name as one index.tsv field: backslash, tab, newline and carriage return
+// written as \\, \t, \n and \r.
+std::string TsvEscape(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 // More threads than any machine this runs on has cores: refused (each one
 // is an OpenMP thread with its own stack).
 constexpr int kMaxThreads = 256;
@@ -200,7 +225,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
       const int run = ++dump_runs[value.name()];
       if (run > 16) return absl::OkStatus();
       std::string file = runner::SafeFileName(value.name(), dump_index++);
-      dump_manifest.push_back(absl::StrCat(file, "\t", value.name(), "\t", run));
+      dump_manifest.push_back(absl::StrCat(file, "\t", TsvEscape(value.name()), "\t", run));
       return io::WriteFileAtomically(std::filesystem::path(o.dump_all) / file, runner::ValueToPbBytes(v, value.name()));
     };
   }

@@ -214,6 +214,19 @@ TEST(RunCliTest, DumpAllWritesEveryIntermediate) {
   std::string index = ReadFileOrEmpty(dump / "index.tsv");
   EXPECT_THAT(index, HasSubstr("\tr\t1\n"));
   EXPECT_THAT(index, HasSubstr("\ty\t1\n"));
+  // A name with a tab or a newline stays one field of one line.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, std::vector<int64_t>{2})
+                                        .Node("Relu", {"x"}, {"a\tb\nc"})
+                                        .Node("Neg", {"a\tb\nc"}, {"y"})
+                                        .Output("y", pb::kFloat)
+                                        .Build());
+  ASSERT_TRUE(io::SaveModel(m, dir, dir / "odd.onnx").ok());
+  fs::path odd = dir / "odd_dump";
+  ASSERT_EQ(
+      RunCli({"run", (dir / "odd.onnx").string(), "--random", "--dump-all", odd.string(), "-q"}).exit_code,
+      0);
+  EXPECT_THAT(ReadFileOrEmpty(odd / "index.tsv"), HasSubstr("\ta\\tb\\nc\t1\n"));
 }
 
 // y = Loop 3 times: h += w * i (h starts at x; w an outer initializer
