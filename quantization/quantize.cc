@@ -280,11 +280,11 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
       break;
     }
     if (blocked && *opset < options.min_opset) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("this quantization needs ai.onnx opset >= ", options.min_opset,
-                       "; converting from opset ", *opset, " is blocked by ", blockers, " node(s), first ",
-                       blocked->node, " in ", blocked->graph, ": ", blocked->reason,
-                       " (convert the model first with `onnxkit convert --opset ", options.min_opset, "`)"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "this quantization needs ai.onnx opset >= ", options.min_opset, "; converting from opset ", *opset,
+          " is blocked by ", blockers, " node(s), first ", blocked->node, " in ", blocked->graph, ": ",
+          blocked->reason, " (`onnxkit convert --opset ", options.min_opset,
+          " --dry-run` lists every blocking node; re-export the model at a newer opset)"));
     }
   }
   Driver d(pre, model, options);
