@@ -269,6 +269,22 @@ double MaxAbs(const float* x, int64_t n) {
   return m;
 }
 
+double MaxAbsBf16(const uint16_t* x, int64_t n) {
+  // A bfloat16's magnitude bits order as its magnitude; from 0x7f80 on,
+  // infinity and NaN.
+  uint16_t m = 0;
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t a = static_cast<uint16_t>(x[i] & 0x7fffu);
+    m = a > m ? a : m;
+  }
+  if (m >= 0x7f80u) return std::numeric_limits<double>::infinity();
+  const uint32_t bits = static_cast<uint32_t>(m) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
 void ApplyPostOpsTo(float* y, const float* residual, int64_t n, const ResolvedPostOp* ops, size_t num_ops) {
   ApplyPostOpsChunk(y, residual, n, ops, num_ops);
 }

@@ -136,6 +136,8 @@ struct ResolvedPostOp {
 // The largest |x[i]| of n floats, or infinity when x holds NaN or an
 // infinity (a parallel pass).
 double MaxAbs(const float* x, int64_t n);
+// MaxAbs of n bfloat16 values (their bits).
+double MaxAbsBf16(const uint16_t* x, int64_t n);
 // MaxAbs of input `i` of `ctx` (a float32 tensor), kept with the value for
 // the run's later readers (the branches of an Inception block bounding
 // their sequences by the same input) and taken from there.

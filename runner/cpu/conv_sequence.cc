@@ -90,6 +90,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
+#include "runner/cpu/threads.h"
 #include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
@@ -152,7 +153,8 @@ bool WinogradCandidate(const SequenceStage& s, const Tensor& w, const std::vecto
   }
   const int64_t min_channels = g_winograd_min_output_channels.load(std::memory_order_relaxed);
   const int64_t positions = y_shape[2] * y_shape[3];
-  if (bf16 && w.dim(0) < 2 * min_channels && positions < kBf16WinogradMinPositions) return false;
+  if (bf16 && (AmxSupported() || (w.dim(0) < 2 * min_channels && positions < kBf16WinogradMinPositions)))
+    return false;
   const bool wide_input = omp_get_max_threads() < 2 || w.dim(1) >= kWinogradWideMinInputChannelsThreaded;
   if (w.dim(0) >= kWinogradWideMinChannels && wide_input && positions >= kWinogradWideMinPositions)
     return true;
@@ -501,7 +503,7 @@ class ConvSequenceKernel : public CpuKernel {
   }
 
   // The plan for the inputs of `ctx`; null where the chain must run node by
-  // node (the fallback). With `checks` (not for a MaxPool or in bfloat16),
+  // node (the fallback). With `checks` (not for a MaxPool),
   // the fast plan may come back with checks to make as it runs.
   SequencePlan* Prepare(KernelContext& ctx, Checks* checks = nullptr) {
     const int changed = UpdateInputKey(ctx, key_);
@@ -520,7 +522,7 @@ class ConvSequenceKernel : public CpuKernel {
       double x_bound = 0;
       const size_t bounded = BoundedStages(ctx, fast, &results, &x_bound);
       if (bounded == stages_.size()) return &fast;
-      if (checks != nullptr && bounded > 0 && (!pool_.has_value() || global_pool_) && !bf16_) {
+      if (checks != nullptr && bounded > 0 && (!pool_.has_value() || global_pool_)) {
         checks->from = bounded;
         checks->results = std::move(results);
         checks->x_bound = x_bound;
@@ -720,10 +722,14 @@ class ConvSequenceKernel : public CpuKernel {
     return stages_.size();
   }
 
-  // The largest magnitude in `m`, a float32 result of the sequence (its
-  // blocked padding is zero); infinity when one is not finite.
+  // The largest magnitude in `m`, a float32 or bfloat16 result of the
+  // sequence (its blocked padding is zero); infinity when one is not finite.
   static double Measure(const memory& m) {
     const memory::desc d = m.get_desc();
+    if (d.data_type() == memory::data_type::bf16) {
+      return MaxAbsBf16(static_cast<const uint16_t*>(m.get_data_handle()),
+                        static_cast<int64_t>(d.get_size() / sizeof(uint16_t)));
+    }
     if (d.data_type() != memory::data_type::f32) return std::numeric_limits<double>::infinity();
     return MaxAbs(static_cast<const float*>(m.get_data_handle()),
                   static_cast<int64_t>(d.get_size() / sizeof(float)));
@@ -885,6 +891,10 @@ class ConvSequenceKernel : public CpuKernel {
             {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd, memory::data_type::f32});
       }
       if (bf16_ && !safe) {
+        // On AMX, oneDNN 2.6's fast bfloat16 kernels (brgemm) read and write
+        // channels-last; channel blocks would take the older AVX512_BF16 ones.
+        if (AmxSupported() && !has_shuffle && !plain_first)
+          candidates.push_back({ChannelsLastTag(rank), direct, memory::data_type::bf16});
         for (const auto& [tag, alg] : tags) candidates.push_back({tag, alg, memory::data_type::bf16});
       }
       // The first convolution of a channel-blocked sequence over an image

@@ -126,4 +126,12 @@ bool Bf16Supported() {
   return (static_cast<int>(dnnl::get_effective_cpu_isa()) & bf16) == bf16;
 }
 
+bool AmxSupported() {
+  static const bool amx = [] {
+    const int isa = static_cast<int>(dnnl::cpu_isa::avx512_core_amx);
+    return (static_cast<int>(dnnl::get_effective_cpu_isa()) & isa) == isa;
+  }();
+  return amx;
+}
+
 }  // namespace onnxkit::runner::cpu

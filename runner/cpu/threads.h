@@ -29,6 +29,9 @@ class ThreadsScope {
 // (SessionOptions::bf16) compute in it; elsewhere oneDNN would emulate
 // bfloat16 more slowly than float32 runs.
 bool Bf16Supported();
+// True where oneDNN runs bfloat16 products on AMX tiles (about eight times
+// the multiply-adds of AVX512_BF16's dot products a cycle).
+bool AmxSupported();
 
 }  // namespace onnxkit::runner::cpu
 
