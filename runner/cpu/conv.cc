@@ -48,6 +48,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv_common.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/threads.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
 
@@ -365,20 +366,26 @@ class ConvKernel : public FloatConvKernel {
     if (depthwise) tags = {Blocked16Tag(x.rank()), memory::format_tag::any};
     // bfloat16 source and weights first where asked (the result float32),
     // then float32.
-    const std::vector<memory::data_type> types = Types(bf16, chain_.linear.empty() ? w : folded_w_);
-    for (size_t n = 0; n < types.size() * tags.size(); ++n) {
-      const memory::data_type xt = types[n / tags.size()];
-      const size_t i = n % tags.size();
-      bool last = n + 1 == types.size() * tags.size();
+    // On AMX, oneDNN 2.6's fast bfloat16 kernels (brgemm) take
+    // channels-last; other layouts would get the AVX512_BF16 ones.
+    std::vector<std::pair<memory::data_type, memory::format_tag>> candidates;
+    for (memory::data_type xt : Types(bf16, chain_.linear.empty() ? w : folded_w_)) {
+      if (xt == memory::data_type::bf16 && AmxSupported())
+        candidates.emplace_back(xt, ChannelsLastTag(x.rank()));
+      for (memory::format_tag tag : tags) candidates.emplace_back(xt, tag);
+    }
+    for (size_t n = 0; n < candidates.size(); ++n) {
+      const auto [xt, tag] = candidates[n];
+      bool last = n + 1 == candidates.size();
       bool planned = false;
       absl::Status s = Guard("convolution", [&] {
         dnnl::convolution_forward::desc d =
-            ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, xt, xt, memory::data_type::f32, tags[i]);
+            ConvDesc(x.shape(), y_shape, wdims, plan.bias, *win, xt, xt, memory::data_type::f32, tag);
         // Plain layouts (oneDNN's GEMM convolution runs post-ops one element
         // at a time) and activations (see HasActivation): the post-ops run
         // after the primitive (ApplyPostOps). A lone residual sum stays
         // oneDNN's.
-        bool own = !resolved_.empty() && (tags[i] == PlainTag(x.rank()) || HasActivation(resolved_));
+        bool own = !resolved_.empty() && (tag == PlainTag(x.rank()) || HasActivation(resolved_));
         dnnl::primitive_attr attr;
         if (!own) attr.set_post_ops(post_ops);
         dnnl::convolution_forward::primitive_desc pd(d, attr, Engine());
