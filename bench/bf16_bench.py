@@ -14,7 +14,8 @@ Models: as bench/ort_compare.py (bench/models/*.onnx from
 bench/export_torch_models.py, light_NAME from the onnx backend data).
 The speed-up is bounded by the processor: with AVX512_BF16 (no AMX) a
 bfloat16 dot-product instruction does twice the multiply-adds of a float32
-FMA, so 2x is the ceiling of the products themselves.
+FMA, so 2x is the ceiling of the products themselves; with AMX the tiles do
+far more, and memory traffic (weights streamed each run) bounds it instead.
 """
 import argparse
 import json
