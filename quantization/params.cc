@@ -66,6 +66,11 @@ absl::StatusOr<runner::Tensor> ZeroPointTensor(QType type, const std::vector<int
   return t;
 }
 
+std::optional<QParams> SoftmaxParams(QType type) {
+  if (type == QType::kUint8) return QParams{1.0f / 256, 0};
+  return std::nullopt;
+}
+
 QParams ActivationParams(Range r, QType type) {
   QParams p;
   double lo = std::min(r.lo, 0.0), hi = std::max(r.hi, 0.0);

@@ -38,6 +38,16 @@ struct QParams {
 // zero range gives scale 1.
 QParams ActivationParams(Range r, QType type);
 
+// The fixed parameters of the output of a Softmax whose input is quantized
+// too (values in [0, 1], whatever the calibration saw) where the type needs
+// them: uint8 scale 1/256 zero point 0, as ONNX Runtime's quantizer sets
+// them. ONNX Runtime fuses DequantizeLinear -> Softmax -> QuantizeLinear
+// into QLinearSoftmax, whose kernel overflows when 1 / scale exceeds about
+// 148 times the softmax axis' length (a calibrated scale of a flat
+// softmax: Swin-T's 49-wide windows gave 6.9 dB instead of 30). nullopt
+// for the other types: calibrated.
+std::optional<QParams> SoftmaxParams(QType type);
+
 struct QuantizedWeight {
   runner::Tensor data;            // int8 / uint8 / int4 (packed), the weight's shape
   std::vector<float> scales;      // one per channel (one when per tensor)

@@ -140,6 +140,24 @@ class Inserter {
     return own;
   }
 
+  // True when `v` is the output of a Softmax whose input is quantized
+  // (planned earlier, as its producer precedes it), directly or through
+  // Dropout or Identity: the DequantizeLinear -> Softmax -> QuantizeLinear
+  // that ONNX Runtime fuses into QLinearSoftmax.
+  bool FromQuantizedSoftmax(const ir::Value& v) const {
+    const ir::Value* at = &v;
+    for (int hops = 0; hops < 8 && at != nullptr; ++hops) {
+      const ir::Node* p = at->producer();
+      if (p == nullptr || !(p->domain().empty() || p->domain() == "ai.onnx") || p->num_inputs() < 1)
+        return false;
+      if (p->op_type() == "Softmax") return p->input(0) != nullptr && planned_.count(p->input(0)->name()) > 0;
+      if (p->op_type() != "Dropout" && p->op_type() != "Identity") return false;
+      if (p->num_outputs() < 1 || p->output(0) != at) return false;
+      at = p->input(0);
+    }
+    return false;
+  }
+
   // Plans QDQ on `v` (once); false when it cannot be quantized.
   bool Activation(const ir::Value* v, const std::string& key, const ActivationRecord* share = nullptr) {
     if (!Calibrated(v)) return false;
@@ -154,6 +172,12 @@ class Inserter {
       a.params = share->params;
       a.range = share->range;
       a.shared = true;
+    } else if (std::optional<QParams> fixed = SoftmaxParams(options_.act_type);
+               fixed && FromQuantizedSoftmax(*v)) {
+      a.params = *fixed;
+      a.softmax = true;
+      a.range =
+          Range{0, (QTypeMax(options_.act_type) - static_cast<double>(fixed->zero_point)) * fixed->scale};
     } else {
       CalibratorOptions co = options_.calibrator;
       co.symmetric = QTypeSigned(options_.act_type);

@@ -47,6 +47,7 @@ struct ActivationRecord {
   double observed_min = 0, observed_max = 0;
   bool shared = false;     // takes its input's parameters (kSameScale)
   bool narrowed = false;   // range of the Relu/Clip that consumes it (values below 0 clamp)
+  bool softmax = false;    // a Softmax output: fixed uint8 parameters (SoftmaxParams)
 };
 
 struct QdqResult {

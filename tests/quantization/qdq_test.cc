@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "quantization/calibration.h"
 #include "quantization/quantize.h"
+#include "runner/convert.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
@@ -195,6 +196,71 @@ TEST(QdqTest, TargetCosineKeepsLayersInFloat) {
   EXPECT_TRUE(both->target_met);
   EXPECT_GE(both->report.min_output_sqnr(), 150);
   EXPECT_GT(both->kept_float.size(), r->kept_float.size());
+}
+
+// Attention probabilities (Softmax, then Dropout) quantized for the
+// MatMul that reads them, the Softmax's input quantized too (the scores'
+// MatMul): whatever range calibration saw (here at most about 0.6), uint8
+// gets the fixed parameters ONNX Runtime's uint8 QLinearSoftmax fusion
+// assumes (1/256 and 0); int8 and 16-bit types stay calibrated, and so
+// does uint8 when the Softmax reads a float value (a Tanh between).
+TEST(QdqTest, SoftmaxOutputsGetFixedUint8Parameters) {
+  struct Case {
+    QType type;
+    int64_t opset;
+    bool tanh;    // a Tanh (not quantized) between the scores and the Softmax
+    float scale;  // 0: calibrated
+  };
+  for (const Case& c : {Case{QType::kUint8, 13, false, 1.0f / 256}, Case{QType::kUint8, 13, true, 0},
+                        Case{QType::kInt8, 13, false, 0}, Case{QType::kUint16, 21, false, 0}}) {
+    SCOPED_TRACE(::testing::Message() << static_cast<int>(c.type) << (c.tanh ? " tanh" : ""));
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{4, 16}})
+        .Initializer(InitializerFrom("w", RandomFloats({16, 16}, 11, -1.0f, 1.0f)))
+        .Initializer(InitializerFrom("v", RandomFloats({16, 4}, 12)))
+        .Node("MatMul", {"x", "w"}, {"s"}, {}, "scores");
+    if (c.tanh) g.Node("Tanh", {"s"}, {"t"}, {}, "tanh");
+    g.Node("Softmax", {c.tanh ? "t" : "s"}, {"p"}, {testing::AttrInt("axis", -1)}, "softmax")
+        .Node("Dropout", {"p"}, {"d"}, {}, "dropout")
+        .Node("MatMul", {"d", "v"}, {"y"}, {}, "context")
+        .Output("y", pb::kFloat, {{4, 4}});
+    auto samples = RandomSamples(8, 1, -1, 1, {});
+    QuantizeOptions o = Options();
+    o.qdq.act_type = c.type;
+    auto r = Quantize(Loaded(g.Build(), c.opset), samples.get(), o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    testing::ExpectValid(r->qdq.model);
+    const ActivationRecord* probs = nullptr;
+    for (const ActivationRecord& a : r->qdq.activations) {
+      if (a.tensor == "d" || a.tensor == "p") probs = &a;  // (preprocessing may drop the Dropout)
+    }
+    ASSERT_NE(probs, nullptr);
+    EXPECT_EQ(probs->softmax, c.scale != 0);
+    EXPECT_EQ(probs->params.zero_point, 0);
+    if (c.scale != 0) {
+      EXPECT_EQ(probs->params.scale, c.scale);
+    } else {
+      // Calibrated: the largest probability seen over 255, 127 or 65535 steps.
+      EXPECT_NE(probs->params.scale, 1.0f / 256);
+      EXPECT_NE(probs->params.scale, 1.0f / 128);
+    }
+    // The parameters in the model are those of the record.
+    std::string scale_name;
+    for (const pb::NodeProto& n : r->qdq.model.graph->node) {
+      if (n.op_type == "QuantizeLinear" && n.input[0] == probs->tensor) scale_name = n.input[1];
+    }
+    ASSERT_FALSE(scale_name.empty());
+    bool found = false;
+    for (const pb::TensorProto& t : r->qdq.model.graph->initializer) {
+      if (t.name != scale_name) continue;
+      auto st = runner::TensorFromProto(t);
+      ASSERT_TRUE(st.ok()) << st.status();
+      EXPECT_EQ(st->data<float>()[0], probs->params.scale);
+      found = true;
+    }
+    EXPECT_TRUE(found);
+    EXPECT_GT(r->report.min_output_sqnr(), 20);
+  }
 }
 
 // An attention mask of -inf added to the scores: quantized, the -inf would
