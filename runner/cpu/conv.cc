@@ -375,7 +375,9 @@ class ConvKernel : public FloatConvKernel {
       for (memory::format_tag tag : tags) candidates.emplace_back(xt, tag);
     }
     for (size_t n = 0; n < candidates.size(); ++n) {
-      const auto [xt, tag] = candidates[n];
+      // (Named copies: a lambda may not capture structured bindings before C++20.)
+      const memory::data_type xt = candidates[n].first;
+      const memory::format_tag tag = candidates[n].second;
       bool last = n + 1 == candidates.size();
       bool planned = false;
       absl::Status s = Guard("convolution", [&] {
