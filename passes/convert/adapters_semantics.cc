@@ -9,6 +9,11 @@
 //                         behaviour is "output_half_pixel", not the new default
 //   If 11:                branches may produce different shapes only from 11
 //   GroupNormalization 21: scale and bias per channel, per group before
+//                         (18 is deprecated: written out going down, as
+//                         InstanceNormalization over grouped channels, which
+//                         is also how 18 goes below 18)
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
@@ -55,10 +60,196 @@ absl::Status IfDown11(Step& step) {
   return GenericStep(step);
 }
 
-absl::Status GroupNormScaleMeaning21(Step& step) {
-  return Block(step.direction == Direction::kUp
-                   ? "GroupNormalization-21 takes scale and bias per channel, 18 per group: not rewritten"
-                   : "GroupNormalization-18 takes scale and bias per group, 21 per channel: not rewritten");
+// GroupNormalization 18 -> 21, scale and bias per group -> per channel
+// (channel c belongs to group c / (C / G)):
+// Constant ones and a known C: repeated here. Otherwise, at run time:
+//   %k = Div(Shape[start=1, end=2](%x), [G]); %t = Concat([1], %k)
+//   %s21 = Reshape(Expand(Unsqueeze(%s, [1]), %t), [-1])        (G x C/G -> C)
+absl::Status GroupNormUp21(Step& step) {
+  ir::Node* node = step.node;
+  const int64_t groups = node->GetInt("num_groups").value_or(0);
+  if (groups <= 0) return Block("num_groups is missing or not positive");
+  if (node->num_inputs() < 3 || node->input(1) == nullptr || node->input(2) == nullptr)
+    return GenericStep(step);
+  ir::Value* x = node->input(0);
+  std::optional<std::vector<int64_t>> dims = KnownShape(*x, *step.ctx);
+  const int64_t channels = dims && dims->size() >= 2 ? (*dims)[1] : -1;
+  if (channels > 0 && channels % groups != 0) {
+    return Block(absl::StrCat(channels, " channels do not divide into ", groups, " groups"));
+  }
+  ir::Value* target = nullptr;  // [1, C/G], made once for both inputs
+  for (int i = 1; i <= 2; ++i) {
+    ir::Value* v = node->input(i);
+    absl::StatusOr<runner::Tensor> t = ConstantTensor(*v, *step.ctx);
+    if (channels > 0 && t.ok() && !t->is_string() && t->rank() == 1 && t->size() == groups) {
+      const int64_t per = channels / groups;
+      const size_t width = t->nbytes() / static_cast<size_t>(groups);
+      ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wide, runner::Tensor::Allocate(t->dtype(), {channels}));
+      const auto* from = static_cast<const std::byte*>(t->raw());
+      auto* to = static_cast<std::byte*>(wide.mutable_raw());
+      for (int64_t c = 0; c < channels; ++c) std::memcpy(to + c * width, from + (c / per) * width, width);
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w,
+                               AddConstant(*step.graph, i == 1 ? "gn_scale" : "gn_bias", wide));
+      ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(node, i, w));
+      // The per-group initializer, now unread, goes (a Constant node's
+      // producer is removed by the walker).
+      if (v->IsConstant() && !v->has_uses() && !v->IsGraphOutput()) {
+        ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInitializer(v));
+      }
+      continue;
+    }
+    if (target == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * shape,
+                               AddBefore(step, "Shape", {x}, 1, {IntAttr("start", 1), IntAttr("end", 2)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * g, AddInts(step, "gn_groups", {groups}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * per, AddBefore(step, "Div", {shape->output(0), g}, 1));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddInts(step, "gn_one", {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cat,
+                               AddBefore(step, "Concat", {one, per->output(0)}, 1, {IntAttr("axis", 0)}));
+      target = cat->output(0);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis, AddInts(step, "gn_axis", {1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * column, AddBefore(step, "Unsqueeze", {v, axis}, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * spread, AddBefore(step, "Expand", {column->output(0), target}, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * flat_shape, AddInts(step, "gn_flat", {-1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * flat, AddBefore(step, "Reshape", {spread->output(0), flat_shape}, 1));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(node, i, flat->output(0)));
+  }
+  return GenericStep(step);
+}
+
+namespace {
+
+// A 1-D tensor of `n` ones (or zeros) of a float type.
+absl::StatusOr<runner::Tensor> Filled(int32_t dtype, int64_t n, bool ones) {
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::Tensor::Allocate(dtype, {n}));
+  if (!ones) return t;
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case pb::kFloat:
+        static_cast<float*>(t.mutable_raw())[i] = 1.0f;
+        break;
+      case pb::kDouble:
+        static_cast<double*>(t.mutable_raw())[i] = 1.0;
+        break;
+      case pb::kFloat16:
+        static_cast<uint16_t*>(t.mutable_raw())[i] = 0x3C00;
+        break;
+      default:
+        return Block(absl::StrCat("no ones of element type ", dtype, " can be built here"));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
+// What both ways down need of a GroupNormalization node.
+struct GroupNormNode {
+  int64_t groups;
+  int32_t elem;  // the input's element type
+};
+
+absl::StatusOr<GroupNormNode> ReadGroupNorm(Step& step) {
+  const ir::Node* node = step.node;
+  const int64_t groups = node->GetInt("num_groups").value_or(0);
+  if (groups <= 0) return Block("num_groups is missing or not positive");
+  if (node->num_inputs() < 3 || node->input(1) == nullptr || node->input(2) == nullptr) {
+    return Block("scale and bias are required");
+  }
+  std::optional<int32_t> elem = ElemType(*node->input(0), *step.ctx);
+  if (!elem) return Block("the input's element type is unknown");
+  return GroupNormNode{groups, *elem};
+}
+
+// %x normalized per group of channels, scaled and shifted per group by
+// %s and %b ([G], of `norm_type`), written with ops every opset from 6 has:
+//   %g = Reshape(%x, [0, G, -1]); %n = InstanceNormalization(%g, %s, %b)
+//   %z = Reshape(%n, Shape(%x))
+// With `stash`, %x is cast to float first (%z is float).
+absl::StatusOr<ir::Value*> GroupedInstanceNorm(Step& step, int64_t groups, ir::Value* scale, ir::Value* bias,
+                                               bool stash) {
+  ir::Value* x = step.node->input(0);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * grouped_shape, AddInts(step, "gn_grouped", {0, groups, -1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * shape, AddBefore(step, "Shape", {x}, 1));
+  ir::Value* src = x;
+  if (stash) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * up, AddBefore(step, "Cast", {x}, 1, {IntAttr("to", pb::kFloat)}));
+    src = up->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * grouped, AddBefore(step, "Reshape", {src, grouped_shape}, 1));
+  std::vector<pb::AttributeProto> attrs;
+  if (std::optional<float> eps = step.node->GetFloat("epsilon")) attrs.push_back(FloatAttr("epsilon", *eps));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      ir::Node * norm, AddBefore(step, "InstanceNormalization", {grouped->output(0), scale, bias}, 1, attrs));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * back,
+                           AddBefore(step, "Reshape", {norm->output(0), shape->output(0)}, 1));
+  return back->output(0);
+}
+
+}  // namespace
+
+// GroupNormalization 21 -> 20: ONNX deprecated GroupNormalization-18 (its
+// per-group scale), so below 21 the node is written out (GroupedInstanceNorm
+// with ones and zeros), then the per-channel affine, in 21's order of
+// operations (with stash_type 1 on a non-float32 input, all in float and
+// the result cast back: one rounding, as a fused kernel would):
+//   %y = Add(Mul(%z, Reshape(%s, [-1, 1, ..])), Reshape(%b, [-1, 1, ..]))
+absl::Status GroupNormDown21(Step& step) {
+  ir::Node* node = step.node;
+  ONNXKIT_ASSIGN_OR_RETURN(GroupNormNode gn, ReadGroupNorm(step));
+  const int64_t groups = gn.groups;
+  const int32_t elem = gn.elem;
+  std::optional<int64_t> rank = RankOf(step, node->input(0));
+  if (!rank || *rank < 2) return Block("the per-channel affine needs the input rank");
+  const bool stash = node->GetInt("stash_type").value_or(1) == 1 && elem != pb::kFloat;
+  const int32_t norm_type = stash ? pb::kFloat : elem;
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor ones, Filled(norm_type, groups, true));
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor zeros, Filled(norm_type, groups, false));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one_v, AddConstant(*step.graph, "gn_ones", ones));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero_v, AddConstant(*step.graph, "gn_zeros", zeros));
+  std::vector<int64_t> column(static_cast<size_t>(*rank - 1), 1);
+  column[0] = -1;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * column_shape, AddInts(step, "gn_column", column));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, GroupedInstanceNorm(step, groups, one_v, zero_v, stash));
+  ir::Value* affine[2] = {node->input(1), node->input(2)};
+  for (ir::Value*& v : affine) {
+    if (stash) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * wide, AddBefore(step, "Cast", {v}, 1, {IntAttr("to", pb::kFloat)}));
+      v = wide->output(0);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * col, AddBefore(step, "Reshape", {v, column_shape}, 1));
+    v = col->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mul, AddBefore(step, "Mul", {z, affine[0]}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * add, AddBefore(step, "Add", {mul->output(0), affine[1]}, 1));
+  ir::Value* y = add->output(0);
+  if (stash) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * narrow, AddBefore(step, "Cast", {y}, 1, {IntAttr("to", elem)}));
+    y = narrow->output(0);
+  }
+  TypeLike(step, y, elem, node->output(0));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+// GroupNormalization 18 -> 17 (no GroupNormalization below 18): its
+// per-group scale and bias are InstanceNormalization's over the grouped
+// channels (GroupedInstanceNorm), so one InstanceNormalization does it.
+absl::Status GroupNormDown18(Step& step) {
+  ir::Node* node = step.node;
+  ONNXKIT_ASSIGN_OR_RETURN(GroupNormNode gn, ReadGroupNorm(step));
+  const int64_t groups = gn.groups;
+  const int32_t elem = gn.elem;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z,
+                           GroupedInstanceNorm(step, groups, node->input(1), node->input(2), false));
+  TypeLike(step, z, elem, node->output(0));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, z));
+  step.replaced = true;
+  return absl::OkStatus();
 }
 
 absl::Status DftUp20(Step& step) {

@@ -108,24 +108,95 @@ TEST(ConvertDownTest, IfWithBranchesOfDifferentShapesBlocksBelow11) {
   EXPECT_TRUE(ConvertTo(model({6}), 11).blockers.empty());
 }
 
-TEST(ConvertDownTest, GroupNormalizationScaleMeaningChangeBlocksBothWays) {
-  auto model = [](int64_t opset, int64_t scale_len) {
-    return ModelFromGraph(
-        GraphBuilder("g")
-            .Input("x", pb::kFloat, {{1, 4, 2, 2}})
-            .Initializer(RawFloatTensor("s", {scale_len}, 1))
-            .Initializer(RawFloatTensor("b", {scale_len}, 0))
-            .Node("GroupNormalization", {"x", "s", "b"}, {"y"}, {AttrInt("num_groups", 2)}, "gn")
-            .Output("y", pb::kFloat, {{1, 4, 2, 2}})
-            .Build(),
-        opset, 8);
-  };
-  ConvertResult up = ConvertTo(model(18, 2), 21);
-  ASSERT_EQ(up.blockers.size(), 1u);
-  EXPECT_THAT(up.blockers[0].reason, HasSubstr("per channel"));
-  ConvertResult down = ConvertTo(model(21, 4), 18);
-  ASSERT_EQ(down.blockers.size(), 1u);
-  EXPECT_THAT(down.blockers[0].reason, HasSubstr("per group"));
+// GroupNormalization `num_groups` 2 over 4 channels; `scale`/`bias` are
+// initializers of `len` values, or graph inputs when empty.
+pb::ModelProto GroupNorm(int64_t opset, std::vector<float> scale, std::vector<float> bias,
+                         std::optional<std::vector<int64_t>> x_dims = std::vector<int64_t>{2, 4, 3, 2},
+                         int64_t len = 2) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, x_dims);
+  if (scale.empty()) {
+    g.Input("s", pb::kFloat, std::vector<int64_t>{len}).Input("b", pb::kFloat, std::vector<int64_t>{len});
+  } else {
+    g.Initializer(InitializerFrom("s", Floats({static_cast<int64_t>(scale.size())}, scale)))
+        .Initializer(InitializerFrom("b", Floats({static_cast<int64_t>(bias.size())}, bias)));
+  }
+  return ModelFromGraph(g.Node("GroupNormalization", {"x", "s", "b"}, {"y"}, {AttrInt("num_groups", 2)}, "gn")
+                            .Output("y", pb::kFloat)
+                            .Build(),
+                        opset, 8);
+}
+
+TEST(ConvertDownTest, GroupNormalization18GoesUpPerChannelAndDownAsInstanceNorm) {
+  Feeds feeds = {{"x", RandomFloats({2, 4, 3, 2}, 7)}};
+  // Constants and a known channel count: repeated per channel.
+  pb::ModelProto m = GroupNorm(18, {0.5f, -2.0f}, {0.25f, 3.0f});
+  ConvertResult up = ConvertTo(m, 21);
+  ASSERT_TRUE(up.blockers.empty()) << FirstBlocker(up);
+  EXPECT_EQ(up.steps["GroupNormalization 18->21 scale-per-channel"], 1);
+  EXPECT_EQ(OpCount(up.model, "Expand"), 0);
+  EXPECT_EQ(up.model.graph->initializer.size(), 2u);  // the per-group ones went
+  ExpectSameOutputs(m, up.model, feeds);
+  ExpectValid(up.model);
+  // Scales fed at run time, channels unknown: expanded by the graph.
+  Feeds fed = feeds;
+  fed.push_back({"s", Floats({2}, {1.5f, -0.75f})});
+  fed.push_back({"b", Floats({2}, {-1.0f, 0.5f})});
+  pb::ModelProto dynamic = GroupNorm(18, {}, {}, std::nullopt);
+  ConvertResult up_dynamic = ConvertTo(dynamic, 21);
+  ASSERT_TRUE(up_dynamic.blockers.empty()) << FirstBlocker(up_dynamic);
+  EXPECT_EQ(OpCount(up_dynamic.model, "Expand"), 2);
+  ExpectSameOutputs(dynamic, up_dynamic.model, fed);
+  // And back down (written out: 18 is deprecated).
+  ConvertResult back = ConvertTo(up.model, 18);
+  ASSERT_TRUE(back.blockers.empty()) << FirstBlocker(back);
+  EXPECT_EQ(OpCount(back.model, "GroupNormalization"), 0);
+  ExpectSameOutputs(m, back.model, feeds);
+  // Below 18 (no GroupNormalization): one InstanceNormalization over the
+  // grouped channels takes the per-group scale and bias.
+  for (int64_t opset : {17, 9}) {
+    SCOPED_TRACE(opset);
+    ConvertResult below = ConvertTo(m, opset);
+    ASSERT_TRUE(below.blockers.empty()) << FirstBlocker(below);
+    EXPECT_EQ(below.steps["GroupNormalization 18->17 instance-norm-of-groups"], 1);
+    EXPECT_EQ(OpCount(below.model, "GroupNormalization"), 0);
+    EXPECT_EQ(OpCount(below.model, "InstanceNormalization"), 1);
+    EXPECT_EQ(OpCount(below.model, "Mul"), 0);
+    ExpectSameOutputs(m, below.model, feeds);
+    ExpectValid(below.model);
+  }
+  // Channels that do not divide into the groups block.
+  ConvertResult odd = ConvertTo(GroupNorm(18, {1, 1}, {0, 0}, std::vector<int64_t>{1, 5, 2, 2}), 21);
+  ASSERT_EQ(odd.blockers.size(), 1u);
+  EXPECT_THAT(odd.blockers[0].reason, HasSubstr("do not divide"));
+}
+
+TEST(ConvertDownTest, GroupNormalizationIsWrittenOutGoingDown) {
+  Feeds feeds = {{"x", RandomFloats({2, 4, 3, 2}, 8)}};
+  pb::ModelProto distinct = GroupNorm(21, {0.5f, 1.5f, -2.0f, 3.0f}, {1, -1, 0.25f, 0});
+  for (int64_t opset : {20, 18, 9}) {
+    SCOPED_TRACE(opset);
+    ConvertResult down = ConvertTo(distinct, opset);
+    ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down);
+    EXPECT_EQ(down.steps["GroupNormalization 21->18 write-out"], 1);
+    EXPECT_EQ(OpCount(down.model, "GroupNormalization"), 0);
+    EXPECT_EQ(OpCount(down.model, "InstanceNormalization"), 1);
+    ExpectSameOutputs(distinct, down.model, feeds);
+    ExpectValid(down.model);
+  }
+  // Scale and bias fed at run time: the same.
+  Feeds fed = feeds;
+  fed.push_back({"s", Floats({4}, {1.5f, -0.75f, 2, 0})});
+  fed.push_back({"b", Floats({4}, {-1.0f, 0.5f, 0, 3})});
+  pb::ModelProto dynamic = GroupNorm(21, {}, {}, std::vector<int64_t>{2, 4, 3, 2}, 4);
+  ConvertResult down_dynamic = ConvertTo(dynamic, 18);
+  ASSERT_TRUE(down_dynamic.blockers.empty()) << FirstBlocker(down_dynamic);
+  ExpectSameOutputs(dynamic, down_dynamic.model, fed);
+  // Without the input's rank the affine cannot be shaped: blocked.
+  ConvertResult unranked =
+      ConvertTo(GroupNorm(21, {0.5f, 1.5f, -2.0f, 3.0f}, {1, -1, 0.25f, 0}, std::nullopt), 18);
+  ASSERT_EQ(unranked.blockers.size(), 1u);
+  EXPECT_THAT(unranked.blockers[0].reason, HasSubstr("rank"));
 }
 
 pb::ModelProto SteppedSlice(std::optional<std::vector<int64_t>> dims) {
