@@ -327,10 +327,20 @@ void NodeRules::CheckNode(const pb::NodeProto& node, const NodeWhere& where, con
     return;
   }
   if (schema->deprecated()) {
+    // A later version that is not deprecated (GroupNormalization 18 -> 21):
+    // convert gets there.
+    std::string hint = "replace the op (e.g. Upsample by Resize) or keep the model at an older opset";
+    for (const ops::OpSchema* later : ops::SchemaVersions(domain, node.op_type)) {
+      if (later->since_version() > schema->since_version() && !later->deprecated()) {
+        hint = absl::StrCat("`onnxkit convert --opset ", later->since_version(), "` moves it to ",
+                            node.op_type, "-", later->since_version());
+        break;
+      }
+    }
     sink_->Report(rules::kE0401, where,
                   absl::StrCat("op ", Quote(node.op_type), " is deprecated since ", Sv(domain), " opset ",
                                schema->since_version(), " (the model imports opset ", *version, ")"),
-                  "replace the op (e.g. Upsample by Resize) or keep the model at an older opset");
+                  hint);
     return;
   }
   CheckArity(node, where, *schema, /*inputs=*/true);

@@ -51,8 +51,15 @@ TEST(NodeRulesTest, DeprecatedOp) {
   EXPECT_EQ(Only(Check(m), "E0401"),
             At("node 'up' (Upsample)") +
                 "op 'Upsample' is deprecated since ai.onnx opset 10 (the model imports opset 10)");
+  EXPECT_THAT(Check(m).diagnostics[0].hint, HasSubstr("Resize"));  // no later version of Upsample
   m.opset_import[0].version = 9;  // near miss: Upsample-9 is not deprecated
   EXPECT_THAT(Check(m).diagnostics, IsEmpty()) << Dump(Check(m));
+  // A later version that is not deprecated: the hint names the conversion.
+  pb::ModelProto gn =
+      OneNode(MakeNode("GroupNormalization", {"x", "y", "y"}, {"z"}, {AttrInt("num_groups", 1)}, "gn"), 18);
+  checker::CheckResult r = Check(gn);
+  ASSERT_EQ(r.diagnostics.size(), 1u) << Dump(r);
+  EXPECT_EQ(r.diagnostics[0].hint, "`onnxkit convert --opset 21` moves it to GroupNormalization-21");
 }
 
 TEST(NodeRulesTest, DomainNotImported) {
