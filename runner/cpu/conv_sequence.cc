@@ -748,6 +748,10 @@ class ConvSequenceKernel : public CpuKernel {
     memory::desc current = PlainDesc(x_shape, memory::data_type::f32);
     bool has_depthwise = false;
     bool has_shuffle = false;
+    // Depthwise stages stay float32 in bfloat16 sequences: oneDNN 2.6's
+    // bfloat16 depthwise kernels are slower than its float32 ones (1.2-1.6x
+    // on AVX512_BF16; AMX has none), so the stages they read write float32.
+    std::vector<bool> depthwise(stages_.size(), false), feeds_depthwise(stages_.size(), false);
     {
       // Each stage's result channels; a stage reads the previous one's or its source's.
       std::vector<int64_t> out(stages_.size(), 0);
@@ -760,7 +764,15 @@ class ConvSequenceKernel : public CpuKernel {
         has_shuffle = has_shuffle || s.shuffle_shape >= 0;
         absl::StatusOr<const Tensor*> w = ctx.Input(s.base + 1);
         if (!w.ok() || (*w)->rank() < 2) return false;
-        if (s.group > 1 && s.group == channels) has_depthwise = true;
+        if (s.group > 1 && s.group == channels) {
+          has_depthwise = true;
+          depthwise[k] = true;
+          // The stage it reads writes float32 for it (see below).
+          const int64_t from = s.source >= 0           ? s.source
+                               : (k > 0 && !s.reads_x) ? static_cast<int64_t>(k) - 1
+                                                       : -1;
+          if (from >= 0) feeds_depthwise[static_cast<size_t>(from)] = true;
+        }
         out[k] = (*w)->dim(0);
         if (s.join) {
           if (s.join->source >= static_cast<int>(k)) return false;
@@ -890,7 +902,7 @@ class ConvSequenceKernel : public CpuKernel {
         candidates.push_back(
             {Blocked16Tag(rank), dnnl::algorithm::convolution_winograd, memory::data_type::f32});
       }
-      if (bf16_ && !safe) {
+      if (bf16_ && !safe && !depthwise[k]) {
         // On AMX, oneDNN 2.6's fast bfloat16 kernels (brgemm) read and write
         // channels-last; channel blocks would take the older AVX512_BF16 ones.
         if (AmxSupported() && !has_shuffle && !plain_first)
@@ -945,9 +957,10 @@ class ConvSequenceKernel : public CpuKernel {
           s.own = own_by_mode || (cand.tag == PlainTag(rank) && cand.dst_tag == memory::format_tag::undef &&
                                   !s.resolved.empty());
           // (A pooled join writes float32: the join's own pass reads it.)
-          const memory::data_type yt = is_bf16 && !last && !s.own && !stage.se.has_value() && !stage.join
-                                           ? xt
-                                           : memory::data_type::f32;
+          const memory::data_type yt =
+              is_bf16 && !last && !s.own && !stage.se.has_value() && !stage.join && !feeds_depthwise[k]
+                  ? xt
+                  : memory::data_type::f32;
           dnnl::convolution_forward::desc d =
               ConvDesc(x_shape, s.y_shape, wdims, s.bias, *win, xt, xt, yt, cand.tag, cand.alg, cand.dst_tag);
           plan.own_last = last && s.own;
