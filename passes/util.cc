@@ -150,6 +150,34 @@ absl::Status BodyInitializersToConstants(ir::Graph& graph) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> RenameShadowingValues(ir::Graph& root) {
+  std::vector<ir::Graph*> bodies;
+  ir::ForEachGraph(root, [&](ir::Graph& g) {
+    if (&g != &root) bodies.push_back(&g);
+  });
+  int renamed = 0;
+  // Outer bodies first (ForEachGraph visits a graph before its bodies), so
+  // a name is judged against enclosing names already settled.
+  for (ir::Graph* body : bodies) {
+    std::vector<ir::Value*> shadowing;
+    for (ir::Value* v : body->values()) {
+      if (v->graph() != body || v->name().empty()) continue;
+      for (const ir::Graph* outer = body->parent(); outer != nullptr; outer = outer->parent()) {
+        const ir::Value* o = outer->FindLocalValue(v->name());
+        if (o != nullptr && o->graph() == outer) {
+          shadowing.push_back(v);
+          break;
+        }
+      }
+    }
+    for (ir::Value* v : shadowing) {
+      ONNXKIT_RETURN_IF_ERROR(body->RenameValue(v, body->FreshName(v->name())));
+      ++renamed;
+    }
+  }
+  return renamed;
+}
+
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement) {
   if (&old_value == &replacement) return false;
   if (!old_value.IsGraphOutput()) return true;

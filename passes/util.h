@@ -62,6 +62,12 @@ absl::Status ListInitializersAsInputs(ir::Graph& graph);
 // body cannot list them as inputs, which IR < 4 would require.
 absl::Status BodyInitializersToConstants(ir::Graph& graph);
 
+// Renames every value a subgraph defines under a name an enclosing graph
+// defines too (shadowing, which ONNX forbids: check's E0301) to a fresh
+// name; uses follow. Returns how many were renamed. Tools keyed by value
+// name (calibration ranges, dumps) then tell the two apart.
+absl::StatusOr<int> RenameShadowingValues(ir::Graph& root);
+
 bool CanReplace(const ir::Value& old_value, const ir::Value& replacement);
 // Replaces every use of `old_value` by `replacement`, then removes the
 // producer of old_value if none of its outputs is used any more. When

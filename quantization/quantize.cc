@@ -14,6 +14,7 @@
 #include "passes/convert/convert.h"
 #include "passes/manager.h"
 #include "passes/registry.h"
+#include "passes/util.h"
 #include "quantization/dynamic.h"
 
 namespace onnxkit::quant {
@@ -225,6 +226,16 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
   // Initializers listed as graph inputs (IR < 4 style) become constants:
   // a quantized weight is baked into the model and cannot be fed anyway.
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, ir::FromProto(model.proto));
+  // Calibration ranges and the error report are keyed by value name: a
+  // body value shadowing an enclosing one (invalid ONNX, which some
+  // exporters write) would share its range, and be compared with it. Both
+  // the model quantized and the one judged get the fresh names.
+  io::LoadedModel judge = model;
+  ONNXKIT_ASSIGN_OR_RETURN(int renamed, passes::RenameShadowingValues(m->graph()));
+  if (renamed > 0) {
+    judge.proto = ir::ToProto(std::move(m));
+    ONNXKIT_ASSIGN_OR_RETURN(m, ir::FromProto(judge.proto));
+  }
   std::vector<ir::Value*> listed;
   for (ir::Value* v : m->graph().inputs()) {
     if (v->kind() == ir::ValueKind::kInitializer) listed.push_back(v);
@@ -242,6 +253,12 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
     ONNXKIT_RETURN_IF_ERROR(passes::RunPipeline(m, *pipeline, mo).status());
   }
   std::vector<std::string> notes;
+  if (renamed > 0) {
+    notes.push_back(
+        absl::StrCat(renamed,
+                     " subgraph value(s) shadowing a name of an enclosing graph renamed (ONNX forbids "
+                     "shadowing; each now has its own calibration range)"));
+  }
   io::LoadedModel pre = model;
   pre.proto = ir::ToProto(std::move(m));
   std::optional<int64_t> opset;
@@ -287,7 +304,7 @@ absl::StatusOr<QuantizeResult> Quantize(const io::LoadedModel& model, const Samp
           " --dry-run` lists every blocking node; re-export the model at a newer opset)"));
     }
   }
-  Driver d(pre, model, options);
+  Driver d(pre, judge, options);
   auto r = d.Run(samples);
   if (r.ok()) r->warnings.insert(r->warnings.begin(), notes.begin(), notes.end());
   return r;

@@ -99,6 +99,55 @@ TEST(DynamicTest, ProductsInsideLoopBodiesAreQuantizedInEveryMode) {
   }
 }
 
+// A body value named like a main-graph value (shadowing: invalid ONNX that
+// exporters do write) gets a fresh name first, so each has its own
+// calibration range and report row: here the main graph's "p" spans about
+// 0.1, the body's about 10.
+TEST(DynamicTest, ShadowingBodyValuesAreRenamedBeforeCalibration) {
+  runner::Tensor small = testing::RandomFloats({16, 16}, 5, -0.01f, 0.01f);
+  runner::Tensor big = testing::RandomFloats({16, 16}, 6, -2.f, 2.f);
+  pb::GraphProto body = testing::GraphBuilder("body")
+                            .Input("i", pb::kInt64, {{}})
+                            .Input("cond_in", pb::kBool, {{}})
+                            .Input("h", pb::kFloat, {{3, 16}})
+                            .Node("Identity", {"cond_in"}, {"cond_out"})
+                            .Node("MatMul", {"h", "big"}, {"p"}, {}, "inner_mm")
+                            .Node("Tanh", {"p"}, {"h_out"})
+                            .Output("cond_out", pb::kBool)
+                            .Output("h_out", pb::kFloat, {{3, 16}})
+                            .Build();
+  testing::GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{3, 16}})
+      .Initializer(testing::InitializerFrom("small", small))
+      .Initializer(testing::InitializerFrom("big", big))
+      .Initializer(testing::InitializerFrom("trips", testing::MakeTensor<int64_t>(pb::kInt64, {}, {2})))
+      .Node("MatMul", {"x", "small"}, {"p"}, {}, "outer_mm")
+      .Node("Loop", {"trips", "", "p"}, {"y"}, {testing::AttrGraph("body", body)}, "loop")
+      .Output("y", pb::kFloat, {{3, 16}});
+  io::LoadedModel m;
+  m.proto = testing::ModelFromGraph(g.Build(), 21);
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  QuantizeOptions o;
+  o.backend = runner::Backend::kReference;
+  auto r = Quantize(m, samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  testing::ExpectValid(r->qdq.model);  // no E0301 left
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_NE(r->warnings[0].find("shadowing"), std::string::npos) << r->warnings[0];
+  int main_p = 0, body_p = 0;
+  for (const TensorError& t : r->report.tensors) {
+    if (t.record->tensor == "p") {
+      ++main_p;
+      EXPECT_GT(t.stats.sqnr_db(), 30);  // its own range, not the body's
+    } else if (t.record->tensor.rfind("p_", 0) == 0) {
+      ++body_p;
+      EXPECT_GT(t.stats.sqnr_db(), 20);  // compared with the body's own float values
+    }
+  }
+  EXPECT_EQ(main_p, 1);
+  EXPECT_EQ(body_p, 1);
+}
+
 TEST(DynamicTest, ExcludedOrOldOpset) {
   QdqOptions o;
   o.exclude_nodes = "^mm$";
