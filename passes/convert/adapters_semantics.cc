@@ -161,6 +161,13 @@ absl::StatusOr<GroupNormNode> ReadGroupNorm(Step& step) {
   }
   std::optional<int32_t> elem = ElemType(*node->input(0), *step.ctx);
   if (!elem) return Block("the input's element type is unknown");
+  // Ones and zeros per group are allocated from num_groups: a known channel
+  // count bounds it.
+  std::optional<std::vector<int64_t>> dims = KnownShape(*node->input(0), *step.ctx);
+  const int64_t channels = dims && dims->size() >= 2 ? (*dims)[1] : -1;
+  if (channels > 0 && channels % groups != 0) {
+    return Block(absl::StrCat(channels, " channels do not divide into ", groups, " groups"));
+  }
   return GroupNormNode{groups, *elem};
 }
 
