@@ -1,8 +1,10 @@
 // Input preparation, output writing and summaries.
 #include "runner/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -341,6 +343,54 @@ std::string SafeFileName(const std::string& name, int index) {
   }
   if (out.size() > 100) out.resize(100);
   return absl::StrCat(index, "_", out, ".pb");
+}
+
+namespace {
+
+// "'loop' (Loop).body", outermost first, joined by " › ".
+std::string ScopeOf(const ir::Graph& graph) {
+  std::vector<std::string> parts;
+  for (const ir::Graph* g = &graph; g->parent() != nullptr && g->owner_node() != nullptr; g = g->parent()) {
+    const ir::Node& owner = *g->owner_node();
+    std::string attr = "?";
+    for (const ir::Attribute& a : owner.attributes()) {
+      if (a.g.get() == g) attr = a.name();
+      for (size_t i = 0; i < a.graphs.size(); ++i) {
+        if (a.graphs[i].get() == g) attr = absl::StrCat(a.name(), "[", i, "]");
+      }
+    }
+    parts.push_back(absl::StrCat(ir::NodeLabel(owner), ".", attr));
+  }
+  std::reverse(parts.begin(), parts.end());
+  return absl::StrJoin(parts, " › ");
+}
+
+}  // namespace
+
+const std::string& ObservedValueKeys::For(const ir::Value& value) {
+  auto it = keys_.find(&value);
+  if (it != keys_.end()) return it->second;
+  const ir::Graph* graph = value.graph();
+  if (!counted_ && graph != nullptr) {
+    counted_ = true;
+    const ir::Graph* root = graph;
+    while (root->parent() != nullptr) root = root->parent();
+    ir::ForEachGraph(*root, [&](const ir::Graph& g) {
+      std::set<std::string> local;
+      for (const ir::Value* v : g.values()) {
+        if (v->graph() == &g && !v->name().empty()) local.insert(v->name());
+      }
+      for (const std::string& name : local) ++graphs_defining_[name];
+    });
+  }
+  std::string key = value.name();
+  if (graph != nullptr && graph->parent() != nullptr) {
+    auto defs = graphs_defining_.find(value.name());
+    if (defs != graphs_defining_.end() && defs->second > 1) {
+      key = absl::StrCat(value.name(), " (in ", ScopeOf(*graph), ")");
+    }
+  }
+  return keys_.emplace(&value, std::move(key)).first->second;
 }
 
 }  // namespace onnxkit::runner

@@ -61,6 +61,21 @@ TensorStats StatsOf(const Tensor& t);
 // A file name for a tensor name (unsafe characters replaced, unique suffix).
 std::string SafeFileName(const std::string& name, int index);
 
+// Keys for the values a run observes (run --dump-all, compare --per-layer):
+// a value's own name, or, for a body value whose name another graph of the
+// model also defines (an enclosing graph, which is invalid ONNX, or another
+// body), the name with the body it lives in: "p (in 'loop' (Loop).body)".
+// Keys are cached per value; one instance per session.
+class ObservedValueKeys {
+ public:
+  const std::string& For(const ir::Value& value);
+
+ private:
+  bool counted_ = false;
+  std::map<std::string, int> graphs_defining_;
+  std::map<const ir::Value*, std::string> keys_;
+};
+
 }  // namespace onnxkit::runner
 
 #endif  // ONNXKIT_RUNNER_INPUTS_H_

@@ -201,6 +201,8 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   // from its second run on, for its first kMaxRuns runs.
   constexpr int kMaxRuns = 16;
   std::map<std::string, int> a_runs;
+  std::set<std::string> a_names_seen;  // plain names, for --tol
+  runner::ObservedValueKeys a_keys;
   auto layer_key = [](const std::string& name, int run) {
     return run == 0 ? name : absl::StrCat(name, " (run ", run + 1, ")");
   };
@@ -210,10 +212,11 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     fs::create_directories(scratch);
     a_options.observe_subgraphs = true;
     a_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
-      const int run = a_runs[value.name()]++;
+      const std::string& key = a_keys.For(value);
+      a_names_seen.insert(value.name());
+      const int run = a_runs[key]++;
       if (run >= kMaxRuns) return absl::OkStatus();
-      a_layers.emplace_back(layer_key(value.name(), run),
-                            value.producer() ? ir::NodeLabel(*value.producer()) : "");
+      a_layers.emplace_back(layer_key(key, run), value.producer() ? ir::NodeLabel(*value.producer()) : "");
       return io::WriteFileAtomically(scratch / runner::SafeFileName(value.name(), static_cast<int>(a_layers.size())),
                                      runner::ValueToPbBytes(v, value.name()));
     };
@@ -230,7 +233,7 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   {
     std::set<std::string> known;
     for (const ir::Value* v : a_names) known.insert(v->name());
-    for (const auto& [name, runs] : a_runs) known.insert(name);
+    known.insert(a_names_seen.begin(), a_names_seen.end());
     ONNXKIT_RETURN_IF_ERROR(tolerances.CheckNames(known, o.per_layer));
   }
   if (!o.reference.empty()) {
@@ -253,11 +256,13 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     b_options.bf16 = o.b_precision == "bf16";
     b_options.timeout_seconds = o.timeout;
     std::map<std::string, int> b_runs;
+    runner::ObservedValueKeys b_keys;
     if (o.per_layer) {
       // Compare each value of B as it is computed with A's copy on disk.
       b_options.observe_subgraphs = true;
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
-        const std::string key = layer_key(value.name(), b_runs[value.name()]++);
+        const std::string& plain_key = b_keys.For(value);
+        const std::string key = layer_key(plain_key, b_runs[plain_key]++);
         auto it = a_index.find(key);
         if (it == a_index.end()) return absl::OkStatus();
         fs::path file = scratch / runner::SafeFileName(value.name(), static_cast<int>(it->second + 1));
@@ -375,7 +380,8 @@ void RegisterCompare(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--per-layer", o->per_layer,
                 "Also compare every intermediate tensor present on both sides, those of If/Loop/Scan bodies "
-                "too (NAME (run K) from a body's second run on, its first 16 runs), and report the first that "
+                "too (NAME (run K) from a body's second run on, its first 16 runs; a body value whose name "
+                "another graph also defines is NAME (in 'node' (Op).attribute)), and report the first that "
                 "diverges (A's values are streamed to a scratch folder: memory stays bounded)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->callback([o, &action] { action = [o] { return RunCompare(*o); }; });

@@ -210,6 +210,7 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   bool dumping = true;  // the first run only
   std::vector<std::string> dump_manifest;
   std::map<std::string, int> dump_runs;
+  runner::ObservedValueKeys dump_keys;
   if (!o.dump_all.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.dump_all, ec);
@@ -222,10 +223,11 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
     options.observe_subgraphs = true;
     options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
       if (!dumping) return absl::OkStatus();
-      const int run = ++dump_runs[value.name()];
+      const std::string& key = dump_keys.For(value);
+      const int run = ++dump_runs[key];
       if (run > 16) return absl::OkStatus();
       std::string file = runner::SafeFileName(value.name(), dump_index++);
-      dump_manifest.push_back(absl::StrCat(file, "\t", TsvEscape(value.name()), "\t", run));
+      dump_manifest.push_back(absl::StrCat(file, "\t", TsvEscape(key), "\t", run));
       return io::WriteFileAtomically(std::filesystem::path(o.dump_all) / file, runner::ValueToPbBytes(v, value.name()));
     };
   }
@@ -377,7 +379,8 @@ void RegisterRun(CLI::App& app, Action& action) {
       "--dump-all", o->dump_all,
       "Write every intermediate tensor into this folder as it is computed, those of If/Loop/Scan "
       "bodies too (<index>_<name>.pb, listed in index.tsv with the run of the body: a Loop body's "
-      "values for its first 16 iterations)");
+      "values for its first 16 iterations; a body value whose name another graph also defines is "
+      "listed as \"NAME (in 'node' (Op).attribute)\")");
   sub->add_option("--backend", o->backend,
                   "cpu (oneDNN for the heavy ops, the reference kernels for the rest; default), reference "
                   "(simple kernels for every op, the oracle) or cuda (NVIDIA GPU; nodes without a CUDA kernel run "

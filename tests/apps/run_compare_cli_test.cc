@@ -20,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // y = Relu(x) + w ; x: float[2, 3]; `w_value` fills w.
 std::string WriteModel(const fs::path& dir, const std::string& name, float w_value, bool symbolic = false) {
@@ -231,8 +232,10 @@ TEST(RunCliTest, DumpAllWritesEveryIntermediate) {
 
 // y = Loop 3 times: h += w * i (h starts at x; w an outer initializer
 // filled with `w_value`): models of two w agree on the first iteration
-// (i = 0) and part from the second on.
-std::string WriteLoopModel(const fs::path& dir, const std::string& name, float w_value) {
+// (i = 0) and part from the second on. With `shadow`, the main graph
+// feeds the loop with d = Neg(x), a name the body redefines (invalid ONNX,
+// but such models exist).
+std::string WriteLoopModel(const fs::path& dir, const std::string& name, float w_value, bool shadow = false) {
   pb::TensorProto trips;
   trips.name = "trips";
   trips.data_type = pb::kInt64;
@@ -248,14 +251,14 @@ std::string WriteLoopModel(const fs::path& dir, const std::string& name, float w
                             .Output("cond_out", pb::kBool)
                             .Output("h_out", pb::kFloat)
                             .Build();
-  pb::ModelProto m =
-      ModelFromGraph(GraphBuilder("g")
-                         .Input("x", pb::kFloat, std::vector<int64_t>{2, 3})
-                         .Initializer(RawFloatTensor("w", {3}, w_value))
-                         .Initializer(trips)
-                         .Node("Loop", {"trips", "", "x"}, {"y"}, {AttrGraph("body", body)}, "loop")
-                         .Output("y", pb::kFloat)
-                         .Build());
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{2, 3})
+      .Initializer(RawFloatTensor("w", {3}, w_value))
+      .Initializer(trips);
+  if (shadow) g.Node("Neg", {"x"}, {"d"}, {}, "outer_neg");
+  g.Node("Loop", {"trips", "", shadow ? "d" : "x"}, {"y"}, {AttrGraph("body", body)}, "loop")
+      .Output("y", pb::kFloat);
+  pb::ModelProto m = ModelFromGraph(g.Build());
   fs::path path = dir / name;
   EXPECT_TRUE(io::SaveModel(m, dir, path).ok());
   return path.string();
@@ -273,6 +276,28 @@ TEST(RunCliTest, DumpAllAndPerLayerSeeEveryIterationOfABody) {
   CliResult diff = RunCli({"compare", "--a", a, "--b", b, "--random", "--per-layer"});
   EXPECT_EQ(diff.exit_code, 1) << diff.err;
   EXPECT_THAT(diff.out, HasSubstr("first divergence: tensor 'd (run 2)' made by node 'step' (Mul)"));
+}
+
+// A body value named like an enclosing graph's value is keyed with its
+// body, so its runs are not counted as further runs of the outer value.
+TEST(RunCliTest, ShadowingBodyValuesAreKeyedWithTheirBody) {
+  auto dir = MakeTempDir();
+  std::string a = WriteLoopModel(dir, "a.onnx", 1, /*shadow=*/true);
+  std::string b = WriteLoopModel(dir, "b.onnx", 2, /*shadow=*/true);
+  fs::path dump = dir / "dump";
+  ASSERT_EQ(RunCli({"run", a, "--random", "--dump-all", dump.string(), "-q"}).exit_code, 0);
+  std::string index = ReadFileOrEmpty(dump / "index.tsv");
+  EXPECT_THAT(index, HasSubstr("\td\t1\n"));
+  EXPECT_THAT(index, Not(HasSubstr("\td\t2\n")));
+  for (const char* run : {"\td (in 'loop' (Loop).body)\t1\n", "\td (in 'loop' (Loop).body)\t3\n"}) {
+    EXPECT_THAT(index, HasSubstr(run));
+  }
+  CliResult diff = RunCli({"compare", "--a", a, "--b", b, "--random", "--per-layer"});
+  EXPECT_EQ(diff.exit_code, 1) << diff.err;
+  EXPECT_THAT(diff.out, HasSubstr("ok   d ('outer_neg' (Neg))"));
+  EXPECT_THAT(
+      diff.out,
+      HasSubstr("first divergence: tensor 'd (in 'loop' (Loop).body) (run 2)' made by node 'step' (Mul)"));
 }
 
 TEST(RunCliTest, SymbolicDimsNeedAShape) {
