@@ -81,30 +81,34 @@ std::vector<double> Coefficients(const Config& c, double ratio, double scale, in
   return w;
 }
 
-// The original coordinate of output coordinate x (ONNX's formulas, with the
-// output length taken as scale * in like the reference implementation).
+// The original coordinate of output coordinate x, by ONNX's formulas:
+// length_resized is the output's length (an integer, as ONNX Runtime and
+// PyTorch take it; onnx's Python reference takes scale * in, which differs
+// when that is not whole: align_corners with scales 0.6 on 4 gives 2
+// elements, whose last one reads input 3, not 2.14); only
+// half_pixel_symmetric uses the fractional target length, by definition.
 double Original(const Config& c, double x, int64_t in, int64_t out, double scale, double roi_start,
                 double roi_end) {
-  double in_len = static_cast<double>(in), out_len = scale * in_len;
+  const double in_len = static_cast<double>(in), out_len = static_cast<double>(out);
   switch (c.coord) {
     case Coord::kHalfPixel:
       return (x + 0.5) / scale - 0.5;
     case Coord::kHalfPixelSymmetric: {
-      double adjustment = static_cast<double>(out) / out_len;
+      double adjustment = out_len / (scale * in_len);
       double offset = in_len / 2 * (1 - adjustment);
       return offset + (x + 0.5) / scale - 0.5;
     }
     case Coord::kPytorchHalfPixel:
-      return out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+      return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
     case Coord::kAlignCorners:
-      return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
+      return out == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
     case Coord::kAsymmetric:
       return x / scale;
     case Coord::kTfHalfPixelForNn:
       return (x + 0.5) / scale;
     case Coord::kTfCropAndResize: {
-      double o = out_len == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
-                              : x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
+      double o = out == 1 ? (roi_end - roi_start) * (in_len - 1) / 2
+                          : x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1);
       return o + roi_start * (in_len - 1);
     }
   }
@@ -387,7 +391,10 @@ absl::StatusOr<Geometry> ResolveGeometry(const Config& c, const std::vector<int6
             absl::StrCat("scale ", s, " of axis ", a, " is not a usable positive number"));
       }
       scales[a] = s;
-      out_shape[a] = static_cast<int64_t>(size);
+      // floor(dim * scale) in float arithmetic, as ONNX's shape inference and
+      // ONNX Runtime compute it (7 x 1.8571428f is 13 there, 12.9999996 in double).
+      const float size_f = std::floor(static_cast<float>(x.shape()[a]) * static_cast<float>(s));
+      out_shape[a] = size_f < 4.0e18f ? static_cast<int64_t>(size_f) : static_cast<int64_t>(size);
     }
   }
   if (c.coord == Coord::kTfCropAndResize) {

@@ -549,6 +549,45 @@ TEST(ShapeOpsTest, ResizeRejectsInconsistentInputs) {
               "empty axis");
 }
 
+// Output lengths from scales are floor(in * scale) in float, as ONNX's
+// shape inference and ONNX Runtime compute them; align_corners and
+// pytorch_half_pixel take length_resized as that whole output length (as
+// ONNX Runtime and PyTorch do), not as the fractional in * scale.
+TEST(ShapeOpsTest, ResizeGeometryUsesTheWholeOutputLength) {
+  std::vector<float> row(7);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i * i);
+  const Tensor x = Floats({1, 7}, row);
+  // 7 x 1.8571428f: 13.0 in float, 12.9999996 in double.
+  absl::StatusOr<Tensor> up = RunOp("Resize", {x, Tensor(), Floats({2}, {1, 13.f / 7.f})}, {}, 13);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(up->shape(), (std::vector<int64_t>{1, 13}));
+  for (float scale : {2.5f, 0.5f}) {  // 17.5 -> 17 and 3.5 -> 3 elements
+    const int64_t out = static_cast<int64_t>(std::floor(7 * scale));
+    absl::StatusOr<Tensor> y = RunOp(
+        "Resize", {x, Tensor(), Floats({2}, {1, scale})},
+        {AttrString("mode", "linear"), AttrString("coordinate_transformation_mode", "align_corners")}, 13);
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(y->shape(), (std::vector<int64_t>{1, out}));
+    for (int64_t j = 0; j < out; ++j) {
+      const double pos = static_cast<double>(j) * 6.0 / static_cast<double>(out - 1);
+      const size_t lo = static_cast<size_t>(std::floor(pos));
+      const double frac = pos - static_cast<double>(lo);
+      const double want = lo + 1 < row.size() ? row[lo] * (1 - frac) + row[lo + 1] * frac : row[lo];
+      EXPECT_NEAR(Values<float>(*y)[static_cast<size_t>(j)], want, 1e-4) << "scale " << scale << " at " << j;
+    }
+    EXPECT_FLOAT_EQ(Values<float>(*y).back(), 36.f);  // the corners meet
+  }
+  // pytorch_half_pixel onto one element reads coordinate 0 (cubic too).
+  for (const char* mode : {"linear", "cubic"}) {
+    absl::StatusOr<Tensor> one = RunOp(
+        "Resize", {Floats({7, 1}, row), Tensor(), Floats({2}, {0.2f, 1})},
+        {AttrString("mode", mode), AttrString("coordinate_transformation_mode", "pytorch_half_pixel")}, 13);
+    ASSERT_TRUE(one.ok()) << one.status();
+    ASSERT_EQ(one->shape(), (std::vector<int64_t>{1, 1}));
+    EXPECT_FLOAT_EQ(Values<float>(*one)[0], 0.f) << mode;
+  }
+}
+
 TEST(ShapeOpsTest, GridSampleChecksTheGridShape) {
   Tensor x = Floats({1, 1, 2, 2}, {1, 2, 3, 4});
   ExpectError(RunOp("GridSample", {x, Floats({1, 1, 1, 3}, {0, 0, 0})}), "does not fit");
