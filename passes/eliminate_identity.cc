@@ -5,6 +5,7 @@
 // The rules (each exact, also in the last bit, except that Add of +0 turns
 // -0 into +0):
 //   Identity; Dropout in inference (no training_mode, or constant false;
+//   or training with a constant ratio of 0;
 //   mask output unused); Cast / CastLike to the input's own element type;
 //   Concat, Sum, Max, Min, Mean of one input; Reshape to the input's shape
 //   (per dim: 0 copying it, the same known dim, at most one -1; or both
@@ -126,7 +127,11 @@ bool DropoutIsIdentity(const ir::Node& node, PassContext& ctx) {
   int64_t opset = ctx.Opset("");
   if (opset < 7) return node.GetInt("is_test").value_or(0) != 0;
   if (opset < 12 || node.num_inputs() < 3 || node.input(2) == nullptr) return true;
-  return IsConstantFalse(node.input(2), ctx);
+  if (IsConstantFalse(node.input(2), ctx)) return true;
+  // Training with a constant ratio of 0 drops nothing (an exported disabled dropout).
+  if (node.input(1) == nullptr || !IsConstantValue(*node.input(1))) return false;
+  absl::StatusOr<runner::Tensor> ratio = ConstantTensor(*node.input(1), ctx);
+  return ratio.ok() && ratio->size() == 1 && AllElementsEqual(*ratio, 0);
 }
 
 // Add/Sub/Mul/Div/Pow: the input index that passes through, or -1.

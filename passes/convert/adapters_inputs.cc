@@ -162,15 +162,24 @@ absl::Status DropoutMaskUp10(Step& step) { return DropoutMaskStep(step, true); }
 absl::Status DropoutMaskDown10(Step& step) { return DropoutMaskStep(step, false); }
 
 absl::Status DropoutDown12(Step& step) {
-  if (step.node->num_inputs() > 2 && step.node->input(2) != nullptr) {
-    ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> training, ConstScalarInput(step, 2));
-    if (training && *training != 0) return Block("training_mode=true has no Dropout-10 equivalent");
-  }
-  // Not training, the ratio changes nothing: one fed at run time is dropped.
   absl::StatusOr<std::optional<double>> ratio_or = ConstScalarInput(step, 1);
   if (!ratio_or.ok() && !IsBlock(ratio_or.status())) return ratio_or.status();
   const bool has_ratio = ratio_or.ok() && ratio_or->has_value();
   const double ratio = has_ratio ? **ratio_or : 0.0;
+  if (step.node->num_inputs() > 2 && step.node->input(2) != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(std::optional<double> training, ConstScalarInput(step, 2));
+    // Training with a constant ratio of 0 drops nothing (exporters write
+    // that for a disabled dropout): the same as inference.
+    const bool drops_nothing = has_ratio && ratio == 0.0;
+    if (training && *training != 0 && !drops_nothing) {
+      return Block(has_ratio
+                       ? absl::StrCat("training_mode=true with ratio ", ratio,
+                                      " draws a random mask; Dropout-10 has no training mode")
+                       : "training_mode=true (the ratio not a constant 0) draws a random mask; Dropout-10 "
+                         "has no training mode");
+    }
+  }
+  // Not training, the ratio changes nothing: one fed at run time is dropped.
   while (step.node->num_inputs() > 1) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 1));
   if (has_ratio) step.node->SetAttribute(FloatAttr("ratio", static_cast<float>(ratio)));
   // Not training: the seed draws nothing.

@@ -747,6 +747,30 @@ TEST(ConvertAdaptersTest, InferenceDropoutDropsARatioFedAtRunTime) {
   EXPECT_FALSE(ConvertTo(training, 10).blockers.empty());
 }
 
+// Exporters write a disabled dropout as training_mode=true with ratio 0:
+// it drops nothing, so it converts; a real ratio in training mode blocks.
+TEST(ConvertAdaptersTest, TrainingDropoutOfRatioZeroGoesDown) {
+  auto model = [](float ratio) {
+    return ModelFromGraph(GraphBuilder("g")
+                              .Input("x", pb::kFloat, {{4}})
+                              .Initializer(InitializerFrom("r", Floats({}, {ratio})))
+                              .Initializer(InitializerFrom("t", MakeTensor<uint8_t>(pb::kBool, {}, {1})))
+                              .Node("Dropout", {"x", "r", "t"}, {"y", "mask"}, {}, "drop")
+                              .Node("Cast", {"mask"}, {"m"}, {AttrInt("to", pb::kFloat)})
+                              .Output("y", pb::kFloat)
+                              .Output("m", pb::kFloat)
+                              .Build(),
+                          17, 8);
+  };
+  pb::ModelProto zero = model(0.f);
+  ConvertResult r = ConvertTo(zero, 11);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  ExpectSameOutputs(zero, r.model, {{"x", RandomFloats({4}, 15)}});
+  ConvertResult real = ConvertTo(model(0.3f), 11);
+  ASSERT_FALSE(real.blockers.empty());
+  EXPECT_THAT(real.blockers[0].reason, HasSubstr("ratio 0.3"));
+}
+
 // Dropout's mask is the input's type below 10 and bool from 10: a mask
 // nothing reads is dropped (the light models of the backend suite declare
 // one), a mask that is read is cast (all ones / true in inference).
