@@ -8,6 +8,7 @@
 #include "lib/base/limits.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/infer/engine.h"
 #include "lib/ir/ir.h"
 #include "passes/util.h"
 
@@ -75,6 +76,37 @@ absl::Status PinInput(ir::Model& model, const std::string& name, const std::vect
   return absl::OkStatus();
 }
 
+// With inputs pinned, the main graph's outputs declare what inference now
+// knows: a symbolic or unknown dim becomes the inferred number (declared
+// numbers stay as they are).
+void RefineOutputShapes(pb::ModelProto& model) {
+  if (!model.graph) return;
+  const std::map<std::string, pb::TypeProto> inferred = infer::InferredTypes(model);
+  for (pb::ValueInfoProto& out : model.graph.mutable_value().output) {
+    auto it = inferred.find(out.name);
+    if (it == inferred.end() || !out.type || !out.type->tensor_type || !it->second.tensor_type ||
+        !it->second.tensor_type->shape) {
+      continue;
+    }
+    const pb::TensorShapeProto& known = *it->second.tensor_type->shape;
+    auto& declared = out.type.mutable_value().tensor_type.mutable_value().shape;
+    if (!declared) {
+      declared.mutable_value() = known;
+      continue;
+    }
+    if (declared->dim.size() != known.dim.size()) continue;
+    for (size_t i = 0; i < known.dim.size(); ++i) {
+      auto& d = declared.mutable_value().dim[i];
+      if (d.kind != pb::TensorShapeProto::Dimension::kValue &&
+          known.dim[i].kind == pb::TensorShapeProto::Dimension::kValue) {
+        d.kind = pb::TensorShapeProto::Dimension::kValue;
+        d.dim_value = known.dim[i].dim_value;
+        d.dim_param.clear();
+      }
+    }
+  }
+}
+
 class Driver {
  public:
   Driver(const io::LoadedModel& loaded, const OptimizeOptions& options) : loaded_(loaded), options_(options) {
@@ -137,6 +169,7 @@ class Driver {
     if (report.ok()) result.report = std::move(*report);
     ONNXKIT_RETURN_IF_ERROR(Restore(*model));
     result.model = ir::ToProto(*model);
+    if (!options_.input_shapes.empty()) RefineOutputShapes(result.model);
     result.ops_after = OpHistogram(result.model);
     result.nodes_after = Total(result.ops_after);
     if (!options_.verify) return result;

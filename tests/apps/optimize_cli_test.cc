@@ -230,7 +230,9 @@ TEST(OptimizeCliTest, PinsSymbolicInputDims) {
   g.Input("x", pb::kFloat, {{-1, 3}})
       .Node("Shape", {"x"}, {"s"})
       .Node("Reshape", {"x", "s"}, {"y"})
-      .Output("y", pb::kFloat);
+      .Node("Relu", {"x"}, {"z"})
+      .Output("y", pb::kFloat)
+      .Output("z", pb::kFloat, {{-1, 3}});
   std::string in = (dir / "dyn.onnx").string();
   ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 17), dir, in).ok());
   std::string out = (dir / "o.onnx").string();
@@ -240,7 +242,11 @@ TEST(OptimizeCliTest, PinsSymbolicInputDims) {
   CliResult info = RunCli({"inspect", out, "--json"});
   EXPECT_THAT(info.out, HasSubstr("\"shape\": [\n        2,\n        3\n      ]"));
   // Shape folded: the Reshape reads a constant.
-  EXPECT_THAT(info.out, HasSubstr("\"node_count\": 1,"));
+  EXPECT_THAT(info.out, HasSubstr("\"node_count\": 2,"));
+  // The outputs declare the pinned dims too.
+  CliResult text = RunCli({"inspect", out});
+  EXPECT_THAT(text.out, HasSubstr("y: tensor(float) [2, 3]"));
+  EXPECT_THAT(text.out, HasSubstr("z: tensor(float) [2, 3]"));
 }
 
 }  // namespace
