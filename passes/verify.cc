@@ -162,6 +162,33 @@ absl::StatusOr<std::vector<runner::RtValue>> Verifier::Execute(const pb::ModelPr
   return session->Run(std::move(feeds));
 }
 
+namespace {
+
+// " (...)" when many of a float32 output's values are ones float16 cannot
+// hold (nonzero below its smallest subnormal, or beyond its largest
+// finite): the output's own type is the problem, not the computation.
+std::string OutsideFloat16(const runner::Tensor& t) {
+  constexpr float kSmallest = 5.9604645e-08f, kLargest = 65504.f;
+  int64_t tiny = 0, huge = 0, nonzero = 0;
+  const float* v = t.data<float>();
+  for (int64_t k = 0; k < t.size(); ++k) {
+    const float a = std::fabs(v[k]);
+    if (!(a > 0) || !std::isfinite(a)) continue;
+    ++nonzero;
+    tiny += a < kSmallest / 2;
+    huge += a > kLargest;
+  }
+  if (nonzero == 0 || 2 * (tiny + huge) < nonzero) return "";
+  return absl::StrCat("; the float32 output itself is outside float16's range (", tiny + huge, " of ",
+                      nonzero, " nonzero values ",
+                      huge == 0   ? "below 5.96e-08"
+                      : tiny == 0 ? "beyond 65504"
+                                  : "below 5.96e-08 or beyond 65504",
+                      "): keep the graph's inputs and outputs float32 (--keep-io-types)");
+}
+
+}  // namespace
+
 absl::StatusOr<VerifyResult> Verifier::Check(const pb::ModelProto& candidate) const {
   VerifyResult result;
   std::vector<std::string> names;
@@ -181,6 +208,7 @@ absl::StatusOr<VerifyResult> Verifier::Check(const pb::ModelProto& candidate) co
   std::string worst_text;
   for (size_t i = 0; i < expected_.size(); ++i) {
     runner::RtValue actual = (*outputs)[i];
+    const bool float16_output = actual.is_tensor() && actual.tensor().dtype() == pb::kFloat16;
     if (actual.is_tensor() && IsHalf(actual.tensor().dtype()) && expected_[i].is_tensor() &&
         expected_[i].tensor().dtype() == pb::kFloat) {
       ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, Retype(actual.tensor(), pb::kFloat));
@@ -195,6 +223,9 @@ absl::StatusOr<VerifyResult> Verifier::Check(const pb::ModelProto& candidate) co
                                       m.comparable ? runner::FormatMetrics(m) : m.mismatch);
         if (m.comparable && m.within_tolerance) {
           absl::StrAppend(&result.summary, " (SQNR ", m.sqnr_db, " dB below ", *options_.min_sqnr_db, ")");
+        }
+        if (float16_output && expected_[i].is_tensor() && expected_[i].tensor().dtype() == pb::kFloat) {
+          absl::StrAppend(&result.summary, OutsideFloat16(expected_[i].tensor()));
         }
       }
       result.ok = false;

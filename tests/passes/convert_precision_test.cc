@@ -97,6 +97,38 @@ TEST(ConvertPrecisionTest, NoKeepIoTypesRetypesInputsAndOutputs) {
   ExpectValid(r.model);
 }
 
+// Outputs float16 cannot hold (here all below its smallest subnormal):
+// the verification says the output's own type is the problem.
+TEST(ConvertPrecisionTest, AnOutputOutsideFloat16IsNamedAsTheCause) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Initializer(RawFloatTensor("s", {1}, 1e-10f))
+                                        .Node("Mul", {"x", "s"}, {"y"}, {}, "mul")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    17);
+  io::LoadedModel loaded;
+  loaded.proto = m;
+  passes::convert::ConvertOptions o;
+  passes::convert::PrecisionOptions p;
+  p.target = pb::kFloat16;
+  p.keep_io_types = false;
+  o.precision = p;
+  o.verify_options.min_sqnr_db = 30;
+  auto r = passes::convert::Convert(loaded, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->verification.has_value());
+  EXPECT_FALSE(r->verified);
+  EXPECT_THAT(r->verification->summary, HasSubstr("the float32 output itself is outside float16's range"));
+  EXPECT_THAT(r->verification->summary, HasSubstr("8 of 8 nonzero values below 5.96e-08"));
+  // Kept float32 at the edges, the same model converts.
+  p.keep_io_types = true;
+  o.precision = p;
+  auto kept = passes::convert::Convert(loaded, o);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->verified) << kept->verification->summary;
+}
+
 TEST(ConvertPrecisionTest, Bfloat16NeedsOpsetsWhoseSchemasAllowIt) {
   // Relu and MatMul allow bfloat16 from opset 13/14 on: at 12 both stay.
   pb::ModelProto m = MatMulRelu();
