@@ -557,7 +557,22 @@ absl::Status Converter::Rewrite() {
     const Decision& d = decisions_[n];
     if (!d.convert || n->num_outputs() < 1 || !converted_.contains(n->output(0))) continue;
     if (d.pending_cast) {
-      n->SetAttribute(IntAttrOf("to", o_.target));
+      // A Cast whose input already has the target type (a float16 island
+      // of the original, cast back to float32) becomes an Identity.
+      const ir::Value* in = n->num_inputs() > 0 ? n->input(0) : nullptr;
+      auto fact = in != nullptr ? facts_.find(in) : facts_.end();
+      const bool same =
+          in != nullptr && (converted_.contains(in) ||
+                            (fact != facts_.end() && fact->second.tensor && fact->second.elem == o_.target));
+      if (same) {
+        while (!n->attributes().empty()) {
+          const std::string attr = n->attributes().front().name();
+          n->RemoveAttribute(attr);
+        }
+        n->set_op_type("Identity");
+      } else {
+        n->SetAttribute(IntAttrOf("to", o_.target));
+      }
     } else if (n->op_type() == "ConstantOfShape") {
       const ir::Attribute* a = n->FindAttribute("value");
       pb::TensorProto src;

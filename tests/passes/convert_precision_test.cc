@@ -97,6 +97,28 @@ TEST(ConvertPrecisionTest, NoKeepIoTypesRetypesInputsAndOutputs) {
   ExpectValid(r.model);
 }
 
+// A float16 island of the original cast back to float32: once its reader
+// is float16 too, the Cast back has nothing to do and becomes an Identity
+// (a float16 -> float16 Cast is refused by some runtimes).
+TEST(ConvertPrecisionTest, ACastBackFromAFloat16IslandBecomesIdentity) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 4}})
+                                        .Input("x2", pb::kFloat, {{2, 4}})
+                                        .Node("Cast", {"x"}, {"xh"}, {AttrInt("to", pb::kFloat16)}, "to_half")
+                                        .Node("Mul", {"xh", "xh"}, {"mh"}, {}, "mul")
+                                        .Node("Cast", {"mh"}, {"m"}, {AttrInt("to", pb::kFloat)}, "back")
+                                        .Node("Add", {"m", "x2"}, {"y"}, {}, "add")
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    17);
+  ConvertResult r = Precision(m);
+  EXPECT_EQ(OpCount(r.model, "Identity"), 1);
+  for (const pb::NodeProto& n : r.model.graph->node) {
+    if (n.name == "back") EXPECT_EQ(n.op_type, "Identity");
+  }
+  ExpectValid(r.model);
+}
+
 // Outputs float16 cannot hold (here all below its smallest subnormal):
 // the verification says the output's own type is the problem.
 TEST(ConvertPrecisionTest, AnOutputOutsideFloat16IsNamedAsTheCause) {
