@@ -146,7 +146,10 @@ absl::StatusOr<Calibration> Calibrate(const io::LoadedModel& model, const Sample
     r.max = fresh || r.count == 0 ? hi : std::max<double>(r.max, hi);
     r.count += n;
   };
-  so.observer = [&minmax](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
+  so.observer = [&minmax, &cal](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
+    if (v.is_tensor() && (v.tensor().dtype() == pb::kFloat16 || v.tensor().dtype() == pb::kBfloat16)) {
+      cal.half.insert(value.name());
+    }
     if (IsActivation(value, v)) minmax(value.name(), v);
     return absl::OkStatus();
   };

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,7 @@ struct Calibration {
   int bins = 0;               // 0: no histograms
   int samples = 0;
   std::map<std::string, TensorRange> tensors;  // float activations by name (bodies' included)
+  std::set<std::string> half;                  // float16/bfloat16 activations seen (never quantized)
 };
 
 struct CalibrateOptions {

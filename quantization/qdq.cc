@@ -79,9 +79,63 @@ class Inserter {
       if (Contains(options_.exclude_ops, node->op_type())) continue;
       if (re && std::regex_search(key, *re)) continue;
       if (options_.keep_float.count(key)) continue;
+      if (AlreadyQuantized(*node)) {
+        ++already_quantized_;
+        continue;
+      }
+      if (ReadsHalf(*node)) {
+        ++half_;
+        continue;
+      }
       if (PlanNode(*node, *rule, key, *opset)) result->quantized_nodes.push_back(key);
     }
+    if (half_ > 0) {
+      result->warnings.push_back(absl::StrCat(
+          half_,
+          " node(s) compute in float16 or bfloat16 and are left as they are (quantize quantizes float32 "
+          "tensors)",
+          &graph_ == &model_.graph() ? "" : absl::StrCat(" in a body of ", graph_.name())));
+    }
+    if (already_quantized_ > 0) {
+      result->warnings.push_back(
+          absl::StrCat(already_quantized_,
+                       " node(s) already quantized (reading a DequantizeLinear or read by a QuantizeLinear) ",
+                       "left as they are",
+                       &graph_ == &model_.graph() ? "" : absl::StrCat(" in a body of ", graph_.name())));
+    }
     return absl::OkStatus();
+  }
+
+  // A node of an already quantized model: one of its inputs comes from a
+  // DequantizeLinear, or one of its outputs goes into a QuantizeLinear.
+  // Quantizing it again would stack a second pair (a weight already int8
+  // quantized again as an activation).
+  static bool AlreadyQuantized(const ir::Node& node) {
+    auto is = [](const ir::Node* n, std::string_view op) {
+      return n != nullptr && n->op_type() == op &&
+             (n->domain().empty() || n->domain() == "ai.onnx" || n->domain() == "com.microsoft");
+    };
+    for (const ir::Value* v : node.inputs()) {
+      if (v != nullptr && is(v->producer(), "DequantizeLinear")) return true;
+    }
+    for (const ir::Value* v : node.outputs()) {
+      if (v == nullptr) continue;
+      for (const ir::Use& u : v->uses()) {
+        if (is(u.node, "QuantizeLinear")) return true;
+      }
+    }
+    return false;
+  }
+
+  // A node whose first input is a float16 or bfloat16 tensor (declared, or
+  // seen so in calibration).
+  bool ReadsHalf(const ir::Node& node) const {
+    const ir::Value* v = node.num_inputs() > 0 ? node.input(0) : nullptr;
+    if (v == nullptr) return false;
+    if (cal_.half.count(v->name()) > 0) return true;
+    const pb::TypeProto* t = v->type();
+    return t != nullptr && t->tensor_type &&
+           (t->tensor_type->elem_type == pb::kFloat16 || t->tensor_type->elem_type == pb::kBfloat16);
   }
 
   // The activations left float because calibration saw NaN or infinity.
@@ -360,6 +414,8 @@ class Inserter {
   std::vector<ActivationRecord> records_;
   std::map<std::string, size_t> planned_;
   std::set<std::string> nonfinite_;  // activations left float: NaN or infinity in calibration
+  int already_quantized_ = 0;
+  int half_ = 0;
   std::vector<WeightJob> weights_;
 };
 

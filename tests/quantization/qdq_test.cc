@@ -97,6 +97,49 @@ TEST(QdqTest, WeightsAreStoredInt8AndTheFloatCopyIsGone) {
   EXPECT_TRUE(int8_w);
 }
 
+// Quantizing a QDQ model again leaves its quantized nodes as they are (no
+// second pair; an int8 weight is not quantized again as an activation).
+TEST(QdqTest, AnAlreadyQuantizedModelIsLeftAsItIs) {
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto first = Quantize(Loaded(ConvNet()), samples.get(), Options());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_GT(first->qdq.quantized_nodes.size(), 0u);
+  io::LoadedModel again;
+  again.proto = first->qdq.model;
+  auto second = Quantize(again, samples.get(), Options());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->qdq.quantized_nodes.empty());
+  EXPECT_EQ(CountOp(second->qdq.model, "QuantizeLinear"), CountOp(first->qdq.model, "QuantizeLinear"));
+  EXPECT_EQ(CountOp(second->qdq.model, "DequantizeLinear"), CountOp(first->qdq.model, "DequantizeLinear"));
+  bool warned = false;
+  for (const std::string& w : second->warnings) warned |= w.find("already quantized") != std::string::npos;
+  for (const std::string& w : second->qdq.warnings)
+    warned |= w.find("already quantized") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+// Nodes computing in float16 are left as they are, and the warning says why.
+TEST(QdqTest, Float16NodesAreNamedAsLeftAlone) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{2, 4}})
+      .Initializer(InitializerFrom("w", RandomFloats({4, 3}, 9)))
+      .Node("Cast", {"x"}, {"xh"}, {testing::AttrInt("to", pb::kFloat16)}, "xh")
+      .Node("Cast", {"w"}, {"wh"}, {testing::AttrInt("to", pb::kFloat16)}, "wh")
+      .Node("MatMul", {"xh", "wh"}, {"mh"}, {}, "mm")
+      .Node("Cast", {"mh"}, {"y"}, {testing::AttrInt("to", pb::kFloat)}, "back")
+      .Output("y", pb::kFloat, {{2, 3}});
+  auto samples = RandomSamples(4, 1, -1, 1, {});
+  auto r = Quantize(Loaded(g.Build()), samples.get(), Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->qdq.quantized_nodes.empty());
+  bool warned = false;
+  for (const std::string& w : r->warnings)
+    warned |= w.find("1 node(s) compute in float16") != std::string::npos;
+  for (const std::string& w : r->qdq.warnings)
+    warned |= w.find("1 node(s) compute in float16") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(QdqTest, BiasTooLargeForItsScaleRaisesTheWeightScale) {
   // |b| / (s_x * s_w) past 2^30: the weight's scale grows until the bias
   // fits int32 (the weights' part is negligible beside such a bias).
