@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
@@ -396,6 +397,52 @@ absl::Status QuantizeDown13(Step& step) {
     std::optional<int64_t> rank = RankOf(step, step.node->input(i));
     if (!rank || *rank != 0) return Block("per-axis (or unknown-rank) scale/zero point needs opset 13");
   }
+  return GenericStep(step);
+}
+
+// QuantizeLinear-21's output_dtype picks the output type when there is no
+// zero point; before 21 the zero point's type is the output type, so zeros
+// of that type say the same (shaped like the scale: one per axis entry).
+absl::Status QuantizeOutputDtypeDown21(Step& step) {
+  ir::Node& node = *step.node;
+  const int64_t dtype = node.GetInt("output_dtype").value_or(0);
+  if (dtype == 0) return GenericStep(step);
+  const bool has_zero_point = node.num_inputs() > 2 && node.input(2) != nullptr;
+  if (!has_zero_point) {
+    if (dtype != pb::kUint8 && dtype != pb::kInt8) {
+      return Block(
+          absl::StrCat("output_dtype ", std::string(DataTypeName(static_cast<int32_t>(dtype))),
+                       " without a zero point: only uint8 and int8 zero points are written going down"));
+    }
+    if (node.num_inputs() < 2 || node.input(1) == nullptr) return Block("QuantizeLinear without a scale");
+    ir::Value* scale = node.input(1);
+    std::optional<int64_t> rank = RankOf(step, scale);
+    if (!rank) return Block("the scale's rank is unknown, so the zero point's shape is");
+    ir::Value* zero_point = nullptr;
+    if (*rank == 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(zero_point, AddScalar(step, "zero_point", static_cast<int32_t>(dtype), 0));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * shape, AddBefore(step, "Shape", {scale}, 1));
+      pb::AttributeProto value;
+      value.name = "value";
+      value.type = pb::kAttrTensor;
+      pb::TensorProto zero;
+      zero.data_type = static_cast<int32_t>(dtype);
+      zero.dims = {1};
+      zero.raw_data = Bytes::Own(std::string(1, '\0'));
+      value.t = std::move(zero);
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * zeros,
+                               AddBefore(step, "ConstantOfShape", {shape->output(0)}, 1, {std::move(value)}));
+      TypeLike(step, zeros->output(0), static_cast<int32_t>(dtype), scale);
+      zero_point = zeros->output(0);
+    }
+    if (node.num_inputs() == 2) {
+      ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(&node, zero_point));
+    } else {
+      ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(&node, 2, zero_point));
+    }
+  }
+  node.RemoveAttribute("output_dtype");
   return GenericStep(step);
 }
 

@@ -40,6 +40,8 @@ absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t 
     case pb::kDouble: t = runner::Tensor::Scalar<double>(dtype, v); break;
     case pb::kInt32: t = runner::Tensor::Scalar<int32_t>(dtype, static_cast<int32_t>(v)); break;
     case pb::kInt64: t = runner::Tensor::Scalar<int64_t>(dtype, static_cast<int64_t>(v)); break;
+    case pb::kInt8: t = runner::Tensor::Scalar<int8_t>(dtype, static_cast<int8_t>(v)); break;
+    case pb::kUint8: t = runner::Tensor::Scalar<uint8_t>(dtype, static_cast<uint8_t>(v)); break;
     default: return Block(absl::StrCat("no constant of element type ", dtype, " can be built here"));
   }
   return AddConstant(*step.graph, hint, t);

@@ -502,6 +502,41 @@ TEST(ConvertDownTest, DequantizeHalfScaleRunsInFloatQuantizeBlocks) {
                     0, 0);
 }
 
+// QuantizeLinear-21's output_dtype without a zero point becomes a zero
+// point of zeros in that type (a scalar for a scalar scale, one per axis
+// entry for a per-axis one).
+TEST(ConvertDownTest, QuantizeOutputDtypeBecomesAZeroPoint) {
+  for (bool per_axis : {false, true}) {
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{2, 3}});
+    if (per_axis) {
+      g.Initializer(InitializerFrom("s", Floats({3}, {0.01f, 0.02f, 0.05f})));
+    } else {
+      g.Initializer(InitializerFrom("s", Floats({}, {0.02f})));
+    }
+    g.Node("QuantizeLinear", {"x", "s"}, {"q"}, {AttrInt("output_dtype", pb::kInt8), AttrInt("axis", 1)}, "q")
+        .Output("q", pb::kInt8, {{2, 3}});
+    pb::ModelProto m = ModelFromGraph(g.Build(), 21);
+    for (int64_t to : {20, 19, 13}) {
+      ConvertResult down = ConvertTo(m, to);
+      ASSERT_TRUE(down.blockers.empty()) << FirstBlocker(down) << " per_axis " << per_axis << " to " << to;
+      ExpectValid(down.model);
+      ExpectSameOutputs(m, down.model, {{"x", Floats({2, 3}, {-1.3f, -0.2f, 0.f, 0.4f, 2.9f, 9.f})}}, 0, 0);
+    }
+  }
+  // A type older versions have no zero point for here blocks, naming it.
+  pb::ModelProto wide = ModelFromGraph(
+      GraphBuilder("g")
+          .Input("x", pb::kFloat, {{2}})
+          .Initializer(InitializerFrom("s", Floats({}, {0.02f})))
+          .Node("QuantizeLinear", {"x", "s"}, {"q"}, {AttrInt("output_dtype", pb::kInt16)}, "q")
+          .Output("q", pb::kInt16, {{2}})
+          .Build(),
+      21);
+  ConvertResult blocked = ConvertTo(wide, 20);
+  ASSERT_FALSE(blocked.blockers.empty());
+}
+
 TEST(ConvertDownTest, HalfRangeRunsInFloat) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("start", pb::kFloat16, {{}})
