@@ -56,6 +56,87 @@ absl::Status LegacyBroadcastUp7(Step& step) {
   return GenericStep(step);
 }
 
+namespace {
+
+// The type of `v` without its first dim (Scan-8's batch axis).
+std::optional<pb::TypeProto> WithoutFirstDim(const ir::Value& v) {
+  const pb::TypeProto* t = v.type();
+  if (t == nullptr || !t->tensor_type) return std::nullopt;
+  pb::TypeProto out = *t;
+  auto& shape = out.tensor_type.mutable_value().shape;
+  if (shape && !shape->dim.empty()) shape.mutable_value().dim.erase(shape.mutable_value().dim.begin());
+  return out;
+}
+
+}  // namespace
+
+// Scan-8 runs its body once per batch entry over inputs [batch, sequence,
+// ...] (with per-entry lengths); Scan-9 has no batch axis. With batch 1
+// and no sequence_lens they say the same: the states and scan inputs lose
+// the batch axis (Squeeze), the body stays, and every output gets it back
+// (Unsqueeze).
+absl::Status ScanUp9(Step& step) {
+  ir::Node& node = *step.node;
+  if (node.num_inputs() < 1) return Block("Scan-8 without inputs");
+  if (node.input(0) != nullptr)
+    return Block("sequence_lens (lengths per batch entry) has no Scan-9 equivalent");
+  for (int i = 1; i < node.num_inputs(); ++i) {
+    const ir::Value* v = node.input(i);
+    if (v == nullptr) return Block("an omitted state or scan input");
+    std::optional<std::vector<int64_t>> dims = KnownShape(*v, *step.ctx);
+    if (!dims || dims->empty() || (*dims)[0] != 1) {
+      return Block(
+          absl::StrCat("input '", v->name(), "' has batch size ",
+                       dims && !dims->empty() && (*dims)[0] >= 0 ? absl::StrCat((*dims)[0]) : "unknown",
+                       "; Scan-9 has no batch axis (batch 1 converts)"));
+    }
+  }
+  const int n = node.num_inputs();
+  for (int i = 1; i < n; ++i) {
+    ir::Value* v = node.input(i);
+    // Written for opset 8 (axes an attribute); converted further with the rest.
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * squeeze, AddBefore(step, "Squeeze", {v}, 1, {IntsAttr("axes", {0})}));
+    if (std::optional<pb::TypeProto> t = WithoutFirstDim(*v)) squeeze->output(0)->set_type(std::move(*t));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(&node, i, squeeze->output(0)));
+  }
+  ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(&node, 0));
+  if (std::optional<std::vector<int64_t>> d = node.GetInts("directions")) {
+    node.RemoveAttribute("directions");
+    node.SetAttribute(IntsAttr("scan_input_directions", *d));
+  }
+  ir::Node* anchor = &node;
+  for (int j = 0; j < node.num_outputs(); ++j) {
+    ir::Value* out = node.output(j);
+    if (out == nullptr) continue;
+    const std::string name = out->name();
+    const std::optional<pb::TypeProto> batched =
+        out->type() ? std::optional<pb::TypeProto>(*out->type()) : std::nullopt;
+    ir::NodeSpec spec;
+    spec.op_type = "Unsqueeze";
+    spec.inputs = {out};
+    spec.attributes = {IntsAttr("axes", {0})};
+    spec.outputs = {step.graph->FreshName(name)};
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * unsqueeze,
+                             step.graph->AddNode(std::move(spec), ir::Position::After(anchor)));
+    if (step.created != nullptr) step.created->push_back(unsqueeze);
+    anchor = unsqueeze;
+    ir::Value* back = unsqueeze->output(0);
+    // Every reader (and a graph output) moves to the batched value; the
+    // Unsqueeze itself goes on reading the Scan's output, which takes a
+    // fresh name so the batched value keeps the old one.
+    ONNXKIT_RETURN_IF_ERROR(step.graph->ReplaceAllUsesWith(out, back));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(unsqueeze, 0, out));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(out, step.graph->FreshName(name)));
+    ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(back, name));
+    if (batched) {
+      back->set_type(*batched);
+      if (std::optional<pb::TypeProto> t = WithoutFirstDim(*back)) out->set_type(std::move(*t));
+    }
+  }
+  step.check_names = false;  // sequence_lens is gone; the states come first
+  return GenericStep(step);
+}
+
 absl::Status CastUp6(Step& step) {
   std::optional<std::string> to = step.node->GetString("to");
   if (to) {

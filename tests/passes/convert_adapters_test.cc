@@ -747,6 +747,47 @@ TEST(ConvertAdaptersTest, InferenceDropoutDropsARatioFedAtRunTime) {
   EXPECT_FALSE(ConvertTo(training, 10).blockers.empty());
 }
 
+// Scan-8 with batch 1 and no sequence_lens goes up: the batch axis is
+// squeezed off the states and scan inputs and put back on every output; the
+// body and the (reversed) directions stay.
+pb::ModelProto Scan8(int64_t batch) {
+  pb::GraphProto body = GraphBuilder("body")
+                            .Input("sum_in", pb::kFloat, {{2}})
+                            .Input("next", pb::kFloat, {{2}})
+                            .Node("Add", {"sum_in", "next"}, {"sum_out"})
+                            .Node("Mul", {"sum_out", "next"}, {"scan_out"})
+                            .Output("sum_out", pb::kFloat, {{2}})
+                            .Output("scan_out", pb::kFloat, {{2}})
+                            .Build();
+  return ModelFromGraph(
+      GraphBuilder("g")
+          .Input("init", pb::kFloat, {{batch, 2}})
+          .Input("x", pb::kFloat, {{batch, 3, 2}})
+          .Node("Scan", {"", "init", "x"}, {"y", "z"},
+                {AttrInt("num_scan_inputs", 1), AttrInts("directions", {1}), AttrGraph("body", body)}, "scan")
+          .Node("Relu", {"z"}, {"r"})
+          .Output("y", pb::kFloat, {{batch, 2}})
+          .Output("z", pb::kFloat, {{batch, 3, 2}})
+          .Output("r", pb::kFloat, {{batch, 3, 2}})
+          .Build(),
+      8);
+}
+
+TEST(ConvertAdaptersTest, ScanOfBatchOneGoesUp) {
+  pb::ModelProto m = Scan8(1);
+  for (int64_t to : {9, 16, 21}) {
+    ConvertResult up = ConvertTo(m, to);
+    ASSERT_TRUE(up.blockers.empty()) << up.blockers[0].reason;
+    ExpectValid(up.model);
+    ExpectSameOutputs(m, up.model, {{"init", RandomFloats({1, 2}, 21)}, {"x", RandomFloats({1, 3, 2}, 22)}},
+                      0, 0);
+    EXPECT_EQ(up.model.graph->output[0].name, "y");
+  }
+  ConvertResult batched = ConvertTo(Scan8(2), 9);
+  ASSERT_FALSE(batched.blockers.empty());
+  EXPECT_THAT(batched.blockers[0].reason, HasSubstr("batch size 2"));
+}
+
 // Exporters write a disabled dropout as training_mode=true with ratio 0:
 // it drops nothing, so it converts; a real ratio in training mode blocks.
 TEST(ConvertAdaptersTest, TrainingDropoutOfRatioZeroGoesDown) {
