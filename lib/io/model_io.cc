@@ -205,6 +205,79 @@ absl::Status TempFile::Commit() {
   return absl::OkStatus();
 }
 
+// What an output path names. A character device or FIFO (/dev/null, a
+// pipe) is written straight through, without a temporary file (renaming one
+// over it would replace the device); a block device or socket is refused;
+// a symbolic link is replaced like a file, never followed (a link planted
+// in an output folder cannot redirect the write).
+struct OutputTarget {
+  fs::path path;
+  bool stream = false;
+};
+
+absl::StatusOr<OutputTarget> ResolveOutput(const fs::path& path) {
+  OutputTarget t{path};
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return t;  // absent: created
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    t.stream = true;
+  } else if (S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path.string(), ": cannot save: it is a ",
+                                                      S_ISBLK(st.st_mode) ? "block device" : "socket",
+                                                      ", not a file"));
+  }
+  return t;
+}
+
+// Writes into a character device or FIFO as it is, chunk by chunk.
+class StreamFile {
+ public:
+  // A FIFO without a reader fails (ENXIO) instead of waiting for one.
+  static absl::StatusOr<StreamFile> Open(const fs::path& path) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENXIO) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path.string(), ": cannot save: a pipe nothing reads"));
+      }
+      return ErrnoStatus(errno, path, "cannot open for writing");
+    }
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return StreamFile(path, fd);
+  }
+  StreamFile(StreamFile&& other) noexcept
+      : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+  StreamFile(const StreamFile&) = delete;
+  StreamFile& operator=(const StreamFile&) = delete;
+  StreamFile& operator=(StreamFile&&) = delete;
+  ~StreamFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  absl::Status Write(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(fd_, bytes.data(), std::min(bytes.size(), size_t{1} << 30));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, path_, "cannot write");
+      }
+      if (n == 0) return absl::UnknownError(absl::StrCat(path_.string(), ": cannot write: no progress"));
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Close() {
+    int fd = std::exchange(fd_, -1);
+    if (fd >= 0 && ::close(fd) != 0) return ErrnoStatus(errno, path_, "cannot close");
+    return absl::OkStatus();
+  }
+
+ private:
+  StreamFile(fs::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  fs::path path_;
+  int fd_ = -1;
+};
+
 // Makes the renames durable; some file systems cannot fsync a folder, which
 // is not an error.
 void SyncFolder(const fs::path& folder) {
@@ -542,7 +615,14 @@ absl::StatusOr<LoadedModel> LoadModel(const fs::path& path, const LoadOptions& o
 
 // --- Save ---------------------------------------------------------------
 
-absl::Status WriteFileAtomically(const fs::path& path, std::string_view bytes) {
+absl::Status WriteFileAtomically(const fs::path& requested, std::string_view bytes) {
+  ONNXKIT_ASSIGN_OR_RETURN(OutputTarget target, ResolveOutput(requested));
+  const fs::path& path = target.path;
+  if (target.stream) {
+    ONNXKIT_ASSIGN_OR_RETURN(StreamFile stream, StreamFile::Open(path));
+    ONNXKIT_RETURN_IF_ERROR(stream.Write(bytes));
+    return stream.Close();
+  }
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<TempFile> file, TempFile::Create(path));
   ONNXKIT_RETURN_IF_ERROR(file->Write(bytes));
   ONNXKIT_RETURN_IF_ERROR(file->Finish());
@@ -561,8 +641,10 @@ absl::Status WriteFileAtomically(const fs::path& path, std::string_view bytes) {
 // Result: `path` holds the encoded model, referring only to the data file
 //   written here; on error no existing file was replaced (temporary files
 //   are removed).
-absl::Status SaveModel(const pb::ModelProto& model, const fs::path& source_base_dir, const fs::path& path,
-                       const SaveOptions& options) {
+absl::Status SaveModel(const pb::ModelProto& model, const fs::path& source_base_dir,
+                       const fs::path& requested, const SaveOptions& options) {
+  ONNXKIT_ASSIGN_OR_RETURN(OutputTarget target, ResolveOutput(requested));
+  const fs::path& path = target.path;
   pb::ModelProto copy = model;
   ExternalDataResolver resolver(source_base_dir);
   SourceFiles sources;
@@ -586,6 +668,17 @@ absl::Status SaveModel(const pb::ModelProto& model, const fs::path& source_base_
     return absl::ResourceExhaustedError(absl::StrCat(
         path.string(), ": cannot save: the model would be ", size,
         " bytes, over the 2 GiB protobuf limit; store large tensors as external data (--external-data)"));
+  }
+  if (target.stream) {
+    if (!pieces.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(requested.string(),
+                       ": cannot save: external data needs a file beside the model, and this is a device or "
+                       "pipe; write to a file"));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(StreamFile stream, StreamFile::Open(path));
+    ONNXKIT_RETURN_IF_ERROR(EncodeToSink(copy, [&](std::string_view piece) { return stream.Write(piece); }));
+    return stream.Close();
   }
   std::unique_ptr<TempFile> data_file;
   if (!pieces.empty()) {

@@ -108,7 +108,9 @@ absl::Status SaveModel(const pb::ModelProto& model, const std::filesystem::path&
                        const std::filesystem::path& path, const SaveOptions& options = {});
 
 // Writes `bytes` to `path` atomically (temporary file in the same folder,
-// fsync, rename).
+// fsync, rename). Like SaveModel, a character device or FIFO at `path` is
+// written through (a FIFO without a reader fails: FailedPrecondition), a
+// block device or socket refused, a symlink replaced, never followed.
 absl::Status WriteFileAtomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace onnxkit::io

@@ -3,6 +3,7 @@
 // re-homing, saving over the input, determinism, size limit).
 #include "lib/io/model_io.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -343,6 +344,23 @@ TEST_F(ModelIoWriteTest, ReplacesAPlantedSymlinkInsteadOfFollowingIt) {
   EXPECT_EQ(ReadFileOrEmpty(outside / "victim"), "precious");
   EXPECT_FALSE(fs::is_symlink(dir_ / "out.bin"));
   EXPECT_EQ(ReadFileOrEmpty(dir_ / "out.bin"), "new");
+}
+
+// A FIFO (or a character device such as /dev/null) is written through, not
+// replaced by a renamed file; one nothing reads fails at once.
+TEST_F(ModelIoWriteTest, WritesThroughAFifoInsteadOfReplacingIt) {
+  fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  absl::Status unread = WriteFileAtomically(fifo, "bytes");
+  EXPECT_EQ(unread.code(), absl::StatusCode::kFailedPrecondition) << unread;
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(WriteFileAtomically(fifo, "bytes").ok());
+  char buf[16] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof buf), 5);
+  ::close(reader);
+  EXPECT_EQ(std::string(buf), "bytes");
+  EXPECT_EQ(fs::symlink_status(fifo).type(), fs::file_type::fifo);
 }
 
 // --- SaveModel --------------------------------------------------------------
