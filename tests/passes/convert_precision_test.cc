@@ -114,7 +114,9 @@ TEST(ConvertPrecisionTest, ACastBackFromAFloat16IslandBecomesIdentity) {
   ConvertResult r = Precision(m);
   EXPECT_EQ(OpCount(r.model, "Identity"), 1);
   for (const pb::NodeProto& n : r.model.graph->node) {
-    if (n.name == "back") EXPECT_EQ(n.op_type, "Identity");
+    if (n.name == "back") {
+      EXPECT_EQ(n.op_type, "Identity");
+    }
   }
   ExpectValid(r.model);
 }
