@@ -227,9 +227,12 @@ void RegisterBisect(CLI::App& app, Action& action) {
   sub->add_option("--a-backend", f->a_backend, "reference (default) or cpu")->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--b-backend", f->b_backend, "reference or cpu (default)")->check(CLI::IsMember({"reference", "cpu"}));
   sub->add_option("--reference", f->reference, "--mismatch: folder of expected output_<i>.pb of the original");
-  sub->add_option("--atol", f->atol, "--mismatch: absolute tolerance (default by element type)");
-  sub->add_option("--rtol", f->rtol, "--mismatch: relative tolerance (default by element type)");
-  sub->add_option("--timeout", f->timeout, "Seconds per oracle call (default 60)");
+  sub->add_option("--atol", f->atol, "--mismatch: absolute tolerance (default by element type)")
+      ->check(FiniteNonNegative());
+  sub->add_option("--rtol", f->rtol, "--mismatch: relative tolerance (default by element type)")
+      ->check(FiniteNonNegative());
+  sub->add_option("--timeout", f->timeout, "Seconds per oracle call (default 60)")
+      ->check(FiniteNonNegative());
   sub->add_option("-j,--jobs", f->jobs, "--command: candidates tested in parallel (default 1)");
   sub->add_option("--inputs", f->input_dirs,
                   "A test_data_set folder (input_<i>.pb in graph-input order), or a folder of test_data_set_* "
@@ -241,7 +244,8 @@ void RegisterBisect(CLI::App& app, Action& action) {
   sub->add_option("--strategies", f->strategies, "Comma-separated strategies (see --list-strategies)");
   sub->add_flag("--list-strategies", f->list_strategies, "List the reduction strategies");
   sub->add_option("--max-calls", f->max_calls, "Oracle calls at most (default 2000)");
-  sub->add_option("--time-limit", f->time_limit, "Seconds of reduction at most (default 600)");
+  sub->add_option("--time-limit", f->time_limit, "Seconds of reduction at most (default 600)")
+      ->check(FiniteNonNegative());
   sub->add_flag("--json", f->json, "Print report.json on stdout");
   sub->callback([f, &action] { action = [f] { return RunBisectCmd(*f); }; });
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -99,7 +100,8 @@ class Tolerances {
       std::vector<std::string> parts = absl::StrSplit(eq == std::string::npos ? "" : flag.substr(eq + 1), ',');
       runner::Tolerance tol;
       if (eq == std::string::npos || parts.size() != 2 || !absl::SimpleAtod(parts[0], &tol.atol) ||
-          !absl::SimpleAtod(parts[1], &tol.rtol) || tol.atol < 0 || tol.rtol < 0) {
+          !absl::SimpleAtod(parts[1], &tol.rtol) || !(tol.atol >= 0 && tol.rtol >= 0) ||
+          !std::isfinite(tol.atol) || !std::isfinite(tol.rtol)) {
         return UsageError(absl::StrCat("--tol '", flag, "' must be NAME=ATOL,RTOL"));
       }
       t.per_output_[flag.substr(0, eq)] = tol;
@@ -371,13 +373,13 @@ void RegisterCompare(CLI::App& app, Action& action) {
   AddRangeFlag(sub, &o->inputs);
   sub->add_option("--shape", o->inputs.shapes, "NAME=1x3x224x224 for inputs with symbolic dims; repeatable");
   sub->add_option("--atol", o->atol, "Absolute tolerance for every output (default by element type)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNonNegative());
   sub->add_option("--rtol", o->rtol, "Relative tolerance for every output (default by element type)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNonNegative());
   sub->add_option("--tol", o->per_output_tol, "NAME=ATOL,RTOL for one output or tensor; repeatable");
   sub->add_option("--timeout", o->timeout,
                   "Fail when a run of either side takes longer than this many seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNonNegative());
   sub->add_flag("--per-layer", o->per_layer,
                 "Also compare every intermediate tensor present on both sides, those of If/Loop/Scan bodies "
                 "too (NAME (run K) from a body's second run on, its first 16 runs; a body value whose name "

@@ -338,7 +338,8 @@ void RegisterConvert(CLI::App& app, Action& action) {
                 "values pass half the target's range (float16: 32752) or lie all below its smallest normal value "
                 "(float16: 6.1e-5); the kept nodes are listed in a warning (default on)");
   sub->add_option("--min-sqnr", f->min_sqnr,
-                  "Verification floor of every float output's SQNR in dB (default 30 float16, 20 bfloat16)");
+                  "Verification floor of every float output's SQNR in dB (default 30 float16, 20 bfloat16)")
+      ->check(Finite());
   sub->add_flag("--inline", f->inline_data, "Bring external data back into the .onnx file (refused past 2 GiB)");
   sub->add_option("--ml-opset", f->ml_opset,
                   "Target ai.onnx.ml opset (1..5; default: ai.onnx.ml nodes stay as they are)");

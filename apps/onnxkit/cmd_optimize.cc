@@ -271,6 +271,7 @@ absl::StatusOr<int> RunOptimize(const OptimizeFlags& f) {
   }
   if (f.model.empty() || f.output.empty()) return UsageError("optimize needs MODEL and -o OUT.onnx");
   if (f.fold_limit < 0) return UsageError("--fold-limit must not be negative");
+  if (f.bisect_limit < -1) return UsageError("--bisect-limit must be -1 (all) or at least 0");
   if (f.max_iterations < 1) return UsageError("--max-iterations must be at least 1");
   passes::OptimizeOptions options;
   auto pipeline = passes::ParsePipeline(f.passes);

@@ -472,12 +472,15 @@ void RegisterQuantize(CLI::App& app, Action& action) {
          "--timeout", f->timeout,
          "Fail when one run of the float or the quantized model (calibration, error report) takes longer "
          "than this many seconds")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--target-sqnr", f->target_sqnr, "Keep the most sensitive layers in float until every output "
-                                                    "reaches this SQNR (dB); exit 1 when it cannot");
+      ->check(FiniteNonNegative());
+  sub->add_option("--target-sqnr", f->target_sqnr,
+                  "Keep the most sensitive layers in float until every output "
+                  "reaches this SQNR (dB); exit 1 when it cannot")
+      ->check(Finite());
   sub->add_option("--target-cosine", f->target_cosine,
                   "Keep the most sensitive layers in float until every output's cosine similarity with float "
-                  "reaches this (0, 1]; with --target-sqnr both must hold; exit 1 when it cannot");
+                  "reaches this (0, 1]; with --target-sqnr both must hold; exit 1 when it cannot")
+      ->check(Finite());
   sub->add_option("--report", f->report, "Write the JSON report here");
   sub->add_option("--save-calibration", f->save_calibration, "Write the calibration (ranges, histograms) as JSON");
   sub->add_option("--load-calibration", f->load_calibration, "Use a saved calibration instead of calibrating");

@@ -416,10 +416,10 @@ void RegisterRun(CLI::App& app, Action& action) {
                 "profile_ms; on cuda: "
                 "placement, copies)");
   sub->add_option("--timeout", o->timeout, "Fail a run that takes longer than this many seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNonNegative());
   sub->add_option("--memory-limit", o->memory_limit_mb,
                   "Fail when tensors would need more than this many MiB")
-      ->check(CLI::NonNegativeNumber);
+      ->check(FiniteNonNegative());
   sub->add_flag("-q,--quiet", o->quiet, "Do not print output summaries");
   sub->callback([o, &action] { action = [o] { return RunRun(*o); }; });
 }

@@ -55,6 +55,12 @@ void RegisterBisect(CLI::App& app, Action& action);
 void RegisterConvert(CLI::App& app, Action& action);
 void RegisterQuantize(CLI::App& app, Action& action);
 
+// CLI11 checks for numeric flags that, unlike CLI::NonNegativeNumber, also
+// refuse NaN and infinity (a NaN tolerance or limit compares false with
+// everything and would silently disable what it sets).
+const CLI::Validator& Finite();
+const CLI::Validator& FiniteNonNegative();
+
 // --range LOW,HIGH: the range of --random values into `inputs` (run,
 // compare and the verification flags).
 void AddRangeFlag(CLI::App* sub, runner::InputSpec* inputs);

@@ -3,6 +3,7 @@
 // rewrite and writes nothing; --bisect-limit; every error path.
 #include <filesystem>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/io/model_io.h"
@@ -222,6 +223,36 @@ TEST(OptimizeCliTest, CommandsThatRunTheModelStopAtTimeout) {
     EXPECT_FALSE(fs::exists(out)) << args[0];
   }
   EXPECT_EQ(RunCli({"optimize", in, "-o", out, "--timeout", "-1"}).exit_code, 2);
+}
+
+// A NaN or infinite tolerance, limit or target compares false with everything
+// and would silently turn off what it sets: every command refuses it as a
+// usage error before reading the model.
+TEST(OptimizeCliTest, NonFiniteNumbersAreUsageErrors) {
+  fs::path dir = MakeTempDir();
+  std::string in = (dir / "absent.onnx").string(), out = (dir / "o.onnx").string();
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"optimize", in, "-o", out, "--atol", "nan"},
+                                             {"optimize", in, "-o", out, "--rtol", "inf"},
+                                             {"optimize", in, "-o", out, "--timeout", "nan"},
+                                             {"optimize", in, "-o", out, "--range", "0,nan"},
+                                             {"optimize", in, "-o", out, "--bisect-limit", "-2"},
+                                             {"convert", in, "--opset", "13", "-o", out, "--atol", "nan"},
+                                             {"convert", in, "--float16", "-o", out, "--min-sqnr", "nan"},
+                                             {"compare", "--a", in, "--b", in, "--atol", "nan"},
+                                             {"compare", "--a", in, "--b", in, "--tol", "y=nan,1"},
+                                             {"compare", "--a", in, "--b", in, "--tol", "y=1,inf"},
+                                             {"quantize", in, "-o", out, "--target-sqnr", "nan"},
+                                             {"quantize", in, "-o", out, "--target-cosine", "nan"},
+                                             {"quantize", in, "-o", out, "--timeout", "inf"},
+                                             {"run", in, "--random", "--timeout", "nan"},
+                                             {"run", in, "--random", "--memory-limit", "nan"},
+                                             {"bisect", in, "--nan", "-o", out, "--timeout", "nan"},
+                                             {"bisect", in, "--nan", "-o", out, "--time-limit", "nan"},
+                                             {"bisect", in, "--mismatch", "-o", out, "--atol", "nan"}}) {
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << absl::StrJoin(args, " ") << ": " << r.err;
+  }
 }
 
 TEST(OptimizeCliTest, PinsSymbolicInputDims) {
