@@ -2,7 +2,12 @@
 //   Upsample 9:   scales attribute <-> input
 //   Upsample 10:  deprecated; Resize-10 has its exact signature and meaning
 //   Resize 11:    roi input added; Resize-10 behaves as
-//                 coordinate_transformation_mode="asymmetric" (nearest: floor)
+//                 coordinate_transformation_mode="asymmetric"; its nearest
+//                 rounds the source coordinate up on shrinking axes and down
+//                 on the others: nearest_mode "floor" when no constant scale
+//                 is below 1, "ceil" when none is above 1, an expansion when
+//                 both (scales that are not constant get "floor": Upsample's
+//                 are at least 1, and verification runs both models)
 //   Resize 13:    roi and scales became optional: filled with empty tensors
 //   Pad 18:       axes input: folded into full-rank pads going down
 // A Resize that no older Resize or Upsample can say (cubic, coordinate modes
@@ -239,16 +244,41 @@ absl::Status ResizeToUpsample(Step& step) {
   return GenericStep(step);
 }
 
-absl::Status ResizeUp11(Step& step) {
+// Whether the constant float scales of input `i` shrink (< 1) and grow (> 1)
+// some axis; neither when they are not constant.
+struct ScaleDirections {
+  bool shrinks = false, grows = false;
+};
+
+ScaleDirections Directions(Step& step, int i) {
+  ScaleDirections d;
+  if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return d;
+  absl::StatusOr<runner::Tensor> t = ConstantTensor(*step.node->input(i), *step.ctx);
+  if (!t.ok() || t->dtype() != pb::kFloat) return d;
+  for (int64_t k = 0; k < t->size(); ++k) {
+    d.shrinks = d.shrinks || t->data<float>()[k] < 1;
+    d.grows = d.grows || t->data<float>()[k] > 1;
+  }
+  return d;
+}
+
+absl::Status ResizeUp11Step(Step& step) {
+  const bool nearest = step.node->GetString("mode").value_or("nearest") == "nearest";
+  const ScaleDirections d = Directions(step, 1);
+  if (nearest && d.shrinks && d.grows) {
+    return Block(
+        "Resize-10's nearest rounds up on shrinking axes and down on growing ones, which no nearest_mode "
+        "says");
+  }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * roi, AddFloats(step, "roi", {}));
   ONNXKIT_RETURN_IF_ERROR(Insert(step, 1, roi));
   step.node->SetAttribute(StringAttr("coordinate_transformation_mode", "asymmetric"));
-  if (step.node->GetString("mode").value_or("nearest") == "nearest") {
-    step.node->SetAttribute(StringAttr("nearest_mode", "floor"));
-  }
+  if (nearest) step.node->SetAttribute(StringAttr("nearest_mode", d.shrinks ? "ceil" : "floor"));
   step.check_names = false;
   return GenericStep(step);
 }
+
+absl::Status ResizeUp11(Step& step) { return ResizeStepOrExpand(step, ResizeUp11Step); }
 
 absl::Status ResizeDown11Step(Step& step) {
   std::string mode = step.node->GetString("mode").value_or("nearest");
@@ -256,8 +286,13 @@ absl::Status ResizeDown11Step(Step& step) {
   if (step.node->GetString("coordinate_transformation_mode").value_or("half_pixel") != "asymmetric") {
     return Block("Resize-10 only knows coordinate_transformation_mode='asymmetric'");
   }
-  if (mode == "nearest" && step.node->GetString("nearest_mode").value_or("round_prefer_floor") != "floor") {
-    return Block("Resize-10 only knows nearest_mode='floor'");
+  if (mode == "nearest") {
+    // Resize-10 rounds up where an axis shrinks, down elsewhere.
+    const std::string rounding = step.node->GetString("nearest_mode").value_or("round_prefer_floor");
+    const ScaleDirections d = Directions(step, 2);
+    if (!((rounding == "floor" && !d.shrinks) || (rounding == "ceil" && d.shrinks && !d.grows))) {
+      return Block("Resize-10's nearest is nearest_mode='floor' where no axis shrinks, 'ceil' where all do");
+    }
   }
   if (step.node->num_inputs() > 3 && step.node->input(3) != nullptr) return Block("sizes has no Resize-10 form");
   while (step.node->num_inputs() > 3) ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, 3));

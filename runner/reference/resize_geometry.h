@@ -26,7 +26,11 @@ enum class Coord {
   kTfHalfPixelForNn,
   kTfCropAndResize
 };
-enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+// kLegacy: Resize-10 and Upsample's nearest, which has no nearest_mode: the
+// source coordinate rounded up on an axis that shrinks (scale < 1), down on
+// every other axis, as the ONNX opset-10 Resize tests and ONNX Runtime read
+// it (Resize-11's "floor" only where no axis shrinks).
+enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kLegacy };
 enum class Policy { kStretch, kNotLarger, kNotSmaller };
 // Where the scales come from: Upsample-1 attributes, Upsample-7 attribute,
 // a scales input (Upsample-9/10, Resize-10), or Resize-11+ inputs.

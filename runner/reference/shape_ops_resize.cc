@@ -42,6 +42,9 @@ std::vector<double> Coefficients(const Config& c, double ratio, double scale, in
         case Rounding::kCeil:
           up = true;
           break;
+        case Rounding::kLegacy:
+          up = scale < 1;
+          break;
       }
     }
     return {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
@@ -439,7 +442,7 @@ absl::StatusOr<Config> ParseResize(const ir::Node& node, int64_t opset) {
   if (opset < 11) {
     c.form = Form::kScalesInput;
     c.coord = Coord::kAsymmetric;
-    c.rounding = Rounding::kFloor;
+    c.rounding = Rounding::kLegacy;
     return c;
   }
   ONNXKIT_ASSIGN_OR_RETURN(
@@ -467,7 +470,7 @@ absl::StatusOr<Config> ParseUpsample(const ir::Node& node, int64_t opset) {
   ONNXKIT_ASSIGN_OR_RETURN(c.mode, ParseMode(node));
   if (c.mode == Mode::kCubic) return absl::InvalidArgumentError("Upsample mode must be nearest or linear");
   c.coord = Coord::kAsymmetric;
-  c.rounding = Rounding::kFloor;
+  c.rounding = Rounding::kLegacy;
   if (opset < 7) {
     auto h = node.GetFloat("height_scale");
     auto w = node.GetFloat("width_scale");

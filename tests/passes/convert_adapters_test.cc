@@ -597,6 +597,80 @@ TEST(ConvertAdaptersTest, ResizeThatOlderOpsSayIsNotExpanded) {
   ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 1, 2, 3}, 8)}});
 }
 
+// Resize-10's nearest rounds the source coordinate up on an axis that
+// shrinks and down on one that grows (the ONNX opset-10 test: 1..8 as 2x4
+// shrunk by 0.6 is [1, 3]; ONNX Runtime reads it so). Going up it becomes
+// nearest_mode "ceil" or "floor", or Gathers when both directions meet.
+pb::ModelProto Resize10(std::vector<int64_t> shape, std::vector<float> scales) {
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, shape);
+  b.Initializer(Named(Floats({4}, scales), "scales"));
+  b.Node("Resize", {"x", "scales"}, {"y"}, {AttrString("mode", "nearest")}, "resize");
+  b.Output("y", pb::kFloat);
+  return ModelFromGraph(b.Build(), 10, 5);
+}
+
+std::vector<float> Iota(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
+  return v;
+}
+
+std::vector<float> OutputOf(const pb::ModelProto& m, const Feeds& feeds) {
+  absl::StatusOr<std::vector<runner::RtValue>> out = RunModel(m, feeds);
+  if (!out.ok() || out->empty()) {
+    ADD_FAILURE() << out.status();
+    return {};
+  }
+  const runner::Tensor& y = (*out)[0].tensor();
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.size());
+}
+
+std::string NearestModeOf(const pb::ModelProto& m) {
+  for (const pb::NodeProto& n : m.graph->node) {
+    for (const pb::AttributeProto& a : n.attribute) {
+      if (n.op_type == "Resize" && a.name == "nearest_mode") return a.s;
+    }
+  }
+  return "";
+}
+
+TEST(ConvertAdaptersTest, Resize10NearestKeepsItsRoundingGoingUp) {
+  using ::testing::ElementsAre;
+  Feeds shrink = {{"x", Floats({1, 1, 2, 4}, Iota(8))}};
+  pb::ModelProto down = Resize10({1, 1, 2, 4}, {1, 1, 0.6f, 0.6f});
+  EXPECT_THAT(OutputOf(down, shrink), ElementsAre(1.f, 3.f));
+  for (int64_t target : {11, 13, 19}) {
+    SCOPED_TRACE(target);
+    ConvertResult r = ConvertTo(down, target);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    EXPECT_EQ(NearestModeOf(r.model), "ceil");
+    EXPECT_THAT(OutputOf(r.model, shrink), ElementsAre(1.f, 3.f));
+    // And back down: ceil where every axis shrinks is Resize-10 again.
+    ConvertResult back = ConvertTo(r.model, 10);
+    ASSERT_TRUE(back.blockers.empty()) << back.blockers[0].reason;
+    EXPECT_EQ(OpCount(back.model, "Resize"), 1);
+    EXPECT_THAT(OutputOf(back.model, shrink), ElementsAre(1.f, 3.f));
+  }
+  // Rows doubled (rounded down), columns of 5 shrunk to 3 (rounded up).
+  Feeds mixed_in = {{"x", Floats({1, 1, 2, 5}, Iota(10))}};
+  pb::ModelProto mixed = Resize10({1, 1, 2, 5}, {1, 1, 2, 0.6f});
+  EXPECT_THAT(OutputOf(mixed, mixed_in),
+              ElementsAre(1.f, 3.f, 5.f, 1.f, 3.f, 5.f, 6.f, 8.f, 10.f, 6.f, 8.f, 10.f));
+  ConvertResult r = ConvertTo(mixed, 13);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Resize"), 0);
+  EXPECT_THAT(OutputOf(r.model, mixed_in),
+              ElementsAre(1.f, 3.f, 5.f, 1.f, 3.f, 5.f, 6.f, 8.f, 10.f, 6.f, 8.f, 10.f));
+  ExpectValid(r.model);
+  // Growing only: floor.
+  pb::ModelProto up = Resize10({1, 1, 2, 3}, {1, 1, 2, 1.5f});
+  ConvertResult u = ConvertTo(up, 11);
+  ASSERT_TRUE(u.blockers.empty()) << u.blockers[0].reason;
+  EXPECT_EQ(NearestModeOf(u.model), "floor");
+  ExpectSameOutputs(up, u.model, {{"x", RandomFloats({1, 1, 2, 3}, 3)}});
+}
+
 TEST(ConvertAdaptersTest, ResizeWithRuntimeScalesBlocksWithBothReasons) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{1, 1, 4, 4}})
