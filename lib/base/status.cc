@@ -9,6 +9,12 @@ namespace onnxkit {
 
 absl::Status AnnotateStatus(const absl::Status& status, std::string_view context) {
   if (status.ok() || context.empty()) return status;
+  // Context the message already starts with is not repeated.
+  std::string_view message = StdSv(status.message());
+  if (message.size() > context.size() + 1 && message.substr(0, context.size()) == context &&
+      message.substr(context.size(), 2) == ": ") {
+    return status;
+  }
   absl::Status annotated(status.code(), absl::StrCat(Sv(context), ": ", status.message()));
   status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
     annotated.SetPayload(url, payload);

@@ -4,7 +4,8 @@
 // ONNXKIT_ASSIGN_OR_RETURN(lhs, rexpr) evaluates a StatusOr, returns its status on
 //                                     error, otherwise moves the value into `lhs`.
 // AnnotateStatus(status, context)    prepends "context: " to the message, keeping
-//                                     the code, so errors gain context on the way up.
+//                                     the code, so errors gain context on the way up
+//                                     (not when the message starts with it already).
 #ifndef ONNXKIT_LIB_BASE_STATUS_MACROS_H_
 #define ONNXKIT_LIB_BASE_STATUS_MACROS_H_
 
