@@ -11,18 +11,19 @@
 #include "lib/infer/engine.h"
 
 #include <algorithm>
+#include <map>
 #include <span>
 #include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "lib/infer/shape_fns.h"
-#include "lib/infer/tensor_state.h"
 #include "lib/base/checked_math.h"
 #include "lib/base/data_type.h"
 #include "lib/base/limits.h"
 #include "lib/base/strings.h"
+#include "lib/infer/shape_fns.h"
+#include "lib/infer/tensor_state.h"
 #include "lib/ir/topo.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/type_string.h"
@@ -309,6 +310,67 @@ void Engine::CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node&
   }
 }
 
+namespace {
+
+// A value whose type the file states (graph input, value_info, initializer):
+// the node rules check those before inference runs.
+bool Declared(const ir::Value& v) {
+  return v.type() != nullptr || v.initializer() != nullptr || v.sparse_initializer() != nullptr;
+}
+
+std::string TypeListing(const ops::OpSchema& schema, const ops::FormalParameter& f) {
+  std::vector<absl::string_view> listed;
+  for (std::string_view a : schema.AllowedTypes(f)) listed.push_back(Sv(a));
+  return absl::StrCat(f.is_type_parameter() ? absl::StrCat(Sv(f.type_str), " in {") : "{",
+                      absl::StrJoin(listed, ", "), "}");
+}
+
+}  // namespace
+
+bool Engine::CheckInputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
+  struct Binding {
+    std::string type;
+    std::string what;
+    bool declared;
+  };
+  std::map<std::string_view, Binding> bindings;
+  for (int i = 0; i < ctx.num_inputs() && i < node.num_inputs(); ++i) {
+    const ir::Value* value = node.input(i);
+    const Type* t = ctx.input_type(i);
+    if (value == nullptr || value->name().empty() || t == nullptr || !Complete(*t) ||
+        t->kind == Type::Kind::kOpaque || (t->kind == Type::Kind::kMap && t->elem_type == 0)) {
+      continue;
+    }
+    const ops::FormalParameter* f = FormalAt(schema.inputs(), i);
+    if (f == nullptr || schema.AllowedTypes(*f).empty()) continue;
+    const pb::TypeProto proto = TypeToProto(WithoutShapes(*t));
+    const std::string text = ops::TypeToString(proto);
+    const std::string label = absl::StrCat("input '", Sv(value->name()), "' (#", i, ")");
+    const bool declared = Declared(*value);
+    if (!declared) {
+      bool ok = false;
+      for (std::string_view a : schema.AllowedTypes(*f)) ok = ok || ops::TypeStringMatches(a, proto);
+      if (!ok) {
+        Report(IssueKind::kTypeConstraint, NodeLocation(node),
+               absl::StrCat(label, " is ", text, ", but ", Sv(node.op_type()), "-", schema.since_version(),
+                            " allows ", TypeListing(schema, *f)));
+        return true;
+      }
+    }
+    if (!f->is_type_parameter() || (f->option == ops::ParamOption::kVariadic && !f->homogeneous)) continue;
+    auto [it, inserted] = bindings.try_emplace(f->type_str, Binding{text, label, declared});
+    if (!inserted && it->second.type != text && !(it->second.declared && declared)) {
+      Report(IssueKind::kTypeConstraint, NodeLocation(node),
+             absl::StrCat("type variable ", Sv(f->type_str), " of ", Sv(node.op_type()), "-",
+                          schema.since_version(), " is ", it->second.type, " for ", it->second.what, " but ",
+                          text, " for ", label, ": all values bound to ", Sv(f->type_str),
+                          " must have the same type"));
+      return true;
+    }
+  }
+  return false;
+}
+
 void Engine::InferNode(const ir::Node& node) {
   std::vector<const ValueState*> inputs;
   inputs.reserve(node.inputs().size());
@@ -320,9 +382,10 @@ void Engine::InferNode(const ir::Node& node) {
       functions_.count({std::string(ops::CanonicalDomain(node.domain())), node.op_type()}) > 0;
   if (opset && !function_call) {
     if (const ops::OpSchema* schema = ops::FindSchema(node.domain(), node.op_type(), *opset)) {
+      const bool reported = CheckInputConstraints(*schema, node, ctx);
       InferSchemaTypes(*schema, ctx);
       if (ShapeFn fn = FindShapeFn(node.domain(), node.op_type())) fn(ctx);
-      CheckOutputConstraints(*schema, node, ctx);
+      if (!reported) CheckOutputConstraints(*schema, node, ctx);
     }
   }
   std::string location;

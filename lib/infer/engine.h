@@ -46,6 +46,10 @@ class Engine : public SubgraphInferrer {
   void InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs);
   void InferNode(const ir::Node& node);
   void CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx);
+  // Inputs whose type only inference knows: allowed by their formal, and
+  // the same type wherever a type variable binds them.
+  // True when it reported one (the node's outputs are then not checked).
+  bool CheckInputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx);
   // Stores `inferred` for `value` after comparing it with the declared type.
   void Settle(const ir::Value* value, ValueState inferred, const std::string& location);
   void CheckGraphOutputs(const ir::Graph& graph);

@@ -128,10 +128,31 @@ TEST(ConflictTest, InferredSequenceThroughATensorOnlyOpIsE0603) {
   };
   std::vector<std::string> issues = Issues(model(13));
   ASSERT_EQ(issues.size(), 1u);
-  EXPECT_THAT(issues[0],
-              ::testing::StartsWith("E0603 graph 'main' › node 'id' (Identity): output 't' would be "
-                                    "seq(tensor(float)), but Identity-13 allows T in {"));
+  EXPECT_THAT(issues[0], ::testing::StartsWith("E0603 graph 'main' › node 'id' (Identity): input 's' (#0) is "
+                                               "seq(tensor(float)), but Identity-13 allows T in {"));
   EXPECT_THAT(Issues(model(16)), IsEmpty());
+}
+
+// A type only inference knows (Relu's output) bound with an initializer's
+// other type to Add's T: the node rules cannot see it, inference does.
+TEST(ConflictTest, InferredTypeVariableMismatchIsE0603) {
+  pb::TensorProto b;
+  b.name = "b";
+  b.data_type = pb::kInt64;
+  b.dims = {2};
+  b.int64_data = {1, 2};
+  pb::GraphProto g = GraphBuilder("main")
+                         .Input("x", pb::kFloat, std::vector<int64_t>{2})
+                         .Initializer(std::move(b))
+                         .Node("Relu", {"x"}, {"r"}, {}, "relu")
+                         .Node("Add", {"r", "b"}, {"y"}, {}, "add")
+                         .Output("y", pb::kFloat, std::vector<int64_t>{2})
+                         .Build();
+  std::vector<std::string> issues = Issues(ModelFromGraph(std::move(g), 17));
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_THAT(issues[0],
+              ::testing::StartsWith("E0603 graph 'main' › node 'add' (Add): type variable T of Add-14 is "
+                                    "tensor(float) for input 'r' (#0) but tensor(int64) for input 'b' (#1)"));
 }
 
 }  // namespace
