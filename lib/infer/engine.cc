@@ -248,7 +248,14 @@ void Engine::InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs)
     Settle(v, std::move(s), absl::StrCat(where(), kSep, "input '", Sv(v->name()), "'"));
   }
   for (const ir::Value* v : graph.initializers()) {
-    Settle(v, StateFromTensor(*v->initializer()), absl::StrCat(where(), kSep, "initializer '", Sv(v->name()), "'"));
+    ValueState s = StateFromTensor(*v->initializer());
+    // An initializer that is also a graph input (from IR 4 on) is only a
+    // default the caller may override: its contents are not known.
+    if (v->is_graph_input() && model_.ir_version() >= 4) {
+      s.data.reset();
+      s.float_data.reset();
+    }
+    Settle(v, std::move(s), absl::StrCat(where(), kSep, "initializer '", Sv(v->name()), "'"));
   }
   for (const ir::Value* v : graph.sparse_initializers()) {
     Settle(v, StateFromSparseTensor(*v->sparse_initializer()),
