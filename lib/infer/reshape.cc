@@ -164,7 +164,10 @@ void ShapeReshape(NodeContext& ctx) {
 
 void ShapeFlatten(NodeContext& ctx) {
   const Dims* in = ctx.input_shape(0);
-  if (in == nullptr) return;
+  if (in == nullptr) {  // whatever the input's rank, the output is 2-D
+    ctx.set_shape(0, {Dim::Unknown(), Dim::Unknown()});
+    return;
+  }
   const int64_t rank = static_cast<int64_t>(in->size());
   int64_t axis = ctx.attr_int("axis", 1);
   if (axis < -rank || axis > rank || (axis < 0 && ctx.opset() < 11)) {
