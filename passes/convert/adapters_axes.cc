@@ -34,7 +34,9 @@ absl::Status InputToAttr(Step& step, std::string_view attr, int index) {
   if (index >= step.node->num_inputs() || step.node->input(index) == nullptr) return absl::OkStatus();
   std::optional<std::vector<int64_t>> v = ConstInts(step, index);
   if (!v) return Block(absl::StrCat("input '", step.node->input(index)->name(), "' (", Sv(attr), ") is not constant"));
-  step.node->SetAttribute(IntsAttr(std::string(attr), *v));
+  // Empty (Squeeze's or a reduction's "all axes"): the attribute left out,
+  // as an INTS attribute without values is malformed.
+  if (!v->empty()) step.node->SetAttribute(IntsAttr(std::string(attr), *v));
   return step.graph->SetInput(step.node, index, nullptr);
 }
 
@@ -65,6 +67,18 @@ absl::Status AxesInputToAttr(Step& step) {
       return absl::OkStatus();
     }
     step.node->RemoveAttribute("noop_with_empty_axes");
+  }
+  const std::string& op = step.node->op_type();
+  if (has_axes && (op == "Squeeze" || op == "Unsqueeze")) {
+    // An empty axes tensor squeezes nothing (as the ONNX reference reads
+    // it); without the attribute Squeeze would drop every 1.
+    std::optional<std::vector<int64_t>> v = ConstInts(step, 1);
+    if (v && v->empty()) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Node * same, AddBefore(step, "Identity", {step.node->input(0)}, 1));
+      ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, same->output(0)));
+      step.replaced = true;
+      return absl::OkStatus();
+    }
   }
   ONNXKIT_RETURN_IF_ERROR(InputToAttr(step, "axes", 1));
   return GenericStep(step);
@@ -107,6 +121,16 @@ absl::Status SplitDropNumOutputs(Step& step) {
       }
     }
     step.node->RemoveAttribute("num_outputs");
+  }
+  return GenericStep(step);
+}
+
+// Split-18 wants num_outputs where no split input says the sizes (equal
+// parts, one per output).
+absl::Status SplitAddNumOutputs(Step& step) {
+  const bool sizes = step.node->num_inputs() > 1 && step.node->input(1) != nullptr;
+  if (!sizes && !step.node->GetInt("num_outputs")) {
+    step.node->SetAttribute(IntAttr("num_outputs", step.node->num_outputs()));
   }
   return GenericStep(step);
 }

@@ -194,6 +194,24 @@ absl::Status ExpandResize(Step& step) {
   return absl::OkStatus();
 }
 
+// Whether the constant float scales of input `i` shrink (< 1) and grow (> 1)
+// some axis; neither when they are not constant.
+struct ScaleDirections {
+  bool shrinks = false, grows = false;
+};
+
+ScaleDirections Directions(Step& step, int i) {
+  ScaleDirections d;
+  if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return d;
+  absl::StatusOr<runner::Tensor> t = ConstantTensor(*step.node->input(i), *step.ctx);
+  if (!t.ok() || t->dtype() != pb::kFloat) return d;
+  for (int64_t k = 0; k < t->size(); ++k) {
+    d.shrinks = d.shrinks || t->data<float>()[k] < 1;
+    d.grows = d.grows || t->data<float>()[k] > 1;
+  }
+  return d;
+}
+
 // The step, or the expansion where the step has no equivalent.
 absl::Status ResizeStepOrExpand(Step& step, AdapterFn fn) {
   absl::Status st = fn(step);
@@ -238,29 +256,22 @@ absl::Status UpsampleToResize(Step& step) {
   return GenericStep(step);
 }
 
-absl::Status ResizeToUpsample(Step& step) {
+namespace {
+
+absl::Status ResizeToUpsampleStep(Step& step) {
+  // Upsample's scales are at least 1; scales only known at run time are
+  // left to verification.
+  if (Directions(step, 1).shrinks) return Block("Upsample cannot shrink an axis (a scale below 1)");
   step.node->set_op_type("Upsample");
   step.to = ops::FindSchema("", "Upsample", 9);
   return GenericStep(step);
 }
 
-// Whether the constant float scales of input `i` shrink (< 1) and grow (> 1)
-// some axis; neither when they are not constant.
-struct ScaleDirections {
-  bool shrinks = false, grows = false;
-};
+}  // namespace
 
-ScaleDirections Directions(Step& step, int i) {
-  ScaleDirections d;
-  if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return d;
-  absl::StatusOr<runner::Tensor> t = ConstantTensor(*step.node->input(i), *step.ctx);
-  if (!t.ok() || t->dtype() != pb::kFloat) return d;
-  for (int64_t k = 0; k < t->size(); ++k) {
-    d.shrinks = d.shrinks || t->data<float>()[k] < 1;
-    d.grows = d.grows || t->data<float>()[k] > 1;
-  }
-  return d;
-}
+absl::Status ResizeToUpsample(Step& step) { return ResizeStepOrExpand(step, ResizeToUpsampleStep); }
+
+namespace {
 
 absl::Status ResizeUp11Step(Step& step) {
   const bool nearest = step.node->GetString("mode").value_or("nearest") == "nearest";
@@ -277,6 +288,8 @@ absl::Status ResizeUp11Step(Step& step) {
   step.check_names = false;
   return GenericStep(step);
 }
+
+}  // namespace
 
 absl::Status ResizeUp11(Step& step) { return ResizeStepOrExpand(step, ResizeUp11Step); }
 
@@ -312,6 +325,12 @@ absl::Status ResizeDown13(Step& step) {
     while (step.node->num_inputs() <= i) ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, nullptr));
     ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, i, empty));
   }
+  return GenericStep(step);
+}
+
+absl::Status PadDown19(Step& step) {
+  if (step.node->GetString("mode").value_or("constant") == "wrap")
+    return Block("mode 'wrap' has no Pad before 19");
   return GenericStep(step);
 }
 

@@ -109,7 +109,9 @@ int64_t IrVersionForOpset(int64_t opset) {
   if (opset <= 18) return 8;
   if (opset <= 20) return 9;
   if (opset <= 22) return 10;
-  return 11;
+  if (opset == 23) return 11;
+  if (opset == 24) return 12;
+  return 13;
 }
 
 int64_t IrVersionForMlOpset(int64_t opset) {
@@ -194,8 +196,9 @@ absl::StatusOr<ConvertResult> Convert(const io::LoadedModel& loaded, const Conve
   if (up) needed = std::max(needed, result.ir_before);
   // No opset change: the IR version stays.
   if ((!onnx_walk || to == *from) && result.target_ml_opset == result.source_ml_opset) needed = result.ir_before;
-  // bfloat16 tensors need IR 4.
+  // bfloat16 tensors need IR 4; model-local functions IR 8.
   if (options.precision && options.precision->target == pb::kBfloat16) needed = std::max<int64_t>(needed, 4);
+  if (!model->functions().empty()) needed = std::max<int64_t>(needed, 8);
   result.ir_after = options.ir_version.value_or(needed);
   model->set_ir_version(result.ir_after);
   if (result.ir_after < 4) {

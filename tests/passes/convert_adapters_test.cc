@@ -483,6 +483,9 @@ TEST(ConvertAdaptersTest, IrVersionTable) {
   EXPECT_EQ(IrVersionForOpset(17), 8);
   EXPECT_EQ(IrVersionForOpset(19), 9);
   EXPECT_EQ(IrVersionForOpset(21), 10);
+  EXPECT_EQ(IrVersionForOpset(23), 11);
+  EXPECT_EQ(IrVersionForOpset(24), 12);
+  EXPECT_EQ(IrVersionForOpset(28), 13);
 }
 
 // Names of the main graph's inputs.
@@ -669,6 +672,134 @@ TEST(ConvertAdaptersTest, Resize10NearestKeepsItsRoundingGoingUp) {
   ASSERT_TRUE(u.blockers.empty()) << u.blockers[0].reason;
   EXPECT_EQ(NearestModeOf(u.model), "floor");
   ExpectSameOutputs(up, u.model, {{"x", RandomFloats({1, 1, 2, 3}, 3)}});
+}
+
+// Shrinking Resize-10 has no Upsample (whose scales are at least 1): below
+// 10 it becomes Gathers.
+TEST(ConvertAdaptersTest, ShrinkingResize10BecomesGathersBelow10) {
+  Feeds shrink = {{"x", Floats({1, 1, 2, 4}, Iota(8))}};
+  pb::ModelProto down = Resize10({1, 1, 2, 4}, {1, 1, 0.6f, 0.6f});
+  ConvertResult r = ConvertTo(down, 9);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(OpCount(r.model, "Upsample"), 0);
+  EXPECT_THAT(OutputOf(r.model, shrink), ::testing::ElementsAre(1.f, 3.f));
+  ExpectValid(r.model);
+  // Growing: Upsample.
+  ConvertResult u = ConvertTo(Resize10({1, 1, 2, 3}, {1, 1, 2, 1.5f}), 9);
+  ASSERT_TRUE(u.blockers.empty()) << u.blockers[0].reason;
+  EXPECT_EQ(OpCount(u.model, "Upsample"), 1);
+}
+
+TEST(ConvertAdaptersTest, SplitIntoEqualPartsGetsNumOutputsFrom18) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 6}})
+                                        .Node("Split", {"x"}, {"a", "b", "c"}, {AttrInt("axis", 1)}, "split")
+                                        .Output("a", pb::kFloat)
+                                        .Output("b", pb::kFloat)
+                                        .Output("c", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  for (int64_t target : {18, 21}) {
+    ConvertResult r = ConvertTo(m, target);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    ASSERT_EQ(r.model.graph->node.size(), 1u);
+    int64_t num_outputs = 0;
+    for (const pb::AttributeProto& a : r.model.graph->node[0].attribute) {
+      if (a.name == "num_outputs") num_outputs = a.i;
+    }
+    EXPECT_EQ(num_outputs, 3);
+    ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 6}, 4)}});
+    ExpectValid(r.model);
+  }
+}
+
+TEST(ConvertAdaptersTest, PadWrapBlocksBelow19) {
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, {{2, 3}});
+  b.Initializer(Named(Int64s({4}, {0, 1, 0, 1}), "pads"));
+  b.Node("Pad", {"x", "pads"}, {"y"}, {AttrString("mode", "wrap")}, "pad");
+  b.Output("y", pb::kFloat);
+  ConvertResult r = ConvertTo(ModelFromGraph(b.Build(), 19, 9), 18);
+  ASSERT_EQ(r.blockers.size(), 1u);
+  EXPECT_THAT(r.blockers[0].reason, HasSubstr("mode 'wrap'"));
+}
+
+// An empty constant axes input going down: a reduction over every axis has
+// no axes attribute (not an empty one); Squeeze of nothing is an Identity.
+TEST(ConvertAdaptersTest, EmptyAxesInputsGoDownWithoutAnEmptyAttribute) {
+  for (std::string op : {"ReduceMin", "Squeeze"}) {
+    SCOPED_TRACE(op);
+    GraphBuilder b("g");
+    b.Input("x", pb::kFloat, {{1, 3, 1}});
+    b.Initializer(Named(Int64s({0}, {}), "axes"));
+    b.Node(op, {"x", "axes"}, {"y"}, {}, "n");
+    b.Output("y", pb::kFloat);
+    pb::ModelProto m = ModelFromGraph(b.Build(), 18, 8);
+    ConvertResult r = ConvertTo(m, 11);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    for (const pb::NodeProto& n : r.model.graph->node) {
+      for (const pb::AttributeProto& a : n.attribute) EXPECT_NE(a.name, "axes") << n.op_type;
+    }
+    EXPECT_EQ(OpCount(r.model, "Squeeze"), 0);
+    ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 3, 1}, 5)}});
+    ExpectValid(r.model);
+  }
+}
+
+// From IR 4 an initializer that is also a graph input is a default the
+// caller may replace: not a constant to build attributes from.
+TEST(ConvertAdaptersTest, OverridableInitializerIsNotAConstant) {
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, {{2, 3}});
+  b.Input("ax", pb::kInt64, {{1}});
+  b.Initializer(Named(Int64s({1}, {0}), "ax"));
+  b.Node("Unsqueeze", {"x", "ax"}, {"y"}, {}, "unsq");
+  b.Output("y", pb::kFloat);
+  ConvertResult r = ConvertTo(ModelFromGraph(b.Build(), 13, 7), 11);
+  ASSERT_EQ(r.blockers.size(), 1u);
+  EXPECT_THAT(r.blockers[0].reason, HasSubstr("not constant"));
+}
+
+// Flatten's output is 2-D whatever its input's rank: Softmax(axis=-1) after
+// it goes below 11 (where a negative axis needs the rank).
+TEST(ConvertAdaptersTest, FlattenOutputRankIsKnownWithoutTheInputs) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat)
+                                        .Node("Flatten", {"x"}, {"f"}, {AttrInt("axis", 1)}, "flat")
+                                        .Node("Softmax", {"f"}, {"y"}, {AttrInt("axis", -1)}, "soft")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult r = ConvertTo(m, 10);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 3, 4}, 6)}});
+}
+
+// Local functions need IR 8 whatever the opset.
+TEST(ConvertAdaptersTest, LocalFunctionsKeepIr8GoingDown) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2}})
+                                        .Node("Relu", {"x"}, {"y"}, {}, "r")
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    15, 8);
+  pb::FunctionProto f;
+  f.name = "MyRelu";
+  f.domain = "local";
+  f.input = {"a"};
+  f.output = {"b"};
+  pb::NodeProto n;
+  n.op_type = "Relu";
+  n.input = {"a"};
+  n.output = {"b"};
+  f.node.push_back(n);
+  pb::OperatorSetIdProto onnx;
+  onnx.version = 15;
+  f.opset_import.push_back(onnx);
+  m.functions.push_back(f);
+  ConvertResult r = ConvertTo(m, 13);
+  ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+  EXPECT_EQ(r.model.ir_version, 8);
 }
 
 TEST(ConvertAdaptersTest, ResizeWithRuntimeScalesBlocksWithBothReasons) {
