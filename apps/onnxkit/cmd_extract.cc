@@ -29,6 +29,7 @@ absl::StatusOr<int> RunExtract(const ExtractOptions& o) {
   auto result = extract::ExtractModel(loaded->proto, request, &stats);
   if (!result.ok()) {
     const absl::Status& s = result.status();
+    if (IsUsageError(s)) return s;  // the request itself (empty or repeated names)
     // A name that is not in the model, or a cut that cannot be computed from
     // the given inputs, is a problem with the arguments.
     if (s.code() == absl::StatusCode::kNotFound || s.code() == absl::StatusCode::kFailedPrecondition) {

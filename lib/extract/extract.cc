@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/base/usage_error.h"
 #include "lib/ir/ir.h"
 #include "lib/onnx_bridge/shape_inference_bridge.h"
 
@@ -126,19 +127,19 @@ class TypeFinder {
 };
 
 absl::Status CheckRequest(const ExtractRequest& request) {
-  if (request.outputs.empty()) return absl::InvalidArgumentError("no output tensor given");
+  if (request.outputs.empty()) return UsageError("no output tensor given");
   std::set<std::string> seen;
   for (const auto* list : {&request.inputs, &request.outputs}) {
     for (const auto& name : *list) {
-      if (name.empty()) return absl::InvalidArgumentError("a tensor name is empty");
+      if (name.empty()) return UsageError("a tensor name is empty");
     }
   }
   for (const auto& name : request.inputs) {
-    if (!seen.insert(name).second) return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is given twice"));
+    if (!seen.insert(name).second) return UsageError(absl::StrCat("input '", name, "' is given twice"));
   }
   seen.clear();
   for (const auto& name : request.outputs) {
-    if (!seen.insert(name).second) return absl::InvalidArgumentError(absl::StrCat("output '", name, "' is given twice"));
+    if (!seen.insert(name).second) return UsageError(absl::StrCat("output '", name, "' is given twice"));
   }
   return absl::OkStatus();
 }

@@ -101,6 +101,17 @@ TEST(ExtractCliTest, UsageErrorsExit2) {
   EXPECT_EQ(RunCli({"extract", Squeezenet(), "-O", "/tmp/x.onnx"}).exit_code, 2);  // no -o
   EXPECT_EQ(RunCli({"extract", Squeezenet(), "-o", "r5", "-O", "/tmp/x.onnx", "--external-data", "-5"}).exit_code,
             2);
+  // Names given twice or empty are the request's fault, not the model's.
+  std::filesystem::path out = MakeTempDir() / "o.onnx";
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"extract", Squeezenet(), "-o", "r5", "-o", "r5", "-O", out.string()},
+           {"extract", Squeezenet(), "-o", "", "-O", out.string()},
+           {"extract", Squeezenet(), "-i", "", "-o", "r5", "-O", out.string()}}) {
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr(Squeezenet()))) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(ExtractCliTest, MissingOutputFolderExits3AndWritesNothing) {
