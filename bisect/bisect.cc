@@ -77,13 +77,22 @@ absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options) {
 
   TypeSource types(golden.get(), infer::InferredTypes(loaded.proto));
   ReduceOptions reduce = options.reduce;
+  // One call of the budget stays for the final test of the result.
+  reduce.max_calls = std::max<int64_t>(reduce.max_calls - 1, 0);
   Reducer reducer(loaded.proto, oracle.get(), golden.get(), &types, oracle_options, reduce);
   reducer.AddCalls(outcome.samples_tried);  // Prepare
   ONNXKIT_ASSIGN_OR_RETURN(outcome.result, reducer.Run());
-  // The result must still fail: test it once more, as the bundle will.
-  auto again = oracle->Test(outcome.result.model);
-  outcome.reproduces = again.ok() && *again;
-  ++outcome.result.calls;
+  // The result must still fail: test it once more, as the bundle will
+  // (the original, unchanged, was tested by Prepare).
+  int64_t accepted = 0;
+  for (const StrategyEffect& e : outcome.result.effects) accepted += e.accepted;
+  if (accepted > 0) {
+    auto again = oracle->Test(outcome.result.model);
+    outcome.reproduces = again.ok() && *again;
+    ++outcome.result.calls;
+  } else {
+    outcome.reproduces = true;
+  }
   if (!options.output_dir.empty()) ONNXKIT_RETURN_IF_ERROR(WriteBundle(options, outcome, *golden, loaded.base_dir));
   return outcome;
 }

@@ -42,9 +42,14 @@ class CommandOracle : public Oracle {
   bool Runs() const override { return false; }
 
   absl::StatusOr<bool> Prepare(const pb::ModelProto& original, std::string* why) override {
+    timed_out_ = false;
     ONNXKIT_ASSIGN_OR_RETURN(bool interesting, Test(original));
-    if (!interesting) *why = re_ ? "the command's output on the original does not match --fail-regex"
-                                 : "the command exits 0 on the original";
+    if (!interesting) {
+      *why = timed_out_ ? absl::StrCat("the command ran past --timeout (", o_.timeout_seconds,
+                                       " s) on the original; a timeout is not a failure")
+             : re_      ? "the command's output on the original does not match --fail-regex"
+                        : "the command exits 0 on the original";
+    }
     return interesting;
   }
 
@@ -141,6 +146,7 @@ class CommandOracle : public Oracle {
           int status = 0;
           waitpid(pids[k], &status, 0);
           done[k] = true;  // a timeout is not interesting
+          timed_out_ = true;
         }
         left = 0;
       }
@@ -164,6 +170,7 @@ class CommandOracle : public Oracle {
   const GoldenStore* golden_;
   std::optional<std::regex> re_;
   int64_t counter_ = 0;
+  bool timed_out_ = false;  // some call of the last batch was killed at --timeout
 };
 
 }  // namespace

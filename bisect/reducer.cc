@@ -1,6 +1,7 @@
 // The reducer loop: strategies in rounds until nothing shrinks.
 #include "bisect/reducer.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -24,11 +25,14 @@ bool Reducer::OutOfBudget() const {
   return calls_ >= options_.max_calls || elapsed > options_.time_limit_seconds;
 }
 
-absl::StatusOr<int> Reducer::TryFirst(int count, const std::function<absl::StatusOr<pb::ModelProto>(int)>& make) {
-  int batch = std::max(1, options_.jobs);
+absl::StatusOr<int> Reducer::TryFirst(int count,
+                                      const std::function<absl::StatusOr<pb::ModelProto>(int)>& make) {
   int next = 0;
   while (next < count) {
     if (OutOfBudget()) return -1;
+    // No more candidates at once than calls are left.
+    const int batch =
+        static_cast<int>(std::min<int64_t>(std::max(1, options_.jobs), options_.max_calls - calls_));
     std::vector<pb::ModelProto> candidates;
     std::vector<int> index;
     while (next < count && static_cast<int>(candidates.size()) < batch) {

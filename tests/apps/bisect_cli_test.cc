@@ -206,6 +206,33 @@ TEST_F(BisectCliTest, AnOriginalThatTimesOutSaysSo) {
   EXPECT_EQ(r.err.find("outputs match"), std::string::npos) << r.err;
 }
 
+TEST_F(BisectCliTest, ACommandPastTimeoutOnTheOriginalSaysSo) {
+  CliResult r = RunCli(
+      {"bisect", model_, "--command", "sleep 5; exit 1", "--timeout", "0.3", "-o", (dir_ / "t").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("ran past --timeout"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("exits 0"), std::string::npos) << r.err;
+}
+
+// --max-calls counts every oracle call: the original's, the reduction's and
+// the final test's, with any -j.
+TEST_F(BisectCliTest, MaxCallsIsNeverExceeded) {
+  for (int jobs : {1, 2}) {
+    for (int max : {1, 3, 7}) {
+      SCOPED_TRACE(absl::StrCat("-j ", jobs, " --max-calls ", max));
+      fs::path out = dir_ / absl::StrCat("o", jobs, "_", max);
+      CliResult r = RunCli({"bisect", model_, "--command", "! grep -q planted {model}", "--max-calls",
+                            std::to_string(max), "-j", std::to_string(jobs), "-o", out.string()});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      std::ifstream in(out / "report.json");
+      std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      size_t at = json.find("\"oracle_calls\": ");
+      ASSERT_NE(at, std::string::npos) << json;
+      EXPECT_LE(std::atoi(json.c_str() + at + 16), max) << json;
+    }
+  }
+}
+
 TEST_F(BisectCliTest, ListStrategies) {
   CliResult r = RunCli({"bisect", "--list-strategies"});
   EXPECT_EQ(r.exit_code, 0);
