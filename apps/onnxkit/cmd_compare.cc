@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "apps/onnxkit/commands.h"
 #include "lib/base/json_writer.h"
@@ -190,8 +191,16 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   runner::InputSpec spec = o.inputs;
   if (!o.reference.empty() && spec.dir.empty() && spec.files.empty() && !spec.random) spec.dir = o.reference;
 
-  // Side A, dumping intermediates to a scratch folder for --per-layer.
+  // Side A, dumping intermediates to a scratch folder for --per-layer,
+  // removed on every way out.
   fs::path scratch;
+  struct RemoveOnExit {
+    const fs::path& path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } remove_scratch{scratch};
   std::vector<std::pair<std::string, std::string>> a_layers;  // tensor name, producer label
   runner::SessionOptions a_options;
   a_options.device = o.device;
@@ -281,20 +290,57 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     auto b_out = b->Run(*feeds);
     if (!b_out.ok()) return AnnotateStatus(b_out.status(), absl::StrCat("--b ", o.b));
     std::vector<const ir::Value*> b_names = b->Outputs();
+    // Outputs pair by name; when the two models share no output name and
+    // have as many outputs, by position (said on stderr). Outputs left
+    // without a partner are named on stderr; none paired is a usage error.
+    std::vector<std::pair<size_t, size_t>> pairs;
+    std::vector<bool> b_paired(b_names.size(), false);
     for (size_t i = 0; i < a_names.size(); ++i) {
-      size_t j = i;
       for (size_t k = 0; k < b_names.size(); ++k) {
-        if (b_names[k]->name() == a_names[i]->name()) j = k;
+        if (!b_paired[k] && b_names[k]->name() == a_names[i]->name()) {
+          pairs.emplace_back(i, k);
+          b_paired[k] = true;
+          break;
+        }
       }
-      if (j >= b_out->size()) continue;
-      const std::string& name = a_names[i]->name();
-      outputs.push_back({name, "", runner::CompareValues((*a_out)[i], (*b_out)[j], tolerances.For(name, (*b_out)[j]))});
+    }
+    const bool by_position = pairs.empty() && a_names.size() == b_names.size();
+    if (by_position) {
+      for (size_t i = 0; i < a_names.size(); ++i) pairs.emplace_back(i, i);
+      std::cerr << "onnxkit: note: --a and --b share no output name; outputs are paired by position\n";
+    } else {
+      std::vector<std::string> alone;
+      std::vector<bool> a_paired(a_names.size(), false);
+      for (const auto& [i, k] : pairs) a_paired[i] = true;
+      for (size_t i = 0; i < a_names.size(); ++i) {
+        if (!a_paired[i]) alone.push_back(absl::StrCat("--a '", a_names[i]->name(), "'"));
+      }
+      for (size_t k = 0; k < b_names.size(); ++k) {
+        if (!b_paired[k]) alone.push_back(absl::StrCat("--b '", b_names[k]->name(), "'"));
+      }
+      if (pairs.empty()) {
+        return UsageError(
+            absl::StrCat("--a and --b have no output name in common and different output counts (",
+                         absl::StrJoin(alone, ", "), ")"));
+      }
+      if (!alone.empty()) {
+        std::cerr << "onnxkit: note: not compared (no output of that name on the other side): "
+                  << absl::StrJoin(alone, ", ") << "\n";
+      }
+    }
+    for (const auto& [i, j] : pairs) {
+      if (i >= a_out->size() || j >= b_out->size()) continue;
+      std::string name = a_names[i]->name();
+      if (by_position && b_names[j]->name() != name)
+        absl::StrAppend(&name, " (--b '", b_names[j]->name(), "')");
+      outputs.push_back(
+          {name, "",
+           runner::CompareValues((*a_out)[i], (*b_out)[j], tolerances.For(a_names[i]->name(), (*b_out)[j]))});
     }
     for (const auto& [name, producer] : a_layers) {
       auto it = layer_metrics.find(name);
       if (it != layer_metrics.end()) layers.push_back({name, producer, it->second});
     }
-    if (!scratch.empty()) fs::remove_all(scratch);
   }
 
   bool ok = std::all_of(outputs.begin(), outputs.end(), [](const Row& r) { return r.metrics.within_tolerance; });

@@ -280,6 +280,69 @@ TEST(RunCliTest, DumpAllAndPerLayerSeeEveryIterationOfABody) {
 
 // A body value named like an enclosing graph's value is keyed with its
 // body, so its runs are not counted as further runs of the outer value.
+// Outputs named `names` (each x + i): models to pair outputs of.
+std::string WriteOutputsModel(const fs::path& dir, const std::string& file, std::vector<std::string> names,
+                              float offset = 0) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{2});
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string c = "c" + std::to_string(i);
+    g.Initializer(RawFloatTensor(c, {1}, static_cast<float>(i) + offset));
+    g.Node("Add", {"x", c}, {names[i]});
+    g.Output(names[i], pb::kFloat);
+  }
+  fs::path path = dir / file;
+  EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build()), dir, path).ok());
+  return path.string();
+}
+
+TEST(CompareCliTest, OutputsPairByNameOrSayHowTheyPair) {
+  auto dir = MakeTempDir();
+  std::string rn = WriteOutputsModel(dir, "rn.onnx", {"r", "n"});
+  std::string nr = WriteOutputsModel(dir, "nr.onnx", {"n", "r"}, -1);  // n = x - 1 + 0, r = x - 1 + 1
+  std::string n = WriteOutputsModel(dir, "n.onnx", {"n"}, 1);          // n = x + 1, as rn's n
+  std::string pq = WriteOutputsModel(dir, "pq.onnx", {"p", "q"});
+  std::string p = WriteOutputsModel(dir, "p.onnx", {"p"});
+  // By name whatever the order: rn's r (x) is nr's r (x), n (x + 1) is not n (x - 1).
+  CliResult swapped = RunCli({"compare", "--a", rn, "--b", nr, "--random", "--json"});
+  EXPECT_EQ(swapped.exit_code, 1) << swapped.err;
+  EXPECT_THAT(swapped.out, HasSubstr("\"name\": \"r\",\n      \"within_tolerance\": true"));
+  // A's r has no partner in B: named, and B's n is compared with A's n.
+  CliResult fewer = RunCli({"compare", "--a", rn, "--b", n, "--random"});
+  EXPECT_EQ(fewer.exit_code, 0) << fewer.err;
+  EXPECT_THAT(fewer.err, HasSubstr("not compared (no output of that name on the other side): --a 'r'"));
+  // No name in common, as many outputs: by position, said.
+  CliResult position = RunCli({"compare", "--a", rn, "--b", pq, "--random"});
+  EXPECT_EQ(position.exit_code, 0) << position.err;
+  EXPECT_THAT(position.err, HasSubstr("paired by position"));
+  EXPECT_THAT(position.out, HasSubstr("r (--b 'p')"));
+  // Nothing to pair.
+  CliResult none = RunCli({"compare", "--a", rn, "--b", p, "--random"});
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("no output name in common"));
+}
+
+// --per-layer's scratch folder goes however compare ends.
+TEST(CompareCliTest, PerLayerLeavesNoScratchFolder) {
+  auto dir = MakeTempDir();
+  std::string a = WriteModel(dir, "a.onnx", 1);
+  auto leftovers = [] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path())) {
+      n += e.path().filename().string().rfind("onnxkit-compare-", 0) == 0 ? 1 : 0;
+    }
+    return n;
+  };
+  const int before = leftovers();
+  EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--random", "--per-layer"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--random", "--per-layer", "--tol", "nope=1,1"}).exit_code,
+            2);
+  EXPECT_EQ(RunCli({"compare", "--a", a, "--b", (dir / "missing.onnx").string(), "--random", "--per-layer"})
+                .exit_code,
+            3);
+  EXPECT_EQ(leftovers(), before);
+}
+
 TEST(RunCliTest, ShadowingBodyValuesAreKeyedWithTheirBody) {
   auto dir = MakeTempDir();
   std::string a = WriteLoopModel(dir, "a.onnx", 1, /*shadow=*/true);
