@@ -30,9 +30,10 @@ absl::StatusOr<int> Oracle::TestFirst(const std::vector<pb::ModelProto>& candida
   return -1;
 }
 
-bool StructurallyValid(const pb::ModelProto& model, const std::vector<std::string>* allowed_codes) {
+bool StructurallyValid(const pb::ModelProto& model, const std::vector<std::string>* allowed_codes,
+                       const std::filesystem::path& base_dir) {
   checker::CheckOptions options;
-  checker::CheckResult r = checker::CheckModel(model, {}, options);
+  checker::CheckResult r = checker::CheckModel(model, base_dir, options);
   for (const checker::Diagnostic& d : r.diagnostics) {
     if (d.severity != checker::Severity::kError) continue;
     if (allowed_codes == nullptr || d.rule == nullptr) return false;
@@ -45,7 +46,7 @@ bool StructurallyValid(const pb::ModelProto& model, const std::vector<std::strin
 
 bool Oracle::Valid(const pb::ModelProto& candidate) const {
   if (!ir::FromProto(candidate).ok()) return false;
-  return StructurallyValid(candidate, nullptr);
+  return StructurallyValid(candidate, nullptr, base_dir_);
 }
 
 ChildResult RunInChild(const std::function<std::string()>& fn, double timeout_seconds) {
@@ -104,14 +105,20 @@ ChildResult RunInChild(const std::function<std::string()>& fn, double timeout_se
 }
 
 absl::StatusOr<std::unique_ptr<Oracle>> MakeOracle(const OracleOptions& options, const GoldenStore* golden) {
+  absl::StatusOr<std::unique_ptr<Oracle>> oracle;
   switch (options.kind) {
     case OracleKind::kCheckFails:
-      return MakeCheckOracle(options);
+      oracle = MakeCheckOracle(options);
+      break;
     case OracleKind::kCommand:
-      return MakeCommandOracle(options, golden);
+      oracle = MakeCommandOracle(options, golden);
+      break;
     default:
-      return MakeRunOracle(options, golden);
+      oracle = MakeRunOracle(options, golden);
+      break;
   }
+  if (oracle.ok()) (*oracle)->set_base_dir(options.base_dir);
+  return oracle;
 }
 
 }  // namespace onnxkit::bisect

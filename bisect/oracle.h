@@ -66,9 +66,12 @@ class Oracle {
   virtual bool Runs() const { return true; }
   // Detail of the last interesting verdict (diagnostic, error message...).
   const std::string& detail() const { return detail_; }
+  // The original's folder, where candidates' external data resolves.
+  void set_base_dir(std::filesystem::path dir) { base_dir_ = std::move(dir); }
 
  protected:
   std::string detail_;
+  std::filesystem::path base_dir_;
 };
 
 // The oracle for `options`; `golden` must outlive it. InvalidArgument for a
@@ -77,7 +80,9 @@ absl::StatusOr<std::unique_ptr<Oracle>> MakeOracle(const OracleOptions& options,
 
 // Whether the structural checker rules accept `model`, and (when
 // `allowed_codes` is given) every error code it has is in it.
-bool StructurallyValid(const pb::ModelProto& model, const std::vector<std::string>* allowed_codes);
+// External data resolves in `base_dir`.
+bool StructurallyValid(const pb::ModelProto& model, const std::vector<std::string>* allowed_codes,
+                       const std::filesystem::path& base_dir);
 
 // The result of a function run in a forked child: what it wrote, or how
 // the child ended (crash signal, timeout).

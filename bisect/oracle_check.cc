@@ -49,15 +49,15 @@ class CheckFailsOracle : public Oracle {
   }
 
   bool Valid(const pb::ModelProto& candidate) const override {
-    return StructurallyValid(candidate, &allowed_);
+    return StructurallyValid(candidate, &allowed_, base_dir_);
   }
 
  private:
-  static std::vector<checker::Diagnostic> Check(const pb::ModelProto& model) {
+  std::vector<checker::Diagnostic> Check(const pb::ModelProto& model) const {
     checker::CheckOptions options;
     options.full = true;
     std::vector<checker::Diagnostic> errors;
-    for (checker::Diagnostic& d : checker::CheckModel(model, {}, options).diagnostics) {
+    for (checker::Diagnostic& d : checker::CheckModel(model, base_dir_, options).diagnostics) {
       if (d.severity == checker::Severity::kError && d.rule != nullptr) errors.push_back(std::move(d));
     }
     return errors;

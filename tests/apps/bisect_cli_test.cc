@@ -233,6 +233,35 @@ TEST_F(BisectCliTest, MaxCallsIsNeverExceeded) {
   }
 }
 
+// Candidates keep reading the original's external data (the planted node's
+// weights live there): the model still shrinks to that node.
+TEST_F(BisectCliTest, ModelsWithExternalDataShrink) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 256}});
+  b.Initializer(RawFloatTensor("w", {256}, 1));
+  std::string prev = "x";
+  for (int i = 0; i < 8; ++i) {
+    std::string out = i == 7 ? "y" : "t" + std::to_string(i);
+    if (i == 4) {
+      b.Node("Add", {prev, "w"}, {out}, {AttrInt("bogus", 1)}, "planted");
+    } else {
+      b.Node("Abs", {prev}, {out}, {}, "n" + std::to_string(i));
+    }
+    prev = out;
+  }
+  b.Output("y", pb::kFloat, {{2, 256}});
+  fs::path in = dir_ / "ext" / "m.onnx";
+  fs::create_directories(in.parent_path());
+  io::SaveOptions save;
+  save.external_data_threshold = 64;
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(b.Build()), {}, in, save).ok());
+  ASSERT_TRUE(fs::exists(in.string() + ".data"));
+  CliResult r = RunCli({"bisect", in.string(), "--check-fails", "E0404", "-o", (dir_ / "out").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("8 -> 1 nodes"), std::string::npos) << r.out;
+  EXPECT_EQ(RunCli({"check", "--full", (dir_ / "out" / "model.onnx").string()}).exit_code, 1);
+}
+
 TEST_F(BisectCliTest, ListStrategies) {
   CliResult r = RunCli({"bisect", "--list-strategies"});
   EXPECT_EQ(r.exit_code, 0);
