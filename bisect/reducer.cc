@@ -89,6 +89,7 @@ absl::StatusOr<ReduceResult> Reducer::Run() {
       e.calls += calls_ - calls_before;
       if (round == 0) e.nodes_before = before;
       e.nodes_after = total_nodes();
+      e.nodes_removed += before - total_nodes();
       e.accepted += changes_ - changes_before;
       changed = changed || changes_ != changes_before;
       // 1-minimal: the last ddmin ended at single-node granularity, and

@@ -31,6 +31,7 @@ struct StrategyEffect {
   int64_t calls = 0;
   int64_t accepted = 0;
   int nodes_before = 0, nodes_after = 0;  // every graph's nodes, bodies included
+  int nodes_removed = 0;                  // by this strategy's own steps, all rounds
   double seconds = 0;
 };
 

@@ -196,7 +196,8 @@ absl::StatusOr<int> RunBisectCmd(const BisectFlags& f) {
                                  r.nodes_after, r.calls, r.seconds, r.one_minimal ? " (1-minimal)" : "",
                                  outcome->reproduces ? "" : " (WARNING: the result no longer reproduces)");
     for (const bisect::StrategyEffect& e : r.effects) {
-      std::cout << absl::StrFormat("  %-14s %4d calls %5d -> %d nodes\n", e.name, e.calls, e.nodes_before, e.nodes_after);
+      std::cout << absl::StrFormat("  %-14s %4d calls %4d accepted %5d nodes removed\n", e.name, e.calls,
+                                   e.accepted, e.nodes_removed);
     }
     std::cout << "wrote " << f.output << "/{model.onnx,test_data_set_0,repro.sh,report.json}\n";
   }

@@ -262,6 +262,31 @@ TEST_F(BisectCliTest, ModelsWithExternalDataShrink) {
   EXPECT_EQ(RunCli({"check", "--full", (dir_ / "out" / "model.onnx").string()}).exit_code, 1);
 }
 
+// Zeroed weights change what the reduced model computes: the bundle then
+// carries no expected outputs (the original's would not match).
+TEST_F(BisectCliTest, NoStaleExpectedOutputsAfterWeightsAreZeroed) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}});
+  b.Initializer(RawFloatTensor("w", {4, 4}, 1));
+  b.Node("MatMul", {"x", "w"}, {"m"}, {}, "mm");
+  b.Node("Relu", {"m"}, {"y"}, {}, "relu");
+  b.Output("y", pb::kFloat, {{2, 4}});
+  fs::path in = dir_ / "mm.onnx";
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(b.Build()), {}, in).ok());
+  fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  std::ofstream(out / "before.onnx") << "stale";
+  CliResult r = RunCli(
+      {"bisect", in.string(), "--command", "! grep -q MatMul {model}", "--random", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream report(out / "report.json");
+  std::string json((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  ASSERT_NE(json.find("\"name\": \"initializers\",\n      \"calls\": "), std::string::npos) << json;
+  EXPECT_TRUE(fs::exists(out / "test_data_set_0" / "input_0.pb"));
+  EXPECT_FALSE(fs::exists(out / "test_data_set_0" / "output_0.pb")) << json;
+  EXPECT_FALSE(fs::exists(out / "before.onnx"));
+}
+
 TEST_F(BisectCliTest, ListStrategies) {
   CliResult r = RunCli({"bisect", "--list-strategies"});
   EXPECT_EQ(r.exit_code, 0);
