@@ -78,6 +78,11 @@ void ShapeSplit(NodeContext& ctx) {
     ctx.Fail(absl::StrCat("attribute 'num_outputs' is ", a->proto.i, " but the node has ", n, " outputs"));
     return;
   }
+  if (ctx.opset() >= 18 && ctx.has_input(1) == (ctx.attr("num_outputs") != nullptr)) {
+    ctx.Fail(ctx.has_input(1) ? "Split-18 takes the split input or the num_outputs attribute, not both"
+                              : "Split-18 needs the split input or the num_outputs attribute");
+    return;
+  }
   std::optional<std::vector<int64_t>> split;
   bool split_given = false;
   if (ctx.has_input(1)) {

@@ -39,6 +39,7 @@ TEST(SplitTest, SizesFromInputAttributeOrEvenly) {
   EXPECT_EQ(Infer(split, "a"), "float[2, 4]");
   EXPECT_EQ(Infer(split, "b"), "float[4, 4]");
   split.initializers.clear();
+  split.attributes = {AttrInt("num_outputs", 2)};
   EXPECT_EQ(Infer(split, "b"), "float[3, 4]");
   split.attributes = {AttrInts("split", {1, 5})};
   split.opset = 11;
@@ -64,6 +65,16 @@ TEST(SplitTest, ImpossibleSplitsAreE0601) {
   split.attributes = {AttrInt("num_outputs", 3)};
   EXPECT_THAT(IssuesOf(split), ElementsAre("E0601 graph 'g' › node 'n' (Split): Split: attribute 'num_outputs' is 3 "
                                            "but the node has 2 outputs"));
+  // From 18: the split input or num_outputs, exactly one of them.
+  split.attributes.clear();
+  EXPECT_THAT(IssuesOf(split),
+              ElementsAre("E0601 graph 'g' › node 'n' (Split): Split: Split-18 needs the split "
+                          "input or the num_outputs attribute"));
+  split.attributes = {AttrInt("num_outputs", 2)};
+  split.initializers = {Ints("s", {3, 4})};
+  EXPECT_THAT(IssuesOf(split),
+              ElementsAre("E0601 graph 'g' › node 'n' (Split): Split: Split-18 takes the split "
+                          "input or the num_outputs attribute, not both"));
 }
 
 OneNode Slice(std::vector<int64_t> in, std::vector<int64_t> starts, std::vector<int64_t> ends,
