@@ -285,38 +285,6 @@ void Engine::CheckGraphOutputs(const ir::Graph& graph) {
   }
 }
 
-// Outputs without a declared type (declared ones are the node rules'
-// business) whose inferred type the schema's formal does not allow.
-void Engine::CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
-  if (ctx.failed()) return;
-  for (int i = 0; i < node.num_outputs(); ++i) {
-    const ir::Value* value = node.output(i);
-    if (value == nullptr || value->name().empty() || value->type() != nullptr) continue;
-    const Type& type = ctx.outputs()[static_cast<size_t>(i)].type;
-    // Sequences, optionals and maps too: a sequence passed through an op
-    // that takes tensors only (Identity-13) shows here.
-    if (!Complete(type) || type.kind == Type::Kind::kOpaque ||
-        (type.kind == Type::Kind::kMap && type.elem_type == 0)) {
-      continue;
-    }
-    const ops::FormalParameter* f = FormalAt(schema.outputs(), i);
-    if (f == nullptr) continue;
-    const std::span<const std::string_view> allowed = schema.AllowedTypes(*f);
-    if (allowed.empty()) continue;
-    const pb::TypeProto proto = TypeToProto(WithoutShapes(type));
-    bool ok = false;
-    for (std::string_view a : allowed) ok = ok || ops::TypeStringMatches(a, proto);
-    if (ok) continue;
-    std::vector<absl::string_view> listed;
-    for (std::string_view a : allowed) listed.push_back(Sv(a));
-    Report(IssueKind::kTypeConstraint, NodeLocation(node),
-           absl::StrCat("output '", Sv(value->name()), "' would be ", ops::TypeToString(proto), ", but ",
-                        Sv(node.op_type()), "-", schema.since_version(), " allows ",
-                        f->is_type_parameter() ? absl::StrCat(Sv(f->type_str), " in {") : "{",
-                        absl::StrJoin(listed, ", "), "}"));
-  }
-}
-
 namespace {
 
 // A value whose type the file states (graph input, value_info, initializer):
@@ -332,7 +300,39 @@ std::string TypeListing(const ops::OpSchema& schema, const ops::FormalParameter&
                       absl::StrJoin(listed, ", "), "}");
 }
 
+// Whether inference knows `type` well enough to hold it against a formal.
+bool Checkable(const Type& type) {
+  return Complete(type) && type.kind != Type::Kind::kOpaque &&
+         !(type.kind == Type::Kind::kMap && type.elem_type == 0);
+}
+
 }  // namespace
+
+// Outputs without a declared type (declared ones are the node rules'
+// business) whose inferred type the schema's formal does not allow.
+void Engine::CheckOutputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
+  if (ctx.failed()) return;
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    const ir::Value* value = node.output(i);
+    if (value == nullptr || value->name().empty() || value->type() != nullptr) continue;
+    const Type& type = ctx.outputs()[static_cast<size_t>(i)].type;
+    // Sequences, optionals and maps too: a sequence passed through an op
+    // that takes tensors only (Identity-13) shows here.
+    if (!Checkable(type)) continue;
+    const ops::FormalParameter* f = FormalAt(schema.outputs(), i);
+    if (f == nullptr) continue;
+    const std::span<const std::string_view> allowed = schema.AllowedTypes(*f);
+    if (allowed.empty()) continue;
+    const pb::TypeProto proto = TypeToProto(WithoutShapes(type));
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || ops::TypeStringMatches(a, proto);
+    if (ok) continue;
+    Report(
+        IssueKind::kTypeConstraint, NodeLocation(node),
+        absl::StrCat("output '", Sv(value->name()), "' would be ", ops::TypeToString(proto), ", but ",
+                     Sv(node.op_type()), "-", schema.since_version(), " allows ", TypeListing(schema, *f)));
+  }
+}
 
 bool Engine::CheckInputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx) {
   struct Binding {
@@ -344,10 +344,7 @@ bool Engine::CheckInputConstraints(const ops::OpSchema& schema, const ir::Node& 
   for (int i = 0; i < ctx.num_inputs() && i < node.num_inputs(); ++i) {
     const ir::Value* value = node.input(i);
     const Type* t = ctx.input_type(i);
-    if (value == nullptr || value->name().empty() || t == nullptr || !Complete(*t) ||
-        t->kind == Type::Kind::kOpaque || (t->kind == Type::Kind::kMap && t->elem_type == 0)) {
-      continue;
-    }
+    if (value == nullptr || value->name().empty() || t == nullptr || !Checkable(*t)) continue;
     const ops::FormalParameter* f = FormalAt(schema.inputs(), i);
     if (f == nullptr || schema.AllowedTypes(*f).empty()) continue;
     const pb::TypeProto proto = TypeToProto(WithoutShapes(*t));
