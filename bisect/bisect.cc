@@ -93,7 +93,8 @@ absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options) {
   } else {
     outcome.reproduces = true;
   }
-  if (!options.output_dir.empty()) ONNXKIT_RETURN_IF_ERROR(WriteBundle(options, outcome, *golden, loaded.base_dir));
+  if (!options.output_dir.empty())
+    ONNXKIT_RETURN_IF_ERROR(WriteBundle(options, outcome, *golden, *oracle, loaded.base_dir));
   return outcome;
 }
 

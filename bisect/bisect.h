@@ -53,8 +53,10 @@ struct BisectOutcome {
 // an --inputs folder without inputs), the output folder cannot be written.
 absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options);
 
-// Writes the bundle for `outcome` into options.output_dir.
-absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome, const GoldenStore& golden,
+// Writes the bundle for `outcome` into options.output_dir. `oracle` gives
+// the expected outputs of a mismatch against --reference files.
+absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome,
+                         const GoldenStore& golden, const Oracle& oracle,
                          const std::filesystem::path& base_dir);
 
 // The input specs of the samples of `options` (see input_dirs).

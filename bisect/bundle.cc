@@ -1,6 +1,7 @@
 // The reproducer bundle: model.onnx, test_data_set_0/ (inputs from the
 // golden run and, where the golden run computed them and no strategy changed
-// weights or attributes, expected outputs), repro.sh and report.json.
+// weights or attributes, expected outputs; for a mismatch against reference
+// files, those files' values), repro.sh and report.json.
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
@@ -90,11 +91,18 @@ std::string ReproCommand(const BisectOptions& options) {
     case OracleKind::kRunFails:
     case OracleKind::kNan:
       return absl::StrCat(bin, " run ", model, " ", inputs, " --backend ", BackendFlag(o.a_backend));
-    case OracleKind::kMismatch:
+    case OracleKind::kMismatch: {
+      std::string tolerances = absl::StrCat(o.atol ? absl::StrCat(" --atol ", *o.atol) : "",
+                                            o.rtol ? absl::StrCat(" --rtol ", *o.rtol) : "");
+      if (!o.reference_dir.empty()) {
+        // The bundle's test_data_set_0 holds the reference outputs.
+        return absl::StrCat(bin, " compare --a ", model, " --a-backend ", BackendFlag(o.a_backend),
+                            " --reference \"$here/test_data_set_0\"", tolerances);
+      }
       return absl::StrCat(bin, " compare --a ", model, " --b ", model, " --a-backend ",
                           BackendFlag(o.a_backend), " --b-backend ", BackendFlag(o.b_backend), " ", inputs,
-                          o.atol ? absl::StrCat(" --atol ", *o.atol) : "",
-                          o.rtol ? absl::StrCat(" --rtol ", *o.rtol) : "");
+                          tolerances);
+    }
     case OracleKind::kCommand: {
       std::string cmd = o.command;
       if (cmd.find("{model}") != std::string::npos) return absl::StrReplaceAll(cmd, {{"{model}", model}});
@@ -104,8 +112,8 @@ std::string ReproCommand(const BisectOptions& options) {
   return "";
 }
 
-absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome, const GoldenStore& golden,
-                         const fs::path& base_dir) {
+absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outcome,
+                         const GoldenStore& golden, const Oracle& oracle, const fs::path& base_dir) {
   const fs::path& dir = options.output_dir;
   std::error_code ec;
   fs::create_directories(dir / "test_data_set_0", ec);
@@ -119,7 +127,18 @@ absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outc
   }
   // An --optimize bundle's models, were the folder one.
   for (const char* stale : {"before.onnx", "after.onnx"}) fs::remove(dir / stale, ec);
-  const pb::ModelProto& model = outcome.result.model;
+  const bool against_files =
+      options.oracle.kind == OracleKind::kMismatch && !options.oracle.reference_dir.empty();
+  pb::ModelProto model = outcome.result.model;
+  if (against_files && model.graph) {
+    // Only outputs with a reference value were judged; `compare --reference`
+    // needs a file for every output, so the others go.
+    std::vector<pb::ValueInfoProto> judged;
+    for (const auto& out : model.graph->output) {
+      if (oracle.Expected(out.name) != nullptr) judged.push_back(out);
+    }
+    if (!judged.empty()) model.graph->output = std::move(judged);
+  }
   ONNXKIT_RETURN_IF_ERROR(io::SaveModel(model, base_dir, dir / "model.onnx"));
   auto feeds = GoldenFeeds(model, golden);
   if (feeds.ok()) {
@@ -135,7 +154,17 @@ absl::Status WriteBundle(const BisectOptions& options, const BisectOutcome& outc
     values_changed =
         values_changed || ((e.name == "initializers" || e.name == "attributes") && e.accepted > 0);
   }
-  if (model.graph && outcome.oracle.rfind("mismatch", 0) != 0 && !values_changed) {
+  if (against_files && model.graph) {
+    // The reference files' values, for the outputs that remain (unchanged
+    // weights or not: these are what the failure is judged against).
+    for (size_t i = 0; i < model.graph->output.size(); ++i) {
+      const std::string& name = model.graph->output[i].name;
+      const runner::RtValue* v = oracle.Expected(name);
+      if (v == nullptr) break;
+      ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(
+          dir / "test_data_set_0" / absl::StrCat("output_", i, ".pb"), runner::ValueToPbBytes(*v, name)));
+    }
+  } else if (model.graph && options.oracle.kind != OracleKind::kMismatch && !values_changed) {
     // Expected outputs: the reference backend's values (not for a mismatch,
     // where which side is right is the question).
     bool all = true;

@@ -64,6 +64,9 @@ class Oracle {
   virtual bool Valid(const pb::ModelProto& candidate) const;
   // Whether the oracle runs models (then candidates need golden values).
   virtual bool Runs() const { return true; }
+  // mismatch --reference: the expected value of output `name` of the
+  // original (read by Prepare); nullptr for others and for other oracles.
+  virtual const runner::RtValue* Expected(const std::string& name) const { return nullptr; }
   // Detail of the last interesting verdict (diagnostic, error message...).
   const std::string& detail() const { return detail_; }
   // The original's folder, where candidates' external data resolves.

@@ -96,6 +96,11 @@ class RunOracle : public Oracle {
     return true;
   }
 
+  const runner::RtValue* Expected(const std::string& name) const override {
+    auto it = expected_.find(name);
+    return it == expected_.end() ? nullptr : &it->second;
+  }
+
   absl::StatusOr<bool> Test(const pb::ModelProto& candidate) override {
     auto feeds = GoldenFeeds(candidate, *golden_);
     if (!feeds.ok()) return false;  // a cut tensor the golden run never computed

@@ -194,6 +194,35 @@ TEST_F(BisectCliTest, MismatchBetweenCpuAndReference) {
                     "reference", "-o", (dir_ / "nan").string()}).exit_code, 2);
 }
 
+// Against reference files (here the cpu backend's outputs, judged on the
+// reference backend at zero tolerance): the bundle holds those files' values
+// as its expected outputs, and repro.sh compares one execution with them.
+TEST_F(BisectCliTest, MismatchAgainstReferenceFilesBundlesThem) {
+  std::string in = WriteConvModel(dir_, false);
+  fs::path ref = dir_ / "ref", out = dir_ / "mr";
+  ASSERT_EQ(
+      RunCli({"run", in, "--random", "--backend", "cpu", "-q", "--save-outputs", ref.string()}).exit_code, 0);
+  CliResult r = RunCli({"bisect", in, "--mismatch", "--reference", ref.string(), "--atol", "0", "--rtol", "0",
+                        "-o", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"reproduces\": true"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out / "test_data_set_0" / "input_0.pb"));
+  ASSERT_TRUE(fs::exists(out / "test_data_set_0" / "output_0.pb"));
+  std::ifstream script(out / "repro.sh");
+  std::string text((std::istreambuf_iterator<char>(script)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--reference"), std::string::npos) << text;
+  EXPECT_EQ(text.find("--b "), std::string::npos) << text;
+  const std::string repro = absl::StrCat("sh '", (out / "repro.sh").string(), "' >/dev/null 2>&1");
+  const int status = std::system(repro.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  // Within the default tolerance, the same model agrees with the files.
+  EXPECT_EQ(RunCli({"compare", "--a", (out / "model.onnx").string(), "--reference",
+                    (out / "test_data_set_0").string()})
+                .exit_code,
+            0);
+}
+
 // A run of the original past --timeout judges nothing: the error says so
 // (not that its outputs match).
 TEST_F(BisectCliTest, AnOriginalThatTimesOutSaysSo) {
