@@ -29,6 +29,7 @@
 #include "lib/base/data_type.h"
 #include "lib/base/limits.h"
 #include "lib/base/strings.h"
+#include "lib/ops/attribute_values.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/schema.h"
 #include "lib/ops/type_string.h"
@@ -202,6 +203,8 @@ class NodeRules {
   void CheckAttributes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema* schema,
                        const pb::FunctionProto* callee, const pb::FunctionProto* fn);
   void CheckTypes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema);
+  // A string attribute with a value the op does not accept (E0411).
+  void CheckEnumValue(const pb::AttributeProto& a, const NodeWhere& where, const ops::OpSchema& schema);
   const pb::TypeProto* DeclaredType(std::string_view name) const;
   std::string UnknownOpMessage(std::string_view domain, const std::string& op, int64_t version);
   // The attribute names `function` declares (with or without defaults).
@@ -481,7 +484,11 @@ void NodeRules::CheckAttributes(const pb::NodeProto& node, const NodeWhere& wher
     }
     if (a.ref_attr_name.empty()) {
       std::string problem = ValueFieldProblem(a);
-      if (!problem.empty()) sink_->Report(rules::kE0405, where, std::move(problem));
+      if (!problem.empty()) {
+        sink_->Report(rules::kE0405, where, std::move(problem));
+      } else if (schema != nullptr && a.type == pb::kAttrString && schema->domain() == "ai.onnx") {
+        CheckEnumValue(a, where, *schema);
+      }
     }
   }
   if (schema == nullptr) return;
@@ -492,6 +499,24 @@ void NodeRules::CheckAttributes(const pb::NodeProto& node, const NodeWhere& wher
                                  owner, " is missing"));
     }
   }
+}
+
+void NodeRules::CheckEnumValue(const pb::AttributeProto& a, const NodeWhere& where,
+                               const ops::OpSchema& schema) {
+  if (ops::AcceptsValue(schema.name(), a.name, schema.since_version(), a.s)) return;
+  std::vector<std::string> quoted;
+  for (std::string_view v : *ops::EnumValues(schema.name(), a.name, schema.since_version()))
+    quoted.push_back(Quote(v));
+  std::string hint = absl::StrCat(SchemaLabel(schema), " accepts ", absl::StrJoin(quoted, ", "));
+  if (int64_t from = ops::FirstVersionAccepting(schema.name(), a.name, a.s, schema.since_version());
+      from > 0) {
+    absl::StrAppend(&hint, "; ", Sv(schema.name()), " accepts ", Quote(a.s), " from opset ", from,
+                    " (`onnxkit convert --opset ", from, "`)");
+  }
+  sink_->Report(rules::kE0411, where,
+                absl::StrCat("attribute ", Quote(a.name), " is ", Quote(a.s), ", which ", SchemaLabel(schema),
+                             " does not accept"),
+                std::move(hint));
 }
 
 void NodeRules::CheckTypes(const pb::NodeProto& node, const NodeWhere& where, const ops::OpSchema& schema) {

@@ -9,6 +9,8 @@
 //                 both (scales that are not constant get "floor": Upsample's
 //                 are at least 1, and verification runs both models)
 //   Resize 13:    roi and scales became optional: filled with empty tensors
+//   Resize 19:    half_pixel_symmetric is half_pixel where the output length
+//                 is exactly scale * in (sizes, or whole products)
 //   Pad 18:       axes input: folded into full-rank pads going down
 // A Resize that no older Resize or Upsample can say (cubic, coordinate modes
 // other than asymmetric, axes, antialias, keep_aspect_ratio_policy, sizes,
@@ -222,9 +224,43 @@ absl::Status ResizeStepOrExpand(Step& step, AdapterFn fn) {
   return Block(absl::StrCat(a.substr(a.find(": ") + 2), "; ", b.substr(b.find(": ") + 2)));
 }
 
+// half_pixel_symmetric shifts the source coordinate by in/2 * (1 - out /
+// (scale * in)): nothing when the output length is scale * in exactly, that
+// is for sizes without keep_aspect_ratio_policy, or for constant scales
+// that are whole or whose products with the static length are. It is
+// half_pixel there.
+bool SymmetricIsHalfPixel(Step& step) {
+  const ir::Attribute* policy = step.node->FindAttribute("keep_aspect_ratio_policy");
+  if (step.node->FindAttribute("axes") != nullptr) return false;
+  const bool stretch = policy == nullptr || policy->proto.s == "stretch";
+  auto sizes = OptionalConstant(step, 3);
+  if (sizes.ok() && sizes->defined() && sizes->size() > 0) return stretch;
+  if (step.node->num_inputs() > 3 && step.node->input(3) != nullptr && !sizes.ok()) return false;
+  auto scales = OptionalConstant(step, 2);
+  if (!scales.ok() || !scales->defined() || scales->dtype() != pb::kFloat) return false;
+  std::optional<std::vector<int64_t>> shape = KnownShape(*step.node->input(0), *step.ctx);
+  for (int64_t k = 0; k < scales->size(); ++k) {
+    const double scale = scales->data<float>()[k];
+    if (scale == std::floor(scale)) continue;  // whole for any length
+    if (!shape || static_cast<int64_t>(shape->size()) != scales->size() || (*shape)[k] < 0) return false;
+    const double product = scale * static_cast<double>((*shape)[k]);
+    if (product != std::floor(product)) return false;
+  }
+  return true;
+}
+
+absl::Status ResizeDown19Step(Step& step) {
+  ir::Attribute* mode = step.node->FindAttribute("coordinate_transformation_mode");
+  if (mode != nullptr && mode->proto.ref_attr_name.empty() && mode->proto.s == "half_pixel_symmetric" &&
+      SymmetricIsHalfPixel(step)) {
+    mode->proto.s = "half_pixel";
+  }
+  return GenericStep(step);
+}
+
 }  // namespace
 
-absl::Status ResizeDown19(Step& step) { return ResizeStepOrExpand(step, GenericStep); }
+absl::Status ResizeDown19(Step& step) { return ResizeStepOrExpand(step, ResizeDown19Step); }
 
 absl::Status ResizeDown18(Step& step) { return ResizeStepOrExpand(step, GenericStep); }
 

@@ -6,12 +6,14 @@
 //     differs (Softmax's axis 1 -> -1 style changes),
 //   - normalizes negative axis/axes below opset 11,
 //   - checks the node's inputs and outputs fit the target's signature and
-//     their known element types are allowed there.
+//     their known element types are allowed there, and that the target
+//     accepts the values of its enumerated string attributes.
 // Anything else blocks, naming what does not fit.
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
 #include "lib/infer/types.h"
+#include "lib/ops/attribute_values.h"
 #include "lib/ops/type_string.h"
 #include "passes/convert/adapter.h"
 #include "passes/util.h"
@@ -97,6 +99,17 @@ absl::Status CheckAttributes(Step& step) {
     std::optional<pb::AttributeProto> a = DefaultAttr(src);
     if (!a) return Block(absl::StrCat("the default of attribute '", Sv(src.name), "' changed"));
     node.SetAttribute(std::move(*a));
+  }
+  // An enumerated value the target does not list (Resize's
+  // half_pixel_symmetric below 18): the same name means something else, or
+  // nothing, there.
+  for (const ir::Attribute& a : node.attributes()) {
+    if (a.proto.type != pb::kAttrString || !a.proto.ref_attr_name.empty() || step.to->domain() != "ai.onnx")
+      continue;
+    if (!ops::AcceptsValue(step.to->name(), a.name(), step.to->since_version(), a.proto.s)) {
+      return Block(absl::StrCat("attribute '", a.name(), "' = '", a.proto.s, "' is not accepted by ",
+                                Sv(step.to->name()), "-", step.to->since_version()));
+    }
   }
   for (const ops::AttributeSpec& dst : step.to->attributes()) {
     if (dst.required && node.FindAttribute(dst.name) == nullptr) {

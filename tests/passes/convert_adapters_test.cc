@@ -802,6 +802,60 @@ TEST(ConvertAdaptersTest, LocalFunctionsKeepIr8GoingDown) {
   EXPECT_EQ(r.model.ir_version, 8);
 }
 
+// half_pixel_symmetric (Resize-19) is half_pixel where the output length is
+// exactly scale * in: sizes, whole scales (any length), or scales whose
+// products with a static length are whole. Elsewhere it expands into
+// Gathers on a static shape, and blocks on a dynamic one (it used to go
+// down unchanged, a mode older Resizes do not have).
+TEST(ConvertAdaptersTest, HalfPixelSymmetricGoesDownAsHalfPixelOrGathers) {
+  const pb::AttributeProto hps = AttrString("coordinate_transformation_mode", "half_pixel_symmetric");
+  auto mode_of = [](const pb::ModelProto& m) -> std::string {
+    for (const auto& n : m.graph->node) {
+      for (const auto& a : n.attribute) {
+        if (n.op_type == "Resize" && a.name == "coordinate_transformation_mode") return a.s;
+      }
+    }
+    return "";
+  };
+  struct Case {
+    std::string what;
+    pb::ModelProto model;
+    bool stays_resize;
+  };
+  std::vector<Case> cases;
+  cases.push_back(
+      {"sizes", ResizeModel({AttrString("mode", "linear"), hps}, {1, 1, 4, 5}, {}, Int64s({4}, {1, 1, 7, 3})),
+       true});
+  cases.push_back(
+      {"whole scales on a dynamic batch",
+       ResizeModel({AttrString("mode", "linear"), hps}, {-1, 1, 4, 5}, Floats({4}, {1, 1, 2, 3}), {}), true});
+  cases.push_back(
+      {"scales 0.5 on an even length",
+       ResizeModel({AttrString("mode", "linear"), hps}, {1, 1, 4, 6}, Floats({4}, {1, 1, 0.5f, 1.5f}), {}),
+       true});
+  cases.push_back(
+      {"scales 0.6 (2.4 elements)",
+       ResizeModel({AttrString("mode", "linear"), hps}, {1, 1, 4, 5}, Floats({4}, {1, 1, 0.6f, 1.7f}), {}),
+       false});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ConvertResult r = ConvertTo(c.model, 13);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    EXPECT_EQ(OpCount(r.model, "Resize"), c.stays_resize ? 1 : 0);
+    if (c.stays_resize) {
+      EXPECT_EQ(mode_of(r.model), "half_pixel");
+    }
+    std::vector<int64_t> shape = {1, 1, 4, 5};
+    if (c.what.find("even") != std::string::npos) shape = {1, 1, 4, 6};
+    ExpectSameOutputs(c.model, r.model, {{"x", RandomFloats(shape, 11)}}, 1e-5, 1e-5);
+    ExpectValid(r.model);
+  }
+  ConvertResult blocked = ConvertTo(
+      ResizeModel({AttrString("mode", "linear"), hps}, {1, 1, -1, 5}, Floats({4}, {1, 1, 0.6f, 1}), {}), 13);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("'half_pixel_symmetric' is not accepted by Resize-18"));
+}
+
 TEST(ConvertAdaptersTest, ResizeWithRuntimeScalesBlocksWithBothReasons) {
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
                                         .Input("x", pb::kFloat, {{1, 1, 4, 4}})

@@ -131,6 +131,44 @@ TEST(NodeRulesTest, AttributeTypes) {
             At("node 'if' (If)") + "attribute 'then_branch' is GRAPH but has no value (g is not set)");
 }
 
+TEST(NodeRulesTest, EnumeratedAttributeValues) {
+  auto pad = [](const std::string& mode, int64_t opset) {
+    return Check(OneNode(MakeNode("Pad", {"x", "y"}, {"z"}, {AttrString("mode", mode)}, "p"), opset));
+  };
+  checker::CheckResult r = pad("wrap", 18);
+  EXPECT_EQ(Only(r, "E0411"),
+            At("node 'p' (Pad)") + "attribute 'mode' is 'wrap', which Pad-18 does not accept");
+  EXPECT_EQ(r.diagnostics[0].hint,
+            "Pad-18 accepts 'constant', 'reflect', 'edge'; Pad accepts 'wrap' from opset 19 "
+            "(`onnxkit convert --opset 19`)");
+  // Near misses: the version that accepts it, and the other modes.
+  EXPECT_THAT(Findings(pad("wrap", 19), "E0411"), IsEmpty()) << Dump(pad("wrap", 19));
+  EXPECT_THAT(Findings(pad("reflect", 13), "E0411"), IsEmpty());
+  r = pad("Reflect", 19);
+  EXPECT_THAT(Only(r, "E0411"), HasSubstr("'Reflect', which Pad-19"));
+  EXPECT_EQ(r.diagnostics[0].hint, "Pad-19 accepts 'constant', 'reflect', 'edge', 'wrap'");
+  // auto_pad of a conv, a value no version accepts.
+  r = Check(OneNode(MakeNode("MaxPool", {"x"}, {"z"},
+                             {AttrInts("kernel_shape", {1}), AttrString("auto_pad", "SAME")}, "mp")));
+  EXPECT_THAT(Only(r, "E0411"),
+              HasSubstr("attribute 'auto_pad' is 'SAME', which MaxPool-12 does not accept"));
+  // A mode renamed in a later version (GridSample-20: linear, not bilinear).
+  EXPECT_EQ(Findings(Check(OneNode(
+                         MakeNode("GridSample", {"x", "y"}, {"z"}, {AttrString("mode", "bilinear")}), 20)),
+                     "E0411")
+                .size(),
+            1u);
+  EXPECT_THAT(Findings(Check(OneNode(
+                           MakeNode("GridSample", {"x", "y"}, {"z"}, {AttrString("mode", "bilinear")}), 16)),
+                       "E0411"),
+              IsEmpty());
+  // Attributes that are free text are not enumerated.
+  EXPECT_THAT(
+      Findings(Check(OneNode(MakeNode("Einsum", {"x", "y"}, {"z"}, {AttrString("equation", "i,i->")}), 17)),
+               "E0411"),
+      IsEmpty());
+}
+
 TEST(NodeRulesTest, RequiredAndDuplicateAttributes) {
   EXPECT_EQ(Only(Check(OneNode(MakeNode("Cast", {"x"}, {"z"}, {}, "c"))), "E0406"),
             At("node 'c' (Cast)") + "required attribute 'to' (INT) of Cast-13 is missing");
