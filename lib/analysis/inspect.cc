@@ -57,13 +57,21 @@ std::vector<std::pair<std::string, int64_t>> Sorted(const Histogram& h) {
   return {h.begin(), h.end()};
 }
 
-void AddTensor(const pb::TensorProto& t, ModelSummary* s, std::set<std::string>* files) {
-  auto count = CheckedElementCount(t.dims);
+void AddParameters(const std::vector<int64_t>& dims, ModelSummary* s) {
+  auto count = CheckedElementCount(dims);
   if (!count) {
     s->parameter_count_overflow = true;
   } else {
     s->parameter_count += static_cast<uint64_t>(*count);
   }
+}
+
+// The bytes of `t` (inline or external); `parameters`: its elements count
+// as parameters too.
+void AddTensor(const pb::TensorProto& t, ModelSummary* s, std::set<std::string>* files,
+               bool parameters = true) {
+  auto count = CheckedElementCount(t.dims);
+  if (parameters) AddParameters(t.dims, s);
   if (io::HasExternalData(t)) {
     auto info = io::ParseExternalData(t);
     if (info.ok()) {
@@ -81,6 +89,14 @@ void AddTensor(const pb::TensorProto& t, ModelSummary* s, std::set<std::string>*
                    t.int64_data.size() * 8 + t.double_data.size() * 8 + t.uint64_data.size() * 8;
   for (const auto& str : t.string_data) bytes += str.size();
   s->inline_bytes += bytes;
+}
+
+// A sparse initializer: the dense tensor's elements are its parameters;
+// its values and indices are what the file stores.
+void AddSparse(const pb::SparseTensorProto& sp, ModelSummary* s, std::set<std::string>* files) {
+  AddParameters(sp.dims, s);
+  if (sp.values) AddTensor(*sp.values, s, files, /*parameters=*/false);
+  if (sp.indices) AddTensor(*sp.indices, s, files, /*parameters=*/false);
 }
 
 // Walks nodes of a graph and, recursively, of subgraphs in attributes
@@ -110,9 +126,7 @@ class Walker {
     size_t index = s_->subgraphs.size();
     s_->subgraphs.push_back({path, depth, static_cast<int64_t>(g.node.size()), {}});
     for (const auto& t : g.initializer) AddTensor(t, s_, &files_);
-    for (const auto& sp : g.sparse_initializer) {
-      if (sp.values) AddTensor(*sp.values, s_, &files_);
-    }
+    for (const auto& sp : g.sparse_initializer) AddSparse(sp, s_, &files_);
     s_->initializer_count += static_cast<int64_t>(g.initializer.size());
     s_->sparse_initializer_count += static_cast<int64_t>(g.sparse_initializer.size());
     Graph(g, path, depth, &local);
@@ -155,10 +169,8 @@ ModelSummary Summarize(const pb::ModelProto& model, std::string path, uint64_t f
       AddTensor(t, &s, &files);
     }
     for (const auto& sp : g.sparse_initializer) {
-      if (sp.values) {
-        init_names.insert(sp.values->name);
-        AddTensor(*sp.values, &s, &files);
-      }
+      if (sp.values) init_names.insert(sp.values->name);
+      AddSparse(sp, &s, &files);
     }
     s.initializer_count = static_cast<int64_t>(g.initializer.size());
     s.sparse_initializer_count = static_cast<int64_t>(g.sparse_initializer.size());

@@ -69,6 +69,35 @@ TEST(InspectCliTest, BodyInitializersCountWithTheMainGraphs) {
   EXPECT_THAT(r.out, HasSubstr("\"parameter_count\": 9,"));
 }
 
+// A sparse initializer of dense shape [4, 5] with 2 non-zeros: 20
+// parameters (the tensor the model computes with), 2 values and 2 indices
+// stored.
+TEST(InspectCliTest, SparseInitializersCountTheirDenseShape) {
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, {{4, 5}}).Node("Add", {"x", "w"}, {"y"}).Output("y", pb::kFloat, {{4, 5}});
+  pb::GraphProto g = b.Build();
+  pb::SparseTensorProto sp;
+  sp.dims = {4, 5};
+  pb::TensorProto values, indices;
+  values.name = "w";
+  values.data_type = pb::kFloat;
+  values.dims = {2};
+  values.float_data = {1.5f, -2};
+  indices.data_type = pb::kInt64;
+  indices.dims = {2};
+  indices.int64_data = {3, 17};
+  sp.values = std::move(values);
+  sp.indices = std::move(indices);
+  g.sparse_initializer.push_back(std::move(sp));
+  fs::path dir = MakeTempDir();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(std::move(g)), dir, dir / "m.onnx").ok());
+  CliResult r = RunCli({"inspect", "--json", (dir / "m.onnx").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"parameter_count\": 20,"));
+  EXPECT_THAT(r.out, HasSubstr("\"sparse_count\": 1,"));
+  EXPECT_THAT(r.out, HasSubstr("\"inline_bytes\": 24,"));  // 2 floats, 2 int64s
+}
+
 TEST(InspectCliTest, NodesListsEveryNode) {
   CliResult r = RunCli({"inspect", "--nodes", LightModel("vgg19")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
