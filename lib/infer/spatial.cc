@@ -124,6 +124,15 @@ void ShapeResize(NodeContext& ctx) {
       ctx.Fail(absl::StrCat("scales has ", scales->size(), " values for ", axes->size(), " axes"));
       return;
     }
+    for (size_t i = 0; i < scales->size(); ++i) {
+      // Upsample only enlarges (Resize shrinks); neither takes scales <= 0.
+      const bool upsample = ctx.op() == "Upsample";
+      if (!(upsample ? (*scales)[i] >= 1.0 : (*scales)[i] > 0.0)) {
+        ctx.Fail(absl::StrCat("scale ", (*scales)[i], " of axis ", (*axes)[i], " is not ",
+                              upsample ? "at least 1 (Upsample only enlarges; Resize shrinks)" : "positive"));
+        return;
+      }
+    }
     out = ScaleDims(ctx, *in, *axes, *scales);
   } else {
     out = Dims(in->size());

@@ -1,6 +1,7 @@
 // Convolution and pooling shape functions (pads, strides, dilations,
 // auto_pad, ceil_mode, groups, ConvTranspose, global pools) and matrix
-// products (MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum).
+// products (MatMul, MatMulInteger, QLinearMatMul, Gemm, Einsum), and the
+// scales of Resize/Upsample.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/lib/infer/infer_test_util.h"
@@ -8,7 +9,9 @@
 namespace onnxkit::infer::testing {
 namespace {
 
+using ::onnxkit::testing::AttrFloats;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
@@ -161,6 +164,34 @@ TEST(EinsumTest, MalformedEquationsAreE0601) {
   EXPECT_THAT(issues("ijk->i", {In("a", {3, 4})}), SizeIs(1));           // 3 labels for rank 2
   EXPECT_THAT(issues("i..j->ij", {In("a", {3, 4})}), SizeIs(1));         // broken ellipsis
   EXPECT_THAT(issues("i->i", {In("a", {})}), SizeIs(1));                 // scalar for a labelled term
+}
+
+// Upsample's scales are at least 1 (a shrinking Upsample is an error in
+// ONNX Runtime too), Resize's above 0; the attribute (opset 7) and the
+// input (opset 9) alike.
+TEST(ResizeTest, UpsampleDoesNotShrinkAndResizeScalesArePositive) {
+  OneNode up9{"Upsample",
+              {In("x", {1, 1, 4, 4})},
+              {"y"},
+              {AttrString("mode", "nearest")},
+              {Floats("s", {1, 1, 0.5f, 2})}};
+  up9.opset = 9;
+  EXPECT_THAT(IssuesOf(up9),
+              ElementsAre("E0601 graph 'g' › node 'n' (Upsample): Upsample: scale 0.5 of axis 2 is "
+                          "not at least 1 (Upsample only enlarges; Resize shrinks)"));
+  OneNode up7{"Upsample", {In("x", {1, 1, 4, 4})}, {"y"}, {AttrFloats("scales", {1, 1, 0.5f, 2})}};
+  up7.opset = 7;
+  EXPECT_THAT(IssuesOf(up7), SizeIs(1));
+  // Near miss: 1 and up.
+  up9.initializers = {Floats("s", {1, 1, 1, 2})};
+  EXPECT_THAT(IssuesOf(up9), IsEmpty());
+  EXPECT_EQ(Infer(up9), "float[1, 1, 4, 8]");
+  // Resize shrinks, but not by 0.
+  OneNode rs{"Resize", {In("x", {1, 1, 4, 4})}, {"y"}, {}, {Floats("roi", {}), Floats("s", {1, 1, 0.5f, 2})}};
+  rs.opset = 13;
+  EXPECT_EQ(Infer(rs), "float[1, 1, 2, 8]");
+  rs.initializers = {Floats("roi", {}), Floats("s", {1, 1, 0, 2})};
+  EXPECT_THAT(IssuesOf(rs), ElementsAre(HasSubstr("scale 0 of axis 2 is not positive")));
 }
 
 }  // namespace
