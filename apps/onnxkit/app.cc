@@ -1,8 +1,12 @@
 // Main: builds the CLI, dispatches to the chosen subcommand, maps statuses to
 // exit codes. The only place (with the dependency boundaries) that catches
 // exceptions: CLI11 reports parse errors by throwing.
+#include <cctype>
 #include <iostream>
 #include <new>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "apps/onnxkit/commands.h"
 #include "runner/cpu/threads.h"
@@ -30,6 +34,26 @@ int ExitCodeFor(const absl::Status& status) {
   }
 }
 
+// The first argument of the chosen subcommand that looks like a flag but
+// names none of its options ("--bogus", "--outptu=x"); numbers ("-1") are
+// values.
+std::optional<std::string> UnknownFlag(CLI::App& app, int argc, char** argv) {
+  std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (chosen.empty()) return std::nullopt;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-' || std::isdigit(static_cast<unsigned char>(arg[1])) ||
+        arg[1] == '.') {
+      continue;
+    }
+    std::string name = arg.substr(0, arg.find('='));
+    if (name.rfind("--", 0) != 0 && name.size() > 2) name = name.substr(0, 2);  // -ofile
+    if (chosen[0]->get_option_no_throw(name) == nullptr && name != "-h" && name != "--help") return arg;
+  }
+  return std::nullopt;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"onnxkit: a toolkit for ONNX models.", "onnxkit"};
   app.set_version_flag("--version", "onnxkit 0.1.0");
@@ -52,7 +76,15 @@ int Main(int argc, char** argv) {
       app.exit(e);
       return kExitOk;
     }
-    std::cerr << "onnxkit: error: " << e.what() << "\nRun with --help for more information.\n";
+    std::string message = e.what();
+    // CLI11 checks required options before unknown ones; a mistyped flag is
+    // the likelier fault, and the one to name.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      if (std::optional<std::string> unknown = UnknownFlag(app, argc, argv)) {
+        message = "The following argument was not expected: " + *unknown;
+      }
+    }
+    std::cerr << "onnxkit: error: " << message << "\nRun with --help for more information.\n";
     return kExitUsage;
   }
   absl::StatusOr<int> result;

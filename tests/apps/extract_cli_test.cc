@@ -112,6 +112,11 @@ TEST(ExtractCliTest, UsageErrorsExit2) {
     EXPECT_THAT(r.err, ::testing::Not(HasSubstr(Squeezenet()))) << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+  // A mistyped flag is named, not the required option it left out.
+  CliResult typo = RunCli({"extract", Squeezenet(), "--outptu", "r5", "-O", out.string()});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_THAT(typo.err, HasSubstr("not expected: --outptu")) << typo.err;
+  EXPECT_THAT(RunCli({"extract", Squeezenet(), "-O", out.string()}).err, HasSubstr("--output is required"));
 }
 
 TEST(ExtractCliTest, MissingOutputFolderExits3AndWritesNothing) {
