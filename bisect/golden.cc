@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -39,14 +40,26 @@ pb::TypeProto TypeOfValue(const runner::RtValue& v) {
   return type;
 }
 
-absl::Status GoldenStore::Put(const std::string& name, const runner::RtValue& value) {
-  if (index_.count(name) > 0) return absl::OkStatus();
+absl::Status GoldenStore::Put(const std::string& name, const runner::RtValue& value, const void* source) {
+  if (ambiguous_.count(name) > 0) return absl::OkStatus();
+  if (auto it = index_.find(name); it != index_.end()) {
+    const void*& first = source_[name];
+    if (first == nullptr) first = source;                               // a fed input, now seen running
+    if (first == source || source == nullptr) return absl::OkStatus();  // the same value (a later iteration)
+    std::error_code ec;
+    std::filesystem::remove(it->second.file, ec);
+    index_.erase(it);
+    order_.erase(std::find(order_.begin(), order_.end(), name));
+    ambiguous_.insert(name);
+    return absl::OkStatus();
+  }
   std::error_code ec;
   std::filesystem::create_directories(scratch_, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", scratch_.string(), ": ", ec.message()));
   std::filesystem::path file = scratch_ / runner::SafeFileName(name, static_cast<int>(order_.size()));
   ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(file, runner::ValueToPbBytes(value, name)));
   index_[name] = Entry{file, TypeOfValue(value)};
+  source_[name] = source;
   order_.push_back(name);
   return absl::OkStatus();
 }
@@ -57,7 +70,11 @@ absl::Status GoldenStore::Record(const io::LoadedModel& loaded, const runner::In
   runner::SessionOptions options;
   options.backend = runner::Backend::kReference;
   options.timeout_seconds = timeout_seconds;
-  options.observer = [this](const ir::Value& value, const runner::RtValue& v) { return Put(value.name(), v); };
+  options.observer = [this](const ir::Value& value, const runner::RtValue& v) {
+    return Put(value.name(), v, &value);
+  };
+  // Body values too: a candidate that inlines an If branch feeds them.
+  options.observe_subgraphs = true;
   auto session = runner::Session::Create(std::move(copy), options);
   if (!session.ok()) {
     *run_error = std::string(session.status().message());

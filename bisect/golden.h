@@ -1,13 +1,15 @@
 // The golden-value cache of `onnxkit bisect`: the reference backend runs the
 // original model once and every value of the main graph (graph inputs
-// included) is written to a scratch folder as it is computed, so memory stays
-// bounded by the session's own plan. A candidate that cuts a tensor feeds it
+// included) and of If/Loop/Scan bodies (a Loop body's first iteration) is
+// written to a scratch folder as it is computed, so memory stays bounded by
+// the session's own plan. A candidate that cuts a tensor feeds it
 // with the recorded value, so a reduced model fails on real data.
 #ifndef ONNXKIT_BISECT_GOLDEN_H_
 #define ONNXKIT_BISECT_GOLDEN_H_
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +44,10 @@ class GoldenStore {
   const std::vector<std::string>& order() const { return order_; }
   const std::vector<std::pair<std::string, runner::RtValue>>& original_feeds() const { return feeds_; }
 
-  // Records one value (also used by tests).
-  absl::Status Put(const std::string& name, const runner::RtValue& value);
+  // Records one value (also used by tests). `source` tells values apart:
+  // a name met again from another source (two bodies that both define it)
+  // has no one value, and is dropped (nullptr: a graph input).
+  absl::Status Put(const std::string& name, const runner::RtValue& value, const void* source = nullptr);
 
  private:
   struct Entry {
@@ -52,6 +56,8 @@ class GoldenStore {
   };
   std::filesystem::path scratch_;
   std::map<std::string, Entry> index_;
+  std::map<std::string, const void*> source_;
+  std::set<std::string> ambiguous_;
   std::vector<std::string> order_;
   std::vector<std::pair<std::string, runner::RtValue>> feeds_;
 };

@@ -145,6 +145,9 @@ class RunOracle : public Oracle {
     loaded.base_dir = o_.base_dir;
     runner::SessionOptions so;
     so.backend = backend;
+    // The NaN oracle looks inside bodies too: a NaN made in an If branch is
+    // pinned to the body's tensor, which keeps its name once inlined.
+    so.observe_subgraphs = o_.kind == OracleKind::kNan;
     so.observer = std::move(obs);
     ONNXKIT_ASSIGN_OR_RETURN(auto session, runner::Session::Create(std::move(loaded), so));
     for (const ir::Value* v : session->Outputs()) names->push_back(v->name());

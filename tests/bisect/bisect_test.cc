@@ -110,6 +110,52 @@ TEST_F(BisectTest, NanKeepsTheNodeThatMakesNan) {
   EXPECT_TRUE(o.result.one_minimal);
 }
 
+// x -> Abs -> If(c) { then: Neg, Sqrt (NaN), Mul; else: Identity } -> Neg
+// -> y. The NaN is made inside the then branch: the oracle pins the body's
+// tensor, the branch is inlined, and the reproducer is the Sqrt alone, fed
+// with the body value the golden run recorded.
+TEST_F(BisectTest, NanInsideAnIfBranchShrinksToTheBodyNode) {
+  GraphBuilder then_b("then");
+  then_b.Node("Neg", {"a"}, {"tn"}, {}, "neg")
+      .Node("Sqrt", {"tn"}, {"tsq"}, {}, "planted")
+      .Node("Mul", {"tsq", "a"}, {"tm"}, {}, "mul")
+      .Output("tm", pb::kFloat, {{2, 4}});
+  GraphBuilder else_b("else");
+  else_b.Node("Identity", {"a"}, {"e"}, {}, "id").Output("e", pb::kFloat, {{2, 4}});
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}}).Input("c", pb::kBool, {{}});
+  b.Node("Abs", {"x"}, {"a"}, {}, "pre")
+      .Node("If", {"c"}, {"i"},
+            {testing::AttrGraph("then_branch", then_b.Build()),
+             testing::AttrGraph("else_branch", else_b.Build())},
+            "if")
+      .Node("Neg", {"i"}, {"y"}, {}, "post")
+      .Output("y", pb::kFloat, {{2, 4}});
+  fs::create_directories(dir_ / "in");
+  auto x = runner::Tensor::Allocate(pb::kFloat, {2, 4});
+  auto c = runner::Tensor::Allocate(pb::kBool, {});
+  ASSERT_TRUE(x.ok() && c.ok());
+  for (int i = 0; i < 8; ++i) x->mutable_data<float>()[i] = 1.0f + static_cast<float>(i);
+  c->mutable_data<bool>()[0] = true;
+  std::ofstream(dir_ / "in" / "input_0.pb", std::ios::binary)
+      << runner::ValueToPbBytes(runner::RtValue::FromTensor(*x), "x");
+  std::ofstream(dir_ / "in" / "input_1.pb", std::ios::binary)
+      << runner::ValueToPbBytes(runner::RtValue::FromTensor(*c), "c");
+  ASSERT_TRUE(io::SaveModel(testing::ModelFromGraph(b.Build()), {}, dir_ / "m.onnx").ok());
+  BisectOptions o;
+  o.model_path = (dir_ / "m.onnx").string();
+  o.oracle = {OracleKind::kNan};
+  o.inputs.dir = (dir_ / "in").string();
+  o.output_dir = dir_ / "out";
+  auto r = RunBisect(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->interesting) << r->why;
+  EXPECT_TRUE(r->reproduces);
+  ASSERT_EQ(r->result.nodes_after, 1);
+  EXPECT_EQ(r->result.model.graph->node[0].op_type, "Sqrt");
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "test_data_set_0" / "input_0.pb"));
+}
+
 TEST_F(BisectTest, CommandOracleInParallel) {
   OracleOptions oracle{OracleKind::kCommand};
   oracle.command = "grep -q planted {model} && exit 1; exit 0";

@@ -1,16 +1,22 @@
 // Tests of the reduction strategies with an in-memory oracle (a predicate
 // on the candidate's nodes), and of candidate construction.
+#include "bisect/strategies.h"
+
+#include <unistd.h>
+
+#include <filesystem>
 #include <set>
 
 #include "bisect/candidate.h"
+#include "bisect/golden.h"
 #include "bisect/reducer.h"
-#include "bisect/strategies.h"
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
 
 namespace onnxkit::bisect {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::GraphBuilder;
 using testing::ModelFromGraph;
 
@@ -63,6 +69,32 @@ ReduceResult Reduce(const pb::ModelProto& model, Oracle& oracle, std::vector<std
   auto result = r.Run();
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : ReduceResult{};
+}
+
+// A name two bodies both define has no one golden value: dropped, so a
+// candidate that needs it is skipped instead of fed the wrong tensor. The
+// same value seen again (a Loop's next iteration, a fed input seen running)
+// keeps its first recording.
+TEST(GoldenStoreTest, NamesFromTwoSourcesAreDropped) {
+  const fs::path dir = fs::temp_directory_path() / ("golden_test_" + std::to_string(getpid()));
+  GoldenStore golden(dir);
+  auto one = runner::Tensor::Allocate(pb::kFloat, {1});
+  auto two = runner::Tensor::Allocate(pb::kFloat, {2});
+  ASSERT_TRUE(one.ok() && two.ok());
+  int a = 0, b = 0;
+  ASSERT_TRUE(golden.Put("t", runner::RtValue::FromTensor(*one), &a).ok());
+  ASSERT_TRUE(golden.Put("t", runner::RtValue::FromTensor(*two), &a).ok());  // next iteration
+  ASSERT_TRUE(golden.Has("t"));
+  EXPECT_EQ(golden.Load("t")->tensor().size(), 1);
+  ASSERT_TRUE(golden.Put("x", runner::RtValue::FromTensor(*one)).ok());  // fed
+  ASSERT_TRUE(golden.Put("x", runner::RtValue::FromTensor(*one), &b).ok());
+  EXPECT_TRUE(golden.Has("x"));
+  ASSERT_TRUE(golden.Put("t", runner::RtValue::FromTensor(*two), &b).ok());  // another body's t
+  EXPECT_FALSE(golden.Has("t"));
+  ASSERT_TRUE(golden.Put("t", runner::RtValue::FromTensor(*one), &a).ok());
+  EXPECT_FALSE(golden.Has("t"));
+  EXPECT_EQ(golden.order(), std::vector<std::string>{"x"});
+  fs::remove_all(dir);
 }
 
 TEST(KeepNodes, CutTensorsBecomeInputsAndSinksOutputs) {
