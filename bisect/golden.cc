@@ -27,6 +27,11 @@ ScratchDir::~ScratchDir() {
 
 pb::TypeProto TypeOfValue(const runner::RtValue& v) {
   pb::TypeProto type;
+  // Sequences, optionals and maps: the kind, which is what reading the
+  // recorded proto back needs.
+  if (v.is_sequence()) type.sequence_type = pb::TypeProto::Sequence{};
+  if (v.is_optional()) type.optional_type = pb::TypeProto::Optional{};
+  if (v.is_map()) type.map_type = pb::TypeProto::Map{};
   if (!v.is_tensor()) return type;
   auto& t = type.tensor_type.mutable_value();
   t.elem_type = v.tensor().dtype();

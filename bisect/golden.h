@@ -78,7 +78,7 @@ class ScratchDir {
 };
 
 // The TypeProto describing a runtime value (tensors: dtype and shape;
-// other kinds: an empty type).
+// sequences, optionals, maps: the kind alone).
 pb::TypeProto TypeOfValue(const runner::RtValue& v);
 
 }  // namespace onnxkit::bisect

@@ -94,6 +94,17 @@ TEST(GoldenStoreTest, NamesFromTwoSourcesAreDropped) {
   ASSERT_TRUE(golden.Put("t", runner::RtValue::FromTensor(*one), &a).ok());
   EXPECT_FALSE(golden.Has("t"));
   EXPECT_EQ(golden.order(), std::vector<std::string>{"x"});
+  // A sequence reads back as a sequence (a reproducer cut at one is fed).
+  ASSERT_TRUE(golden
+                  .Put("s",
+                       runner::RtValue::FromSequence(
+                           {runner::RtValue::FromTensor(*one), runner::RtValue::FromTensor(*two)}),
+                       &a)
+                  .ok());
+  auto s = golden.Load("s");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->is_sequence());
+  EXPECT_EQ(s->elements().size(), 2u);
   fs::remove_all(dir);
 }
 
