@@ -163,6 +163,15 @@ absl::StatusOr<std::vector<std::pair<std::string, runner::RtValue>>> GoldenFeeds
     ONNXKIT_ASSIGN_OR_RETURN(runner::RtValue v, golden.Load(in.name));
     feeds.emplace_back(in.name, std::move(v));
   }
+  // Initializers the original run was fed instead (--input NAME=FILE of an
+  // initializer that is also a graph input), after the required inputs.
+  std::set<std::string> overridden;
+  for (const auto& [name, value] : golden.original_feeds()) overridden.insert(name);
+  for (const auto& in : model.graph->input) {
+    if (inits.count(in.name) == 0 || overridden.count(in.name) == 0) continue;
+    ONNXKIT_ASSIGN_OR_RETURN(runner::RtValue v, golden.Load(in.name));
+    feeds.emplace_back(in.name, std::move(v));
+  }
   return feeds;
 }
 

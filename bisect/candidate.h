@@ -47,7 +47,9 @@ absl::StatusOr<pb::ModelProto> KeepNodes(const pb::ModelProto& model, const std:
                                          const TypeSource& types);
 
 // Feeds for every graph input of `model` without an initializer, from the
-// golden store. NotFound names the first input without a recorded value.
+// golden store, then for the initializers that are graph inputs and that the
+// original run was fed. NotFound names the first input without a recorded
+// value.
 absl::StatusOr<std::vector<std::pair<std::string, runner::RtValue>>> GoldenFeeds(const pb::ModelProto& model,
                                                                                  const GoldenStore& golden);
 

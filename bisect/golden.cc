@@ -85,7 +85,7 @@ absl::Status GoldenStore::Record(const io::LoadedModel& loaded, const runner::In
     *run_error = std::string(session.status().message());
     return absl::OkStatus();
   }
-  auto feeds = runner::PrepareInputs((*session)->FeedInputs(), spec);
+  auto feeds = runner::PrepareInputs((*session)->FeedInputs(), spec, (*session)->OverridableInputs());
   if (!feeds.ok()) return absl::InvalidArgumentError(feeds.status().message());
   feeds_ = *feeds;
   for (const auto& [name, value] : feeds_) ONNXKIT_RETURN_IF_ERROR(Put(name, value));

@@ -156,6 +156,42 @@ TEST_F(BisectTest, NanInsideAnIfBranchShrinksToTheBodyNode) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "test_data_set_0" / "input_0.pb"));
 }
 
+// An initializer that is also a graph input (IR >= 4) may be fed instead
+// (--input w=FILE): the golden run and every candidate take the fed value.
+// Here only the fed w (negative) makes Sqrt's NaN.
+TEST_F(BisectTest, AFedInitializerOverridesItsDefault) {
+  GraphBuilder b("main");
+  auto ones = runner::Tensor::Allocate(pb::kFloat, {4});
+  auto minus = runner::Tensor::Allocate(pb::kFloat, {4});
+  ASSERT_TRUE(ones.ok() && minus.ok());
+  for (int i = 0; i < 4; ++i) {
+    ones->mutable_data<float>()[i] = 1;
+    minus->mutable_data<float>()[i] = -10;
+  }
+  b.Input("x", pb::kFloat, {{4}})
+      .Input("w", pb::kFloat, {{4}})
+      .Initializer(runner::TensorToProto(*ones, "w"));
+  b.Node("Abs", {"x"}, {"ax"}, {}, "abs").Node("Add", {"ax", "w"}, {"a"}, {}, "add");
+  b.Node("Sqrt", {"a"}, {"y"}, {}, "planted").Output("y", pb::kFloat, {{4}});
+  ASSERT_TRUE(io::SaveModel(testing::ModelFromGraph(b.Build()), {}, dir_ / "m.onnx").ok());
+  std::ofstream(dir_ / "w.pb", std::ios::binary)
+      << runner::ValueToPbBytes(runner::RtValue::FromTensor(*minus), "w");
+  BisectOptions o;
+  o.model_path = (dir_ / "m.onnx").string();
+  o.oracle = {OracleKind::kNan};
+  o.inputs.random = true;
+  o.output_dir = dir_ / "out";
+  auto plain = RunBisect(o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->interesting);  // w = 1: no NaN
+  o.inputs.files = {"w=" + (dir_ / "w.pb").string()};
+  auto fed = RunBisect(o);
+  ASSERT_TRUE(fed.ok()) << fed.status();
+  ASSERT_TRUE(fed->interesting) << fed->why;
+  EXPECT_TRUE(fed->reproduces);
+  EXPECT_TRUE(HasNode(*fed, "planted"));
+}
+
 TEST_F(BisectTest, CommandOracleInParallel) {
   OracleOptions oracle{OracleKind::kCommand};
   oracle.command = "grep -q planted {model} && exit 1; exit 0";
