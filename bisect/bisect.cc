@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<runner::InputSpec>> SampleSpecs(const BisectOptions& 
 absl::StatusOr<BisectOutcome> RunBisect(const BisectOptions& options) {
   ONNXKIT_ASSIGN_OR_RETURN(io::LoadedModel loaded, io::LoadModel(options.model_path));
   if (!loaded.proto.graph) return absl::InvalidArgumentError(absl::StrCat(options.model_path, ": model has no graph"));
-  ScratchDir scratch;
+  ScratchDir scratch("onnxkit-bisect");
   if (scratch.path().empty()) return absl::PermissionDeniedError("cannot create a scratch folder");
   OracleOptions oracle_options = options.oracle;
   oracle_options.base_dir = loaded.base_dir;

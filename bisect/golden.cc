@@ -15,16 +15,6 @@
 
 namespace onnxkit::bisect {
 
-ScratchDir::ScratchDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "onnxkit-bisect-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 pb::TypeProto TypeOfValue(const runner::RtValue& v) {
   pb::TypeProto type;
   // Sequences, optionals and maps: the kind, which is what reading the

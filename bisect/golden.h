@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/base/scratch_dir.h"
 #include "lib/io/model_io.h"
 #include "runner/inputs.h"
 #include "runner/value.h"
@@ -62,20 +63,9 @@ class GoldenStore {
   std::vector<std::pair<std::string, runner::RtValue>> feeds_;
 };
 
-// A fresh private scratch folder under the temp folder (path() empty when
-// it cannot be made), removed with everything in it when this goes out of
-// scope.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// The scratch folder of a bisect run (lib/base/scratch_dir.h): removed on
+// scope exit and on Ctrl-C.
+using onnxkit::ScratchDir;
 
 // The TypeProto describing a runtime value (tensors: dtype and shape;
 // sequences, optionals, maps: the kind alone).

@@ -77,7 +77,7 @@ absl::StatusOr<OptimizeBisectResult> BisectOptimize(const std::string& model_pat
     ONNXKIT_RETURN_IF_ERROR(io::SaveModel(r.model, loaded.base_dir, output_dir / name));
   }
   result.nodes_before = MainNodeCount(before.proto);
-  ScratchDir scratch;
+  ScratchDir scratch("onnxkit-bisect");
   std::optional<ShrunkModel> shrunk;
   if (!scratch.path().empty()) {
     ONNXKIT_ASSIGN_OR_RETURN(shrunk, ShrinkAroundRewrite(before, c, options, scratch.path()));

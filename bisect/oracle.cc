@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "checker/checker.h"
+#include "lib/base/scratch_dir.h"
 #include "lib/ir/ir.h"
 
 namespace onnxkit::bisect {
@@ -72,6 +73,7 @@ ChildResult RunInChild(const std::function<std::string()>& fn, double timeout_se
     _exit(0);
   }
   close(fds[1]);
+  KillOnSignal on_signal(pid, /*group=*/false);  // Ctrl-C ends the run too
   auto start = std::chrono::steady_clock::now();
   char buffer[4096];
   while (true) {

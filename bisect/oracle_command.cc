@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "bisect/candidate.h"
 #include "bisect/oracle.h"
+#include "lib/base/scratch_dir.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
 #include "runner/convert.h"
@@ -64,9 +66,11 @@ class CommandOracle : public Oracle {
     for (size_t start = 0; start < candidates.size(); start += jobs) {
       std::vector<pid_t> pids;
       std::vector<fs::path> dirs;
+      std::vector<std::unique_ptr<KillOnSignal>> on_signal;  // Ctrl-C ends the calls too
       for (size_t i = start; i < std::min(candidates.size(), start + jobs); ++i) {
         fs::path dir = o_.scratch / absl::StrCat("call_", counter_++);
         ONNXKIT_ASSIGN_OR_RETURN(pid_t pid, Launch(candidates[i], dir));
+        on_signal.push_back(std::make_unique<KillOnSignal>(pid, /*group=*/true));
         pids.push_back(pid);
         dirs.push_back(dir);
         ++*calls;

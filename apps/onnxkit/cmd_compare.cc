@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "apps/onnxkit/commands.h"
 #include "lib/base/json_writer.h"
+#include "lib/base/scratch_dir.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
 #include "runner/compare/compare.h"
@@ -192,15 +194,9 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
   if (!o.reference.empty() && spec.dir.empty() && spec.files.empty() && !spec.random) spec.dir = o.reference;
 
   // Side A, dumping intermediates to a scratch folder for --per-layer,
-  // removed on every way out.
+  // removed on every way out (Ctrl-C included).
+  std::optional<ScratchDir> scratch_dir;
   fs::path scratch;
-  struct RemoveOnExit {
-    const fs::path& path;
-    ~RemoveOnExit() {
-      std::error_code ec;
-      if (!path.empty()) fs::remove_all(path, ec);
-    }
-  } remove_scratch{scratch};
   std::vector<std::pair<std::string, std::string>> a_layers;  // tensor name, producer label
   runner::SessionOptions a_options;
   a_options.device = o.device;
@@ -218,9 +214,10 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
     return run == 0 ? name : absl::StrCat(name, " (run ", run + 1, ")");
   };
   if (o.per_layer) {
-    scratch = fs::temp_directory_path() / absl::StrCat("onnxkit-compare-", ::getpid());
-    fs::remove_all(scratch);
-    fs::create_directories(scratch);
+    scratch_dir.emplace("onnxkit-compare");
+    scratch = scratch_dir->path();
+    if (scratch.empty())
+      return absl::PermissionDeniedError("compare --per-layer: cannot create a scratch folder");
     a_options.observe_subgraphs = true;
     a_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
       const std::string& key = a_keys.For(value);

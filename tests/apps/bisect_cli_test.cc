@@ -1,5 +1,7 @@
 // CLI tests of `onnxkit bisect`: exit codes, the bundle, error paths.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -221,6 +223,43 @@ TEST_F(BisectCliTest, MismatchAgainstReferenceFilesBundlesThem) {
                     (out / "test_data_set_0").string()})
                 .exit_code,
             0);
+}
+
+// Whether process `pid` still runs (a zombie no one reaped does not).
+bool Running(const std::string& pid) {
+  std::ifstream stat("/proc/" + pid + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+// Ended by SIGTERM or SIGINT mid-run (a command oracle sleeping in its own
+// process group), bisect leaves no scratch folder and no running command
+// behind, and ends by the signal.
+TEST_F(BisectCliTest, InterruptedBisectLeavesNothingBehind) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig);
+    fs::path tmp = dir_ / ("tmp" + std::to_string(sig));
+    fs::create_directories(tmp);
+    const fs::path pid_file = dir_ / ("pid" + std::to_string(sig));
+    CliOptions options;
+    options.timeout_seconds = 3;
+    options.timeout_signal = sig;
+    options.env = {"TMPDIR=" + tmp.string()};
+    CliResult r = RunCli(
+        {"bisect", model_, "--command", "echo $$ > '" + pid_file.string() + "'; exec sleep 60 # {model}",
+         "-o", (dir_ / "out").string()},
+        options);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.signal, sig) << r.err;
+    EXPECT_TRUE(fs::is_empty(tmp)) << "scratch left in " << tmp;
+    std::string pid;
+    std::ifstream(pid_file) >> pid;
+    ASSERT_FALSE(pid.empty());  // the command was running
+    for (int i = 0; i < 100 && Running(pid); ++i) usleep(10000);
+    EXPECT_FALSE(Running(pid)) << "the command's sleep " << pid << " outlived bisect";
+  }
 }
 
 // A run of the original past --timeout judges nothing: the error says so

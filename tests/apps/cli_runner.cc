@@ -43,6 +43,7 @@ CliResult RunCli(const std::vector<std::string>& args, const CliOptions& options
     dup2(out, 1);
     dup2(err, 2);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    for (const std::string& e : options.env) putenv(const_cast<char*>(e.c_str()));
     execv(bin.c_str(), argv.data());
     _exit(127);
   }
@@ -63,7 +64,7 @@ CliResult RunCli(const std::vector<std::string>& args, const CliOptions& options
         pid_t done = wait4(pid, &status, WNOHANG, &usage);
         if (done == pid || (done < 0 && errno != EINTR)) break;
         if (std::chrono::steady_clock::now() >= deadline) {
-          kill(pid, SIGKILL);
+          kill(pid, options.timeout_signal);
           result.timed_out = true;
           while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
           }

@@ -26,6 +26,11 @@ struct CliOptions {
   std::filesystem::path cwd;
   // Kill the child with SIGKILL after this many seconds; 0: wait forever.
   double timeout_seconds = 0;
+  // The signal sent at the timeout (SIGTERM or SIGINT: how the child ends
+  // when interrupted).
+  int timeout_signal = 9;
+  // NAME=VALUE entries set in the child's environment (TMPDIR=...).
+  std::vector<std::string> env;
 };
 
 // Runs `onnxkit args...` (no shell) and waits for it.
