@@ -51,7 +51,7 @@ absl::Status GoldenStore::Put(const std::string& name, const runner::RtValue& va
   std::error_code ec;
   std::filesystem::create_directories(scratch_, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", scratch_.string(), ": ", ec.message()));
-  std::filesystem::path file = scratch_ / runner::SafeFileName(name, static_cast<int>(order_.size()));
+  std::filesystem::path file = scratch_ / runner::SafeFileName(name, files_++);
   ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(file, runner::ValueToPbBytes(value, name)));
   index_[name] = Entry{file, TypeOfValue(value)};
   source_[name] = source;

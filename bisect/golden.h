@@ -60,6 +60,7 @@ class GoldenStore {
   std::map<std::string, const void*> source_;
   std::set<std::string> ambiguous_;
   std::vector<std::string> order_;
+  int files_ = 0;  // files written: each its own suffix, also after a drop
   std::vector<std::pair<std::string, runner::RtValue>> feeds_;
 };
 

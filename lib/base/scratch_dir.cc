@@ -63,16 +63,23 @@ void RemoveContents(int dir_fd, int depth) {
       off += d->d_reclen;
       const char* name = d->d_name;
       if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-      if (d->d_type == DT_DIR) {
-        int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) {
-          RemoveContents(sub, depth + 1);
-          close(sub);
+      // A file system that does not report types (DT_UNKNOWN): a folder is
+      // what unlinking refuses with EISDIR.
+      bool folder = d->d_type == DT_DIR;
+      if (!folder) {
+        if (unlinkat(dir_fd, name, 0) == 0) {
+          removed_any = true;
+          continue;
         }
-        if (unlinkat(dir_fd, name, AT_REMOVEDIR) == 0) removed_any = true;
-      } else if (unlinkat(dir_fd, name, 0) == 0) {
-        removed_any = true;
+        folder = d->d_type == DT_UNKNOWN && errno == EISDIR;
+        if (!folder) continue;
       }
+      int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        RemoveContents(sub, depth + 1);
+        close(sub);
+      }
+      if (unlinkat(dir_fd, name, AT_REMOVEDIR) == 0) removed_any = true;
     }
     // Entries were removed under the reading position: read from the start.
     if (removed_any) lseek(dir_fd, 0, SEEK_SET);
