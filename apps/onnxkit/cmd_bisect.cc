@@ -96,18 +96,9 @@ absl::StatusOr<int> RunOptimizeMode(const BisectFlags& f) {
   }
   const passes::Culprit& c = *r->culprit;
   if (f.json) {
-    JsonWriter w;
-    w.BeginObject();
-    w.KeyString("pass", c.pass);
-    w.KeyInt("rewrite", c.rewrite);
-    w.KeyString("node", c.record.node);
-    w.KeyString("summary", c.summary);
-    w.KeyBool("shrunk", r->shrunk);
-    w.KeyInt("nodes_before", r->nodes_before);
-    w.KeyInt("nodes_after", r->nodes_after);
-    w.KeyString("output", f.output);
-    w.EndObject();
-    std::cout << w.Take() << "\n";
+    // The same document as the bundle's report.json, as without --optimize.
+    std::ifstream in(std::filesystem::path(f.output) / "report.json");
+    std::cout << in.rdbuf();
   } else {
     std::cout << absl::StrCat("first rewrite that moves the outputs: #", c.rewrite, " ", c.pass, " at ", c.record.node,
                               " (", c.record.what, ")\n", c.summary, "\n",

@@ -165,6 +165,9 @@ TEST_F(BisectCliTest, OptimizeNamesTheRewriteAndShrinksAroundIt) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_NE(json.out.find("\"pass\": \"fuse-conv-bn\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"shrunk\": true"), std::string::npos) << json.out;
+  std::ifstream report(out / "report.json");
+  EXPECT_EQ(json.out,
+            std::string((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>()));
   // Default tolerance: nothing moves, so the original is not interesting.
   EXPECT_EQ(RunCli({"bisect", in, "--optimize", "-o", (dir_ / "none").string()}).exit_code, 2);
   EXPECT_EQ(RunCli({"bisect", in, "--optimize", "--passes", "nope", "-o", (dir_ / "none").string()}).exit_code, 2);
