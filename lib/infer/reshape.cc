@@ -244,7 +244,9 @@ void ShapeTranspose(NodeContext& ctx) {
   if (in == nullptr) return;
   const int64_t rank = static_cast<int64_t>(in->size());
   std::vector<int64_t> perm;
-  if (std::optional<std::vector<int64_t>> p = ctx.attr_ints("perm"); p && !p->empty()) {
+  // A perm that is present but empty is not the default: runtimes reject it
+  // for any input of rank above 0.
+  if (std::optional<std::vector<int64_t>> p = ctx.attr_ints("perm")) {
     perm = *p;
   } else {
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);

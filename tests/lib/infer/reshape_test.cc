@@ -94,6 +94,12 @@ TEST(TransposeTest, Perm) {
               SizeIs(1));
   EXPECT_THAT(IssuesOf({.op = "Transpose", .inputs = {In("x", {2, 3})}, .attributes = {AttrInts("perm", {0})}}),
               SizeIs(1));
+  // Present but empty is not the default reversal.
+  EXPECT_THAT(
+      IssuesOf({.op = "Transpose", .inputs = {In("x", {2, 3})}, .attributes = {AttrInts("perm", {})}}),
+      SizeIs(1));
+  EXPECT_EQ(Infer({.op = "Transpose", .inputs = {In("x", {})}, .attributes = {AttrInts("perm", {})}}),
+            "float[]");
 }
 
 TEST(ExpandTileTest, Shapes) {
