@@ -15,6 +15,7 @@
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/ops/contrib_lowering.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/type_string.h"
 #include "runner/convert.h"
@@ -771,6 +772,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   ONNXKIT_RETURN_IF_ERROR(io::InlineExternalTensors(proto, session->resolver_.get(), false).status());
   session->loaded_ = std::move(loaded);
   ONNXKIT_ASSIGN_OR_RETURN(session->model_, ir::FromProto(std::move(proto)));
+  if (ops::HasContribNodes(*session->model_)) {
+    // ONNX Runtime's contrib ops run as the standard ops they stand for.
+    ONNXKIT_ASSIGN_OR_RETURN(ops::ContribLowering lowering, ops::LowerContribOps(*session->model_));
+    session->contrib_left_ = std::move(lowering.left);
+  }
   absl::Status status = absl::OkStatus();
   ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
     if (status.ok()) status = session->CheckAttributes(g);
@@ -1466,7 +1472,25 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
       if (f.name == node.op_type() && f.domain == node.domain() && f.overload == node.overload())
         function = &f;
     }
-    if (function == nullptr) return entry.status();
+    if (function == nullptr) {
+      if (!ops::IsContribNode(*model_, node.domain(), node.op_type())) return entry.status();
+      // Why the contrib op was not written as standard ops.
+      const std::string key =
+          absl::StrCat(node.domain().empty() ? "ai.onnx" : node.domain(), "::", node.op_type(), ":");
+      for (const std::string& line : contrib_left_) {
+        if (line.rfind(key, 0) == 0) {
+          const std::string op = line.substr(0, key.size() - 1);
+          const std::string why = line.substr(key.size() + 1);
+          if (absl::StartsWith(why, "not supported (")) {
+            return absl::UnimplementedError(absl::StrCat("onnxkit does not run the ONNX Runtime contrib op ",
+                                                         op, " (README lists the contrib ops it runs)"));
+          }
+          return absl::UnimplementedError(absl::StrCat("the ONNX Runtime contrib op ", op,
+                                                       " could not be written as standard ops: ", why));
+        }
+      }
+      return entry.status();
+    }
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> body, InstantiateFunction(*function, node));
     body_opsets_[body.get()] = function->opset_import;
     kernel = std::make_unique<FunctionKernel>(body.get());

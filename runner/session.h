@@ -267,6 +267,8 @@ class Session {
   std::shared_ptr<cuda::Context> cuda_;
   io::LoadedModel loaded_;
   std::unique_ptr<ir::Model> model_;
+  // ONNX Runtime contrib ops left as they are, with why (ops::ContribLowering::left).
+  std::vector<std::string> contrib_left_;
   SessionOptions options_;
   std::unique_ptr<io::ExternalDataResolver> resolver_;
   absl::flat_hash_map<const ir::Value*, RtValue> constants_;

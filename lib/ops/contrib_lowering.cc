@@ -1,0 +1,686 @@
+#include "lib/ops/contrib_lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/infer/engine.h"
+#include "lib/ir/attributes.h"
+#include "lib/ops/schema.h"
+
+namespace onnxkit::ops {
+namespace {
+
+constexpr std::string_view kMicrosoft = "com.microsoft";
+
+bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+
+// The com.microsoft ops this file writes as standard ops.
+constexpr std::string_view kMicrosoftOps[] = {
+    "BiasGelu",          "DequantizeLinear",         "FastGelu",       "FusedConv",
+    "FusedGemm",         "FusedMatMul",              "Gelu",           "QLinearAdd",
+    "QLinearAveragePool", "QLinearConcat",           "QLinearGlobalAveragePool",
+    "QLinearLeakyRelu",  "QLinearMul",               "QLinearSigmoid", "QuantizeLinear",
+    "QuickGelu",         "SkipLayerNormalization",   "SkipSimplifiedLayerNormalization",
+};
+
+bool Known(std::string_view op) {
+  for (std::string_view k : kMicrosoftOps) {
+    if (k == op) return true;
+  }
+  return false;
+}
+
+// Why a node is left as it is (empty: it was rewritten).
+struct Leave {
+  std::string why;
+};
+
+class Lowerer {
+ public:
+  Lowerer(ir::Model& model, int64_t opset) : model_(model), opset_(opset) {}
+
+  // One pass over every graph; true when some node was rewritten.
+  absl::StatusOr<bool> Round(std::map<std::string, std::pair<std::string, int>>* left) {
+    Seed();
+    std::vector<ir::Graph*> graphs;
+    ir::ForEachGraph(model_, [&](ir::Graph& g) { graphs.push_back(&g); });
+    bool progress = false;
+    for (ir::Graph* g : graphs) {
+      std::vector<ir::Node*> nodes;
+      for (ir::Node* n : g->nodes()) {
+        if (IsContribNode(model_, n->domain(), n->op_type())) nodes.push_back(n);
+      }
+      for (ir::Node* n : nodes) {
+        std::string key = absl::StrCat(IsDefaultDomain(n->domain()) ? "ai.onnx" : n->domain(), "::", n->op_type());
+        ONNXKIT_ASSIGN_OR_RETURN(std::string why, LowerNode(*g, n));
+        if (why.empty()) {
+          ++lowered_;
+          progress = true;
+        } else {
+          auto& entry = (*left)[key];
+          entry.first = why;
+          ++entry.second;
+        }
+      }
+    }
+    return progress;
+  }
+
+  int lowered() const { return lowered_; }
+
+ private:
+  // Element types and ranks that inference finds for the model as it is now.
+  void Seed() {
+    infer::Engine engine(model_);
+    engine.Run();
+    std::map<std::string, infer::ValueState> states = engine.States();
+    elem_.clear();
+    rank_.clear();
+    ir::ForEachGraph(model_, [&](ir::Graph& g) {
+      for (ir::Value* v : g.values()) {
+        auto it = states.find(v->name());
+        if (it == states.end() || !it->second.type.is_tensor()) continue;
+        if (it->second.type.elem_type != 0) elem_[v] = it->second.type.elem_type;
+        if (it->second.type.shape) rank_[v] = static_cast<int64_t>(it->second.type.shape->size());
+      }
+    });
+  }
+
+  std::optional<int32_t> Elem(const ir::Value* v) const {
+    if (v == nullptr) return std::nullopt;
+    if (auto it = elem_.find(v); it != elem_.end()) return it->second;
+    if (const pb::TensorProto* t = v->initializer()) return t->data_type;
+    const pb::TypeProto* type = v->type();
+    if (type != nullptr && type->tensor_type && type->tensor_type->elem_type != 0) return type->tensor_type->elem_type;
+    return std::nullopt;
+  }
+
+  std::optional<int64_t> Rank(const ir::Value* v) const {
+    if (v == nullptr) return std::nullopt;
+    if (auto it = rank_.find(v); it != rank_.end()) return it->second;
+    if (const pb::TensorProto* t = v->initializer()) return static_cast<int64_t>(t->dims.size());
+    const pb::TypeProto* type = v->type();
+    if (type != nullptr && type->tensor_type && type->tensor_type->shape) {
+      return static_cast<int64_t>(type->tensor_type->shape->dim.size());
+    }
+    return std::nullopt;
+  }
+
+  static bool IsFloat(int32_t t) {
+    return t == pb::kFloat || t == pb::kFloat16 || t == pb::kDouble || t == pb::kBfloat16;
+  }
+
+  // --- emission, before the node being rewritten ---
+
+  absl::StatusOr<ir::Value*> Emit(std::string_view op, std::vector<ir::Value*> inputs,
+                                  std::vector<pb::AttributeProto> attributes = {}, int outputs = 1,
+                                  std::vector<ir::Value*>* all_outputs = nullptr) {
+    ir::NodeSpec spec;
+    spec.op_type = std::string(op);
+    spec.name = graph_->FreshName(absl::StrCat(base_, "/", std::string(op)));
+    spec.inputs = std::move(inputs);
+    for (int i = 0; i < outputs; ++i) spec.outputs.push_back(graph_->FreshName(absl::StrCat(base_, "/", std::string(op), "_out")));
+    spec.attributes = std::move(attributes);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * node, graph_->AddNode(std::move(spec), ir::Position::Before(at_)));
+    emitted_.push_back(node);
+    if (all_outputs != nullptr) *all_outputs = node->outputs();
+    return node->output(0);
+  }
+
+  absl::StatusOr<ir::Value*> ConstantOf(pb::TensorProto t, std::string_view hint) {
+    pb::AttributeProto value;
+    value.name = "value";
+    value.type = pb::kAttrTensor;
+    value.t = std::move(t);
+    ir::NodeSpec spec{.op_type = "Constant",
+                      .name = graph_->FreshName(absl::StrCat(base_, "/", std::string(hint))),
+                      .outputs = {graph_->FreshName(absl::StrCat(base_, "/", std::string(hint)))},
+                      .attributes = {std::move(value)}};
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * node, graph_->AddNode(std::move(spec), ir::Position::Before(at_)));
+    emitted_.push_back(node);
+    return node->output(0);
+  }
+
+  // A scalar of element type `elem` (a float constant, cast when needed).
+  absl::StatusOr<ir::Value*> Scalar(double v, int32_t elem) {
+    pb::TensorProto t;
+    t.data_type = pb::kFloat;
+    t.float_data.push_back(static_cast<float>(v));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, ConstantOf(std::move(t), "c"));
+    if (elem == pb::kFloat) return c;
+    return Emit("Cast", {c}, {ir::IntAttr("to", elem)});
+  }
+
+  absl::StatusOr<ir::Value*> Int64s(const std::vector<int64_t>& v) {
+    pb::TensorProto t;
+    t.data_type = pb::kInt64;
+    t.dims = {static_cast<int64_t>(v.size())};
+    t.int64_data = v;
+    return ConstantOf(std::move(t), "axes");
+  }
+
+  // A zero point of 0 in `elem` (an 8-bit integer type).
+  absl::StatusOr<ir::Value*> ZeroPoint(int32_t elem) {
+    pb::TensorProto t;
+    t.data_type = elem;
+    t.int32_data.push_back(0);
+    return ConstantOf(std::move(t), "zero_point");
+  }
+
+  absl::StatusOr<ir::Value*> ReduceMean(ir::Value* x, const std::vector<int64_t>& axes) {
+    if (opset_ >= 18) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Int64s(axes));
+      return Emit("ReduceMean", {x, a}, {ir::IntAttr("keepdims", 1)});
+    }
+    return Emit("ReduceMean", {x}, {ir::IntsAttr("axes", axes), ir::IntAttr("keepdims", 1)});
+  }
+
+  // --- the rewrite of one node ---
+
+  ir::Value* In(int i) const { return i < node_->num_inputs() ? node_->input(i) : nullptr; }
+  bool Used(int i) const {
+    if (i >= node_->num_outputs()) return false;
+    const ir::Value* v = node_->output(i);
+    return v != nullptr && !v->name().empty() && (v->has_uses() || v->IsGraphOutput());
+  }
+  float FloatAttr(std::string_view name, float fallback) const { return node_->GetFloat(name).value_or(fallback); }
+  int64_t IntAttr(std::string_view name, int64_t fallback) const { return node_->GetInt(name).value_or(fallback); }
+
+  // Returns "" when rewritten, else why not (the graph unchanged).
+  absl::StatusOr<std::string> LowerNode(ir::Graph& g, ir::Node* node) {
+    graph_ = &g;
+    at_ = node;
+    node_ = node;
+    base_ = node->name().empty() ? node->op_type() : node->name();
+    emitted_.clear();
+    if (node->num_outputs() == 0 || node->output(0) == nullptr) return std::string("the node has no output");
+    std::vector<ir::Value*> outs(static_cast<size_t>(node->num_outputs()), nullptr);
+    absl::StatusOr<std::string> why = Rewrite(outs);
+    if (why.ok() && why->empty()) {
+      for (int i = 0; i < node->num_outputs(); ++i) {
+        if (Used(i) && outs[static_cast<size_t>(i)] == nullptr) {
+          why = absl::StrCat("output ", i, " is not supported");
+          break;
+        }
+      }
+    }
+    if (!why.ok() || !why->empty()) {
+      // Undo: the emitted nodes are unused (nothing refers to them yet).
+      for (auto it = emitted_.rbegin(); it != emitted_.rend(); ++it) {
+        ONNXKIT_RETURN_IF_ERROR(graph_->RemoveNode(*it));
+      }
+      return why;
+    }
+    // Each output takes its rewritten value, which then takes its name.
+    std::vector<std::pair<ir::Value*, std::string>> renames;
+    for (int i = 0; i < node->num_outputs(); ++i) {
+      ir::Value* old_value = node->output(i);
+      ir::Value* new_value = outs[static_cast<size_t>(i)];
+      if (old_value == nullptr || old_value->name().empty() || new_value == nullptr) continue;
+      if (new_value->producer() == nullptr || !graph_->HasNode(new_value->producer()) ||
+          std::find(emitted_.begin(), emitted_.end(), new_value->producer()) == emitted_.end()) {
+        ONNXKIT_ASSIGN_OR_RETURN(new_value, Emit("Identity", {new_value}));
+      }
+      if (old_value->type() != nullptr) new_value->set_type(*old_value->type());
+      ONNXKIT_RETURN_IF_ERROR(graph_->ReplaceAllUsesWith(old_value, new_value));
+      renames.emplace_back(new_value, old_value->name());
+    }
+    ONNXKIT_RETURN_IF_ERROR(graph_->RemoveNode(node));
+    for (auto& [value, name] : renames) ONNXKIT_RETURN_IF_ERROR(graph_->RenameValue(value, name));
+    return std::string();
+  }
+
+  absl::StatusOr<std::string> Rewrite(std::vector<ir::Value*>& outs) {
+    const std::string& op = node_->op_type();
+    if (IsDefaultDomain(node_->domain())) {
+      if (op == "LayerNormalization") return LayerNorm(outs, false);
+      return LayerNorm(outs, true);  // SimplifiedLayerNormalization
+    }
+    if (!Known(op)) return std::string("not supported");
+    if (op == "FusedConv") return FusedConv(outs);
+    if (op == "FusedGemm") return FusedGemm(outs);
+    if (op == "FusedMatMul") return FusedMatMul(outs);
+    if (op == "Gelu" || op == "BiasGelu" || op == "FastGelu" || op == "QuickGelu") return GeluFamily(outs);
+    if (op == "SkipLayerNormalization") return SkipLayerNorm(outs, false);
+    if (op == "SkipSimplifiedLayerNormalization") return SkipLayerNorm(outs, true);
+    if (op == "QuantizeLinear" || op == "DequantizeLinear") return QuantizeOps(outs);
+    return QLinear(outs);
+  }
+
+  // The activation ONNX Runtime fused: `params` as the op gives them.
+  absl::StatusOr<std::string> Activation(ir::Value* x, std::string_view kind, const std::vector<float>& params,
+                                         int32_t elem, ir::Value** out) {
+    auto need = [&](size_t n) -> std::string {
+      return params.size() < n ? absl::StrCat("activation ", std::string(kind), " needs ", n, " parameters") : std::string();
+    };
+    if (kind.empty()) {
+      *out = x;
+    } else if (kind == "Relu" || kind == "Tanh" || kind == "Sigmoid") {
+      ONNXKIT_ASSIGN_OR_RETURN(*out, Emit(kind, {x}));
+    } else if (kind == "LeakyRelu") {
+      if (std::string w = need(1); !w.empty()) return w;
+      ONNXKIT_ASSIGN_OR_RETURN(*out, Emit("LeakyRelu", {x}, {ir::FloatAttr("alpha", params[0])}));
+    } else if (kind == "HardSigmoid") {
+      if (std::string w = need(2); !w.empty()) return w;
+      ONNXKIT_ASSIGN_OR_RETURN(
+          *out, Emit("HardSigmoid", {x}, {ir::FloatAttr("alpha", params[0]), ir::FloatAttr("beta", params[1])}));
+    } else if (kind == "Clip") {
+      if (std::string w = need(2); !w.empty()) return w;
+      if (opset_ < 11) {
+        ONNXKIT_ASSIGN_OR_RETURN(
+            *out, Emit("Clip", {x}, {ir::FloatAttr("min", params[0]), ir::FloatAttr("max", params[1])}));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lo, Scalar(params[0], elem));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * hi, Scalar(params[1], elem));
+        ONNXKIT_ASSIGN_OR_RETURN(*out, Emit("Clip", {x, lo, hi}));
+      }
+    } else {
+      return absl::StrCat("activation '", std::string(kind), "' is not supported");
+    }
+    return std::string();
+  }
+
+  // The node's attributes but `drop`.
+  std::vector<pb::AttributeProto> AttributesBut(std::initializer_list<std::string_view> drop) const {
+    std::vector<pb::AttributeProto> out;
+    for (const ir::Attribute& a : node_->attributes()) {
+      bool dropped = false;
+      for (std::string_view d : drop) dropped = dropped || a.name() == d;
+      if (!dropped && !a.g && a.graphs.empty()) out.push_back(a.proto);
+    }
+    return out;
+  }
+
+  std::vector<float> Floats(std::string_view name) const {
+    const ir::Attribute* a = node_->FindAttribute(name);
+    if (a == nullptr || a->type() != pb::kAttrFloats) return {};
+    return a->proto.floats;
+  }
+
+  absl::StatusOr<std::string> FusedConv(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("X or W is missing");
+    std::optional<int32_t> elem = Elem(In(1));
+    if (!elem) elem = Elem(In(0));
+    const std::string kind = node_->GetString("activation").value_or("");
+    if (kind == "Clip" && !elem) return std::string("the element type is unknown");
+    std::vector<ir::Value*> conv_inputs = {In(0), In(1)};
+    if (In(2) != nullptr) conv_inputs.push_back(In(2));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y,
+                             Emit("Conv", conv_inputs, AttributesBut({"activation", "activation_params"})));
+    if (In(3) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(3)}));
+    }
+    return Activation(y, kind, Floats("activation_params"), elem.value_or(pb::kFloat), &outs[0]);
+  }
+
+  absl::StatusOr<std::string> FusedGemm(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("A or B is missing");
+    const std::string kind = node_->GetString("activation").value_or("");
+    if (kind == "Clip") return std::string("activation Clip is not supported");
+    std::vector<ir::Value*> inputs = {In(0), In(1)};
+    if (In(2) != nullptr) inputs.push_back(In(2));
+    ONNXKIT_ASSIGN_OR_RETURN(
+        ir::Value * y, Emit("Gemm", inputs, AttributesBut({"activation", "activation_alpha", "activation_beta",
+                                                           "activation_gamma"})));
+    std::vector<float> params = {FloatAttr("activation_alpha", kind == "LeakyRelu" ? 0.01f : 0.2f),
+                                 FloatAttr("activation_beta", 0.5f)};
+    return Activation(y, kind, params, pb::kFloat, &outs[0]);
+  }
+
+  // The matrix operand FusedMatMul takes from `v` (rank `rank`): with
+  // `batch` (transBatch), dims 1 .. rank-2 are the batch and dims 0 and
+  // rank-1 the matrix; `trans` swaps the two matrix dims.
+  absl::StatusOr<ir::Value*> Operand(ir::Value* v, int64_t rank, bool trans, bool batch) {
+    std::vector<int64_t> perm;
+    if (batch) {
+      for (int64_t i = 1; i + 1 < rank; ++i) perm.push_back(i);
+      perm.push_back(0);
+      perm.push_back(rank - 1);
+    } else {
+      for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+    }
+    if (trans) std::swap(perm[static_cast<size_t>(rank - 2)], perm[static_cast<size_t>(rank - 1)]);
+    bool identity = true;
+    for (int64_t i = 0; i < rank; ++i) identity = identity && perm[static_cast<size_t>(i)] == i;
+    if (identity) return v;
+    return Emit("Transpose", {v}, {ir::IntsAttr("perm", perm)});
+  }
+
+  absl::StatusOr<std::string> FusedMatMul(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("A or B is missing");
+    const bool ta = IntAttr("transA", 0) != 0, tb = IntAttr("transB", 0) != 0;
+    const bool ba = IntAttr("transBatchA", 0) != 0, bb = IntAttr("transBatchB", 0) != 0;
+    std::optional<int64_t> ra = Rank(In(0)), rb = Rank(In(1));
+    if (((ta || ba) && !ra) || ((tb || bb) && !rb)) return std::string("the rank of a transposed input is unknown");
+    if ((ra && *ra > 64) || (rb && *rb > 64)) return std::string("an input has a rank above 64");
+    const float alpha = FloatAttr("alpha", 1.0f);
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem) elem = Elem(In(1));
+    if (alpha != 1.0f && !elem) return std::string("the element type is unknown");
+    ir::Value* a = In(0);
+    ir::Value* b = In(1);
+    // A vector operand is used as it is.
+    if ((ta || ba) && *ra >= 2) {
+      ONNXKIT_ASSIGN_OR_RETURN(a, Operand(a, *ra, ta, ba));
+    }
+    if ((tb || bb) && *rb >= 2) {
+      ONNXKIT_ASSIGN_OR_RETURN(b, Operand(b, *rb, tb, bb));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {a, b}));
+    if (alpha != 1.0f) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Scalar(alpha, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Mul", {y, s}));
+    }
+    outs[0] = y;
+    return std::string();
+  }
+
+  // x * 0.5 * (1 + erf(x / sqrt(2))), as exporters write it.
+  absl::StatusOr<ir::Value*> ErfGelu(ir::Value* x, int32_t elem) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r2, Scalar(std::sqrt(2.0), elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Scalar(1.0, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, Scalar(0.5, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, Emit("Div", {x, r2}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e, Emit("Erf", {d}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Add", {e, one}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Mul", {x, s}));
+    return Emit("Mul", {m, half});
+  }
+
+  absl::StatusOr<std::string> GeluFamily(std::vector<ir::Value*>& outs) {
+    const std::string& op = node_->op_type();
+    if (In(0) == nullptr) return std::string("the input is missing");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem && In(1) != nullptr) elem = Elem(In(1));
+    if (!elem) return std::string("the element type is unknown");
+    if (!IsFloat(*elem)) return std::string("the element type is not a float type");
+    ir::Value* x = In(0);
+    if ((op == "BiasGelu" || op == "FastGelu") && In(1) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(x, Emit("Add", {x, In(1)}));
+    }
+    if (op == "BiasGelu" && In(1) == nullptr) return std::string("the bias is missing");
+    if (op == "Gelu" || op == "BiasGelu") {
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], ErfGelu(x, *elem));
+    } else if (op == "QuickGelu") {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Scalar(FloatAttr("alpha", 1.702f), *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ax, Emit("Mul", {x, a}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Sigmoid", {ax}));
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Mul", {x, s}));
+    } else {
+      // FastGelu: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Scalar(0.044715, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, Scalar(0.7978845608028654, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Scalar(1.0, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, Scalar(0.5, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x2, Emit("Mul", {x, x}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x3, Emit("Mul", {x2, x}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cx3, Emit("Mul", {x3, c}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * in, Emit("Add", {x, cx3}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kin, Emit("Mul", {in, k}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, Emit("Tanh", {kin}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Add", {t, one}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Mul", {x, s}));
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Mul", {m, half}));
+    }
+    return std::string();
+  }
+
+  // Normalizes `x` over `axes`: (x - mean) / sqrt(var + eps), or for the
+  // simplified (RMS) form x / sqrt(mean(x^2) + eps). Sets the mean and the
+  // inverse standard deviation where asked for.
+  absl::StatusOr<std::string> Normalize(ir::Value* x, const std::vector<int64_t>& axes, float epsilon,
+                                        bool simplified, int32_t elem, bool stash, ir::Value** y, ir::Value** mean,
+                                        ir::Value** inv_std) {
+    int32_t compute = elem;
+    if (stash && (elem == pb::kFloat16 || elem == pb::kBfloat16)) {
+      compute = pb::kFloat;
+      ONNXKIT_ASSIGN_OR_RETURN(x, Emit("Cast", {x}, {ir::IntAttr("to", pb::kFloat)}));
+    }
+    ir::Value* centered = x;
+    if (!simplified) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, ReduceMean(x, axes));
+      if (mean != nullptr) *mean = m;
+      ONNXKIT_ASSIGN_OR_RETURN(centered, Emit("Sub", {x, m}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sq, Emit("Mul", {centered, centered}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * var, ReduceMean(sq, axes));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * eps, Scalar(epsilon, compute));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ve, Emit("Add", {var, eps}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sd, Emit("Sqrt", {ve}));
+    if (inv_std != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(*inv_std, Emit("Reciprocal", {sd}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(*y, Emit("Div", {centered, sd}));
+    if (compute != elem) {
+      ONNXKIT_ASSIGN_OR_RETURN(*y, Emit("Cast", {*y}, {ir::IntAttr("to", elem)}));
+    }
+    return std::string();
+  }
+
+  // ai.onnx LayerNormalization below 17 (ONNX Runtime's own) and
+  // SimplifiedLayerNormalization: X, Scale, B -> Y, Mean, InvStdDev (the
+  // simplified form: Y, InvStdVar).
+  absl::StatusOr<std::string> LayerNorm(std::vector<ir::Value*>& outs, bool simplified) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("X or Scale is missing");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem) return std::string("the element type is unknown");
+    if (!IsFloat(*elem)) return std::string("the element type is not a float type");
+    const int64_t axis = IntAttr("axis", -1);
+    std::vector<int64_t> axes;
+    if (axis < 0) {
+      if (axis < -64) return std::string("the axis is out of range");
+      for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+    } else {
+      std::optional<int64_t> rank = Rank(In(0));
+      if (!rank) return std::string("the rank of X is unknown");
+      if (*rank > 64) return std::string("X has a rank above 64");
+      if (axis >= *rank) return std::string("the axis is out of range");
+      for (int64_t a = axis; a < *rank; ++a) axes.push_back(a);
+    }
+    ir::Value* y = nullptr;
+    ir::Value* mean = nullptr;
+    ir::Value* inv = nullptr;
+    const bool want_mean = !simplified && Used(1);
+    const bool want_inv = simplified ? Used(1) : Used(2);
+    ONNXKIT_ASSIGN_OR_RETURN(std::string why,
+                             Normalize(In(0), axes, FloatAttr("epsilon", 1e-5f), simplified, *elem,
+                                       IntAttr("stash_type", 1) == 1, &y, want_mean ? &mean : nullptr,
+                                       want_inv ? &inv : nullptr));
+    if (!why.empty()) return why;
+    ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Mul", {y, In(1)}));
+    if (!simplified && In(2) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(2)}));
+    }
+    outs[0] = y;
+    if (simplified) {
+      if (outs.size() > 1) outs[1] = inv;
+    } else {
+      if (outs.size() > 1) outs[1] = mean;
+      if (outs.size() > 2) outs[2] = inv;
+    }
+    return std::string();
+  }
+
+  // SkipLayerNormalization: input, skip, gamma, beta, bias -> output, mean,
+  // inv_std_var, input_skip_bias_sum; the simplified form: input, skip,
+  // gamma, bias (no beta, no mean).
+  absl::StatusOr<std::string> SkipLayerNorm(std::vector<ir::Value*>& outs, bool simplified) {
+    if (In(0) == nullptr || In(1) == nullptr || In(2) == nullptr) return std::string("input, skip or gamma is missing");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem) elem = Elem(In(2));
+    if (!elem) return std::string("the element type is unknown");
+    if (!IsFloat(*elem)) return std::string("the element type is not a float type");
+    ir::Value* beta = simplified ? nullptr : In(3);
+    ir::Value* bias = simplified ? In(3) : In(4);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sum, Emit("Add", {In(0), In(1)}));
+    if (bias != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(sum, Emit("Add", {sum, bias}));
+    }
+    ir::Value* y = nullptr;
+    ir::Value* mean = nullptr;
+    ir::Value* inv = nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(std::string why, Normalize(sum, {-1}, FloatAttr("epsilon", 1e-12f), simplified, *elem,
+                                                        true, &y, (!simplified && Used(1)) ? &mean : nullptr,
+                                                        Used(2) ? &inv : nullptr));
+    if (!why.empty()) return why;
+    ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Mul", {y, In(2)}));
+    if (beta != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, beta}));
+    }
+    outs[0] = y;
+    if (outs.size() > 1) outs[1] = mean;
+    if (outs.size() > 2) outs[2] = inv;
+    if (outs.size() > 3) outs[3] = sum;
+    return std::string();
+  }
+
+  absl::StatusOr<std::string> QuantizeOps(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("x or its scale is missing");
+    std::vector<pb::AttributeProto> attrs;
+    if (const ir::Attribute* a = node_->FindAttribute("axis")) {
+      if (opset_ < 13) return std::string("axis needs ai.onnx opset 13");
+      attrs.push_back(a->proto);
+    }
+    std::vector<ir::Value*> inputs = {In(0), In(1)};
+    if (In(2) != nullptr) inputs.push_back(In(2));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit(node_->op_type(), inputs, attrs));
+    return std::string();
+  }
+
+  // DequantizeLinear of a (value, scale, zero point) triple.
+  absl::StatusOr<ir::Value*> Dq(ir::Value* x, ir::Value* scale, ir::Value* zp) {
+    std::vector<ir::Value*> inputs = {x, scale};
+    if (zp != nullptr) inputs.push_back(zp);
+    return Emit("DequantizeLinear", inputs);
+  }
+
+  // QuantizeLinear to the type of `like` (the op's quantized input).
+  absl::StatusOr<ir::Value*> Q(ir::Value* y, ir::Value* scale, ir::Value* zp, int32_t elem) {
+    if (zp == nullptr && elem != pb::kUint8) {
+      ONNXKIT_ASSIGN_OR_RETURN(zp, ZeroPoint(elem));
+    }
+    std::vector<ir::Value*> inputs = {y, scale};
+    if (zp != nullptr) inputs.push_back(zp);
+    return Emit("QuantizeLinear", inputs);
+  }
+
+  absl::StatusOr<std::string> QLinear(std::vector<ir::Value*>& outs) {
+    const std::string& op = node_->op_type();
+    if (opset_ < 10) return std::string("QuantizeLinear needs ai.onnx opset 10");
+    if (IntAttr("channels_last", 0) != 0) return std::string("channels_last is not supported");
+    if (op == "QLinearConcat") {
+      if (node_->num_inputs() < 5 || (node_->num_inputs() - 2) % 3 != 0) {
+        return std::string("the inputs are not (Y_scale, Y_zero_point, then value, scale, zero point triples)");
+      }
+      std::optional<int32_t> elem = Elem(In(2));
+      if (!elem) elem = Elem(In(1));
+      if (!elem) return std::string("the element type is unknown");
+      std::vector<ir::Value*> parts;
+      for (int i = 2; i + 2 < node_->num_inputs(); i += 3) {
+        if (In(i) == nullptr || In(i + 1) == nullptr) return std::string("an input or its scale is missing");
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, Dq(In(i), In(i + 1), In(i + 2)));
+        parts.push_back(d);
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Emit("Concat", parts, {ir::IntAttr("axis", IntAttr("axis", 0))}));
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], Q(c, In(0), In(1), *elem));
+      return std::string();
+    }
+    const bool binary = op == "QLinearAdd" || op == "QLinearMul";
+    const int out_scale = binary ? 6 : 3;
+    if (In(0) == nullptr || In(1) == nullptr || In(out_scale) == nullptr ||
+        (binary && (In(3) == nullptr || In(4) == nullptr))) {
+      return std::string("an input or a scale is missing");
+    }
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem) return std::string("the element type is unknown");
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Dq(In(0), In(1), In(2)));
+    ir::Value* y = nullptr;
+    if (binary) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b, Dq(In(3), In(4), In(5)));
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit(op == "QLinearAdd" ? "Add" : "Mul", {a, b}));
+    } else if (op == "QLinearSigmoid") {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Sigmoid", {a}));
+    } else if (op == "QLinearLeakyRelu") {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("LeakyRelu", {a}, {ir::FloatAttr("alpha", FloatAttr("alpha", 0.01f))}));
+    } else if (op == "QLinearGlobalAveragePool") {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("GlobalAveragePool", {a}));
+    } else {  // QLinearAveragePool
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("AveragePool", {a}, AttributesBut({"channels_last"})));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Q(y, In(out_scale), In(out_scale + 1), *elem));
+    return std::string();
+  }
+
+  ir::Model& model_;
+  int64_t opset_;
+  int lowered_ = 0;
+  absl::flat_hash_map<const ir::Value*, int32_t> elem_;
+  absl::flat_hash_map<const ir::Value*, int64_t> rank_;
+  // The node being rewritten.
+  ir::Graph* graph_ = nullptr;
+  ir::Node* at_ = nullptr;
+  ir::Node* node_ = nullptr;
+  std::string base_;
+  std::vector<ir::Node*> emitted_;
+};
+
+}  // namespace
+
+bool IsContribNode(const ir::Model& model, std::string_view domain, std::string_view op) {
+  if (domain == kMicrosoft) return true;
+  if (!IsDefaultDomain(domain)) return false;
+  if (op == "SimplifiedLayerNormalization") return true;
+  if (op != "LayerNormalization") return false;
+  std::optional<int64_t> opset = model.OpsetVersion("");
+  return opset && *opset < 17;
+}
+
+bool HasContribNodes(const ir::Model& model) {
+  bool found = false;
+  ir::ForEachGraph(model, [&](const ir::Graph& g) {
+    for (const ir::Node* n : g.nodes()) {
+      if (!found && IsContribNode(model, n->domain(), n->op_type())) found = true;
+    }
+  });
+  return found;
+}
+
+absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model) {
+  ContribLowering result;
+  std::map<std::string, std::pair<std::string, int>> left;
+  std::optional<int64_t> opset = model.OpsetVersion("");
+  if (!opset || *opset < 7) {
+    ir::ForEachGraph(model, [&](ir::Graph& g) {
+      for (const ir::Node* n : g.nodes()) {
+        if (!IsContribNode(model, n->domain(), n->op_type())) continue;
+        auto& e = left[absl::StrCat(n->domain(), "::", n->op_type())];
+        e.first = "the model's ai.onnx opset is below 7";
+        ++e.second;
+      }
+    });
+  } else {
+    Lowerer lowerer(model, *opset);
+    // A rewrite can make types known further on (inference does not see
+    // through contrib ops): go again while that helps.
+    for (int round = 0; round < 64; ++round) {
+      left.clear();
+      ONNXKIT_ASSIGN_OR_RETURN(bool progress, lowerer.Round(&left));
+      if (!progress || left.empty()) break;
+    }
+    result.lowered = lowerer.lowered();
+  }
+  for (const auto& [op, entry] : left) {
+    result.left.push_back(absl::StrCat(op, ": ", entry.first, " (", entry.second, entry.second == 1 ? " node)" : " nodes)"));
+  }
+  return result;
+}
+
+}  // namespace onnxkit::ops

@@ -1,0 +1,62 @@
+// ONNX Runtime's contrib ops written as standard ONNX ops.
+//
+// Models saved by ONNX Runtime's optimizer (optimizedModelFilePath, the
+// transformers optimizer) and by its quantizer's QOperator format carry ops of
+// the com.microsoft domain, and below opset 17 an ai.onnx LayerNormalization
+// that ONNX itself only has from 17. LowerContribOps rewrites each node of
+// these it knows, in every graph of the model, as ops of the model's ai.onnx
+// opset, with the same semantics:
+//
+//   com.microsoft::FusedConv     Conv, Add of the optional sum input, activation
+//   com.microsoft::FusedGemm     Gemm, activation
+//   com.microsoft::FusedMatMul   Transposes (transA/transB, transBatchA/B),
+//                                MatMul, Mul by alpha
+//   com.microsoft::Gelu, BiasGelu, FastGelu, QuickGelu   their formulas
+//   com.microsoft::SkipLayerNormalization, SkipSimplifiedLayerNormalization
+//   ai.onnx LayerNormalization (below opset 17), SimplifiedLayerNormalization
+//   com.microsoft::QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+//     QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
+//                                DequantizeLinear, the float op, QuantizeLinear
+//   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
+//
+// The activations are those ONNX Runtime fuses: Relu, Tanh, Sigmoid,
+// LeakyRelu, Clip, HardSigmoid. A node whose form the rewrite cannot express
+// (an unknown element type or rank where one is needed, an unknown
+// activation, channels_last) is left as it is and listed in `left`.
+// The outputs keep their names; new values and nodes get fresh names.
+//
+//   ContribLowering r = LowerContribOps(model).value();
+//   // r.lowered: 33, r.left: {"com.microsoft::Attention: not supported (2 nodes)"}
+#ifndef ONNXKIT_LIB_OPS_CONTRIB_LOWERING_H_
+#define ONNXKIT_LIB_OPS_CONTRIB_LOWERING_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/ir/model.h"
+
+namespace onnxkit::ops {
+
+struct ContribLowering {
+  int lowered = 0;
+  // One line per kind of node left: "com.microsoft::X: why (N nodes)".
+  std::vector<std::string> left;
+};
+
+// True for a node LowerContribOps may rewrite (com.microsoft ops; ai.onnx
+// LayerNormalization below 17 and SimplifiedLayerNormalization).
+bool IsContribNode(const ir::Model& model, std::string_view domain, std::string_view op);
+
+// True when some graph of `model` has a node IsContribNode accepts.
+bool HasContribNodes(const ir::Model& model);
+
+// Rewrites the contrib nodes of every graph of `model` (model-local function
+// bodies are not visited). Errors only when the graph API refuses a rewrite,
+// which leaves the model partly rewritten.
+absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model);
+
+}  // namespace onnxkit::ops
+
+#endif  // ONNXKIT_LIB_OPS_CONTRIB_LOWERING_H_

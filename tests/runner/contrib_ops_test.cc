@@ -1,0 +1,408 @@
+// ONNX Runtime contrib ops (com.microsoft, and ai.onnx LayerNormalization
+// below 17) run as the standard ops they stand for: each op against values
+// computed here from its definition, on both backends; the ops that cannot
+// be written so fail with a message naming the op; a model ONNX Runtime
+// optimized ('extended' level) computes what the model it came from does.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/io/model_io.h"
+#include "runner/inputs.h"
+#include "runner/session.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+#include "tests/util/test_paths.h"
+
+namespace onnxkit::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr runner::Backend kBackends[] = {runner::Backend::kReference, runner::Backend::kCpu};
+
+// One node `op` of `domain` on inputs x0, x1... declared with their types
+// and shapes (an undefined tensor leaves that input out); outputs y0, y1...
+// but those in `omitted`, which stay unnamed.
+absl::StatusOr<std::vector<runner::RtValue>> RunNode(runner::Backend backend, const std::string& op,
+                                                     const std::vector<runner::Tensor>& inputs,
+                                                     std::vector<pb::AttributeProto> attributes, int64_t opset,
+                                                     int num_outputs, const std::string& domain,
+                                                     const std::vector<int>& omitted = {}) {
+  GraphBuilder g("g");
+  std::vector<std::string> names;
+  Feeds feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      names.push_back("");
+      continue;
+    }
+    names.push_back("x" + std::to_string(i));
+    g.Input(names.back(), inputs[i].dtype(), inputs[i].shape());
+    feeds.emplace_back(names.back(), inputs[i]);
+  }
+  std::vector<std::string> outs;
+  for (int i = 0; i < num_outputs; ++i) {
+    const bool skip = std::find(omitted.begin(), omitted.end(), i) != omitted.end();
+    outs.push_back(skip ? "" : "y" + std::to_string(i));
+  }
+  g.Node(op, names, outs, std::move(attributes));
+  g.graph().node.back().domain = domain;
+  for (const std::string& o : outs) {
+    if (!o.empty()) g.Output(o, 0);
+  }
+  return RunGraphOn(backend, g.Build(), feeds, opset);
+}
+
+// Runs com.microsoft `op` (or ai.onnx when `domain` is "") on `backend`;
+// output `index` (counting the named outputs) as floats.
+std::vector<float> RunOp(runner::Backend backend, const std::string& op, const std::vector<runner::Tensor>& inputs,
+                         std::vector<pb::AttributeProto> attributes = {}, int64_t opset = 14, int num_outputs = 1,
+                         int index = 0, const std::string& domain = "com.microsoft",
+                         const std::vector<int>& omitted = {}) {
+  auto out = RunNode(backend, op, inputs, std::move(attributes), opset, num_outputs, domain, omitted);
+  EXPECT_TRUE(out.ok()) << op << ": " << out.status();
+  if (!out.ok() || static_cast<int>(out->size()) <= index) return {};
+  const runner::Tensor& t = (*out)[static_cast<size_t>(index)].tensor();
+  EXPECT_EQ(t.dtype(), pb::kFloat);
+  return Values<float>(t);
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want, double tol = 2e-5) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol + tol * std::abs(want[i])) << "at " << i;
+}
+
+TEST(ContribOpsTest, GeluFamily) {
+  const std::vector<float> x = {-3.f, -1.f, -0.25f, 0.f, 0.5f, 1.f, 2.5f, 4.f};
+  const std::vector<float> bias = {0.5f, -0.5f, 0.25f, 1.f, -1.f, 0.f, 0.1f, -2.f};
+  auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
+  std::vector<double> erf_gelu, bias_gelu, fast, quick;
+  for (size_t i = 0; i < x.size(); ++i) {
+    erf_gelu.push_back(gelu(x[i]));
+    bias_gelu.push_back(gelu(double{x[i]} + bias[i]));
+    const double v = double{x[i]} + bias[i];
+    fast.push_back(0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+    quick.push_back(x[i] / (1 + std::exp(-1.5 * x[i])));
+  }
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    ExpectNear(RunOp(b, "Gelu", {Floats({8}, x)}), erf_gelu);
+    ExpectNear(RunOp(b, "BiasGelu", {Floats({1, 8}, x), Floats({8}, bias)}), bias_gelu);
+    ExpectNear(RunOp(b, "FastGelu", {Floats({8}, x), Floats({8}, bias)}), fast);
+    ExpectNear(RunOp(b, "QuickGelu", {Floats({8}, x)}, {AttrFloat("alpha", 1.5f)}), quick);
+  }
+}
+
+// Mean and 1/sqrt(var + eps) of each row of `rows` x `n` values.
+struct RowStats {
+  std::vector<double> mean, inv_std, rms_inv;
+};
+RowStats Stats(const std::vector<float>& x, int rows, int n, double eps) {
+  RowStats s;
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; ++i) sum += x[static_cast<size_t>(r * n + i)];
+    const double mean = sum / n;
+    double ms = 0;
+    for (int i = 0; i < n; ++i) {
+      const double d = x[static_cast<size_t>(r * n + i)] - mean;
+      sq += d * d;
+      ms += double{x[static_cast<size_t>(r * n + i)]} * x[static_cast<size_t>(r * n + i)];
+    }
+    s.mean.push_back(mean);
+    s.inv_std.push_back(1 / std::sqrt(sq / n + eps));
+    s.rms_inv.push_back(1 / std::sqrt(ms / n + eps));
+  }
+  return s;
+}
+
+TEST(ContribOpsTest, LayerNormalizationBelowOpset17AndSimplified) {
+  const std::vector<float> x = {1, 2, 3, 4, -1, 0, 5, 2, 0.5f, 0.25f, -2, 8};
+  const std::vector<float> scale = {1, 0.5f, 2, -1}, bias = {0, 1, -1, 0.5f};
+  const RowStats s = Stats(x, 3, 4, 1e-3);
+  std::vector<double> y, rms;
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      const size_t k = static_cast<size_t>(r * 4 + i);
+      y.push_back((x[k] - s.mean[static_cast<size_t>(r)]) * s.inv_std[static_cast<size_t>(r)] * scale[i] + bias[i]);
+      rms.push_back(x[k] * s.rms_inv[static_cast<size_t>(r)] * scale[i]);
+    }
+  }
+  const std::vector<runner::Tensor> in = {Floats({3, 4}, x), Floats({4}, scale), Floats({4}, bias)};
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    // ai.onnx LayerNormalization at opset 14 (ONNX Runtime's own, before 17).
+    const std::vector<pb::AttributeProto> eps = {AttrFloat("epsilon", 1e-3f)};
+    ExpectNear(RunOp(b, "LayerNormalization", in, eps, 14, 3, 0, ""), y);
+    ExpectNear(RunOp(b, "LayerNormalization", in, eps, 14, 3, 1, ""), s.mean);
+    ExpectNear(RunOp(b, "LayerNormalization", in, eps, 14, 3, 2, ""), s.inv_std);
+    // A positive axis needs the rank, which the input's type gives.
+    ExpectNear(RunOp(b, "LayerNormalization", in, {AttrFloat("epsilon", 1e-3f), AttrInt("axis", 1)}, 14, 1, 0, ""), y);
+    ExpectNear(RunOp(b, "SimplifiedLayerNormalization", {Floats({3, 4}, x), Floats({4}, scale)}, eps, 14, 1, 0, ""),
+               rms);
+  }
+}
+
+TEST(ContribOpsTest, SkipLayerNormalization) {
+  const std::vector<float> in = {1, 2, 3, 4, -1, 0, 5, 2};
+  const std::vector<float> skip = {0.5f, 0, -1, 2, 1, 1, 1, 1};
+  const std::vector<float> gamma = {1, 2, 0.5f, 1}, beta = {0, 0.5f, 0, -1}, bias = {0.1f, 0.2f, 0.3f, 0.4f};
+  std::vector<float> sum;
+  for (size_t i = 0; i < in.size(); ++i) sum.push_back(in[i] + skip[i] + bias[i % 4]);
+  const RowStats s = Stats(sum, 2, 4, 1e-5);
+  std::vector<double> y, rms, sum_d(sum.begin(), sum.end());
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      const size_t k = static_cast<size_t>(r * 4 + i);
+      y.push_back((sum[k] - s.mean[static_cast<size_t>(r)]) * s.inv_std[static_cast<size_t>(r)] * gamma[i] + beta[i]);
+      rms.push_back(sum[k] * s.rms_inv[static_cast<size_t>(r)] * gamma[i]);
+    }
+  }
+  const std::vector<pb::AttributeProto> eps = {AttrFloat("epsilon", 1e-5f)};
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    const std::vector<runner::Tensor> args = {Floats({1, 2, 4}, in), Floats({1, 2, 4}, skip), Floats({4}, gamma),
+                                              Floats({4}, beta), Floats({4}, bias)};
+    ExpectNear(RunOp(b, "SkipLayerNormalization", args, eps, 14, 4, 0), y);
+    ExpectNear(RunOp(b, "SkipLayerNormalization", args, eps, 14, 4, 1), s.mean);
+    ExpectNear(RunOp(b, "SkipLayerNormalization", args, eps, 14, 4, 2), s.inv_std);
+    ExpectNear(RunOp(b, "SkipLayerNormalization", args, eps, 14, 4, 3), sum_d);
+    const std::vector<runner::Tensor> simple = {Floats({1, 2, 4}, in), Floats({1, 2, 4}, skip), Floats({4}, gamma),
+                                                Floats({4}, bias)};
+    // Its mean output is never computed (ONNX Runtime leaves it unset).
+    ExpectNear(RunOp(b, "SkipSimplifiedLayerNormalization", simple, eps, 14, 4, 0, "com.microsoft", {1}), rms);
+    ExpectNear(RunOp(b, "SkipSimplifiedLayerNormalization", simple, eps, 14, 4, 2, "com.microsoft", {1}), sum_d);
+    EXPECT_FALSE(RunNode(b, "SkipSimplifiedLayerNormalization", simple, eps, 14, 4, "com.microsoft").ok());
+  }
+}
+
+// A [d0, d1, d2] tensor of distinct values.
+std::vector<float> Counting(int n, float step = 0.25f) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<float>((i * 7) % 11) * step - 1.f);
+  return v;
+}
+
+TEST(ContribOpsTest, FusedMatMulTransposesAndScales) {
+  // A [2, 3, 4] with transBatchA: the matrices are A[:, b, :] (2 x 4), batch 3.
+  const std::vector<float> a = Counting(24), b = Counting(60, 0.5f);
+  const float alpha = 0.5f;
+  std::vector<double> want;  // [3, 2, 5]
+  for (int bt = 0; bt < 3; ++bt) {
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 4; ++k) acc += double{a[static_cast<size_t>(i * 12 + bt * 4 + k)]} * b[static_cast<size_t>(bt * 20 + k * 5 + j)];
+        want.push_back(alpha * acc);
+      }
+    }
+  }
+  // transA and transBatchA on A [4, 3, 2]: A'[bt] = (A[:, bt, :])^T, 2 x 4.
+  std::vector<float> at(24);
+  for (int k = 0; k < 4; ++k) {
+    for (int bt = 0; bt < 3; ++bt) {
+      for (int i = 0; i < 2; ++i) at[static_cast<size_t>(k * 6 + bt * 2 + i)] = a[static_cast<size_t>(i * 12 + bt * 4 + k)];
+    }
+  }
+  // transB on B [3, 5, 4].
+  std::vector<float> bt_(60);
+  for (int bt = 0; bt < 3; ++bt) {
+    for (int k = 0; k < 4; ++k) {
+      for (int j = 0; j < 5; ++j) bt_[static_cast<size_t>(bt * 20 + j * 4 + k)] = b[static_cast<size_t>(bt * 20 + k * 5 + j)];
+    }
+  }
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    ExpectNear(RunOp(be, "FusedMatMul", {Floats({2, 3, 4}, a), Floats({3, 4, 5}, b)},
+                     {AttrInt("transBatchA", 1), AttrFloat("alpha", alpha)}),
+               want);
+    ExpectNear(RunOp(be, "FusedMatMul", {Floats({4, 3, 2}, at), Floats({3, 5, 4}, bt_)},
+                     {AttrInt("transBatchA", 1), AttrInt("transA", 1), AttrInt("transB", 1), AttrFloat("alpha", alpha)}),
+               want);
+  }
+}
+
+TEST(ContribOpsTest, FusedConvAndGemmMatchTheirStandardForm) {
+  const runner::Tensor x = RandomFloats({1, 2, 5, 5}, 1), w = RandomFloats({3, 2, 3, 3}, 2), bias = RandomFloats({3}, 3);
+  const runner::Tensor z = RandomFloats({1, 3, 5, 5}, 4);
+  const std::vector<pb::AttributeProto> conv = {AttrInts("pads", {1, 1, 1, 1}), AttrInts("kernel_shape", {3, 3})};
+  // Conv, then the sum input, then the activation.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{1, 2, 5, 5}}).Input("w", pb::kFloat, {{3, 2, 3, 3}}).Input("b", pb::kFloat, {{3}});
+  g.Input("z", pb::kFloat, {{1, 3, 5, 5}});
+  g.Node("Conv", {"x", "w", "b"}, {"c"}, conv).Node("Add", {"c", "z"}, {"s"});
+  g.Node("Clip", {"s"}, {"y"}, {AttrFloat("min", -0.5f), AttrFloat("max", 0.75f)}).Output("y");
+  auto want = RunGraphOn(runner::Backend::kReference, g.Build(), {{"x", x}, {"w", w}, {"b", bias}, {"z", z}}, 9);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<float> w0 = Values<float>((*want)[0].tensor());
+  const std::vector<double> expected(w0.begin(), w0.end());
+  std::vector<pb::AttributeProto> fused = conv;
+  fused.push_back(AttrString("activation", "Clip"));
+  fused.push_back(AttrFloats("activation_params", {-0.5f, 0.75f}));
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    ExpectNear(RunOp(b, "FusedConv", {x, w, bias, z}, fused, 14), expected, 1e-5);
+    ExpectNear(RunOp(b, "FusedConv", {x, w, bias, z}, fused, 9), expected, 1e-5);  // Clip with attributes
+  }
+
+  const runner::Tensor ga = RandomFloats({3, 4}, 5), gb = RandomFloats({5, 4}, 6), gc = RandomFloats({5}, 7);
+  std::vector<double> gemm;
+  std::vector<float> va = Values<float>(ga), vb = Values<float>(gb), vc = Values<float>(gc);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 4; ++k) acc += double{va[static_cast<size_t>(i * 4 + k)]} * vb[static_cast<size_t>(j * 4 + k)];
+      const double v = 2.0 * acc + 0.5 * vc[static_cast<size_t>(j)];
+      gemm.push_back(v < 0 ? 0.1 * v : v);
+    }
+  }
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    ExpectNear(RunOp(b, "FusedGemm", {ga, gb, gc},
+                     {AttrInt("transB", 1), AttrFloat("alpha", 2.f), AttrFloat("beta", 0.5f),
+                      AttrString("activation", "LeakyRelu"), AttrFloat("activation_alpha", 0.1f)}),
+               gemm);
+  }
+}
+
+// saturate(round_half_even(v / scale) + zero_point) for uint8 or int8.
+int Quantize(double v, double scale, int zp, bool is_signed) {
+  const double q = std::nearbyint(v / scale) + zp;
+  return static_cast<int>(std::clamp(q, is_signed ? -128.0 : 0.0, is_signed ? 127.0 : 255.0));
+}
+
+TEST(ContribOpsTest, QLinearOpsDequantizeComputeQuantize) {
+  const std::vector<uint8_t> a = {0, 10, 128, 200, 255, 77};
+  const std::vector<uint8_t> b = {255, 3, 128, 100, 0, 64};
+  const float as = 0.05f, bs = 0.1f, cs = 0.08f;
+  const uint8_t az = 128, bz = 120, cz = 100;
+  std::vector<int> add, mul, sig;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double da = as * (a[i] - az), db = bs * (b[i] - bz);
+    add.push_back(Quantize(da + db, cs, cz, false));
+    mul.push_back(Quantize(da * db, cs, cz, false));
+    sig.push_back(Quantize(1 / (1 + std::exp(-da)), 1.0 / 256, 0, false));
+  }
+  auto scalar = [](float v) { return Floats({}, {v}); };
+  auto zp = [](uint8_t v) { return Uint8s({}, {v}); };
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+      auto out = RunNode(be, op,
+                               {Uint8s({6}, a), scalar(as), zp(az), Uint8s({6}, b), scalar(bs), zp(bz), scalar(cs),
+                                zp(cz)},
+                               {}, 14, 1, "com.microsoft");
+      ASSERT_TRUE(out.ok()) << out.status();
+      const std::vector<uint8_t> got = Values<uint8_t>((*out)[0].tensor());
+      const std::vector<int>& want = std::string(op) == "QLinearAdd" ? add : mul;
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << op << " at " << i;
+    }
+    auto out = RunNode(be, "QLinearSigmoid", {Uint8s({6}, a), scalar(as), zp(az), scalar(1.f / 256), zp(0)}, {},
+                             14, 1, "com.microsoft");
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<uint8_t> got = Values<uint8_t>((*out)[0].tensor());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], sig[i]) << "QLinearSigmoid at " << i;
+    // int8 without zero points: the output stays int8.
+    auto s8 = RunNode(be, "QLinearLeakyRelu", {Int8s({3}, {-100, 0, 90}), scalar(0.1f), runner::Tensor(),
+                                                 scalar(0.05f)},
+                            {AttrFloat("alpha", 0.5f)}, 14, 1, "com.microsoft");
+    ASSERT_TRUE(s8.ok()) << s8.status();
+    ASSERT_EQ((*s8)[0].tensor().dtype(), pb::kInt8);
+    EXPECT_THAT(Values<int8_t>((*s8)[0].tensor()), ::testing::ElementsAre(-100, 0, 127));
+    auto cat = RunNode(be, "QLinearConcat",
+                             {scalar(0.1f), zp(10), Uint8s({1, 2}, {20, 30}), scalar(0.1f), zp(10),
+                              Uint8s({1, 1}, {5}), scalar(0.2f), zp(0)},
+                             {AttrInt("axis", 1)}, 14, 1, "com.microsoft");
+    ASSERT_TRUE(cat.ok()) << cat.status();
+    EXPECT_THAT(Values<uint8_t>((*cat)[0].tensor()), ::testing::ElementsAre(20, 30, 20));
+  }
+}
+
+TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
+  auto attention = RunNode(runner::Backend::kReference, "Attention", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1, "com.microsoft");
+  ASSERT_FALSE(attention.ok());
+  EXPECT_THAT(attention.status().message(),
+              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::Attention"));
+  auto elu = RunNode(runner::Backend::kReference, "FusedConv", {RandomFloats({1, 1, 3, 3}, 1), RandomFloats({1, 1, 1, 1}, 2)},
+                           {AttrString("activation", "Elu")}, 14, 1, "com.microsoft");
+  ASSERT_FALSE(elu.ok());
+  EXPECT_THAT(elu.status().message(), HasSubstr("activation 'Elu' is not supported"));
+}
+
+// Malformed contrib nodes: an error (never an internal one), no crash.
+TEST(ContribOpsTest, MalformedNodesFailCleanly) {
+  const runner::Tensor x = RandomFloats({1, 2, 3}, 1);
+  struct Case {
+    std::string op;
+    std::vector<runner::Tensor> inputs;
+    std::vector<pb::AttributeProto> attributes;
+    int outputs;
+    std::string domain = "com.microsoft";
+  };
+  const std::vector<Case> cases = {
+      {"FusedConv", {}, {}, 1},
+      {"FusedConv", {x}, {AttrString("activation", "Clip"), AttrFloats("activation_params", {1.f})}, 1},
+      {"FusedGemm", {x, x}, {AttrString("activation", "Relu")}, 1},
+      {"FusedMatMul", {x}, {AttrInt("transA", 1)}, 1},
+      {"FusedMatMul", {x, x}, {AttrInt("transBatchB", 1), AttrInt("transA", 1)}, 1},
+      {"QLinearConcat", {x, x}, {}, 1},
+      {"QLinearAdd", {x, x, x}, {}, 1},
+      {"SkipLayerNormalization", {x, x}, {}, 4},
+      {"LayerNormalization", {x, x}, {AttrInt("axis", 1000)}, 3, ""},
+      {"LayerNormalization", {x, x}, {AttrInt("axis", -1000)}, 3, ""},
+      {"Gelu", {Int64s({2}, {1, 2})}, {}, 1},
+      {"Gelu", {x}, {}, 0},
+      {"QuantizeLinear", {x}, {AttrInt("axis", 1)}, 1},
+  };
+  for (const Case& c : cases) {
+    for (runner::Backend b : kBackends) {
+      SCOPED_TRACE(c.op + " on " + std::string(runner::BackendName(b)));
+      auto out = RunNode(b, c.op, c.inputs, c.attributes, 14, c.outputs, c.domain);
+      if (!out.ok()) {
+        EXPECT_NE(out.status().code(), absl::StatusCode::kInternal) << out.status();
+      }
+    }
+  }
+}
+
+std::vector<float> RunModel(const std::string& file, runner::Backend backend, const runner::Tensor& image) {
+  auto loaded = io::LoadModel(TestdataPath("models/contrib/" + file).string());
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return {};
+  int microsoft = 0;
+  for (const pb::NodeProto& n : loaded->proto.graph->node) microsoft += n.domain == "com.microsoft";
+  if (file.rfind("ort", 0) == 0) {
+    EXPECT_GE(microsoft, 4) << "the optimized model should hold com.microsoft ops";
+  }
+  runner::SessionOptions options;
+  options.backend = backend;
+  auto session = runner::Session::Create(*std::move(loaded), options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  auto out = (*session)->Run({{"image", runner::RtValue::FromTensor(image)}});
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  return Values<float>((*out)[0].tensor());
+}
+
+// ort_extended.onnx is ONNX Runtime 1.30's 'extended' offline optimization of
+// original.onnx (bench/make_contrib_model.py): FusedConv (Relu, Clip),
+// FusedMatMul, Gelu, SkipLayerNormalization.
+TEST(ContribOpsTest, OnnxRuntimeOptimizedModelComputesWhatItsOriginalDoes) {
+  const runner::Tensor image = RandomFloats({1, 3, 8, 8}, 11, -2.f, 2.f);
+  const std::vector<float> want = RunModel("original.onnx", runner::Backend::kReference, image);
+  ASSERT_EQ(want.size(), 5u);
+  const std::vector<double> expected(want.begin(), want.end());
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    ExpectNear(RunModel("ort_extended.onnx", b, image), expected, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
