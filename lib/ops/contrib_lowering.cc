@@ -24,11 +24,26 @@ bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 
 // The com.microsoft ops this file writes as standard ops.
 constexpr std::string_view kMicrosoftOps[] = {
-    "BiasGelu",          "DequantizeLinear",         "FastGelu",       "FusedConv",
-    "FusedGemm",         "FusedMatMul",              "Gelu",           "QLinearAdd",
-    "QLinearAveragePool", "QLinearConcat",           "QLinearGlobalAveragePool",
-    "QLinearLeakyRelu",  "QLinearMul",               "QLinearSigmoid", "QuantizeLinear",
-    "QuickGelu",         "SkipLayerNormalization",   "SkipSimplifiedLayerNormalization",
+    "Attention",
+    "EmbedLayerNormalization",
+    "BiasGelu",
+    "DequantizeLinear",
+    "FastGelu",
+    "FusedConv",
+    "FusedGemm",
+    "FusedMatMul",
+    "Gelu",
+    "QLinearAdd",
+    "QLinearAveragePool",
+    "QLinearConcat",
+    "QLinearGlobalAveragePool",
+    "QLinearLeakyRelu",
+    "QLinearMul",
+    "QLinearSigmoid",
+    "QuantizeLinear",
+    "QuickGelu",
+    "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
 };
 
 bool Known(std::string_view op) {
@@ -252,6 +267,8 @@ class Lowerer {
     if (op == "SkipLayerNormalization") return SkipLayerNorm(outs, false);
     if (op == "SkipSimplifiedLayerNormalization") return SkipLayerNorm(outs, true);
     if (op == "QuantizeLinear" || op == "DequantizeLinear") return QuantizeOps(outs);
+    if (op == "Attention") return Attention(outs);
+    if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
   }
 
@@ -539,6 +556,185 @@ class Lowerer {
     if (outs.size() > 1) outs[1] = mean;
     if (outs.size() > 2) outs[2] = inv;
     if (outs.size() > 3) outs[3] = sum;
+    return std::string();
+  }
+
+  absl::StatusOr<ir::Value*> Unsqueezed(ir::Value* v, const std::vector<int64_t>& axes) {
+    if (opset_ >= 13) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Int64s(axes));
+      return Emit("Unsqueeze", {v, a});
+    }
+    return Emit("Unsqueeze", {v}, {ir::IntsAttr("axes", axes)});
+  }
+
+  absl::StatusOr<ir::Value*> Reshaped(ir::Value* v, const std::vector<int64_t>& shape) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Int64s(shape));
+    return Emit("Reshape", {v, s});
+  }
+
+  // int64 0, 1 .. n-1 for n = dim 1 of `x`.
+  absl::StatusOr<ir::Value*> Positions(ir::Value* x) {
+    auto scalar64 = [&](int64_t v) {
+      pb::TensorProto t;
+      t.data_type = pb::kInt64;
+      t.int64_data = {v};
+      return ConstantOf(std::move(t), "i");
+    };
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {x}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Int64s({1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * two, Int64s({2}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dim, Emit("Slice", {shape, one, two}));
+    ir::Value* n = nullptr;
+    if (opset_ >= 13) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, Int64s({0}));
+      ONNXKIT_ASSIGN_OR_RETURN(n, Emit("Squeeze", {dim, axes}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(n, Emit("Squeeze", {dim}, {ir::IntsAttr("axes", {0})}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, scalar64(0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * step, scalar64(1));
+    return Emit("Range", {zero, n, step});
+  }
+
+  // Attention: input [B, S, I] times weights [I, Q + K + V] (+ bias) gives
+  // Q, K, V; per head softmax(Q K^T * scale + mask) V, heads joined back to
+  // [B, S, V]. The mask (mask_index) may be absent, [B] key lengths (keys
+  // from the length on masked), or [B, T] (a value > 0 attends); a masked
+  // key gets mask_filter_value added. Past state, attention bias and
+  // unidirectional attention are not written.
+  absl::StatusOr<std::string> Attention(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr) return std::string("input or weights is missing");
+    for (int i = 4; i < node_->num_inputs(); ++i) {
+      if (In(i) != nullptr) return std::string("past state and attention bias are not supported");
+    }
+    if (Used(1)) return std::string("the present output is not supported");
+    if (IntAttr("unidirectional", 0) != 0) return std::string("unidirectional attention is not supported");
+    if (opset_ < 11) return std::string("it needs ai.onnx opset 11");
+    const int64_t heads = IntAttr("num_heads", 0);
+    if (heads <= 0 || heads > 4096) return std::string("num_heads is not a positive count");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    std::vector<int64_t> sizes;
+    if (std::optional<std::vector<int64_t>> q = node_->GetInts("qkv_hidden_sizes"); q && !q->empty()) {
+      sizes = *q;
+    } else {
+      const pb::TensorProto* w = In(1)->initializer();
+      if (w != nullptr && w->dims.size() == 2) {
+        sizes.assign(3, w->dims[1] / 3);
+      } else if (const pb::TypeProto* t = In(1)->type();
+                 t != nullptr && t->tensor_type && t->tensor_type->shape &&
+                 t->tensor_type->shape->dim.size() == 2 &&
+                 t->tensor_type->shape->dim[1].kind == pb::TensorShapeProto::Dimension::kValue) {
+        sizes.assign(3, t->tensor_type->shape->dim[1].dim_value / 3);
+      } else {
+        return std::string("the hidden sizes are unknown (weights of unknown shape, no qkv_hidden_sizes)");
+      }
+    }
+    if (sizes.size() != 3 || sizes[0] != sizes[1])
+      return std::string("qkv_hidden_sizes is not [Q, K, V] with Q == K");
+    for (int64_t v : sizes) {
+      if (v <= 0 || v % heads != 0) return std::string("a hidden size does not divide into num_heads");
+    }
+    std::optional<int64_t> mask_rank;
+    if (In(3) != nullptr) {
+      mask_rank = Rank(In(3));
+      if (!mask_rank || (*mask_rank != 1 && *mask_rank != 2)) {
+        return std::string("only a mask_index of [batch] lengths or a [batch, length] mask is supported");
+      }
+    }
+    const int64_t dq = sizes[0] / heads, dv = sizes[2] / heads;
+    double scale = FloatAttr("scale", 0.0f);
+    if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(dq));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * qkv, Emit("MatMul", {In(0), In(1)}));
+    if (In(2) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(qkv, Emit("Add", {qkv, In(2)}));
+    }
+    std::vector<ir::Value*> parts;
+    if (opset_ >= 13) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * split, Int64s(sizes));
+      ONNXKIT_RETURN_IF_ERROR(Emit("Split", {qkv, split}, {ir::IntAttr("axis", -1)}, 3, &parts).status());
+    } else {
+      ONNXKIT_RETURN_IF_ERROR(
+          Emit("Split", {qkv}, {ir::IntAttr("axis", 2), ir::IntsAttr("split", sizes)}, 3, &parts).status());
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * q, Reshaped(parts[0], {0, 0, heads, dq}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, Reshaped(parts[1], {0, 0, heads, dq}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, Reshaped(parts[2], {0, 0, heads, dv}));
+    ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Transpose", {q}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Transpose", {k}, {ir::IntsAttr("perm", {0, 2, 3, 1})}));
+    ONNXKIT_ASSIGN_OR_RETURN(v, Emit("Transpose", {v}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scores, Emit("MatMul", {q, k}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sc, Scalar(scale, *elem));
+    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
+    if (In(3) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Scalar(0.0, *elem));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * filter, Scalar(FloatAttr("mask_filter_value", -10000.0f), *elem));
+      ir::Value* attend = nullptr;  // bool [B, T]
+      if (*mask_rank == 2) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Cast", {In(3)}, {ir::IntAttr("to", pb::kFloat)}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Scalar(0.0, pb::kFloat));
+        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Greater", {m, z}));
+      } else {
+        // Keys 0 .. T-1 against each batch's length.
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, Positions(In(0)));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lengths, Emit("Cast", {In(3)}, {ir::IntAttr("to", pb::kInt64)}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col, Unsqueezed(lengths, {1}));
+        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Less", {keys, col}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {attend, zero, filter}));
+      ONNXKIT_ASSIGN_OR_RETURN(add, Unsqueezed(add, {1, 2}));
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, add}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, v}));
+    ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Reshaped(ctx, {0, 0, sizes[2]}));
+    return std::string();
+  }
+
+  // EmbedLayerNormalization: word, position (0 .. S-1, or position_ids)
+  // and segment embeddings summed, then layer-normalized; mask_index is the
+  // count of mask values per batch, embedding_sum the sum.
+  absl::StatusOr<std::string> EmbedLayerNorm(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(2) == nullptr || In(3) == nullptr || In(5) == nullptr || In(6) == nullptr) {
+      return std::string("input_ids, an embedding, gamma or beta is missing");
+    }
+    if (opset_ < 11) return std::string("it needs ai.onnx opset 11");
+    if ((In(1) == nullptr) != (In(4) == nullptr))
+      return std::string("segment_ids and segment_embedding go together");
+    if (Used(1) && In(7) == nullptr) return std::string("mask_index without a mask is not supported");
+    std::optional<int32_t> elem = Elem(In(2));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sum, Emit("Gather", {In(2), In(0)}, {ir::IntAttr("axis", 0)}));
+    ir::Value* positions = In(8);
+    if (positions == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(positions, Positions(In(0)));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pos, Emit("Gather", {In(3), positions}, {ir::IntAttr("axis", 0)}));
+    ONNXKIT_ASSIGN_OR_RETURN(sum, Emit("Add", {sum, pos}));
+    if (In(1) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * seg, Emit("Gather", {In(4), In(1)}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(sum, Emit("Add", {sum, seg}));
+    }
+    ir::Value* y = nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(std::string why, Normalize(sum, {-1}, FloatAttr("epsilon", 1e-12f), false, *elem,
+                                                        true, &y, nullptr, nullptr));
+    if (!why.empty()) return why;
+    ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Mul", {y, In(5)}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Add", {y, In(6)}));
+    if (Used(1)) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Cast", {In(7)}, {ir::IntAttr("to", pb::kInt32)}));
+      ir::Value* count = nullptr;
+      if (opset_ >= 13) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, Int64s({1}));
+        ONNXKIT_ASSIGN_OR_RETURN(count, Emit("ReduceSum", {m, axes}, {ir::IntAttr("keepdims", 0)}));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(
+            count, Emit("ReduceSum", {m}, {ir::IntsAttr("axes", {1}), ir::IntAttr("keepdims", 0)}));
+      }
+      outs[1] = count;
+    }
+    if (outs.size() > 2) outs[2] = sum;
     return std::string();
   }
 

@@ -18,6 +18,11 @@
 //     QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
 //                                DequantizeLinear, the float op, QuantizeLinear
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
+//   com.microsoft::Attention     MatMul, Split, per-head MatMul, Softmax,
+//                                MatMul (no mask, [B] lengths or a [B, T]
+//                                mask; no past state, no attention bias)
+//   com.microsoft::EmbedLayerNormalization   Gathers, Adds, normalization,
+//                                the mask count
 //
 // The activations are those ONNX Runtime fuses: Relu, Tanh, Sigmoid,
 // LeakyRelu, Clip, HardSigmoid. A node whose form the rewrite cannot express

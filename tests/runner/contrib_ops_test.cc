@@ -324,14 +324,129 @@ TEST(ContribOpsTest, QLinearOpsDequantizeComputeQuantize) {
 }
 
 TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
-  auto attention = RunNode(runner::Backend::kReference, "Attention", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1, "com.microsoft");
-  ASSERT_FALSE(attention.ok());
-  EXPECT_THAT(attention.status().message(),
-              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::Attention"));
+  auto nbits = RunNode(runner::Backend::kReference, "MatMulNBits", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1,
+                       "com.microsoft");
+  ASSERT_FALSE(nbits.ok());
+  EXPECT_THAT(nbits.status().message(),
+              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::MatMulNBits"));
   auto elu = RunNode(runner::Backend::kReference, "FusedConv", {RandomFloats({1, 1, 3, 3}, 1), RandomFloats({1, 1, 1, 1}, 2)},
                            {AttrString("activation", "Elu")}, 14, 1, "com.microsoft");
   ASSERT_FALSE(elu.ok());
   EXPECT_THAT(elu.status().message(), HasSubstr("activation 'Elu' is not supported"));
+}
+
+// Attention computed from its definition: Q, K, V from x W + bias, per head
+// softmax(Q K^T / sqrt(d) + mask) V; `lengths` (keys from a batch's length
+// on masked) or `mask` ([B, S], 0 masks) add -10000.
+std::vector<double> AttentionByHand(const std::vector<float>& x, const std::vector<float>& w,
+                                    const std::vector<float>& bias, int batch, int seq, int in, int hidden,
+                                    int heads, const std::vector<int32_t>& lengths,
+                                    const std::vector<int32_t>& mask) {
+  const int d = hidden / heads;
+  std::vector<double> qkv(static_cast<size_t>(batch * seq * 3 * hidden));
+  for (int r = 0; r < batch * seq; ++r) {
+    for (int c = 0; c < 3 * hidden; ++c) {
+      double acc = bias[static_cast<size_t>(c)];
+      for (int k = 0; k < in; ++k)
+        acc += double{x[static_cast<size_t>(r * in + k)]} * w[static_cast<size_t>(k * 3 * hidden + c)];
+      qkv[static_cast<size_t>(r * 3 * hidden + c)] = acc;
+    }
+  }
+  auto at = [&](int b, int s, int part, int h, int j) {
+    return qkv[static_cast<size_t>((b * seq + s) * 3 * hidden + part * hidden + h * d + j)];
+  };
+  std::vector<double> out(static_cast<size_t>(batch * seq * hidden));
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int i = 0; i < seq; ++i) {
+        std::vector<double> score(static_cast<size_t>(seq));
+        double top = -1e300;
+        for (int t = 0; t < seq; ++t) {
+          double dot = 0;
+          for (int j = 0; j < d; ++j) dot += at(b, i, 0, h, j) * at(b, t, 1, h, j);
+          dot /= std::sqrt(static_cast<double>(d));
+          const bool masked = (!lengths.empty() && t >= lengths[static_cast<size_t>(b)]) ||
+                              (!mask.empty() && mask[static_cast<size_t>(b * seq + t)] == 0);
+          if (masked) dot += -10000.0;
+          score[static_cast<size_t>(t)] = dot;
+          top = std::max(top, dot);
+        }
+        double total = 0;
+        for (double& v : score) total += (v = std::exp(v - top));
+        for (int j = 0; j < d; ++j) {
+          double acc = 0;
+          for (int t = 0; t < seq; ++t) acc += score[static_cast<size_t>(t)] / total * at(b, t, 2, h, j);
+          out[static_cast<size_t>((b * seq + i) * hidden + h * d + j)] = acc;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(ContribOpsTest, AttentionWithoutMaskWithLengthsAndWithAMask) {
+  const int batch = 2, seq = 3, in = 4, hidden = 4, heads = 2;
+  const runner::Tensor x = RandomFloats({batch, seq, in}, 21), w = RandomFloats({in, 3 * hidden}, 22);
+  const runner::Tensor bias = RandomFloats({3 * hidden}, 23);
+  const std::vector<float> vx = Values<float>(x), vw = Values<float>(w), vb = Values<float>(bias);
+  const std::vector<int32_t> lengths = {2, 3}, mask = {1, 0, 1, 1, 1, 0};
+  const std::vector<pb::AttributeProto> attrs = {AttrInt("num_heads", heads)};
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    for (int64_t opset : {12, 17}) {
+      ExpectNear(RunOp(b, "Attention", {x, w, bias}, attrs, opset),
+                 AttentionByHand(vx, vw, vb, batch, seq, in, hidden, heads, {}, {}));
+      ExpectNear(RunOp(b, "Attention", {x, w, bias, Int32s({batch}, lengths)}, attrs, opset),
+                 AttentionByHand(vx, vw, vb, batch, seq, in, hidden, heads, lengths, {}));
+      ExpectNear(RunOp(b, "Attention", {x, w, bias, Int32s({batch, seq}, mask)}, attrs, opset),
+                 AttentionByHand(vx, vw, vb, batch, seq, in, hidden, heads, {}, mask));
+    }
+  }
+  // Past state is not written: the run says so.
+  auto past = RunNode(runner::Backend::kReference, "Attention", {x, w, bias, runner::Tensor(), x}, attrs, 17,
+                      1, "com.microsoft");
+  ASSERT_FALSE(past.ok());
+  EXPECT_THAT(past.status().message(), HasSubstr("past state"));
+}
+
+TEST(ContribOpsTest, EmbedLayerNormalization) {
+  const std::vector<int32_t> ids = {3, 0, 4, 1}, segments = {0, 1, 1, 0}, mask = {1, 1, 1, 0};
+  const runner::Tensor word = RandomFloats({5, 3}, 31), pos = RandomFloats({4, 3}, 32),
+                       seg = RandomFloats({2, 3}, 33);
+  const std::vector<float> gamma = {1, 2, 0.5f}, beta = {0, -1, 0.25f};
+  const std::vector<float> vw = Values<float>(word), vp = Values<float>(pos), vs = Values<float>(seg);
+  std::vector<float> sum;
+  for (int b = 0; b < 2; ++b) {
+    for (int s = 0; s < 2; ++s) {
+      const size_t k = static_cast<size_t>(b * 2 + s);
+      for (int h = 0; h < 3; ++h) {
+        sum.push_back(vw[static_cast<size_t>(ids[k] * 3 + h)] + vp[static_cast<size_t>(s * 3 + h)] +
+                      vs[static_cast<size_t>(segments[k] * 3 + h)]);
+      }
+    }
+  }
+  const RowStats st = Stats(sum, 4, 3, 1e-5);
+  std::vector<double> y;
+  for (int r = 0; r < 4; ++r) {
+    for (int h = 0; h < 3; ++h) {
+      y.push_back((sum[static_cast<size_t>(r * 3 + h)] - st.mean[static_cast<size_t>(r)]) *
+                      st.inv_std[static_cast<size_t>(r)] * gamma[static_cast<size_t>(h)] +
+                  beta[static_cast<size_t>(h)]);
+    }
+  }
+  const std::vector<runner::Tensor> args = {
+      Int32s({2, 2}, ids), Int32s({2, 2}, segments), word, pos, seg, Floats({3}, gamma),
+      Floats({3}, beta),   Int32s({2, 2}, mask)};
+  for (runner::Backend b : kBackends) {
+    SCOPED_TRACE(runner::BackendName(b));
+    ExpectNear(RunOp(b, "EmbedLayerNormalization", args, {AttrFloat("epsilon", 1e-5f)}, 14, 3, 0), y);
+    ExpectNear(RunOp(b, "EmbedLayerNormalization", args, {AttrFloat("epsilon", 1e-5f)}, 14, 3, 2),
+               std::vector<double>(sum.begin(), sum.end()));
+    auto out =
+        RunNode(b, "EmbedLayerNormalization", args, {AttrFloat("epsilon", 1e-5f)}, 14, 2, "com.microsoft");
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(Values<int32_t>((*out)[1].tensor()), ::testing::ElementsAre(2, 1));
+  }
 }
 
 // Malformed contrib nodes: an error (never an internal one), no crash.
@@ -358,6 +473,17 @@ TEST(ContribOpsTest, MalformedNodesFailCleanly) {
       {"Gelu", {Int64s({2}, {1, 2})}, {}, 1},
       {"Gelu", {x}, {}, 0},
       {"QuantizeLinear", {x}, {AttrInt("axis", 1)}, 1},
+      {"Attention", {x, x}, {AttrInt("num_heads", 0)}, 1},
+      {"Attention", {x, x}, {AttrInt("num_heads", 1000000)}, 1},
+      {"Attention", {x, x, x}, {AttrInt("num_heads", 2), AttrInts("qkv_hidden_sizes", {4, 2, -6})}, 1},
+      {"Attention", {x, RandomFloats({3, 6}, 2), RandomFloats({6}, 3), x}, {AttrInt("num_heads", 2)}, 1},
+      {"Attention", {x, RandomFloats({3, 6}, 2)}, {AttrInt("num_heads", 2)}, 2},
+      {"EmbedLayerNormalization", {x}, {}, 1},
+      {"EmbedLayerNormalization",
+       {Int32s({1, 2}, {0, 99}), runner::Tensor(), RandomFloats({3, 2}, 1), RandomFloats({1, 2}, 2),
+        runner::Tensor(), RandomFloats({2}, 3), RandomFloats({2}, 4)},
+       {},
+       1},
   };
   for (const Case& c : cases) {
     for (runner::Backend b : kBackends) {
