@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -53,20 +54,23 @@ bool Known(std::string_view op) {
   return false;
 }
 
-// Why a node is left as it is (empty: it was rewritten).
-struct Leave {
-  std::string why;
-};
+// What LowerNode says of a rewrite the caller's `allow` refused.
+constexpr std::string_view kRefused = "refused";
 
 class Lowerer {
  public:
   Lowerer(ir::Model& model, int64_t opset) : model_(model), opset_(opset) {}
 
   // One pass over every graph; true when some node was rewritten.
-  absl::StatusOr<bool> Round(std::map<std::string, std::pair<std::string, int>>* left) {
+  // One pass over `graphs` (every graph of the model when empty); true
+  // when some node was rewritten. `allow` may refuse a rewrite that would
+  // go through.
+  absl::StatusOr<bool> Round(std::map<std::string, std::pair<std::string, int>>* left,
+                             std::vector<ir::Graph*> graphs = {},
+                             std::function<bool(const ir::Node&)> allow = nullptr) {
     Seed();
-    std::vector<ir::Graph*> graphs;
-    ir::ForEachGraph(model_, [&](ir::Graph& g) { graphs.push_back(&g); });
+    allow_ = std::move(allow);
+    if (graphs.empty()) ir::ForEachGraph(model_, [&](ir::Graph& g) { graphs.push_back(&g); });
     bool progress = false;
     for (ir::Graph* g : graphs) {
       std::vector<ir::Node*> nodes;
@@ -79,7 +83,7 @@ class Lowerer {
         if (why.empty()) {
           ++lowered_;
           progress = true;
-        } else {
+        } else if (why != kRefused) {
           auto& entry = (*left)[key];
           entry.first = why;
           ++entry.second;
@@ -227,6 +231,7 @@ class Lowerer {
         }
       }
     }
+    if (why.ok() && why->empty() && allow_ && !allow_(*node)) why = std::string(kRefused);
     if (!why.ok() || !why->empty()) {
       // Undo: the emitted nodes are unused (nothing refers to them yet).
       for (auto it = emitted_.rbegin(); it != emitted_.rend(); ++it) {
@@ -826,6 +831,7 @@ class Lowerer {
   ir::Node* node_ = nullptr;
   std::string base_;
   std::vector<ir::Node*> emitted_;
+  std::function<bool(const ir::Node&)> allow_;
 };
 
 }  // namespace
@@ -847,6 +853,18 @@ bool HasContribNodes(const ir::Model& model) {
     }
   });
   return found;
+}
+
+absl::StatusOr<int> LowerContribNodesOnce(ir::Graph& graph,
+                                          const std::function<bool(const ir::Node&)>& allow) {
+  ir::Model* model = graph.Root()->model();
+  if (model == nullptr) return 0;
+  std::optional<int64_t> opset = model->OpsetVersion("");
+  if (!opset || *opset < 7) return 0;
+  Lowerer lowerer(*model, *opset);
+  std::map<std::string, std::pair<std::string, int>> left;
+  ONNXKIT_RETURN_IF_ERROR(lowerer.Round(&left, {&graph}, allow).status());
+  return lowerer.lowered();
 }
 
 absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model) {

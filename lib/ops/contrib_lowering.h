@@ -35,6 +35,7 @@
 #ifndef ONNXKIT_LIB_OPS_CONTRIB_LOWERING_H_
 #define ONNXKIT_LIB_OPS_CONTRIB_LOWERING_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,13 @@ bool HasContribNodes(const ir::Model& model);
 // bodies are not visited). Errors only when the graph API refuses a rewrite,
 // which leaves the model partly rewritten.
 absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model);
+
+// One pass over the nodes of `graph` alone (a graph of a model; none for a
+// function body): each contrib node that can be rewritten is, when
+// `allow(node)` says so. Returns how many were. Types that a rewrite makes
+// known are used by the next call.
+absl::StatusOr<int> LowerContribNodesOnce(ir::Graph& graph,
+                                          const std::function<bool(const ir::Node&)>& allow);
 
 }  // namespace onnxkit::ops
 

@@ -46,6 +46,33 @@ std::string WriteConvBnModel(const fs::path& dir) {
   return path;
 }
 
+// A model ONNX Runtime optimized: lower-contrib leaves no com.microsoft
+// op, and the result still computes what the model did (verified).
+TEST(OptimizeCliTest, LowerContribWritesOnnxRuntimeOpsAsStandardOps) {
+  fs::path dir = MakeTempDir();
+  const std::string in = TestdataPath("models/contrib/ort_extended.onnx").string();
+  const std::string out = (dir / "std.onnx").string();
+  auto count_microsoft = [](const std::string& path) {
+    auto loaded = io::LoadModel(path);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    int n = 0;
+    if (loaded.ok()) {
+      for (const pb::NodeProto& node : loaded->proto.graph->node) n += node.domain == "com.microsoft";
+    }
+    return n;
+  };
+  ASSERT_GE(count_microsoft(in), 4);
+  CliResult r = RunCli({"optimize", in, "--passes", "lower-contrib,default", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err + r.out, HasSubstr("outputs match"));
+  EXPECT_EQ(count_microsoft(out), 0);
+  CliResult check = RunCli({"check", "--full", "--strict-custom", out});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  // Not in the default pipeline: the contrib ops stay.
+  ASSERT_EQ(RunCli({"optimize", in, "-o", out, "-q"}).exit_code, 0);
+  EXPECT_GE(count_microsoft(out), 4);
+}
+
 TEST(OptimizeCliTest, OptimizesVerifiesAndWrites) {
   fs::path dir = MakeTempDir();
   std::string in = WriteConvBnModel(dir);
