@@ -30,6 +30,7 @@
 #include "lib/base/limits.h"
 #include "lib/base/strings.h"
 #include "lib/ops/attribute_values.h"
+#include "lib/ops/contrib_lowering.h"
 #include "lib/ops/registry.h"
 #include "lib/ops/schema.h"
 #include "lib/ops/type_string.h"
@@ -319,13 +320,26 @@ void NodeRules::CheckNode(const pb::NodeProto& node, const NodeWhere& where, con
         rules::kE0409, where,
         absl::StrCat("op ", Quote(node.op_type), " of custom domain ", Quote(domain),
                      " is not checked: onnxkit has no schema for it (reported once per op)"),
-        options_.strict_custom
+        ops::IsLowerableContribOp(domain, node.op_type)
+            ? absl::StrCat(
+                  "an ONNX Runtime contrib op: `onnxkit run` runs it as the standard ops it stands for, ",
+                  "`onnxkit optimize --passes lower-contrib,default` writes it so",
+                  options_.strict_custom ? "" : "; run with --strict-custom to treat unchecked ops as errors")
+        : options_.strict_custom
             ? "with --strict-custom, ops outside the ONNX domains and the model's functions are errors"
             : "run with --strict-custom to treat unchecked ops as errors");
     return;
   }
   const ops::OpSchema* schema = ops::FindSchema(domain, node.op_type, *version);
   if (schema == nullptr) {
+    if (domain == "ai.onnx" &&
+        (node.op_type == "LayerNormalization" || node.op_type == "SimplifiedLayerNormalization")) {
+      sink_->Report(
+          rules::kE0400, where, UnknownOpMessage(domain, node.op_type, *version),
+          "ONNX Runtime writes this op at any opset: `onnxkit run` runs it; `onnxkit optimize --passes "
+          "lower-contrib,default` writes it as standard ops");
+      return;
+    }
     sink_->Report(rules::kE0400, where, UnknownOpMessage(domain, node.op_type, *version));
     return;
   }

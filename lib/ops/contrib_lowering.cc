@@ -845,6 +845,10 @@ bool IsContribNode(const ir::Model& model, std::string_view domain, std::string_
   return opset && *opset < 17;
 }
 
+bool IsLowerableContribOp(std::string_view domain, std::string_view op) {
+  return domain == kMicrosoft && Known(op);
+}
+
 bool HasContribNodes(const ir::Model& model) {
   bool found = false;
   ir::ForEachGraph(model, [&](const ir::Graph& g) {

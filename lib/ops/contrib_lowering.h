@@ -55,6 +55,9 @@ struct ContribLowering {
 // LayerNormalization below 17 and SimplifiedLayerNormalization).
 bool IsContribNode(const ir::Model& model, std::string_view domain, std::string_view op);
 
+// True for a com.microsoft op this file can rewrite (FusedConv, Attention...).
+bool IsLowerableContribOp(std::string_view domain, std::string_view op);
+
 // True when some graph of `model` has a node IsContribNode accepts.
 bool HasContribNodes(const ir::Model& model);
 

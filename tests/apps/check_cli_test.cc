@@ -68,6 +68,14 @@ TEST_F(CheckCliTest, ValidModelExits0) {
   EXPECT_EQ(r.err, "");
 }
 
+// A model ONNX Runtime optimized: its contrib ops are warnings that say
+// how onnxkit handles them.
+TEST_F(CheckCliTest, OnnxRuntimeContribOpsGetAHint) {
+  CliResult r = RunCli({"check", TestdataPath("models/contrib/ort_extended.onnx").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("an ONNX Runtime contrib op: `onnxkit run` runs it"));
+}
+
 TEST_F(CheckCliTest, InvalidModelExits1) {
   CliResult r = RunCli({"check", invalid_});
   EXPECT_EQ(r.exit_code, 1);
