@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -284,7 +285,67 @@ absl::StatusOr<int> RunCompare(const CompareOptions& o) {
       };
     }
     ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> b, Open(o.b, o.b_backend, b_options));
-    auto b_out = b->Run(*feeds);
+    // B takes A's values of the inputs it has. An input of A that B lacks
+    // (pruned as unused) is not fed to it; one of B that A lacks gets seeded
+    // random values of its own under --random (else B's run names it).
+    std::vector<std::pair<std::string, runner::RtValue>> b_feeds;
+    {
+      std::set<std::string> takes;
+      for (const ir::Value* v : b->FeedInputs()) takes.insert(v->name());
+      // An initializer of B is overridden only by a value from a file: one
+      // A overrides too, or any when nothing is random.
+      std::set<std::string> a_overridable;
+      for (const ir::Value* v : a->OverridableInputs()) a_overridable.insert(v->name());
+      for (const ir::Value* v : b->OverridableInputs()) {
+        if (!spec.random || a_overridable.contains(v->name())) takes.insert(v->name());
+      }
+      std::set<std::string> fed;
+      std::vector<std::string> dropped;
+      for (const auto& [name, value] : *feeds) {
+        fed.insert(name);
+        if (takes.contains(name)) {
+          b_feeds.emplace_back(name, value);
+        } else {
+          dropped.push_back(name);
+        }
+      }
+      if (!dropped.empty()) {
+        std::cerr << "onnxkit: note: --b has no input " << absl::StrJoin(dropped, ", ")
+                  << ": not fed to it\n";
+      }
+      std::vector<const ir::Value*> missing;
+      for (const ir::Value* v : b->FeedInputs()) {
+        if (!fed.contains(v->name())) missing.push_back(v);
+      }
+      if (!missing.empty() && !spec.random) {
+        std::vector<std::string> names;
+        for (const ir::Value* v : missing) names.push_back(v->name());
+        return UsageError(absl::StrCat("--b input ", absl::StrJoin(names, ", "),
+                                       " is not an input of --a: give it with --input NAME=FILE, or use --random"));
+      }
+      if (!missing.empty()) {
+        runner::InputSpec extra;
+        extra.random = true;
+        extra.seed = spec.seed;
+        extra.low = spec.low;
+        extra.high = spec.high;
+        for (const std::string& shape : spec.shapes) {
+          for (const ir::Value* v : missing) {
+            if (absl::StartsWith(shape, v->name() + "=")) extra.shapes.push_back(shape);
+          }
+        }
+        auto more = runner::PrepareInputs(missing, extra);
+        if (!more.ok()) return AnnotateStatus(more.status(), absl::StrCat("--b ", o.b));
+        std::vector<std::string> names;
+        for (auto& [name, value] : *more) {
+          names.push_back(name);
+          b_feeds.emplace_back(name, std::move(value));
+        }
+        std::cerr << "onnxkit: note: --b input " << absl::StrJoin(names, ", ")
+                  << " is not an input of --a: fed its own random values\n";
+      }
+    }
+    auto b_out = b->Run(b_feeds);
     if (!b_out.ok()) return AnnotateStatus(b_out.status(), absl::StrCat("--b ", o.b));
     std::vector<const ir::Value*> b_names = b->Outputs();
     // Outputs pair by name; when the two models share no output name and

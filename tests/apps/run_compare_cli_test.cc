@@ -296,6 +296,52 @@ std::string WriteOutputsModel(const fs::path& dir, const std::string& file, std:
   return path.string();
 }
 
+// Two models whose inputs differ: an input of A that B lacks (pruned as
+// unused) is not fed to B; one of B that A lacks gets its own random values
+// under --random, and an error without; an initializer of B listed as an
+// input is not overridden by A's random value of a same-named input.
+TEST(CompareCliTest, ModelsWithDifferentInputs) {
+  auto dir = MakeTempDir();
+  auto write = [&](const std::string& file, bool extra_input, bool w_is_input) {
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{2, 3});
+    if (extra_input) g.Input("unused", pb::kFloat, std::vector<int64_t>{4});
+    if (w_is_input) g.Input("w", pb::kFloat, std::vector<int64_t>{3});
+    g.Initializer(RawFloatTensor("w", {3}, 1)).Node("Relu", {"x"}, {"r"}).Node("Add", {"r", "w"}, {"y"});
+    g.Output("y", pb::kFloat);
+    const std::string path = (dir / file).string();
+    EXPECT_TRUE(io::SaveModel(ModelFromGraph(g.Build()), dir, path).ok());
+    return path;
+  };
+  const std::string with_extra = write("extra.onnx", true, false);
+  const std::string plain = write("plain.onnx", false, false);
+  const std::string w_input = write("w_input.onnx", false, true);
+  CliResult a_extra = RunCli({"compare", "--a", with_extra, "--b", plain, "--random"});
+  EXPECT_EQ(a_extra.exit_code, 0) << a_extra.err;
+  EXPECT_THAT(a_extra.err, HasSubstr("--b has no input unused: not fed to it"));
+  CliResult b_extra = RunCli({"compare", "--a", plain, "--b", with_extra, "--random"});
+  EXPECT_EQ(b_extra.exit_code, 0) << b_extra.err;
+  EXPECT_THAT(b_extra.err, HasSubstr("--b input unused is not an input of --a: fed its own random values"));
+  auto x = tensor::WriteNpy(tensor::FromRawBytes("x", pb::kFloat, {2, 3}, std::string(24, '\0')));
+  ASSERT_TRUE(x.ok());
+  std::ofstream(dir / "x.npy", std::ios::binary) << *x;
+  CliResult no_random =
+      RunCli({"compare", "--a", plain, "--b", with_extra, "--input", "x=" + (dir / "x.npy").string()});
+  EXPECT_EQ(no_random.exit_code, 2) << no_random.err;
+  EXPECT_THAT(no_random.err, HasSubstr("--b input unused is not an input of --a"));
+  // A has w as a plain input (random values, all 1); B's w is an
+  // initializer listed as an input ([1, 2, 3]): B keeps its own, so the
+  // outputs differ (overridden, they would be equal).
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{2, 3}).Input("w", pb::kFloat, std::vector<int64_t>{3});
+  g.Node("Relu", {"x"}, {"r"}).Node("Add", {"r", "w"}, {"y"}).Output("y", pb::kFloat);
+  const std::string w_fed = (dir / "w_fed.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build()), dir, w_fed).ok());
+  CliResult kept = RunCli({"compare", "--a", w_fed, "--b", w_input, "--random", "--range", "1,1"});
+  EXPECT_EQ(kept.exit_code, 1) << kept.out << kept.err;
+  EXPECT_THAT(kept.out, HasSubstr("2 vs 4"));
+}
+
 TEST(CompareCliTest, OutputsPairByNameOrSayHowTheyPair) {
   auto dir = MakeTempDir();
   std::string rn = WriteOutputsModel(dir, "rn.onnx", {"r", "n"});
