@@ -1473,6 +1473,13 @@ absl::StatusOr<Kernel*> Session::KernelFor(const ir::Node& node, bool strict) {
         function = &f;
     }
     if (function == nullptr) {
+      if (node.domain() == "com.microsoft.nchwc") {
+        return absl::UnimplementedError(
+            absl::StrCat("onnxkit does not run com.microsoft.nchwc::", node.op_type(),
+                         ", a blocked-layout op of ONNX Runtime's 'all' optimization level (a model saved at "
+                         "its 'extended' "
+                         "level runs)"));
+      }
       if (!ops::IsContribNode(*model_, node.domain(), node.op_type())) return entry.status();
       // Why the contrib op was not written as standard ops.
       const std::string key =

@@ -329,6 +329,11 @@ TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
   ASSERT_FALSE(nbits.ok());
   EXPECT_THAT(nbits.status().message(),
               HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::MatMulNBits"));
+  auto nchwc = RunNode(runner::Backend::kReference, "ReorderInput", {RandomFloats({1, 8, 2, 2}, 1)}, {}, 14,
+                       1, "com.microsoft.nchwc");
+  ASSERT_FALSE(nchwc.ok());
+  EXPECT_THAT(nchwc.status().message(),
+              HasSubstr("a blocked-layout op of ONNX Runtime's 'all' optimization level"));
   auto elu = RunNode(runner::Backend::kReference, "FusedConv", {RandomFloats({1, 1, 3, 3}, 1), RandomFloats({1, 1, 1, 1}, 2)},
                            {AttrString("activation", "Elu")}, 14, 1, "com.microsoft");
   ASSERT_FALSE(elu.ok());

@@ -50,6 +50,10 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
   ms.domain = "com.microsoft";
   ms.version = 1;
   loaded.proto.opset_import.push_back(ms);
+  pb::OperatorSetIdProto nchwc;
+  nchwc.domain = "com.microsoft.nchwc";
+  nchwc.version = 1;
+  loaded.proto.opset_import.push_back(nchwc);
   pb::OperatorSetIdProto preview;
   preview.domain = "ai.onnx.preview";
   preview.version = 1;

@@ -23,8 +23,8 @@ namespace onnxkit::testing {
 
 using Feeds = std::vector<std::pair<std::string, runner::Tensor>>;
 
-// Runs `graph` (opset `opset` of ai.onnx, plus ai.onnx.ml 5, com.microsoft 1
-// and ai.onnx.preview 1 imports) on `backend` with `feeds`; the graph outputs.
+// Runs `graph` (opset `opset` of ai.onnx, plus ai.onnx.ml 5, com.microsoft 1,
+// com.microsoft.nchwc 1 and ai.onnx.preview 1 imports) on `backend` with `feeds`; the graph outputs.
 // `bf16`: SessionOptions::bf16.
 absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend, const pb::GraphProto& graph,
                                                         const Feeds& feeds, int64_t opset = 18,
