@@ -27,6 +27,8 @@ bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 constexpr std::string_view kMicrosoftOps[] = {
     "Attention",
     "EmbedLayerNormalization",
+    "QGemm",
+    "QLinearSoftmax",
     "BiasGelu",
     "DequantizeLinear",
     "FastGelu",
@@ -273,6 +275,8 @@ class Lowerer {
     if (op == "SkipSimplifiedLayerNormalization") return SkipLayerNorm(outs, true);
     if (op == "QuantizeLinear" || op == "DequantizeLinear") return QuantizeOps(outs);
     if (op == "Attention") return Attention(outs);
+    if (op == "QGemm") return QGemm(outs);
+    if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
   }
@@ -771,6 +775,67 @@ class Lowerer {
     std::vector<ir::Value*> inputs = {y, scale};
     if (zp != nullptr) inputs.push_back(zp);
     return Emit("QuantizeLinear", inputs);
+  }
+
+  // QGemm: A, a_scale, a_zero_point, B, b_scale (a scalar or one per output
+  // column), b_zero_point, C (int32 at scale a_scale * b_scale), y_scale,
+  // y_zero_point; Y = alpha * (A'B' + C). Dequantized Gemm, quantized again
+  // when y_scale is given (else the output is float).
+  absl::StatusOr<std::string> QGemm(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr || In(3) == nullptr || In(4) == nullptr) {
+      return std::string("A, B or a scale is missing");
+    }
+    if (opset_ < 10) return std::string("it needs ai.onnx opset 10");
+    std::optional<int64_t> b_scale_rank = Rank(In(4));
+    if (!b_scale_rank || *b_scale_rank > 1) return std::string("the rank of b_scale is unknown or above 1");
+    const bool per_column = *b_scale_rank == 1;
+    if (per_column && opset_ < 13) return std::string("a per-column b_scale needs ai.onnx opset 13");
+    const bool trans_b = IntAttr("transB", 0) != 0;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Dq(In(0), In(1), In(2)));
+    std::vector<ir::Value*> b_inputs = {In(3), In(4)};
+    if (In(5) != nullptr) b_inputs.push_back(In(5));
+    std::vector<pb::AttributeProto> b_attrs;
+    if (per_column) b_attrs.push_back(ir::IntAttr("axis", trans_b ? 0 : 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b, Emit("DequantizeLinear", b_inputs, b_attrs));
+    // alpha scales the bias too: Y = alpha * (A'B' + C).
+    const float alpha = FloatAttr("alpha", 1.0f);
+    std::vector<ir::Value*> gemm = {a, b};
+    if (In(6) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Emit("Cast", {In(6)}, {ir::IntAttr("to", pb::kFloat)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, Emit("Mul", {In(1), In(4)}));
+      ONNXKIT_ASSIGN_OR_RETURN(c, Emit("Mul", {c, scale}));
+      gemm.push_back(c);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("Gemm", gemm,
+                                                 {ir::FloatAttr("alpha", alpha), ir::FloatAttr("beta", alpha),
+                                                  ir::IntAttr("transA", IntAttr("transA", 0)),
+                                                  ir::IntAttr("transB", trans_b ? 1 : 0)}));
+    if (In(7) == nullptr) {
+      outs[0] = y;
+      return std::string();
+    }
+    std::vector<ir::Value*> q = {y, In(7)};
+    if (In(8) != nullptr) q.push_back(In(8));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("QuantizeLinear", q));
+    return std::string();
+  }
+
+  // QLinearSoftmax over the last axis (where the attribute 'opset''s two
+  // Softmax semantics agree): DequantizeLinear, Softmax, QuantizeLinear.
+  absl::StatusOr<std::string> QLinearSoftmax(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr || In(3) == nullptr)
+      return std::string("X or a scale is missing");
+    if (opset_ < 10) return std::string("it needs ai.onnx opset 10");
+    std::optional<int64_t> rank = Rank(In(0));
+    if (!rank || *rank < 1 || *rank > 64) return std::string("the rank of X is unknown");
+    const int64_t axis = IntAttr("axis", -1);
+    if (axis != -1 && axis != *rank - 1) return std::string("only the last axis is supported");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem) return std::string("the element type is unknown");
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, Dq(In(0), In(1), In(2)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("Softmax", {x}, {ir::IntAttr("axis", *rank - 1)}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Q(y, In(3), In(4), *elem));
+    return std::string();
   }
 
   absl::StatusOr<std::string> QLinear(std::vector<ir::Value*>& outs) {

@@ -17,6 +17,7 @@
 //   com.microsoft::QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
 //     QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
 //                                DequantizeLinear, the float op, QuantizeLinear
+//   com.microsoft::QGemm, QLinearSoftmax (last axis)   the same way
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
 //   com.microsoft::Attention     MatMul, Split, per-head MatMul, Softmax,
 //                                MatMul (no mask, [B] lengths or a [B, T]

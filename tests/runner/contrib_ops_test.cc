@@ -323,6 +323,60 @@ TEST(ContribOpsTest, QLinearOpsDequantizeComputeQuantize) {
   }
 }
 
+// QGemm: Y = alpha * (A'B' + C), C an int32 bias at scale a_scale * b_scale,
+// b_scale one per output column; float out without y_scale.
+TEST(ContribOpsTest, QGemmScalesTheBiasWithAlphaAndTakesPerColumnScales) {
+  const std::vector<uint8_t> a = {10, 200, 130, 0, 255, 128};  // [2, 3]
+  const std::vector<int8_t> b = {1, -2, 3, 4, -5, 6};          // [3, 2]
+  const std::vector<int32_t> c = {100, -300};
+  const float as = 0.5f, alpha = 0.75f;
+  const uint8_t az = 128;
+  const std::vector<float> bs = {0.25f, 0.125f};
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 3; ++k) {
+        acc += as * (a[static_cast<size_t>(i * 3 + k)] - az) * bs[static_cast<size_t>(j)] *
+               b[static_cast<size_t>(k * 2 + j)];
+      }
+      want.push_back(alpha * (acc + c[static_cast<size_t>(j)] * as * bs[static_cast<size_t>(j)]));
+    }
+  }
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    ExpectNear(RunOp(be, "QGemm",
+                     {Uint8s({2, 3}, a), Floats({}, {as}), Uint8s({}, {az}), Int8s({3, 2}, b),
+                      Floats({2}, bs), Int8s({2}, {0, 0}), Int32s({2}, c)},
+                     {AttrFloat("alpha", alpha)}, 13),
+               want);
+  }
+}
+
+TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
+  const std::vector<uint8_t> x = {100, 120, 140, 90, 90, 90};
+  std::vector<int> want;
+  for (int r = 0; r < 2; ++r) {
+    double total = 0;
+    for (int i = 0; i < 3; ++i) total += std::exp(0.05 * (x[static_cast<size_t>(r * 3 + i)] - 100));
+    for (int i = 0; i < 3; ++i) {
+      want.push_back(
+          Quantize(std::exp(0.05 * (x[static_cast<size_t>(r * 3 + i)] - 100)) / total, 1.0 / 256, 0, false));
+    }
+  }
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    auto out = RunNode(
+        be, "QLinearSoftmax",
+        {Uint8s({2, 3}, x), Floats({}, {0.05f}), Uint8s({}, {100}), Floats({}, {1.f / 256}), Uint8s({}, {0})},
+        {AttrInt("axis", -1), AttrInt("opset", 13)}, 13, 1, "com.microsoft");
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<uint8_t> got = Values<uint8_t>((*out)[0].tensor());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "at " << i;
+  }
+}
+
 TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
   auto nbits = RunNode(runner::Backend::kReference, "MatMulNBits", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1,
                        "com.microsoft");
