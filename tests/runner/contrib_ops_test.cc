@@ -25,37 +25,15 @@ using ::testing::HasSubstr;
 
 constexpr runner::Backend kBackends[] = {runner::Backend::kReference, runner::Backend::kCpu};
 
-// One node `op` of `domain` on inputs x0, x1... declared with their types
-// and shapes (an undefined tensor leaves that input out); outputs y0, y1...
-// but those in `omitted`, which stay unnamed.
+// One node `op` of `domain` on inputs declared with their types and shapes;
+// the outputs in `omitted` stay unnamed.
 absl::StatusOr<std::vector<runner::RtValue>> RunNode(runner::Backend backend, const std::string& op,
                                                      const std::vector<runner::Tensor>& inputs,
                                                      std::vector<pb::AttributeProto> attributes, int64_t opset,
                                                      int num_outputs, const std::string& domain,
                                                      const std::vector<int>& omitted = {}) {
-  GraphBuilder g("g");
-  std::vector<std::string> names;
-  Feeds feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined()) {
-      names.push_back("");
-      continue;
-    }
-    names.push_back("x" + std::to_string(i));
-    g.Input(names.back(), inputs[i].dtype(), inputs[i].shape());
-    feeds.emplace_back(names.back(), inputs[i]);
-  }
-  std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) {
-    const bool skip = std::find(omitted.begin(), omitted.end(), i) != omitted.end();
-    outs.push_back(skip ? "" : "y" + std::to_string(i));
-  }
-  g.Node(op, names, outs, std::move(attributes));
-  g.graph().node.back().domain = domain;
-  for (const std::string& o : outs) {
-    if (!o.empty()) g.Output(o, 0);
-  }
-  return RunGraphOn(backend, g.Build(), feeds, opset);
+  return RunNodeOn(backend, op, inputs, std::move(attributes), opset, num_outputs, domain,
+                   {.declare_shapes = true, .omitted = omitted});
 }
 
 // Runs com.microsoft `op` (or ai.onnx when `domain` is "") on `backend`;

@@ -1,6 +1,7 @@
 // Running graphs built in code on a runner backend: see run_graph.h.
 #include "tests/util/run_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -70,12 +71,12 @@ absl::StatusOr<std::vector<runner::RtValue>> RunGraphOn(runner::Backend backend,
   return (*session)->Run(std::move(values));
 }
 
-absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(const std::string& op,
-                                                           const std::vector<runner::Tensor>& inputs,
-                                                           std::vector<pb::AttributeProto> attributes,
-                                                           int64_t opset, int num_outputs,
-                                                           const std::string& domain,
-                                                           runner::Backend backend) {
+absl::StatusOr<std::vector<runner::RtValue>> RunNodeOn(runner::Backend backend, const std::string& op,
+                                                       const std::vector<runner::Tensor>& inputs,
+                                                       std::vector<pb::AttributeProto> attributes,
+                                                       int64_t opset, int num_outputs,
+                                                       const std::string& domain,
+                                                       const NodeRunOptions& options) {
   GraphBuilder g("g");
   std::vector<std::string> names;
   Feeds feeds;
@@ -85,15 +86,34 @@ absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(const std::string& op
       continue;
     }
     names.push_back("x" + std::to_string(i));
-    g.Input(names.back(), inputs[i].dtype());
+    if (options.declare_shapes) {
+      g.Input(names.back(), inputs[i].dtype(), inputs[i].shape());
+    } else {
+      g.Input(names.back(), inputs[i].dtype());
+    }
     feeds.emplace_back(names.back(), inputs[i]);
   }
   std::vector<std::string> outs;
-  for (int i = 0; i < num_outputs; ++i) outs.push_back("y" + std::to_string(i));
+  for (int i = 0; i < num_outputs; ++i) {
+    const bool omitted =
+        std::find(options.omitted.begin(), options.omitted.end(), i) != options.omitted.end();
+    outs.push_back(omitted ? "" : "y" + std::to_string(i));
+  }
   g.Node(op, names, outs, std::move(attributes));
   if (!domain.empty()) g.graph().node.back().domain = domain;
-  for (const std::string& o : outs) g.Output(o, 0);
+  for (const std::string& o : outs) {
+    if (!o.empty()) g.Output(o, 0);
+  }
   return RunGraphOn(backend, g.Build(), feeds, opset);
+}
+
+absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(const std::string& op,
+                                                           const std::vector<runner::Tensor>& inputs,
+                                                           std::vector<pb::AttributeProto> attributes,
+                                                           int64_t opset, int num_outputs,
+                                                           const std::string& domain,
+                                                           runner::Backend backend) {
+  return RunNodeOn(backend, op, inputs, std::move(attributes), opset, num_outputs, domain, {});
 }
 
 absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(const std::string& op,

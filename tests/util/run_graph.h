@@ -37,6 +37,19 @@ absl::StatusOr<std::vector<runner::RtValue>> RunSingleNode(
     const std::string& op, const std::vector<runner::Tensor>& inputs,
     std::vector<pb::AttributeProto> attributes = {}, int64_t opset = 21, int num_outputs = 1,
     const std::string& domain = "", runner::Backend backend = runner::Backend::kReference);
+// How RunNodeOn builds the graph: inputs declared with their shapes (not
+// only their types), and outputs left unnamed.
+struct NodeRunOptions {
+  bool declare_shapes = false;
+  std::vector<int> omitted;  // output indices left unnamed (not computed)
+};
+// RunSingleNode with the backend first and NodeRunOptions.
+absl::StatusOr<std::vector<runner::RtValue>> RunNodeOn(runner::Backend backend, const std::string& op,
+                                                       const std::vector<runner::Tensor>& inputs,
+                                                       std::vector<pb::AttributeProto> attributes,
+                                                       int64_t opset, int num_outputs,
+                                                       const std::string& domain,
+                                                       const NodeRunOptions& options);
 // The same, returning the outputs as tensors (an error when one is not).
 absl::StatusOr<std::vector<runner::Tensor>> RunSingleNodeTensors(
     const std::string& op, const std::vector<runner::Tensor>& inputs,
