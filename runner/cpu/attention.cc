@@ -31,8 +31,10 @@
 #include "runner/reference/dispatch.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip
-// -Wmaybe-uninitialized when inlined here.
+// -Wmaybe-uninitialized (and, in _mm512_reduce_*_ps, -Wuninitialized) when
+// inlined here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -94,20 +96,17 @@ __attribute__((target("avx512f"), always_inline)) inline void GemmUpTo(int rows,
   }
 }
 
-// Up to kRows rows: 8 x 2 registers for narrow products (n <= 32), else
-// 4 x 4 per four rows.
+// Up to kRows rows: blocks of 48 columns in 8 x 3 registers (three loads
+// of B and eight broadcasts of A feed 24 multiply-adds), then the last
+// columns in as few registers as cover them.
 __attribute__((target("avx512f"))) void SmallGemmRows(int rows, const float* a, int64_t lda, const float* b,
                                                       int64_t ldb, int64_t k, int64_t n, float* c, int64_t ldc) {
-  if (n <= 32) return GemmUpTo<2>(rows, a, lda, b, ldb, k, n, c, ldc);
-  for (int r = 0; r < rows; r += 4) {
-    const int part = std::min(4, rows - r);
-    switch (part) {
-      case 4: SmallGemm<4, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
-      case 3: SmallGemm<3, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
-      case 2: SmallGemm<2, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
-      default: SmallGemm<1, 4>(a + r * lda, lda, b, ldb, k, n, c + r * ldc, ldc); break;
-    }
-  }
+  const int64_t full = n / 48 * 48, tail = n - full;
+  if (full > 0) GemmUpTo<3>(rows, a, lda, b, ldb, k, full, c, ldc);
+  if (tail == 0) return;
+  if (tail <= 16) return GemmUpTo<1>(rows, a, lda, b + full, ldb, k, tail, c + full, ldc);
+  if (tail <= 32) return GemmUpTo<2>(rows, a, lda, b + full, ldb, k, tail, c + full, ldc);
+  GemmUpTo<3>(rows, a, lda, b + full, ldb, k, tail, c + full, ldc);
 }
 
 // exp(v) for v <= 0 (below -88: 0, as float's exp nearly is), NaN kept:
@@ -121,29 +120,34 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 ExpNonPositive16
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.f / 5040);
-  for (float coef : {1.f / 720, 1.f / 120, 1.f / 24, 1.f / 6, 0.5f, 1.f, 1.f}) {
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(coef));
-  }
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
   __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
   bits = _mm512_max_epi32(bits, _mm512_setzero_si512());
   return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(bits));
 }
 
-// Horizontal max and sum of 16 lanes (none NaN for the max).
-__attribute__((target("avx512f"))) float MaxOf(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  float m = lanes[0];
-  for (int i = 1; i < 16; ++i) m = std::max(m, lanes[i]);
-  return m;
-}
-
-__attribute__((target("avx512f"))) float SumOf(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  float s = 0;
-  for (float x : lanes) s += x;
-  return s;
+// s[j] = s[j] / c + mask (times c's reciprocal unless kDivide) in place;
+// returns the lane-wise maximum (-inf where every element was NaN).
+template <bool kDivide>
+__attribute__((target("avx512f"), always_inline)) inline __m512 ScaleRow(float* s, int64_t n, __m512 cv,
+                                                                         const float* mask,
+                                                                         int64_t mask_step) {
+  __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
+    __m512 add = mask_step == 1 ? _mm512_maskz_loadu_ps(m, mask + j) : _mm512_set1_ps(mask[0]);
+    __m512 x = _mm512_maskz_loadu_ps(m, s + j);
+    __m512 v = _mm512_add_ps(kDivide ? _mm512_div_ps(x, cv) : _mm512_mul_ps(x, cv), add);
+    _mm512_mask_storeu_ps(s + j, m, v);
+    mx = _mm512_mask_max_ps(mx, m, v, mx);  // a NaN v leaves mx, as std::max(max, x) does
+  }
+  return mx;
 }
 
 // One row of scores s[n] becomes softmax(s / c + mask) in place, as the
@@ -154,16 +158,9 @@ __attribute__((target("avx512f"))) void SoftmaxRow(float* s, int64_t n, float c,
                                                    const float* mask, int64_t mask_step) {
   const bool reciprocal = multiply || std::isnormal(1.f / c);
   const __m512 cv = _mm512_set1_ps(multiply ? c : reciprocal ? 1.f / c : c);
-  __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, n - j)) - 1);
-    __m512 add = mask_step == 1 ? _mm512_maskz_loadu_ps(m, mask + j) : _mm512_set1_ps(mask[0]);
-    __m512 x = _mm512_maskz_loadu_ps(m, s + j);
-    __m512 v = _mm512_add_ps(reciprocal ? _mm512_mul_ps(x, cv) : _mm512_div_ps(x, cv), add);
-    _mm512_mask_storeu_ps(s + j, m, v);
-    mx = _mm512_mask_max_ps(mx, m, v, mx);  // a NaN v leaves mx, as std::max(max, x) does
-  }
-  const __m512 top = _mm512_set1_ps(MaxOf(mx));
+  const __m512 mx =
+      reciprocal ? ScaleRow<false>(s, n, cv, mask, mask_step) : ScaleRow<true>(s, n, cv, mask, mask_step);
+  const __m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx));  // no lane is NaN
   // x - max is NaN for a NaN x, for x = max = +inf and for a max of -inf;
   // the sum then is NaN, and so is the reference's whole row.
   __m512 sum = _mm512_setzero_ps();
@@ -173,7 +170,7 @@ __attribute__((target("avx512f"))) void SoftmaxRow(float* s, int64_t n, float c,
     _mm512_mask_storeu_ps(s + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
-  const float total = SumOf(sum);
+  const float total = _mm512_reduce_add_ps(sum);
   if (total != total) {
     std::fill(s, s + n, std::numeric_limits<float>::quiet_NaN());
     return;
