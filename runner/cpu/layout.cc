@@ -1,5 +1,6 @@
-// cpu layout kernels: Transpose as block copies where trailing axes of at
-// least 64 bytes stay in place, else as a oneDNN reorder into a destination
+// cpu layout kernels: Transpose as a view of its input where only axes of
+// length 1 move, as block copies where trailing axes of at least 64 bytes
+// stay in place, else as a oneDNN reorder into a destination
 // desc with permuted strides (8-byte types move as pairs of int32; a
 // Transpose of a constant is folded by the session, so it never runs here), Concat as
 // block copies, inference Dropout as its input, and constant-mode Pad
@@ -55,6 +56,12 @@ class TransposeKernel : public CpuKernel {
     std::vector<int64_t> out_shape(static_cast<size_t>(rank));
     for (int i = 0; i < rank; ++i)
       out_shape[static_cast<size_t>(i)] = x->dim(static_cast<int>(perm[static_cast<size_t>(i)]));
+    // A permutation that only moves axes of length 1 leaves the elements in
+    // order: the output is the input's bytes under the new shape.
+    if (!x->is_string() && KeepsOrder(*x, perm)) {
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor y, x->Reshaped(out_shape));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    }
     // Permutations that keep trailing axes in place move contiguous blocks.
     int kept = rank;
     while (kept > 0 && perm[static_cast<size_t>(kept - 1)] == kept - 1) --kept;
@@ -110,6 +117,17 @@ class TransposeKernel : public CpuKernel {
         index[u] = 0;
       }
     }
+  }
+
+  // True when the axes of `x` longer than 1 keep their relative order.
+  static bool KeepsOrder(const Tensor& x, const std::vector<int64_t>& perm) {
+    int64_t last = -1;
+    for (int64_t p : perm) {
+      if (x.dim(static_cast<int>(p)) == 1) continue;
+      if (p < last) return false;
+      last = p;
+    }
+    return true;
   }
 
   static bool IsPermutation(const std::vector<int64_t>& perm, int rank) {

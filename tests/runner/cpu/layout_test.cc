@@ -108,6 +108,30 @@ TEST(CpuTransposeTest, PermutationsKeepingTrailingAxesMoveBlocks) {
   }
 }
 
+TEST(CpuTransposeTest, PermutationsMovingOnlyUnitAxesMatchReference) {
+  // The elements stay in order, so the output is the input under a new
+  // shape: a sequence-first transformer's [1, S, D] -> [S, 1, D] and back.
+  GraphBuilder g("g");
+  g.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {1, 0, 2})}).Output("y");
+  ExpectCpuBytesMatchReference(g.Build(), {{"x", RandomFloats({1, 65, 128}, 5)}});
+  GraphBuilder u("g");
+  u.Input("x").Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {2, 1, 0, 3})}).Output("y");
+  ExpectCpuBytesMatchReference(u.Build(), {{"x", RandomFloats({1, 4, 1, 8}, 6)}});
+  // The view's consumers may compute in place only where nothing else
+  // reads the shared bytes: x is read again after the Transpose's user.
+  GraphBuilder shared("g");
+  shared.Input("x")
+      .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", {1, 0, 2})})
+      .Node("Relu", {"t"}, {"r"})
+      .Node("Neg", {"x"}, {"n"})
+      .Node("Transpose", {"r"}, {"back"}, {AttrInts("perm", {1, 0, 2})})
+      .Node("Add", {"back", "n"}, {"y"})
+      .Node("Identity", {"x"}, {"x_out"})
+      .Output("y")
+      .Output("x_out");
+  ExpectCpuBytesMatchReference(shared.Build(), {{"x", RandomFloats({1, 33, 16}, 7)}});
+}
+
 TEST(CpuTransposeTest, MovesInt64AndFallsBackOtherwise) {
   GraphBuilder g("g");
   g.Input("x", pb::kInt64)
