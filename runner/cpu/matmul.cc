@@ -4,8 +4,9 @@
 // A constant B is reordered once into the layout oneDNN prefers; a 2-D B
 // lets A's batch dims fold into M (one large product instead of many small
 // ones). Anything else the primitive does not cover runs on the reference.
-// A constant 2-D B runs on the packed AVX-512 product where the CPU has it
-// (matmul_packed.h).
+// A MatMul's constant 2-D B, and a Gemm's constant B (either layout) with
+// alpha 1, A not transposed and at most a bias row for C, run on the packed
+// AVX-512 product where the CPU has it (matmul_packed.h).
 //
 // bfloat16 (KernelInfo::bf16): with a constant B, the product runs as
 // oneDNN's bfloat16 matmul instead: B rounded to bfloat16 once, A on every
@@ -272,6 +273,21 @@ class GemmKernel : public CpuKernel {
       return Fallback(ctx);
     }
     if (c != nullptr && (beta_ == 0.f || c->size() == 0)) return Fallback(ctx);  // 0 * NaN stays NaN there
+    const int64_t k = trans_a_ ? a->dim(0) : a->dim(1), n = trans_b_ ? b->dim(0) : b->dim(1);
+    // A x W (+ a bias row): the packed kernel (a linear layer). A single
+    // row times weights beyond L2 (a classifier) streams them faster
+    // through oneDNN's matrix-vector product.
+    const bool packed_rows = a->dim(0) >= 2 || k * n <= (int64_t{1} << 18);
+    if (!bf16_ && constant_b_ && !trans_a_ && alpha_ == 1.f && packed_rows &&
+        k == (trans_b_ ? b->dim(1) : b->dim(0)) &&
+        (c == nullptr || (beta_ == 1.f && c->size() == n && (c->rank() == 1 || c->dim(0) == 1))) &&
+        PackedGemmTakesShape(k, n)) {
+      ONNXKIT_ASSIGN_OR_RETURN(const PackedMatrix* packed, packed_.Get(*b, trans_b_));
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, {a->dim(0), n}));
+      PackedGemm(a->data<float>(), a->dim(0), k, *packed, c != nullptr ? c->data<float>() : nullptr,
+                 y->mutable_data<float>(), n);
+      return absl::OkStatus();
+    }
     std::vector<std::vector<int64_t>> key = {a->shape(), b->shape(),
                                              c ? c->shape() : std::vector<int64_t>{-1}};
     const bool bf16 = bf16_ && constant_b_ && finite_b_(*b) && AllFinite(*a);
@@ -342,6 +358,7 @@ class GemmKernel : public CpuKernel {
   FiniteCheck finite_b_;
   MatMulPlan plans_[2];  // float32, bfloat16
   PreparedWeight prepared_[2];
+  PackedWeightCache packed_;
 };
 
 }  // namespace

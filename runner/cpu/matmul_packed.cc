@@ -162,10 +162,35 @@ absl::StatusOr<PackedMatrix> PackedMatrix::Pack(const float* b, int64_t k, int64
   return out;
 }
 
-absl::StatusOr<const PackedMatrix*> PackedWeightCache::Get(const Tensor& b) {
+absl::StatusOr<PackedMatrix> PackedMatrix::PackTransposed(const float* bt, int64_t k, int64_t n) {
+  if (k <= 0 || n <= 0) return absl::InvalidArgumentError("packed matrix: empty matrix");
+  PackedMatrix out;
+  out.k_ = k;
+  out.n_ = n;
+  out.panels_ = (n + kW - 1) / kW;
+  std::optional<int64_t> floats = CheckedMul(out.panels_ * kW, k);
+  std::optional<int64_t> bytes = floats ? CheckedMul(*floats, 4) : std::nullopt;
+  if (!bytes) return absl::ResourceExhaustedError("packed matrix: size overflows");
+  out.data_.reset(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((*bytes + 63) / 64 * 64))));
+  if (out.data_ == nullptr) return absl::ResourceExhaustedError("packed matrix: out of memory");
+  std::fill(out.data_.get(), out.data_.get() + *floats, 0.f);
+  for (int64_t p = 0; p < out.panels_; ++p) {
+    const int64_t col = p * kW, cols = std::min(kW, n - col);
+    float* dst = out.data_.get() + p * k * kW;
+    for (int64_t j = 0; j < cols; ++j) {  // column col + j of B is row col + j of B^T
+      const float* src = bt + (col + j) * k;
+      for (int64_t r = 0; r < k; ++r) dst[r * kW + j] = src[r];
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<const PackedMatrix*> PackedWeightCache::Get(const Tensor& b, bool transposed) {
   if (source_ != b.raw() || packed_.panels() == 0) {
     source_ = nullptr;
-    absl::StatusOr<PackedMatrix> packed = PackedMatrix::Pack(b.data<float>(), b.dim(0), b.dim(1));
+    absl::StatusOr<PackedMatrix> packed =
+        transposed ? PackedMatrix::PackTransposed(b.data<float>(), b.dim(1), b.dim(0))
+                   : PackedMatrix::Pack(b.data<float>(), b.dim(0), b.dim(1));
     if (!packed.ok()) return packed.status();
     packed_ = *std::move(packed);
     source_ = b.raw();
@@ -178,9 +203,13 @@ bool PackedGemmTakes(const Tensor& a, const Tensor& b) {
       b.rank() != 2 || a.size() == 0 || b.size() == 0 || a.shape().back() != b.dim(0)) {
     return false;
   }
+  return PackedGemmTakesShape(b.dim(0), b.dim(1));
+}
+
+bool PackedGemmTakesShape(int64_t k, int64_t n) {
+  if (!PackedGemmAvailable()) return false;
   // Narrow or short products, and widths that leave much of the last panel
   // empty, do better on oneDNN.
-  const int64_t k = b.dim(0), n = b.dim(1);
   const int64_t padded = (n + PackedMatrix::kPanelWidth - 1) / PackedMatrix::kPanelWidth * PackedMatrix::kPanelWidth;
   return k >= 16 && k <= kPackedGemmMaxK && n >= 32 && padded * 4 <= n * 5;
 }

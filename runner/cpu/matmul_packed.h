@@ -37,6 +37,9 @@ class PackedMatrix {
   // Packs the row-major k x n matrix `b`. ResourceExhausted when the packed
   // copy cannot be allocated; InvalidArgument for non-positive sizes.
   static absl::StatusOr<PackedMatrix> Pack(const float* b, int64_t k, int64_t n);
+  // The same from B's transpose: `bt` is the row-major n x k matrix B^T
+  // (a Gemm's transB weights).
+  static absl::StatusOr<PackedMatrix> PackTransposed(const float* bt, int64_t k, int64_t n);
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
@@ -58,7 +61,8 @@ class PackedMatrix {
 // use and again only if the tensor's buffer changes.
 class PackedWeightCache {
  public:
-  absl::StatusOr<const PackedMatrix*> Get(const Tensor& b);
+  // `b` is k x n, or n x k when `transposed` (B^T stored).
+  absl::StatusOr<const PackedMatrix*> Get(const Tensor& b, bool transposed = false);
 
  private:
   const void* source_ = nullptr;
@@ -69,6 +73,8 @@ class PackedWeightCache {
 // packed on this CPU: k in [16, kPackedGemmMaxK], n >= 32 and at most a
 // quarter more columns once padded to whole panels.
 bool PackedGemmTakes(const Tensor& a, const Tensor& b);
+// The same for the shape alone: k rows, n columns of B (CPU support included).
+bool PackedGemmTakesShape(int64_t k, int64_t n);
 
 // C = A B (+ bias when non-null, bias[j] added to column j). A has m rows
 // of b.k() floats, `lda` floats apart; C has m rows of b.n() floats, `ldc`

@@ -2,6 +2,7 @@
 // broadcasting, 1-D operands, constant (prepared) and fed B, transposes,
 // alpha / beta and C broadcasts, fallbacks, and one session run with
 // changing shapes (primitive caches rebuilt per shape).
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,34 @@ TEST(CpuGemmTest, MatchesReferenceOnTransposesScalesAndBiases) {
       }
     }
   }
+}
+
+TEST(CpuGemmTest, ConstantWeightsOfLinearLayersMatchReference) {
+  // Sizes the packed product takes (k >= 16, n >= 32): a classifier's one
+  // row and a block of rows, both weight layouts, with and without a bias
+  // row; a full C, alpha and beta other than 1 and a transposed A take
+  // oneDNN's product instead.
+  uint32_t seed = 300;
+  for (int64_t m : {1, 9, 65}) {
+    for (bool trans_b : {false, true}) {
+      std::vector<int64_t> b = trans_b ? std::vector<int64_t>{70, 40} : std::vector<int64_t>{40, 70};
+      for (const std::vector<int64_t>& c : std::vector<std::vector<int64_t>>{{-1}, {70}, {1, 70}, {m, 70}}) {
+        ExpectGemm({m, 40}, b, c, false, trans_b, 1.f, 1.f, true, seed++);
+      }
+      ExpectGemm({m, 40}, b, {70}, false, trans_b, 0.5f, 1.f, true, seed++);
+      ExpectGemm({m, 40}, b, {70}, false, trans_b, 1.f, 2.f, true, seed++);
+      ExpectGemm({40, m}, b, {70}, true, trans_b, 1.f, 1.f, true, seed++);
+    }
+  }
+  // Non-finite values reach the output as through the reference's sums.
+  GraphBuilder g("g");
+  g.Input("a").Initializer(InitializerFrom("w", RandomFloats({48, 40}, 7)));
+  g.Initializer(InitializerFrom("bias", RandomFloats({48}, 8)));
+  g.Node("Gemm", {"a", "w", "bias"}, {"y"}, {AttrInt("transB", 1)}).Output("y");
+  runner::Tensor a = RandomFloats({3, 40}, 9);
+  a.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  a.mutable_data<float>()[47] = std::numeric_limits<float>::infinity();
+  ExpectCpuMatchesReference(g.Build(), {{"a", a}}, 18, 1e-4, 1e-4);
 }
 
 TEST(CpuGemmTest, FallsBackForBadCShapesAndOtherTypes) {
