@@ -140,7 +140,7 @@ bool PackedGemmAvailable() {
   return available;
 }
 
-absl::StatusOr<PackedMatrix> PackedMatrix::Pack(const float* b, int64_t k, int64_t n) {
+absl::StatusOr<PackedMatrix> PackedMatrix::Allocated(int64_t k, int64_t n) {
   if (k <= 0 || n <= 0) return absl::InvalidArgumentError("packed matrix: empty matrix");
   PackedMatrix out;
   out.k_ = k;
@@ -151,9 +151,15 @@ absl::StatusOr<PackedMatrix> PackedMatrix::Pack(const float* b, int64_t k, int64
   if (!bytes) return absl::ResourceExhaustedError("packed matrix: size overflows");
   out.data_.reset(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((*bytes + 63) / 64 * 64))));
   if (out.data_ == nullptr) return absl::ResourceExhaustedError("packed matrix: out of memory");
-  for (int64_t p = 0; p < out.panels_; ++p) {
+  return out;
+}
+
+absl::StatusOr<PackedMatrix> PackedMatrix::Pack(const float* b, int64_t k, int64_t n) {
+  absl::StatusOr<PackedMatrix> out = Allocated(k, n);
+  if (!out.ok()) return out.status();
+  for (int64_t p = 0; p < out->panels_; ++p) {
     const int64_t col = p * kW, cols = std::min(kW, n - col);
-    float* dst = out.data_.get() + p * k * kW;
+    float* dst = out->data_.get() + p * k * kW;
     for (int64_t r = 0; r < k; ++r) {
       std::memcpy(dst + r * kW, b + r * n + col, static_cast<size_t>(cols) * 4);
       std::fill(dst + r * kW + cols, dst + (r + 1) * kW, 0.f);
@@ -163,20 +169,12 @@ absl::StatusOr<PackedMatrix> PackedMatrix::Pack(const float* b, int64_t k, int64
 }
 
 absl::StatusOr<PackedMatrix> PackedMatrix::PackTransposed(const float* bt, int64_t k, int64_t n) {
-  if (k <= 0 || n <= 0) return absl::InvalidArgumentError("packed matrix: empty matrix");
-  PackedMatrix out;
-  out.k_ = k;
-  out.n_ = n;
-  out.panels_ = (n + kW - 1) / kW;
-  std::optional<int64_t> floats = CheckedMul(out.panels_ * kW, k);
-  std::optional<int64_t> bytes = floats ? CheckedMul(*floats, 4) : std::nullopt;
-  if (!bytes) return absl::ResourceExhaustedError("packed matrix: size overflows");
-  out.data_.reset(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((*bytes + 63) / 64 * 64))));
-  if (out.data_ == nullptr) return absl::ResourceExhaustedError("packed matrix: out of memory");
-  std::fill(out.data_.get(), out.data_.get() + *floats, 0.f);
-  for (int64_t p = 0; p < out.panels_; ++p) {
+  absl::StatusOr<PackedMatrix> out = Allocated(k, n);
+  if (!out.ok()) return out.status();
+  std::fill(out->data_.get(), out->data_.get() + out->panels_ * kW * k, 0.f);
+  for (int64_t p = 0; p < out->panels_; ++p) {
     const int64_t col = p * kW, cols = std::min(kW, n - col);
-    float* dst = out.data_.get() + p * k * kW;
+    float* dst = out->data_.get() + p * k * kW;
     for (int64_t j = 0; j < cols; ++j) {  // column col + j of B is row col + j of B^T
       const float* src = bt + (col + j) * k;
       for (int64_t r = 0; r < k; ++r) dst[r * kW + j] = src[r];

@@ -50,6 +50,9 @@ class PackedMatrix {
   static constexpr int64_t kPanelWidth = 48;
 
  private:
+  // k x n in panels, uninitialized.
+  static absl::StatusOr<PackedMatrix> Allocated(int64_t k, int64_t n);
+
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
