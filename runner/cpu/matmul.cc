@@ -277,9 +277,8 @@ class GemmKernel : public CpuKernel {
     // A x W (+ a bias row): the packed kernel (a linear layer). A single
     // row times weights beyond L2 (a classifier) streams them faster
     // through oneDNN's matrix-vector product.
-    const bool packed_rows = a->dim(0) >= 2 || k * n <= (int64_t{1} << 18);
-    if (!bf16_ && constant_b_ && !trans_a_ && alpha_ == 1.f && packed_rows &&
-        k == (trans_b_ ? b->dim(1) : b->dim(0)) &&
+    if (!bf16_ && constant_b_ && !trans_a_ && alpha_ == 1.f && k == (trans_b_ ? b->dim(1) : b->dim(0)) &&
+        (a->dim(0) >= 2 || b->size() <= (int64_t{1} << 18)) &&
         (c == nullptr || (beta_ == 1.f && c->size() == n && (c->rank() == 1 || c->dim(0) == 1))) &&
         PackedGemmTakesShape(k, n)) {
       ONNXKIT_ASSIGN_OR_RETURN(const PackedMatrix* packed, packed_.Get(*b, trans_b_));
