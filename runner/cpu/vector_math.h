@@ -25,6 +25,11 @@ void SigmoidRow(float* v, int64_t n);
 // tiny (values below -87.3); NaN stays NaN, +inf gives +inf and -inf NaN
 // (-inf * sigmoid(-inf) = -inf * 0), as the Sigmoid and Mul nodes.
 void SwishRow(float* v, int64_t n);
+// y[i] = swish(x[i]), as SwishRow; y may be x.
+void SwishRowTo(const float* x, float* y, int64_t n);
+// y[i] = swish(x[i]) * u[i], the product rounded once (as a Mul node after
+// the swish); y may be x, not u.
+void SwishMulRow(const float* x, const float* u, float* y, int64_t n);
 // The same without AVX-512 (what SwishRow runs on processors without it).
 void SwishRowPortable(float* v, int64_t n);
 // v[i] = tanh(v[i]) for n values, in place.

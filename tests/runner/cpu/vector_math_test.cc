@@ -67,6 +67,42 @@ TEST(VectorMathTest, SwishMatchesLibm) {
   }
 }
 
+// SwishRowTo and SwishMulRow are SwishRow's values (times u, rounded once),
+// into another row or in place, for every length of a partial vector.
+TEST(VectorMathTest, SwishIntoAnotherRowAndTimesAnotherRow) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n = 1; n <= 40; ++n) {
+    std::vector<float> x(static_cast<size_t>(n)), u(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      x[static_cast<size_t>(i)] = static_cast<float>(i) * 0.7f - 12.0f;
+      u[static_cast<size_t>(i)] = 1.5f - static_cast<float>(i) * 0.1f;
+    }
+    x[0] = nan;
+    if (n > 2) x[2] = -inf;
+    if (n > 3) u[3] = inf;
+    std::vector<float> want = x;
+    SwishRow(want.data(), n);
+    std::vector<float> to(static_cast<size_t>(n) + 1, 7.0f);
+    SwishRowTo(x.data(), to.data(), n);
+    std::vector<float> times(static_cast<size_t>(n) + 1, 7.0f), in_place = x;
+    SwishMulRow(x.data(), u.data(), times.data(), n);
+    SwishMulRow(in_place.data(), u.data(), in_place.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const float product = want[k] * u[k];
+      EXPECT_EQ(std::bit_cast<uint32_t>(to[k]), std::bit_cast<uint32_t>(want[k])) << "n " << n << " i " << i;
+      if (std::isnan(product)) {
+        EXPECT_TRUE(std::isnan(times[k]) && std::isnan(in_place[k])) << "n " << n << " i " << i;
+      } else {
+        EXPECT_EQ(times[k], product) << "n " << n << " i " << i;
+        EXPECT_EQ(in_place[k], product) << "n " << n << " i " << i;
+      }
+    }
+    EXPECT_EQ(to.back(), 7.0f) << "wrote past n = " << n;
+    EXPECT_EQ(times.back(), 7.0f) << "wrote past n = " << n;
+  }
+}
+
 TEST(VectorMathTest, NonFiniteValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   float s[] = {nan, inf, -inf, -nan};
