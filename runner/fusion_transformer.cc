@@ -11,10 +11,13 @@
 //                   [, Mul by gamma] (RmsNormChain)
 //   GELU (erf):     %d = Div(%x, %c); %e = Erf(%d); %s = Add(%e, %one);
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
+//   SiLU:           %s = Sigmoid(%x); %y = Mul(%x, %s) [; %z = Mul(%y, %u)]
+//                   (SwiGLU's gate times its other projection %u)
 //
 // Either operand order of Add and Mul. The kernel (runner/cpu/transformer.h)
 // checks shapes and types and computes the same expression in one pass; the
-// GELU chain's %x is read by two of its nodes, both from outside the chain.
+// GELU and SiLU chains' %x is read by two of their nodes, both from outside
+// the chain.
 #include <functional>
 #include <vector>
 
@@ -277,6 +280,30 @@ std::vector<Link> RmsNormChain(const ir::Node& head, const ir::Graph& graph,
   return links;
 }
 
+// The SiLU chain starting at `sigmoid`, with the Mul by another tensor after
+// it when there is one (not its own result), or empty.
+std::vector<Link> SiluChain(const ir::Node& sigmoid, const ir::Graph& graph) {
+  if (sigmoid.op_type() != "Sigmoid" || sigmoid.num_inputs() != 1 || sigmoid.num_outputs() != 1) return {};
+  const ir::Value* x = sigmoid.input(0);
+  const ir::Value* s = sigmoid.output(0);
+  const ir::Node* mul = OnlyUser(s, graph);
+  if (x == nullptr || mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return {};
+  int slot = -1;
+  if (mul->input(0) == x && mul->input(1) == s) slot = 1;
+  if (mul->input(0) == s && mul->input(1) == x) slot = 0;
+  if (slot < 0) return {};
+  std::vector<Link> links = {{&sigmoid, -1}, {mul, slot}};
+  const ir::Value* y = mul->output(0);
+  const ir::Node* gate = OnlyUser(y, graph);
+  if (gate != nullptr && gate->op_type() == "Mul" && gate->num_inputs() == 2) {
+    const ir::Value* a = gate->input(0);
+    const ir::Value* b = gate->input(1);
+    if (a == y && b != nullptr && b != y) links.push_back({gate, 0});
+    if (b == y && a != nullptr && a != y) links.push_back({gate, 1});
+  }
+  return links;
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -294,6 +321,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
     if (links.empty())
       links = DecomposedLayerNormChain(*head, graph, is_constant, &inner_input, &inner_source);
     if (links.empty()) links = RmsNormChain(*head, graph, is_constant);
+    if (links.empty()) links = SiluChain(*head, graph);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);

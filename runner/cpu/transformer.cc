@@ -1,4 +1,4 @@
-// Transformer chain kernels: MatMul + bias and erf GELU (transformer.h).
+// Transformer chain kernels: MatMul + bias, erf GELU and SiLU (transformer.h).
 #include "runner/cpu/transformer.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/erf_approx.h"
 #include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -97,6 +98,44 @@ class GeluKernel : public Kernel {
   std::unique_ptr<Kernel> fallback_;
 };
 
+// x * sigmoid(x) (SwishRow's function), times u when the chain ends with
+// the Mul by u (`u` its input index, else -1): u must have x's shape; other
+// shapes, types and empty tensors run the chain node by node.
+class SiluKernel : public Kernel {
+ public:
+  SiluKernel(int u, std::unique_ptr<Kernel> fallback) : u_(u), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != pb::kFloat || x->size() == 0) return fallback_->Run(ctx);
+    const float* pu = nullptr;
+    if (u_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* u, ctx.Input(u_));
+      if (u->dtype() != pb::kFloat || u->shape() != x->shape()) return fallback_->Run(ctx);
+      pu = u->data<float>();
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    const float* px = x->data<float>();
+    float* py = y->mutable_data<float>();
+    constexpr int64_t kChunk = 16384;
+    const int64_t total = x->size(), chunks = (total + kChunk - 1) / kChunk;
+#pragma omp parallel for if (chunks > 1)
+    for (int64_t i = 0; i < chunks; ++i) {
+      const int64_t begin = i * kChunk, n = std::min(kChunk, total - begin);
+      if (pu != nullptr) {
+        SwishMulRow(px + begin, pu + begin, py + begin, n);
+      } else {
+        SwishRowTo(px + begin, py + begin, n);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int u_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info) {
@@ -117,6 +156,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
   if (head == "Pow" || head == "Mul") return MakeRmsNormChain(chain, info, std::move(fallback));
   if (head == "Div" && chain.nodes.size() == 5) {
     return std::unique_ptr<Kernel>(new GeluKernel(OtherInput(chain, 2), OtherInput(chain, 4), std::move(fallback)));
+  }
+  if (head == "Sigmoid" && (chain.nodes.size() == 2 || chain.nodes.size() == 3)) {
+    return std::unique_ptr<Kernel>(
+        new SiluKernel(chain.nodes.size() == 3 ? OtherInput(chain, 2) : -1, std::move(fallback)));
   }
   return absl::InternalError("not a transformer chain");
 }

@@ -1,5 +1,5 @@
 // Transformer chains the cpu backend fuses (runner/fusion_transformer.cc,
-// runner/cpu/transformer.cc): MatMul + bias and the erf GELU against the
+// runner/cpu/transformer.cc): MatMul + bias, the erf GELU and SiLU against the
 // reference kernels, run as one step; the near misses that must not fuse;
 // inputs the fused kernels hand back to the nodes; and NaN / infinities
 // planted in the inputs, which must come out where the reference puts them.
@@ -645,6 +645,93 @@ TEST(CpuTransformerFusionTest, WrittenOutRmsNormNearMisses) {
   s.root_is_output = true;
   ExpectFused(WrittenOutRmsNorm(s), {{"x", RandomFloats({2, 40}, 142)}},
               {"square", "mean", "add_eps", "sqrt", "inverse", "times_x", "scale"});
+}
+
+// x -> Sigmoid -> Mul(x, s) [-> Mul by "u"] -> "y", operands in the order
+// `swapped` picks.
+GraphBuilder Silu(bool swapped, bool gated) {
+  GraphBuilder g("g");
+  g.Input("x");
+  auto pair = [&](const std::string& a, const std::string& b) {
+    return swapped ? std::vector<std::string>{b, a} : std::vector<std::string>{a, b};
+  };
+  g.Node("Sigmoid", {"x"}, {"s"}, {}, "sig").Node("Mul", pair("x", "s"), {gated ? "t" : "y"}, {}, "mul");
+  if (gated) g.Input("u").Node("Mul", pair("t", "u"), {"y"}, {}, "gate");
+  g.Output("y");
+  return g;
+}
+
+TEST(CpuTransformerFusionTest, SiluRunsAsOnePass) {
+  for (bool swapped : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "swapped " << swapped);
+    pb::GraphProto silu = Silu(swapped, false).Build();
+    // Lengths that leave a partial vector; values past e^-87.3 and the
+    // infinities; many chunks on 2 threads.
+    ExpectFused(silu, {{"x", RandomFloats({3, 7, 41}, 151, -12, 12)}}, {"sig"});
+    ExpectFused(silu, {{"x", Planted({3, 7, 41}, 152, 100)}}, {"sig"});
+    ExpectFused(silu, {{"x", RandomFloats({9, 8000}, 153, -20, 20)}}, {"sig"}, false, 2);
+    // SwiGLU: the gate times the other projection, in the same pass.
+    pb::GraphProto gated = Silu(swapped, true).Build();
+    ExpectFused(gated,
+                {{"x", RandomFloats({2, 5, 33}, 154, -8, 8)}, {"u", RandomFloats({2, 5, 33}, 155, -3, 3)}},
+                {"sig"});
+    ExpectFused(gated, {{"x", Planted({2, 5, 33}, 156, 90)}, {"u", Planted({2, 5, 33}, 157)}}, {"sig"});
+    ExpectFused(gated, {{"x", RandomFloats({40, 1000}, 158)}, {"u", RandomFloats({40, 1000}, 159)}}, {"sig"},
+                false, 2);
+  }
+}
+
+// SiLU of three doubles.
+absl::StatusOr<Result> RunDoubleSilu(runner::Backend backend) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kDouble);
+  g.Node("Sigmoid", {"x"}, {"s"}, {}, "sig").Node("Mul", {"x", "s"}, {"y"}, {}, "mul").Output("y");
+  return Run(g.Build(), backend,
+             {{"x", MakeTensor<double>(pb::kDouble, {3}, std::vector<double>{-1, 0, 2})}});
+}
+
+TEST(CpuTransformerFusionTest, SiluInputsItDoesNotTakeRunNodeByNode) {
+  // The gate's other operand broadcasts (or widens the result).
+  pb::GraphProto gated = Silu(false, true).Build();
+  ExpectFused(gated, {{"x", RandomFloats({4, 6}, 161)}, {"u", RandomFloats({6}, 162)}}, {"sig"}, true);
+  ExpectFused(gated, {{"x", RandomFloats({1, 6}, 163)}, {"u", RandomFloats({4, 6}, 164)}}, {"sig"}, true);
+  // Not float, or empty.
+  auto ref = RunDoubleSilu(runner::Backend::kReference);
+  auto cpu = RunDoubleSilu(runner::Backend::kCpu);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(Values<double>(ref->outputs[0]), Values<double>(cpu->outputs[0]));
+  ExpectFused(Silu(false, false).Build(), {{"x", RandomFloats({0, 5}, 165)}}, {"sig"}, true);
+}
+
+TEST(CpuTransformerFusionTest, SiluNearMissesAreNotFused) {
+  {  // the Mul takes another tensor than the Sigmoid's input: a gate, not SiLU
+    GraphBuilder g("g");
+    g.Input("x").Input("z");
+    g.Node("Sigmoid", {"x"}, {"s"}, {}, "sig").Node("Mul", {"z", "s"}, {"y"}, {}, "mul").Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 166)}, {"z", RandomFloats({6, 5}, 167)}},
+                {"sig", "mul"});
+  }
+  {  // the Sigmoid is also an output
+    GraphBuilder g = Silu(false, false);
+    g.Output("s");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 168)}}, {"sig", "mul"});
+  }
+  {  // the SiLU is read twice: no gate in the chain
+    GraphBuilder g = Silu(false, true);
+    g.Output("t");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 169)}, {"u", RandomFloats({6, 5}, 170)}},
+                {"sig", "gate"});
+  }
+  {  // the SiLU squared: the gate's other operand is the chain's own value
+    GraphBuilder g("g");
+    g.Input("x");
+    g.Node("Sigmoid", {"x"}, {"s"}, {}, "sig")
+        .Node("Mul", {"x", "s"}, {"t"}, {}, "mul")
+        .Node("Mul", {"t", "t"}, {"y"}, {}, "square")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 171)}}, {"sig", "square"});
+  }
 }
 
 }  // namespace
