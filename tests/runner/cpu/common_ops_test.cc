@@ -1,5 +1,5 @@
 // The cpu backend's Where, Expand, ScatterElements, RoiAlign, Cast,
-// HardSigmoid, Floor, Ceil, Log, Softplus, Sign, Sin, Cos, Softsign, Selu
+// HardSigmoid, Floor, Ceil, Log, Softplus, Sign, Sin, Cos, Softsign, Selu, Swish
 // and InstanceNormalization kernels
 // (runner/cpu/common_ops.cc) against the reference kernels: broadcasts of
 // every kind, element types by size, rois of every kind, conversion edge
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -383,6 +384,16 @@ TEST(CpuCommonOpsTest, UnaryRowsMatchTheReference) {
     GraphBuilder thresholded("g");
     thresholded.Input("x").Node("ThresholdedRelu", {"x"}, {"y"}, {AttrFloat("alpha", alpha)}).Output("y");
     ExpectSame(thresholded.Build(), {{"x", x}}, 13);
+  }
+  // Swish (opset 24): SwishRow's values with alpha 1 (the default too),
+  // the reference kernel's with another alpha.
+  for (std::optional<float> alpha :
+       {std::optional<float>(), std::optional<float>(1.f), std::optional<float>(0.5f)}) {
+    GraphBuilder swish("g");
+    std::vector<pb::AttributeProto> attrs;
+    if (alpha) attrs.push_back(AttrFloat("alpha", *alpha));
+    swish.Input("x").Node("Swish", {"x"}, {"y"}, attrs).Output("y");
+    ExpectSame(swish.Build(), {{"x", x}}, 24, 2e-36, 3e-7);
   }
   // float64 runs on the reference kernel.
   GraphBuilder d("g");
