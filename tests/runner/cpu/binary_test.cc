@@ -1,6 +1,9 @@
 // The cpu backend's broadcasting binary ops (Add, Sub, Mul, Div, Max, Min,
-// Pow with a constant exponent) against the reference kernels.
+// Pow with a constant exponent; squares and cubes bit for bit) against the
+// reference kernels.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -135,6 +138,41 @@ TEST(CpuBinaryTest, PowWithConstantExponentMatchesReference) {
   f.Input("x").Input("e").Node("Pow", {"x", "e"}, {"y"}).Output("y");
   ExpectCpuMatchesReference(f.Build(),
                             {{"x", RandomFloats({3, 4}, 1, 0.1f, 2.f)}, {"e", RandomFloats({4}, 2)}});
+}
+
+TEST(CpuBinaryTest, SquaresAndCubesAreTheReferencesBitForBit) {
+  // Every length of a partial block, then many chunks on 2 threads; values
+  // whose powers overflow, subnormals, signed zeros, NaN and infinities.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {nan, inf, -inf, 0.f, -0.f, 3e13f, -3e13f, 2e19f, 1e-40f, -1e-30f, 7.f};
+  for (float e : {2.f, 3.f}) {
+    GraphBuilder g("g");
+    g.Input("x")
+        .Initializer(InitializerFrom("e", Floats({}, {e})))
+        .Node("Pow", {"x", "e"}, {"y"})
+        .Output("y");
+    const pb::GraphProto graph = g.Build();
+    for (int64_t n : {1, 7, 8, 9, 23, 100003}) {
+      SCOPED_TRACE(::testing::Message() << "exponent " << e << ", " << n << " values");
+      runner::Tensor x = RandomFloats({n}, static_cast<uint32_t>(n), -50.f, 50.f);
+      for (size_t i = 0; i < special.size() && i < static_cast<size_t>(n); ++i) {
+        x.mutable_data<float>()[n - 1 - static_cast<int64_t>(i)] = special[i];
+      }
+      auto ref = RunGraphOn(runner::Backend::kReference, graph, {{"x", x}});
+      auto cpu = RunGraphOn(runner::Backend::kCpu, graph, {{"x", x}}, 18, 2);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      for (int64_t i = 0; i < n; ++i) {
+        const float rv = (*ref)[0].tensor().data<float>()[i], cv = (*cpu)[0].tensor().data<float>()[i];
+        if (std::isnan(rv)) {
+          EXPECT_TRUE(std::isnan(cv)) << "element " << i << " is " << cv;
+        } else {
+          EXPECT_EQ(std::bit_cast<uint32_t>(rv), std::bit_cast<uint32_t>(cv))
+              << "element " << i << ": " << x.data<float>()[i] << " gives " << rv << " and " << cv;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
