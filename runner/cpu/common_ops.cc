@@ -5,8 +5,9 @@
 // uint8 / bool / float16 / bfloat16 (float16 on the F16C instructions where
 // the CPU has them, a group holding NaN redone one by one so NaN keeps the
 // reference's bits), HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin,
-// Cos, Atan, Asin, Acos, Softsign, Selu, Celu, ThresholdedRelu and Swish
-// with alpha 1 (SwishRow's values, within 3e-7 of the reference's). Where,
+// Cos, Atan, Asin, Acos, Softsign, Selu, Celu, ThresholdedRelu, Swish
+// with alpha 1 (SwishRow's values, within 3e-7 of the reference's) and Mish
+// (in double). Where,
 // Expand, ScatterElements, Cast, Floor, Ceil, Sign, Softsign and
 // ThresholdedRelu give the reference's values bit for bit; HardSigmoid, Log,
 // Softplus, Sin, Cos, Atan, Asin and Acos compute in double as the reference does
@@ -441,8 +442,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ThresholdedRel
 }
 
 // HardSigmoid, Floor, Ceil, Sign, Log, Softplus, Sin, Cos, Softsign, Selu,
-// Celu, ThresholdedRelu and Swish on float32, in double as the reference (runner/cpu/vector_math.h for
-// Log, Softplus, Sin, Cos and Selu's exponential; Swish as SwishRow, with alpha 1).
+// Celu, ThresholdedRelu, Swish and Mish on float32, in double as the reference (runner/cpu/vector_math.h for
+// Log, Softplus, Sin, Cos, Mish and Selu's exponential; Swish as SwishRow, with alpha 1).
 class UnaryRowKernel : public CpuKernel {
  public:
   enum class Op {
@@ -461,7 +462,8 @@ class UnaryRowKernel : public CpuKernel {
     kAtan,
     kAsin,
     kAcos,
-    kSwish
+    kSwish,
+    kMish
   };
 
   UnaryRowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
@@ -481,6 +483,7 @@ class UnaryRowKernel : public CpuKernel {
             : node.op_type() == "Asin"            ? Op::kAsin
             : node.op_type() == "Acos"            ? Op::kAcos
             : node.op_type() == "Swish"           ? Op::kSwish
+            : node.op_type() == "Mish"            ? Op::kMish
                                                   : Op::kSoftplus),
         alpha_(reference::AttrFloat(node, "alpha", DefaultAlpha(node.op_type()))),
         beta_(reference::AttrFloat(node, "beta", 0.5f)),
@@ -538,6 +541,9 @@ class UnaryRowKernel : public CpuKernel {
           break;
         case Op::kSwish:
           SwishRowTo(in + first, out + first, count);
+          break;
+        case Op::kMish:
+          MishRow(in + first, out + first, count);
           break;
       }
     }

@@ -290,6 +290,25 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SoftplusRow(co
   }
 }
 
+// With e = e^-|x|, tanh(log(1 + e^x)) = ((1 + e^x)^2 - 1) / ((1 + e^x)^2 + 1)
+// is e (e + 2) / (e (e + 2) + 2) for x <= 0 and, numerator and denominator
+// divided by e^2x, (1 + 2e) / (1 + 2e + 2e^2) for x > 0: no overflow, no
+// cancellation, one division. Below -110 it is 0 (x e^x is far below the
+// smallest float there), so -inf gives -inf * 0, NaN.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void MishRow(const float* x, float* y,
+                                                                          int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double a = v < 0 ? -v : v;            // NaN stays NaN
+    const double e = ExpNonPositiveDouble(-a);  // in (0, 1]
+    const bool positive = v > 0;
+    const double num = positive ? 1 + 2 * e : e * (e + 2);
+    const double t = num / (num + (positive ? 2 * e * e : 2.0));
+    y[i] = static_cast<float>(v * (v < -110 ? 0.0 : t));
+  }
+}
+
 __attribute__((target_clones("avx512f", "avx2", "default"))) void LogSumExpColumns(const float* x,
                                                                                    int64_t rows,
                                                                                    int64_t stride, int64_t n,

@@ -53,6 +53,10 @@ void GruCellRow(const float* g, const float* xg, const float* rb, const float* c
 void LogRow(const float* x, float* y, int64_t n);
 // y[i] = log(1 + e^x[i]) for n values (y may be x).
 void SoftplusRow(const float* x, float* y, int64_t n);
+// y[i] = x[i] * tanh(log(1 + e^x[i])) (Mish) for n values (y may be x), in
+// double rounded to float once; NaN stays NaN, +inf gives +inf and -inf
+// NaN (-inf * tanh(0)), as the Mish node and Softplus, Tanh, Mul do.
+void MishRow(const float* x, float* y, int64_t n);
 // y[i] = log(sum over r < rows of e^x[r * stride + i]) for n values i
 // (ReduceLogSumExp over a strided axis), as the reference computes it: the
 // largest value m taken out, the sum of e^(x - m) in double, log(sum) + m

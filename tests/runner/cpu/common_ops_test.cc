@@ -1,5 +1,5 @@
 // The cpu backend's Where, Expand, ScatterElements, RoiAlign, Cast,
-// HardSigmoid, Floor, Ceil, Log, Softplus, Sign, Sin, Cos, Softsign, Selu, Swish
+// HardSigmoid, Floor, Ceil, Log, Softplus, Sign, Sin, Cos, Softsign, Selu, Swish, Mish
 // and InstanceNormalization kernels
 // (runner/cpu/common_ops.cc) against the reference kernels: broadcasts of
 // every kind, element types by size, rois of every kind, conversion edge
@@ -395,6 +395,13 @@ TEST(CpuCommonOpsTest, UnaryRowsMatchTheReference) {
     swish.Input("x").Node("Swish", {"x"}, {"y"}, attrs).Output("y");
     ExpectSame(swish.Build(), {{"x", x}}, 24, 2e-36, 3e-7);
   }
+  // Mish (opset 18), in double as the reference: a last-bit difference at most.
+  GraphBuilder mish("g");
+  mish.Input("x").Node("Mish", {"x"}, {"y"}).Output("y");
+  runner::Tensor wide = RandomFloats({5, 1001}, 9, -120.f, 60.f);
+  for (int64_t i = 0; i < 9; ++i) wide.mutable_data<float>()[i * 300] = p[i];
+  ExpectSame(mish.Build(), {{"x", x}}, 18, 1e-38, 1.2e-7);
+  ExpectSame(mish.Build(), {{"x", wide}}, 18, 1e-38, 1.2e-7);
   // float64 runs on the reference kernel.
   GraphBuilder d("g");
   d.Input("x", pb::kDouble).Node("Floor", {"x"}, {"y"}).Output("y", pb::kDouble);
