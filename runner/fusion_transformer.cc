@@ -13,11 +13,12 @@
 //                   %p = Mul(%x, %s); %y = Mul(%p, %half)     (%c, %one, %half constant)
 //   SiLU:           %s = Sigmoid(%x); %y = Mul(%x, %s) [; %z = Mul(%y, %u)]
 //                   (SwiGLU's gate times its other projection %u)
+//   Mish:           %s = Softplus(%x); %t = Tanh(%s); %y = Mul(%x, %t)
 //
 // Either operand order of Add and Mul. The kernel (runner/cpu/transformer.h)
 // checks shapes and types and computes the same expression in one pass; the
-// GELU and SiLU chains' %x is read by two of their nodes, both from outside
-// the chain.
+// GELU, SiLU and Mish chains' %x is read by two of their nodes, both from
+// outside the chain.
 #include <functional>
 #include <vector>
 
@@ -304,6 +305,21 @@ std::vector<Link> SiluChain(const ir::Node& sigmoid, const ir::Graph& graph) {
   return links;
 }
 
+// The Mish chain starting at `softplus`, or empty.
+std::vector<Link> MishChain(const ir::Node& softplus, const ir::Graph& graph) {
+  if (softplus.op_type() != "Softplus" || softplus.num_inputs() != 1 || softplus.num_outputs() != 1)
+    return {};
+  const ir::Value* x = softplus.input(0);
+  const ir::Node* tanh = OnlyUser(softplus.output(0), graph);
+  if (x == nullptr || tanh == nullptr || tanh->op_type() != "Tanh" || tanh->num_inputs() != 1) return {};
+  const ir::Value* t = tanh->output(0);
+  const ir::Node* mul = OnlyUser(t, graph);
+  if (mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return {};
+  if (mul->input(0) == x && mul->input(1) == t) return {{&softplus, -1}, {tanh, 0}, {mul, 1}};
+  if (mul->input(0) == t && mul->input(1) == x) return {{&softplus, -1}, {tanh, 0}, {mul, 0}};
+  return {};
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -322,6 +338,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
       links = DecomposedLayerNormChain(*head, graph, is_constant, &inner_input, &inner_source);
     if (links.empty()) links = RmsNormChain(*head, graph, is_constant);
     if (links.empty()) links = SiluChain(*head, graph);
+    if (links.empty()) links = MishChain(*head, graph);
     if (links.empty()) continue;
     bool free = true;
     for (const Link& l : links) free = free && !skip(l.node) && !taken.contains(l.node);

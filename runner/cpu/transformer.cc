@@ -1,4 +1,4 @@
-// Transformer chain kernels: MatMul + bias, erf GELU and SiLU (transformer.h).
+// Transformer chain kernels: MatMul + bias, erf GELU, SiLU and Mish (transformer.h).
 #include "runner/cpu/transformer.h"
 
 #include <algorithm>
@@ -98,12 +98,16 @@ class GeluKernel : public Kernel {
   std::unique_ptr<Kernel> fallback_;
 };
 
-// x * sigmoid(x) (SwishRow's function), times u when the chain ends with
-// the Mul by u (`u` its input index, else -1): u must have x's shape; other
-// shapes, types and empty tensors run the chain node by node.
-class SiluKernel : public Kernel {
+// An activation written out as nodes, computed by `row` (SwishRowTo for
+// SiLU, MishRow for Mish); a SiLU chain ending with the Mul by u (`u` its
+// input index, else -1) multiplies in the same pass (SwishMulRow). u must
+// have x's shape; other shapes, types and empty tensors run the chain node
+// by node.
+class ActivationKernel : public Kernel {
  public:
-  SiluKernel(int u, std::unique_ptr<Kernel> fallback) : u_(u), fallback_(std::move(fallback)) {}
+  using Row = void (*)(const float* x, float* y, int64_t n);
+  ActivationKernel(Row row, int u, std::unique_ptr<Kernel> fallback)
+      : row_(row), u_(u), fallback_(std::move(fallback)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
@@ -125,13 +129,14 @@ class SiluKernel : public Kernel {
       if (pu != nullptr) {
         SwishMulRow(px + begin, pu + begin, py + begin, n);
       } else {
-        SwishRowTo(px + begin, py + begin, n);
+        row_(px + begin, py + begin, n);
       }
     }
     return absl::OkStatus();
   }
 
  private:
+  Row row_;
   int u_;
   std::unique_ptr<Kernel> fallback_;
 };
@@ -158,8 +163,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
     return std::unique_ptr<Kernel>(new GeluKernel(OtherInput(chain, 2), OtherInput(chain, 4), std::move(fallback)));
   }
   if (head == "Sigmoid" && (chain.nodes.size() == 2 || chain.nodes.size() == 3)) {
-    return std::unique_ptr<Kernel>(
-        new SiluKernel(chain.nodes.size() == 3 ? OtherInput(chain, 2) : -1, std::move(fallback)));
+    return std::unique_ptr<Kernel>(new ActivationKernel(
+        SwishRowTo, chain.nodes.size() == 3 ? OtherInput(chain, 2) : -1, std::move(fallback)));
+  }
+  if (head == "Softplus" && chain.nodes.size() == 3) {
+    return std::unique_ptr<Kernel>(new ActivationKernel(MishRow, -1, std::move(fallback)));
   }
   return absl::InternalError("not a transformer chain");
 }

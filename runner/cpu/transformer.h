@@ -15,7 +15,8 @@ namespace onnxkit::runner::cpu {
 // bias added to the accumulators (matmul_packed.h); the erf GELU as one
 // vector pass computing the chain's own expression
 // ((x / c, erf, + one) * x) * half; SiLU as one SwishRow pass (and the
-// Mul by SwiGLU's other projection in the same pass); attention (attention.cc); a
+// Mul by SwiGLU's other projection in the same pass) and Mish (Softplus,
+// Tanh, Mul) as one MishRow pass; attention (attention.cc); a
 // residual Add + LayerNormalization or a written-out layer normalization
 // (add_layer_norm.cc). Inputs it does not cover (other types,
 // shapes, non-scalar constants, no AVX-512) run the chain node by node.

@@ -1,5 +1,5 @@
 // Transformer chains the cpu backend fuses (runner/fusion_transformer.cc,
-// runner/cpu/transformer.cc): MatMul + bias, the erf GELU and SiLU against the
+// runner/cpu/transformer.cc): MatMul + bias, the erf GELU, SiLU and Mish against the
 // reference kernels, run as one step; the near misses that must not fuse;
 // inputs the fused kernels hand back to the nodes; and NaN / infinities
 // planted in the inputs, which must come out where the reference puts them.
@@ -731,6 +731,49 @@ TEST(CpuTransformerFusionTest, SiluNearMissesAreNotFused) {
         .Node("Mul", {"t", "t"}, {"y"}, {}, "square")
         .Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 171)}}, {"sig", "square"});
+  }
+}
+
+// x -> Softplus -> Tanh -> Mul(x, t) -> "y" (Mish as exporters write it
+// below opset 18), operands in the order `swapped` picks.
+GraphBuilder WrittenOutMish(bool swapped) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Node("Softplus", {"x"}, {"s"}, {}, "softplus")
+      .Node("Tanh", {"s"}, {"t"}, {}, "tanh")
+      .Node("Mul", swapped ? std::vector<std::string>{"t", "x"} : std::vector<std::string>{"x", "t"}, {"y"},
+            {}, "mul")
+      .Output("y");
+  return g;
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutMishRunsAsOnePass) {
+  for (bool swapped : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "swapped " << swapped);
+    pb::GraphProto mish = WrittenOutMish(swapped).Build();
+    ExpectFused(mish, {{"x", RandomFloats({3, 7, 41}, 181, -30, 30)}}, {"softplus"});
+    ExpectFused(mish, {{"x", Planted({3, 7, 41}, 182, 150)}}, {"softplus"});
+    ExpectFused(mish, {{"x", RandomFloats({9, 8000}, 183, -6, 6)}}, {"softplus"}, false, 2);
+  }
+  // Empty: node by node.
+  ExpectFused(WrittenOutMish(false).Build(), {{"x", RandomFloats({0, 4}, 184)}}, {"softplus"}, true);
+}
+
+TEST(CpuTransformerFusionTest, WrittenOutMishNearMissesAreNotFused) {
+  {  // the Tanh is also an output
+    GraphBuilder g = WrittenOutMish(false);
+    g.Output("t");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 185)}}, {"softplus", "tanh", "mul"});
+  }
+  {  // the Mul takes another tensor than the Softplus's input
+    GraphBuilder g("g");
+    g.Input("x").Input("z");
+    g.Node("Softplus", {"x"}, {"s"}, {}, "softplus")
+        .Node("Tanh", {"s"}, {"t"}, {}, "tanh")
+        .Node("Mul", {"z", "t"}, {"y"}, {}, "mul")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 186)}, {"z", RandomFloats({6, 5}, 187)}},
+                {"softplus", "tanh", "mul"});
   }
 }
 
