@@ -12,7 +12,7 @@ figures as JSON (--json-out).
   /usr/bin/python3 bench/ort_compare.py --threads 2 --rounds 3 --backends cpu
   ORT_NODE=<onnxruntime-node folder> must point at onnxruntime-node 1.30.
 
-Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini,bert_mini_op14,vit_tiny,llama_tiny,crnn_lstm_gru,ssdlite,frcnn}.onnx (made by
+Models (--models, e.g. resnet50,light_resnet50): bench/models/{resnet50,mobilenet_v2,bert_base,bert_mini,bert_mini_op14,vit_tiny,llama_tiny,gpt_tiny,crnn_lstm_gru,ssdlite,frcnn}.onnx (made by
 bench/export_torch_models.py), if_convnet and if_convnet_flat (a conv net inside
 an If and the same net without it, made by bench/make_if_model.py), vad_if (a
 0.1 ms voice-activity model, Fourier Conv, Conv encoder and an LSTM step inside
@@ -151,7 +151,7 @@ def median_round(measured, stat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
-    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,bert_mini_op14,vit_tiny,llama_tiny,crnn_lstm_gru,ssdlite,frcnn,light,if_convnet,vad_if",
+    ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,bert_mini_op14,vit_tiny,llama_tiny,gpt_tiny,crnn_lstm_gru,ssdlite,frcnn,light,if_convnet,vad_if",
                     help="comma-separated names; 'light' means every light model, light_NAME one of them")
     ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
     ap.add_argument("--backends", default="cpu,reference")
