@@ -1,8 +1,9 @@
 // Finding the transformer chains of runner/fusion.h (kind kTransformer):
 //
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
-//   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c) or Mul;] [%m = Add(%d, %mask);]
-//                   %p = Softmax(%m); %y = MatMul(%p, %v)
+//   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c) or Mul;]
+//                   [%w = Where(%cond, %d, %fill) or Where(%cond, %fill, %d);]
+//                   [%m = Add(%w, %mask);] %p = Softmax(%m); %y = MatMul(%p, %v)
 //   Add + norm:     %x = Add(%a, %b); %y = LayerNormalization(%x, %scale, %bias)
 //   written-out norm: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
 //                   [, Mul by gamma [, Add of beta]] (DecomposedLayerNormChain)
@@ -89,10 +90,11 @@ std::vector<Link> MatMulBiasChain(const ir::Node& matmul, const ir::Graph& graph
   return {{&matmul, -1}, {add, slot}};
 }
 
-// The attention chain starting at `matmul`, or empty: the Div by the scale
-// and the Add of the mask are each optional (a query scaled beforehand, no
-// mask). The divisor and the mask may be computed in the run; the kernel
-// checks them.
+// The attention chain starting at `matmul`, or empty: the Div by the scale,
+// the Where of a boolean mask (a causal mask applied by masked_fill) and
+// the Add of an additive mask are each optional (a query scaled
+// beforehand, no mask). The divisor and the masks may be computed in the
+// run; the kernel checks them.
 std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph) {
   if (matmul.op_type() != "MatMul" || matmul.num_inputs() != 2 || matmul.num_outputs() != 1 ||
       matmul.input(0) == nullptr || matmul.input(1) == nullptr) {
@@ -113,6 +115,16 @@ std::vector<Link> AttentionChain(const ir::Node& matmul, const ir::Graph& graph)
       return {};
     }
     links.push_back({next, next->input(0) == matmul.output(0) ? 0 : 1});
+    next = OnlyUser(next->output(0), graph);
+  }
+  if (next != nullptr && next->op_type() == "Where") {  // masked_fill, or torch.where(causal, s, fill)
+    const ir::Value* prev = links.back().node->output(0);
+    if (next->num_inputs() != 3 || next->input(0) == nullptr || next->input(1) == nullptr ||
+        next->input(2) == nullptr || next->input(0) == prev || next->input(1) == next->input(2) ||
+        (next->input(1) != prev && next->input(2) != prev)) {
+      return {};
+    }
+    links.push_back({next, next->input(1) == prev ? 1 : 2});
     next = OnlyUser(next->output(0), graph);
   }
   if (next != nullptr && next->op_type() == "Add") {

@@ -1,16 +1,19 @@
 // Fused scaled dot-product attention (a transformer chain, runner/fusion.h):
 //
-//   %s = MatMul(%q, %kt); %d = Div(%s, %c); %m = Add(%d, %mask);
-//   %p = Softmax(%m, axis=-1); %y = MatMul(%p, %v)
+//   %s = MatMul(%q, %kt); %d = Div(%s, %c); %w = Where(%cond, %d, %fill);
+//   %m = Add(%w, %mask); %p = Softmax(%m, axis=-1); %y = MatMul(%p, %v)
 //
-// (the Div and the Add each optional: a query scaled beforehand, no mask)
-// computed eight query rows at a time: their scores (q kt), divided by c,
+// (the Div, the Where and the Add each optional: a query scaled
+// beforehand, no boolean or no additive mask; the Where's fill may be its
+// second operand, masked_fill's form) computed eight query rows at a time:
+// their scores (q kt), divided by c, the fill where the condition says,
 // plus the mask, softmax, then times v, without the [.., S, S] tensors ever
 // existing. The same operations in the same order as the nodes; a row
 // whose softmax the reference makes NaN (it holds NaN, +inf, or nothing
 // above -inf) comes out NaN. Inputs holding NaN or infinities (a mask:
-// NaN or +inf; its -inf are padding and computed here), a c that
-// is not a finite non-zero scalar, masks that do not broadcast to the
+// NaN or +inf; its -inf are padding and computed here; a fill: the same),
+// a c that is not a finite non-zero scalar, a fill that is not a scalar,
+// masks that do not broadcast to the
 // scores without widening them, batch dims that differ and other types run
 // the chain node by node.
 #include <immintrin.h>
@@ -19,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -207,8 +211,82 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool FiniteOrMinusI
 struct Geometry {
   std::vector<int64_t> batch;
   int64_t s = 0, d = 0, sk = 0, dv = 0;
-  std::vector<int64_t> mask_strides;
+  std::vector<int64_t> mask_strides, cond_strides;
+
+  // The element strides of a tensor of `shape` over the scores' dims (0
+  // where it broadcasts); nullopt when it does not broadcast to them
+  // without widening them.
+  std::optional<std::vector<int64_t>> StridesOver(const std::vector<int64_t>& shape) const {
+    const size_t r = batch.size() + 2;
+    if (shape.size() > r) return std::nullopt;
+    std::vector<int64_t> scores = batch;
+    scores.push_back(s);
+    scores.push_back(sk);
+    std::vector<int64_t> m(r - shape.size(), 1);
+    m.insert(m.end(), shape.begin(), shape.end());
+    std::vector<int64_t> strides(r, 0);
+    int64_t stride = 1;
+    for (size_t i = r; i-- > 0;) {
+      if (m[i] != 1 && m[i] != scores[i]) return std::nullopt;
+      strides[i] = m[i] == 1 ? 0 : stride;
+      stride *= m[i];
+    }
+    return strides;
+  }
+
+  // The offset of (the batch indices of head h, row 0, key 0) in a tensor
+  // with `strides`.
+  int64_t HeadOffset(const std::vector<int64_t>& strides, int64_t h) const {
+    int64_t offset = 0;
+    for (size_t i = batch.size(); i-- > 0;) {
+      offset += h % batch[i] * strides[i];
+      h /= batch[i];
+    }
+    return offset;
+  }
 };
+
+// A Where in the chain: scores where `cond` (bool, broadcast over the
+// scores by Geometry::cond_strides) is true become `fill` (false, when
+// !fill_when_true: Where(cond, s, fill)).
+struct Select {
+  const uint8_t* cond = nullptr;
+  float fill = 0;
+  bool fill_when_true = true;
+};
+
+// s[j] = s[j] / c (times c when `multiply`; times c's reciprocal where that
+// is a normal number, as SoftmaxRow divides), then the fill where the
+// condition (cond[j], or cond[0] for every j when `step` is 0) selects it.
+__attribute__((target("avx512f"))) void ScaleSelectRow(float* s, int64_t n, float c, bool multiply,
+                                                       const Select& select, const uint8_t* cond,
+                                                       int64_t step) {
+  const bool reciprocal = multiply || std::isnormal(1.f / c);
+  const __m512 cv = _mm512_set1_ps(multiply ? c : reciprocal ? 1.f / c : c);
+  const __m512 fill = _mm512_set1_ps(select.fill);
+  const __mmask16 all = step == 0 && (cond[0] != 0) == select.fill_when_true ? 0xFFFF : 0;
+  for (int64_t j = 0; j < n; j += 16) {
+    const int64_t left = std::min<int64_t>(16, n - j);
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << left) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(m, s + j);
+    x = reciprocal ? _mm512_mul_ps(x, cv) : _mm512_div_ps(x, cv);
+    __mmask16 hit = all;
+    if (step != 0) {
+      __m128i b;
+      if (left == 16) {
+        b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + j));
+      } else {  // the last bytes of the row, not past them
+        alignas(16) uint8_t bytes[16] = {};
+        std::memcpy(bytes, cond + j, static_cast<size_t>(left));
+        b = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes));
+      }
+      const __m512i w = _mm512_cvtepu8_epi32(b);
+      hit = _mm512_test_epi32_mask(w, w);
+      if (!select.fill_when_true) hit = static_cast<__mmask16>(~hit);
+    }
+    _mm512_mask_storeu_ps(s + j, m, _mm512_mask_mov_ps(x, hit, fill));
+  }
+}
 
 std::optional<Geometry> Resolve(const Tensor& q, const Tensor& kt, const Tensor& mask, const Tensor& v) {
   const int r = q.rank();
@@ -223,19 +301,9 @@ std::optional<Geometry> Resolve(const Tensor& q, const Tensor& kt, const Tensor&
   if (kt.dim(r - 2) != g.d || v.dim(r - 2) != g.sk || g.s == 0 || g.d == 0 || g.sk == 0 || g.dv == 0) {
     return std::nullopt;
   }
-  std::vector<int64_t> scores = g.batch;
-  scores.push_back(g.s);
-  scores.push_back(g.sk);
-  std::vector<int64_t> m(static_cast<size_t>(r - mask.rank()), 1);
-  m.insert(m.end(), mask.shape().begin(), mask.shape().end());
-  g.mask_strides.assign(static_cast<size_t>(r), 0);
-  int64_t stride = 1;
-  for (int i = r - 1; i >= 0; --i) {
-    const int64_t md = m[static_cast<size_t>(i)], sd = scores[static_cast<size_t>(i)];
-    if (md != 1 && md != sd) return std::nullopt;
-    g.mask_strides[static_cast<size_t>(i)] = md == 1 ? 0 : stride;
-    stride *= md;
-  }
+  std::optional<std::vector<int64_t>> strides = g.StridesOver(mask.shape());
+  if (!strides) return std::nullopt;
+  g.mask_strides = *std::move(strides);
   return g;
 }
 
@@ -244,8 +312,19 @@ class AttentionKernel : public Kernel {
   // Inputs of the fused kernel: the divisor `c` (the factor when
   // `multiply`) and the `mask` (-1: the chain has no Div or Mul / no Add;
   // 1 and a scalar 0 stand in, exact: s / 1 + 0 is s) and `v`.
-  AttentionKernel(int c, bool multiply, int mask, int v, int64_t axis, std::unique_ptr<Kernel> fallback)
-      : c_(c), multiply_(multiply), mask_(mask), v_(v), axis_(axis), fallback_(std::move(fallback)) {}
+  // The Where's condition `cond` and `fill` (-1: no Where), the fill
+  // taken where the condition is true when `fill_when_true`.
+  AttentionKernel(int c, bool multiply, int mask, int v, int64_t axis, int cond, int fill,
+                  bool fill_when_true, std::unique_ptr<Kernel> fallback)
+      : c_(c),
+        multiply_(multiply),
+        mask_(mask),
+        v_(v),
+        axis_(axis),
+        cond_(cond),
+        fill_(fill),
+        fill_when_true_(fill_when_true),
+        fallback_(std::move(fallback)) {}
 
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* q, ctx.Input(0));
@@ -275,18 +354,31 @@ class AttentionKernel : public Kernel {
     // A mask may hold -inf (padding): those scores weigh 0, as in the
     // reference, and a row with nothing above -inf comes out NaN.
     if (!FiniteOrMinusInf(mask->data<float>(), mask->size())) return fallback_->Run(ctx);
+    std::optional<Select> select;
+    if (cond_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* cond, ctx.Input(cond_));
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* fill, ctx.Input(fill_));
+      if (cond->dtype() != pb::kBool || cond->size() == 0 || fill->dtype() != pb::kFloat ||
+          fill->size() != 1 || fill->rank() > q->rank() || !FiniteOrMinusInf(fill->data<float>(), 1)) {
+        return fallback_->Run(ctx);
+      }
+      std::optional<std::vector<int64_t>> strides = g->StridesOver(cond->shape());
+      if (!strides) return fallback_->Run(ctx);
+      g->cond_strides = *std::move(strides);
+      select = Select{static_cast<const uint8_t*>(cond->raw()), fill->data<float>()[0], fill_when_true_};
+    }
     std::vector<int64_t> shape = g->batch;
     shape.push_back(g->s);
     shape.push_back(g->dv);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
-    Compute(*g, q->data<float>(), kt->data<float>(), cv, multiply_, mask->data<float>(), v->data<float>(),
-            y->mutable_data<float>());
+    Compute(*g, q->data<float>(), kt->data<float>(), cv, multiply_, select, mask->data<float>(),
+            v->data<float>(), y->mutable_data<float>());
     return absl::OkStatus();
   }
 
  private:
   static void Compute(const Geometry& g, const float* q, const float* kt, float c, bool multiply,
-                      const float* mask, const float* v, float* y) {
+                      const std::optional<Select>& select, const float* mask, const float* v, float* y) {
     int64_t heads = 1;
     for (int64_t b : g.batch) heads *= b;
     const int64_t blocks = (g.s + kRows - 1) / kRows, steps = heads * blocks;
@@ -299,16 +391,21 @@ class AttentionKernel : public Kernel {
       for (int64_t step = 0; step < steps; ++step) {
         const int64_t h = step / blocks, r0 = step % blocks * kRows;
         const int rows = static_cast<int>(std::min<int64_t>(kRows, g.s - r0));
-        int64_t mask_offset = 0, rest = h;  // the mask at (h's batch indices, row 0, key 0)
-        for (size_t i = nb; i-- > 0;) {
-          mask_offset += rest % g.batch[i] * g.mask_strides[i];
-          rest /= g.batch[i];
-        }
+        const int64_t mask_offset = g.HeadOffset(g.mask_strides, h);
         SmallGemmRows(rows, q + (h * g.s + r0) * g.d, g.d, kt + h * g.d * g.sk, g.sk, g.d, g.sk, scores.data(),
                       g.sk);
         for (int r = 0; r < rows; ++r) {
-          SoftmaxRow(scores.data() + r * g.sk, g.sk, c, multiply, mask + mask_offset + (r0 + r) * row_stride,
-                     key_stride);
+          float* row = scores.data() + r * g.sk;
+          const float* mask_row = mask + mask_offset + (r0 + r) * row_stride;
+          if (select) {
+            // Scaled and filled here; the softmax then multiplies by 1 (exact).
+            const uint8_t* cond =
+                select->cond + g.HeadOffset(g.cond_strides, h) + (r0 + r) * g.cond_strides[nb];
+            ScaleSelectRow(row, g.sk, c, multiply, *select, cond, g.cond_strides[nb + 1]);
+            SoftmaxRow(row, g.sk, 1.f, true, mask_row, key_stride);
+          } else {
+            SoftmaxRow(row, g.sk, c, multiply, mask_row, key_stride);
+          }
         }
         SmallGemmRows(rows, scores.data(), g.sk, v + h * g.sk * g.dv, g.dv, g.sk, g.dv,
                       y + (h * g.s + r0) * g.dv, g.dv);
@@ -327,6 +424,8 @@ class AttentionKernel : public Kernel {
   bool multiply_;  // the scores are multiplied by c (a Mul), not divided
   int mask_, v_;
   int64_t axis_;
+  int cond_, fill_;
+  bool fill_when_true_;
   std::unique_ptr<Kernel> fallback_;
   Tensor one_ = ScalarTensor(1.f), zero_ = ScalarTensor(0.f);
 };
@@ -336,11 +435,11 @@ class AttentionKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
                                                            std::unique_ptr<Kernel> fallback) {
   const size_t n = chain.nodes.size();
-  if (n < 3 || n > 5 || chain.nodes[n - 2]->op_type() != "Softmax" || chain.chained_input[n - 1] != 0) {
+  if (n < 3 || n > 6 || chain.nodes[n - 2]->op_type() != "Softmax" || chain.chained_input[n - 1] != 0) {
     return absl::InternalError("not an attention chain");
   }
-  int c = -1, mask = -1;
-  bool multiply = false;
+  int c = -1, mask = -1, cond = -1, fill = -1;
+  bool multiply = false, fill_when_true = true;
   for (size_t k = 1; k + 2 < n; ++k) {
     const std::string& op = chain.nodes[k]->op_type();
     if (op == "Div" && k == 1 && chain.chained_input[k] == 0) {
@@ -348,6 +447,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& ch
     } else if (op == "Mul" && k == 1) {
       c = chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0);
       multiply = true;
+    } else if (op == "Where" && cond < 0 && mask < 0 && chain.chained_input[k] >= 1) {
+      cond = chain.input_offset[k];
+      fill_when_true = chain.chained_input[k] == 2;
+      fill = chain.input_offset[k] + (fill_when_true ? 1 : 2);
     } else if (op == "Add" && mask < 0) {
       mask = chain.input_offset[k] + (chain.chained_input[k] == 0 ? 1 : 0);
     } else {
@@ -359,7 +462,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& ch
   // Before opset 13 the input is coerced to 2-D at axis: the last axis is
   // the same rows.
   const int64_t axis = reference::AttrInt(softmax, "axis", info.opset < 13 ? 1 : -1);
-  return std::unique_ptr<Kernel>(new AttentionKernel(c, multiply, mask, v, axis, std::move(fallback)));
+  return std::unique_ptr<Kernel>(
+      new AttentionKernel(c, multiply, mask, v, axis, cond, fill, fill_when_true, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

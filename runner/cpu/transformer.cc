@@ -153,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
     return std::unique_ptr<Kernel>(
         new MatMulBiasKernel(OtherInput(chain, 1), IsSessionConstantInput(chain.head(), 1), std::move(fallback)));
   }
-  if (head == "MatMul" && chain.nodes.size() >= 3 && chain.nodes.size() <= 5) {
+  if (head == "MatMul" && chain.nodes.size() >= 3 && chain.nodes.size() <= 6) {
     return MakeAttentionChain(chain, info, std::move(fallback));
   }
   if (head == "Add" && chain.nodes.size() == 2) return MakeAddLayerNormChain(chain, info, std::move(fallback));

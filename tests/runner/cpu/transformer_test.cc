@@ -394,6 +394,85 @@ TEST(CpuTransformerFusionTest, AttentionWithAPaddingMaskOfMinusInfinityRunsAsOne
   EXPECT_EQ(nan, y.size() / 2);  // batch 1 whole
 }
 
+// q -> MatMul(kt) -> Div(c) -> Where(cond, fill, ·) (`fill_first`: masked_fill's
+// form) or Where(cond, ·, fill) -> [Add(mask)] -> Softmax -> MatMul(v) -> "y".
+pb::GraphProto AttentionWithWhere(bool fill_first, bool add_mask) {
+  GraphBuilder g("g");
+  g.Input("q").Input("kt").Input("c").Input("cond", pb::kBool).Input("fill").Input("v");
+  g.Node("MatMul", {"q", "kt"}, {"s"}, {}, "qk")
+      .Node("Div", {"s", "c"}, {"d"}, {}, "div")
+      .Node("Where",
+            fill_first ? std::vector<std::string>{"cond", "fill", "d"}
+                       : std::vector<std::string>{"cond", "d", "fill"},
+            {"w"}, {}, "where");
+  if (add_mask) {
+    g.Input("mask").Node("Add", {"w", "mask"}, {"m"}, {}, "mask_add");
+  }
+  g.Node("Softmax", {add_mask ? "m" : "w"}, {"p"}, {AttrInt("axis", -1)}, "softmax")
+      .Node("MatMul", {"p", "v"}, {"y"}, {}, "pv")
+      .Output("y");
+  return g.Build();
+}
+
+// Feeds of AttentionWithWhere: a causal condition of shape `cond` (true
+// where key > row, the masked_fill form's; its complement otherwise) over
+// [batch..., s, sk], the fill, and the mask when `add_mask`.
+Feeds WhereFeeds(std::vector<int64_t> batch, int64_t s, int64_t sk, std::vector<int64_t> cond,
+                 bool fill_first, float fill, bool add_mask, uint32_t seed) {
+  Feeds f = AttentionFeeds(batch, s, 8, sk, 5, {1, sk}, seed);
+  runner::Tensor mask = f[3].second;
+  f.erase(f.begin() + 3);
+  absl::StatusOr<runner::Tensor> c = runner::Tensor::Allocate(pb::kBool, cond);
+  EXPECT_TRUE(c.ok());
+  const int64_t cols = cond.empty() ? 1 : cond.back();
+  const int64_t rows = cond.size() < 2 ? 1 : cond[cond.size() - 2];
+  uint8_t* p = static_cast<uint8_t*>(c->mutable_raw());
+  for (int64_t i = 0; i < c->size(); ++i) {
+    const int64_t col = i % cols, row = i / cols % rows;
+    const bool later = cols == 1 ? row % 2 == 1 : col > row;  // a column condition: every other row
+    p[i] = (later == fill_first) ? 1 : 0;
+  }
+  f.insert(f.begin() + 3, {"cond", *c});
+  f.insert(f.begin() + 4, {"fill", Floats({}, {fill})});
+  if (add_mask) f.push_back({"mask", mask});
+  return f;
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithABooleanMaskRunsAsOneStep) {
+  const bool no_packed = NoPacked();
+  const float lowest = std::numeric_limits<float>::lowest();
+  uint32_t seed = 191;
+  for (bool fill_first : {true, false}) {
+    for (bool add_mask : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "fill first " << fill_first << " add " << add_mask);
+      const pb::GraphProto g = AttentionWithWhere(fill_first, add_mask);
+      // Conditions of every broadcast (keys not a multiple of 16, a column
+      // condition with one value per row), -inf, the lowest float and -1e4.
+      ExpectFused(g, WhereFeeds({2, 3}, 10, 37, {10, 37}, fill_first, -kInf, add_mask, seed++), {"qk"},
+                  no_packed);
+      ExpectFused(g, WhereFeeds({2, 3}, 16, 16, {2, 1, 16, 16}, fill_first, lowest, add_mask, seed++), {"qk"},
+                  no_packed);
+      ExpectFused(g, WhereFeeds({3}, 9, 33, {3, 9, 33}, fill_first, -1e4f, add_mask, seed++), {"qk"},
+                  no_packed);
+      ExpectFused(g, WhereFeeds({2}, 12, 20, {12, 1}, fill_first, -kInf, add_mask, seed++), {"qk"},
+                  no_packed);
+      ExpectFused(g, WhereFeeds({2, 3}, 40, 40, {40, 40}, fill_first, -kInf, add_mask, seed++), {"qk"},
+                  no_packed, 2);
+    }
+  }
+}
+
+TEST(CpuTransformerFusionTest, AttentionWithABooleanMaskTheKernelDoesNotTakeRunsNodeByNode) {
+  const pb::GraphProto g = AttentionWithWhere(true, false);
+  // A fill that is not one value, or +inf.
+  Feeds wide = WhereFeeds({2}, 6, 8, {6, 8}, true, -kInf, false, 201);
+  wide[4].second = Floats({8}, {-1, -2, -3, -4, -5, -6, -7, -8});
+  ExpectFused(g, wide, {"qk"}, true);
+  ExpectFused(g, WhereFeeds({2}, 6, 8, {6, 8}, true, kInf, false, 202), {"qk"}, true);
+  // A condition wider than the scores.
+  ExpectFused(g, WhereFeeds({2}, 6, 8, {3, 2, 6, 8}, true, -kInf, false, 203), {"qk"}, true);
+}
+
 // a + b -> LayerNormalization(axis, scale, [bias]) -> "y".
 pb::GraphProto AddNorm(std::vector<int64_t> tail, int64_t axis, bool bias, int outputs = 1) {
   GraphBuilder g("g");
