@@ -1,18 +1,16 @@
 // cpu broadcasting binary kernels on float tensors: Add, Sub, Mul, Div on
 // oneDNN's binary primitive (ranks padded with leading 1s; a broadcasting
 // loop where oneDNN has only its slow reference code), Pow with a
-// one-element constant exponent on eltwise_pow (squares and, with
-// AVX-512, cubes on an element loop), two-input Max / Min on a
+// one-element constant exponent on eltwise_pow (squares and cubes on an
+// element loop), two-input Max / Min on a
 // broadcasting loop (NaN propagates, which oneDNN's max/min does not
 // promise), and Sum of equally shaped inputs on an element loop. Other
 // types, ranks above 6, empty tensors, shapes that do not broadcast,
 // variadic Max / Min and broadcasting Sum run on the reference kernels.
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -23,6 +21,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
 namespace {
@@ -203,41 +202,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SquareRow(cons
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
 }
 
-// GCC 12's AVX-512 intrinsics start from an undefined vector and trip
-// -Wmaybe-uninitialized when inlined here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
-// y = x^3 in double (x^2 exact, x^3 rounded once), then rounded to float
-// (beyond the float range: infinity), as the reference's pow in double.
-__attribute__((target("avx512f"))) void CubeRowAvx512(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
-    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v, v), v)));
-  }
-  if (i < n) {  // the last values through a padded block
-    alignas(32) float in[8] = {}, out[8];
-    std::memcpy(in, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    const __m512d v = _mm512_cvtps_pd(_mm256_load_ps(in));
-    _mm256_store_ps(out, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v, v), v)));
-    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
-  }
-}
-
-#pragma GCC diagnostic pop
-
-bool CubeRowAvailable() {
-  static const bool avx512 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return avx512;
-}
-
 // Pow(x, e) with e a one-element float constant: x * x for e = 2, CubeRow
-// for e = 3, else eltwise_pow (1 * x^e).
+// (vector_math.h) for e = 3, else eltwise_pow (1 * x^e).
 class PowKernel : public CpuKernel {
  public:
   PowKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
@@ -255,7 +221,7 @@ class PowKernel : public CpuKernel {
       return Fallback(ctx);
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
-    if (exponent == 2 || (exponent == 3 && CubeRowAvailable())) {
+    if (exponent == 2 || exponent == 3) {
       const float* px = x->data<float>();
       float* py = y->mutable_data<float>();
       constexpr int64_t kChunk = 16384;
@@ -266,7 +232,7 @@ class PowKernel : public CpuKernel {
         if (exponent == 2) {
           SquareRow(px + begin, py + begin, n);
         } else {
-          CubeRowAvx512(px + begin, py + begin, n);
+          CubeRow(px + begin, py + begin, n);
         }
       }
       return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "runner/cpu/erf_approx.h"
 
@@ -174,6 +175,21 @@ __attribute__((target("avx512f"))) void SwishMulRowAvx512(const float* x, const 
   }
 }
 
+__attribute__((target("avx512f"))) void CubeRowAvx512(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v, v), v)));
+  }
+  if (i < n) {  // the last values through a padded block
+    alignas(32) float in[8] = {}, out[8];
+    std::memcpy(in, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    const __m512d v = _mm512_cvtps_pd(_mm256_load_ps(in));
+    _mm256_store_ps(out, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v, v), v)));
+    std::memcpy(y + i, out, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
 #pragma GCC diagnostic pop
 
 bool SwishAvx512() {
@@ -195,6 +211,24 @@ void SwishRowTo(const float* x, float* y, int64_t n) {
   }
   if (x != y) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
   SwishRowPortable(y, n);
+}
+
+void CubeRow(const float* x, float* y, int64_t n) {
+  if (SwishAvx512()) {
+    CubeRowAvx512(x, y, n);
+    return;
+  }
+  // Rounded to float as a conversion rounds to nearest, without converting
+  // a value beyond the float range.
+  constexpr double kMax = std::numeric_limits<float>::max(), kHalfUlp = 0x1p103;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i], r = d * d * d;
+    y[i] = r >= kMax + kHalfUlp    ? std::numeric_limits<float>::infinity()
+           : r > kMax              ? std::numeric_limits<float>::max()
+           : r <= -kMax - kHalfUlp ? -std::numeric_limits<float>::infinity()
+           : r < -kMax             ? -std::numeric_limits<float>::max()
+                                   : static_cast<float>(r);
+  }
 }
 
 void SwishMulRow(const float* x, const float* u, float* y, int64_t n) {

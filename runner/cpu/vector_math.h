@@ -49,6 +49,10 @@ void LstmCellRow(const float* g, const float* xg, const float* clip, float* h, f
 // recurrent bias rb, added before scaling by r), clip the clip limit (or
 // null). Updates h.
 void GruCellRow(const float* g, const float* xg, const float* rb, const float* clip, float* h, int64_t n);
+// y[i] = x[i]^3 for n values (y may be x): in double (the square exact,
+// the cube rounded once), then rounded to float (beyond the float range:
+// infinity), bit for bit the reference's pow in double.
+void CubeRow(const float* x, float* y, int64_t n);
 // y[i] = log(x[i]) for n values (y may be x).
 void LogRow(const float* x, float* y, int64_t n);
 // y[i] = log(1 + e^x[i]) for n values (y may be x).
