@@ -52,6 +52,7 @@ enum class FusionKind {
   kConv,         // FindConvChains
   kQuantized,    // FindQuantizedChains
   kTransformer,  // FindTransformerChains
+  kElementwise,  // FindElementwiseChains
   kDevice,       // element-wise nodes the cuda backend runs as one kernel (nodes and extra_inputs only)
 };
 
@@ -140,6 +141,19 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
 // then LayerNormalization; and the erf GELU Div, Erf, Add, Mul, Mul, whose
 // input feeds both the Div and the first Mul.
 std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                               const std::function<bool(const ir::Value*)>& is_constant,
+                                               const std::function<bool(const ir::Node*)>& skip);
+
+// Element-wise chains (kind kElementwise) of `graph`, as above
+// (fusion_transformer.cc): at least kMinElementwiseChain nodes of Add, Sub,
+// Mul, Div, Pow (exponent constant), Tanh, Erf, Sigmoid, Relu, Neg, Abs,
+// Sqrt and Reciprocal, each after the first taking the previous one's
+// result as one operand (the tanh GELU as exporters write it, for one).
+// Their other operands come from outside the chain; the kernel checks that
+// each is one value, a tensor of the chain's shape, or a row along its last
+// axis.
+constexpr size_t kMinElementwiseChain = 4;
+std::vector<FusionChain> FindElementwiseChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
                                                const std::function<bool(const ir::Value*)>& is_constant,
                                                const std::function<bool(const ir::Node*)>& skip);
 

@@ -21,6 +21,7 @@
 // GELU, SiLU and Mish chains' %x is read by two of their nodes, both from
 // outside the chain.
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -363,6 +364,61 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
       chain.inner_input = std::move(inner_input);
       chain.inner_source = std::move(inner_source);
     }
+    for (const Link& l : links) {
+      taken.insert(l.node);
+      chain.nodes.push_back(l.node);
+      chain.chained_input.push_back(l.slot);
+      chain.input_offset.push_back(chain.num_inputs);
+      chain.num_inputs += l.node->num_inputs();
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+namespace {
+
+bool ElementwiseOp(const ir::Node& node, const std::function<bool(const ir::Value*)>& is_constant) {
+  if (!DefaultDomain(node) || node.num_outputs() != 1) return false;
+  static constexpr std::string_view kUnary[] = {"Tanh", "Erf", "Sigmoid", "Relu",
+                                                "Neg",  "Abs", "Sqrt",    "Reciprocal"};
+  static constexpr std::string_view kBinary[] = {"Add", "Sub", "Mul", "Div"};
+  const std::string& op = node.op_type();
+  for (std::string_view u : kUnary) {
+    if (op == u) return node.num_inputs() == 1 && node.input(0) != nullptr;
+  }
+  for (std::string_view b : kBinary) {
+    if (op == b) return node.num_inputs() == 2 && node.input(0) != nullptr && node.input(1) != nullptr;
+  }
+  return op == "Pow" && node.num_inputs() == 2 && node.input(0) != nullptr && node.input(1) != nullptr &&
+         node.input(1) != node.input(0) && is_constant(node.input(1));
+}
+
+}  // namespace
+
+std::vector<FusionChain> FindElementwiseChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
+                                               const std::function<bool(const ir::Value*)>& is_constant,
+                                               const std::function<bool(const ir::Node*)>& skip) {
+  std::vector<FusionChain> chains;
+  absl::flat_hash_set<const ir::Node*> taken;
+  for (const ir::Node* head : order) {
+    if (skip(head) || taken.contains(head) || !ElementwiseOp(*head, is_constant)) continue;
+    std::vector<Link> links = {{head, -1}};
+    for (;;) {
+      const ir::Value* v = links.back().node->output(0);
+      const ir::Node* next = OnlyUser(v, graph);
+      if (next == nullptr || skip(next) || taken.contains(next) || !ElementwiseOp(*next, is_constant)) break;
+      // The chain's value is one operand, not both; a Pow's base.
+      int slot = -1;
+      for (int i = 0; i < next->num_inputs(); ++i) {
+        if (next->input(i) == v) slot = slot < 0 ? i : -2;
+      }
+      if (slot < 0 || (next->op_type() == "Pow" && slot != 0)) break;
+      links.push_back({next, slot});
+    }
+    if (links.size() < kMinElementwiseChain) continue;
+    FusionChain chain;
+    chain.kind = FusionKind::kElementwise;
     for (const Link& l : links) {
       taken.insert(l.node);
       chain.nodes.push_back(l.node);

@@ -1241,8 +1241,13 @@ void Session::PlanFusion() {
     std::vector<FusionChain> transformer = FindTransformerChains(
         (*plan)->order, graph, is_constant,
         [&](const ir::Node* n) { return folded_nodes_.contains(n) || fused.contains(n); });
+    for (const FusionChain& chain : transformer) fused.insert(chain.nodes.begin(), chain.nodes.end());
+    std::vector<FusionChain> elementwise = FindElementwiseChains(
+        (*plan)->order, graph, is_constant,
+        [&](const ir::Node* n) { return folded_nodes_.contains(n) || fused.contains(n); });
     for (FusionChain& chain : conv) found.push_back(std::move(chain));
     for (FusionChain& chain : transformer) found.push_back(std::move(chain));
+    for (FusionChain& chain : elementwise) found.push_back(std::move(chain));
     if (found.empty()) return;
     absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
     for (FusionChain& chain : found) {
@@ -1440,6 +1445,7 @@ absl::StatusOr<Kernel*> Session::ChainKernelFor(const FusionChain& chain) {
       std::unique_ptr<Kernel> kernel,
       chain.kind == FusionKind::kQuantized     ? cpu::MakeQuantizedChain(chain, InfoFor(opset))
       : chain.kind == FusionKind::kTransformer ? cpu::MakeTransformerChain(chain, InfoFor(opset))
+      : chain.kind == FusionKind::kElementwise ? cpu::MakeElementwiseChain(chain, InfoFor(opset))
                                                : cpu::MakeConvChain(chain, InfoFor(opset)));
   Kernel* raw = kernel.get();
   chain_kernels_[&chain] = std::move(kernel);

@@ -1,8 +1,14 @@
-// Transformer chain kernels: MatMul + bias, erf GELU, SiLU and Mish (transformer.h).
+// Transformer chain kernels: MatMul + bias, erf GELU, SiLU and Mish, and
+// element-wise chains (transformer.h).
 #include "runner/cpu/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -141,6 +147,247 @@ class ActivationKernel : public Kernel {
   std::unique_ptr<Kernel> fallback_;
 };
 
+enum class EwOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kTanh,
+  kErf,
+  kSigmoid,
+  kRelu,
+  kNeg,
+  kAbs,
+  kSqrt,
+  kReciprocal
+};
+
+std::optional<EwOp> EwOpOf(const std::string& op) {
+  static const std::pair<const char*, EwOp> kOps[] = {{"Add", EwOp::kAdd},
+                                                      {"Sub", EwOp::kSub},
+                                                      {"Mul", EwOp::kMul},
+                                                      {"Div", EwOp::kDiv},
+                                                      {"Pow", EwOp::kPow},
+                                                      {"Tanh", EwOp::kTanh},
+                                                      {"Erf", EwOp::kErf},
+                                                      {"Sigmoid", EwOp::kSigmoid},
+                                                      {"Relu", EwOp::kRelu},
+                                                      {"Neg", EwOp::kNeg},
+                                                      {"Abs", EwOp::kAbs},
+                                                      {"Sqrt", EwOp::kSqrt},
+                                                      {"Reciprocal", EwOp::kReciprocal}};
+  for (const auto& [name, e] : kOps) {
+    if (op == name) return e;
+  }
+  return std::nullopt;
+}
+
+// v[i] = v[i] op b[i * step] (b[i * step] op v[i] unless `left`).
+template <typename F>
+inline void EwLoop(float* v, const float* b, int64_t step, int64_t n, bool left, F f) {
+  if (step == 0) {
+    const float c = b[0];
+    if (left) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = f(v[i], c);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = f(c, v[i]);
+    }
+  } else if (left) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) v[i] = f(v[i], b[i]);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) v[i] = f(b[i], v[i]);
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void EwBinaryRow(EwOp op, bool left, float* v,
+                                                                              const float* b, int64_t step,
+                                                                              int64_t n) {
+  switch (op) {
+    case EwOp::kAdd:
+      EwLoop(v, b, step, n, left, [](float x, float y) { return x + y; });
+      break;
+    case EwOp::kSub:
+      EwLoop(v, b, step, n, left, [](float x, float y) { return x - y; });
+      break;
+    case EwOp::kMul:
+      EwLoop(v, b, step, n, left, [](float x, float y) { return x * y; });
+      break;
+    default:
+      EwLoop(v, b, step, n, left, [](float x, float y) { return x / y; });
+      break;
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void EwUnaryRow(EwOp op, float* v, int64_t n) {
+  switch (op) {
+    case EwOp::kErf:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = ErfApprox(v[i]);
+      break;
+    case EwOp::kRelu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = v[i] < 0.f ? 0.f : v[i];  // NaN stays NaN
+      break;
+    case EwOp::kNeg:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = -v[i];
+      break;
+    case EwOp::kAbs:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = std::fabs(v[i]);
+      break;
+    case EwOp::kSqrt:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = std::sqrt(v[i]);
+      break;
+    default:  // kReciprocal
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) v[i] = 1.f / v[i];
+      break;
+  }
+}
+
+// Runs an element-wise chain; see MakeElementwiseChain.
+class ElementwiseChainKernel : public Kernel {
+ public:
+  struct Step {
+    EwOp op;
+    int operand = -1;  // the other operand's input index (binary ops)
+    bool left = true;  // the chain's value is the left operand
+  };
+
+  // `a`, `b`: the head's inputs (b -1 for a unary head); `steps`: the
+  // nodes after the head.
+  ElementwiseChainKernel(EwOp head, int a, int b, std::vector<Step> steps, std::unique_ptr<Kernel> fallback)
+      : head_(head), a_(a), b_(b), steps_(std::move(steps)), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(a_));
+    const Tensor* b = nullptr;
+    if (b_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(b, ctx.Input(b_));
+    }
+    // The chain's first value: the head's input of the chain's shape (its
+    // largest operand).
+    const Tensor* base = a;
+    bool base_left = true;
+    if (b != nullptr && b->size() > a->size()) base = b, base_left = false;
+    const Tensor* first = b == nullptr ? nullptr : base == a ? b : a;
+    const std::vector<int64_t>& shape = base->shape();
+    if (base->dtype() != pb::kFloat || base->size() == 0) return fallback_->Run(ctx);
+    std::vector<Operand> operands;
+    operands.reserve(steps_.size() + 1);
+    if (first != nullptr) {
+      std::optional<Operand> o = Classify(*first, shape, head_);
+      if (!o) return fallback_->Run(ctx);
+      operands.push_back(*o);
+    }
+    for (const Step& s : steps_) {
+      if (s.operand < 0) continue;
+      ONNXKIT_ASSIGN_OR_RETURN(const Tensor* t, ctx.Input(s.operand));
+      std::optional<Operand> o = Classify(*t, shape, s.op);
+      if (!o) return fallback_->Run(ctx);
+      operands.push_back(*o);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    const float* px = base->data<float>();
+    float* py = y->mutable_data<float>();
+    const int64_t total = base->size(), chunks = (total + kChunk - 1) / kChunk;
+    const int64_t last = shape.empty() ? 1 : shape.back();
+#pragma omp parallel for if (total >= 4 * kChunk)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t begin = c * kChunk, n = std::min(kChunk, total - begin);
+      float* v = py + begin;
+      std::memcpy(v, px + begin, static_cast<size_t>(n) * sizeof(float));
+      size_t k = 0;
+      if (first != nullptr) {
+        Apply(head_, base_left, operands[k++], v, begin, n, last);
+      } else {
+        ApplyUnary(head_, v, n);
+      }
+      for (const Step& s : steps_) {
+        if (s.operand >= 0) {
+          Apply(s.op, s.left, operands[k++], v, begin, n, last);
+        } else {
+          ApplyUnary(s.op, v, n);
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr int64_t kChunk = 4096;
+
+  // An operand: one value (step 0), the chain's shape (step 1), or a row
+  // along the last axis (`row`); `power` for a Pow's exponent (2 or 3).
+  struct Operand {
+    const float* data;
+    int64_t step;
+    bool row;
+    int power;
+  };
+
+  static std::optional<Operand> Classify(const Tensor& t, const std::vector<int64_t>& shape, EwOp op) {
+    if (t.dtype() != pb::kFloat || t.rank() > static_cast<int>(shape.size())) return std::nullopt;
+    if (op == EwOp::kPow) {
+      if (t.size() != 1) return std::nullopt;
+      const float e = t.data<float>()[0];
+      if (e != 2.f && e != 3.f) return std::nullopt;
+      return Operand{t.data<float>(), 0, false, static_cast<int>(e)};
+    }
+    if (t.size() == 1) return Operand{t.data<float>(), 0, false, 0};
+    if (t.shape() == shape) return Operand{t.data<float>(), 1, false, 0};
+    // A row: every dim 1 but the last, which is the chain's last dim.
+    for (int i = 0; i + 1 < t.rank(); ++i) {
+      if (t.dim(i) != 1) return std::nullopt;
+    }
+    if (t.rank() >= 1 && !shape.empty() && t.dim(t.rank() - 1) == shape.back()) {
+      return Operand{t.data<float>(), 1, true, 0};
+    }
+    return std::nullopt;
+  }
+
+  static void ApplyUnary(EwOp op, float* v, int64_t n) {
+    if (op == EwOp::kTanh) {
+      TanhRow(v, n);
+    } else if (op == EwOp::kSigmoid) {
+      SigmoidRow(v, n);
+    } else {
+      EwUnaryRow(op, v, n);
+    }
+  }
+
+  // v (values [begin, begin + n) of the chain) op the operand.
+  static void Apply(EwOp op, bool left, const Operand& o, float* v, int64_t begin, int64_t n, int64_t last) {
+    if (op == EwOp::kPow) {
+      if (o.power == 2) {
+        EwBinaryRow(EwOp::kMul, true, v, v, 1, n);
+      } else {
+        CubeRow(v, v, n);
+      }
+    } else if (!o.row) {
+      EwBinaryRow(op, left, v, o.step == 0 ? o.data : o.data + begin, o.step, n);
+    } else {
+      for (int64_t pos = begin; pos < begin + n;) {
+        const int64_t col = pos % last, len = std::min(last - col, begin + n - pos);
+        EwBinaryRow(op, left, v + (pos - begin), o.data + col, 1, len);
+        pos += len;
+      }
+    }
+  }
+
+  EwOp head_;
+  int a_, b_;
+  std::vector<Step> steps_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info) {
@@ -170,6 +417,28 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
     return std::unique_ptr<Kernel>(new ActivationKernel(MishRow, -1, std::move(fallback)));
   }
   return absl::InternalError("not a transformer chain");
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeElementwiseChain(const FusionChain& chain,
+                                                             const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
+  std::optional<EwOp> head = EwOpOf(chain.head().op_type());
+  if (!head) return absl::InternalError("not an element-wise chain");
+  const bool binary = chain.head().num_inputs() == 2;
+  std::vector<ElementwiseChainKernel::Step> steps;
+  for (size_t k = 1; k < chain.nodes.size(); ++k) {
+    std::optional<EwOp> op = EwOpOf(chain.nodes[k]->op_type());
+    if (!op) return absl::InternalError("not an element-wise chain");
+    ElementwiseChainKernel::Step s{*op};
+    if (chain.nodes[k]->num_inputs() == 2) {
+      s.operand = OtherInput(chain, k);
+      s.left = chain.chained_input[k] == 0;
+    }
+    steps.push_back(s);
+  }
+  return std::unique_ptr<Kernel>(new ElementwiseChainKernel(*head, chain.input_offset[0],
+                                                            binary ? chain.input_offset[0] + 1 : -1,
+                                                            std::move(steps), std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -41,6 +41,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const Fusio
                                                                      const KernelInfo& info,
                                                                      std::unique_ptr<Kernel> fallback);
 
+// An element-wise chain (runner/fusion.h, kind kElementwise) as one pass
+// over blocks of 4096 values: each node's operation in float in the nodes'
+// order (Tanh, Sigmoid and Erf by the cpu backend's vector functions, a
+// Pow's cube in double), its other operand one value, a tensor of the
+// chain's shape or a row along its last axis. Other shapes and types, and
+// a Pow by other than 2 or 3, run the nodes one by one.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeElementwiseChain(const FusionChain& chain,
+                                                             const KernelInfo& info);
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo& info,
                                                          std::unique_ptr<Kernel> fallback);
 

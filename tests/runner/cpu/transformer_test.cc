@@ -194,8 +194,8 @@ TEST(CpuTransformerFusionTest, GeluNearMissesAreNotFused) {
         .Node("Mul", {"z", "s"}, {"p"}, {}, "mul")
         .Node("Mul", {"p", "half"}, {"y"}, {}, "half")
         .Output("y");
-    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 15)}, {"z", RandomFloats({6, 5}, 16)}},
-                {"div", "erf", "add", "mul", "half"});
+    // Not a GELU: an element-wise chain (one pass, the same operations).
+    ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 15)}, {"z", RandomFloats({6, 5}, 16)}}, {"div"});
   }
   {  // the Erf result is also an output
     GraphBuilder g = Gelu(false);
@@ -853,6 +853,132 @@ TEST(CpuTransformerFusionTest, WrittenOutMishNearMissesAreNotFused) {
         .Output("y");
     ExpectFused(g.Build(), {{"x", RandomFloats({6, 5}, 186)}, {"z", RandomFloats({6, 5}, 187)}},
                 {"softplus", "tanh", "mul"});
+  }
+}
+
+// The tanh GELU as torch writes F.gelu(x, approximate="tanh") below opset
+// 20: x*x, x*·, k*·, x+·, s*·, Tanh, 1+·, x*·, 0.5*·.
+pb::GraphProto TanhGeluTorch() {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("k", Floats({}, {0.044715f})))
+      .Initializer(InitializerFrom("s", Floats({}, {0.7978845608f})))
+      .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+      .Initializer(InitializerFrom("half", Floats({}, {0.5f})));
+  g.Node("Mul", {"x", "x"}, {"x2"}, {}, "square")
+      .Node("Mul", {"x", "x2"}, {"x3"}, {}, "cube")
+      .Node("Mul", {"k", "x3"}, {"kx3"}, {}, "times_k")
+      .Node("Add", {"x", "kx3"}, {"inner"}, {}, "plus_x")
+      .Node("Mul", {"s", "inner"}, {"arg"}, {}, "times_s")
+      .Node("Tanh", {"arg"}, {"t"}, {}, "tanh")
+      .Node("Add", {"one", "t"}, {"u"}, {}, "plus_one")
+      .Node("Mul", {"x", "u"}, {"xu"}, {}, "times_x")
+      .Node("Mul", {"half", "xu"}, {"y"}, {}, "halve")
+      .Output("y");
+  return g.Build();
+}
+
+// Hugging Face's NewGELU: 0.5 * x taken apart, Pow(x, 3), *k, x+, *s, Tanh,
+// +1, times the half.
+pb::GraphProto TanhGeluPow(float exponent = 3.f) {
+  GraphBuilder g("g");
+  g.Input("x");
+  g.Initializer(InitializerFrom("k", Floats({}, {0.044715f})))
+      .Initializer(InitializerFrom("s", Floats({}, {0.7978845608f})))
+      .Initializer(InitializerFrom("one", Floats({}, {1.f})))
+      .Initializer(InitializerFrom("half", Floats({}, {0.5f})))
+      .Initializer(InitializerFrom("e", Floats({}, {exponent})));
+  g.Node("Mul", {"x", "half"}, {"hx"}, {}, "half_x")
+      .Node("Pow", {"x", "e"}, {"x3"}, {}, "pow")
+      .Node("Mul", {"x3", "k"}, {"kx3"}, {}, "times_k")
+      .Node("Add", {"x", "kx3"}, {"inner"}, {}, "plus_x")
+      .Node("Mul", {"inner", "s"}, {"arg"}, {}, "times_s")
+      .Node("Tanh", {"arg"}, {"t"}, {}, "tanh")
+      .Node("Add", {"t", "one"}, {"u"}, {}, "plus_one")
+      .Node("Mul", {"hx", "u"}, {"y"}, {}, "times_half")
+      .Output("y");
+  return g.Build();
+}
+
+TEST(CpuTransformerFusionTest, ElementwiseChainsRunAsOnePass) {
+  // Both tanh GELUs: lengths that leave a partial block, NaN and infinities
+  // planted, many blocks on 2 threads.
+  for (int64_t n : {41, 5000}) {
+    SCOPED_TRACE(::testing::Message() << n << " values a row");
+    ExpectFused(TanhGeluTorch(), {{"x", RandomFloats({3, n}, 211, -6, 6)}}, {"square"});
+    ExpectFused(TanhGeluTorch(), {{"x", Planted({3, n}, 212, 40)}}, {"square"});
+    ExpectFused(TanhGeluPow(), {{"x", RandomFloats({3, n}, 213, -6, 6)}}, {"half_x", "pow"});
+    ExpectFused(TanhGeluPow(), {{"x", Planted({3, n}, 214, 1e13f)}}, {"half_x", "pow"});
+  }
+  ExpectFused(TanhGeluTorch(), {{"x", RandomFloats({16, 3000}, 215, -6, 6)}}, {"square"}, false, 2);
+  ExpectFused(TanhGeluPow(2.f), {{"x", RandomFloats({2, 700}, 216, -6, 6)}}, {"half_x", "pow"});
+  // Operands of every kind: a row along the last axis (first and second
+  // form), a tensor of the chain's shape, one value as the left operand of
+  // Sub, and Relu, Sqrt, Neg, Abs, Reciprocal, Erf, Sigmoid between them.
+  GraphBuilder g("g");
+  g.Input("x").Input("z");
+  g.Initializer(InitializerFrom("bias", RandomFloats({40}, 217)))
+      .Initializer(InitializerFrom("row", RandomFloats({1, 1, 40}, 218, 0.5f, 2.f)))
+      .Initializer(InitializerFrom("c", Floats({1}, {3.f})));
+  g.Node("Add", {"bias", "x"}, {"a"}, {}, "bias_add")
+      .Node("Relu", {"a"}, {"r"}, {}, "relu")
+      .Node("Mul", {"r", "z"}, {"m"}, {}, "times_z")
+      .Node("Sub", {"c", "m"}, {"d"}, {}, "from_c")
+      .Node("Abs", {"d"}, {"ab"}, {}, "abs")
+      .Node("Sqrt", {"ab"}, {"sq"}, {}, "sqrt")
+      .Node("Div", {"sq", "row"}, {"q"}, {}, "by_row")
+      .Node("Neg", {"q"}, {"ng"}, {}, "neg")
+      .Node("Erf", {"ng"}, {"e"}, {}, "erf")
+      .Node("Sigmoid", {"e"}, {"sg"}, {}, "sigmoid")
+      .Node("Reciprocal", {"sg"}, {"y"}, {}, "reciprocal")
+      .Output("y");
+  const pb::GraphProto chain = g.Build();
+  ExpectFused(chain, {{"x", RandomFloats({3, 7, 40}, 219, -3, 3)}, {"z", RandomFloats({3, 7, 40}, 220)}},
+              {"bias_add"});
+  ExpectFused(chain, {{"x", Planted({3, 7, 40}, 221)}, {"z", Planted({3, 7, 40}, 222)}}, {"bias_add"});
+  ExpectFused(chain, {{"x", RandomFloats({64, 9, 40}, 223)}, {"z", RandomFloats({64, 9, 40}, 224)}},
+              {"bias_add"}, false, 2);
+}
+
+TEST(CpuTransformerFusionTest, ElementwiseChainsTheKernelDoesNotTakeRunNodeByNode) {
+  // An operand that broadcasts otherwise (over the batch, a column), a Pow
+  // by another exponent, integers.
+  GraphBuilder g("g");
+  g.Input("x").Input("z");
+  g.Node("Add", {"x", "z"}, {"a"}, {}, "add")
+      .Node("Tanh", {"a"}, {"t"}, {}, "tanh")
+      .Node("Mul", {"t", "x"}, {"m"}, {}, "mul")
+      .Node("Neg", {"m"}, {"y"}, {}, "neg")
+      .Output("y");
+  const pb::GraphProto chain = g.Build();
+  ExpectFused(chain, {{"x", RandomFloats({3, 4, 5}, 231)}, {"z", RandomFloats({4, 5}, 232)}}, {"add"}, true);
+  ExpectFused(chain, {{"x", RandomFloats({3, 4, 5}, 233)}, {"z", RandomFloats({3, 4, 1}, 234)}}, {"add"},
+              true);
+  ExpectFused(TanhGeluPow(0.5f), {{"x", RandomFloats({2, 30}, 235, 0.1f, 4)}}, {"half_x", "pow"}, true);
+  // The chain's shape from the second operand of its head (the first a row).
+  ExpectFused(chain, {{"x", RandomFloats({5}, 236)}, {"z", RandomFloats({3, 4, 5}, 237)}}, {"add"});
+}
+
+TEST(CpuTransformerFusionTest, ShortOrBranchingElementwiseRunsAreNotChains) {
+  {  // three nodes
+    GraphBuilder g("g");
+    g.Input("x");
+    g.Node("Tanh", {"x"}, {"t"}, {}, "tanh")
+        .Node("Neg", {"t"}, {"n"}, {}, "neg")
+        .Node("Abs", {"n"}, {"y"}, {}, "abs");
+    g.Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({4, 9}, 241)}}, {"tanh", "neg", "abs"});
+  }
+  {  // a value read twice inside: the chain stops there
+    GraphBuilder g("g");
+    g.Input("x");
+    g.Node("Tanh", {"x"}, {"t"}, {}, "tanh")
+        .Node("Neg", {"t"}, {"n"}, {}, "neg")
+        .Node("Mul", {"n", "n"}, {"m"}, {}, "square")
+        .Node("Abs", {"m"}, {"a"}, {}, "abs")
+        .Node("Sqrt", {"a"}, {"y"}, {}, "sqrt")
+        .Output("y");
+    ExpectFused(g.Build(), {{"x", RandomFloats({4, 9}, 242)}}, {"tanh", "neg", "square", "abs", "sqrt"});
   }
 }
 
