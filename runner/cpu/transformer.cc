@@ -279,7 +279,10 @@ class ElementwiseChainKernel : public Kernel {
     if (b != nullptr && b->size() > a->size()) base = b, base_left = false;
     const Tensor* first = b == nullptr ? nullptr : base == a ? b : a;
     const std::vector<int64_t>& shape = base->shape();
-    if (base->dtype() != pb::kFloat || base->size() == 0) return fallback_->Run(ctx);
+    // A Pow's base is its first input (an exponent of more values widens it).
+    if (base->dtype() != pb::kFloat || base->size() == 0 || (head_ == EwOp::kPow && base != a)) {
+      return fallback_->Run(ctx);
+    }
     std::vector<Operand> operands;
     operands.reserve(steps_.size() + 1);
     if (first != nullptr) {

@@ -955,6 +955,16 @@ TEST(CpuTransformerFusionTest, ElementwiseChainsTheKernelDoesNotTakeRunNodeByNod
   ExpectFused(chain, {{"x", RandomFloats({3, 4, 5}, 233)}, {"z", RandomFloats({3, 4, 1}, 234)}}, {"add"},
               true);
   ExpectFused(TanhGeluPow(0.5f), {{"x", RandomFloats({2, 30}, 235, 0.1f, 4)}}, {"half_x", "pow"}, true);
+  // A Pow whose exponent has more values than its base.
+  GraphBuilder p("g");
+  p.Input("x");
+  p.Initializer(InitializerFrom("e", Floats({4}, {2.f, 3.f, 0.5f, 2.f})));
+  p.Node("Pow", {"x", "e"}, {"a"}, {}, "pow")
+      .Node("Tanh", {"a"}, {"t"}, {}, "tanh")
+      .Node("Neg", {"t"}, {"n"}, {}, "neg")
+      .Node("Abs", {"n"}, {"y"}, {}, "abs")
+      .Output("y");
+  ExpectFused(p.Build(), {{"x", Floats({1}, {1.5f})}}, {"pow"}, true);
   // The chain's shape from the second operand of its head (the first a row).
   ExpectFused(chain, {{"x", RandomFloats({5}, 236)}, {"z", RandomFloats({3, 4, 5}, 237)}}, {"add"});
 }
