@@ -59,6 +59,19 @@ struct Link {
   int slot;
 };
 
+// Appends `links` to `chain` (nodes, chained inputs, input offsets) and
+// marks their nodes taken.
+void AppendLinks(const std::vector<Link>& links, FusionChain& chain,
+                 absl::flat_hash_set<const ir::Node*>& taken) {
+  for (const Link& l : links) {
+    taken.insert(l.node);
+    chain.nodes.push_back(l.node);
+    chain.chained_input.push_back(l.slot);
+    chain.input_offset.push_back(chain.num_inputs);
+    chain.num_inputs += l.node->num_inputs();
+  }
+}
+
 // The GELU chain starting at `div`, or empty.
 std::vector<Link> GeluChain(const ir::Node& div, const ir::Graph& graph,
                             const std::function<bool(const ir::Value*)>& is_constant) {
@@ -364,13 +377,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
       chain.inner_input = std::move(inner_input);
       chain.inner_source = std::move(inner_source);
     }
-    for (const Link& l : links) {
-      taken.insert(l.node);
-      chain.nodes.push_back(l.node);
-      chain.chained_input.push_back(l.slot);
-      chain.input_offset.push_back(chain.num_inputs);
-      chain.num_inputs += l.node->num_inputs();
-    }
+    AppendLinks(links, chain, taken);
     chains.push_back(std::move(chain));
   }
   return chains;
@@ -419,13 +426,7 @@ std::vector<FusionChain> FindElementwiseChains(const std::vector<ir::Node*>& ord
     if (links.size() < kMinElementwiseChain) continue;
     FusionChain chain;
     chain.kind = FusionKind::kElementwise;
-    for (const Link& l : links) {
-      taken.insert(l.node);
-      chain.nodes.push_back(l.node);
-      chain.chained_input.push_back(l.slot);
-      chain.input_offset.push_back(chain.num_inputs);
-      chain.num_inputs += l.node->num_inputs();
-    }
+    AppendLinks(links, chain, taken);
     chains.push_back(std::move(chain));
   }
   return chains;
