@@ -392,6 +392,7 @@ class AttentionKernel : public Kernel {
         const int64_t h = step / blocks, r0 = step % blocks * kRows;
         const int rows = static_cast<int>(std::min<int64_t>(kRows, g.s - r0));
         const int64_t mask_offset = g.HeadOffset(g.mask_strides, h);
+        const int64_t cond_offset = select ? g.HeadOffset(g.cond_strides, h) : 0;
         SmallGemmRows(rows, q + (h * g.s + r0) * g.d, g.d, kt + h * g.d * g.sk, g.sk, g.d, g.sk, scores.data(),
                       g.sk);
         for (int r = 0; r < rows; ++r) {
@@ -399,8 +400,7 @@ class AttentionKernel : public Kernel {
           const float* mask_row = mask + mask_offset + (r0 + r) * row_stride;
           if (select) {
             // Scaled and filled here; the softmax then multiplies by 1 (exact).
-            const uint8_t* cond =
-                select->cond + g.HeadOffset(g.cond_strides, h) + (r0 + r) * g.cond_strides[nb];
+            const uint8_t* cond = select->cond + cond_offset + (r0 + r) * g.cond_strides[nb];
             ScaleSelectRow(row, g.sk, c, multiply, *select, cond, g.cond_strides[nb + 1]);
             SoftmaxRow(row, g.sk, 1.f, true, mask_row, key_stride);
           } else {
