@@ -274,8 +274,9 @@ TEST(CudaBackendTest, BatchNormalizationAndPooling) {
   // A NaN and an Inf reach the pooled outputs as on the reference backend.
   feeds[0].second.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   feeds[0].second.mutable_data<float>()[50] = std::numeric_limits<float>::infinity();
+  // Opset 19: AveragePool's dilations.
   ExpectOnDeviceAndClose(
-      bn, feeds, {"BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"});
+      bn, feeds, {"BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}, 19);
   // 1-D and 3-D windows.
   pb::GraphProto p1 =
       GraphBuilder("g")
@@ -542,7 +543,7 @@ std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& fe
   loaded.proto = ModelFromGraph(graph, 18);
   runner::SessionOptions options;
   options.backend = Backend::kCuda;
-  options.cuda_experimental = fuse;
+  options.fuse = fuse;
   options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
     if (on_device != nullptr && run.backend == Backend::kCuda) on_device->push_back(node.op_type());
   };
@@ -742,7 +743,6 @@ TEST(CudaBackendTest, ReductionsOverAnyAxes) {
         loaded.proto = ModelFromGraph(g, opset);
         runner::SessionOptions options;
         options.backend = Backend::kCuda;
-        options.cuda_experimental = true;
         std::vector<std::string> ran;
         options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
           if (run.backend == Backend::kCuda) ran.push_back(node.op_type());
