@@ -46,8 +46,9 @@ def run(cmd, timeout):
         return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {timeout} s")
 
 
-def onnxkit_compare(binary, model, npz, tf32, oracle, timeout):
+def onnxkit_compare(binary, model, npz, tf32, oracle, timeout, extra=()):
     cmd = [binary, "compare", "--a", model, "--a-backend", "cuda", "--b", model, "--b-backend", oracle, "--json"]
+    cmd += list(extra)
     if npz:
         cmd += ["--input", npz]
     if tf32:
@@ -149,7 +150,6 @@ def main():
     ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
                     help="backend the cuda outputs are compared with (default reference)")
     ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--cuda-experimental", action="store_true", help="onnxkit run --cuda-experimental")
     ap.add_argument("--profile", action="store_true",
                     help="also a profiled run (each device kernel waited for): the ops that take the most time")
     ap.add_argument("--json-out")
@@ -181,9 +181,10 @@ def main():
                     npz = os.path.join(tmp, name + ".npz")
                     np.savez(npz, **feeds)
                 row = {}
+                extra = []
                 if not args.no_compare:
-                    row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout)
-                extra = ["--cuda-experimental"] if args.cuda_experimental else []
+                    row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout,
+                                                     extra)
                 replayed_dir = os.path.join(tmp, name + "_replayed")
                 nodes_dir = os.path.join(tmp, name + "_nodes")
                 row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
@@ -192,7 +193,7 @@ def main():
                                                     extra=extra + ["--no-cuda-graphs"], save=nodes_dir)
                 row["replay_difference"] = max_output_difference(replayed_dir, nodes_dir)
                 if args.profile:
-                    prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True)
+                    prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True, extra=extra)
                     row["profile_ms"] = prof.get("profile_ms", prof.get("error"))
                 row["ort"] = ort_bench(model, feeds, args.runs)
                 results[name] = row

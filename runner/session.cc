@@ -805,8 +805,7 @@ KernelInfo Session::InfoFor(int64_t opset) const {
 }
 
 absl::Status Session::PlanDevice() {
-  ONNXKIT_ASSIGN_OR_RETURN(
-      cuda_, cuda::CreateContext({options_.device, options_.allow_tf32, options_.cuda_experimental}));
+  ONNXKIT_ASSIGN_OR_RETURN(cuda_, cuda::CreateContext({options_.device, options_.allow_tf32}));
   ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, PlanFor(model_->graph()));
   for (const ir::Node* node : plan->order) {
     if (folded_nodes_.contains(node)) continue;
@@ -817,7 +816,7 @@ absl::Status Session::PlanDevice() {
   }
   placement_ = PlanPlacement(model_->graph(), plan->order,
                              [&](const ir::Node& node) { return cuda_kernels_.contains(&node); });
-  if (options_.cuda_experimental && options_.fuse && !options_.observer) PlanDeviceChains(plan->order);
+  if (options_.fuse && !options_.observer) PlanDeviceChains(plan->order);
   return absl::OkStatus();
 }
 

@@ -79,14 +79,10 @@ struct SessionOptions {
   // between is recorded as a CUDA graph (the second run with the same input
   // types and shapes) and replayed with one launch from then on (see Run).
   bool cuda_graphs = true;
-  // cuda sessions, experimental (off until checked on a GPU): Conv ->
-  // BatchNormalization -> element-wise chains and runs of element-wise
-  // nodes as one kernel each (PlanDeviceChains), and the CUDA kernels not
-  // yet run on a GPU (ContextOptions::experimental: reductions,
-  // comparisons, logic ops, Where).
-  bool cuda_experimental = false;
-  // The cpu backend runs Conv chains (runner/fusion.h) as one kernel; their
-  // intermediate values are never computed. Off while an observer is set.
+  // The cpu backend runs Conv chains (runner/fusion.h) as one kernel, and
+  // the cuda backend Conv -> BatchNormalization -> element-wise chains and
+  // runs of element-wise nodes (PlanDeviceChains); their intermediate
+  // values are never computed. Off while an observer is set.
   bool fuse = true;
   // The cpu backend computes the products of float32 Conv and
   // ConvTranspose nodes, and of MatMul and Gemm nodes whose B is constant,

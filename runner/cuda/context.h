@@ -32,7 +32,6 @@ class Context : public std::enable_shared_from_this<Context> {
   cublasHandle_t cublas() const { return cublas_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
   bool allow_tf32() const { return allow_tf32_; }
-  bool experimental() const { return experimental_; }
 
   // An uninitialized device tensor, freed (stream-ordered) when its last
   // reference goes.
@@ -65,7 +64,6 @@ class Context : public std::enable_shared_from_this<Context> {
 
   int device_ = 0;
   bool allow_tf32_ = false;
-  bool experimental_ = false;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

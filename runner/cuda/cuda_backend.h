@@ -46,9 +46,6 @@ struct ContextOptions {
   // fp32 matrix products and convolutions may use TF32 tensor cores
   // (about 1e-3 relative error instead of 1e-6).
   bool allow_tf32 = false;
-  // Kernels not yet run on a GPU (reductions, comparisons, logic ops,
-  // Where) are made too.
-  bool experimental = false;
 };
 
 class Context;

@@ -360,8 +360,6 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeExpand(const std::shared_ptr<Con
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeWhere(const std::shared_ptr<Context>& context,
                                                       const ir::Node&, const KernelInfo&) {
-  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
-  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
   return std::unique_ptr<CudaKernel>(new WhereKernel(context));
 }
 

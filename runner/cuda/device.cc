@@ -61,7 +61,6 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& opt
   auto context = std::shared_ptr<Context>(new Context());
   context->device_ = options.device;
   context->allow_tf32_ = options.allow_tf32;
-  context->experimental_ = options.experimental;
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   ONNXKIT_RETURN_IF_ERROR(
       CudaStatus(cudaStreamCreateWithFlags(&context->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));

@@ -319,8 +319,6 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBinary(const std::shared_ptr<Con
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeCompare(const std::shared_ptr<Context>& context,
                                                         const ir::Node& node, const KernelInfo&) {
-  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
-  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
   const std::string& op = node.op_type();
   CompareOp c;
   if (op == "Equal")

@@ -26,8 +26,7 @@ using Factory = absl::StatusOr<std::unique_ptr<CudaKernel>>(const std::shared_pt
 Factory MakeUnary;
 Factory MakeBinary;
 Factory MakeCast;
-// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not
-// (experimental sessions only).
+// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not.
 Factory MakeCompare;
 // layout_kernels.cc: Transpose; Softmax, LogSoftmax.
 Factory MakeTranspose;
@@ -44,8 +43,7 @@ Factory MakeLrn;
 Factory MakePool;
 Factory MakeClip;
 Factory MakeSum;
-// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2
-// (experimental sessions only).
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2.
 Factory MakeReduce;
 // data_kernels.cc: views and shape queries, Concat, Slice, Gather, Expand.
 Factory MakeView;
@@ -53,7 +51,7 @@ Factory MakeConcat;
 Factory MakeSlice;
 Factory MakeGather;
 Factory MakeExpand;
-// data_kernels.cc: Where (experimental sessions only).
+// data_kernels.cc: Where.
 Factory MakeWhere;
 
 // The element-wise op of `node` with its attributes (elementwise_kernels.cc);

@@ -455,8 +455,6 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSum(const std::shared_ptr<Contex
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeReduce(const std::shared_ptr<Context>& context,
                                                        const ir::Node& node, const KernelInfo& info) {
-  // Not yet run on a GPU: made only for sessions that ask for experimental kernels.
-  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
   const std::string& type = node.op_type();
   ReduceOp op;
   if (type == "ReduceSum")

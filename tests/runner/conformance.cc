@@ -144,12 +144,11 @@ std::vector<ConformanceCase> CollectConformanceCases() {
   return cases;
 }
 
-absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs,
-                                bool cuda_experimental) {
+absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs, bool fuse) {
   ONNXKIT_ASSIGN_OR_RETURN(io::LoadedModel loaded, io::LoadModel(c.model));
   runner::SessionOptions options;
   options.backend = backend;
-  options.cuda_experimental = cuda_experimental;
+  options.fuse = fuse;
   options.timeout_seconds = 60;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> session, runner::Session::Create(std::move(loaded), options));
   std::vector<std::pair<std::string, RtValue>> feeds;

@@ -142,8 +142,8 @@ TEST(ConformanceTest, CpuBackendMatchesItsExpectedFailureList) {
 // cuda (CUDA kernels, the cpu backend for the rest) passes every case cpu
 // passes; it may pass more. Each case runs three times in its session (the
 // third run replays a recorded CUDA graph where the case allows one), with
-// the default kernels and with the experimental ones.
-void CheckCudaWhereCpuPasses(bool experimental) {
+// fusion (the default) and without (every node its own kernel).
+void CheckCudaWhereCpuPasses(bool fuse) {
   if (!runner::cuda::CheckDevice(0).ok()) GTEST_SKIP() << "no CUDA device";
   if (std::getenv("ONNXKIT_CONFORMANCE_FILTER") != nullptr) GTEST_SKIP() << "filtered run";
   std::vector<ConformanceCase> cases = CollectConformanceCases();
@@ -154,19 +154,19 @@ void CheckCudaWhereCpuPasses(bool experimental) {
   for (const ConformanceCase& c : cases) {
     if (cpu_fails.count(c.id)) continue;
     ++checked;
-    absl::Status status = RunConformanceCase(c, runner::Backend::kCuda, /*runs=*/3, experimental);
+    absl::Status status = RunConformanceCase(c, runner::Backend::kCuda, /*runs=*/3, fuse);
     if (!status.ok()) {
       ++failed;
       ADD_FAILURE() << "cuda fails a case cpu passes: " << c.id << ": " << FirstLine(status.ToString());
     }
   }
-  std::printf("conformance cuda%s: %d cases cpu passes, %d failed on cuda\n",
-              experimental ? " (experimental)" : "", checked, failed);
+  std::printf("conformance cuda%s: %d cases cpu passes, %d failed on cuda\n", fuse ? "" : " (unfused)",
+              checked, failed);
 }
 
-TEST(ConformanceTest, CudaBackendPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(false); }
+TEST(ConformanceTest, CudaBackendPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(true); }
 
-TEST(ConformanceTest, CudaExperimentalPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(true); }
+TEST(ConformanceTest, CudaUnfusedPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(false); }
 
 }  // namespace
 }  // namespace onnxkit::testing
