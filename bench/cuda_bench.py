@@ -46,9 +46,8 @@ def run(cmd, timeout):
         return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {timeout} s")
 
 
-def onnxkit_compare(binary, model, npz, tf32, oracle, timeout, extra=()):
+def onnxkit_compare(binary, model, npz, tf32, oracle, timeout):
     cmd = [binary, "compare", "--a", model, "--a-backend", "cuda", "--b", model, "--b-backend", oracle, "--json"]
-    cmd += list(extra)
     if npz:
         cmd += ["--input", npz]
     if tf32:
@@ -181,19 +180,17 @@ def main():
                     npz = os.path.join(tmp, name + ".npz")
                     np.savez(npz, **feeds)
                 row = {}
-                extra = []
                 if not args.no_compare:
-                    row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout,
-                                                     extra)
+                    row["compare"] = onnxkit_compare(args.onnxkit, model, npz, args.tf32, args.oracle, args.timeout)
                 replayed_dir = os.path.join(tmp, name + "_replayed")
                 nodes_dir = os.path.join(tmp, name + "_nodes")
                 row["cuda"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
-                                            extra=extra, save=replayed_dir)
+                                            save=replayed_dir)
                 row["node_by_node"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
-                                                    extra=extra + ["--no-cuda-graphs"], save=nodes_dir)
+                                                    extra=["--no-cuda-graphs"], save=nodes_dir)
                 row["replay_difference"] = max_output_difference(replayed_dir, nodes_dir)
                 if args.profile:
-                    prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True, extra=extra)
+                    prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True)
                     row["profile_ms"] = prof.get("profile_ms", prof.get("error"))
                 row["ort"] = ort_bench(model, feeds, args.runs)
                 results[name] = row
