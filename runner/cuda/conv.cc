@@ -320,9 +320,9 @@ class ConvKernel : public CudaKernel {
         CudnnStatus(Libs().cudnnGetConvolutionNdForwardOutputDim(conv_desc_, x_desc_, w_desc_, n, out.data()),
                     "output dims"));
     if (out != s.y) return absl::InternalError("cuDNN computes another Conv output shape than the reference");
-    // The fastest algorithm measured on this device for these shapes (cuDNN
-    // runs each candidate once); its heuristic choice when measuring fails.
-    // Measured twice, the second kept: the first measurement of a process
+    // The fastest algorithm measured on this device for these shapes; its
+    // heuristic choice when measuring fails. Each search runs every candidate
+    // once; it runs twice and the second is kept, as the first of a process
     // runs while the GPU's clocks are still rising from idle.
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
