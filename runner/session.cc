@@ -805,7 +805,8 @@ KernelInfo Session::InfoFor(int64_t opset) const {
 }
 
 absl::Status Session::PlanDevice() {
-  ONNXKIT_ASSIGN_OR_RETURN(cuda_, cuda::CreateContext({options_.device, options_.allow_tf32}));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      cuda_, cuda::CreateContext({options_.device, options_.allow_tf32, options_.cuda_experimental}));
   ONNXKIT_ASSIGN_OR_RETURN(const GraphPlan* plan, PlanFor(model_->graph()));
   for (const ir::Node* node : plan->order) {
     if (folded_nodes_.contains(node)) continue;
@@ -939,6 +940,87 @@ void Session::PlanDeviceChains(const std::vector<ir::Node*>& order) {
                                             nullptr,        nullptr,        nullptr};
     for (int i = 1; norm != nullptr && i < 5; ++i) inputs[static_cast<size_t>(2 + i)] = norm->input(i);
     inputs.insert(inputs.end(), extra.begin(), extra.end());
+    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
+  }
+  // Linear layers (cuda_experimental): MatMul, the Add of a constant bias
+  // row (one element per column), then the Add of a residual when one
+  // follows, as one cuBLASLt product. Before the element-wise chains, which
+  // would take the Adds.
+  auto sole_add = [&](const ir::Value* v) -> const ir::Node* {
+    if (v == nullptr || v->uses().size() != 1 || v->IsGraphOutput()) return nullptr;
+    const ir::Node* n = v->uses()[0].node;
+    const bool ok = n->op_type() == "Add" && n->domain().empty() && available(n) && n->num_inputs() == 2 &&
+                    n->num_outputs() == 1 && n->input(0) != n->input(1) && n->input(0) != nullptr &&
+                    n->input(1) != nullptr;
+    return ok ? n : nullptr;
+  };
+  auto other_operand = [](const ir::Node* add, const ir::Value* v) {
+    return add->input(0) == v ? add->input(1) : add->input(0);
+  };
+  for (const ir::Node* matmul : order) {
+    if (!options_.cuda_experimental) break;
+    if (matmul->op_type() != "MatMul" || !matmul->domain().empty() || !available(matmul) ||
+        matmul->num_inputs() != 2 || matmul->num_outputs() != 1 || !is_constant(matmul->input(1))) {
+      continue;
+    }
+    const ir::Node* add = sole_add(matmul->output(0));
+    if (add == nullptr) continue;
+    const ir::Value* bias = other_operand(add, matmul->output(0));
+    const RtValue& weights = constants_.at(matmul->input(1));
+    if (!is_constant(bias) || !weights.is_tensor() || weights.tensor().rank() != 2) continue;
+    const RtValue& row = constants_.at(bias);
+    if (!row.is_tensor() || row.tensor().size() != weights.tensor().dim(1)) continue;
+    const ir::Node* residual = sole_add(add->output(0));
+    auto kernel = cuda::MakeMatMulBias(cuda_, *matmul, *add, residual);
+    if (!kernel.ok() || *kernel == nullptr) continue;
+    std::vector<const ir::Node*> nodes = {matmul, add};
+    std::vector<const ir::Value*> inputs = {matmul->input(0), matmul->input(1), bias};
+    if (residual != nullptr) {
+      nodes.push_back(residual);
+      inputs.push_back(other_operand(residual, add->output(0)));
+    }
+    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
+  }
+  // Products around Transposes (cuda_experimental; attention's heads split
+  // before a MatMul and merged after it): the MatMul reads and writes
+  // through strides and the transposed copies are never made.
+  auto sole_transpose = [&](const ir::Node* n, const ir::Value* read) {
+    return n != nullptr && n->op_type() == "Transpose" && n->domain().empty() && available(n) &&
+           n->num_outputs() == 1 && n->num_inputs() == 1 && n->input(0) == read &&
+           n->GetInts("perm").has_value();
+  };
+  auto only_reader = [](const ir::Value* v) -> const ir::Node* {
+    return v != nullptr && v->uses().size() == 1 && !v->IsGraphOutput() ? v->uses()[0].node : nullptr;
+  };
+  for (const ir::Node* matmul : order) {
+    if (!options_.cuda_experimental) break;
+    if (matmul->op_type() != "MatMul" || !matmul->domain().empty() || !available(matmul) ||
+        matmul->num_inputs() != 2 || matmul->num_outputs() != 1 || matmul->input(0) == nullptr ||
+        matmul->input(1) == nullptr) {
+      continue;
+    }
+    std::vector<const ir::Node*> sources;
+    for (int i = 0; i < 2; ++i) {
+      const ir::Value* v = matmul->input(i);
+      const ir::Node* t = v->producer();
+      const bool absorbed = only_reader(v) == matmul && t != nullptr && sole_transpose(t, t->input(0));
+      sources.push_back(absorbed ? t : nullptr);
+    }
+    const ir::Node* reader = only_reader(matmul->output(0));
+    const ir::Node* after = sole_transpose(reader, matmul->output(0)) ? reader : nullptr;
+    if (sources[0] == nullptr && sources[1] == nullptr && after == nullptr) continue;
+    auto kernel = cuda::MakeStridedMatMul(cuda_, sources[0], sources[1], *matmul, after);
+    if (!kernel.ok() || *kernel == nullptr) continue;
+    std::vector<const ir::Node*> nodes;
+    for (const ir::Node* t : sources) {
+      if (t != nullptr) nodes.push_back(t);
+    }
+    std::sort(nodes.begin(), nodes.end(),
+              [&](const ir::Node* x, const ir::Node* y) { return position[x] < position[y]; });
+    nodes.push_back(matmul);
+    if (after != nullptr) nodes.push_back(after);
+    std::vector<const ir::Value*> inputs = {sources[0] != nullptr ? sources[0]->input(0) : matmul->input(0),
+                                            sources[1] != nullptr ? sources[1]->input(0) : matmul->input(1)};
     add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
   }
   for (const ir::Node* head : order) {

@@ -79,10 +79,16 @@ struct SessionOptions {
   // between is recorded as a CUDA graph (the second run with the same input
   // types and shapes) and replayed with one launch from then on (see Run).
   bool cuda_graphs = true;
+  // cuda sessions: also what is written but not yet run on a GPU (off until
+  // checked on one): linear layers (MatMul, bias Add, residual Add) as one
+  // cuBLASLt product, MatMuls reading and writing through the Transposes
+  // around them (PlanDeviceChains), Gemm's bias and C on cuBLASLt
+  // (cuda::ContextOptions::experimental).
+  bool cuda_experimental = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel, and
   // the cuda backend Conv -> BatchNormalization -> element-wise chains and
-  // runs of element-wise nodes (PlanDeviceChains); their intermediate
-  // values are never computed. Off while an observer is set.
+  // runs of element-wise nodes (PlanDeviceChains; more with
+  // cuda_experimental); their intermediate values are never computed. Off while an observer is set.
   bool fuse = true;
   // The cpu backend computes the products of float32 Conv and
   // ConvTranspose nodes, and of MatMul and Gemm nodes whose B is constant,
@@ -214,9 +220,10 @@ class Session {
   // cuda sessions: opens the device and makes the CUDA kernel of every
   // main-graph node that has one; plans the placement.
   absl::Status PlanDevice();
-  // cuda sessions: runs of element-wise nodes with device kernels, each of
-  // whose values but the last is read only by the next ones, as one kernel
-  // (FusionKind::kDevice chains in the main graph's fused plan).
+  // cuda sessions: Conv chains, linear layers (MatMul and its bias and
+  // residual Adds) and runs of element-wise nodes with device kernels, each
+  // of whose values but the last is read only by the next ones, as one
+  // kernel (FusionKind::kDevice chains in the main graph's fused plan).
   void PlanDeviceChains(const std::vector<ir::Node*>& order);
   absl::Status PrepareConstants(const ir::Graph& graph);
   // The CUDA graph of cuda sessions (see Run).

@@ -1,10 +1,11 @@
 // The device state of one session (internal to runner/cuda): device,
-// stream, cuBLAS and cuDNN handles, pinned staging memory, and device
+// stream, cuBLAS, cuBLASLt and cuDNN handles, pinned staging memory, and device
 // allocation from the stream-ordered pool (memory freed by one kernel is
 // reused by the next without a device-wide synchronisation).
 #ifndef ONNXKIT_RUNNER_CUDA_CONTEXT_H_
 #define ONNXKIT_RUNNER_CUDA_CONTEXT_H_
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -31,7 +32,13 @@ class Context : public std::enable_shared_from_this<Context> {
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
+  cublasLtHandle_t cublas_lt() const { return cublas_lt_; }
+  // The workspace cuBLAS and cuBLASLt share (their calls are ordered on the
+  // one stream).
+  void* gemm_workspace() const { return cublas_workspace_; }
+  size_t gemm_workspace_bytes() const { return cublas_workspace_bytes_; }
   bool allow_tf32() const { return allow_tf32_; }
+  bool experimental() const { return experimental_; }
 
   // An uninitialized device tensor, freed (stream-ordered) when its last
   // reference goes.
@@ -64,14 +71,17 @@ class Context : public std::enable_shared_from_this<Context> {
 
   int device_ = 0;
   bool allow_tf32_ = false;
+  bool experimental_ = false;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   // cuBLAS's workspace (its own would be allocated where a capture cannot
   // record it).
   void* cublas_workspace_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
   int* error_flag_ = nullptr;
   bool check_pending_ = false;
   int64_t uploaded_bytes_ = 0;

@@ -46,6 +46,9 @@ struct ContextOptions {
   // fp32 matrix products and convolutions may use TF32 tensor cores
   // (about 1e-3 relative error instead of 1e-6).
   bool allow_tf32 = false;
+  // Kernels written but not yet run on a GPU are used too (now: Gemm's
+  // bias and C on cuBLASLt, MatMul batches against one B as one product).
+  bool experimental = false;
 };
 
 class Context;
@@ -135,6 +138,25 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConvChain(const std::shared_ptr<
                                                           const ir::Node& conv, const ir::Node* batch_norm,
                                                           const std::vector<const ir::Node*>& nodes,
                                                           const std::vector<const ir::Value*>& extra);
+
+// One cuBLASLt product running MatMul `matmul`, the Add `bias_add` of a
+// bias row to its result, and, when not null, the Add `residual_add` of a
+// tensor of the same shape to that. Its inputs: the MatMul's two, the
+// bias, then the residual. Null when they cannot run as one.
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeMatMulBias(const std::shared_ptr<Context>& context,
+                                                           const ir::Node& matmul, const ir::Node& bias_add,
+                                                           const ir::Node* residual_add);
+
+// One strided batched product running MatMul `matmul` with the Transposes
+// that make its operands (`transpose_a`, `transpose_b`) and the one that
+// reads its result (`transpose_y`), each null when absent. Its inputs: the
+// sources of A and B (a Transpose's input, or the MatMul's own). Null when
+// they cannot run as one.
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeStridedMatMul(const std::shared_ptr<Context>& context,
+                                                              const ir::Node* transpose_a,
+                                                              const ir::Node* transpose_b,
+                                                              const ir::Node& matmul,
+                                                              const ir::Node* transpose_y);
 
 // Whether the CUDA kernel table covers `op` of `domain` at `opset` (the
 // same table MakeKernel reads; empty when built without CUDA).

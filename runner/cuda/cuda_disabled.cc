@@ -50,6 +50,15 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeConvChain(const std::shared_ptr<
                                                           const std::vector<const ir::Value*>&) {
   return NotBuilt();
 }
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeMatMulBias(const std::shared_ptr<Context>&, const ir::Node&,
+                                                           const ir::Node&, const ir::Node*) {
+  return NotBuilt();
+}
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeStridedMatMul(const std::shared_ptr<Context>&,
+                                                              const ir::Node*, const ir::Node*,
+                                                              const ir::Node&, const ir::Node*) {
+  return NotBuilt();
+}
 bool HasKernel(std::string_view, std::string_view, int64_t) { return false; }
 std::vector<std::string_view> KernelOps() { return {}; }
 

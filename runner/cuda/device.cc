@@ -61,6 +61,7 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& opt
   auto context = std::shared_ptr<Context>(new Context());
   context->device_ = options.device;
   context->allow_tf32_ = options.allow_tf32;
+  context->experimental_ = options.experimental;
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   ONNXKIT_RETURN_IF_ERROR(
       CudaStatus(cudaStreamCreateWithFlags(&context->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
@@ -79,15 +80,20 @@ absl::StatusOr<std::shared_ptr<Context>> CreateContext(const ContextOptions& opt
   constexpr size_t kCublasWorkspace = size_t{32} << 20;
   ONNXKIT_RETURN_IF_ERROR(
       CudaStatus(cudaMalloc(&context->cublas_workspace_, kCublasWorkspace), "cuBLAS workspace allocation"));
+  context->cublas_workspace_bytes_ = kCublasWorkspace;
   ONNXKIT_RETURN_IF_ERROR(
       CublasStatus(Libs().cublasSetWorkspace(context->cublas_, context->cublas_workspace_, kCublasWorkspace),
                    "cublasSetWorkspace"));
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(reinterpret_cast<void**>(&context->error_flag_), sizeof(int)),
                                      "device allocation"));
   ONNXKIT_RETURN_IF_ERROR(CudaStatus(cudaMemset(context->error_flag_, 0, sizeof(int)), "device memset"));
+  ONNXKIT_RETURN_IF_ERROR(CublasStatus(Libs().cublasLtCreate(&context->cublas_lt_), "cublasLtCreate"));
   ONNXKIT_RETURN_IF_ERROR(CudnnStatus(Libs().cudnnCreate(&context->cudnn_), "cudnnCreate"));
   ONNXKIT_RETURN_IF_ERROR(
       CudnnStatus(Libs().cudnnSetStream(context->cudnn_, context->stream_), "cudnnSetStream"));
+  // The first MiB of pinned staging memory now, so that the first copy of a
+  // run is not charged with the allocation.
+  ONNXKIT_RETURN_IF_ERROR(context->Staging(size_t{1} << 20).status());
   return context;
 }
 
@@ -102,6 +108,7 @@ Context::~Context() {
   if (error_flag_ != nullptr) cudaFree(error_flag_);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   if (cudnn_ != nullptr) Libs().cudnnDestroy(cudnn_);
+  if (cublas_lt_ != nullptr) Libs().cublasLtDestroy(cublas_lt_);
   if (cublas_ != nullptr) Libs().cublasDestroy(cublas_);
   if (staging_ != nullptr) cudaFreeHost(staging_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);

@@ -1,4 +1,4 @@
-// Loading cuBLAS and cuDNN on first use (see libraries.h).
+// Loading cuBLAS, cuBLASLt and cuDNN on first use (see libraries.h).
 #include "runner/cuda/libraries.h"
 
 #include <dlfcn.h>
@@ -16,6 +16,7 @@ namespace {
 
 // The sonames of the versions this backend was compiled against.
 constexpr const char* kCublas = "libcublas.so." ONNXKIT_STRINGIFY(CUBLAS_VER_MAJOR);
+constexpr const char* kCublasLt = "libcublasLt.so." ONNXKIT_STRINGIFY(CUBLAS_VER_MAJOR);
 constexpr const char* kCudnn = "libcudnn.so." ONNXKIT_STRINGIFY(CUDNN_MAJOR);
 
 Libraries libraries;
@@ -49,21 +50,27 @@ absl::Status Resolve(void* handle, const char* library, const char* name, T* ent
 
 absl::Status Load() {
   void* cublas = nullptr;
+  void* cublas_lt = nullptr;
   void* cudnn = nullptr;
   absl::Status status = Open(kCublas, ONNXKIT_CUBLAS_FOLDER, &cublas);
+  if (status.ok()) status = Open(kCublasLt, ONNXKIT_CUBLAS_FOLDER, &cublas_lt);
   if (status.ok()) status = Open(kCudnn, ONNXKIT_CUDNN_FOLDER, &cudnn);
 #define ONNXKIT_RESOLVE(library, handle)                                                                  \
   [&](const char* name, auto* entry) {                                                                    \
     if (status.ok()) status = Resolve(handle, library, name, entry);                                      \
   }
   auto from_cublas = ONNXKIT_RESOLVE(kCublas, cublas);
+  auto from_cublas_lt = ONNXKIT_RESOLVE(kCublasLt, cublas_lt);
   auto from_cudnn = ONNXKIT_RESOLVE(kCudnn, cudnn);
 #undef ONNXKIT_RESOLVE
 #define ONNXKIT_FROM_CUBLAS(name) from_cublas(#name, &libraries.name);
+#define ONNXKIT_FROM_CUBLASLT(name) from_cublas_lt(#name, &libraries.name);
 #define ONNXKIT_FROM_CUDNN(name) from_cudnn(#name, &libraries.name);
   ONNXKIT_CUBLAS_ENTRIES(ONNXKIT_FROM_CUBLAS)
+  ONNXKIT_CUBLASLT_ENTRIES(ONNXKIT_FROM_CUBLASLT)
   ONNXKIT_CUDNN_ENTRIES(ONNXKIT_FROM_CUDNN)
 #undef ONNXKIT_FROM_CUBLAS
+#undef ONNXKIT_FROM_CUBLASLT
 #undef ONNXKIT_FROM_CUDNN
   from_cublas("cublasGemmStridedBatchedEx", &libraries.cublasGemmStridedBatchedEx);
   // The libraries stay loaded for the life of the process (their handles

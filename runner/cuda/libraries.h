@@ -1,4 +1,4 @@
-// cuBLAS and cuDNN, loaded when the first CUDA context is made instead of
+// cuBLAS, cuBLASLt and cuDNN, loaded when the first CUDA context is made instead of
 // when the program starts (internal to runner/cuda).
 //
 // Linked as ordinary shared libraries they would be mapped and relocated by
@@ -9,6 +9,7 @@
 #ifndef ONNXKIT_RUNNER_CUDA_LIBRARIES_H_
 #define ONNXKIT_RUNNER_CUDA_LIBRARIES_H_
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
 
@@ -23,6 +24,19 @@ namespace onnxkit::runner::cuda {
   X(cublasSetStream_v2)                                                                                   \
   X(cublasSetWorkspace_v2)                                                                                \
   X(cublasGetStatusString)
+#define ONNXKIT_CUBLASLT_ENTRIES(X)       \
+  X(cublasLtCreate)                       \
+  X(cublasLtDestroy)                      \
+  X(cublasLtMatmulDescCreate)             \
+  X(cublasLtMatmulDescDestroy)            \
+  X(cublasLtMatmulDescSetAttribute)       \
+  X(cublasLtMatrixLayoutCreate)           \
+  X(cublasLtMatrixLayoutDestroy)          \
+  X(cublasLtMatmulPreferenceCreate)       \
+  X(cublasLtMatmulPreferenceDestroy)      \
+  X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatmulAlgoGetHeuristic)       \
+  X(cublasLtMatmul)
 #define ONNXKIT_CUDNN_ENTRIES(X)                                                                          \
   X(cudnnCreate)                                                                                          \
   X(cudnnDestroy)                                                                                         \
@@ -49,6 +63,7 @@ namespace onnxkit::runner::cuda {
 struct Libraries {
 #define ONNXKIT_LIBRARY_ENTRY(name) decltype(&::name) name = nullptr;
   ONNXKIT_CUBLAS_ENTRIES(ONNXKIT_LIBRARY_ENTRY)
+  ONNXKIT_CUBLASLT_ENTRIES(ONNXKIT_LIBRARY_ENTRY)
   ONNXKIT_CUDNN_ENTRIES(ONNXKIT_LIBRARY_ENTRY)
 #undef ONNXKIT_LIBRARY_ENTRY
   // Overloaded in the header (a C++ form taking cudaDataType as the compute

@@ -4,7 +4,19 @@
 // transposes: Y^T = op(B)^T op(A)^T, so no data is moved. MatMul batches
 // that broadcast other than "one side has a single matrix" and K = 0 run on
 // the cpu backend.
+//
+// Experimental (ContextOptions::experimental: written, not yet run on a
+// GPU): a batch of A against one shared B as one product of batch * M
+// rows; products that add a bias row (Gemm's C of N elements; a MatMul
+// followed by the Add of one, as linear layers are written) and a tensor
+// of the result's shape (Gemm's C of M x N; a residual Add after the bias)
+// on cuBLASLt as one kernel, the bias as its epilogue and the tensor as
+// its C operand (the sums rounded once, at the end, instead of after each
+// node); MatMuls reading their operands and writing their result through
+// the Transposes around them (MakeStridedMatMul).
 #include <climits>
+#include <cstdint>
+#include <tuple>
 
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
@@ -20,21 +32,220 @@ cudaDataType_t CudaType(int32_t dtype) {
   return dtype == kFloat16 ? CUDA_R_16F : dtype == kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
+cublasComputeType_t ComputeType(const Context& context, int32_t dtype) {
+  return dtype == kFloat && context.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+int ElementBytes(int32_t dtype) { return dtype == kFloat ? 4 : 2; }
+
 // Row-major Y[i] (M x N) = alpha * op(A[i]) op(B[i]) + beta * Y[i] for i
-// in [0, batch); A[i] starts stride_a elements after A[i-1] (0: shared).
-absl::Status RowMajorGemm(Context& context, int32_t dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                          int64_t k, const void* a, int64_t stride_a, const void* b, int64_t stride_b, void* y,
-                          int64_t batch, float alpha, float beta) {
+// in [0, batch): A[i] starts stride_a elements after A[i-1] (0: shared),
+// its rows lda elements apart (op(A) = A^T: A's rows, K of them), B and Y
+// likewise.
+struct GemmOperands {
+  const void* a = nullptr;
+  int64_t lda = 0, stride_a = 0;
+  bool trans_a = false;
+  const void* b = nullptr;
+  int64_t ldb = 0, stride_b = 0;
+  bool trans_b = false;
+  void* y = nullptr;
+  int64_t ldy = 0, stride_y = 0;
+};
+absl::Status StridedGemm(Context& context, int32_t dtype, int64_t m, int64_t n, int64_t k,
+                         const GemmOperands& g, int64_t batch, float alpha, float beta) {
   const cudaDataType_t type = CudaType(dtype);
-  const cublasComputeType_t compute =
-      dtype == kFloat && context.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   return CublasStatus(
       Libs().cublasGemmStridedBatchedEx(
-          context.cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, type,
-          static_cast<int>(trans_b ? k : n), stride_b, a, type, static_cast<int>(trans_a ? m : k), stride_a,
-          &beta, y, type, static_cast<int>(n), m * n, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT),
+          context.cublas(), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, g.b, type,
+          static_cast<int>(g.ldb), g.stride_b, g.a, type, static_cast<int>(g.lda), g.stride_a, &beta, g.y,
+          type, static_cast<int>(g.ldy), g.stride_y, static_cast<int>(batch), ComputeType(context, dtype),
+          CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
+}
+
+// The same for packed matrices.
+absl::Status RowMajorGemm(Context& context, int32_t dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                          int64_t k, const void* a, int64_t stride_a, const void* b, int64_t stride_b,
+                          void* y, int64_t batch, float alpha, float beta) {
+  GemmOperands g;
+  g.a = a;
+  g.lda = trans_a ? m : k;
+  g.stride_a = stride_a;
+  g.trans_a = trans_a;
+  g.b = b;
+  g.ldb = trans_b ? k : n;
+  g.stride_b = stride_b;
+  g.trans_b = trans_b;
+  g.y = y;
+  g.ldy = n;
+  g.stride_y = m * n;
+  return StridedGemm(context, dtype, m, n, k, g, batch, alpha, beta);
+}
+
+// The largest power of two up to 256 dividing the address (cuBLASLt picks
+// only kernels that the operands' alignment allows).
+uint32_t Alignment(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && address % a != 0) a /= 2;
+  return a;
+}
+
+// One row-major product on cuBLASLt: Y (M x N) = alpha * op(A) op(B) +
+// beta * C + bias, C (M x N, null: none) and bias (N elements, null: none)
+// of Y's type. The descriptors and the algorithm cuBLASLt's heuristic
+// picks are kept for the shapes, types and alignments they were made for.
+class LtProduct {
+ public:
+  struct Key {
+    int32_t dtype = 0;
+    bool tf32 = false, trans_a = false, trans_b = false, bias = false;
+    int64_t m = 0, n = 0, k = 0;
+    uint32_t align_a = 0, align_b = 0, align_c = 0, align_y = 0;
+    bool operator==(const Key& o) const {
+      return std::tie(dtype, tf32, trans_a, trans_b, bias, m, n, k, align_a, align_b, align_c, align_y) ==
+             std::tie(o.dtype, o.tf32, o.trans_a, o.trans_b, o.bias, o.m, o.n, o.k, o.align_a, o.align_b,
+                      o.align_c, o.align_y);
+    }
+  };
+
+  LtProduct() = default;
+  LtProduct(const LtProduct&) = delete;
+  LtProduct& operator=(const LtProduct&) = delete;
+  ~LtProduct() { Release(); }
+
+  // False (nothing queued) when cuBLASLt has no algorithm for the product;
+  // the caller computes it otherwise.
+  absl::StatusOr<bool> Run(Context& context, int32_t dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, float alpha, const void* a, const void* b, float beta, const void* c,
+                           const void* bias, void* y) {
+    Key key;
+    key.dtype = dtype;
+    key.tf32 = context.allow_tf32();
+    key.trans_a = trans_a;
+    key.trans_b = trans_b;
+    key.bias = bias != nullptr;
+    key.m = m;
+    key.n = n;
+    key.k = k;
+    key.align_a = Alignment(a);
+    key.align_b = Alignment(b);
+    key.align_c = Alignment(c != nullptr ? c : y);
+    key.align_y = Alignment(y);
+    if (!planned_ || !(key == key_)) {
+      Release();
+      planned_ = true;
+      key_ = key;
+      ONNXKIT_RETURN_IF_ERROR(Plan(context));
+    }
+    if (!usable_) return false;
+    if (bias != nullptr) {
+      ONNXKIT_RETURN_IF_ERROR(CublasStatus(Libs().cublasLtMatmulDescSetAttribute(
+                                               desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+                                           "cuBLASLt bias"));
+    }
+    // cuBLASLt's A is the row-major B and its B the row-major A.
+    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
+        Libs().cublasLtMatmul(context.cublas_lt(), desc_, &alpha, b, layout_b_, a, layout_a_, &beta,
+                              c != nullptr ? c : y, layout_y_, y, layout_y_, &algo_, context.gemm_workspace(),
+                              context.gemm_workspace_bytes(), context.stream()),
+        "cublasLtMatmul"));
+    return true;
+  }
+
+ private:
+  absl::Status Plan(Context& context) {
+    const Key& k = key_;
+    const cudaDataType_t type = CudaType(k.dtype);
+    ONNXKIT_RETURN_IF_ERROR(
+        CublasStatus(Libs().cublasLtMatmulDescCreate(&desc_, ComputeType(context, k.dtype), CUDA_R_32F),
+                     "cuBLASLt descriptor"));
+    const cublasOperation_t op_b = k.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = k.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasLtEpilogue_t epilogue = k.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
+        Libs().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)),
+        "cuBLASLt"));
+    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
+        Libs().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)),
+        "cuBLASLt"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CublasStatus(Libs().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                           sizeof(epilogue)),
+                     "cuBLASLt"));
+    // Column-major views of the row-major operands as stored.
+    const uint64_t n = static_cast<uint64_t>(k.n), m = static_cast<uint64_t>(k.m),
+                   kk = static_cast<uint64_t>(k.k);
+    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
+        k.trans_b ? Libs().cublasLtMatrixLayoutCreate(&layout_b_, type, kk, n, static_cast<int64_t>(kk))
+                  : Libs().cublasLtMatrixLayoutCreate(&layout_b_, type, n, kk, static_cast<int64_t>(n)),
+        "cuBLASLt layout"));
+    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
+        k.trans_a ? Libs().cublasLtMatrixLayoutCreate(&layout_a_, type, m, kk, static_cast<int64_t>(m))
+                  : Libs().cublasLtMatrixLayoutCreate(&layout_a_, type, kk, m, static_cast<int64_t>(kk)),
+        "cuBLASLt layout"));
+    ONNXKIT_RETURN_IF_ERROR(
+        CublasStatus(Libs().cublasLtMatrixLayoutCreate(&layout_y_, type, n, m, static_cast<int64_t>(n)),
+                     "cuBLASLt layout"));
+    cublasLtMatmulPreference_t preference = nullptr;
+    ONNXKIT_RETURN_IF_ERROR(
+        CublasStatus(Libs().cublasLtMatmulPreferenceCreate(&preference), "cuBLASLt preference"));
+    const uint64_t workspace = context.gemm_workspace_bytes();
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, k.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, k.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, k.align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k.align_y}};
+    cublasStatus_t status = Libs().cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+    for (const auto& [attribute, bytes] : alignments) {
+      if (status == CUBLAS_STATUS_SUCCESS) {
+        status = Libs().cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
+      }
+    }
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = Libs().cublasLtMatmulAlgoGetHeuristic(context.cublas_lt(), desc_, layout_b_, layout_a_,
+                                                     layout_y_, layout_y_, preference, 1, &result, &found);
+    }
+    Libs().cublasLtMatmulPreferenceDestroy(preference);
+    // No algorithm (NOT_SUPPORTED or none found): the caller's fallback.
+    usable_ = status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
+      return CublasStatus(status, "cuBLASLt heuristic");
+    }
+    if (usable_) algo_ = result.algo;
+    return absl::OkStatus();
+  }
+
+  void Release() {
+    if (desc_ != nullptr) Libs().cublasLtMatmulDescDestroy(desc_);
+    for (cublasLtMatrixLayout_t* l : {&layout_a_, &layout_b_, &layout_y_}) {
+      if (*l != nullptr) Libs().cublasLtMatrixLayoutDestroy(*l);
+      *l = nullptr;
+    }
+    desc_ = nullptr;
+    planned_ = usable_ = false;
+  }
+
+  bool planned_ = false, usable_ = false;
+  Key key_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t layout_a_ = nullptr, layout_b_ = nullptr, layout_y_ = nullptr;
+  cublasLtMatmulAlgo_t algo_ = {};
+};
+
+// y (rows x n) += bias (n elements), in place.
+absl::Status AddBiasRows(Context& context, int32_t dtype, const void* bias, Tensor& y, int64_t n) {
+  StridedGeometry g;
+  g.b_div = 1;
+  g.b_period = n;
+  return Launched(
+      LaunchBinary(BinaryOp::kAdd, dtype, y.raw(), bias, y.mutable_raw(), y.size(), g, context.stream()),
+      "bias");
 }
 
 // The geometry of one MatMul: ONNX's 1-D promotion and batch broadcasting.
@@ -60,7 +271,9 @@ std::optional<int64_t> BatchStride(const std::vector<int64_t>& dims, const std::
   return matrix;
 }
 
-std::optional<MatMulPlan> PlanMatMul(const Tensor& a, const Tensor& b) {
+// `merge`: a batch of A's matrices against one B becomes one product of
+// batch * M rows.
+std::optional<MatMulPlan> PlanMatMul(const Tensor& a, const Tensor& b, bool merge) {
   if (a.rank() < 1 || b.rank() < 1) return std::nullopt;
   std::vector<int64_t> as = a.shape(), bs = b.shape();
   if (a.rank() == 1) as.insert(as.begin(), 1);
@@ -83,6 +296,11 @@ std::optional<MatMulPlan> PlanMatMul(const Tensor& a, const Tensor& b) {
   p.out_shape = *batch;
   if (a.rank() > 1) p.out_shape.push_back(p.m);
   if (b.rank() > 1) p.out_shape.push_back(p.n);
+  if (merge && p.stride_b == 0 && p.stride_a != 0 && FitsInt(p.batch * p.m)) {
+    p.m *= p.batch;
+    p.batch = 1;
+    p.stride_a = 0;
+  }
   return p;
 }
 
@@ -99,13 +317,13 @@ class MatMulKernel : public CudaKernel {
 
   bool Accepts(const KernelContext& ctx) const override {
     auto in = TensorInputs(ctx, 2);
-    return in && SameFloatType(*in) && PlanMatMul(*(*in)[0], *(*in)[1]).has_value();
+    return in && SameFloatType(*in) && PlanMatMul(*(*in)[0], *(*in)[1], context_->experimental()).has_value();
   }
 
   absl::Status Run(KernelContext& ctx) override {
     const Tensor& a = ctx.Value(0)->tensor();
     const Tensor& b = ctx.Value(1)->tensor();
-    std::optional<MatMulPlan> p = PlanMatMul(a, b);
+    std::optional<MatMulPlan> p = PlanMatMul(a, b, context_->experimental());
     if (!p) return absl::InternalError("MatMul shapes changed after the kernel accepted them");
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), p->out_shape));
     if (y.size() > 0) {
@@ -117,6 +335,241 @@ class MatMulKernel : public CudaKernel {
 
  private:
   std::shared_ptr<Context> context_;
+};
+
+// MatMul, then Add of a bias row, then (optionally) Add of a tensor of the
+// result's shape, as one cuBLASLt product. Inputs: A, B, the bias, the
+// residual (or none). Declines (node by node then) unless B is one matrix
+// of rank 2, the bias has N elements along the last dim only and the
+// residual has the result's shape, all of A's type.
+class MatMulBiasKernel : public CudaKernel {
+ public:
+  MatMulBiasKernel(std::shared_ptr<Context> context, bool residual)
+      : context_(std::move(context)), residual_(residual) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, residual_ ? 4 : 3);
+    if (!in || !SameFloatType(*in)) return false;
+    const Tensor& a = *(*in)[0];
+    const Tensor& b = *(*in)[1];
+    const Tensor& bias = *(*in)[2];
+    if (a.rank() < 2 || b.rank() != 2) return false;
+    std::optional<MatMulPlan> p = PlanMatMul(a, b, true);
+    if (!p || p->batch != 1 || bias.size() != p->n || bias.rank() > static_cast<int>(p->out_shape.size()) ||
+        (bias.rank() > 0 && bias.dim(bias.rank() - 1) != p->n)) {
+      return false;
+    }
+    return !residual_ || (*in)[3]->shape() == p->out_shape;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.Value(0)->tensor();
+    const Tensor& b = ctx.Value(1)->tensor();
+    const Tensor& bias = ctx.Value(2)->tensor();
+    const Tensor* residual = residual_ ? &ctx.Value(3)->tensor() : nullptr;
+    std::optional<MatMulPlan> p = PlanMatMul(a, b, true);
+    if (!p) return absl::InternalError("MatMul shapes changed after the kernel accepted them");
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), p->out_shape));
+    if (y.size() == 0) return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    const float beta = residual != nullptr ? 1.f : 0.f;
+    ONNXKIT_ASSIGN_OR_RETURN(
+        bool done,
+        product_.Run(*context_, a.dtype(), false, false, p->m, p->n, p->k, 1.f, a.raw(), b.raw(), beta,
+                     residual != nullptr ? residual->raw() : nullptr, bias.raw(), y.mutable_raw()));
+    if (!done) {
+      if (residual != nullptr) {
+        ONNXKIT_RETURN_IF_ERROR(
+            CudaStatus(cudaMemcpyAsync(y.mutable_raw(), residual->raw(),
+                                       static_cast<size_t>(y.size()) * ElementBytes(a.dtype()),
+                                       cudaMemcpyDeviceToDevice, context_->stream()),
+                       "residual copy"));
+      }
+      ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), false, false, p->m, p->n, p->k, a.raw(), 0,
+                                           b.raw(), 0, y.mutable_raw(), 1, 1.f, beta));
+      ONNXKIT_RETURN_IF_ERROR(AddBiasRows(*context_, a.dtype(), bias.raw(), y, p->n));
+    }
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  bool residual_;
+  LtProduct product_;
+};
+
+// The dims and element strides of a row-major tensor of `shape` read
+// through `perm` (empty: as it is), as Transpose's output would be.
+struct View {
+  std::vector<int64_t> dims, strides;
+};
+std::optional<View> Permuted(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
+  View v;
+  std::vector<int64_t> packed(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) packed[i - 1] = packed[i] * shape[i];
+  if (perm.empty()) return View{shape, packed};
+  if (perm.size() != shape.size()) return std::nullopt;
+  std::vector<bool> seen(shape.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(shape.size()) || seen[static_cast<size_t>(p)]) return std::nullopt;
+    seen[static_cast<size_t>(p)] = true;
+    v.dims.push_back(shape[static_cast<size_t>(p)]);
+    v.strides.push_back(packed[static_cast<size_t>(p)]);
+  }
+  return v;
+}
+
+// The stride between consecutive matrices of an operand whose batch dims
+// (dims, strides: its view without the last two) broadcast to `batch`: 0
+// when they are all 1, else they must equal batch's and step through the
+// row-major batch index with one stride. nullopt otherwise.
+std::optional<int64_t> UniformBatchStride(const std::vector<int64_t>& dims,
+                                          const std::vector<int64_t>& strides,
+                                          const std::vector<int64_t>& batch) {
+  bool all_one = true;
+  for (int64_t d : dims) all_one = all_one && d == 1;
+  if (all_one) return 0;
+  if (dims.size() > batch.size()) return std::nullopt;
+  const size_t lead = batch.size() - dims.size();
+  std::optional<int64_t> stride;
+  int64_t expected = 0;
+  for (size_t i = batch.size(); i-- > 0;) {
+    const int64_t d = i < lead ? 1 : dims[i - lead];
+    if (d != batch[i]) return std::nullopt;
+    if (d == 1) continue;
+    const int64_t s = strides[i - lead];
+    if (stride.has_value() && s != expected) return std::nullopt;
+    if (!stride.has_value()) stride = s;
+    expected = s * d;
+  }
+  return stride;
+}
+
+// One matrix of a view (rows x cols, element strides row_stride and
+// col_stride) as cuBLAS reads it: rows `ld` apart, or its transpose's.
+struct MatrixOperand {
+  bool trans = false;
+  int64_t ld = 0;
+};
+std::optional<MatrixOperand> AsMatrix(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= cols)) {
+    return MatrixOperand{false, rows == 1 ? std::max<int64_t>(cols, 1) : row_stride};
+  }
+  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= rows)) {
+    return MatrixOperand{true, cols == 1 ? std::max<int64_t>(rows, 1) : col_stride};
+  }
+  return std::nullopt;
+}
+
+// MatMul whose operands are read through the Transposes that made them and
+// whose result is written through the Transpose that reads it (attention's
+// heads split and merged), as one strided batched product: the transposed
+// copies are never made. Inputs: the sources of A and B (the Transposes'
+// inputs, or the MatMul's own). Declines (node by node then) unless every
+// operand's matrices have unit stride along rows or columns and its batch
+// advances by one stride.
+class StridedMatMulKernel : public CudaKernel {
+ public:
+  StridedMatMulKernel(std::shared_ptr<Context> context, std::vector<int64_t> perm_a,
+                      std::vector<int64_t> perm_b, std::optional<std::vector<int64_t>> perm_y)
+      : context_(std::move(context)),
+        perm_a_(std::move(perm_a)),
+        perm_b_(std::move(perm_b)),
+        perm_y_(std::move(perm_y)) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, 2);
+    return in && SameFloatType(*in) && Plan((*in)[0]->shape(), (*in)[1]->shape()).has_value();
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& a = ctx.Value(0)->tensor();
+    const Tensor& b = ctx.Value(1)->tensor();
+    std::optional<Geometry> p = Plan(a.shape(), b.shape());
+    if (!p) return absl::InternalError("MatMul shapes changed after the kernel accepted them");
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), p->out_shape));
+    if (y.size() > 0) {
+      GemmOperands g = p->operands;
+      g.a = a.raw();
+      g.b = b.raw();
+      g.y = y.mutable_raw();
+      ONNXKIT_RETURN_IF_ERROR(StridedGemm(*context_, a.dtype(), p->m, p->n, p->k, g, p->batch, 1.f, 0.f));
+    }
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  struct Geometry {
+    int64_t m = 0, n = 0, k = 0, batch = 1;
+    GemmOperands operands;  // pointers unset
+    std::vector<int64_t> out_shape;
+  };
+
+  std::optional<Geometry> Plan(const std::vector<int64_t>& a_shape,
+                               const std::vector<int64_t>& b_shape) const {
+    if (a_shape.size() < 2 || b_shape.size() < 2 || a_shape.size() > kMaxRank || b_shape.size() > kMaxRank) {
+      return std::nullopt;
+    }
+    std::optional<View> va = Permuted(a_shape, perm_a_), vb = Permuted(b_shape, perm_b_);
+    if (!va || !vb) return std::nullopt;
+    const size_t ra = va->dims.size(), rb = vb->dims.size();
+    Geometry p;
+    p.m = va->dims[ra - 2];
+    p.k = va->dims[ra - 1];
+    p.n = vb->dims[rb - 1];
+    if (vb->dims[rb - 2] != p.k || p.k == 0) return std::nullopt;
+    std::vector<int64_t> a_batch(va->dims.begin(), va->dims.end() - 2);
+    std::vector<int64_t> b_batch(vb->dims.begin(), vb->dims.end() - 2);
+    std::vector<int64_t> shapes[] = {a_batch, b_batch};
+    auto batch = reference::BroadcastShapes(shapes);
+    if (!batch.ok() || batch->size() + 2 > static_cast<size_t>(kMaxRank)) return std::nullopt;
+    for (int64_t d : *batch) p.batch *= d;
+    std::optional<int64_t> sa =
+        UniformBatchStride(a_batch, std::vector<int64_t>(va->strides.begin(), va->strides.end() - 2), *batch);
+    std::optional<int64_t> sb =
+        UniformBatchStride(b_batch, std::vector<int64_t>(vb->strides.begin(), vb->strides.end() - 2), *batch);
+    std::optional<MatrixOperand> ma = AsMatrix(p.m, p.k, va->strides[ra - 2], va->strides[ra - 1]);
+    std::optional<MatrixOperand> mb = AsMatrix(p.k, p.n, vb->strides[rb - 2], vb->strides[rb - 1]);
+    if (!sa || !sb || !ma || !mb) return std::nullopt;
+    // The product Y (batch..., M, N) lands in the output through perm_y:
+    // output dim q is Y's dim perm_y[q].
+    std::vector<int64_t> y_dims = *batch;
+    y_dims.push_back(p.m);
+    y_dims.push_back(p.n);
+    const size_t ry = y_dims.size();
+    std::vector<int64_t> y_strides(ry, 1);
+    p.out_shape = y_dims;
+    if (perm_y_.has_value()) {
+      if (perm_y_->size() != ry) return std::nullopt;
+      std::optional<View> inverse = Permuted(y_dims, *perm_y_);
+      if (!inverse) return std::nullopt;
+      p.out_shape = inverse->dims;
+      std::vector<int64_t> packed(ry, 1);
+      for (size_t i = ry; i-- > 1;) packed[i - 1] = packed[i] * p.out_shape[i];
+      for (size_t q = 0; q < ry; ++q) y_strides[static_cast<size_t>((*perm_y_)[q])] = packed[q];
+    } else {
+      for (size_t i = ry; i-- > 1;) y_strides[i - 1] = y_strides[i] * y_dims[i];
+    }
+    std::optional<int64_t> sy =
+        UniformBatchStride(*batch, std::vector<int64_t>(y_strides.begin(), y_strides.end() - 2), *batch);
+    std::optional<MatrixOperand> my = AsMatrix(p.m, p.n, y_strides[ry - 2], y_strides[ry - 1]);
+    if (!sy || !my || my->trans) return std::nullopt;
+    for (int64_t v : {p.m, p.n, p.k, p.batch, ma->ld, mb->ld, my->ld}) {
+      if (!FitsInt(v)) return std::nullopt;
+    }
+    p.operands.trans_a = ma->trans;
+    p.operands.lda = ma->ld;
+    p.operands.stride_a = *sa;
+    p.operands.trans_b = mb->trans;
+    p.operands.ldb = mb->ld;
+    p.operands.stride_b = *sb;
+    p.operands.ldy = my->ld;
+    p.operands.stride_y = *sy;
+    return p;
+  }
+
+  std::shared_ptr<Context> context_;
+  std::vector<int64_t> perm_a_, perm_b_;
+  std::optional<std::vector<int64_t>> perm_y_;
 };
 
 class GemmKernel : public CudaKernel {
@@ -140,19 +593,32 @@ class GemmKernel : public CudaKernel {
     auto [m, n, k] = Dims(a, b);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), {m, n}));
     if (y.size() == 0) return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
-    float beta = 0.f;
     const RtValue* c = ctx.Value(2);
     if (c != nullptr && beta_ != 0.f) {
-      std::optional<StridedGeometry> g = BroadcastGeometry(c->tensor().shape(), {m, n});
+      const Tensor& ct = c->tensor();
+      // A bias row (beta 1) or a whole C: one cuBLASLt product (not yet
+      // run on a GPU: experimental).
+      const bool lt = context_->experimental();
+      const bool row = lt && beta_ == 1.f && ct.size() == n && ct.rank() >= 1 && ct.dim(ct.rank() - 1) == n;
+      const bool whole = lt && ct.shape() == std::vector<int64_t>{m, n};
+      if (row || whole) {
+        ONNXKIT_ASSIGN_OR_RETURN(
+            bool done, product_.Run(*context_, a.dtype(), trans_a_, trans_b_, m, n, k, alpha_, a.raw(),
+                                    b.raw(), whole ? beta_ : 0.f, whole ? ct.raw() : nullptr,
+                                    whole ? nullptr : ct.raw(), y.mutable_raw()));
+        if (done) return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+      }
+      std::optional<StridedGeometry> g = BroadcastGeometry(ct.shape(), {m, n});
       if (!g) return absl::InternalError("Gemm C shape changed after the kernel accepted it");
-      const int elem_bytes = a.dtype() == kFloat ? 4 : 2;
-      ONNXKIT_RETURN_IF_ERROR(Launched(
-          LaunchStridedCopy(elem_bytes, c->tensor().raw(), y.mutable_raw(), y.size(), *g, context_->stream()),
-          "Gemm bias"));
-      beta = beta_;
+      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchStridedCopy(ElementBytes(a.dtype()), ct.raw(), y.mutable_raw(),
+                                                         y.size(), *g, context_->stream()),
+                                       "Gemm bias"));
+      ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), trans_a_, trans_b_, m, n, k, a.raw(), 0,
+                                           b.raw(), 0, y.mutable_raw(), 1, alpha_, beta_));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
     }
-    ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), trans_a_, trans_b_, m, n, k, a.raw(), 0, b.raw(), 0,
-                                         y.mutable_raw(), 1, alpha_, beta));
+    ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), trans_a_, trans_b_, m, n, k, a.raw(), 0,
+                                         b.raw(), 0, y.mutable_raw(), 1, alpha_, 0.f));
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
   }
 
@@ -167,6 +633,7 @@ class GemmKernel : public CudaKernel {
   std::shared_ptr<Context> context_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
+  LtProduct product_;
 };
 
 }  // namespace
@@ -182,6 +649,35 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeGemm(const std::shared_ptr<Conte
                                                     reference::AttrInt(node, "transB", 0) != 0,
                                                     reference::AttrFloat(node, "alpha", 1.f),
                                                     reference::AttrFloat(node, "beta", 1.f)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeMatMulBias(const std::shared_ptr<Context>& context,
+                                                           const ir::Node& matmul, const ir::Node& bias_add,
+                                                           const ir::Node* residual_add) {
+  if (matmul.op_type() != "MatMul" || bias_add.op_type() != "Add" ||
+      (residual_add != nullptr && residual_add->op_type() != "Add")) {
+    return std::unique_ptr<CudaKernel>();
+  }
+  return std::unique_ptr<CudaKernel>(new MatMulBiasKernel(context, residual_add != nullptr));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeStridedMatMul(const std::shared_ptr<Context>& context,
+                                                              const ir::Node* transpose_a,
+                                                              const ir::Node* transpose_b,
+                                                              const ir::Node& matmul,
+                                                              const ir::Node* transpose_y) {
+  auto perm = [](const ir::Node* t) -> std::optional<std::vector<int64_t>> {
+    if (t == nullptr) return std::vector<int64_t>{};
+    if (t->op_type() != "Transpose") return std::nullopt;
+    std::vector<int64_t> p = reference::AttrInts(*t, "perm");
+    if (p.empty()) return std::nullopt;  // reversed dims: the rank is not known yet
+    return p;
+  };
+  std::optional<std::vector<int64_t>> pa = perm(transpose_a), pb = perm(transpose_b), py = perm(transpose_y);
+  if (matmul.op_type() != "MatMul" || !pa || !pb || !py) return std::unique_ptr<CudaKernel>();
+  std::optional<std::vector<int64_t>> out;
+  if (transpose_y != nullptr) out = *py;
+  return std::unique_ptr<CudaKernel>(new StridedMatMulKernel(context, *pa, *pb, out));
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -144,11 +144,13 @@ std::vector<ConformanceCase> CollectConformanceCases() {
   return cases;
 }
 
-absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs, bool fuse) {
+absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs, bool fuse,
+                                bool cuda_experimental) {
   ONNXKIT_ASSIGN_OR_RETURN(io::LoadedModel loaded, io::LoadModel(c.model));
   runner::SessionOptions options;
   options.backend = backend;
   options.fuse = fuse;
+  options.cuda_experimental = cuda_experimental;
   options.timeout_seconds = 60;
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> session, runner::Session::Create(std::move(loaded), options));
   std::vector<std::pair<std::string, RtValue>> feeds;

@@ -28,9 +28,9 @@ std::vector<ConformanceCase> CollectConformanceCases();
 // (exact for integers, bools and strings; dtype and shape always exact).
 // `runs` > 1: the session runs the case that many times and the last run's
 // outputs are checked (on cuda, a replayed CUDA graph where the case allows
-// one); `fuse`: SessionOptions::fuse.
+// one); `fuse` and `cuda_experimental`: those SessionOptions.
 absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backend, int runs = 1,
-                                bool fuse = true);
+                                bool fuse = true, bool cuda_experimental = false);
 
 // Compares an actual value with the expected one.
 absl::Status CompareValues(const runner::RtValue& actual, const runner::RtValue& expected, double rtol, double atol);

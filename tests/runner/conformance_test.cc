@@ -142,8 +142,9 @@ TEST(ConformanceTest, CpuBackendMatchesItsExpectedFailureList) {
 // cuda (CUDA kernels, the cpu backend for the rest) passes every case cpu
 // passes; it may pass more. Each case runs three times in its session (the
 // third run replays a recorded CUDA graph where the case allows one), with
-// fusion (the default) and without (every node its own kernel).
-void CheckCudaWhereCpuPasses(bool fuse) {
+// fusion (the default) and without (every node its own kernel), and with
+// what is not yet run on a GPU (SessionOptions::cuda_experimental).
+void CheckCudaWhereCpuPasses(bool fuse, bool experimental = false) {
   if (!runner::cuda::CheckDevice(0).ok()) GTEST_SKIP() << "no CUDA device";
   if (std::getenv("ONNXKIT_CONFORMANCE_FILTER") != nullptr) GTEST_SKIP() << "filtered run";
   std::vector<ConformanceCase> cases = CollectConformanceCases();
@@ -154,19 +155,24 @@ void CheckCudaWhereCpuPasses(bool fuse) {
   for (const ConformanceCase& c : cases) {
     if (cpu_fails.count(c.id)) continue;
     ++checked;
-    absl::Status status = RunConformanceCase(c, runner::Backend::kCuda, /*runs=*/3, fuse);
+    absl::Status status = RunConformanceCase(c, runner::Backend::kCuda, /*runs=*/3, fuse, experimental);
     if (!status.ok()) {
       ++failed;
       ADD_FAILURE() << "cuda fails a case cpu passes: " << c.id << ": " << FirstLine(status.ToString());
     }
   }
-  std::printf("conformance cuda%s: %d cases cpu passes, %d failed on cuda\n", fuse ? "" : " (unfused)",
+  std::printf("conformance cuda%s: %d cases cpu passes, %d failed on cuda\n",
+              experimental ? " (experimental)"
+              : fuse       ? ""
+                           : " (unfused)",
               checked, failed);
 }
 
 TEST(ConformanceTest, CudaBackendPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(true); }
 
 TEST(ConformanceTest, CudaUnfusedPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(false); }
+
+TEST(ConformanceTest, CudaExperimentalPassesWhereCpuPasses) { CheckCudaWhereCpuPasses(true, true); }
 
 }  // namespace
 }  // namespace onnxkit::testing

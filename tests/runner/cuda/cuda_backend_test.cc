@@ -535,15 +535,17 @@ TEST(CudaBackendTest, RunsThatReadDeviceValuesOnTheHostAreNotRecorded) {
   EXPECT_EQ(RunRepeatedly(shaped, runs, true), (std::vector<int>{0, 0, 0, 0}));
 }
 
-// The outputs of one cuda run of `graph` (SessionOptions::fuse as given),
-// and the op types that ran on the device.
+// The outputs of one cuda run of `graph` (SessionOptions::fuse and
+// cuda_experimental as given), and the op types that ran on the device.
 std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& feeds, bool fuse,
-                                    std::vector<std::string>* on_device = nullptr) {
+                                    std::vector<std::string>* on_device = nullptr,
+                                    bool experimental = false) {
   io::LoadedModel loaded;
   loaded.proto = ModelFromGraph(graph, 18);
   runner::SessionOptions options;
   options.backend = Backend::kCuda;
   options.fuse = fuse;
+  options.cuda_experimental = experimental;
   options.on_node_run = [&](const ir::Node& node, const runner::NodeRun& run) {
     if (on_device != nullptr && run.backend == Backend::kCuda) on_device->push_back(node.op_type());
   };
@@ -604,8 +606,12 @@ TEST(CudaBackendTest, ElementwiseChainsRunAsOneKernel) {
         .Node("Tanh", {"y1"}, {"y2"})
         .Node("Cast", {"y2"}, {"y"}, {AttrInt("to", pb::kFloat)})
         .Node("Cast", {"act"}, {"act32"}, {AttrInt("to", pb::kFloat)})
+        // The product read twice: the bias Add stays an element-wise node
+        // (no linear-layer product, also with cuda_experimental).
+        .Node("Cast", {"m"}, {"m32"}, {AttrInt("to", pb::kFloat)})
         .Output("y", pb::kFloat)
-        .Output("act32", pb::kFloat);
+        .Output("act32", pb::kFloat)
+        .Output("m32", pb::kFloat);
     pb::GraphProto g = b.Build();
     Feeds feeds = {{"x", RandomFloats({2, 3, 4}, 124, -2, 2)},
                    {"r", RandomFloats({2, 3, 4}, 125)},
@@ -613,9 +619,9 @@ TEST(CudaBackendTest, ElementwiseChainsRunAsOneKernel) {
     std::vector<std::string> ran;
     std::vector<runner::Tensor> fused = RunCuda(g, feeds, true, &ran);
     std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
-    ASSERT_EQ(fused.size(), 2u);
-    ASSERT_EQ(plain.size(), 2u);
-    for (size_t i = 0; i < 2; ++i)
+    ASSERT_EQ(fused.size(), 3u);
+    ASSERT_EQ(plain.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
       ExpectTensorsClose(plain[i], fused[i], 0, 0, "fused output " + std::to_string(i));
     for (const char* op : {"Div", "Erf", "Mul", "Relu", "Sub", "Sigmoid", "Tanh"}) {
       EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
@@ -636,6 +642,130 @@ TEST(CudaBackendTest, ElementwiseChainsRunAsOneKernel) {
   const float qnan = std::numeric_limits<float>::quiet_NaN();
   ExpectCudaMatchesReference(nan, {{"x", Floats({8}, {qnan, inf, -inf, 1, -1, 0, inf, 2})},
                                    {"z", Floats({8}, {1, 0, 2, qnan, inf, -inf, -1, 0.5f})}});
+}
+
+TEST(CudaBackendTest, LinearLayersRunAsOneProduct) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // MatMul -> Add (bias, first operand) -> Add (residual); MatMul -> Add
+  // (bias) read by two nodes; MatMul -> Add whose other operand is not a
+  // row (node by node); a residual that broadcasts (the product declines
+  // at run time: node by node); Gemm with a bias row and with a whole C.
+  // Float, float16 and bfloat16 against the reference backend, with
+  // cuda_experimental (which makes the products) and node by node.
+  for (int32_t type : {pb::kFloat, pb::kFloat16, pb::kBfloat16}) {
+    SCOPED_TRACE(type);
+    GraphBuilder b("g");
+    b.Input("x", pb::kFloat, {{2, 5, 8}})
+        .Input("r", pb::kFloat, {{2, 5, 6}})
+        .Input("s", pb::kFloat, {{5, 1}})
+        .Input("x2", pb::kFloat, {{5, 8}})
+        .Initializer(InitializerFrom("w", RandomFloats({8, 6}, 151)))
+        .Initializer(InitializerFrom("bias", RandomFloats({6}, 152)))
+        .Initializer(InitializerFrom("w2", RandomFloats({6, 8}, 153)))
+        .Initializer(InitializerFrom("bias2", RandomFloats({1, 1, 8}, 154)))
+        .Initializer(InitializerFrom("full", RandomFloats({5, 6}, 155)))
+        .Initializer(InitializerFrom("wg", RandomFloats({6, 8}, 156)))
+        .Initializer(InitializerFrom("c", RandomFloats({5, 6}, 157)));
+    for (const char* name : {"x", "r", "s", "x2", "w", "bias", "w2", "bias2", "full", "wg", "c"}) {
+      b.Node("Cast", {name}, {std::string(name) + "t"}, {AttrInt("to", type)});
+    }
+    b.Node("MatMul", {"xt", "wt"}, {"m1"})
+        .Node("Add", {"biast", "m1"}, {"a1"})
+        .Node("Add", {"a1", "rt"}, {"y1"})
+        .Node("MatMul", {"y1", "w2t"}, {"m2"})
+        .Node("Add", {"m2", "bias2t"}, {"y2"})
+        .Node("Tanh", {"y2"}, {"t2"})
+        .Node("Mul", {"y2", "t2"}, {"u2"})
+        .Node("MatMul", {"x2t", "wt"}, {"m3"})
+        .Node("Add", {"m3", "fullt"}, {"y3"})
+        .Node("MatMul", {"x2t", "wt"}, {"m4"})
+        .Node("Add", {"m4", "biast"}, {"a4"})
+        .Node("Add", {"a4", "st"}, {"y4"})
+        .Node("Gemm", {"x2t", "wgt", "biast"}, {"y5"}, {AttrInt("transB", 1), AttrFloat("alpha", 0.5f)})
+        .Node("Gemm", {"x2t", "wgt", "ct"}, {"y6"}, {AttrInt("transB", 1), AttrFloat("beta", 0.25f)});
+    for (const char* name : {"y1", "u2", "y3", "y4", "y5", "y6"}) {
+      b.Node("Cast", {name}, {std::string(name) + "_out"}, {AttrInt("to", pb::kFloat)})
+          .Output(std::string(name) + "_out");
+    }
+    pb::GraphProto g = b.Build();
+    Feeds feeds = {{"x", RandomFloats({2, 5, 8}, 158)},
+                   {"r", RandomFloats({2, 5, 6}, 159)},
+                   {"s", RandomFloats({5, 1}, 160)},
+                   {"x2", RandomFloats({5, 8}, 161)}};
+    std::vector<std::string> ran;
+    std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true);
+    std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
+    auto want = RunGraphOn(Backend::kReference, g, feeds);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(got.size(), want->size());
+    ASSERT_EQ(plain.size(), want->size());
+    const double tol = type == pb::kFloat ? 1e-5 : type == pb::kFloat16 ? 1e-2 : 8e-2;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
+      ExpectTensorsClose((*want)[i].tensor(), plain[i], tol, tol, "unfused output " + std::to_string(i));
+    }
+    for (const char* op : {"MatMul", "Add", "Tanh", "Gemm"}) {
+      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+  }
+}
+
+TEST(CudaBackendTest, TransposesAroundMatMulAreReadAsStrides) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Attention as exporters write it: heads split by Transposes before the
+  // products (one of K's moves the head dim last), merged by one after; a
+  // Transpose whose view no strided product reads (node by node); one
+  // whose result is also an output (kept). Float and float16 against the
+  // reference backend, with cuda_experimental (which reads the Transposes
+  // as strides) and node by node.
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    SCOPED_TRACE(type);
+    GraphBuilder b("g");
+    b.Input("q", pb::kFloat, {{2, 5, 3, 4}})
+        .Input("k", pb::kFloat, {{2, 5, 3, 4}})
+        .Input("v", pb::kFloat, {{2, 5, 3, 4}})
+        .Input("z", pb::kFloat, {{2, 3, 4, 5}})
+        .Initializer(InitializerFrom("w", RandomFloats({3, 6}, 171)));
+    for (const char* name : {"q", "k", "v", "z", "w"}) {
+      b.Node("Cast", {name}, {std::string(name) + "t"}, {AttrInt("to", type)});
+    }
+    b.Node("Transpose", {"qt"}, {"qh"}, {AttrInts("perm", {0, 2, 1, 3})})
+        .Node("Transpose", {"kt"}, {"kh"}, {AttrInts("perm", {0, 2, 3, 1})})
+        .Node("Transpose", {"vt"}, {"vh"}, {AttrInts("perm", {0, 2, 1, 3})})
+        .Node("MatMul", {"qh", "kh"}, {"s"})
+        .Node("Softmax", {"s"}, {"p"}, {AttrInt("axis", -1)})
+        .Node("MatMul", {"p", "vh"}, {"c"})
+        .Node("Transpose", {"c"}, {"ct"}, {AttrInts("perm", {0, 2, 1, 3})})
+        .Node("Transpose", {"zt"}, {"zv"}, {AttrInts("perm", {3, 2, 0, 1})})
+        .Node("MatMul", {"zv", "wt"}, {"y2"})
+        .Node("Transpose", {"vt"}, {"vk"}, {AttrInts("perm", {0, 2, 1, 3})})
+        .Node("Transpose", {"kt"}, {"kh2"}, {AttrInts("perm", {0, 2, 3, 1})})
+        .Node("MatMul", {"vk", "kh2"}, {"y3"});
+    for (const char* name : {"ct", "y2", "y3", "vk"}) {
+      b.Node("Cast", {name}, {std::string(name) + "_out"}, {AttrInt("to", pb::kFloat)})
+          .Output(std::string(name) + "_out");
+    }
+    pb::GraphProto g = b.Build();
+    Feeds feeds = {{"q", RandomFloats({2, 5, 3, 4}, 172)},
+                   {"k", RandomFloats({2, 5, 3, 4}, 173)},
+                   {"v", RandomFloats({2, 5, 3, 4}, 174)},
+                   {"z", RandomFloats({2, 3, 4, 5}, 175)}};
+    std::vector<std::string> ran;
+    std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true);
+    std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
+    auto want = RunGraphOn(Backend::kReference, g, feeds);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(got.size(), want->size());
+    ASSERT_EQ(plain.size(), want->size());
+    const double tol = type == pb::kFloat ? 1e-5 : 1e-2;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
+      ExpectTensorsClose((*want)[i].tensor(), plain[i], tol, tol, "unfused output " + std::to_string(i));
+    }
+    for (const char* op : {"MatMul", "Transpose", "Softmax"}) {
+      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+  }
 }
 
 TEST(CudaBackendTest, ConvChainsFoldNormalizationAndFuseWhatFollows) {
