@@ -62,9 +62,13 @@ def onnxkit_compare(binary, model, npz, tf32, oracle, timeout):
     return {"exit": res.returncode, "report": out}
 
 
+# Flags added to every `onnxkit run --backend cuda` (--cuda-experimental).
+RUN_FLAGS = []
+
+
 def onnxkit_bench(binary, model, npz, runs, tf32, timeout, profile=False, extra=(), save=None):
     cmd = [binary, "run", model, "--backend", "cuda", "--bench", str(runs), "--warmup", "5", "--json", "-q"]
-    cmd += list(extra)
+    cmd += RUN_FLAGS + list(extra)
     if save:
         cmd += ["--save-outputs", save]
     if profile:
@@ -144,6 +148,10 @@ def main():
     ap.add_argument("--fp16", action="store_true", help="also each model converted with `onnxkit convert --float16`")
     ap.add_argument("--fp16-only", default="", help="comma-separated model names: --fp16 for these only")
     ap.add_argument("--tf32", action="store_true", help="fp32 products on TF32 tensor cores (onnxkit --tf32)")
+    ap.add_argument("--cuda-experimental", action="store_true",
+                    help="onnxkit run --cuda-experimental (compare has no such flag: its verdict is the default "
+                         "kernels'; the experimental outputs are checked against one cpu-backend run instead, "
+                         "as experimental_vs_cpu, the largest absolute difference)")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--no-compare", action="store_true")
     ap.add_argument("--oracle", default="reference", choices=["reference", "cpu"],
@@ -153,6 +161,8 @@ def main():
                     help="also a profiled run (each device kernel waited for): the ops that take the most time")
     ap.add_argument("--json-out")
     args = ap.parse_args()
+    if args.cuda_experimental:
+        RUN_FLAGS.append("--cuda-experimental")
 
     models = [m for m in args.models.split(",") if m]
     if args.light_dir:
@@ -189,6 +199,13 @@ def main():
                 row["node_by_node"] = onnxkit_bench(args.onnxkit, model, npz, args.runs, args.tf32, args.timeout,
                                                     extra=["--no-cuda-graphs"], save=nodes_dir)
                 row["replay_difference"] = max_output_difference(replayed_dir, nodes_dir)
+                if args.cuda_experimental:
+                    cpu_dir = os.path.join(tmp, name + "_cpu")
+                    cmd = [args.onnxkit, "run", model, "--backend", "cpu", "-q", "--save-outputs", cpu_dir]
+                    if npz:
+                        cmd += ["--input", npz]
+                    run(cmd, args.timeout)
+                    row["experimental_vs_cpu"] = max_output_difference(replayed_dir, cpu_dir)
                 if args.profile:
                     prof = onnxkit_bench(args.onnxkit, model, npz, 10, args.tf32, args.timeout, profile=True)
                     row["profile_ms"] = prof.get("profile_ms", prof.get("error"))
@@ -228,6 +245,8 @@ def main():
                     top = sorted(prof.items(), key=lambda kv: -kv[1])[:8]
                     print("  profile (ms per run, each kernel waited for): " +
                           ", ".join(f"{op} {ms:.3f}" for op, ms in top))
+                if "experimental_vs_cpu" in row:
+                    print(f"  --cuda-experimental outputs vs the cpu backend: max abs {row['experimental_vs_cpu']:.2e}")
                 if host_ops:
                     print("  on the host: " + ", ".join(f"{op} x{n}" for op, n in sorted(host_ops.items())))
                 for k, r in row.items():
