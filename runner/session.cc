@@ -1026,9 +1026,28 @@ void Session::PlanDeviceChains(const std::vector<ir::Node*>& order) {
   for (const ir::Node* head : order) {
     if (!eligible(head) || head->output(0) == nullptr) continue;
     std::vector<const ir::Node*> members = grow(nullptr, {head}, kMaxNodes);
-    if (members.size() < 2) continue;
+    if (members.empty()) continue;
     std::vector<const ir::Value*> inputs = inputs_of(members, nullptr);
     if (inputs.size() > kMaxInputs) continue;
+    // (cuda_experimental) A Softmax that alone reads the result: computed
+    // from the chain's values, which are never stored.
+    const ir::Node* softmax = options_.cuda_experimental ? only_reader(members.back()->output(0)) : nullptr;
+    if (softmax != nullptr && !((softmax->op_type() == "Softmax" || softmax->op_type() == "LogSoftmax") &&
+                                softmax->domain().empty() && available(softmax) &&
+                                softmax->num_inputs() == 1 && softmax->num_outputs() == 1)) {
+      softmax = nullptr;
+    }
+    if (softmax != nullptr) {
+      absl::StatusOr<int64_t> opset = OpsetOf(*softmax);
+      auto kernel = opset.ok() ? cuda::MakeSoftmaxChain(cuda_, members, *softmax, *opset, inputs)
+                               : absl::StatusOr<std::unique_ptr<cuda::CudaKernel>>(nullptr);
+      if (kernel.ok() && *kernel != nullptr) {
+        members.push_back(softmax);
+        add_chain(std::move(members), std::move(inputs), *std::move(kernel));
+        continue;
+      }
+    }
+    if (members.size() < 2) continue;
     auto kernel = cuda::MakeElementwiseChain(cuda_, members, inputs);
     if (!kernel.ok() || *kernel == nullptr) continue;
     add_chain(std::move(members), std::move(inputs), *std::move(kernel));

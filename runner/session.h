@@ -82,7 +82,8 @@ struct SessionOptions {
   // cuda sessions: also what is written but not yet run on a GPU (off until
   // checked on one): linear layers (MatMul, bias Add, residual Add) as one
   // cuBLASLt product, MatMuls reading and writing through the Transposes
-  // around them (PlanDeviceChains), Gemm's bias and C on cuBLASLt
+  // around them, element-wise runs with the Softmax after them as one
+  // kernel (PlanDeviceChains), Gemm's bias and C on cuBLASLt
   // (cuda::ContextOptions::experimental).
   bool cuda_experimental = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel, and

@@ -398,7 +398,9 @@ void RegisterRun(CLI::App& app, Action& action) {
       "--cuda-experimental", o->cuda_experimental,
       "--backend cuda: also what is written but not yet checked on a GPU: linear layers (MatMul, the Add "
       "of a bias row, the Add of a residual) as one cuBLASLt product, MatMuls reading and writing "
-      "through the Transposes around them (attention heads), Gemm's bias and C on cuBLASLt");
+      "through the Transposes around them (attention heads), element-wise ops and the Softmax that alone "
+      "reads "
+      "them (scale and mask) as one kernel, Gemm's bias and C on cuBLASLt");
   sub->add_option("--threads", o->threads,
                   "Threads of the cpu backend, 1 to 256 (default 1; the reference backend runs on one)");
   sub->add_option(

@@ -128,6 +128,15 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeElementwiseChain(const std::shar
                                                                  const std::vector<const ir::Node*>& nodes,
                                                                  const std::vector<const ir::Value*>& inputs);
 
+// One kernel computing the Softmax or LogSoftmax node `softmax` (of opset
+// `softmax_opset`) of the last of the element-wise `nodes` (as
+// MakeElementwiseChain's), whose result is never stored (a scale and a
+// mask before attention's Softmax). Null when they cannot run as one.
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSoftmaxChain(const std::shared_ptr<Context>& context,
+                                                             const std::vector<const ir::Node*>& nodes,
+                                                             const ir::Node& softmax, int64_t softmax_opset,
+                                                             const std::vector<const ir::Value*>& inputs);
+
 // One kernel running Conv `conv`, then (when not null) BatchNormalization
 // `batch_norm` on its output (folded into the weights and bias; they and
 // its parameters must be constants), then the element-wise `nodes` (each

@@ -59,6 +59,12 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeStridedMatMul(const std::shared_
                                                               const ir::Node&, const ir::Node*) {
   return NotBuilt();
 }
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSoftmaxChain(const std::shared_ptr<Context>&,
+                                                             const std::vector<const ir::Node*>&,
+                                                             const ir::Node&, int64_t,
+                                                             const std::vector<const ir::Value*>&) {
+  return NotBuilt();
+}
 bool HasKernel(std::string_view, std::string_view, int64_t) { return false; }
 std::vector<std::string_view> KernelOps() { return {}; }
 

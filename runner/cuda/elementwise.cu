@@ -108,19 +108,48 @@ __device__ __forceinline__ float ChainOperand(const ChainProgram& p, const float
   return ToFloat(static_cast<const T*>(in.data)[offset]);
 }
 
+// The chain's last value at output element i, rounded to T (as each).
+template <typename T>
+__device__ __forceinline__ float ChainValue(const ChainProgram& p, int64_t i) {
+  float values[kMaxChainOps];
+  for (int k = 0; k < p.num_ops; ++k) {
+    const ChainOp& op = p.ops[k];
+    const float a = ChainOperand<T>(p, values, op.a, i);
+    const float r = op.binary ? Binary(op.binary_op, a, ChainOperand<T>(p, values, op.b, i))
+                              : Unary(op.unary, a, op.alpha, op.beta);
+    values[k] = ToFloat(FromFloat<T>(r));
+  }
+  return values[p.num_ops - 1];
+}
+
 template <typename T>
 __global__ void ChainKernel(const ChainProgram p, T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    float values[kMaxChainOps];
-    for (int k = 0; k < p.num_ops; ++k) {
-      const ChainOp& op = p.ops[k];
-      const float a = ChainOperand<T>(p, values, op.a, i);
-      const float r = op.binary ? Binary(op.binary_op, a, ChainOperand<T>(p, values, op.b, i))
-                                : Unary(op.unary, a, op.alpha, op.beta);
-      values[k] = ToFloat(FromFloat<T>(r));
+    y[i] = FromFloat<T>(ChainValue<T>(p, i));
+  }
+}
+
+// Softmax (LogSoftmax) of the chain's values along rows as LaunchSoftmax's:
+// one block per row; the values are computed again in each of the three
+// passes instead of being stored.
+template <typename T>
+__global__ void ChainSoftmaxKernel(const ChainProgram p, bool log, T* y, int64_t outer, int64_t len,
+                                   int64_t inner) {
+  __shared__ float shared[kThreads];
+  for (int64_t row = blockIdx.x; row < outer * inner; row += gridDim.x) {
+    const int64_t base = (row / inner) * len * inner + row % inner;
+    float m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < len; j += kThreads) m = fmaxf(m, ChainValue<T>(p, base + j * inner));
+    m = device::BlockReduce<true>(m, shared);
+    float s = 0.f;
+    for (int64_t j = threadIdx.x; j < len; j += kThreads) s += expf(ChainValue<T>(p, base + j * inner) - m);
+    s = device::BlockReduce<false>(s, shared);
+    const float log_s = logf(s);
+    for (int64_t j = threadIdx.x; j < len; j += kThreads) {
+      const float d = ChainValue<T>(p, base + j * inner) - m;
+      y[base + j * inner] = FromFloat<T>(log ? d - log_s : expf(d) / s);
     }
-    y[i] = FromFloat<T>(values[p.num_ops - 1]);
   }
 }
 
@@ -384,6 +413,29 @@ cudaError_t LaunchChain(int32_t dtype, const ChainProgram& p, void* y, int64_t n
       break;
     case kBFloat16:
       ChainKernel<<<Blocks(n), kThreads, 0, stream>>>(p, static_cast<__nv_bfloat16*>(y), n);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchChainSoftmax(int32_t dtype, const ChainProgram& p, bool log, void* y, int64_t outer,
+                               int64_t len, int64_t inner, cudaStream_t stream) {
+  const int64_t rows = outer * inner;
+  if (rows == 0 || len == 0) return cudaSuccess;
+  if (p.num_ops < 1 || p.num_ops > kMaxChainOps) return cudaErrorInvalidValue;
+  const unsigned blocks = static_cast<unsigned>(rows < (int64_t{1} << 20) ? rows : (int64_t{1} << 20));
+  switch (dtype) {
+    case kFloat:
+      ChainSoftmaxKernel<<<blocks, kThreads, 0, stream>>>(p, log, static_cast<float*>(y), outer, len, inner);
+      break;
+    case kFloat16:
+      ChainSoftmaxKernel<<<blocks, kThreads, 0, stream>>>(p, log, static_cast<__half*>(y), outer, len, inner);
+      break;
+    case kBFloat16:
+      ChainSoftmaxKernel<<<blocks, kThreads, 0, stream>>>(p, log, static_cast<__nv_bfloat16*>(y), outer, len,
+                                                          inner);
       break;
     default:
       return cudaErrorInvalidValue;

@@ -3,6 +3,8 @@
 // only, except Cast; other types, ranks above kMaxRank and variadic
 // Max/Min run on the cpu backend.
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -191,12 +193,21 @@ class CastKernel : public CudaKernel {
   int32_t to_;
 };
 
+// A Softmax or LogSoftmax after the chain (MakeSoftmaxChain).
+struct SoftmaxTail {
+  bool log = false;
+  int64_t axis = -1;
+  bool flatten = false;  // opsets before 13: rows are everything from axis on
+};
+
 // Element-wise nodes as one kernel (LaunchChain): inputs of one floating
-// type broadcast together to the result's shape.
+// type broadcast together to the result's shape; with a softmax tail, the
+// Softmax of that result (LaunchChainSoftmax).
 class ElementwiseChainKernel : public CudaKernel {
  public:
-  ElementwiseChainKernel(std::shared_ptr<Context> context, std::vector<ChainOp> ops, int num_inputs)
-      : context_(std::move(context)), ops_(std::move(ops)), num_inputs_(num_inputs) {}
+  ElementwiseChainKernel(std::shared_ptr<Context> context, std::vector<ChainOp> ops, int num_inputs,
+                         std::optional<SoftmaxTail> softmax = std::nullopt)
+      : context_(std::move(context)), ops_(std::move(ops)), num_inputs_(num_inputs), softmax_(softmax) {}
 
   bool Accepts(const KernelContext& ctx) const override {
     auto in = TensorInputs(ctx, num_inputs_);
@@ -204,7 +215,11 @@ class ElementwiseChainKernel : public CudaKernel {
     for (const Tensor* t : *in) {
       if (t->dtype() != (*in)[0]->dtype() || t->rank() > kMaxRank) return false;
     }
-    return Shape(*in).ok();
+    absl::StatusOr<std::vector<int64_t>> shape = Shape(*in);
+    if (!shape.ok()) return false;
+    return !softmax_.has_value() ||
+           (!shape->empty() &&
+            reference::NormalizeAxis(softmax_->axis, static_cast<int64_t>(shape->size())).ok());
   }
 
   absl::Status Run(KernelContext& ctx) override {
@@ -231,6 +246,19 @@ class ElementwiseChainKernel : public CudaKernel {
       }
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate((*in)[0]->dtype(), shape));
+    if (softmax_.has_value()) {
+      ONNXKIT_ASSIGN_OR_RETURN(int64_t axis,
+                               reference::NormalizeAxis(softmax_->axis, static_cast<int64_t>(shape.size())));
+      const auto a = shape.begin() + static_cast<std::ptrdiff_t>(axis);
+      const int64_t outer = std::accumulate(shape.begin(), a, int64_t{1}, std::multiplies<>());
+      const int64_t after = std::accumulate(a + 1, shape.end(), int64_t{1}, std::multiplies<>());
+      const int64_t len = softmax_->flatten ? *a * after : *a;
+      const int64_t inner = softmax_->flatten ? 1 : after;
+      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchChainSoftmax(y.dtype(), p, softmax_->log, y.mutable_raw(), outer,
+                                                          len, inner, context_->stream()),
+                                       "element-wise chain and Softmax"));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    }
     ONNXKIT_RETURN_IF_ERROR(Launched(LaunchChain(y.dtype(), p, y.mutable_raw(), y.size(), context_->stream()),
                                      "element-wise chain"));
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
@@ -246,7 +274,38 @@ class ElementwiseChainKernel : public CudaKernel {
   std::shared_ptr<Context> context_;
   std::vector<ChainOp> ops_;
   int num_inputs_;
+  std::optional<SoftmaxTail> softmax_;
 };
+
+// The chain program's ops for element-wise `nodes` reading earlier nodes'
+// outputs and `inputs`; nullopt when they cannot run as one.
+std::optional<std::vector<ChainOp>> ChainOps(const std::vector<const ir::Node*>& nodes,
+                                             const std::vector<const ir::Value*>& inputs) {
+  if (nodes.empty() || nodes.size() > static_cast<size_t>(kMaxChainOps) ||
+      inputs.size() > static_cast<size_t>(kMaxChainInputs) || inputs.empty()) {
+    return std::nullopt;
+  }
+  std::vector<ChainOp> ops;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!ChainableOp(*nodes[k])) return std::nullopt;
+    ChainOp op = *ElementwiseOpOf(*nodes[k]);
+    int* operands[] = {&op.a, &op.b};
+    for (int i = 0; i < nodes[k]->num_inputs(); ++i) {
+      const ir::Value* v = nodes[k]->input(i);
+      int source = -1;
+      for (size_t m = 0; m < k; ++m) {
+        if (nodes[m]->output(0) == v) source = static_cast<int>(m);
+      }
+      for (size_t j = 0; source < 0 && j < inputs.size(); ++j) {
+        if (inputs[j] == v) source = kMaxChainOps + static_cast<int>(j);
+      }
+      if (v == nullptr || source < 0) return std::nullopt;
+      *operands[i] = source;
+    }
+    ops.push_back(op);
+  }
+  return ops;
+}
 
 }  // namespace
 
@@ -352,31 +411,27 @@ bool ChainableOp(const ir::Node& node) {
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeElementwiseChain(
     const std::shared_ptr<Context>& context, const std::vector<const ir::Node*>& nodes,
     const std::vector<const ir::Value*>& inputs) {
-  if (nodes.empty() || nodes.size() > static_cast<size_t>(kMaxChainOps) ||
-      inputs.size() > static_cast<size_t>(kMaxChainInputs) || inputs.empty()) {
+  std::optional<std::vector<ChainOp>> ops = ChainOps(nodes, inputs);
+  if (!ops) return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(
+      new ElementwiseChainKernel(context, *std::move(ops), static_cast<int>(inputs.size())));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSoftmaxChain(const std::shared_ptr<Context>& context,
+                                                             const std::vector<const ir::Node*>& nodes,
+                                                             const ir::Node& softmax, int64_t softmax_opset,
+                                                             const std::vector<const ir::Value*>& inputs) {
+  std::optional<std::vector<ChainOp>> ops = ChainOps(nodes, inputs);
+  const bool is_softmax = softmax.op_type() == "Softmax" || softmax.op_type() == "LogSoftmax";
+  if (!ops || !is_softmax || softmax.num_inputs() != 1 || softmax.input(0) != nodes.back()->output(0)) {
     return std::unique_ptr<CudaKernel>();
   }
-  std::vector<ChainOp> ops;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    if (!ChainableOp(*nodes[k])) return std::unique_ptr<CudaKernel>();
-    ChainOp op = *ElementwiseOpOf(*nodes[k]);
-    int* operands[] = {&op.a, &op.b};
-    for (int i = 0; i < nodes[k]->num_inputs(); ++i) {
-      const ir::Value* v = nodes[k]->input(i);
-      int source = -1;
-      for (size_t m = 0; m < k; ++m) {
-        if (nodes[m]->output(0) == v) source = static_cast<int>(m);
-      }
-      for (size_t j = 0; source < 0 && j < inputs.size(); ++j) {
-        if (inputs[j] == v) source = kMaxChainOps + static_cast<int>(j);
-      }
-      if (v == nullptr || source < 0) return std::unique_ptr<CudaKernel>();
-      *operands[i] = source;
-    }
-    ops.push_back(op);
-  }
+  SoftmaxTail tail;
+  tail.log = softmax.op_type() == "LogSoftmax";
+  tail.flatten = softmax_opset < 13;
+  tail.axis = reference::AttrInt(softmax, "axis", tail.flatten ? 1 : -1);
   return std::unique_ptr<CudaKernel>(
-      new ElementwiseChainKernel(context, std::move(ops), static_cast<int>(inputs.size())));
+      new ElementwiseChainKernel(context, *std::move(ops), static_cast<int>(inputs.size()), tail));
 }
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeCast(const std::shared_ptr<Context>& context, const ir::Node& node,

@@ -86,6 +86,11 @@ struct ChainProgram {
   int64_t dims[kMaxRank] = {};
 };
 cudaError_t LaunchChain(int32_t dtype, const ChainProgram& program, void* y, int64_t n, cudaStream_t stream);
+// Softmax (or LogSoftmax) of the chain's result, as LaunchSoftmax of it
+// (rows of `len` elements `inner` apart over the program's output
+// elements), without storing the result.
+cudaError_t LaunchChainSoftmax(int32_t dtype, const ChainProgram& program, bool log, void* y, int64_t outer,
+                               int64_t len, int64_t inner, cudaStream_t stream);
 
 // Comparisons and logic (elementwise.cu): y (bool, one byte) = op(a, b)
 // over n output elements, operands placed as in LaunchBinary (`geometry`

@@ -538,10 +538,10 @@ TEST(CudaBackendTest, RunsThatReadDeviceValuesOnTheHostAreNotRecorded) {
 // The outputs of one cuda run of `graph` (SessionOptions::fuse and
 // cuda_experimental as given), and the op types that ran on the device.
 std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& feeds, bool fuse,
-                                    std::vector<std::string>* on_device = nullptr,
-                                    bool experimental = false) {
+                                    std::vector<std::string>* on_device = nullptr, bool experimental = false,
+                                    int64_t opset = 18) {
   io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(graph, 18);
+  loaded.proto = ModelFromGraph(graph, opset);
   runner::SessionOptions options;
   options.backend = Backend::kCuda;
   options.fuse = fuse;
@@ -764,6 +764,59 @@ TEST(CudaBackendTest, TransposesAroundMatMulAreReadAsStrides) {
     }
     for (const char* op : {"MatMul", "Transpose", "Softmax"}) {
       EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+    }
+  }
+}
+
+TEST(CudaBackendTest, ScaleAndMaskBeforeSoftmaxRunAsOneKernel) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Attention's scores: Div by a scalar, Add of a mask with -inf in places,
+  // Softmax on the last axis; a lone Add before a LogSoftmax on axis 1 (at
+  // opset 11 rows are flattened from the axis on); a chain whose result is
+  // also an output (the Softmax stays its own kernel). Float and float16,
+  // with cuda_experimental, against the reference backend and node by node.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    for (int64_t opset : {int64_t{18}, int64_t{11}}) {
+      SCOPED_TRACE(std::to_string(type) + " opset " + std::to_string(opset));
+      GraphBuilder b("g");
+      b.Input("x", pb::kFloat, {{2, 3, 5, 7}})
+          .Input("mask", pb::kFloat, {{2, 1, 1, 7}})
+          .Initializer(InitializerFrom("scale", Floats({}, {8.f})));
+      for (const char* name : {"x", "mask", "scale"}) {
+        b.Node("Cast", {name}, {std::string(name) + "t"}, {AttrInt("to", type)});
+      }
+      b.Node("Div", {"xt", "scalet"}, {"d"})
+          .Node("Add", {"d", "maskt"}, {"s"})
+          .Node("Softmax", {"s"}, {"p"}, {AttrInt("axis", -1)})
+          .Node("Add", {"xt", "xt"}, {"x2"})
+          .Node("LogSoftmax", {"x2"}, {"l"}, {AttrInt("axis", 1)})
+          .Node("Mul", {"xt", "scalet"}, {"m"})
+          .Node("Sub", {"m", "maskt"}, {"m2"})
+          .Node("Softmax", {"m2"}, {"q"}, {AttrInt("axis", -1)});
+      for (const char* name : {"p", "l", "m2", "q"}) {
+        b.Node("Cast", {name}, {std::string(name) + "_out"}, {AttrInt("to", pb::kFloat)})
+            .Output(std::string(name) + "_out");
+      }
+      pb::GraphProto g = b.Build();
+      std::vector<float> mask(14, 0.f);
+      mask[3] = mask[9] = mask[10] = -inf;
+      Feeds feeds = {{"x", RandomFloats({2, 3, 5, 7}, 181, -4, 4)}, {"mask", Floats({2, 1, 1, 7}, mask)}};
+      std::vector<std::string> ran;
+      std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true, opset);
+      std::vector<runner::Tensor> plain = RunCuda(g, feeds, false, nullptr, false, opset);
+      auto want = RunGraphOn(Backend::kReference, g, feeds, opset);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_EQ(got.size(), want->size());
+      ASSERT_EQ(plain.size(), want->size());
+      const double tol = type == pb::kFloat ? 1e-5 : 1e-2;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
+        ExpectTensorsClose(plain[i], got[i], tol, tol, "unfused output " + std::to_string(i));
+      }
+      for (const char* op : {"Div", "Add", "Softmax", "LogSoftmax"}) {
+        EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+      }
     }
   }
 }
