@@ -21,6 +21,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
 #include "runner/cuda/libraries.h"
+#include "runner/gemm_geometry.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cuda {
@@ -38,29 +39,18 @@ cublasComputeType_t ComputeType(const Context& context, int32_t dtype) {
 
 int ElementBytes(int32_t dtype) { return dtype == kFloat ? 4 : 2; }
 
-// Row-major Y[i] (M x N) = alpha * op(A[i]) op(B[i]) + beta * Y[i] for i
-// in [0, batch): A[i] starts stride_a elements after A[i-1] (0: shared),
-// its rows lda elements apart (op(A) = A^T: A's rows, K of them), B and Y
-// likewise.
-struct GemmOperands {
-  const void* a = nullptr;
-  int64_t lda = 0, stride_a = 0;
-  bool trans_a = false;
-  const void* b = nullptr;
-  int64_t ldb = 0, stride_b = 0;
-  bool trans_b = false;
-  void* y = nullptr;
-  int64_t ldy = 0, stride_y = 0;
-};
-absl::Status StridedGemm(Context& context, int32_t dtype, int64_t m, int64_t n, int64_t k,
-                         const GemmOperands& g, int64_t batch, float alpha, float beta) {
+// Y = alpha * op(A) op(B) + beta * Y for the row-major product `p`
+// (runner/gemm_geometry.h), as one cuBLAS strided batched call.
+absl::Status Gemm(Context& context, int32_t dtype, const RowMajorProduct& p, const void* a, const void* b,
+                  void* y, float alpha, float beta) {
   const cudaDataType_t type = CudaType(dtype);
+  const ColumnMajorCall c = ToColumnMajor(p);
   return CublasStatus(
       Libs().cublasGemmStridedBatchedEx(
-          context.cublas(), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, g.b, type,
-          static_cast<int>(g.ldb), g.stride_b, g.a, type, static_cast<int>(g.lda), g.stride_a, &beta, g.y,
-          type, static_cast<int>(g.ldy), g.stride_y, static_cast<int>(batch), ComputeType(context, dtype),
+          context.cublas(), c.trans_x ? CUBLAS_OP_T : CUBLAS_OP_N, c.trans_w ? CUBLAS_OP_T : CUBLAS_OP_N,
+          static_cast<int>(c.rows), static_cast<int>(c.cols), static_cast<int>(c.depth), &alpha, b, type,
+          static_cast<int>(c.ldx), c.stride_x, a, type, static_cast<int>(c.ldw), c.stride_w, &beta, y, type,
+          static_cast<int>(c.ldc), c.stride_c, static_cast<int>(c.batch), ComputeType(context, dtype),
           CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
 }
@@ -69,19 +59,8 @@ absl::Status StridedGemm(Context& context, int32_t dtype, int64_t m, int64_t n, 
 absl::Status RowMajorGemm(Context& context, int32_t dtype, bool trans_a, bool trans_b, int64_t m, int64_t n,
                           int64_t k, const void* a, int64_t stride_a, const void* b, int64_t stride_b,
                           void* y, int64_t batch, float alpha, float beta) {
-  GemmOperands g;
-  g.a = a;
-  g.lda = trans_a ? m : k;
-  g.stride_a = stride_a;
-  g.trans_a = trans_a;
-  g.b = b;
-  g.ldb = trans_b ? k : n;
-  g.stride_b = stride_b;
-  g.trans_b = trans_b;
-  g.y = y;
-  g.ldy = n;
-  g.stride_y = m * n;
-  return StridedGemm(context, dtype, m, n, k, g, batch, alpha, beta);
+  return Gemm(context, dtype, PackedProduct(trans_a, trans_b, m, n, k, batch, stride_a, stride_b), a, b, y,
+              alpha, beta);
 }
 
 // The largest power of two up to 256 dividing the address (cuBLASLt picks
@@ -162,6 +141,8 @@ class LtProduct {
     ONNXKIT_RETURN_IF_ERROR(
         CublasStatus(Libs().cublasLtMatmulDescCreate(&desc_, ComputeType(context, k.dtype), CUDA_R_32F),
                      "cuBLASLt descriptor"));
+    // cuBLASLt's A is the row-major B and its B the row-major A
+    // (ToColumnMajor).
     const cublasOperation_t op_b = k.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_a = k.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasLtEpilogue_t epilogue = k.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
@@ -176,19 +157,15 @@ class LtProduct {
                                                            sizeof(epilogue)),
                      "cuBLASLt"));
     // Column-major views of the row-major operands as stored.
-    const uint64_t n = static_cast<uint64_t>(k.n), m = static_cast<uint64_t>(k.m),
-                   kk = static_cast<uint64_t>(k.k);
-    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
-        k.trans_b ? Libs().cublasLtMatrixLayoutCreate(&layout_b_, type, kk, n, static_cast<int64_t>(kk))
-                  : Libs().cublasLtMatrixLayoutCreate(&layout_b_, type, n, kk, static_cast<int64_t>(n)),
-        "cuBLASLt layout"));
-    ONNXKIT_RETURN_IF_ERROR(CublasStatus(
-        k.trans_a ? Libs().cublasLtMatrixLayoutCreate(&layout_a_, type, m, kk, static_cast<int64_t>(m))
-                  : Libs().cublasLtMatrixLayoutCreate(&layout_a_, type, kk, m, static_cast<int64_t>(kk)),
-        "cuBLASLt layout"));
-    ONNXKIT_RETURN_IF_ERROR(
-        CublasStatus(Libs().cublasLtMatrixLayoutCreate(&layout_y_, type, n, m, static_cast<int64_t>(n)),
-                     "cuBLASLt layout"));
+    const ColumnMajorCall c = ToColumnMajor(PackedProduct(k.trans_a, k.trans_b, k.m, k.n, k.k, 1, 0, 0));
+    auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t ld) {
+      return CublasStatus(Libs().cublasLtMatrixLayoutCreate(l, type, static_cast<uint64_t>(rows),
+                                                            static_cast<uint64_t>(cols), ld),
+                          "cuBLASLt layout");
+    };
+    ONNXKIT_RETURN_IF_ERROR(layout(&layout_b_, c.x_rows, c.x_cols, c.ldx));
+    ONNXKIT_RETURN_IF_ERROR(layout(&layout_a_, c.w_rows, c.w_cols, c.ldw));
+    ONNXKIT_RETURN_IF_ERROR(layout(&layout_y_, c.rows, c.cols, c.ldc));
     cublasLtMatmulPreference_t preference = nullptr;
     ONNXKIT_RETURN_IF_ERROR(
         CublasStatus(Libs().cublasLtMatmulPreferenceCreate(&preference), "cuBLASLt preference"));
@@ -397,69 +374,6 @@ class MatMulBiasKernel : public CudaKernel {
   LtProduct product_;
 };
 
-// The dims and element strides of a row-major tensor of `shape` read
-// through `perm` (empty: as it is), as Transpose's output would be.
-struct View {
-  std::vector<int64_t> dims, strides;
-};
-std::optional<View> Permuted(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
-  View v;
-  std::vector<int64_t> packed(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) packed[i - 1] = packed[i] * shape[i];
-  if (perm.empty()) return View{shape, packed};
-  if (perm.size() != shape.size()) return std::nullopt;
-  std::vector<bool> seen(shape.size(), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(shape.size()) || seen[static_cast<size_t>(p)]) return std::nullopt;
-    seen[static_cast<size_t>(p)] = true;
-    v.dims.push_back(shape[static_cast<size_t>(p)]);
-    v.strides.push_back(packed[static_cast<size_t>(p)]);
-  }
-  return v;
-}
-
-// The stride between consecutive matrices of an operand whose batch dims
-// (dims, strides: its view without the last two) broadcast to `batch`: 0
-// when they are all 1, else they must equal batch's and step through the
-// row-major batch index with one stride. nullopt otherwise.
-std::optional<int64_t> UniformBatchStride(const std::vector<int64_t>& dims,
-                                          const std::vector<int64_t>& strides,
-                                          const std::vector<int64_t>& batch) {
-  bool all_one = true;
-  for (int64_t d : dims) all_one = all_one && d == 1;
-  if (all_one) return 0;
-  if (dims.size() > batch.size()) return std::nullopt;
-  const size_t lead = batch.size() - dims.size();
-  std::optional<int64_t> stride;
-  int64_t expected = 0;
-  for (size_t i = batch.size(); i-- > 0;) {
-    const int64_t d = i < lead ? 1 : dims[i - lead];
-    if (d != batch[i]) return std::nullopt;
-    if (d == 1) continue;
-    const int64_t s = strides[i - lead];
-    if (stride.has_value() && s != expected) return std::nullopt;
-    if (!stride.has_value()) stride = s;
-    expected = s * d;
-  }
-  return stride;
-}
-
-// One matrix of a view (rows x cols, element strides row_stride and
-// col_stride) as cuBLAS reads it: rows `ld` apart, or its transpose's.
-struct MatrixOperand {
-  bool trans = false;
-  int64_t ld = 0;
-};
-std::optional<MatrixOperand> AsMatrix(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  if ((col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= cols)) {
-    return MatrixOperand{false, rows == 1 ? std::max<int64_t>(cols, 1) : row_stride};
-  }
-  if ((row_stride == 1 || rows == 1) && (cols == 1 || col_stride >= rows)) {
-    return MatrixOperand{true, cols == 1 ? std::max<int64_t>(rows, 1) : col_stride};
-  }
-  return std::nullopt;
-}
-
 // MatMul whose operands are read through the Transposes that made them and
 // whose result is written through the Transpose that reads it (attention's
 // heads split and merged), as one strided batched product: the transposed
@@ -484,87 +398,18 @@ class StridedMatMulKernel : public CudaKernel {
   absl::Status Run(KernelContext& ctx) override {
     const Tensor& a = ctx.Value(0)->tensor();
     const Tensor& b = ctx.Value(1)->tensor();
-    std::optional<Geometry> p = Plan(a.shape(), b.shape());
+    std::optional<RowMajorProduct> p = Plan(a.shape(), b.shape());
     if (!p) return absl::InternalError("MatMul shapes changed after the kernel accepted them");
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(a.dtype(), p->out_shape));
-    if (y.size() > 0) {
-      GemmOperands g = p->operands;
-      g.a = a.raw();
-      g.b = b.raw();
-      g.y = y.mutable_raw();
-      ONNXKIT_RETURN_IF_ERROR(StridedGemm(*context_, a.dtype(), p->m, p->n, p->k, g, p->batch, 1.f, 0.f));
-    }
+    if (y.size() > 0)
+      ONNXKIT_RETURN_IF_ERROR(Gemm(*context_, a.dtype(), *p, a.raw(), b.raw(), y.mutable_raw(), 1.f, 0.f));
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
   }
 
  private:
-  struct Geometry {
-    int64_t m = 0, n = 0, k = 0, batch = 1;
-    GemmOperands operands;  // pointers unset
-    std::vector<int64_t> out_shape;
-  };
-
-  std::optional<Geometry> Plan(const std::vector<int64_t>& a_shape,
-                               const std::vector<int64_t>& b_shape) const {
-    if (a_shape.size() < 2 || b_shape.size() < 2 || a_shape.size() > kMaxRank || b_shape.size() > kMaxRank) {
-      return std::nullopt;
-    }
-    std::optional<View> va = Permuted(a_shape, perm_a_), vb = Permuted(b_shape, perm_b_);
-    if (!va || !vb) return std::nullopt;
-    const size_t ra = va->dims.size(), rb = vb->dims.size();
-    Geometry p;
-    p.m = va->dims[ra - 2];
-    p.k = va->dims[ra - 1];
-    p.n = vb->dims[rb - 1];
-    if (vb->dims[rb - 2] != p.k || p.k == 0) return std::nullopt;
-    std::vector<int64_t> a_batch(va->dims.begin(), va->dims.end() - 2);
-    std::vector<int64_t> b_batch(vb->dims.begin(), vb->dims.end() - 2);
-    std::vector<int64_t> shapes[] = {a_batch, b_batch};
-    auto batch = reference::BroadcastShapes(shapes);
-    if (!batch.ok() || batch->size() + 2 > static_cast<size_t>(kMaxRank)) return std::nullopt;
-    for (int64_t d : *batch) p.batch *= d;
-    std::optional<int64_t> sa =
-        UniformBatchStride(a_batch, std::vector<int64_t>(va->strides.begin(), va->strides.end() - 2), *batch);
-    std::optional<int64_t> sb =
-        UniformBatchStride(b_batch, std::vector<int64_t>(vb->strides.begin(), vb->strides.end() - 2), *batch);
-    std::optional<MatrixOperand> ma = AsMatrix(p.m, p.k, va->strides[ra - 2], va->strides[ra - 1]);
-    std::optional<MatrixOperand> mb = AsMatrix(p.k, p.n, vb->strides[rb - 2], vb->strides[rb - 1]);
-    if (!sa || !sb || !ma || !mb) return std::nullopt;
-    // The product Y (batch..., M, N) lands in the output through perm_y:
-    // output dim q is Y's dim perm_y[q].
-    std::vector<int64_t> y_dims = *batch;
-    y_dims.push_back(p.m);
-    y_dims.push_back(p.n);
-    const size_t ry = y_dims.size();
-    std::vector<int64_t> y_strides(ry, 1);
-    p.out_shape = y_dims;
-    if (perm_y_.has_value()) {
-      if (perm_y_->size() != ry) return std::nullopt;
-      std::optional<View> inverse = Permuted(y_dims, *perm_y_);
-      if (!inverse) return std::nullopt;
-      p.out_shape = inverse->dims;
-      std::vector<int64_t> packed(ry, 1);
-      for (size_t i = ry; i-- > 1;) packed[i - 1] = packed[i] * p.out_shape[i];
-      for (size_t q = 0; q < ry; ++q) y_strides[static_cast<size_t>((*perm_y_)[q])] = packed[q];
-    } else {
-      for (size_t i = ry; i-- > 1;) y_strides[i - 1] = y_strides[i] * y_dims[i];
-    }
-    std::optional<int64_t> sy =
-        UniformBatchStride(*batch, std::vector<int64_t>(y_strides.begin(), y_strides.end() - 2), *batch);
-    std::optional<MatrixOperand> my = AsMatrix(p.m, p.n, y_strides[ry - 2], y_strides[ry - 1]);
-    if (!sy || !my || my->trans) return std::nullopt;
-    for (int64_t v : {p.m, p.n, p.k, p.batch, ma->ld, mb->ld, my->ld}) {
-      if (!FitsInt(v)) return std::nullopt;
-    }
-    p.operands.trans_a = ma->trans;
-    p.operands.lda = ma->ld;
-    p.operands.stride_a = *sa;
-    p.operands.trans_b = mb->trans;
-    p.operands.ldb = mb->ld;
-    p.operands.stride_b = *sb;
-    p.operands.ldy = my->ld;
-    p.operands.stride_y = *sy;
-    return p;
+  std::optional<RowMajorProduct> Plan(const std::vector<int64_t>& a_shape,
+                                      const std::vector<int64_t>& b_shape) const {
+    return PlanPermutedMatMul(a_shape, perm_a_, b_shape, perm_b_, perm_y_, kMaxRank);
   }
 
   std::shared_ptr<Context> context_;
