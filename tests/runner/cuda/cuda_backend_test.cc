@@ -563,6 +563,28 @@ std::vector<runner::Tensor> RunCuda(const pb::GraphProto& graph, const Feeds& fe
   return tensors;
 }
 
+// Runs `graph` on cuda with cuda_experimental (fused), on cuda node by
+// node and on the reference backend: both cuda runs must match the
+// reference within `tol` (atol and rtol), and every op of `on_device` must
+// have run on the device in the experimental run.
+void ExpectExperimentalMatches(const pb::GraphProto& graph, const Feeds& feeds, double tol,
+                               const std::vector<std::string>& on_device, int64_t opset = 18) {
+  std::vector<std::string> ran;
+  std::vector<runner::Tensor> got = RunCuda(graph, feeds, true, &ran, /*experimental=*/true, opset);
+  std::vector<runner::Tensor> plain = RunCuda(graph, feeds, false, nullptr, false, opset);
+  auto want = RunGraphOn(Backend::kReference, graph, feeds, opset);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(got.size(), want->size());
+  ASSERT_EQ(plain.size(), want->size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
+    ExpectTensorsClose((*want)[i].tensor(), plain[i], tol, tol, "unfused output " + std::to_string(i));
+  }
+  for (const std::string& op : on_device) {
+    EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
+  }
+}
+
 TEST(CudaBackendTest, ElementwiseChainsRunAsOneKernel) {
   ONNXKIT_NEED_CUDA_DEVICE();
   // A bias and GELU written out (the bias sum read twice), a residual sum
@@ -692,21 +714,8 @@ TEST(CudaBackendTest, LinearLayersRunAsOneProduct) {
                    {"r", RandomFloats({2, 5, 6}, 159)},
                    {"s", RandomFloats({5, 1}, 160)},
                    {"x2", RandomFloats({5, 8}, 161)}};
-    std::vector<std::string> ran;
-    std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true);
-    std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
-    auto want = RunGraphOn(Backend::kReference, g, feeds);
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_EQ(got.size(), want->size());
-    ASSERT_EQ(plain.size(), want->size());
     const double tol = type == pb::kFloat ? 1e-5 : type == pb::kFloat16 ? 1e-2 : 8e-2;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
-      ExpectTensorsClose((*want)[i].tensor(), plain[i], tol, tol, "unfused output " + std::to_string(i));
-    }
-    for (const char* op : {"MatMul", "Add", "Tanh", "Gemm"}) {
-      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
-    }
+    ExpectExperimentalMatches(g, feeds, tol, {"MatMul", "Add", "Tanh", "Gemm"});
   }
 }
 
@@ -750,21 +759,7 @@ TEST(CudaBackendTest, TransposesAroundMatMulAreReadAsStrides) {
                    {"k", RandomFloats({2, 5, 3, 4}, 173)},
                    {"v", RandomFloats({2, 5, 3, 4}, 174)},
                    {"z", RandomFloats({2, 3, 4, 5}, 175)}};
-    std::vector<std::string> ran;
-    std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true);
-    std::vector<runner::Tensor> plain = RunCuda(g, feeds, false);
-    auto want = RunGraphOn(Backend::kReference, g, feeds);
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_EQ(got.size(), want->size());
-    ASSERT_EQ(plain.size(), want->size());
-    const double tol = type == pb::kFloat ? 1e-5 : 1e-2;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
-      ExpectTensorsClose((*want)[i].tensor(), plain[i], tol, tol, "unfused output " + std::to_string(i));
-    }
-    for (const char* op : {"MatMul", "Transpose", "Softmax"}) {
-      EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
-    }
+    ExpectExperimentalMatches(g, feeds, type == pb::kFloat ? 1e-5 : 1e-2, {"MatMul", "Transpose", "Softmax"});
   }
 }
 
@@ -802,21 +797,8 @@ TEST(CudaBackendTest, ScaleAndMaskBeforeSoftmaxRunAsOneKernel) {
       std::vector<float> mask(14, 0.f);
       mask[3] = mask[9] = mask[10] = -inf;
       Feeds feeds = {{"x", RandomFloats({2, 3, 5, 7}, 181, -4, 4)}, {"mask", Floats({2, 1, 1, 7}, mask)}};
-      std::vector<std::string> ran;
-      std::vector<runner::Tensor> got = RunCuda(g, feeds, true, &ran, /*experimental=*/true, opset);
-      std::vector<runner::Tensor> plain = RunCuda(g, feeds, false, nullptr, false, opset);
-      auto want = RunGraphOn(Backend::kReference, g, feeds, opset);
-      ASSERT_TRUE(want.ok()) << want.status();
-      ASSERT_EQ(got.size(), want->size());
-      ASSERT_EQ(plain.size(), want->size());
-      const double tol = type == pb::kFloat ? 1e-5 : 1e-2;
-      for (size_t i = 0; i < got.size(); ++i) {
-        ExpectTensorsClose((*want)[i].tensor(), got[i], tol, tol, "output " + std::to_string(i));
-        ExpectTensorsClose(plain[i], got[i], tol, tol, "unfused output " + std::to_string(i));
-      }
-      for (const char* op : {"Div", "Add", "Softmax", "LogSoftmax"}) {
-        EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run on the device";
-      }
+      ExpectExperimentalMatches(g, feeds, type == pb::kFloat ? 1e-5 : 1e-2,
+                                {"Div", "Add", "Softmax", "LogSoftmax"}, opset);
     }
   }
 }
