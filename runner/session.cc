@@ -23,6 +23,7 @@
 #include "runner/cpu/threads.h"
 #include "runner/cpu/transformer.h"
 #include "runner/cuda/cuda_backend.h"
+#include "runner/device_plan.h"
 #include "runner/function_kernel.h"
 
 namespace onnxkit::runner {
@@ -822,237 +823,55 @@ absl::Status Session::PlanDevice() {
 }
 
 void Session::PlanDeviceChains(const std::vector<ir::Node*>& order) {
-  constexpr size_t kMaxNodes = 8, kMaxInputs = 8;  // cuda::kMaxChainOps, kMaxChainInputs
-  const ir::Graph& main = model_->graph();
-  absl::flat_hash_map<const ir::Node*, size_t> position;
-  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  absl::flat_hash_set<const ir::Node*> taken;
-  auto available = [&](const ir::Node* n) {
-    return n != nullptr && position.contains(n) && !folded_nodes_.contains(n) && cuda_kernels_.contains(n) &&
-           !taken.contains(n);
+  DevicePlanHooks hooks;
+  hooks.on_device = [&](const ir::Node& n) {
+    return !folded_nodes_.contains(&n) && cuda_kernels_.contains(&n);
   };
-  auto eligible = [&](const ir::Node* n) { return available(n) && cuda::ChainableOp(*n); };
-  auto is_constant = [&](const ir::Value* v) {
-    return v != nullptr && (v->IsConstant() || run_constants_.contains(v)) && constants_.contains(v);
+  hooks.constant = [&](const ir::Value& v) -> const Tensor* {
+    if (!v.IsConstant() && !run_constants_.contains(&v)) return nullptr;
+    auto it = constants_.find(&v);
+    return it != constants_.end() && it->second.is_tensor() ? &it->second.tensor() : nullptr;
   };
+  hooks.chainable = [](const ir::Node& n) { return cuda::ChainableOp(n); };
+  std::vector<std::unique_ptr<cuda::CudaKernel>> kernels;
+  hooks.make = [&](const DeviceGroup& g) {
+    absl::StatusOr<std::unique_ptr<cuda::CudaKernel>> kernel = std::unique_ptr<cuda::CudaKernel>();
+    switch (g.kind) {
+      case DeviceGroupKind::kConv:
+        kernel = cuda::MakeConvChain(cuda_, *g.head, g.norm, g.elementwise, g.extra);
+        break;
+      case DeviceGroupKind::kMatMulBias:
+        kernel = cuda::MakeMatMulBias(cuda_, *g.head, *g.bias_add, g.residual_add);
+        break;
+      case DeviceGroupKind::kStridedMatMul:
+        kernel = cuda::MakeStridedMatMul(cuda_, g.transpose_a, g.transpose_b, *g.head, g.transpose_y);
+        break;
+      case DeviceGroupKind::kSoftmax: {
+        absl::StatusOr<int64_t> opset = OpsetOf(*g.softmax);
+        if (opset.ok()) kernel = cuda::MakeSoftmaxChain(cuda_, g.elementwise, *g.softmax, *opset, g.inputs);
+        break;
+      }
+      case DeviceGroupKind::kElementwise:
+        kernel = cuda::MakeElementwiseChain(cuda_, g.elementwise, g.inputs);
+        break;
+    }
+    if (!kernel.ok() || *kernel == nullptr) return false;
+    kernels.push_back(*std::move(kernel));
+    return true;
+  };
+  // cuda::kMaxChainOps and kMaxChainInputs.
+  std::vector<DeviceGroup> groups = PlanDeviceGroups(order, hooks, options_.cuda_experimental, 8, 8);
   absl::flat_hash_map<const ir::Node*, const FusionChain*> by_tail;
-  auto add_chain = [&](std::vector<const ir::Node*> nodes, std::vector<const ir::Value*> inputs,
-                       std::unique_ptr<cuda::CudaKernel> kernel) {
+  for (size_t i = 0; i < groups.size(); ++i) {
     auto chain = std::make_unique<FusionChain>();
     chain->kind = FusionKind::kDevice;
-    chain->nodes = std::move(nodes);
-    chain->extra_inputs = std::move(inputs);
-    taken.insert(chain->nodes.begin(), chain->nodes.end());
-    device_chain_kernels_[chain.get()] = std::move(kernel);
+    chain->nodes = std::move(groups[i].nodes);
+    chain->extra_inputs = std::move(groups[i].inputs);
+    device_chain_kernels_[chain.get()] = std::move(kernels[i]);
     by_tail[chain->nodes.back()] = chain.get();
     chains_.push_back(std::move(chain));
-  };
-  // Element-wise nodes after `start` (the value the chain has so far):
-  // grown by the earliest reader of the chain's values (after all of them
-  // in the order, as it reads one of them), then cut back until every
-  // value but the last is read only inside the chain.
-  auto grow = [&](const ir::Value* start, std::vector<const ir::Node*> members, size_t limit) {
-    auto member = [&](const ir::Node* n) {
-      return std::find(members.begin(), members.end(), n) != members.end();
-    };
-    auto values = [&]() {
-      std::vector<const ir::Value*> v;
-      if (start != nullptr) v.push_back(start);
-      for (const ir::Node* m : members) v.push_back(m->output(0));
-      return v;
-    };
-    while (members.size() < limit) {
-      const ir::Node* next = nullptr;
-      bool blocked = false;
-      for (const ir::Value* v : values()) {
-        for (const ir::Use& use : v->uses()) {
-          if (member(use.node)) continue;
-          auto p = position.find(use.node);
-          if (p == position.end()) {
-            blocked = true;  // read inside a subgraph
-          } else if (next == nullptr || p->second < position[next]) {
-            next = use.node;
-          }
-        }
-      }
-      if (blocked || next == nullptr || !eligible(next)) break;
-      members.push_back(next);
-    }
-    auto closed = [&]() {
-      std::vector<const ir::Value*> v = values();
-      for (size_t k = 0; k + 1 < v.size(); ++k) {
-        if (v[k]->IsGraphOutput()) return false;
-        for (const ir::Use& use : v[k]->uses()) {
-          if (!member(use.node)) return false;
-        }
-      }
-      return true;
-    };
-    while (!members.empty() && !closed()) members.pop_back();
-    return members;
-  };
-  // The values `nodes` read that none of them (nor `inside`) makes.
-  auto inputs_of = [&](const std::vector<const ir::Node*>& nodes, const ir::Value* inside) {
-    std::vector<const ir::Value*> inputs;
-    for (const ir::Node* m : nodes) {
-      for (const ir::Value* v : m->inputs()) {
-        const bool made_inside =
-            v == inside || (v != nullptr && v->producer() != nullptr &&
-                            std::find(nodes.begin(), nodes.end(), v->producer()) != nodes.end());
-        if (v != nullptr && !made_inside && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) {
-          inputs.push_back(v);
-        }
-      }
-    }
-    return inputs;
-  };
-  // Conv chains first: a normalization folded in, element-wise ops after.
-  for (const ir::Node* conv : order) {
-    if (conv->op_type() != "Conv" || !conv->domain().empty() || !available(conv) || conv->num_outputs() != 1)
-      continue;
-    const ir::Value* bias = conv->num_inputs() > 2 ? conv->input(2) : nullptr;
-    if (conv->num_inputs() < 2 || !is_constant(conv->input(1)) || (bias != nullptr && !is_constant(bias)))
-      continue;
-    const ir::Value* result = conv->output(0);
-    const ir::Node* norm = nullptr;
-    if (result->uses().size() == 1 && !result->IsGraphOutput()) {
-      const ir::Node* n = result->uses()[0].node;
-      bool ok = n->op_type() == "BatchNormalization" && n->domain().empty() && available(n) &&
-                n->num_inputs() == 5 && n->input(0) == result;
-      for (int i = 1; ok && i < 5; ++i) ok = is_constant(n->input(i));
-      for (int i = 1; ok && i < n->num_outputs(); ++i)
-        ok = n->output(i) == nullptr || n->output(i)->name().empty();
-      if (ok) {
-        norm = n;
-        result = n->output(0);
-      }
-    }
-    std::vector<const ir::Node*> tail = grow(result, {}, kMaxNodes - 1);
-    if (norm == nullptr && tail.empty()) continue;
-    std::vector<const ir::Value*> extra = inputs_of(tail, result);
-    if (extra.size() + 2 > kMaxInputs) continue;
-    auto kernel = cuda::MakeConvChain(cuda_, *conv, norm, tail, extra);
-    if (!kernel.ok() || *kernel == nullptr) continue;
-    std::vector<const ir::Node*> nodes = {conv};
-    if (norm != nullptr) nodes.push_back(norm);
-    nodes.insert(nodes.end(), tail.begin(), tail.end());
-    std::vector<const ir::Value*> inputs = {conv->input(0), conv->input(1), bias,   nullptr,
-                                            nullptr,        nullptr,        nullptr};
-    for (int i = 1; norm != nullptr && i < 5; ++i) inputs[static_cast<size_t>(2 + i)] = norm->input(i);
-    inputs.insert(inputs.end(), extra.begin(), extra.end());
-    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
   }
-  // Linear layers (cuda_experimental): MatMul, the Add of a constant bias
-  // row (one element per column), then the Add of a residual when one
-  // follows, as one cuBLASLt product. Before the element-wise chains, which
-  // would take the Adds.
-  auto sole_add = [&](const ir::Value* v) -> const ir::Node* {
-    if (v == nullptr || v->uses().size() != 1 || v->IsGraphOutput()) return nullptr;
-    const ir::Node* n = v->uses()[0].node;
-    const bool ok = n->op_type() == "Add" && n->domain().empty() && available(n) && n->num_inputs() == 2 &&
-                    n->num_outputs() == 1 && n->input(0) != n->input(1) && n->input(0) != nullptr &&
-                    n->input(1) != nullptr;
-    return ok ? n : nullptr;
-  };
-  auto other_operand = [](const ir::Node* add, const ir::Value* v) {
-    return add->input(0) == v ? add->input(1) : add->input(0);
-  };
-  for (const ir::Node* matmul : order) {
-    if (!options_.cuda_experimental) break;
-    if (matmul->op_type() != "MatMul" || !matmul->domain().empty() || !available(matmul) ||
-        matmul->num_inputs() != 2 || matmul->num_outputs() != 1 || !is_constant(matmul->input(1))) {
-      continue;
-    }
-    const ir::Node* add = sole_add(matmul->output(0));
-    if (add == nullptr) continue;
-    const ir::Value* bias = other_operand(add, matmul->output(0));
-    const RtValue& weights = constants_.at(matmul->input(1));
-    if (!is_constant(bias) || !weights.is_tensor() || weights.tensor().rank() != 2) continue;
-    const RtValue& row = constants_.at(bias);
-    if (!row.is_tensor() || row.tensor().size() != weights.tensor().dim(1)) continue;
-    const ir::Node* residual = sole_add(add->output(0));
-    auto kernel = cuda::MakeMatMulBias(cuda_, *matmul, *add, residual);
-    if (!kernel.ok() || *kernel == nullptr) continue;
-    std::vector<const ir::Node*> nodes = {matmul, add};
-    std::vector<const ir::Value*> inputs = {matmul->input(0), matmul->input(1), bias};
-    if (residual != nullptr) {
-      nodes.push_back(residual);
-      inputs.push_back(other_operand(residual, add->output(0)));
-    }
-    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
-  }
-  // Products around Transposes (cuda_experimental; attention's heads split
-  // before a MatMul and merged after it): the MatMul reads and writes
-  // through strides and the transposed copies are never made.
-  auto sole_transpose = [&](const ir::Node* n, const ir::Value* read) {
-    return n != nullptr && n->op_type() == "Transpose" && n->domain().empty() && available(n) &&
-           n->num_outputs() == 1 && n->num_inputs() == 1 && n->input(0) == read &&
-           n->GetInts("perm").has_value();
-  };
-  auto only_reader = [](const ir::Value* v) -> const ir::Node* {
-    return v != nullptr && v->uses().size() == 1 && !v->IsGraphOutput() ? v->uses()[0].node : nullptr;
-  };
-  for (const ir::Node* matmul : order) {
-    if (!options_.cuda_experimental) break;
-    if (matmul->op_type() != "MatMul" || !matmul->domain().empty() || !available(matmul) ||
-        matmul->num_inputs() != 2 || matmul->num_outputs() != 1 || matmul->input(0) == nullptr ||
-        matmul->input(1) == nullptr) {
-      continue;
-    }
-    std::vector<const ir::Node*> sources;
-    for (int i = 0; i < 2; ++i) {
-      const ir::Value* v = matmul->input(i);
-      const ir::Node* t = v->producer();
-      const bool absorbed = only_reader(v) == matmul && t != nullptr && sole_transpose(t, t->input(0));
-      sources.push_back(absorbed ? t : nullptr);
-    }
-    const ir::Node* reader = only_reader(matmul->output(0));
-    const ir::Node* after = sole_transpose(reader, matmul->output(0)) ? reader : nullptr;
-    if (sources[0] == nullptr && sources[1] == nullptr && after == nullptr) continue;
-    auto kernel = cuda::MakeStridedMatMul(cuda_, sources[0], sources[1], *matmul, after);
-    if (!kernel.ok() || *kernel == nullptr) continue;
-    std::vector<const ir::Node*> nodes;
-    for (const ir::Node* t : sources) {
-      if (t != nullptr) nodes.push_back(t);
-    }
-    std::sort(nodes.begin(), nodes.end(),
-              [&](const ir::Node* x, const ir::Node* y) { return position[x] < position[y]; });
-    nodes.push_back(matmul);
-    if (after != nullptr) nodes.push_back(after);
-    std::vector<const ir::Value*> inputs = {sources[0] != nullptr ? sources[0]->input(0) : matmul->input(0),
-                                            sources[1] != nullptr ? sources[1]->input(0) : matmul->input(1)};
-    add_chain(std::move(nodes), std::move(inputs), *std::move(kernel));
-  }
-  for (const ir::Node* head : order) {
-    if (!eligible(head) || head->output(0) == nullptr) continue;
-    std::vector<const ir::Node*> members = grow(nullptr, {head}, kMaxNodes);
-    if (members.empty()) continue;
-    std::vector<const ir::Value*> inputs = inputs_of(members, nullptr);
-    if (inputs.size() > kMaxInputs) continue;
-    // (cuda_experimental) A Softmax that alone reads the result: computed
-    // from the chain's values, which are never stored.
-    const ir::Node* softmax = options_.cuda_experimental ? only_reader(members.back()->output(0)) : nullptr;
-    if (softmax != nullptr && !((softmax->op_type() == "Softmax" || softmax->op_type() == "LogSoftmax") &&
-                                softmax->domain().empty() && available(softmax) &&
-                                softmax->num_inputs() == 1 && softmax->num_outputs() == 1)) {
-      softmax = nullptr;
-    }
-    if (softmax != nullptr) {
-      absl::StatusOr<int64_t> opset = OpsetOf(*softmax);
-      auto kernel = opset.ok() ? cuda::MakeSoftmaxChain(cuda_, members, *softmax, *opset, inputs)
-                               : absl::StatusOr<std::unique_ptr<cuda::CudaKernel>>(nullptr);
-      if (kernel.ok() && *kernel != nullptr) {
-        members.push_back(softmax);
-        add_chain(std::move(members), std::move(inputs), *std::move(kernel));
-        continue;
-      }
-    }
-    if (members.size() < 2) continue;
-    auto kernel = cuda::MakeElementwiseChain(cuda_, members, inputs);
-    if (!kernel.ok() || *kernel == nullptr) continue;
-    add_chain(std::move(members), std::move(inputs), *std::move(kernel));
-  }
-  if (!by_tail.empty()) fused_plans_[&main] = BuildPlan(main, order, by_tail, elided_);
+  if (!by_tail.empty()) fused_plans_[&model_->graph()] = BuildPlan(model_->graph(), order, by_tail, elided_);
 }
 
 namespace {
