@@ -83,7 +83,7 @@ struct SessionOptions {
   // checked on one): linear layers (MatMul, bias Add, residual Add) as one
   // cuBLASLt product, MatMuls reading and writing through the Transposes
   // around them, element-wise runs with the Softmax after them as one
-  // kernel (PlanDeviceChains), Gemm's bias and C on cuBLASLt
+  // kernel (PlanDeviceChains), Gemm's bias and C on cuBLASLt, Resize
   // (cuda::ContextOptions::experimental).
   bool cuda_experimental = false;
   // The cpu backend runs Conv chains (runner/fusion.h) as one kernel, and

@@ -400,7 +400,7 @@ void RegisterRun(CLI::App& app, Action& action) {
       "of a bias row, the Add of a residual) as one cuBLASLt product, MatMuls reading and writing "
       "through the Transposes around them (attention heads), element-wise ops and the Softmax that alone "
       "reads "
-      "them (scale and mask) as one kernel, Gemm's bias and C on cuBLASLt");
+      "them (scale and mask) as one kernel, Gemm's bias and C on cuBLASLt, Resize and Upsample");
   sub->add_option("--threads", o->threads,
                   "Threads of the cpu backend, 1 to 256 (default 1; the reference backend runs on one)");
   sub->add_option(

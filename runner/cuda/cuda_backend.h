@@ -47,7 +47,8 @@ struct ContextOptions {
   // (about 1e-3 relative error instead of 1e-6).
   bool allow_tf32 = false;
   // Kernels written but not yet run on a GPU are used too (now: Gemm's
-  // bias and C on cuBLASLt, MatMul batches against one B as one product).
+  // bias and C on cuBLASLt, MatMul batches against one B as one product,
+  // Resize and Upsample).
   bool experimental = false;
 };
 

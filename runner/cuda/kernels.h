@@ -45,6 +45,8 @@ Factory MakeClip;
 Factory MakeSum;
 // ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2.
 Factory MakeReduce;
+// Resize and Upsample (null unless the context is experimental).
+Factory MakeResize;
 // data_kernels.cc: views and shape queries, Concat, Slice, Gather, Expand.
 Factory MakeView;
 Factory MakeConcat;

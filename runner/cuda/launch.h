@@ -166,6 +166,23 @@ cudaError_t LaunchLayerNorm(int32_t dtype, const void* x, const void* scale, con
 // LRN across the c channels of [n, c, inner].
 cudaError_t LaunchLrn(int32_t dtype, const void* x, void* y, int64_t total, int64_t c, int64_t inner, int64_t size,
                       float alpha, float beta, float bias, cudaStream_t stream);
+// Resize (nn.cu; experimental): output element o at coordinates c reads,
+// per axis d, count[d][c_d] taps starting at entry first[d][c_d] of
+// offset[d] (input element offsets along the axis, its stride included)
+// and weight[d]; the result is the sum over the product of the axes' taps
+// of the weights' product times the input element, or `extrapolation`
+// where an axis has no tap (outside the input).
+struct ResizeGeometry {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  const int64_t* first[kMaxRank] = {};
+  const int64_t* count[kMaxRank] = {};
+  const int64_t* offset[kMaxRank] = {};
+  const float* weight[kMaxRank] = {};
+  float extrapolation = 0;
+};
+cudaError_t LaunchResize(int32_t dtype, const void* x, void* y, int64_t n, const ResizeGeometry& g,
+                         cudaStream_t stream);
 // y[o, j, i] = x[o, indices[j], i] for x of [outer, axis_len, inner];
 // device indices of index_bytes (4 or 8). flag null: the indices are
 // already in [0, axis_len). Else negative ones count from the end and one

@@ -1,5 +1,5 @@
 // Device kernels: pooling, BatchNormalization (inference), LayerNormalization,
-// LRN, Gather. Floating-point element types (float, float16, bfloat16) are
+// LRN, Gather, Resize. Floating-point element types (float, float16, bfloat16) are
 // computed in float; NaN and Inf propagate as in the reference kernels.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -197,6 +197,42 @@ cudaError_t GatherOf(const void* x, const void* indices, int index_bytes, void* 
   return cudaGetLastError();
 }
 
+template <typename T>
+__global__ void ResizeKernel(const T* x, T* y, int64_t n, const ResizeGeometry g) {
+  for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < n;
+       o += int64_t{blockDim.x} * gridDim.x) {
+    int64_t first[kMaxRank], count[kMaxRank], k[kMaxRank];
+    bool outside = false;
+    int64_t rest = o;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      const int64_t c = rest % g.out_dims[d];
+      rest /= g.out_dims[d];
+      first[d] = g.first[d][c];
+      count[d] = g.count[d][c];
+      k[d] = 0;
+      outside = outside || count[d] <= 0;
+    }
+    if (outside) {
+      y[o] = FromFloat<T>(g.extrapolation);
+      continue;
+    }
+    float sum = 0.f;
+    while (true) {
+      float w = 1.f;
+      int64_t src = 0;
+      for (int d = 0; d < g.rank; ++d) {
+        w *= g.weight[d][first[d] + k[d]];
+        src += g.offset[d][first[d] + k[d]];
+      }
+      sum += w * ToFloat(x[src]);
+      int d = g.rank;
+      while (d > 0 && ++k[d - 1] == count[d - 1]) k[--d] = 0;
+      if (d == 0) break;
+    }
+    y[o] = FromFloat<T>(sum);
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchPool(PoolMode mode, int32_t dtype, const void* x, void* y, const PoolGeometry& g,
@@ -265,6 +301,17 @@ cudaError_t LaunchGather(int elem_bytes, const void* x, const void* indices, int
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+cudaError_t LaunchResize(int32_t dtype, const void* x, void* y, int64_t n, const ResizeGeometry& g,
+                         cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (g.rank < 1 || g.rank > kMaxRank) return cudaErrorInvalidValue;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    ResizeKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, g);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -16,6 +16,7 @@
 #include "runner/cuda/kernels.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
+#include "runner/reference/resize_geometry.h"
 #include "runner/reference/shape_ops.h"
 
 namespace onnxkit::runner::cuda {
@@ -388,6 +389,110 @@ class ReduceKernel : public CudaKernel {
   bool keepdims_, noop_;
 };
 
+// Resize and Upsample (experimental: not yet run on a GPU) of float,
+// float16 and bfloat16 tensors: the reference backend's geometry (its taps
+// and weights per output coordinate of every axis, runner/reference/
+// resize_geometry.h), shared, made on the host and copied up once per
+// shape; the device sums the product of the axes' taps in float. Scales,
+// sizes and roi are read on the host.
+class ResizeKernel : public CudaKernel {
+ public:
+  ResizeKernel(std::shared_ptr<Context> context, reference::resize::Config config)
+      : context_(std::move(context)), config_(std::move(config)) {}
+
+  Side InputSide(int i) const override { return i == 0 ? Side::kDevice : Side::kHost; }
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, 1);
+    return in && IsFloatType((*in)[0]->dtype()) && (*in)[0]->rank() >= 1 && (*in)[0]->rank() <= kMaxRank;
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    namespace rs = reference::resize;
+    const Tensor& x = ctx.Value(0)->tensor();
+    ONNXKIT_ASSIGN_OR_RETURN(rs::Geometry g, rs::ResolveGeometry(ctx, config_, x));
+    for (int d = 0; d < x.rank(); ++d) {
+      if (x.dim(d) == 0 && g.out_shape[static_cast<size_t>(d)] > 0) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot resize the empty axis ", d, " of X"));
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), g.out_shape));
+    if (y.size() == 0) return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    if (!tables_ || x.shape() != planned_x_ || g.out_shape != planned_.out_shape ||
+        g.scales != planned_.scales || g.roi_start != planned_.roi_start || g.roi_end != planned_.roi_end) {
+      ONNXKIT_RETURN_IF_ERROR(Tables(x.shape(), g));
+      planned_x_ = x.shape();
+      planned_ = g;
+    }
+    ONNXKIT_RETURN_IF_ERROR(Launch(x, y));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  // Per axis, in one int64 tensor: first[out], count[out] and the taps'
+  // element offsets; the taps' weights in one float tensor
+  // (reference::resize::FlattenTaps). Copied up once per geometry.
+  absl::Status Tables(const std::vector<int64_t>& x_shape, const reference::resize::Geometry& g) {
+    const reference::resize::FlatTaps f = reference::resize::FlattenTaps(config_, x_shape, g);
+    std::vector<int64_t> ints;
+    std::vector<float> weights;
+    layout_.assign(x_shape.size(), AxisLayout{});
+    for (size_t d = 0; d < x_shape.size(); ++d) {
+      AxisLayout& a = layout_[d];
+      a.first = ints.size();
+      ints.insert(ints.end(), f.first[d].begin(), f.first[d].end());
+      a.count = ints.size();
+      ints.insert(ints.end(), f.count[d].begin(), f.count[d].end());
+      a.offset = ints.size();
+      ints.insert(ints.end(), f.offset[d].begin(), f.offset[d].end());
+      a.weight = weights.size();
+      weights.insert(weights.end(), f.weight[d].begin(), f.weight[d].end());
+    }
+    ints.push_back(0);  // neither is ever empty
+    weights.push_back(0.f);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor host_ints,
+                             Tensor::AllocateUninitialized(kInt64, {static_cast<int64_t>(ints.size())}));
+    std::copy(ints.begin(), ints.end(), host_ints.mutable_data<int64_t>());
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor host_weights,
+                             Tensor::AllocateUninitialized(kFloat, {static_cast<int64_t>(weights.size())}));
+    std::copy(weights.begin(), weights.end(), host_weights.mutable_data<float>());
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor ints_on_device, ToDevice(*context_, host_ints));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor weights_on_device, ToDevice(*context_, host_weights));
+    tables_ = std::move(ints_on_device);
+    weights_ = std::move(weights_on_device);
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(const Tensor& x, Tensor& y) {
+    ResizeGeometry g;
+    g.rank = y.rank();
+    g.extrapolation = static_cast<float>(config_.extrapolation);
+    const auto* ints = static_cast<const int64_t*>(tables_->raw());
+    const auto* weights = static_cast<const float*>(weights_->raw());
+    for (int d = 0; d < y.rank(); ++d) {
+      const AxisLayout& a = layout_[static_cast<size_t>(d)];
+      g.out_dims[d] = y.dim(d);
+      g.first[d] = ints + a.first;
+      g.count[d] = ints + a.count;
+      g.offset[d] = ints + a.offset;
+      g.weight[d] = weights + a.weight;
+    }
+    return Launched(LaunchResize(x.dtype(), x.raw(), y.mutable_raw(), y.size(), g, context_->stream()),
+                    "Resize");
+  }
+
+  struct AxisLayout {
+    size_t first = 0, count = 0, offset = 0, weight = 0;
+  };
+
+  std::shared_ptr<Context> context_;
+  reference::resize::Config config_;
+  std::vector<int64_t> planned_x_;
+  reference::resize::Geometry planned_;
+  std::vector<AxisLayout> layout_;
+  std::optional<Tensor> tables_, weights_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBatchNorm(const std::shared_ptr<Context>& context,
@@ -478,6 +583,15 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeReduce(const std::shared_ptr<Con
   return std::unique_ptr<CudaKernel>(new ReduceKernel(
       context, op, axes_input, std::move(axes_attr), reference::AttrInt(node, "keepdims", 1) != 0,
       axes_input && reference::AttrInt(node, "noop_with_empty_axes", 0) != 0));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeResize(const std::shared_ptr<Context>& context,
+                                                       const ir::Node& node, const KernelInfo& info) {
+  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
+  auto config = node.op_type() == "Upsample" ? reference::resize::ParseUpsample(node, info.opset)
+                                             : reference::resize::ParseResize(node, info.opset);
+  if (!config.ok()) return std::unique_ptr<CudaKernel>();  // the cpu kernel reports it
+  return std::unique_ptr<CudaKernel>(new ResizeKernel(context, *std::move(config)));
 }
 
 }  // namespace onnxkit::runner::cuda

@@ -83,6 +83,19 @@ struct Taps {
 std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scale, double roi_start,
                            double roi_end);
 
+// Every axis's taps flattened for kernels that sum them in float (the cuda
+// Resize): per axis d, output coordinate c has count[d][c] taps (0: outside
+// the input or none, the extrapolation value) starting at entry
+// first[d][c] of offset[d] (input element offsets along the axis, its
+// stride in a packed X of `x_shape` included) and weight[d] (1 for
+// nearest). The output element is the sum over the product of the axes'
+// taps of the weights' product times the input element.
+struct FlatTaps {
+  std::vector<std::vector<int64_t>> first, count, offset;
+  std::vector<std::vector<float>> weight;
+};
+FlatTaps FlattenTaps(const Config& c, const std::vector<int64_t>& x_shape, const Geometry& g);
+
 }  // namespace onnxkit::runner::reference::resize
 
 #endif  // ONNXKIT_RUNNER_REFERENCE_RESIZE_GEOMETRY_H_

@@ -157,6 +157,33 @@ std::vector<Taps> AxisTaps(const Config& c, int64_t in, int64_t out, double scal
   return taps;
 }
 
+FlatTaps FlattenTaps(const Config& c, const std::vector<int64_t>& x_shape, const Geometry& g) {
+  const size_t rank = x_shape.size();
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * x_shape[d];
+  FlatTaps f;
+  f.first.resize(rank);
+  f.count.resize(rank);
+  f.offset.resize(rank);
+  f.weight.resize(rank);
+  const bool nearest = c.mode == Mode::kNearest;
+  for (size_t d = 0; d < rank; ++d) {
+    const std::vector<Taps> taps =
+        AxisTaps(c, x_shape[d], g.out_shape[d], g.scales[d], g.roi_start[d], g.roi_end[d]);
+    for (const Taps& t : taps) {
+      // Nearest reads the first tap alone (RunNearest).
+      const size_t n = t.outside || t.index.empty() ? 0 : nearest ? 1 : t.index.size();
+      f.first[d].push_back(static_cast<int64_t>(f.offset[d].size()));
+      f.count[d].push_back(static_cast<int64_t>(n));
+      for (size_t k = 0; k < n; ++k) {
+        f.offset[d].push_back(t.index[k] * stride[d]);
+        f.weight[d].push_back(nearest ? 1.f : static_cast<float>(t.weight[k]));
+      }
+    }
+  }
+  return f;
+}
+
 namespace {
 
 class ResizeKernel : public Kernel {

@@ -803,6 +803,65 @@ TEST(CudaBackendTest, ScaleAndMaskBeforeSoftmaxRunAsOneKernel) {
   }
 }
 
+TEST(CudaBackendTest, ResizeAndUpsample) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // Resize (with cuda_experimental) in every mode, up and down, by scales
+  // and by sizes, with antialias, crop-and-resize with its extrapolation
+  // value, and Upsample-9; float and float16, against the reference backend.
+  struct Case {
+    std::string mode, coord;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    bool antialias;
+    int64_t opset;
+  };
+  const std::vector<Case> cases = {
+      {"nearest", "asymmetric", {1, 1, 2, 3}, {}, false, 18},
+      {"nearest", "half_pixel", {1, 1, 0.5f, 0.6f}, {}, false, 18},
+      {"linear", "half_pixel", {1, 1, 1.5f, 2}, {}, false, 18},
+      {"linear", "align_corners", {}, {2, 3, 3, 11}, false, 18},
+      {"linear", "pytorch_half_pixel", {1, 1, 0.5f, 0.5f}, {}, true, 18},
+      {"cubic", "half_pixel", {1, 1, 2, 1.25f}, {}, false, 18},
+      {"cubic", "asymmetric", {1, 1, 0.6f, 0.6f}, {}, true, 18},
+      {"linear", "tf_crop_and_resize", {}, {2, 3, 4, 4}, false, 18},
+      {"linear", "half_pixel", {1, 1, 2, 2}, {}, false, 11},
+  };
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::to_string(type) + " " + c.mode + " " + c.coord + " opset " + std::to_string(c.opset));
+      GraphBuilder b("g");
+      b.Input("x", pb::kFloat, {{2, 3, 5, 7}})
+          .Initializer(InitializerFrom("roi", Floats({8}, {0, 0, 0.2f, 0.1f, 1, 1, 0.9f, 1.2f})))
+          .Node("Cast", {"x"}, {"xt"}, {AttrInt("to", type)});
+      std::vector<std::string> inputs = {"xt", "roi"};
+      if (!c.scales.empty()) {
+        b.Initializer(InitializerFrom("scales", Floats({4}, c.scales)));
+        inputs.push_back("scales");
+      } else {
+        b.Initializer(InitializerFrom("sizes", Int64s({4}, c.sizes)));
+        inputs.push_back("");
+        inputs.push_back("sizes");
+      }
+      std::vector<pb::AttributeProto> attrs = {AttrString("mode", c.mode),
+                                               AttrString("coordinate_transformation_mode", c.coord),
+                                               AttrFloat("extrapolation_value", -2.f)};
+      if (c.antialias) attrs.push_back(AttrInt("antialias", 1));
+      b.Node("Resize", inputs, {"r"}, attrs)
+          .Node("Cast", {"r"}, {"y"}, {AttrInt("to", pb::kFloat)})
+          .Output("y", pb::kFloat);
+      ExpectExperimentalMatches(b.Build(), {{"x", RandomFloats({2, 3, 5, 7}, 191)}},
+                                type == pb::kFloat ? 1e-5 : 1e-2, {"Resize"}, c.opset);
+    }
+  }
+  pb::GraphProto up = GraphBuilder("g")
+                          .Input("x", pb::kFloat, {{1, 2, 3, 4}})
+                          .Initializer(InitializerFrom("scales", Floats({4}, {1, 1, 2, 3})))
+                          .Node("Upsample", {"x", "scales"}, {"y"}, {AttrString("mode", "linear")})
+                          .Output("y", pb::kFloat)
+                          .Build();
+  ExpectExperimentalMatches(up, {{"x", RandomFloats({1, 2, 3, 4}, 192)}}, 1e-5, {"Upsample"}, 9);
+}
+
 TEST(CudaBackendTest, ConvChainsFoldNormalizationAndFuseWhatFollows) {
   ONNXKIT_NEED_CUDA_DEVICE();
   // ResNet-like: Conv -> BatchNormalization -> Add (residual) -> Relu; a
