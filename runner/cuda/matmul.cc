@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <tuple>
 
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "runner/cuda/kernels.h"
 #include "runner/cuda/libraries.h"
@@ -36,8 +37,6 @@ cudaDataType_t CudaType(int32_t dtype) {
 cublasComputeType_t ComputeType(const Context& context, int32_t dtype) {
   return dtype == kFloat && context.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
-
-int ElementBytes(int32_t dtype) { return dtype == kFloat ? 4 : 2; }
 
 // Y = alpha * op(A) op(B) + beta * Y for the row-major product `p`
 // (runner/gemm_geometry.h), as one cuBLAS strided batched call.
@@ -80,13 +79,13 @@ class LtProduct {
  public:
   struct Key {
     int32_t dtype = 0;
-    bool tf32 = false, trans_a = false, trans_b = false, bias = false;
+    bool trans_a = false, trans_b = false, bias = false;
     int64_t m = 0, n = 0, k = 0;
     uint32_t align_a = 0, align_b = 0, align_c = 0, align_y = 0;
     bool operator==(const Key& o) const {
-      return std::tie(dtype, tf32, trans_a, trans_b, bias, m, n, k, align_a, align_b, align_c, align_y) ==
-             std::tie(o.dtype, o.tf32, o.trans_a, o.trans_b, o.bias, o.m, o.n, o.k, o.align_a, o.align_b,
-                      o.align_c, o.align_y);
+      return std::tie(dtype, trans_a, trans_b, bias, m, n, k, align_a, align_b, align_c, align_y) ==
+             std::tie(o.dtype, o.trans_a, o.trans_b, o.bias, o.m, o.n, o.k, o.align_a, o.align_b, o.align_c,
+                      o.align_y);
     }
   };
 
@@ -102,7 +101,6 @@ class LtProduct {
                            const void* bias, void* y) {
     Key key;
     key.dtype = dtype;
-    key.tf32 = context.allow_tf32();
     key.trans_a = trans_a;
     key.trans_b = trans_b;
     key.bias = bias != nullptr;
@@ -355,11 +353,7 @@ class MatMulBiasKernel : public CudaKernel {
                      residual != nullptr ? residual->raw() : nullptr, bias.raw(), y.mutable_raw()));
     if (!done) {
       if (residual != nullptr) {
-        ONNXKIT_RETURN_IF_ERROR(
-            CudaStatus(cudaMemcpyAsync(y.mutable_raw(), residual->raw(),
-                                       static_cast<size_t>(y.size()) * ElementBytes(a.dtype()),
-                                       cudaMemcpyDeviceToDevice, context_->stream()),
-                       "residual copy"));
+        ONNXKIT_RETURN_IF_ERROR(CopyOnDevice(*context_, *residual, y));
       }
       ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), false, false, p->m, p->n, p->k, a.raw(), 0,
                                            b.raw(), 0, y.mutable_raw(), 1, 1.f, beta));
@@ -455,8 +449,8 @@ class GemmKernel : public CudaKernel {
       }
       std::optional<StridedGeometry> g = BroadcastGeometry(ct.shape(), {m, n});
       if (!g) return absl::InternalError("Gemm C shape changed after the kernel accepted it");
-      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchStridedCopy(ElementBytes(a.dtype()), ct.raw(), y.mutable_raw(),
-                                                         y.size(), *g, context_->stream()),
+      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchStridedCopy(DataTypeBits(a.dtype()) / 8, ct.raw(),
+                                                         y.mutable_raw(), y.size(), *g, context_->stream()),
                                        "Gemm bias"));
       ONNXKIT_RETURN_IF_ERROR(RowMajorGemm(*context_, a.dtype(), trans_a_, trans_b_, m, n, k, a.raw(), 0,
                                            b.raw(), 0, y.mutable_raw(), 1, alpha_, beta_));
