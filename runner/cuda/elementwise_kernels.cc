@@ -3,8 +3,6 @@
 // only, except Cast; other types, ranks above kMaxRank and variadic
 // Max/Min run on the cpu backend.
 #include <algorithm>
-#include <functional>
-#include <numeric>
 #include <optional>
 #include <string>
 
@@ -249,13 +247,9 @@ class ElementwiseChainKernel : public CudaKernel {
     if (softmax_.has_value()) {
       ONNXKIT_ASSIGN_OR_RETURN(int64_t axis,
                                reference::NormalizeAxis(softmax_->axis, static_cast<int64_t>(shape.size())));
-      const auto a = shape.begin() + static_cast<std::ptrdiff_t>(axis);
-      const int64_t outer = std::accumulate(shape.begin(), a, int64_t{1}, std::multiplies<>());
-      const int64_t after = std::accumulate(a + 1, shape.end(), int64_t{1}, std::multiplies<>());
-      const int64_t len = softmax_->flatten ? *a * after : *a;
-      const int64_t inner = softmax_->flatten ? 1 : after;
-      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchChainSoftmax(y.dtype(), p, softmax_->log, y.mutable_raw(), outer,
-                                                          len, inner, context_->stream()),
+      const SoftmaxRows r = SoftmaxRowsOf(shape, axis, softmax_->flatten);
+      ONNXKIT_RETURN_IF_ERROR(Launched(LaunchChainSoftmax(y.dtype(), p, softmax_->log, y.mutable_raw(),
+                                                          r.outer, r.len, r.inner, context_->stream()),
                                        "element-wise chain and Softmax"));
       return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
     }

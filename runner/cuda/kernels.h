@@ -64,6 +64,14 @@ std::optional<ChainOp> ElementwiseOpOf(const ir::Node& node);
 // not a tensor (the node then runs on the cpu backend).
 std::optional<std::vector<const Tensor*>> TensorInputs(const KernelContext& ctx, int n);
 
+// The rows LaunchSoftmax normalizes in a tensor of `shape`: `outer` *
+// `inner` rows of `len` elements, along `axis` (normalized), or, with
+// `flatten` (opsets before 13), over everything from `axis` on.
+struct SoftmaxRows {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+SoftmaxRows SoftmaxRowsOf(const std::vector<int64_t>& shape, int64_t axis, bool flatten);
+
 // Internal error naming `what` when a launch failed.
 absl::Status Launched(cudaError_t error, std::string_view what);
 

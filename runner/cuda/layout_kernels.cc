@@ -1,6 +1,7 @@
 // CUDA Transpose (any fixed-size element type up to rank kMaxRank) and
 // Softmax / LogSoftmax (floating-point types; opsets before 13 flatten the
 // input to 2-D at `axis`, later ones normalize along `axis` only).
+#include <functional>
 #include <numeric>
 
 #include "lib/base/data_type.h"
@@ -77,19 +78,10 @@ class SoftmaxKernel : public CudaKernel {
   absl::Status Run(KernelContext& ctx) override {
     const Tensor& x = ctx.Value(0)->tensor();
     ONNXKIT_ASSIGN_OR_RETURN(int64_t axis, reference::NormalizeAxis(axis_, x.rank()));
-    const auto& d = x.shape();
-    const auto a = static_cast<size_t>(axis);
-    int64_t outer = std::accumulate(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(a), int64_t{1},
-                                    std::multiplies<>());
-    int64_t len = flatten_ ? std::accumulate(d.begin() + static_cast<std::ptrdiff_t>(a), d.end(), int64_t{1},
-                                             std::multiplies<>())
-                           : d[a];
-    int64_t inner = flatten_ ? 1
-                             : std::accumulate(d.begin() + static_cast<std::ptrdiff_t>(a) + 1, d.end(), int64_t{1},
-                                               std::multiplies<>());
+    const SoftmaxRows r = SoftmaxRowsOf(x.shape(), axis, flatten_);
     ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(x.dtype(), x.shape()));
     ONNXKIT_RETURN_IF_ERROR(Launched(
-        LaunchSoftmax(x.dtype(), log_, x.raw(), y.mutable_raw(), outer, len, inner, context_->stream()),
+        LaunchSoftmax(x.dtype(), log_, x.raw(), y.mutable_raw(), r.outer, r.len, r.inner, context_->stream()),
         ctx.node().op_type()));
     return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
   }
@@ -114,6 +106,16 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeSoftmax(const std::shared_ptr<Co
   const bool flatten = info.opset < 13;
   const int64_t axis = reference::AttrInt(node, "axis", flatten ? 1 : -1);
   return std::unique_ptr<CudaKernel>(new SoftmaxKernel(context, node.op_type() == "LogSoftmax", axis, flatten));
+}
+
+SoftmaxRows SoftmaxRowsOf(const std::vector<int64_t>& shape, int64_t axis, bool flatten) {
+  const auto a = shape.begin() + static_cast<std::ptrdiff_t>(axis);
+  SoftmaxRows r;
+  r.outer = std::accumulate(shape.begin(), a, int64_t{1}, std::multiplies<>());
+  const int64_t after = std::accumulate(a + 1, shape.end(), int64_t{1}, std::multiplies<>());
+  r.len = flatten ? *a * after : *a;
+  r.inner = flatten ? 1 : after;
+  return r;
 }
 
 }  // namespace onnxkit::runner::cuda
