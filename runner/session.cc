@@ -157,19 +157,58 @@ class Session::Executor : public SubgraphRunner {
         std::vector<std::shared_ptr<Buffer>>& joined = p.frame->joined;
         if (joined.size() <= j) joined.resize(p.plan->joins.size());
         if (po.part < 0) {  // the Concat's result: the buffer its inputs were written in
-          if (joined[j] == nullptr || shape != join.shape) return nullptr;
+          if (shape != join.shape) return nullptr;
+          if (joined[j] == nullptr && join.parent >= 0) JoinBuffer(p, j);
           return std::move(joined[j]);
         }
         const size_t part = static_cast<size_t>(po.part);
         if (shape != join.part_shapes[part]) return nullptr;
-        if (joined[j] == nullptr) joined[j] = Buffer::Allocate(join.bytes, /*zero_fill=*/false);
-        if (joined[j] == nullptr) return nullptr;
+        if (JoinBuffer(p, j) == nullptr) return nullptr;
         ++*p.handed;
         const size_t end = part + 1 < join.offsets.size() ? join.offsets[part + 1] : join.bytes;
         return Buffer::View(joined[j], static_cast<char*>(joined[j]->data()) + join.offsets[part],
                             end - join.offsets[part]);
       }
       return nullptr;
+    }
+
+    // Whether join `j`'s result fits its place in the join that takes it as
+    // an input (GraphPlan::Join::parent), as both last ran.
+    static bool FitsParent(const GraphPlan& plan, size_t j) {
+      const GraphPlan::Join& join = plan.joins[j];
+      if (join.parent < 0 || join.dtype == 0) return false;
+      const GraphPlan::Join& outer = plan.joins[static_cast<size_t>(join.parent)];
+      const size_t part = static_cast<size_t>(join.parent_part);
+      if (outer.dtype != join.dtype || part >= outer.part_shapes.size() ||
+          outer.part_shapes[part] != join.shape)
+        return false;
+      const size_t end = part + 1 < outer.offsets.size() ? outer.offsets[part + 1] : outer.bytes;
+      return end - outer.offsets[part] == join.bytes;
+    }
+
+    // The buffer join `j`'s inputs are written in (made on first use): a
+    // view of its place in the enclosing joins where it fits them, else a
+    // buffer of its own. Null when it cannot be allocated.
+    static const std::shared_ptr<Buffer>& JoinBuffer(const Place& p, size_t j) {
+      std::vector<std::shared_ptr<Buffer>>& joined = p.frame->joined;
+      if (joined[j] != nullptr) return joined[j];
+      // Up the enclosing joins to the first that has its buffer or has none
+      // enclosing it (iterative: a chain of nested Concats may be long).
+      std::vector<size_t> path = {j};
+      while (joined[path.back()] == nullptr && FitsParent(*p.plan, path.back()))
+        path.push_back(static_cast<size_t>(p.plan->joins[path.back()].parent));
+      const size_t top = path.back();
+      if (joined[top] == nullptr)
+        joined[top] = Buffer::Allocate(p.plan->joins[top].bytes, /*zero_fill=*/false);
+      if (joined[top] == nullptr) return joined[top];
+      for (size_t k = path.size() - 1; k > 0; --k) {
+        const GraphPlan::Join& inner = p.plan->joins[path[k - 1]];
+        const GraphPlan::Join& outer = p.plan->joins[path[k]];
+        char* base = static_cast<char*>(joined[path[k]]->data());
+        joined[path[k - 1]] = Buffer::View(
+            joined[path[k]], base + outer.offsets[static_cast<size_t>(inner.parent_part)], inner.bytes);
+      }
+      return joined[j];
     }
   };
 
@@ -1274,6 +1313,7 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
   for (size_t step = 0; step < plan.order.size(); ++step) step_of[plan.order[step]] = step;
   const absl::flat_hash_set<const ir::Value*> outputs(graph.outputs().begin(), graph.outputs().end());
   absl::flat_hash_set<const ir::Value*> taken;
+  absl::flat_hash_map<const ir::Node*, int> join_of;  // a join's Concat
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const ir::Node& concat = *plan.order[step];
     // Concat-1 to -3 (an optional axis) run on the reference kernel.
@@ -1282,6 +1322,7 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
       continue;
     std::vector<GraphPlan::PlacedOutput> parts;
     std::vector<size_t> part_steps;
+    std::vector<std::pair<int, int>> nested;  // (the inner join, the input it is)
     const int join = static_cast<int>(plan.joins.size());
     for (int j = 0; j < concat.num_inputs(); ++j) {
       const ir::Value* v = concat.input(j);
@@ -1290,10 +1331,15 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
           std::count(concat.inputs().begin(), concat.inputs().end(), v) != 1)
         continue;
       const ir::Node* producer = v->producer();
-      // A Concat's result is a join's buffer of its own.
-      if (producer->op_type() == "Concat") continue;
       auto at = step_of.find(producer);
       if (at == step_of.end() || at->second >= step) continue;
+      // A Concat's result is a join's buffer of its own: when that Concat is
+      // a join, the buffer becomes a view of its place in this one.
+      if (producer->op_type() == "Concat") {
+        auto inner = join_of.find(producer);
+        if (inner != join_of.end() && v == producer->output(0)) nested.emplace_back(inner->second, j);
+        continue;
+      }
       for (int o = 0; o < producer->num_outputs(); ++o) {
         if (producer->output(o) != v) continue;
         parts.push_back({o, join, j});
@@ -1301,7 +1347,12 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
         break;
       }
     }
-    if (parts.empty()) continue;
+    if (parts.empty() && nested.empty()) continue;
+    for (const auto& [inner, part] : nested) {
+      taken.insert(concat.input(part));
+      plan.joins[static_cast<size_t>(inner)].parent = join;
+      plan.joins[static_cast<size_t>(inner)].parent_part = part;
+    }
     for (size_t k = 0; k < parts.size(); ++k) {
       taken.insert(concat.input(parts[k].part));
       plan.placed[part_steps[k]].push_back(parts[k]);
@@ -1311,6 +1362,7 @@ void Session::PlanJoins(const ir::Graph& graph, GraphPlan& plan) {
     j.step = step;
     j.axis = *concat.GetInt("axis");
     plan.joins.push_back(std::move(j));
+    join_of[&concat] = join;
   }
 }
 

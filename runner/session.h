@@ -180,6 +180,12 @@ class Session {
       mutable size_t bytes = 0;                               // the result's
       mutable std::vector<std::vector<int64_t>> part_shapes;  // per Concat input
       mutable std::vector<size_t> offsets;                    // per Concat input, in bytes
+      // A Concat whose result is an input of a later join's Concat (nested
+      // joins, as DenseNet's growing features): that join and the input.
+      // Its buffer is then the view of its place there, so the later Concat
+      // finds it in place too.
+      int parent = -1;
+      int parent_part = -1;
     };
     std::vector<Join> joins;
     struct PlacedOutput {

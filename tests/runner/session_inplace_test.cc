@@ -202,6 +202,76 @@ TEST(SessionInPlaceTest, ConcatInputsAreWrittenWhereTheResultHoldsThem) {
   }
 }
 
+TEST(SessionInPlaceTest, NestedConcatsShareTheOutermostResult) {
+  // DenseNet's growing features: each Concat appends one more input to the
+  // previous one's result. From the second run on, every input and every
+  // inner result is written where the outermost result holds it; the inner
+  // results stay intact for their later readers.
+  GraphBuilder g("g");
+  g.Input("x")
+      .Node("Sigmoid", {"x"}, {"a"})
+      .Node("Tanh", {"x"}, {"f1"})
+      .Node("Concat", {"a", "f1"}, {"c1"}, {AttrInt("axis", 1)})
+      .Node("Exp", {"c1"}, {"g1"})
+      .Node("Neg", {"x"}, {"f2"})
+      .Node("Concat", {"c1", "f2"}, {"c2"}, {AttrInt("axis", 1)})
+      .Node("Cos", {"x"}, {"f3"})
+      .Node("Concat", {"c2", "f3"}, {"c3"}, {AttrInt("axis", 1)})
+      .Node("Sin", {"c1"}, {"h1"})  // c1 read after both outer Concats
+      .Node("Abs", {"c2"}, {"h2"})
+      // An inner result that is a graph output keeps a buffer of its own.
+      .Node("Concat", {"f1", "f2"}, {"d1"}, {AttrInt("axis", 1)})
+      .Node("Concat", {"d1", "f3"}, {"d2"}, {AttrInt("axis", 1)})
+      // Nested as the second input.
+      .Node("Exp", {"x"}, {"q1"})
+      .Node("Erf", {"x"}, {"q2"})
+      .Node("Concat", {"q1", "q2"}, {"e1"}, {AttrInt("axis", 1)})
+      .Node("Abs", {"x"}, {"f4"})
+      .Node("Concat", {"f4", "e1"}, {"e2"}, {AttrInt("axis", 1)})
+      .Output("e2")
+      .Output("c3")
+      .Output("g1")
+      .Output("h1")
+      .Output("h2")
+      .Output("d1")
+      .Output("d2");
+  std::vector<Feeds> runs;
+  const std::vector<std::vector<int64_t>> shapes = {{1, 8, 16, 16}, {1, 8, 16, 16}, {1, 8, 20, 16},
+                                                    {1, 8, 20, 16}, {2, 8, 16, 16}, {1, 8, 16, 16},
+                                                    {1, 8, 16, 16}};
+  for (size_t r = 0; r < shapes.size(); ++r)
+    runs.push_back({{"x", RandomFloats(shapes[r], static_cast<uint32_t>(r))}});
+  Runs ref = RunRepeatedly(g.Build(), runner::Backend::kReference, runs, true);
+  Runs cpu = RunRepeatedly(g.Build(), runner::Backend::kCpu, runs, true);
+  ASSERT_EQ(cpu.joined.size(), runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    ASSERT_EQ(cpu.runs[r].outputs.size(), 7u);
+    for (size_t o = 0; o < 7; ++o)
+      ExpectTensorsClose(ref.runs[r].outputs[o], cpu.runs[r].outputs[o], 1e-6, 1e-5, "output");
+    std::map<std::string, const void*>& data = cpu.runs[r].data;
+    // Runs 0, 2, 4 and 5 have shapes other than the run before (4: batch 2,
+    // not contiguous ranges).
+    const bool placed = r == 1 || r == 3 || r == 6;
+    // a, f1 (c1's); f2 (c2's); f3 (c3's); f1 and f2 again can't be: each
+    // value has one place. d2's f3 neither. d1 is an output: not nested.
+    // q1, q2 and f4 (e2's).
+    EXPECT_EQ(cpu.joined[r], placed ? 7 : 0);
+    const size_t part = static_cast<size_t>(shapes[r][1] * shapes[r][2] * shapes[r][3] * 4);
+    EXPECT_EQ(data["a"] == data["c3"], placed);
+    EXPECT_EQ(data["c1"] == data["c3"], placed);
+    EXPECT_EQ(data["c2"] == data["c3"], placed);
+    EXPECT_EQ(data["f1"] == At(data["c3"], part), placed);
+    EXPECT_EQ(data["f2"] == At(data["c3"], 2 * part), placed);
+    EXPECT_EQ(data["f3"] == At(data["c3"], 3 * part), placed);
+    EXPECT_NE(data["d1"], data["d2"]);
+    EXPECT_EQ(data["f4"] == data["e2"], placed);
+    EXPECT_EQ(data["e1"] == At(data["e2"], part), placed);
+    EXPECT_EQ(data["q1"] == At(data["e2"], part), placed);
+    EXPECT_EQ(data["q2"] == At(data["e2"], 2 * part), placed);
+  }
+}
+
 TEST(SessionInPlaceTest, FusedBranchesAndBodiesWriteTheirConcatInputsInPlace) {
   // Two Conv + Relu branches (fused chains) and a Sigmoid joined by a Concat,
   // in the main graph and in both branches of an If.
