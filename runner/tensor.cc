@@ -51,13 +51,17 @@ void TuneAllocator() {
 // Blocks over the mmap threshold are mapped afresh by glibc for every
 // allocation and unmapped when freed, so each run of a model with large
 // activations (a detector's 50 MB roi features) would page-fault and zero
-// them again. Freed blocks from kCachedBlockBytes are kept here instead, at
-// most kCachedBlocks of them and kCachedTotalBytes together, and an
+// them again. Smaller blocks on 2 MiB pages fare no better: a freed one is
+// too short for the next allocation of its size plus the alignment, so
+// the heap grows and the new pages are faulted in and zeroed (a 20 MB
+// activation cost about 2 ms a run that way, far more on a host that backs
+// memory lazily). Freed blocks from kCachedBlockBytes are kept here instead,
+// at most kCachedBlocks of them and kCachedTotalBytes together, and an
 // allocation takes the smallest that fits without wasting more than half of
 // it. The cache is never destroyed (tensors may die during static
 // destruction).
-constexpr size_t kCachedBlockBytes = size_t{32} << 20;
-constexpr size_t kCachedBlocks = 16;
+constexpr size_t kCachedBlockBytes = kHugeBufferBytes;
+constexpr size_t kCachedBlocks = 64;
 constexpr size_t kCachedTotalBytes = size_t{2} << 30;
 
 class BlockCache {
