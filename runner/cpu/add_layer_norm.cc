@@ -24,6 +24,7 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/shape_ops.h"
@@ -99,17 +100,13 @@ class AddLayerNormKernel : public Kernel {
     float* py = y->mutable_data<float>();
     const float* ps = scale->data<float>();
     const float* pbias = bias != nullptr ? bias->data<float>() : nullptr;
-    int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (rows >= 32 && a->size() >= 65536)
-    for (int64_t r = 0; r < rows; ++r) {
+    const bool bad = ParallelAny(rows, rows >= 32 && a->size() >= 65536, [&](int64_t r) {
       const float sum = RowSum(pa + r * n, pb + r * n, n);
-      if (!std::isfinite(sum)) {
-        bad = 1;
-        continue;
-      }
+      if (!std::isfinite(sum)) return true;
       NormRow(pa + r * n, pb + r * n, sum / static_cast<float>(n), epsilon_, ps, pbias, py + r * n, n);
-    }
-    if (bad != 0) return fallback_->Run(ctx);  // replaces the output
+      return false;
+    });
+    if (bad) return fallback_->Run(ctx);  // replaces the output
     return absl::OkStatus();
   }
 
@@ -249,16 +246,12 @@ class DecomposedLayerNormKernel : public Kernel {
     const float* pbeta = beta != nullptr ? beta->data<float>() : nullptr;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     float* py = y->mutable_data<float>();
-    int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (rows >= 32 && x->size() >= 65536)
-    for (int64_t r = 0; r < rows; ++r) {
+    const bool bad = ParallelAny(rows, rows >= 32 && x->size() >= 65536, [&](int64_t r) {
       const float sum = PlainRowSum(px + r * n, n);
-      if (!std::isfinite(sum) ||
-          !DecomposedRow(px + r * n, sum / static_cast<float>(n), epsilon, pg, pbeta, py + r * n, n)) {
-        bad = 1;
-      }
-    }
-    if (bad != 0) return fallback_->Run(ctx);  // replaces the output
+      return !std::isfinite(sum) ||
+             !DecomposedRow(px + r * n, sum / static_cast<float>(n), epsilon, pg, pbeta, py + r * n, n);
+    });
+    if (bad) return fallback_->Run(ctx);  // replaces the output
     return absl::OkStatus();
   }
 
@@ -347,12 +340,10 @@ class RmsNormKernel : public Kernel {
     const float* pg = gamma != nullptr ? gamma->data<float>() : nullptr;
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     float* py = y->mutable_data<float>();
-    int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (rows >= 32 && x->size() >= 65536)
-    for (int64_t r = 0; r < rows; ++r) {
-      if (!RmsRow(px + r * n, epsilon, inverse_, pg, py + r * n, n)) bad = 1;
-    }
-    if (bad != 0) return fallback_->Run(ctx);  // replaces the output
+    const bool bad = ParallelAny(rows, rows >= 32 && x->size() >= 65536, [&](int64_t r) {
+      return !RmsRow(px + r * n, epsilon, inverse_, pg, py + r * n, n);
+    });
+    if (bad) return fallback_->Run(ctx);  // replaces the output
     return absl::OkStatus();
   }
 

@@ -384,11 +384,10 @@ class AttentionKernel : public Kernel {
     const int64_t blocks = (g.s + kRows - 1) / kRows, steps = heads * blocks;
     const size_t nb = g.batch.size();
     const int64_t row_stride = g.mask_strides[nb], key_stride = g.mask_strides[nb + 1];
-#pragma omp parallel if (steps > 1 && omp_get_max_threads() > 1)
-    {
+    // Steps [first, last), with a scores buffer of their own.
+    auto run_steps = [&](int64_t first, int64_t last) {
       std::vector<float> scores(static_cast<size_t>(kRows * g.sk));
-#pragma omp for schedule(static)
-      for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t step = first; step < last; ++step) {
         const int64_t h = step / blocks, r0 = step % blocks * kRows;
         const int rows = static_cast<int>(std::min<int64_t>(kRows, g.s - r0));
         const int64_t mask_offset = g.HeadOffset(g.mask_strides, h);
@@ -410,7 +409,14 @@ class AttentionKernel : public Kernel {
         SmallGemmRows(rows, scores.data(), g.sk, v + h * g.sk * g.dv, g.dv, g.sk, g.dv,
                       y + (h * g.s + r0) * g.dv, g.dv);
       }
+    };
+    const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), steps));
+    if (threads <= 1) {  // no OpenMP region (see ParallelFor)
+      run_steps(0, steps);
+      return;
     }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) run_steps(steps * t / threads, steps * (t + 1) / threads);
   }
 
   static Tensor ScalarTensor(float value) {

@@ -21,6 +21,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
@@ -226,15 +227,14 @@ class PowKernel : public CpuKernel {
       float* py = y->mutable_data<float>();
       constexpr int64_t kChunk = 16384;
       const int64_t total = x->size(), chunks = (total + kChunk - 1) / kChunk;
-#pragma omp parallel for if (chunks > 1)
-      for (int64_t i = 0; i < chunks; ++i) {
+      ParallelFor(chunks, chunks > 1, [&](int64_t i) {
         const int64_t begin = i * kChunk, n = std::min(kChunk, total - begin);
         if (exponent == 2) {
           SquareRow(px + begin, py + begin, n);
         } else {
           CubeRow(px + begin, py + begin, n);
         }
-      }
+      });
       return absl::OkStatus();
     }
     dnnl::memory::desc desc = PlainDesc(x->shape(), dt::f32);

@@ -39,6 +39,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/vector_math.h"
 #include "runner/element_word.h"
 #include "runner/reference/dispatch.h"
@@ -103,8 +104,7 @@ void ForEachRow(const Broadcast& b, F&& fn) {
   for (size_t d = 0; d + 1 < rank; ++d) rows *= b.dims[d];
   std::vector<int64_t> inner(inputs);
   for (size_t k = 0; k < inputs; ++k) inner[k] = b.strides[k].back();
-#pragma omp parallel for if (rows > 1 && rows * n >= kParallelElements)
-  for (int64_t row = 0; row < rows; ++row) {
+  ParallelFor(rows, rows > 1 && rows * n >= kParallelElements, [&](int64_t row) {
     int64_t offsets[4] = {0, 0, 0, 0};
     int64_t rest = row;
     for (size_t d = rank - 1; d-- > 0;) {
@@ -113,7 +113,7 @@ void ForEachRow(const Broadcast& b, F&& fn) {
       for (size_t k = 0; k < inputs; ++k) offsets[k] += i * b.strides[k][d];
     }
     fn(offsets, row * n, n, inner.data());
-  }
+  });
 }
 
 // The broadcast shape of `shapes`, or nullopt.
@@ -277,8 +277,7 @@ bool HasF16c() {
 void CastHalves(const void* in, void* out, int64_t n, bool to_half, bool bfloat) {
   constexpr int64_t kBlock = 4096;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for if (n >= kParallelElements)
-  for (int64_t b = 0; b < blocks; ++b) {
+  ParallelFor(blocks, n >= kParallelElements, [&](int64_t b) {
     const int64_t first = b * kBlock, count = std::min(kBlock, n - first);
     if (to_half) {
       const float* src = static_cast<const float*>(in) + first;
@@ -310,7 +309,7 @@ void CastHalves(const void* in, void* out, int64_t n, bool to_half, bool bfloat)
         for (int64_t i = 0; i < count; ++i) dst[i] = HalfToFloat(src[i]);
       }
     }
-  }
+  });
 }
 
 class CastKernel : public CpuKernel {
@@ -341,7 +340,11 @@ class CastKernel : public CpuKernel {
       float* out = y->mutable_data<float>();
       // Through double, as the reference: an int64 beyond 2^53 rounds twice.
       auto convert = [&](auto* in) {
-#pragma omp parallel for if (n >= kParallelElements)
+        if (n < kParallelElements) {  // no OpenMP region (see ParallelFor)
+          for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
+          return;
+        }
+#pragma omp parallel for
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
       };
       switch (from) {
@@ -356,8 +359,10 @@ class CastKernel : public CpuKernel {
     const float* in = x->data<float>();
     if (to_ == pb::kBool) {
       bool* out = y->mutable_data<bool>();
-#pragma omp parallel for if (n >= kParallelElements)
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] != 0 || std::isnan(in[i]);
+      ParallelFor((n + 4095) / 4096, n >= kParallelElements, [&](int64_t c) {
+        for (int64_t i = c * 4096; i < std::min(n, (c + 1) * 4096); ++i)
+          out[i] = in[i] != 0 || std::isnan(in[i]);
+      });
     } else {
       // Values inside (-2^63, 2^63) truncate directly (vectorized); NaN and
       // values beyond, where the hardware conversion differs from the
@@ -365,11 +370,20 @@ class CastKernel : public CpuKernel {
       int rare = 0;
       auto convert = [&](auto* out) {
         using O = std::remove_pointer_t<decltype(out)>;
-#pragma omp parallel for simd reduction(| : rare) if (n >= kParallelElements)
-        for (int64_t i = 0; i < n; ++i) {
-          const bool direct = std::fabs(in[i]) < 0x1p63f;
-          out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
-          rare |= !direct;
+        if (n < kParallelElements) {  // no OpenMP region (see ParallelFor)
+#pragma omp simd reduction(| : rare)
+          for (int64_t i = 0; i < n; ++i) {
+            const bool direct = std::fabs(in[i]) < 0x1p63f;
+            out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
+            rare |= !direct;
+          }
+        } else {
+#pragma omp parallel for simd reduction(| : rare)
+          for (int64_t i = 0; i < n; ++i) {
+            const bool direct = std::fabs(in[i]) < 0x1p63f;
+            out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
+            rare |= !direct;
+          }
         }
         if (rare == 0) return;
         for (int64_t i = 0; i < n; ++i) {
@@ -498,13 +512,18 @@ class UnaryRowKernel : public CpuKernel {
     const int64_t n = x->size();
     constexpr int64_t kChunk = 16384;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for if (n >= kParallelElements)
-    for (int64_t k = 0; k < chunks; ++k) {
+    ParallelFor(chunks, n >= kParallelElements, [&](int64_t k) {
       const int64_t first = k * kChunk, count = std::min(kChunk, n - first);
       switch (op_) {
-        case Op::kHardSigmoid: HardSigmoidRow(in + first, out + first, count, alpha_, beta_); break;
-        case Op::kFloor: FloorRow(in + first, out + first, count); break;
-        case Op::kCeil: CeilRow(in + first, out + first, count); break;
+        case Op::kHardSigmoid:
+          HardSigmoidRow(in + first, out + first, count, alpha_, beta_);
+          break;
+        case Op::kFloor:
+          FloorRow(in + first, out + first, count);
+          break;
+        case Op::kCeil:
+          CeilRow(in + first, out + first, count);
+          break;
         case Op::kLog:
           LogRow(in + first, out + first, count);
           break;
@@ -546,7 +565,7 @@ class UnaryRowKernel : public CpuKernel {
           MishRow(in + first, out + first, count);
           break;
       }
-    }
+    });
     return absl::OkStatus();
   }
 
@@ -619,8 +638,7 @@ class ScatterElementsKernel : public CpuKernel {
       using T = decltype(word);
       const T* src = static_cast<const T*>(upd->raw());
       T* dst = static_cast<T*>(y->mutable_raw());
-#pragma omp parallel for if (units > 1 && n >= kParallelElements)
-      for (int64_t u = 0; u < units; ++u) {
+      ParallelFor(units, units > 1 && n >= kParallelElements, [&](int64_t u) {
         const int64_t o = u / runs, k0 = (u % runs) * 256, k1 = std::min(inner, k0 + 256);
         for (int64_t j = 0; j < rows; ++j) {
           const int64_t from = (o * rows + j) * inner;
@@ -631,7 +649,7 @@ class ScatterElementsKernel : public CpuKernel {
             to[i * inner + k] = src[from + k];
           }
         }
-      }
+      });
     });
     return absl::OkStatus();
   }
@@ -709,12 +727,11 @@ class RoiAlignKernel : public CpuKernel {
     const int64_t hw = h * w;
     planes_.resize(static_cast<size_t>(x->size()));
     const float* xs = x->data<float>();
-#pragma omp parallel for if (x->size() >= kParallelElements)
-    for (int64_t b = 0; b < n * hw; ++b) {
+    ParallelFor(n * hw, x->size() >= kParallelElements, [&](int64_t b) {
       const float* from = xs + (b / hw) * c * hw + b % hw;
       float* to = planes_.data() + b * c;
       for (int64_t ch = 0; ch < c; ++ch) to[ch] = from[ch * hw];
-    }
+    });
     float* out = y->mutable_data<float>();
     const float* planes = planes_.data();
 #pragma omp parallel if (r > 1 && static_cast <double>(c) * static_cast <double>(total_points) >= 65536)
@@ -800,8 +817,7 @@ class InstanceNormKernel : public CpuKernel {
     const float* s = scale->data<float>();
     const float* b = bias->data<float>();
     const double epsilon = epsilon_;
-#pragma omp parallel for if (blocks > 1 && x->size() >= kParallelElements)
-    for (int64_t p = 0; p < blocks; ++p) {
+    ParallelFor(blocks, blocks > 1 && x->size() >= kParallelElements, [&](int64_t p) {
       const float* xp = in + p * inner;
       float* yp = out + p * inner;
       // One pass: the sums of x - x0 and of its square, x0 the block's
@@ -838,7 +854,7 @@ class InstanceNormKernel : public CpuKernel {
 #pragma omp simd
         for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<float>((xc[i] - mean) * k + bi);
       }
-    }
+    });
     return absl::OkStatus();
   }
 

@@ -48,6 +48,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv_common.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/threads.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
@@ -687,8 +688,12 @@ class ConvTransposeKernel : public FloatConvKernel {
       const int64_t out_rows = m * oh;
       const int threads =
           static_cast<int>(std::min<int64_t>(omp_get_max_threads(), out_rows * ow / (int64_t{1} << 16) + 1));
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-      for (int64_t r = 0; r < out_rows; ++r) shuffle_row(r);
+      if (threads <= 1) {  // no OpenMP region (see ParallelFor)
+        for (int64_t r = 0; r < out_rows; ++r) shuffle_row(r);
+      } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t r = 0; r < out_rows; ++r) shuffle_row(r);
+      }
     }
     return true;
   }
@@ -992,15 +997,14 @@ class AffineChainKernel : public CpuKernel {
     const float* const* src = src_.data();
     const int64_t* src_channels = src_channels_.data();
     const int64_t* source_of = source_of_.data();
-#pragma omp parallel for schedule(static) if (planes > 1 && y->size() > 65536)
-    for (int64_t p = 0; p < planes; ++p) {
+    ParallelFor(planes, planes > 1 && y->size() > 65536, [&](int64_t p) {
       const int64_t n = p / channels, c = p % channels;
       // Channel c of the joined tensor is channel c - first of input i.
       const int64_t i = source_of[2 * c], first = source_of[2 * c + 1];
       const float* x = src[i] + (n * src_channels[i] + c - first) * inner;
       AffineRow(x, py + p * inner, inner, scale_[static_cast<size_t>(c)], shift_[static_cast<size_t>(c)]);
       ApplyPostOpsTo(py + p * inner, nullptr, inner, ops, num_ops);
-    }
+    });
     return absl::OkStatus();
   }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "runner/cpu/conv.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
@@ -294,11 +295,10 @@ void ApplyPostOpsTo(float* y, const float* residual, int64_t n, const ResolvedPo
 void ApplyPostOps(float* py, const float* pr, int64_t total, const std::vector<ResolvedPostOp>& ops) {
   constexpr int64_t kChunk = 4096;
   int64_t chunks = (total + kChunk - 1) / kChunk;
-#pragma omp parallel for if (chunks > 16)
-  for (int64_t c = 0; c < chunks; ++c) {
+  ParallelFor(chunks, chunks > 16, [&](int64_t c) {
     ApplyPostOpsChunk(py + c * kChunk, pr != nullptr ? pr + c * kChunk : nullptr,
                       std::min(kChunk, total - c * kChunk), ops.data(), ops.size());
-  }
+  });
 }
 
 void ApplyPostOps(Tensor& y, const Tensor* residual, const std::vector<ResolvedPostOp>& ops) {

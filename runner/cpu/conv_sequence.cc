@@ -90,6 +90,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/conv_common.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/threads.h"
 #include "runner/cpu/vector_math.h"
 
@@ -261,13 +262,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
   float* hidden = scratch + 2 * c;
   std::fill_n(mean, c, 0.0f);
   if (layout == SeLayout::kPlain) {
-#pragma omp parallel for if (c > 1 && c * hw >= kSeParallelElements)
-    for (int64_t ch = 0; ch < c; ++ch) {
+    ParallelFor(c, c > 1 && c * hw >= kSeParallelElements, [&](int64_t ch) {
       if (swish_first) SwishRow(x + ch * hw, hw);
       float acc = 0;
       for (int64_t p = 0; p < hw; ++p) acc += x[ch * hw + p];
       mean[ch] = acc;
-    }
+    });
   } else if (layout == SeLayout::kChannelsLast) {
     for (int64_t p = 0; p < hw; ++p) {
 #pragma omp simd
@@ -275,8 +275,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
     }
   } else {
     const int64_t blocks = (c + block - 1) / block;
-#pragma omp parallel for if (blocks > 1 && c * hw >= kSeParallelElements)
-    for (int64_t b = 0; b < blocks; ++b) {
+    ParallelFor(blocks, blocks > 1 && c * hw >= kSeParallelElements, [&](int64_t b) {
       const int64_t first = b * block;
       float acc[16] = {};
       float* xb = x + first * hw;
@@ -287,7 +286,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
         BlockSums<8>(xb, hw, acc);
       }
       for (int64_t j = 0; j < block && first + j < c; ++j) mean[first + j] = acc[j];
-    }
+    });
   }
   const float count = static_cast<float>(hw);
   for (int64_t ch = 0; ch < c; ++ch) mean[ch] /= count;
@@ -313,12 +312,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
                                                : SeSigmoid(z));
   }
   if (layout == SeLayout::kPlain) {
-#pragma omp parallel for if (c > 1 && c * hw >= kSeParallelElements)
-    for (int64_t ch = 0; ch < c; ++ch) {
+    ParallelFor(c, c > 1 && c * hw >= kSeParallelElements, [&](int64_t ch) {
       const float g = gate[ch];
 #pragma omp simd
       for (int64_t p = 0; p < hw; ++p) x[ch * hw + p] *= g;
-    }
+    });
   } else if (layout == SeLayout::kChannelsLast) {
     for (int64_t p = 0; p < hw; ++p) {
 #pragma omp simd
@@ -326,8 +324,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
     }
   } else {
     const int64_t blocks = (c + block - 1) / block;
-#pragma omp parallel for if (blocks > 1 && c * hw >= kSeParallelElements)
-    for (int64_t b = 0; b < blocks; ++b) {
+    ParallelFor(blocks, blocks > 1 && c * hw >= kSeParallelElements, [&](int64_t b) {
       const int64_t first = b * block;
       float g[16] = {};  // the padding channels stay zero: times 0 is 0 there
       for (int64_t j = 0; j < block && first + j < c; ++j) g[j] = gate[first + j];
@@ -337,7 +334,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SqueezeExciteI
       } else {
         ScaleBlocks<8>(xb, hw, g);
       }
-    }
+    });
   }
 }
 

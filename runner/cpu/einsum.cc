@@ -23,6 +23,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/einsum_labels.h"
 
@@ -48,8 +49,7 @@ void Permute(const float* src, const std::vector<int64_t>& shape, const std::vec
   }
   const int64_t n = dims[rank - 1], step = stride[rank - 1];
   const int64_t rows = total / n;
-#pragma omp parallel for if (total >= (int64_t{1} << 16))
-  for (int64_t row = 0; row < rows; ++row) {
+  ParallelFor(rows, total >= (int64_t{1} << 16), [&](int64_t row) {
     int64_t rest = row, from = 0;
     for (size_t d = rank - 1; d-- > 0;) {
       from += (rest % dims[d]) * stride[d];
@@ -57,7 +57,7 @@ void Permute(const float* src, const std::vector<int64_t>& shape, const std::vec
     }
     float* out = dst + row * n;
     for (int64_t j = 0; j < n; ++j) out[j] = src[from + j * step];
-  }
+  });
 }
 
 // The axes of `labels` in the order of `order`: perm[i] is the axis of
@@ -176,12 +176,11 @@ class EinsumKernel : public CpuKernel {
       // Many small products: one thread each; few large ones: threads inside.
       const bool outer = batches >= 2 * omp_get_max_threads() && m * n * k < (int64_t{1} << 21);
       dnnl_status_t failed = dnnl_success;
-#pragma omp parallel for if (outer)
-      for (int64_t i = 0; i < batches; ++i) {
+      ParallelFor(batches, outer, [&](int64_t i) {
         dnnl_status_t st = dnnl_sgemm(ta, tb, m, n, k, 1.0f, pa + i * m * k, lda, pb_ + i * k * n, ldb, 0.0f,
                                       pc + i * m * n, n);
         if (st != dnnl_success) failed = st;
-      }
+      });
       if (failed != dnnl_success) return absl::InternalError("oneDNN sgemm failed in Einsum");
     }
     if (!direct) {

@@ -18,6 +18,7 @@
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/erf_approx.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -38,9 +39,9 @@ void CopyNaN(const Tensor& x, Tensor& y) {
   int64_t total = x.size(), chunks = (total + kChunk - 1) / kChunk;
   const float* px = x.data<float>();
   float* py = y.mutable_data<float>();
-#pragma omp parallel for if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c)
+  ParallelFor(chunks, chunks > 1, [&](int64_t c) {
     CopyNaNChunk(px + c * kChunk, py + c * kChunk, std::min(kChunk, total - c * kChunk));
+  });
 }
 
 bool KeepsNaN(alg a) { return a != alg::eltwise_relu && a != alg::eltwise_exp && a != alg::eltwise_clip_v2; }
@@ -150,11 +151,10 @@ class ErfKernel : public CpuKernel {
     float* py = y->mutable_data<float>();
     constexpr int64_t kChunk = 16384;
     int64_t total = x->size(), chunks = (total + kChunk - 1) / kChunk;
-#pragma omp parallel for if (chunks > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
+    ParallelFor(chunks, chunks > 1, [&](int64_t c) {
       int64_t begin = c * kChunk;
       ErfChunk(px + begin, py + begin, std::min(kChunk, total - begin));
-    }
+    });
     return absl::OkStatus();
   }
 };

@@ -19,6 +19,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/reference/dispatch.h"
 
 namespace onnxkit::runner::cpu {
@@ -67,14 +68,13 @@ class BatchNormKernel : public CpuKernel {
  private:
   static void Normalize(const float* x, float* y, int64_t planes, int64_t inner, int64_t channels,
                         const float* mean, const float* multiplier, const float* bias) {
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < planes; ++p) {
+    ParallelFor(planes, planes * inner >= (int64_t{1} << 16), [&](int64_t p) {
       int64_t c = p % channels;
       float m = mean[c], a = multiplier[c], b = bias[c];
       const float* xp = x + p * inner;
       float* yp = y + p * inner;
       for (int64_t i = 0; i < inner; ++i) yp[i] = (xp[i] - m) * a + b;
-    }
+    });
   }
 
   bool inference_;

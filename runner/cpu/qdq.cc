@@ -23,11 +23,12 @@
 // Anything else (other types, per-channel parameters of the activations,
 // weight zero points other than 0 / 128, a CPU without VNNI, where oneDNN's
 // u8 x s8 products saturate) runs the chain node by node.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <immintrin.h>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -37,6 +38,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/cpu/conv.h"
 #include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/quantize_rows.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
@@ -1031,11 +1033,10 @@ class TableKernel : public CpuKernel {
     const int64_t n = x->size();
     constexpr int64_t kChunk = int64_t{1} << 16;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > (1 << 18))
-    for (int64_t c = 0; c < chunks; ++c) {
+    ParallelFor(chunks, n > (1 << 18), [&](int64_t c) {
       const int64_t begin = c * kChunk;
       Lookup(in + begin, out + begin, std::min(kChunk, n - begin), table, flip);
-    }
+    });
     return absl::OkStatus();
   }
 
@@ -1103,12 +1104,11 @@ class BinaryKernel : public CpuKernel {
       const uint8_t* pb = static_cast<const uint8_t*>(b.t->raw());
       uint8_t* py = static_cast<uint8_t*>(y->mutable_raw());
       const int64_t total = a.t->size(), chunks = (total + kFusedChunk - 1) / kFusedChunk;
-#pragma omp parallel for schedule(static) if (total > (1 << 18))
-      for (int64_t c = 0; c < chunks; ++c) {
+      ParallelFor(chunks, total > (1 << 18), [&](int64_t c) {
         const int64_t begin = c * kFusedChunk, n = std::min(kFusedChunk, total - begin);
         BinaryByteRow(static_cast<int>(op_), pa + begin, pb + begin, py + begin, y_type, n, a.scale, a.zp, b.scale,
                       b.zp, *ys, zy);
-      }
+      });
       return absl::OkStatus();
     }
     const Operand& big = a.t->size() >= b.t->size() ? a : b;
@@ -1122,8 +1122,7 @@ class BinaryKernel : public CpuKernel {
     const int64_t total = big.t->size(), period = scalar ? total : small.t->size();
     const int64_t per_row = (period + kChunk - 1) / kChunk, chunks = total / period * per_row;
     uint8_t* out = static_cast<uint8_t*>(y->mutable_raw());
-#pragma omp parallel for schedule(static) if (total > (1 << 18))
-    for (int64_t c = 0; c < chunks; ++c) {
+    ParallelFor(chunks, total > (1 << 18), [&](int64_t c) {
       float fa[kChunk], fb[kChunk];
       const int64_t within = c % per_row * kChunk, begin = c / per_row * period + within;
       const int64_t n = std::min(kChunk, period - within);
@@ -1132,7 +1131,7 @@ class BinaryKernel : public CpuKernel {
       const float* pb = Row(b, b.t == big.t ? begin : b_scalar ? 0 : within, b_scalar ? 1 : n, fb);
       Apply(pa, pb, a_scalar, b_scalar, fa, n);
       QuantizeFloatRow(fa, out + begin, y_type, n, *ys, zy);
-    }
+    });
     return absl::OkStatus();
   }
 
@@ -1173,14 +1172,13 @@ class BinaryKernel : public CpuKernel {
     const int64_t per_row = (period + kFusedChunk - 1) / kFusedChunk;
     const int64_t chunks = (total + period - 1) / period * per_row;
     const float* f = row.data();
-#pragma omp parallel for schedule(static) if (total > (1 << 18))
-    for (int64_t c = 0; c < chunks; ++c) {
+    ParallelFor(chunks, total > (1 << 18), [&](int64_t c) {
       const int64_t within = c % per_row * kFusedChunk, begin = c / per_row * period + within;
       const int64_t n = std::min({kFusedChunk, period - within, total - begin});
-      if (n <= 0) continue;
+      if (n <= 0) return;
       BinaryByteFloatRow(static_cast<int>(op_), q_first, q + begin, f + within, out + begin, y_type, n, big.scale,
                          big.zp, ys, zy);
-    }
+    });
     return absl::OkStatus();
   }
 

@@ -17,6 +17,7 @@
 #include "lib/base/status_macros.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/quantize_rows.h"
 #include "runner/reference/dispatch.h"
 
@@ -195,12 +196,11 @@ void ForRows(const Rows& rows, F&& row) {
   if (count == 1) {
     constexpr int64_t kChunk = 1 << 16;
     const int64_t chunks = (rows.inner + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t c = 0; c < chunks; ++c) row(c * kChunk, std::min(kChunk, rows.inner - c * kChunk), int64_t{0});
+    ParallelFor(chunks, parallel,
+                [&](int64_t c) { row(c * kChunk, std::min(kChunk, rows.inner - c * kChunk), int64_t{0}); });
     return;
   }
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < count; ++r) row(r * rows.inner, rows.inner, r % rows.dim);
+  ParallelFor(count, parallel, [&](int64_t r) { row(r * rows.inner, rows.inner, r % rows.dim); });
 }
 
 class QuantizeLinearKernel : public CpuKernel {

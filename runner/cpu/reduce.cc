@@ -30,6 +30,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/vector_math.h"
 #include "runner/reference/dispatch.h"
 
@@ -101,27 +102,24 @@ void FoldRows(const float* __restrict x, int64_t rows, int64_t inner, int64_t n,
 void LogSumExp(const float* x, int64_t outer, int64_t rows, int64_t inner, float* y) {
   const bool parallel = outer * rows * inner >= (int64_t{1} << 16);
   if (inner == 1) {
-#pragma omp parallel for if (parallel && outer > 1)
-    for (int64_t o = 0; o < outer; ++o) y[o] = LogSumExpRow(x + o * rows, rows);
+    ParallelFor(outer, parallel && outer > 1, [&](int64_t o) { y[o] = LogSumExpRow(x + o * rows, rows); });
     return;
   }
   constexpr int64_t kChunk = 1024;
   const int64_t chunks = (inner + kChunk - 1) / kChunk;
   const int64_t tasks = outer * chunks;
-#pragma omp parallel for if (parallel && tasks > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  ParallelFor(tasks, parallel && tasks > 1, [&](int64_t t) {
     const int64_t o = t / chunks, first = (t % chunks) * kChunk;
     LogSumExpColumns(x + o * rows * inner + first, rows, inner, std::min(kChunk, inner - first),
                      y + o * inner + first);
-  }
+  });
 }
 
 void FoldStrided(Fold fold, const float* x, int64_t outer, int64_t rows, int64_t inner, float* y) {
   constexpr int64_t kChunk = 1024;
   const int64_t chunks = (inner + kChunk - 1) / kChunk;
   const int64_t tasks = outer * chunks;
-#pragma omp parallel for if (tasks > 1 && outer * rows * inner >= (int64_t{1} << 16))
-  for (int64_t t = 0; t < tasks; ++t) {
+  ParallelFor(tasks, tasks > 1 && outer * rows * inner >= (int64_t{1} << 16), [&](int64_t t) {
     const int64_t o = t / chunks, first = (t % chunks) * kChunk;
     const int64_t n = std::min(kChunk, inner - first);
     const float* src = x + o * rows * inner + first;
@@ -146,7 +144,7 @@ void FoldStrided(Fold fold, const float* x, int64_t outer, int64_t rows, int64_t
         FoldRows<Fold::kSquareSum>(src, rows, inner, n, dst);
         break;
     }
-  }
+  });
 }
 
 std::optional<ReduceSpec> SpecOf(const std::string& op) {

@@ -279,15 +279,20 @@ void RunTapPlan(const TapPlan& p, const float* x, float* y) {
   constexpr int64_t kMinPerThread = int64_t{1} << 16;
   const int threads =
       static_cast<int>(std::min<int64_t>(omp_get_max_threads(), rows * p.out_w / kMinPerThread + 1));
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  // (One thread: no OpenMP region, see ParallelFor.)
+  auto rows_of = [&](int64_t first, int64_t last) {
     std::vector<float> blend(static_cast<size_t>(p.in_w));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = first; r < last; ++r) {
       const int64_t plane = r / p.out_h, oy = r % p.out_h;
       ResizeRow(p, x + plane * in_plane, oy, blend.data(), y + plane * out_plane + oy * p.out_w);
     }
+  };
+  if (threads <= 1) {
+    rows_of(0, rows);
+    return;
   }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) rows_of(rows * t / threads, rows * (t + 1) / threads);
 }
 
 class ResizeKernel : public CpuKernel {

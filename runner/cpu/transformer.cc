@@ -16,6 +16,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/erf_approx.h"
 #include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/vector_math.h"
 
 namespace onnxkit::runner::cpu {
@@ -91,11 +92,10 @@ class GeluKernel : public Kernel {
     float* py = y->mutable_data<float>();
     constexpr int64_t kChunk = 16384;
     const int64_t total = x->size(), chunks = (total + kChunk - 1) / kChunk;
-#pragma omp parallel for if (chunks > 1)
-    for (int64_t i = 0; i < chunks; ++i) {
+    ParallelFor(chunks, chunks > 1, [&](int64_t i) {
       const int64_t begin = i * kChunk;
       GeluChunk(px + begin, py + begin, std::min(kChunk, total - begin), *cv, *ov, *hv);
-    }
+    });
     return absl::OkStatus();
   }
 
@@ -129,15 +129,14 @@ class ActivationKernel : public Kernel {
     float* py = y->mutable_data<float>();
     constexpr int64_t kChunk = 16384;
     const int64_t total = x->size(), chunks = (total + kChunk - 1) / kChunk;
-#pragma omp parallel for if (chunks > 1)
-    for (int64_t i = 0; i < chunks; ++i) {
+    ParallelFor(chunks, chunks > 1, [&](int64_t i) {
       const int64_t begin = i * kChunk, n = std::min(kChunk, total - begin);
       if (pu != nullptr) {
         SwishMulRow(px + begin, pu + begin, py + begin, n);
       } else {
         row_(px + begin, py + begin, n);
       }
-    }
+    });
     return absl::OkStatus();
   }
 
@@ -302,8 +301,7 @@ class ElementwiseChainKernel : public Kernel {
     float* py = y->mutable_data<float>();
     const int64_t total = base->size(), chunks = (total + kChunk - 1) / kChunk;
     const int64_t last = shape.empty() ? 1 : shape.back();
-#pragma omp parallel for if (total >= 4 * kChunk)
-    for (int64_t c = 0; c < chunks; ++c) {
+    ParallelFor(chunks, total >= 4 * kChunk, [&](int64_t c) {
       const int64_t begin = c * kChunk, n = std::min(kChunk, total - begin);
       float* v = py + begin;
       std::memcpy(v, px + begin, static_cast<size_t>(n) * sizeof(float));
@@ -320,7 +318,7 @@ class ElementwiseChainKernel : public Kernel {
           ApplyUnary(s.op, v, n);
         }
       }
-    }
+    });
     return absl::OkStatus();
   }
 
