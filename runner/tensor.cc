@@ -132,7 +132,7 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
     // Big tensors on 2 MiB pages: one page fault per 2 MiB instead of per
     // 4 KiB (weights folded at load, large activations), and fewer TLB misses.
     size_t huge = (rounded + kHugePage - 1) / kHugePage * kHugePage;
-    b->data_ = huge >= kCachedBlockBytes ? BlockCache::Get().Take(huge, &b->block_) : nullptr;
+    b->data_ = BlockCache::Get().Take(huge, &b->block_);  // every huge block is cacheable
     if (b->data_ == nullptr) {
       b->data_ = std::aligned_alloc(kHugePage, huge);
       if (b->data_ == nullptr) {  // the cached blocks may be what is missing

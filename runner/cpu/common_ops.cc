@@ -336,16 +336,18 @@ class CastKernel : public CpuKernel {
     }
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, to_, x->shape()));
     const int64_t n = x->size();
+    // Chunks of kChunk elements, over the threads for large tensors.
+    constexpr int64_t kChunk = 4096;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    const bool parallel = n >= kParallelElements;
     if (to_float) {
       float* out = y->mutable_data<float>();
       // Through double, as the reference: an int64 beyond 2^53 rounds twice.
       auto convert = [&](auto* in) {
-        if (n < kParallelElements) {  // no OpenMP region (see ParallelFor)
-          for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
-          return;
-        }
-#pragma omp parallel for
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
+        ParallelFor(chunks, parallel, [&](int64_t c) {
+          const int64_t first = c * kChunk, last = std::min(n, first + kChunk);
+          for (int64_t i = first; i < last; ++i) out[i] = static_cast<float>(static_cast<double>(in[i]));
+        });
       };
       switch (from) {
         case pb::kInt64: convert(x->data<int64_t>()); break;
@@ -359,33 +361,28 @@ class CastKernel : public CpuKernel {
     const float* in = x->data<float>();
     if (to_ == pb::kBool) {
       bool* out = y->mutable_data<bool>();
-      ParallelFor((n + 4095) / 4096, n >= kParallelElements, [&](int64_t c) {
-        for (int64_t i = c * 4096; i < std::min(n, (c + 1) * 4096); ++i)
-          out[i] = in[i] != 0 || std::isnan(in[i]);
+      ParallelFor(chunks, parallel, [&](int64_t c) {
+        const int64_t first = c * kChunk, last = std::min(n, first + kChunk);
+        for (int64_t i = first; i < last; ++i) out[i] = in[i] != 0 || std::isnan(in[i]);
       });
     } else {
       // Values inside (-2^63, 2^63) truncate directly (vectorized); NaN and
       // values beyond, where the hardware conversion differs from the
       // reference's, are redone after.
-      int rare = 0;
       auto convert = [&](auto* out) {
         using O = std::remove_pointer_t<decltype(out)>;
-        if (n < kParallelElements) {  // no OpenMP region (see ParallelFor)
-#pragma omp simd reduction(| : rare)
-          for (int64_t i = 0; i < n; ++i) {
+        const bool rare = ParallelAny(chunks, parallel, [&](int64_t c) {
+          const int64_t first = c * kChunk, last = std::min(n, first + kChunk);
+          int chunk_rare = 0;
+#pragma omp simd reduction(| : chunk_rare)
+          for (int64_t i = first; i < last; ++i) {
             const bool direct = std::fabs(in[i]) < 0x1p63f;
             out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
-            rare |= !direct;
+            chunk_rare |= !direct;
           }
-        } else {
-#pragma omp parallel for simd reduction(| : rare)
-          for (int64_t i = 0; i < n; ++i) {
-            const bool direct = std::fabs(in[i]) < 0x1p63f;
-            out[i] = static_cast<O>(static_cast<uint64_t>(static_cast<int64_t>(direct ? in[i] : 0.f)));
-            rare |= !direct;
-          }
-        }
-        if (rare == 0) return;
+          return chunk_rare != 0;
+        });
+        if (!rare) return;
         for (int64_t i = 0; i < n; ++i) {
           if (!(std::fabs(in[i]) < 0x1p63f))
             out[i] = static_cast<O>(static_cast<uint64_t>(FloatToInt64Bits(in[i])));
