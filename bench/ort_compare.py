@@ -18,7 +18,9 @@ an If and the same net without it, made by bench/make_if_model.py), vad_if (a
 0.1 ms voice-activity model, Fourier Conv, Conv encoder and an LSTM step inside
 an If on the sample rate, made by bench/make_vad_model.py), and the light
 models of the onnx backend data. The default set is every one of them but
-if_convnet_flat. Missing files are reported and skipped; the last line is the
+if_convnet_flat. 'holdout' adds the torchvision networks of
+bench/export_holdout_models.py (bench/models/tv_*.onnx), architectures outside
+the default set. Missing files are reported and skipped; the last line is the
 geometric mean of cpu/ort and the worst ratio.
 """
 import argparse
@@ -92,10 +94,16 @@ def run_onnxkit(binary, model, npz, backend, runs, threads, precision="fp32"):
 
 def model_paths(names, light_dir):
     """(name, path) of each comma-separated name: 'light' is every light model of `light_dir`,
-    light_NAME one of them, any other name bench/models/NAME.onnx."""
+    light_NAME one of them, 'holdout' every tv_*.onnx of bench/models (bench/export_holdout_models.py),
+    any other name bench/models/NAME.onnx."""
     models = []
     for name in names.split(","):
-        if name == "light":
+        if name == "holdout":
+            folder = os.path.join(HERE, "models")
+            for f in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+                if f.startswith("tv_") and f.endswith(".onnx"):
+                    models.append((f[:-5], os.path.join(folder, f)))
+        elif name == "light":
             for f in sorted(os.listdir(light_dir)):
                 if f.endswith(".onnx"):
                     models.append((f[:-5], os.path.join(light_dir, f)))
@@ -152,7 +160,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnxkit", default=os.path.join(ROOT, "build/apps/onnxkit/onnxkit"))
     ap.add_argument("--models", default="resnet50,mobilenet_v2,bert_base,bert_mini,bert_mini_op14,vit_tiny,llama_tiny,gpt_tiny,crnn_lstm_gru,ssdlite,frcnn,light,if_convnet,vad_if",
-                    help="comma-separated names; 'light' means every light model, light_NAME one of them")
+                    help="comma-separated names; 'light' means every light model, light_NAME one of them; "
+                         "'holdout' every tv_*.onnx of bench/models (bench/export_holdout_models.py)")
     ap.add_argument("--light-dir", default=os.path.join(ROOT, "..", "shared", "onnx-backend-data", "light"))
     ap.add_argument("--backends", default="cpu,reference")
     ap.add_argument("--runs", type=int, default=20)
