@@ -96,17 +96,19 @@ def model_paths(names, light_dir):
     """(name, path) of each comma-separated name: 'light' is every light model of `light_dir`,
     light_NAME one of them, 'holdout' every tv_*.onnx of bench/models (bench/export_holdout_models.py),
     any other name bench/models/NAME.onnx."""
+    def every(folder, prefix):
+        if not os.path.isdir(folder):
+            print(f"{folder}: no such folder, skipped", file=sys.stderr)
+            return []
+        files = sorted(os.listdir(folder))
+        return [(f[:-5], os.path.join(folder, f)) for f in files if f.startswith(prefix) and f.endswith(".onnx")]
+
     models = []
     for name in names.split(","):
         if name == "holdout":
-            folder = os.path.join(HERE, "models")
-            for f in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-                if f.startswith("tv_") and f.endswith(".onnx"):
-                    models.append((f[:-5], os.path.join(folder, f)))
+            models += every(os.path.join(HERE, "models"), "tv_")
         elif name == "light":
-            for f in sorted(os.listdir(light_dir)):
-                if f.endswith(".onnx"):
-                    models.append((f[:-5], os.path.join(light_dir, f)))
+            models += every(light_dir, "")
         elif name.startswith("light_"):
             models.append((name, os.path.join(light_dir, name + ".onnx")))
         else:
