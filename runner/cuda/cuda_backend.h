@@ -48,7 +48,7 @@ struct ContextOptions {
   bool allow_tf32 = false;
   // Kernels written but not yet run on a GPU are used too (now: Gemm's
   // bias and C on cuBLASLt, MatMul batches against one B as one product,
-  // Resize and Upsample).
+  // Resize and Upsample, QuantizeLinear and DequantizeLinear).
   bool experimental = false;
 };
 

@@ -47,6 +47,8 @@ Factory MakeSum;
 Factory MakeReduce;
 // Resize and Upsample (null unless the context is experimental).
 Factory MakeResize;
+// QuantizeLinear and DequantizeLinear (null unless the context is experimental).
+Factory MakeQuantizeLinear;
 // data_kernels.cc: views and shape queries, Concat, Slice, Gather, Expand.
 Factory MakeView;
 Factory MakeConcat;

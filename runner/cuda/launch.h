@@ -10,9 +10,15 @@
 
 #include <cstdint>
 
+#include "runner/reference/quant_scale_map.h"
+
 namespace onnxkit::runner::cuda {
 
 inline constexpr int32_t kFloat = 1;
+inline constexpr int32_t kUint8 = 2;
+inline constexpr int32_t kInt8 = 3;
+inline constexpr int32_t kUint16 = 4;
+inline constexpr int32_t kInt16 = 5;
 inline constexpr int32_t kInt32 = 6;
 inline constexpr int32_t kInt64 = 7;
 inline constexpr int32_t kBool = 9;
@@ -183,6 +189,18 @@ struct ResizeGeometry {
 };
 cudaError_t LaunchResize(int32_t dtype, const void* x, void* y, int64_t n, const ResizeGeometry& g,
                          cudaStream_t stream);
+// QuantizeLinear (nn.cu; experimental): y[i] = saturate(rint(x[i] / s) + z),
+// s and z the elements map.Index(i) of the scale and the zero point (null:
+// 0). x and the scale have floating-point type dtype, the quotient is
+// rounded to it (as the reference backend's in numpy's promotion), a NaN
+// quotient gives z; y_type is uint8, int8, uint16 or int16, z's type too.
+cudaError_t LaunchQuantize(int32_t dtype, int32_t y_type, const void* x, const void* scale, const void* zp,
+                           void* y, int64_t n, const reference::ScaleMap& map, cudaStream_t stream);
+// DequantizeLinear (experimental): y[i] = float(x[i] - z) * s rounded to
+// dtype, the scale's and y's floating-point type; x_type is uint8, int8,
+// uint16, int16 or int32, z's type too.
+cudaError_t LaunchDequantize(int32_t x_type, int32_t dtype, const void* x, const void* scale, const void* zp,
+                             void* y, int64_t n, const reference::ScaleMap& map, cudaStream_t stream);
 // y[o, j, i] = x[o, indices[j], i] for x of [outer, axis_len, inner];
 // device indices of index_bytes (4 or 8). flag null: the indices are
 // already in [0, axis_len). Else negative ones count from the end and one

@@ -1,10 +1,11 @@
 // Device kernels: pooling, BatchNormalization (inference), LayerNormalization,
-// LRN, Gather, Resize. Floating-point element types (float, float16, bfloat16) are
-// computed in float; NaN and Inf propagate as in the reference kernels.
+// LRN, Gather, Resize, QuantizeLinear, DequantizeLinear. Floating-point element types (float, float16,
+// bfloat16) are computed in float; NaN and Inf propagate as in the reference kernels.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "runner/cuda/device_common.cuh"
@@ -233,6 +234,59 @@ __global__ void ResizeKernel(const T* x, T* y, int64_t n, const ResizeGeometry g
   }
 }
 
+// The integers a quantized type holds, and calls f with a typed null
+// pointer of the type (uint8, int8, uint16, int16; int32 with `wide`).
+template <typename Q>
+struct QuantLimits {
+  static constexpr float kLo = static_cast<float>(std::numeric_limits<Q>::min());
+  static constexpr float kHi = static_cast<float>(std::numeric_limits<Q>::max());
+};
+template <typename F>
+cudaError_t WithQuantType(int32_t dtype, bool wide, F&& f) {
+  switch (dtype) {
+    case kUint8:
+      return f(static_cast<uint8_t*>(nullptr));
+    case kInt8:
+      return f(static_cast<int8_t*>(nullptr));
+    case kUint16:
+      return f(static_cast<uint16_t*>(nullptr));
+    case kInt16:
+      return f(static_cast<int16_t*>(nullptr));
+    case kInt32:
+      if (wide) return f(static_cast<int32_t*>(nullptr));
+      return cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T, typename Q>
+__global__ void QuantizeKernel(const T* x, const T* scale, const Q* zp, Q* y, int64_t n,
+                               reference::ScaleMap map) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t s = map.Index(i);
+    // The quotient in T: float division, then rounded to T (for float16
+    // and bfloat16 float carries more than twice their bits, so this
+    // rounds as the exact quotient would).
+    const float q = ToFloat(FromFloat<T>(ToFloat(x[i]) / ToFloat(scale[s])));
+    const float z = zp != nullptr ? static_cast<float>(zp[s]) : 0.f;
+    float r = isnan(q) ? z : rintf(q) + z;  // rintf: half to even
+    r = fminf(fmaxf(r, QuantLimits<Q>::kLo), QuantLimits<Q>::kHi);
+    y[i] = static_cast<Q>(r);
+  }
+}
+
+template <typename Q, typename T>
+__global__ void DequantizeKernel(const Q* x, const T* scale, const Q* zp, T* y, int64_t n,
+                                 reference::ScaleMap map) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t s = map.Index(i);
+    const int64_t d = static_cast<int64_t>(x[i]) - (zp != nullptr ? static_cast<int64_t>(zp[s]) : 0);
+    y[i] = FromFloat<T>(__ll2float_rn(d) * ToFloat(scale[s]));
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchPool(PoolMode mode, int32_t dtype, const void* x, void* y, const PoolGeometry& g,
@@ -311,6 +365,36 @@ cudaError_t LaunchResize(int32_t dtype, const void* x, void* y, int64_t n, const
     using T = std::remove_pointer_t<decltype(tag)>;
     ResizeKernel<<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, g);
     return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchQuantize(int32_t dtype, int32_t y_type, const void* x, const void* scale, const void* zp,
+                           void* y, int64_t n, const reference::ScaleMap& map, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return WithQuantType(y_type, /*wide=*/false, [&](auto* qtag) {
+      using Q = std::remove_pointer_t<decltype(qtag)>;
+      QuantizeKernel<<<Blocks(n), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const Q*>(zp),
+          static_cast<Q*>(y), n, map);
+      return cudaGetLastError();
+    });
+  });
+}
+
+cudaError_t LaunchDequantize(int32_t x_type, int32_t dtype, const void* x, const void* scale, const void* zp,
+                             void* y, int64_t n, const reference::ScaleMap& map, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return WithFloatType(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return WithQuantType(x_type, /*wide=*/true, [&](auto* qtag) {
+      using Q = std::remove_pointer_t<decltype(qtag)>;
+      DequantizeKernel<<<Blocks(n), kThreads, 0, stream>>>(
+          static_cast<const Q*>(x), static_cast<const T*>(scale), static_cast<const Q*>(zp),
+          static_cast<T*>(y), n, map);
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -16,6 +16,7 @@
 #include "runner/cuda/kernels.h"
 #include "runner/reference/dispatch.h"
 #include "runner/reference/nn.h"
+#include "runner/reference/quantization.h"
 #include "runner/reference/resize_geometry.h"
 #include "runner/reference/shape_ops.h"
 
@@ -493,6 +494,67 @@ class ResizeKernel : public CudaKernel {
   std::optional<Tensor> tables_, weights_;
 };
 
+// QuantizeLinear and DequantizeLinear (experimental) of 8- and 16-bit
+// integer types, per tensor, per axis or blocked; the node is read as the
+// reference kernel reads it (reference::QuantizeSpecOf). x and the scale
+// of QuantizeLinear share a floating-point type, in which the quotient is
+// computed; DequantizeLinear's scale has the output's type. Other types
+// (4-bit, float8, a scale of another type) run on the cpu backend.
+class QuantizeLinearKernel : public CudaKernel {
+ public:
+  QuantizeLinearKernel(std::shared_ptr<Context> context, bool dequantize)
+      : context_(std::move(context)), dequantize_(dequantize) {}
+
+  bool Accepts(const KernelContext& ctx) const override {
+    auto in = TensorInputs(ctx, 2);
+    if (!in) return false;
+    const Tensor* zp = nullptr;
+    if (const RtValue* v = ctx.Value(2); v != nullptr) {
+      if (!v->is_tensor() || !v->tensor().defined()) return false;
+      zp = &v->tensor();
+    }
+    const Tensor& x = *(*in)[0];
+    const Tensor& scale = *(*in)[1];
+    if (dequantize_) {
+      auto spec = reference::DequantizeSpecOf(ctx, x, scale, zp);
+      const int32_t t = x.dtype();
+      return spec.ok() && spec->out_type == scale.dtype() && IsFloatType(scale.dtype()) &&
+             (t == kUint8 || t == kInt8 || t == kUint16 || t == kInt16 || t == kInt32);
+    }
+    auto spec = reference::QuantizeSpecOf(ctx, x, scale, zp);
+    const int32_t t = spec.ok() ? spec->out_type : 0;
+    return spec.ok() && IsFloatType(x.dtype()) && scale.dtype() == x.dtype() &&
+           spec->precision == x.dtype() && (t == kUint8 || t == kInt8 || t == kUint16 || t == kInt16);
+  }
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor& x = ctx.Value(0)->tensor();
+    const Tensor& scale = ctx.Value(1)->tensor();
+    const Tensor* zp = ctx.Value(2) != nullptr ? &ctx.Value(2)->tensor() : nullptr;
+    const void* zp_data = zp != nullptr ? zp->raw() : nullptr;
+    if (dequantize_) {
+      ONNXKIT_ASSIGN_OR_RETURN(reference::DequantizeSpec spec,
+                               reference::DequantizeSpecOf(ctx, x, scale, zp));
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(spec.out_type, x.shape()));
+      ONNXKIT_RETURN_IF_ERROR(
+          Launched(LaunchDequantize(x.dtype(), spec.out_type, x.raw(), scale.raw(), zp_data, y.mutable_raw(),
+                                    x.size(), spec.map, context_->stream()),
+                   "DequantizeLinear"));
+      return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(reference::QuantizeSpec spec, reference::QuantizeSpecOf(ctx, x, scale, zp));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor y, context_->Allocate(spec.out_type, x.shape()));
+    ONNXKIT_RETURN_IF_ERROR(Launched(LaunchQuantize(x.dtype(), spec.out_type, x.raw(), scale.raw(), zp_data,
+                                                    y.mutable_raw(), x.size(), spec.map, context_->stream()),
+                                     "QuantizeLinear"));
+    return ctx.SetOutput(0, RtValue::FromTensor(std::move(y)));
+  }
+
+ private:
+  std::shared_ptr<Context> context_;
+  bool dequantize_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaKernel>> MakeBatchNorm(const std::shared_ptr<Context>& context,
@@ -592,6 +654,13 @@ absl::StatusOr<std::unique_ptr<CudaKernel>> MakeResize(const std::shared_ptr<Con
                                              : reference::resize::ParseResize(node, info.opset);
   if (!config.ok()) return std::unique_ptr<CudaKernel>();  // the cpu kernel reports it
   return std::unique_ptr<CudaKernel>(new ResizeKernel(context, *std::move(config)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaKernel>> MakeQuantizeLinear(const std::shared_ptr<Context>& context,
+                                                               const ir::Node& node,
+                                                               const KernelInfo& /*info*/) {
+  if (!context->experimental()) return std::unique_ptr<CudaKernel>();
+  return std::unique_ptr<CudaKernel>(new QuantizeLinearKernel(context, node.op_type() == "DequantizeLinear"));
 }
 
 }  // namespace onnxkit::runner::cuda

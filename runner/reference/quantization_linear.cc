@@ -75,21 +75,8 @@ void StoreQuantized(Tensor& y, const QType& qt, int64_t i, double q, double zp, 
   }
 }
 
-// Which scale element applies to each element of x.
-struct ScaleMap {
-  enum Mode { kTensor, kAxis, kBlocked } mode = kTensor;
-  int64_t dim = 1, inner = 1, block = 1, scale_dim = 1;
-  int64_t Index(int64_t i) const {
-    switch (mode) {
-      case kTensor: return 0;
-      case kAxis: return (i / inner) % dim;
-      case kBlocked: return ((i / (inner * dim)) * scale_dim + (i / inner) % dim / block) * inner + i % inner;
-    }
-    return 0;
-  }
-};
-
-absl::StatusOr<ScaleMap> MakeScaleMap(KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp) {
+absl::StatusOr<ScaleMap> MakeScaleMap(const KernelContext& ctx, const Tensor& x, const Tensor& scale,
+                                      const Tensor* zp) {
   bool per_tensor = scale.size() == 1;
   if (zp != nullptr && (per_tensor ? zp->size() != 1 : zp->shape() != scale.shape())) {
     return absl::InvalidArgumentError(absl::StrCat("zero point ", DescribeTensor(*zp), " and scale ",
@@ -154,35 +141,65 @@ int32_t PromotedType(int32_t x, int32_t s) {
 
 }  // namespace
 
-absl::Status QuantizeLinear(KernelContext& ctx) {
-  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
-  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zp, ctx.OptionalInput(2));
-  if ((!IsFloatType(x->dtype()) && x->dtype() != 6) || !IsFloatType(scale->dtype())) {
+absl::StatusOr<QuantizeSpec> QuantizeSpecOf(const KernelContext& ctx, const Tensor& x, const Tensor& scale,
+                                            const Tensor* zp) {
+  if ((!IsFloatType(x.dtype()) && x.dtype() != 6) || !IsFloatType(scale.dtype())) {
     return absl::InvalidArgumentError(absl::StrCat("x must be float or int32 and y_scale float, got ",
-                                                   DescribeTensor(*x), " and ", DescribeTensor(*scale)));
+                                                   DescribeTensor(x), " and ", DescribeTensor(scale)));
   }
   int64_t out_attr = ctx.opset() >= 21 ? AttrInt(ctx.node(), "output_dtype", 0) : 0;
-  int32_t out_type = zp != nullptr ? zp->dtype() : out_attr != 0 ? static_cast<int32_t>(out_attr) : 2;
+  QuantizeSpec spec;
+  spec.out_type = zp != nullptr ? zp->dtype() : out_attr != 0 ? static_cast<int32_t>(out_attr) : 2;
   if (zp != nullptr && out_attr != 0 && out_attr != zp->dtype()) {
     return absl::InvalidArgumentError(absl::StrCat("output_dtype ", out_attr, " differs from the zero point's type ",
                                                    Sv(DataTypeName(zp->dtype()))));
   }
-  ONNXKIT_ASSIGN_OR_RETURN(QType qt, QuantType(out_type));
-  int32_t precision = PromotedType(x->dtype(), scale->dtype());
+  ONNXKIT_RETURN_IF_ERROR(QuantType(spec.out_type).status());
+  spec.precision = PromotedType(x.dtype(), scale.dtype());
   if (int64_t p = ctx.opset() >= 23 ? AttrInt(ctx.node(), "precision", 0) : 0; p != 0) {
     if (!IsFloatType(static_cast<int32_t>(p))) {
       return absl::InvalidArgumentError(absl::StrCat("precision ", p, " is not a floating-point type"));
     }
-    precision = static_cast<int32_t>(p);
+    spec.precision = static_cast<int32_t>(p);
   }
-  bool saturate = ctx.opset() >= 19 ? AttrInt(ctx.node(), "saturate", 1) != 0 : true;
-  ONNXKIT_ASSIGN_OR_RETURN(ScaleMap map, MakeScaleMap(ctx, *x, *scale, zp));
-  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, out_type, x->shape()));
+  spec.saturate = ctx.opset() >= 19 ? AttrInt(ctx.node(), "saturate", 1) != 0 : true;
+  ONNXKIT_ASSIGN_OR_RETURN(spec.map, MakeScaleMap(ctx, x, scale, zp));
+  return spec;
+}
+
+absl::StatusOr<DequantizeSpec> DequantizeSpecOf(const KernelContext& ctx, const Tensor& x,
+                                                const Tensor& scale, const Tensor* zp) {
+  if (x.dtype() != 6) ONNXKIT_RETURN_IF_ERROR(QuantType(x.dtype()).status());
+  if (!IsFloatType(scale.dtype()) && scale.dtype() != 24) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("x_scale must be a float type, got ", DescribeTensor(scale)));
+  }
+  if (zp != nullptr && zp->dtype() != x.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat("x_zero_point ", DescribeTensor(*zp), " and x ",
+                                                   DescribeTensor(x), " must have one element type"));
+  }
+  int64_t out_attr = ctx.opset() >= 23 ? AttrInt(ctx.node(), "output_dtype", 0) : 0;
+  DequantizeSpec spec;
+  spec.out_type = out_attr != 0 ? static_cast<int32_t>(out_attr) : scale.dtype() == 24 ? 1 : scale.dtype();
+  if (!IsFloatType(spec.out_type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output_dtype ", out_attr, " is not a floating-point type"));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(spec.map, MakeScaleMap(ctx, x, scale, zp));
+  return spec;
+}
+
+absl::Status QuantizeLinear(KernelContext& ctx) {
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
+  ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zp, ctx.OptionalInput(2));
+  ONNXKIT_ASSIGN_OR_RETURN(QuantizeSpec spec, QuantizeSpecOf(ctx, *x, *scale, zp));
+  ONNXKIT_ASSIGN_OR_RETURN(QType qt, QuantType(spec.out_type));
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, spec.out_type, x->shape()));
   for (int64_t i = 0; i < x->size(); ++i) {
-    int64_t s = map.Index(i);
-    double q = Divide(Load(*x, i), Load(*scale, s), precision);
-    StoreQuantized(*y, qt, i, q, zp != nullptr ? Load(*zp, s) : 0.0, saturate);
+    int64_t s = spec.map.Index(i);
+    double q = Divide(Load(*x, i), Load(*scale, s), spec.precision);
+    StoreQuantized(*y, qt, i, q, zp != nullptr ? Load(*zp, s) : 0.0, spec.saturate);
   }
   return absl::OkStatus();
 }
@@ -191,27 +208,14 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zp, ctx.OptionalInput(2));
-  if (x->dtype() != 6) ONNXKIT_RETURN_IF_ERROR(QuantType(x->dtype()).status());
-  if (!IsFloatType(scale->dtype()) && scale->dtype() != 24) {
-    return absl::InvalidArgumentError(absl::StrCat("x_scale must be a float type, got ", DescribeTensor(*scale)));
-  }
-  if (zp != nullptr && zp->dtype() != x->dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("x_zero_point ", DescribeTensor(*zp), " and x ",
-                                                   DescribeTensor(*x), " must have one element type"));
-  }
-  int64_t out_attr = ctx.opset() >= 23 ? AttrInt(ctx.node(), "output_dtype", 0) : 0;
-  int32_t out_type = out_attr != 0 ? static_cast<int32_t>(out_attr) : scale->dtype() == 24 ? 1 : scale->dtype();
-  if (!IsFloatType(out_type)) {
-    return absl::InvalidArgumentError(absl::StrCat("output_dtype ", out_attr, " is not a floating-point type"));
-  }
-  ONNXKIT_ASSIGN_OR_RETURN(ScaleMap map, MakeScaleMap(ctx, *x, *scale, zp));
-  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, out_type, x->shape()));
-  bool in_double = scale->dtype() == 11 || out_type == 11;
-  return VisitFloat(out_type, [&](auto tag) -> absl::Status {
+  ONNXKIT_ASSIGN_OR_RETURN(DequantizeSpec spec, DequantizeSpecOf(ctx, *x, *scale, zp));
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, spec.out_type, x->shape()));
+  bool in_double = scale->dtype() == 11 || spec.out_type == 11;
+  return VisitFloat(spec.out_type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     T* py = y->mutable_data<T>();
     for (int64_t i = 0; i < x->size(); ++i) {
-      int64_t s = map.Index(i);
+      int64_t s = spec.map.Index(i);
       double dx = Load(*x, i) - (zp != nullptr ? Load(*zp, s) : 0.0);
       double v = in_double ? dx * Load(*scale, s)
                            : static_cast<double>(DoubleToFloat(dx) * DoubleToFloat(Load(*scale, s)));

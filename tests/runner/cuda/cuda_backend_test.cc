@@ -862,6 +862,71 @@ TEST(CudaBackendTest, ResizeAndUpsample) {
   ExpectExperimentalMatches(up, {{"x", RandomFloats({1, 2, 3, 4}, 192)}}, 1e-5, {"Upsample"}, 9);
 }
 
+TEST(CudaBackendTest, QuantizeAndDequantizeLinear) {
+  ONNXKIT_NEED_CUDA_DEVICE();
+  // QuantizeLinear then DequantizeLinear (with cuda_experimental) per
+  // tensor, per axis and blocked, into uint8, int8, uint16 and int16, with
+  // and without a zero point, from float and float16: the integers equal
+  // the reference backend's (ties to even, saturation, NaN to the zero
+  // point, infinities), the dequantized values too.
+  struct Case {
+    int32_t qtype;
+    std::vector<int64_t> scale_shape;
+    int64_t axis, block;
+    bool zero_point;
+    int64_t opset;
+  };
+  const std::vector<Case> cases = {
+      {pb::kUint8, {}, 1, 0, true, 13},        {pb::kUint8, {}, 1, 0, false, 10},
+      {pb::kInt8, {6}, 1, 0, true, 13},        {pb::kUint8, {4}, -1, 0, true, 19},
+      {pb::kInt16, {2, 3, 4}, 1, 2, true, 21}, {pb::kUint16, {6}, 1, 0, true, 21},
+      {pb::kInt8, {2, 6, 2}, 2, 3, false, 21},
+  };
+  runner::Tensor x = RandomFloats({2, 6, 4}, 193, -4, 4);
+  const float special[] = {NAN, INFINITY, -INFINITY, 0.125f, 0.375f, -0.125f, -0.375f, 1e9f};
+  for (int i = 0; i < 8; ++i) x.mutable_data<float>()[i * 5] = special[i];
+  for (int32_t type : {pb::kFloat, pb::kFloat16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::to_string(type) + " to " + std::to_string(c.qtype) + " scale rank " +
+                   std::to_string(c.scale_shape.size()) + " opset " + std::to_string(c.opset));
+      int64_t count = 1;
+      for (int64_t d : c.scale_shape) count *= d;
+      std::vector<float> scales(static_cast<size_t>(count));
+      for (size_t i = 0; i < scales.size(); ++i)
+        scales[i] = i == 0 ? 0.25f : 0.01f + 0.003f * static_cast<float>(i);
+      std::vector<int64_t> zps(static_cast<size_t>(count));
+      for (size_t i = 0; i < zps.size(); ++i)
+        zps[i] = static_cast<int64_t>(i % 7) * (c.qtype == pb::kInt8 ? -3 : 5);
+      GraphBuilder b("g");
+      b.Input("x", pb::kFloat, {{2, 6, 4}})
+          .Initializer(InitializerFrom("s32", Floats(c.scale_shape, scales)))
+          .Node("Cast", {"x"}, {"xt"}, {AttrInt("to", type)})
+          .Node("Cast", {"s32"}, {"s"}, {AttrInt("to", type)});
+      std::vector<std::string> inputs = {"xt", "s"};
+      if (c.zero_point) {
+        b.Initializer(InitializerFrom("z64", Int64s(c.scale_shape, zps)))
+            .Node("Cast", {"z64"}, {"z"}, {AttrInt("to", c.qtype)});
+        inputs.push_back("z");
+      }
+      std::vector<pb::AttributeProto> attrs;
+      if (c.opset >= 13) attrs.push_back(AttrInt("axis", c.axis));
+      if (c.block > 0) attrs.push_back(AttrInt("block_size", c.block));
+      if (!c.zero_point && c.opset >= 21) attrs.push_back(AttrInt("output_dtype", c.qtype));
+      std::vector<pb::AttributeProto> dq_attrs;
+      if (c.opset >= 13) dq_attrs.push_back(AttrInt("axis", c.axis));
+      if (c.block > 0) dq_attrs.push_back(AttrInt("block_size", c.block));
+      std::vector<std::string> dq_inputs = inputs;
+      dq_inputs[0] = "q";
+      b.Node("QuantizeLinear", inputs, {"q"}, attrs)
+          .Node("DequantizeLinear", dq_inputs, {"d"}, dq_attrs)
+          .Node("Cast", {"d"}, {"y"}, {AttrInt("to", pb::kFloat)})
+          .Output("q", c.qtype)
+          .Output("y", pb::kFloat);
+      ExpectExperimentalMatches(b.Build(), {{"x", x}}, 1e-6, {"QuantizeLinear", "DequantizeLinear"}, c.opset);
+    }
+  }
+}
+
 TEST(CudaBackendTest, ConvChainsFoldNormalizationAndFuseWhatFollows) {
   ONNXKIT_NEED_CUDA_DEVICE();
   // ResNet-like: Conv -> BatchNormalization -> Add (residual) -> Relu; a
