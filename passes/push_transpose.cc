@@ -1,0 +1,477 @@
+// push-transpose: moves a Transpose below the op that reads it when the op
+// does not care about the layout (element-wise ops, reductions, Softmax,
+// ArgMax, Concat), so that layout changes meet and cancel. Exporters that
+// work in NHWC (TensorFlow, Keras, TFLite converters) write every
+// convolution as Transpose -> Conv -> Transpose, with the activations and
+// bias additions in between; pushed down, each NCHW->NHWC Transpose reaches
+// the next NHWC->NCHW one and merge-transpose removes both.
+// Before: %t = Transpose[perm=p](%x); %y = Relu(%t)
+// After:  %u = Relu(%x);              %y = Transpose[perm=p](%u)
+// Before: %t = Transpose[perm=p](%x); %y = Add(%t, %c)          (%c constant)
+// After:  %u = Add(%x, %c');          %y = Transpose[perm=p](%u)
+//         (%c' = %c with leading 1s to the rank, transposed by p's inverse)
+// Before: %t = Transpose[perm=p](%x); %y = ReduceMean[axes=a, keepdims=0](%t)
+// After:  %y = ReduceMean[axes=p[a], keepdims=0](%x), then Transpose[q] over
+//         the kept dims unless q is the identity (NHWC -> global pooling).
+//
+// Decisions:
+//   - Only when the Transpose's output has this one consumer (and is no
+//     graph output): a Transpose that others still read would stay, and the
+//     pushed copy would be one more.
+//   - The op's other inputs must not need a Transpose of their own: absent,
+//     constants (transposed here once; a one-element one of rank <= the
+//     op's is left as it is), or Transposes with the same perm that only this
+//     op reads (their inputs are read instead). Anything else stops the push
+//     (the number of Transposes would grow).
+//   - Element-wise ops: the unary ones, Clip (bounds are scalars), Cast,
+//     the broadcasting binary ones and Where, Sum/Max/Min/Mean, PRelu,
+//     QuantizeLinear per tensor or per axis (the axis follows the perm;
+//     blocked ones stay). Not DequantizeLinear: its float output is larger
+//     than its input, and QDQ runtimes look for DequantizeLinear feeding the
+//     op it quantizes (a Transpose between would break that up). Reductions with their axes as an
+//     attribute or a constant input, ArgMax/ArgMin, Softmax/LogSoftmax/
+//     Hardmax from opset 13 (before, they flatten from the axis on), Concat.
+//   - A reduction of every axis (no axes, noop_with_empty_axes 0) needs no
+//     Transpose after it at all.
+//   - Reductions may sum in another order afterwards (the same elements):
+//     results can differ in the last bits, so the pass is marked as one
+//     that may change numerics.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/base/data_type.h"
+#include "lib/base/status_macros.h"
+#include "passes/eliminate_util.h"
+#include "passes/fuse_util.h"
+#include "passes/pass_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes {
+namespace {
+
+enum class Kind { kElementwise, kReduce, kAxis, kConcat };
+
+bool IsUnary(const std::string& op) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "Relu",    "LeakyRelu", "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh", "Exp",   "Log",    "Abs",
+      "Neg",     "Sqrt",      "Reciprocal", "Erf",       "Gelu",      "Elu",  "Selu",  "Celu",   "Softplus",
+      "Softsign", "Floor",    "Ceil",     "Round",       "Sign",      "Sin",  "Cos",   "Tan",    "Asin",
+      "Acos",    "Atan",      "Sinh",     "Cosh",        "Asinh",     "Acosh", "Atanh", "Not",   "IsNaN",
+      "IsInf",   "Cast",      "Identity", "Mish",        "ThresholdedRelu", "Shrink", "Clip", "BitwiseNot"};
+  return kOps.count(op) > 0;
+}
+
+bool IsBroadcasting(const std::string& op) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "Add",   "Sub",     "Mul",          "Div", "Pow",  "Max",  "Min",  "Sum",  "Mean",       "Equal",
+      "Less",  "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Mod", "BitShift",
+      "PRelu", "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+  return kOps.count(op) > 0;
+}
+
+bool IsReduce(const std::string& op) {
+  static const std::set<std::string, std::less<>> kOps = {"ReduceMean", "ReduceSum",     "ReduceMax",
+                                                          "ReduceMin",  "ReduceProd",    "ReduceL1",
+                                                          "ReduceL2",   "ReduceLogSum",  "ReduceLogSumExp",
+                                                          "ReduceSumSquare"};
+  return kOps.count(op) > 0;
+}
+
+// The opset from which a reduction takes its axes as an input.
+int64_t AxesInputSince(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
+
+// What the op becomes once it reads the Transpose's input.
+struct Plan {
+  ir::Node* transpose = nullptr;
+  ir::Node* op = nullptr;
+  std::vector<ir::Value*> inputs;                    // null: absent, or made from new_constants
+  std::vector<std::optional<runner::Tensor>> new_constants;  // per input
+  std::vector<ir::Node*> absorbed;                   // same-perm Transposes of other inputs
+  std::vector<pb::AttributeProto> attributes;
+  std::optional<std::vector<int64_t>> after;         // the Transpose after the op; none when nullopt
+};
+
+std::vector<int64_t> Inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// `c` with leading 1s up to `rank`, transposed by `perm` (out dim j is dim
+// perm[j]); nullopt for types it cannot copy as whole bytes.
+std::optional<runner::Tensor> TransposeConstant(const runner::Tensor& c, size_t rank,
+                                                const std::vector<int64_t>& perm) {
+  const int bits = DataTypeBits(c.dtype());
+  if (c.is_string() || (bits != 8 && bits != 16 && bits != 32 && bits != 64)) return std::nullopt;
+  const size_t esize = static_cast<size_t>(bits / 8);
+  std::vector<int64_t> ext(rank - static_cast<size_t>(c.rank()), 1);
+  ext.insert(ext.end(), c.shape().begin(), c.shape().end());
+  std::vector<int64_t> out_shape(rank), in_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * ext[d];
+  for (size_t j = 0; j < rank; ++j) out_shape[j] = ext[static_cast<size_t>(perm[j])];
+  absl::StatusOr<runner::Tensor> out = runner::Tensor::AllocateUninitialized(c.dtype(), out_shape);
+  if (!out.ok()) return std::nullopt;
+  const auto* src = static_cast<const unsigned char*>(c.raw());
+  auto* dst = static_cast<unsigned char*>(out->mutable_raw());
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t i = 0; i < out->size(); ++i) {
+    int64_t offset = 0;
+    for (size_t j = 0; j < rank; ++j) offset += coord[j] * in_strides[static_cast<size_t>(perm[j])];
+    std::memcpy(dst + static_cast<size_t>(i) * esize, src + static_cast<size_t>(offset) * esize, esize);
+    for (size_t j = rank; j-- > 0;) {
+      if (++coord[j] < out_shape[j]) break;
+      coord[j] = 0;
+    }
+  }
+  return *std::move(out);
+}
+
+// The attributes of `node` with `replaced` taking the place of those of the
+// same name (and `dropped` left out).
+std::vector<pb::AttributeProto> AttributesWith(const ir::Node& node, std::vector<pb::AttributeProto> replaced,
+                                               const std::set<std::string>& dropped = {}) {
+  std::vector<pb::AttributeProto> out;
+  for (const ir::Attribute& a : node.attributes()) {
+    if (dropped.count(a.proto.name) > 0) continue;
+    bool is_replaced = false;
+    for (const pb::AttributeProto& r : replaced) is_replaced = is_replaced || r.name == a.proto.name;
+    if (!is_replaced) out.push_back(a.proto);
+  }
+  for (pb::AttributeProto& r : replaced) out.push_back(std::move(r));
+  return out;
+}
+
+class Planner {
+ public:
+  Planner(ir::Graph& graph, PassContext& ctx) : graph_(graph), ctx_(ctx) {}
+
+  std::optional<Plan> Match(ir::Node* t) {
+    if (!IsOp(*t, "Transpose") || t->num_inputs() != 1 || t->input(0) == nullptr || t->num_outputs() != 1) {
+      return std::nullopt;
+    }
+    ir::Node* op = SoleConsumer(*t->output(0));
+    if (op == nullptr || op->graph() != &graph_ || !IsStandardOp(*op) || op->num_outputs() != 1 ||
+        op->output(0) == nullptr) {
+      return std::nullopt;
+    }
+    std::optional<std::vector<int64_t>> x_shape = KnownShape(*t->input(0), ctx_);
+    std::optional<std::vector<int64_t>> perm =
+        TransposePerm(*t, x_shape ? static_cast<int64_t>(x_shape->size()) : -1);
+    if (!perm || perm->empty() || IsIdentityPerm(*perm)) return std::nullopt;
+    perm_ = *perm;
+    Plan plan;
+    plan.transpose = t;
+    plan.op = op;
+    const std::string& type = op->op_type();
+    const int64_t opset = ctx_.Opset("");
+    bool ok = false;
+    if (IsUnary(type) || IsBroadcasting(type)) {
+      ok = Elementwise(plan);
+    } else if (type == "QuantizeLinear") {
+      ok = Quantization(plan, opset);
+    } else if (IsReduce(type)) {
+      ok = Reduce(plan, opset);
+    } else if (type == "ArgMax" || type == "ArgMin") {
+      ok = ArgReduce(plan);
+    } else if ((type == "Softmax" || type == "LogSoftmax" || type == "Hardmax") && opset >= 13) {
+      ok = SameRankAxis(plan, -1);
+    } else if (type == "Concat") {
+      ok = Concat(plan);
+    }
+    if (!ok) return std::nullopt;
+    return plan;
+  }
+
+ private:
+  size_t rank() const { return perm_.size(); }
+
+  // Input i of the op as it reads the untransposed layout; false when it
+  // would need a Transpose of its own. A one-element constant of rank <= the
+  // op's stays as it is.
+  bool MapInput(Plan& plan, int i) {
+    ir::Value* v = plan.op->input(i);
+    if (v == nullptr) {
+      plan.inputs.push_back(nullptr);
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    if (v == plan.transpose->output(0)) {
+      plan.inputs.push_back(plan.transpose->input(0));
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    if (ir::Node* other = ProducerOp(v, "Transpose", graph_);
+        other != nullptr && other != plan.transpose && other->num_inputs() == 1 && other->input(0) != nullptr &&
+        OnlyUsedBy(*v, {plan.op})) {
+      std::optional<std::vector<int64_t>> p = TransposePerm(*other, static_cast<int64_t>(rank()));
+      if (!p || *p != perm_) return false;
+      if (std::find(plan.absorbed.begin(), plan.absorbed.end(), other) == plan.absorbed.end()) {
+        plan.absorbed.push_back(other);
+      }
+      plan.inputs.push_back(other->input(0));
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    if (!IsConstantValue(*v)) return false;
+    absl::StatusOr<runner::Tensor> c = ConstantTensor(*v, ctx_);
+    if (!c.ok() || static_cast<size_t>(c->rank()) > rank()) return false;
+    if (c->size() == 1) {
+      plan.inputs.push_back(v);
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    std::optional<runner::Tensor> moved = TransposeConstant(*c, rank(), Inverse(perm_));
+    if (!moved) return false;
+    plan.inputs.push_back(nullptr);
+    plan.new_constants.push_back(std::move(moved));
+    return true;
+  }
+
+  bool MapInputs(Plan& plan, int count) {
+    for (int i = 0; i < count; ++i) {
+      if (!MapInput(plan, i)) return false;
+    }
+    return true;
+  }
+
+  // Keeps the inputs after `count` as they are (axes, bounds read as is).
+  void KeepRest(Plan& plan, int count) {
+    for (int i = count; i < plan.op->num_inputs(); ++i) {
+      plan.inputs.push_back(plan.op->input(i));
+      plan.new_constants.emplace_back();
+    }
+  }
+
+  bool Elementwise(Plan& plan) {
+    const std::string& type = plan.op->op_type();
+    int mapped = plan.op->num_inputs();
+    if (type == "Clip") {
+      // Bounds (inputs 1 and 2) are scalars.
+      for (int i = 1; i < plan.op->num_inputs(); ++i) {
+        if (plan.op->input(i) != nullptr && !SmallScalar(plan.op->input(i), ctx_)) return false;
+      }
+      mapped = 1;
+    } else if (type == "Cast" || IsUnary(type)) {
+      mapped = 1;
+      if (plan.op->num_inputs() != 1) return false;
+    }
+    if (plan.op->input(0) != plan.transpose->output(0) && type != "Where" && !IsBroadcasting(type)) return false;
+    if (!MapInputs(plan, mapped)) return false;
+    KeepRest(plan, mapped);
+    plan.attributes = AttributesWith(*plan.op, {});
+    plan.after = perm_;
+    return true;
+  }
+
+  bool Quantization(Plan& plan, int64_t opset) {
+    if (plan.op->input(0) != plan.transpose->output(0)) return false;
+    if (opset >= 21 && plan.op->GetInt("block_size").value_or(0) != 0) return false;
+    // Per tensor: scalar scale (and zero point); per axis: the axis moves.
+    std::optional<std::vector<int64_t>> scale = plan.op->num_inputs() > 1 && plan.op->input(1) != nullptr
+                                                    ? KnownShape(*plan.op->input(1), ctx_)
+                                                    : std::nullopt;
+    if (!scale) return false;
+    std::vector<pb::AttributeProto> replaced;
+    int64_t elements = 1;
+    for (int64_t d : *scale) elements = d < 0 ? -1 : elements * d;
+    if (elements != 1) {
+      if (scale->size() != 1 || opset < 13) return false;
+      int64_t axis = plan.op->GetInt("axis").value_or(1);
+      if (axis < 0) axis += static_cast<int64_t>(rank());
+      if (axis < 0 || axis >= static_cast<int64_t>(rank())) return false;
+      replaced.push_back(IntAttr("axis", perm_[static_cast<size_t>(axis)]));
+    }
+    if (!MapInputs(plan, 1)) return false;
+    KeepRest(plan, 1);
+    plan.attributes = AttributesWith(*plan.op, std::move(replaced));
+    plan.after = perm_;
+    return true;
+  }
+
+  // The Transpose after a reduction of `axes` (normalized) of the
+  // transposed tensor; nullopt when none is needed.
+  std::optional<std::vector<int64_t>> AfterReduction(const std::set<int64_t>& axes, bool keepdims) const {
+    if (keepdims) return perm_;
+    std::vector<int64_t> kept_x;  // dims of x that stay, in order
+    for (int64_t d = 0; d < static_cast<int64_t>(rank()); ++d) {
+      bool reduced = false;
+      for (int64_t a : axes) reduced = reduced || perm_[static_cast<size_t>(a)] == d;
+      if (!reduced) kept_x.push_back(d);
+    }
+    std::vector<int64_t> after;
+    for (int64_t i = 0; i < static_cast<int64_t>(rank()); ++i) {
+      if (axes.count(i) > 0) continue;
+      const int64_t d = perm_[static_cast<size_t>(i)];
+      after.push_back(std::find(kept_x.begin(), kept_x.end(), d) - kept_x.begin());
+    }
+    if (IsIdentityPerm(after)) return std::nullopt;
+    return after;
+  }
+
+  std::optional<std::set<int64_t>> Normalized(const std::vector<int64_t>& axes) const {
+    std::set<int64_t> out;
+    for (int64_t a : axes) {
+      if (a < 0) a += static_cast<int64_t>(rank());
+      if (a < 0 || a >= static_cast<int64_t>(rank()) || !out.insert(a).second) return std::nullopt;
+    }
+    return out;
+  }
+
+  bool Reduce(Plan& plan, int64_t opset) {
+    const std::string& type = plan.op->op_type();
+    if (plan.op->input(0) != plan.transpose->output(0)) return false;
+    const bool keepdims = plan.op->GetInt("keepdims").value_or(1) != 0;
+    const bool axes_input = opset >= AxesInputSince(type);
+    std::optional<std::vector<int64_t>> axes;
+    if (axes_input) {
+      if (plan.op->num_inputs() > 1 && plan.op->input(1) != nullptr) {
+        axes = ConstInts(plan.op->input(1), ctx_);
+        if (!axes) return false;
+      }
+    } else {
+      axes = plan.op->GetInts("axes");
+      if (!axes && plan.op->FindAttribute("axes") != nullptr) return false;
+    }
+    const bool all = !axes || axes->empty();
+    if (all && axes_input && plan.op->GetInt("noop_with_empty_axes").value_or(0) != 0) {
+      // No reduction at all: element-wise (an identity).
+      if (!MapInputs(plan, 1)) return false;
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {});
+      plan.after = perm_;
+      return true;
+    }
+    if (!MapInputs(plan, 1)) return false;
+    if (all) {
+      // Every element: the layout does not matter.
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {});
+      plan.after = std::nullopt;
+      return true;
+    }
+    std::optional<std::set<int64_t>> normalized = Normalized(*axes);
+    if (!normalized) return false;
+    std::vector<int64_t> moved;
+    for (int64_t a : *normalized) moved.push_back(perm_[static_cast<size_t>(a)]);
+    std::sort(moved.begin(), moved.end());
+    if (axes_input) {
+      absl::StatusOr<runner::Tensor> t =
+          runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(moved.size())});
+      if (!t.ok()) return false;
+      std::copy(moved.begin(), moved.end(), t->mutable_data<int64_t>());
+      plan.inputs.push_back(nullptr);
+      plan.new_constants.push_back(*std::move(t));
+      KeepRest(plan, 2);
+      plan.attributes = AttributesWith(*plan.op, {});
+    } else {
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {IntsAttr("axes", moved)});
+    }
+    plan.after = AfterReduction(*normalized, keepdims);
+    return true;
+  }
+
+  bool ArgReduce(Plan& plan) {
+    if (plan.op->num_inputs() != 1) return false;
+    std::optional<std::set<int64_t>> axis = Normalized({plan.op->GetInt("axis").value_or(0)});
+    if (!axis || !MapInputs(plan, 1)) return false;
+    const int64_t a = *axis->begin();
+    plan.attributes = AttributesWith(*plan.op, {IntAttr("axis", perm_[static_cast<size_t>(a)])});
+    plan.after = AfterReduction(*axis, plan.op->GetInt("keepdims").value_or(1) != 0);
+    return true;
+  }
+
+  // Softmax-like ops: one input, the output keeps the rank, `axis` moves.
+  bool SameRankAxis(Plan& plan, int64_t default_axis) {
+    if (plan.op->num_inputs() != 1) return false;
+    std::optional<std::set<int64_t>> axis = Normalized({plan.op->GetInt("axis").value_or(default_axis)});
+    if (!axis || !MapInputs(plan, 1)) return false;
+    plan.attributes = AttributesWith(*plan.op, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
+    plan.after = perm_;
+    return true;
+  }
+
+  bool Concat(Plan& plan) {
+    std::optional<int64_t> axis_attr = plan.op->GetInt("axis");
+    if (!axis_attr) return false;
+    std::optional<std::set<int64_t>> axis = Normalized({*axis_attr});
+    if (!axis || !MapInputs(plan, plan.op->num_inputs())) return false;
+    plan.attributes = AttributesWith(*plan.op, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
+    plan.after = perm_;
+    return true;
+  }
+
+  ir::Graph& graph_;
+  PassContext& ctx_;
+  std::vector<int64_t> perm_;
+};
+
+// Returns the Transpose now after the op (null when none).
+absl::StatusOr<ir::Node*> Rewrite(ir::Graph& graph, Plan& plan) {
+  ir::Node* op = plan.op;
+  ir::Value* old_out = op->output(0);
+  const std::string old_name = old_out->name();
+  std::vector<ir::Value*> old_inputs(op->inputs().begin(), op->inputs().end());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (!plan.new_constants[i]) continue;
+    ONNXKIT_ASSIGN_OR_RETURN(plan.inputs[i], AddConstant(graph, old_inputs[i]->name(), *plan.new_constants[i]));
+  }
+  ir::NodeSpec spec{.op_type = op->op_type(),
+                    .domain = op->domain(),
+                    .name = op->name(),
+                    .inputs = plan.inputs,
+                    .outputs = {graph.FreshName(old_name)},
+                    .attributes = std::move(plan.attributes)};
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * moved, graph.AddNode(std::move(spec), ir::Position::Before(op)));
+  ir::Value* result = moved->output(0);
+  ir::Node* after = nullptr;
+  if (plan.after) {
+    ir::NodeSpec t{.op_type = "Transpose",
+                   .domain = "",
+                   .name = plan.transpose->name(),
+                   .inputs = {result},
+                   .outputs = {graph.FreshName(old_name)},
+                   .attributes = {IntsAttr("perm", *plan.after)}};
+    ONNXKIT_ASSIGN_OR_RETURN(after, graph.AddNode(std::move(t), ir::Position::Before(op)));
+    result = after->output(0);
+  }
+  ONNXKIT_RETURN_IF_ERROR(ReplaceValue(graph, old_out, result));  // removes the op
+  ONNXKIT_RETURN_IF_ERROR(RemoveIfDead(graph, plan.transpose).status());
+  for (ir::Node* other : plan.absorbed) ONNXKIT_RETURN_IF_ERROR(RemoveIfDead(graph, other).status());
+  ONNXKIT_RETURN_IF_ERROR(DropAllIfUnused(graph, old_inputs));
+  if (result->name() != old_name && !graph.NameInUse(old_name)) {
+    ONNXKIT_RETURN_IF_ERROR(graph.RenameValue(result, old_name));
+  }
+  return after;
+}
+
+class PushTranspose : public Pass {
+ public:
+  absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
+    bool changed = false;
+    Planner planner(graph, ctx);
+    // A pushed Transpose is pushed on at once, down the chain it is in.
+    for (ir::Node* node : SnapshotNodes(graph)) {
+      for (int steps = 0; node != nullptr && IsLive(graph, node) && steps < graph.num_nodes(); ++steps) {
+        std::optional<Plan> plan = planner.Match(node);
+        if (!plan || !ctx.Allow(*node, "Transpose pushed below " + plan->op->op_type())) break;
+        ONNXKIT_ASSIGN_OR_RETURN(node, Rewrite(graph, *plan));
+        changed = true;
+      }
+    }
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreatePushTranspose() { return std::make_unique<PushTranspose>(); }
+
+}  // namespace onnxkit::passes

@@ -1,0 +1,226 @@
+// Tests of the push-transpose pass (passes/push_transpose.cc): every push
+// is proved by running the model before and after on the reference backend.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/passes/eliminate_test_util.h"
+#include "tests/passes/pass_test_util.h"
+#include "tests/util/model_builder.h"
+#include "tests/util/run_graph.h"
+#include "tests/util/tensors.h"
+
+namespace onnxkit::testing {
+namespace {
+
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+
+// An NHWC export of two convolutions: each is Transpose -> Conv ->
+// Transpose, with the bias Add, a Relu and a Clip in NHWC between them, and
+// a global mean over H and W at the end.
+pb::ModelProto NhwcConvNet() {
+  return ModelFromGraph(GraphBuilder("main")
+                            .Input("x", pb::kFloat, {{2, 6, 5, 3}})
+                            .Initializer(InitializerFrom("w1", RandomFloats({4, 3, 3, 3}, 11)))
+                            .Initializer(InitializerFrom("w2", RandomFloats({4, 4, 1, 1}, 12)))
+                            .Initializer(InitializerFrom("b1", RandomFloats({4}, 13)))
+                            .Initializer(InitializerFrom("lo", Floats({}, {0.f})))
+                            .Initializer(InitializerFrom("hi", Floats({}, {6.f})))
+                            .Node("Transpose", {"x"}, {"t0"}, {AttrInts("perm", kToNchw)})
+                            .Node("Conv", {"t0", "w1"}, {"c1"}, {AttrInts("pads", {1, 1, 1, 1})})
+                            .Node("Transpose", {"c1"}, {"t1"}, {AttrInts("perm", kToNhwc)})
+                            .Node("Add", {"t1", "b1"}, {"a1"})
+                            .Node("Relu", {"a1"}, {"r1"})
+                            .Node("Clip", {"r1", "lo", "hi"}, {"k1"})
+                            .Node("Transpose", {"k1"}, {"t2"}, {AttrInts("perm", kToNchw)})
+                            .Node("Conv", {"t2", "w2"}, {"c2"})
+                            .Node("Transpose", {"c2"}, {"t3"}, {AttrInts("perm", kToNhwc)})
+                            .Node("ReduceMean", {"t3"}, {"y"}, {AttrInts("axes", {1, 2}), AttrInt("keepdims", 0)})
+                            .Output("y", pb::kFloat, {{2, 4}})
+                            .Build(),
+                        13);
+}
+
+TEST(PushTransposeTest, NhwcConvolutionsKeepOnlyTheInputTranspose) {
+  pb::ModelProto m = NhwcConvNet();
+  PassResult r = RunOrFail(m, "push-transpose,merge-transpose");
+  // The input's NHWC -> NCHW stays; the bias Add and Relu now read the
+  // Conv's output directly, and the mean over H and W needs no Transpose.
+  EXPECT_EQ(OpCount(r.model, "Transpose"), 1);
+  EXPECT_EQ(OutputNames(r.model), OutputNames(m));
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 6, 5, 3}, 14)}});
+  ExpectFixedPoint(r.model, "push-transpose,merge-transpose");
+  ExpectValid(r.model);
+}
+
+TEST(PushTransposeTest, TheDefaultPipelineThenFoldsTheBiasIntoTheConv) {
+  pb::ModelProto m = NhwcConvNet();
+  PassResult r = RunOrFail(m, "default");
+  EXPECT_EQ(OpCount(r.model, "Transpose"), 1);
+  EXPECT_EQ(OpCount(r.model, "Add"), 0);  // the bias, now per channel of the NCHW Conv output
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 6, 5, 3}, 15)}});
+}
+
+// x[2, 3, 4, 5] -> Transpose(perm) -> `op` -> y
+pb::ModelProto OneOp(const std::string& op, std::vector<int64_t> perm, std::vector<pb::AttributeProto> attrs,
+                     int64_t opset, std::vector<std::string> extra_inputs = {},
+                     std::vector<pb::TensorProto> inits = {}, int32_t out_type = pb::kFloat) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 3, 4, 5}});
+  for (pb::TensorProto& t : inits) b.Initializer(std::move(t));
+  std::vector<std::string> inputs = {"t"};
+  inputs.insert(inputs.end(), extra_inputs.begin(), extra_inputs.end());
+  b.Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", std::move(perm))})
+      .Node(op, inputs, {"y"}, std::move(attrs))
+      .Output("y", op == "ArgMax" ? pb::kInt64 : out_type);
+  return ModelFromGraph(b.Build(), opset);
+}
+
+void ExpectPushed(const pb::ModelProto& m, int transposes_after, double tol = 1e-5) {
+  PassResult r = RunOrFail(m, "push-transpose");
+  EXPECT_GE(r.rewrites, 1);
+  EXPECT_EQ(OpCount(r.model, "Transpose"), transposes_after);
+  // The op reads the Transpose's input now.
+  bool reads_x = false;
+  for (const pb::NodeProto& n : r.model.graph->node) {
+    if (n.op_type != "Transpose" && !n.input.empty() && n.input[0] == "x") reads_x = true;
+  }
+  EXPECT_TRUE(reads_x);
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 3, 4, 5}, 21)}}, tol, tol);
+  ExpectValid(r.model);
+}
+
+TEST(PushTransposeTest, ReductionsMoveTheirAxes) {
+  const std::vector<int64_t> perm = {0, 2, 3, 1};
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceL2"}) {
+    SCOPED_TRACE(op);
+    // keepdims 1: the Transpose follows; keepdims 0 over dims 1 and 2 of
+    // the NHWC view (H, W): the kept N, C need none.
+    ExpectPushed(OneOp(op, perm, {AttrInts("axes", {1, 3}), AttrInt("keepdims", 1)}, 13), 1);
+    ExpectPushed(OneOp(op, perm, {AttrInts("axes", {1, 2}), AttrInt("keepdims", 0)}, 13), 0);
+    ExpectPushed(OneOp(op, perm, {AttrInts("axes", {2}), AttrInt("keepdims", 0)}, 13), 1);
+    // Every axis: no Transpose at all.
+    ExpectPushed(OneOp(op, perm, {AttrInt("keepdims", 0)}, 13), 0);
+  }
+  // Axes as an input (ReduceSum from 13, the others from 18).
+  ExpectPushed(OneOp("ReduceSum", perm, {AttrInt("keepdims", 0)}, 13, {"axes"},
+                     {InitializerFrom("axes", Int64s({2}, {-3, 2}))}),
+               0);
+  ExpectPushed(OneOp("ReduceMean", perm, {}, 18, {"axes"}, {InitializerFrom("axes", Int64s({1}, {3}))}), 1);
+  // Over C without keeping it: N, H, W in both layouts.
+  ExpectPushed(OneOp("ArgMax", perm, {AttrInt("axis", 3), AttrInt("keepdims", 0)}, 13), 0);
+  ExpectPushed(OneOp("ArgMax", perm, {AttrInt("axis", 1), AttrInt("keepdims", 0)}, 13), 1);
+  ExpectPushed(OneOp("ArgMax", perm, {AttrInt("axis", -1), AttrInt("keepdims", 1)}, 13), 1);
+}
+
+TEST(PushTransposeTest, ElementwiseSoftmaxAndQuantization) {
+  const std::vector<int64_t> perm = {0, 2, 3, 1};
+  ExpectPushed(OneOp("Sigmoid", perm, {}, 13), 1);
+  ExpectPushed(OneOp("Cast", perm, {AttrInt("to", pb::kFloat16)}, 13, {}, {}, pb::kFloat16), 1, 1e-3);
+  ExpectPushed(OneOp("Softmax", perm, {AttrInt("axis", 2)}, 13), 1);
+  // A per-channel constant of the NHWC view (rank 1) and a full-rank one.
+  ExpectPushed(OneOp("Mul", perm, {}, 13, {"c"}, {InitializerFrom("c", RandomFloats({3}, 22))}), 1);
+  ExpectPushed(OneOp("Sub", perm, {}, 13, {"c"}, {InitializerFrom("c", RandomFloats({1, 4, 1, 3}, 23))}), 1);
+  pb::ModelProto where = ModelFromGraph(GraphBuilder("main")
+                                            .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                                            .Initializer(InitializerFrom("c", Bools({5, 1}, {1, 0, 0, 1, 1})))
+                                            .Initializer(InitializerFrom("k", RandomFloats({3}, 24)))
+                                            .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                                            .Node("Where", {"c", "t", "k"}, {"y"})
+                                            .Output("y", pb::kFloat)
+                                            .Build(),
+                                        13);
+  PassResult w = RunOrFail(where, "push-transpose");
+  EXPECT_EQ(OpCount(w.model, "Transpose"), 1);
+  ExpectSameOutputs(where, w.model, {{"x", RandomFloats({2, 3, 4, 5}, 25)}});
+  // QuantizeLinear per axis on C (axis 3 of the NHWC view, 1 after).
+  pb::ModelProto q = ModelFromGraph(GraphBuilder("main")
+                                        .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                                        .Initializer(InitializerFrom("s", Floats({3}, {0.01f, 0.02f, 0.05f})))
+                                        .Initializer(InitializerFrom("z", Uint8s({3}, {100, 128, 3})))
+                                        .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                                        .Node("QuantizeLinear", {"t", "s", "z"}, {"y"}, {AttrInt("axis", 3)})
+                                        .Output("y", pb::kUint8)
+                                        .Build(),
+                                    13);
+  ExpectPushed(q, 1, 0);
+}
+
+TEST(PushTransposeTest, OperandsTransposedAlikeShareOneTranspose) {
+  // Add(T(a), T(b)) -> T(Add(a, b)); Concat of two alike and a constant.
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("main")
+                                        .Input("x", pb::kFloat, {{2, 3, 4}})
+                                        .Input("b", pb::kFloat, {{2, 3, 4}})
+                                        .Initializer(InitializerFrom("k", RandomFloats({4, 2, 1}, 31)))
+                                        .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", {2, 0, 1})})
+                                        .Node("Transpose", {"b"}, {"u"}, {AttrInts("perm", {2, 0, 1})})
+                                        .Node("Add", {"t", "u"}, {"s"})
+                                        .Node("Transpose", {"b"}, {"v"}, {AttrInts("perm", {2, 0, 1})})
+                                        .Node("Concat", {"s", "v", "k"}, {"y"}, {AttrInt("axis", 2)})
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13);
+  PassResult r = RunOrFail(m, "push-transpose");
+  EXPECT_EQ(OpCount(r.model, "Transpose"), 1);
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 3, 4}, 32)}, {"b", RandomFloats({2, 3, 4}, 33)}});
+  ExpectValid(r.model);
+}
+
+TEST(PushTransposeTest, NearMissesAreLeftAlone) {
+  const std::vector<int64_t> perm = {0, 2, 3, 1};
+  std::vector<pb::ModelProto> misses = {
+      // Softmax before opset 13 flattens from its axis on.
+      OneOp("Softmax", perm, {AttrInt("axis", 3)}, 11),
+      // The other operand is a graph input: it would need a Transpose too.
+      ModelFromGraph(GraphBuilder("main")
+                         .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                         .Input("b", pb::kFloat, {{2, 4, 5, 3}})
+                         .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                         .Node("Add", {"t", "b"}, {"y"})
+                         .Output("y", pb::kFloat)
+                         .Build(),
+                     13),
+      // The Transpose has a second reader.
+      ModelFromGraph(GraphBuilder("main")
+                         .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                         .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                         .Node("Relu", {"t"}, {"y"})
+                         .Node("Neg", {"t"}, {"z"})
+                         .Output("y", pb::kFloat)
+                         .Output("z", pb::kFloat)
+                         .Build(),
+                     13),
+      // An op that cares about the layout.
+      OneOp("Flatten", perm, {AttrInt("axis", 2)}, 13),
+      // DequantizeLinear: QDQ runtimes want it right before the op it
+      // quantizes (and its float side is the larger one).
+      ModelFromGraph(GraphBuilder("main")
+                         .Input("x", pb::kUint8, {{2, 3, 4, 5}})
+                         .Initializer(InitializerFrom("s", Floats({}, {0.1f})))
+                         .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                         .Node("DequantizeLinear", {"t", "s"}, {"y"})
+                         .Output("y", pb::kFloat)
+                         .Build(),
+                     13),
+  };
+  for (const pb::ModelProto& m : misses) {
+    PassResult r = RunOrFail(m, "push-transpose");
+    EXPECT_EQ(r.rewrites, 0);
+  }
+}
+
+TEST(PushTransposeTest, WorksInsideAnIfBody) {
+  pb::GraphProto body = GraphBuilder("body")
+                            .Node("Transpose", {"x"}, {"t1"}, {AttrInts("perm", {1, 0})})
+                            .Node("Relu", {"t1"}, {"r"})
+                            .Node("Transpose", {"r"}, {"out"}, {AttrInts("perm", {1, 0})})
+                            .Build();
+  pb::ModelProto m = InIf(body, "out", {{"x", {2, 3}}}, {2, 3});
+  PassResult r = RunOrFail(m, "push-transpose,merge-transpose");
+  EXPECT_EQ(OpCount(r.model, "Transpose"), 0);
+  ExpectSameOutputs(m, r.model, {{"c", BoolScalar(true)}, {"x", RandomFloats({2, 3}, 34)}}, 0, 0);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
