@@ -17,7 +17,10 @@
 // Decisions:
 //   - Only when the Transpose's output has this one consumer (and is no
 //     graph output): a Transpose that others still read would stay, and the
-//     pushed copy would be one more.
+//     pushed copy would be one more. Except when one of its readers is a
+//     Transpose undoing it and every other one could take it: then each
+//     reader gets a copy, the undoing pair vanishes and the rest are pushed
+//     (fewer Transposes in all).
 //   - The op's other inputs must not need a Transpose of their own: absent,
 //     constants (transposed here once; a one-element one of rank <= the
 //     op's is left as it is), or Transposes with the same perm that only this
@@ -152,19 +155,35 @@ class Planner {
  public:
   Planner(ir::Graph& graph, PassContext& ctx) : graph_(graph), ctx_(ctx) {}
 
-  std::optional<Plan> Match(ir::Node* t) {
-    if (!IsOp(*t, "Transpose") || t->num_inputs() != 1 || t->input(0) == nullptr || t->num_outputs() != 1) {
+  // The perm of Transpose `t` (nullopt when it is no plain Transpose or its
+  // perm is unknown, empty or the identity).
+  std::optional<std::vector<int64_t>> PermOf(const ir::Node& t) const {
+    if (!IsOp(t, "Transpose") || t.num_inputs() != 1 || t.input(0) == nullptr || t.num_outputs() != 1 ||
+        t.output(0) == nullptr) {
       return std::nullopt;
     }
-    ir::Node* op = SoleConsumer(*t->output(0));
-    if (op == nullptr || op->graph() != &graph_ || !IsStandardOp(*op) || op->num_outputs() != 1 ||
-        op->output(0) == nullptr) {
-      return std::nullopt;
-    }
-    std::optional<std::vector<int64_t>> x_shape = KnownShape(*t->input(0), ctx_);
+    std::optional<std::vector<int64_t>> x_shape = KnownShape(*t.input(0), ctx_);
     std::optional<std::vector<int64_t>> perm =
-        TransposePerm(*t, x_shape ? static_cast<int64_t>(x_shape->size()) : -1);
+        TransposePerm(t, x_shape ? static_cast<int64_t>(x_shape->size()) : -1);
     if (!perm || perm->empty() || IsIdentityPerm(*perm)) return std::nullopt;
+    return perm;
+  }
+
+  // The push of Transpose `t` below its sole reader.
+  std::optional<Plan> Match(ir::Node* t) {
+    if (!PermOf(*t)) return std::nullopt;
+    ir::Node* op = SoleConsumer(*t->output(0));
+    if (op == nullptr) return std::nullopt;
+    return MatchReader(t, op);
+  }
+
+  // The push of Transpose `t` below `op`, one of its readers (reading it once).
+  std::optional<Plan> MatchReader(ir::Node* t, ir::Node* op) {
+    if (op->graph() != &graph_ || !IsStandardOp(*op) || op->num_outputs() != 1 || op->output(0) == nullptr) {
+      return std::nullopt;
+    }
+    std::optional<std::vector<int64_t>> perm = PermOf(*t);
+    if (!perm) return std::nullopt;
     perm_ = *perm;
     Plan plan;
     plan.transpose = t;
@@ -452,16 +471,79 @@ absl::StatusOr<ir::Node*> Rewrite(ir::Graph& graph, Plan& plan) {
   return after;
 }
 
+// A Transpose several nodes read, one of them a Transpose undoing it and
+// every other one an op it could be pushed below (a block's input in NHWC
+// exports feeds the next convolution and the residual Add): each reader
+// gets its own copy. The undoing pairs then vanish and the other copies
+// are pushed on; only done when that leaves fewer Transposes (fewer other
+// readers than undoing ones plus one). Returns the copies
+// made (empty when the Transpose does not qualify).
+absl::StatusOr<std::vector<ir::Node*>> FanOut(ir::Graph& graph, ir::Node* t, Planner& planner,
+                                              PassContext& ctx) {
+  std::optional<std::vector<int64_t>> perm = planner.PermOf(*t);  // a Transpose with one output
+  if (!perm) return std::vector<ir::Node*>{};
+  ir::Value* out = t->output(0);
+  if (out->IsGraphOutput() || out->uses().size() < 2) return std::vector<ir::Node*>{};
+  size_t undoing = 0;
+  std::vector<ir::Node*> readers;
+  for (const ir::Use& use : out->uses()) {
+    ir::Node* r = use.node;
+    if (r->graph() != &graph || std::find(readers.begin(), readers.end(), r) != readers.end()) {
+      return std::vector<ir::Node*>{};
+    }
+    readers.push_back(r);
+    if (std::optional<std::vector<int64_t>> p = planner.PermOf(*r); p && p->size() == perm->size()) {
+      bool inverse = true;
+      for (size_t j = 0; j < p->size(); ++j)
+        inverse = inverse && (*perm)[static_cast<size_t>((*p)[j])] == int64_t(j);
+      if (inverse) {
+        ++undoing;
+        continue;
+      }
+    }
+    if (!planner.MatchReader(t, r)) return std::vector<ir::Node*>{};
+  }
+  // Before: this one and the `undoing` ones; after: a copy per other reader.
+  if (readers.size() - undoing >= 1 + undoing || !ctx.Allow(*t, "Transpose copied for each of its readers")) {
+    return std::vector<ir::Node*>{};
+  }
+  std::vector<ir::Node*> copies;
+  for (size_t i = 1; i < readers.size(); ++i) {
+    ir::NodeSpec spec{.op_type = "Transpose",
+                      .domain = "",
+                      .name = t->name(),
+                      .inputs = {t->input(0)},
+                      .outputs = {graph.FreshName(out->name())},
+                      .attributes = {IntsAttr("perm", *perm)}};
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * copy, graph.AddNode(std::move(spec), ir::Position::After(t)));
+    for (int k = 0; k < readers[i]->num_inputs(); ++k) {
+      if (readers[i]->input(k) == out)
+        ONNXKIT_RETURN_IF_ERROR(graph.SetInput(readers[i], k, copy->output(0)));
+    }
+    copies.push_back(copy);
+  }
+  return copies;
+}
+
 class PushTranspose : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
     bool changed = false;
     Planner planner(graph, ctx);
     // A pushed Transpose is pushed on at once, down the chain it is in.
-    for (ir::Node* node : SnapshotNodes(graph)) {
+    std::vector<ir::Node*> work = SnapshotNodes(graph);
+    for (size_t w = 0; w < work.size(); ++w) {
+      ir::Node* node = work[w];
       for (int steps = 0; node != nullptr && IsLive(graph, node) && steps < graph.num_nodes(); ++steps) {
         std::optional<Plan> plan = planner.Match(node);
-        if (!plan || !ctx.Allow(*node, "Transpose pushed below " + plan->op->op_type())) break;
+        if (!plan) {
+          ONNXKIT_ASSIGN_OR_RETURN(std::vector<ir::Node*> copies, FanOut(graph, node, planner, ctx));
+          if (copies.empty()) break;
+          changed = true;
+          work.insert(work.end(), copies.begin(), copies.end());
+          continue;  // the original now has one reader
+        }
+        if (!ctx.Allow(*node, "Transpose pushed below " + plan->op->op_type())) break;
         ONNXKIT_ASSIGN_OR_RETURN(node, Rewrite(graph, *plan));
         changed = true;
       }

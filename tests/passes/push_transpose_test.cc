@@ -167,6 +167,47 @@ TEST(PushTransposeTest, OperandsTransposedAlikeShareOneTranspose) {
   ExpectValid(r.model);
 }
 
+TEST(PushTransposeTest, ABlockInputReadTwiceIsCopiedForEachReader) {
+  // NHWC residual block: the block input r (a Transpose back to NHWC) feeds
+  // the next convolution's Transpose and the residual Add, whose other
+  // operand is NHWC too. Copied per reader, every Transpose but the input's
+  // goes.
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("main")
+                         .Input("x", pb::kFloat, {{1, 5, 6, 4}})
+                         .Initializer(InitializerFrom("w1", RandomFloats({4, 4, 3, 3}, 41)))
+                         .Initializer(InitializerFrom("w2", RandomFloats({4, 4, 3, 3}, 42)))
+                         .Node("Transpose", {"x"}, {"t0"}, {AttrInts("perm", kToNchw)})
+                         .Node("Conv", {"t0", "w1"}, {"c1"}, {AttrInts("pads", {1, 1, 1, 1})})
+                         .Node("Relu", {"c1"}, {"r1"})
+                         .Node("Transpose", {"r1"}, {"r"}, {AttrInts("perm", kToNhwc)})  // read twice
+                         .Node("Transpose", {"r"}, {"t2"}, {AttrInts("perm", kToNchw)})
+                         .Node("Conv", {"t2", "w2"}, {"c2"}, {AttrInts("pads", {1, 1, 1, 1})})
+                         .Node("Transpose", {"c2"}, {"t3"}, {AttrInts("perm", kToNhwc)})
+                         .Node("Add", {"t3", "r"}, {"s"})
+                         .Node("Relu", {"s"}, {"y"})
+                         .Output("y", pb::kFloat, {{1, 5, 6, 4}})
+                         .Build(),
+                     13);
+  PassResult r = RunOrFail(m, "push-transpose,merge-transpose");
+  EXPECT_EQ(OpCount(r.model, "Transpose"), 2);  // the input's and the output's
+  ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 5, 6, 4}, 43)}});
+  ExpectValid(r.model);
+  // Two readers that both need the Transpose (no undoing one): left alone.
+  pb::ModelProto two = ModelFromGraph(GraphBuilder("main")
+                                          .Input("x", pb::kFloat, {{2, 3, 4}})
+                                          .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", {1, 2, 0})})
+                                          .Node("Relu", {"t"}, {"a"})
+                                          .Node("Neg", {"t"}, {"b"})
+                                          .Node("Transpose", {"t"}, {"c"}, {AttrInts("perm", {2, 0, 1})})
+                                          .Output("a", pb::kFloat)
+                                          .Output("b", pb::kFloat)
+                                          .Output("c", pb::kFloat)
+                                          .Build(),
+                                      13);
+  EXPECT_EQ(RunOrFail(two, "push-transpose").rewrites, 0);
+}
+
 TEST(PushTransposeTest, NearMissesAreLeftAlone) {
   const std::vector<int64_t> perm = {0, 2, 3, 1};
   std::vector<pb::ModelProto> misses = {
