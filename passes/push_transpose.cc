@@ -23,15 +23,18 @@
 //     (fewer Transposes in all).
 //   - The op's other inputs must not need a Transpose of their own: absent,
 //     constants (transposed here once; a one-element one of rank <= the
-//     op's is left as it is), or Transposes with the same perm that only this
-//     op reads (their inputs are read instead). Anything else stops the push
+//     op's is left as it is), values whose every dim is 1 (rank <= the
+//     op's), or Transposes with the same perm that only this op reads
+//     (their inputs are read instead). Anything else stops the push
 //     (the number of Transposes would grow).
 //   - Element-wise ops: the unary ones, Clip (bounds are scalars), Cast,
 //     the broadcasting binary ones and Where, Sum/Max/Min/Mean, PRelu,
 //     QuantizeLinear per tensor or per axis (the axis follows the perm;
 //     blocked ones stay). Not DequantizeLinear: its float output is larger
 //     than its input, and QDQ runtimes look for DequantizeLinear feeding the
-//     op it quantizes (a Transpose between would break that up). Reductions with their axes as an
+//     op it quantizes (a Transpose between would break that up). Pad,
+//     Slice and Resize (11 on) with their per-dim lists or axes constant:
+//     the lists are reordered (or the axes moved). Reductions with their axes as an
 //     attribute or a constant input, ArgMax/ArgMin, Softmax/LogSoftmax/
 //     Hardmax from opset 13 (before, they flatten from the axis on), Concat.
 //   - A reduction of every axis (no axes, noop_with_empty_axes 0) needs no
@@ -203,6 +206,12 @@ class Planner {
       ok = SameRankAxis(plan, -1);
     } else if (type == "Concat") {
       ok = Concat(plan);
+    } else if (type == "Pad") {
+      ok = Pad(plan, opset);
+    } else if (type == "Slice") {
+      ok = Slice(plan, opset);
+    } else if (type == "Resize" && opset >= 11) {
+      ok = Resize(plan, opset);
     }
     if (!ok) return std::nullopt;
     return plan;
@@ -238,7 +247,18 @@ class Planner {
       plan.new_constants.emplace_back();
       return true;
     }
-    if (!IsConstantValue(*v)) return false;
+    if (!IsConstantValue(*v)) {
+      // A value of ones in every dim (rank <= the op's) broadcasts the same
+      // in either layout.
+      std::optional<std::vector<int64_t>> dims = KnownShape(*v, ctx_);
+      if (!dims || dims->size() > rank() ||
+          std::any_of(dims->begin(), dims->end(), [](int64_t d) { return d != 1; })) {
+        return false;
+      }
+      plan.inputs.push_back(v);
+      plan.new_constants.emplace_back();
+      return true;
+    }
     absl::StatusOr<runner::Tensor> c = ConstantTensor(*v, ctx_);
     if (!c.ok() || static_cast<size_t>(c->rank()) > rank()) return false;
     if (c->size() == 1) {
@@ -427,6 +447,172 @@ class Planner {
     return true;
   }
 
+  // `c` (1-D, `blocks` x rank() elements, one per dim of the transposed
+  // view in each block) for the untransposed tensor: element i of a block
+  // goes to p[i]. nullopt for other lengths or types.
+  std::optional<runner::Tensor> PerDim(const runner::Tensor& c, size_t blocks) const {
+    const int bits = DataTypeBits(c.dtype());
+    if (c.is_string() || c.rank() != 1 || static_cast<size_t>(c.size()) != blocks * rank() ||
+        (bits != 8 && bits != 16 && bits != 32 && bits != 64)) {
+      return std::nullopt;
+    }
+    const size_t esize = static_cast<size_t>(bits / 8);
+    absl::StatusOr<runner::Tensor> out = runner::Tensor::AllocateUninitialized(c.dtype(), c.shape());
+    if (!out.ok()) return std::nullopt;
+    const auto* src = static_cast<const unsigned char*>(c.raw());
+    auto* dst = static_cast<unsigned char*>(out->mutable_raw());
+    for (size_t b = 0; b < blocks; ++b) {
+      for (size_t i = 0; i < rank(); ++i) {
+        std::memcpy(dst + (b * rank() + static_cast<size_t>(perm_[i])) * esize,
+                    src + (b * rank() + i) * esize, esize);
+      }
+    }
+    return *std::move(out);
+  }
+
+  // Input i (a constant list with `blocks` entries per dim) rewritten by
+  // PerDim; an absent or empty input is kept. False when it cannot be.
+  bool PerDimInput(Plan& plan, int i, size_t blocks) {
+    ir::Value* v = i < plan.op->num_inputs() ? plan.op->input(i) : nullptr;
+    if (v == nullptr) {
+      plan.inputs.push_back(nullptr);
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    if (!IsConstantValue(*v)) return false;
+    absl::StatusOr<runner::Tensor> c = ConstantTensor(*v, ctx_);
+    if (!c.ok()) return false;
+    if (c->size() == 0) {
+      plan.inputs.push_back(v);
+      plan.new_constants.emplace_back();
+      return true;
+    }
+    std::optional<runner::Tensor> moved = PerDim(*c, blocks);
+    if (!moved) return false;
+    plan.inputs.push_back(nullptr);
+    plan.new_constants.push_back(std::move(moved));
+    return true;
+  }
+
+  // An int64 constant input holding `values`.
+  bool NewInts(Plan& plan, const std::vector<int64_t>& values) {
+    absl::StatusOr<runner::Tensor> t =
+        runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(values.size())});
+    if (!t.ok()) return false;
+    std::copy(values.begin(), values.end(), t->mutable_data<int64_t>());
+    plan.inputs.push_back(nullptr);
+    plan.new_constants.push_back(*std::move(t));
+    return true;
+  }
+
+  // `axes` (of the transposed view) as axes of the untransposed tensor.
+  std::optional<std::vector<int64_t>> MovedAxes(const std::vector<int64_t>& axes) const {
+    std::vector<int64_t> out;
+    std::set<int64_t> seen;
+    for (int64_t a : axes) {
+      if (a < 0) a += static_cast<int64_t>(rank());
+      if (a < 0 || a >= static_cast<int64_t>(rank()) || !seen.insert(a).second) return std::nullopt;
+      out.push_back(perm_[static_cast<size_t>(a)]);
+    }
+    return out;
+  }
+
+  bool Pad(Plan& plan, int64_t opset) {
+    if (plan.op->input(0) != plan.transpose->output(0) || !MapInputs(plan, 1)) return false;
+    if (opset < 11) {
+      std::optional<std::vector<int64_t>> pads = plan.op->GetInts("pads");
+      if (!pads || pads->size() != 2 * rank()) return false;
+      std::vector<int64_t> moved(pads->size());
+      for (size_t i = 0; i < rank(); ++i) {
+        moved[static_cast<size_t>(perm_[i])] = (*pads)[i];
+        moved[rank() + static_cast<size_t>(perm_[i])] = (*pads)[rank() + i];
+      }
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {IntsAttr("pads", moved)});
+      plan.after = perm_;
+      return true;
+    }
+    ir::Value* axes = plan.op->num_inputs() > 3 ? plan.op->input(3) : nullptr;
+    if (axes != nullptr) {
+      // Pads per listed axis: the axes move, the pads stay.
+      std::optional<std::vector<int64_t>> listed = ConstInts(axes, ctx_);
+      std::optional<std::vector<int64_t>> moved = listed ? MovedAxes(*listed) : std::nullopt;
+      if (!moved) return false;
+      plan.inputs.push_back(plan.op->input(1));
+      plan.new_constants.emplace_back();
+      plan.inputs.push_back(plan.op->input(2));
+      plan.new_constants.emplace_back();
+      if (!NewInts(plan, *moved)) return false;
+    } else {
+      if (plan.op->num_inputs() < 2 || !PerDimInput(plan, 1, 2)) return false;
+      KeepRest(plan, 2);
+    }
+    plan.attributes = AttributesWith(*plan.op, {});
+    plan.after = perm_;
+    return true;
+  }
+
+  bool Slice(Plan& plan, int64_t opset) {
+    if (plan.op->input(0) != plan.transpose->output(0) || !MapInputs(plan, 1)) return false;
+    if (opset < 10) {
+      std::optional<std::vector<int64_t>> starts = plan.op->GetInts("starts");
+      if (!starts) return false;
+      std::vector<int64_t> axes = plan.op->GetInts("axes").value_or(std::vector<int64_t>{});
+      if (plan.op->FindAttribute("axes") == nullptr) {
+        for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+      }
+      std::optional<std::vector<int64_t>> moved = MovedAxes(axes);
+      if (!moved) return false;
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {IntsAttr("axes", *moved)});
+      plan.after = perm_;
+      return true;
+    }
+    if (plan.op->num_inputs() < 3) return false;
+    std::optional<std::vector<int64_t>> axes;
+    if (plan.op->num_inputs() > 3 && plan.op->input(3) != nullptr) {
+      axes = ConstInts(plan.op->input(3), ctx_);
+    } else if (std::optional<std::vector<int64_t>> starts = ConstInts(plan.op->input(1), ctx_)) {
+      axes.emplace();
+      for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
+    }
+    std::optional<std::vector<int64_t>> moved = axes ? MovedAxes(*axes) : std::nullopt;
+    if (!moved) return false;
+    plan.inputs.push_back(plan.op->input(1));
+    plan.new_constants.emplace_back();
+    plan.inputs.push_back(plan.op->input(2));
+    plan.new_constants.emplace_back();
+    if (!NewInts(plan, *moved)) return false;
+    KeepRest(plan, 4);
+    plan.attributes = AttributesWith(*plan.op, {});
+    plan.after = perm_;
+    return true;
+  }
+
+  // Resize (11 on): roi, scales and sizes have one entry per dim (roi two);
+  // with `axes` (18 on) the axes move instead.
+  bool Resize(Plan& plan, int64_t opset) {
+    if (plan.op->input(0) != plan.transpose->output(0) || !MapInputs(plan, 1)) return false;
+    if (opset >= 18 && plan.op->FindAttribute("axes") != nullptr) {
+      std::optional<std::vector<int64_t>> listed = plan.op->GetInts("axes");
+      std::optional<std::vector<int64_t>> moved = listed ? MovedAxes(*listed) : std::nullopt;
+      if (!moved) return false;
+      // The lists follow the axes in order; the moved axes must stay sorted
+      // for that order to hold either way.
+      if (!std::is_sorted(moved->begin(), moved->end())) return false;
+      KeepRest(plan, 1);
+      plan.attributes = AttributesWith(*plan.op, {IntsAttr("axes", *moved)});
+      plan.after = perm_;
+      return true;
+    }
+    if (!PerDimInput(plan, 1, 2) || !PerDimInput(plan, 2, 1) || !PerDimInput(plan, 3, 1)) return false;
+    plan.inputs.resize(static_cast<size_t>(plan.op->num_inputs()));
+    plan.new_constants.resize(static_cast<size_t>(plan.op->num_inputs()));
+    plan.attributes = AttributesWith(*plan.op, {});
+    plan.after = perm_;
+    return true;
+  }
+
   ir::Graph& graph_;
   PassContext& ctx_;
   std::vector<int64_t> perm_;
@@ -440,7 +626,10 @@ absl::StatusOr<ir::Node*> Rewrite(ir::Graph& graph, Plan& plan) {
   std::vector<ir::Value*> old_inputs(op->inputs().begin(), op->inputs().end());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     if (!plan.new_constants[i]) continue;
-    ONNXKIT_ASSIGN_OR_RETURN(plan.inputs[i], AddConstant(graph, old_inputs[i]->name(), *plan.new_constants[i]));
+    // Named after the input it replaces (a Slice's implied axes have none).
+    const std::string hint =
+        i < old_inputs.size() && old_inputs[i] != nullptr ? old_inputs[i]->name() : old_name + "_axes";
+    ONNXKIT_ASSIGN_OR_RETURN(plan.inputs[i], AddConstant(graph, hint, *plan.new_constants[i]));
   }
   ir::NodeSpec spec{.op_type = op->op_type(),
                     .domain = op->domain(),

@@ -147,6 +147,51 @@ TEST(PushTransposeTest, ElementwiseSoftmaxAndQuantization) {
   ExpectPushed(q, 1, 0);
 }
 
+TEST(PushTransposeTest, PadSliceAndResizeMoveTheirPerDimLists) {
+  const std::vector<int64_t> perm = {0, 2, 3, 1};
+  // Pad: pads as an attribute (before 11), as an input, and per axis (18).
+  ExpectPushed(OneOp("Pad", perm, {AttrInts("pads", {0, 1, 2, 0, 0, 0, 1, 3})}, 9), 1);
+  ExpectPushed(OneOp("Pad", perm, {AttrString("mode", "reflect")}, 13, {"pads"},
+                     {InitializerFrom("pads", Int64s({8}, {0, 1, 2, 1, 0, 2, 1, 0}))}),
+               1);
+  ExpectPushed(
+      OneOp("Pad", perm, {}, 18, {"pads", "cv", "axes"},
+            {InitializerFrom("pads", Int64s({4}, {1, 2, 3, 0})), InitializerFrom("cv", Floats({}, {-1.f})),
+             InitializerFrom("axes", Int64s({2}, {3, -3}))}),
+      1);
+  // Slice: axes given, axes implied by starts, attributes (before 10).
+  ExpectPushed(
+      OneOp("Slice", perm, {}, 13, {"st", "en", "ax", "sp"},
+            {InitializerFrom("st", Int64s({2}, {1, -1})), InitializerFrom("en", Int64s({2}, {4, -5})),
+             InitializerFrom("ax", Int64s({2}, {2, 3})), InitializerFrom("sp", Int64s({2}, {2, -1}))}),
+      1);
+  ExpectPushed(
+      OneOp("Slice", perm, {}, 13, {"st", "en"},
+            {InitializerFrom("st", Int64s({2}, {0, 1})), InitializerFrom("en", Int64s({2}, {1, 3}))}),
+      1);
+  ExpectPushed(
+      OneOp("Slice", perm, {AttrInts("starts", {1}), AttrInts("ends", {3}), AttrInts("axes", {3})}, 9), 1);
+  // Resize by scales and by sizes.
+  ExpectPushed(OneOp("Resize", perm, {AttrString("mode", "linear")}, 13, {"", "sc"},
+                     {InitializerFrom("sc", Floats({4}, {1, 2, 1.5f, 1}))}),
+               1);
+  ExpectPushed(OneOp("Resize", perm, {AttrString("mode", "nearest")}, 13, {"", "", "sz"},
+                     {InitializerFrom("sz", Int64s({4}, {2, 3, 7, 3}))}),
+               1);
+  // An operand of ones in every dim computed at run time stays as it is.
+  pb::ModelProto ones = ModelFromGraph(GraphBuilder("main")
+                                           .Input("x", pb::kFloat, {{2, 3, 4, 5}})
+                                           .Input("s", pb::kFloat, {{1, 1}})
+                                           .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                                           .Node("Mul", {"t", "s"}, {"y"})
+                                           .Output("y", pb::kFloat)
+                                           .Build(),
+                                       13);
+  PassResult r = RunOrFail(ones, "push-transpose");
+  EXPECT_EQ(r.rewrites, 1);
+  ExpectSameOutputs(ones, r.model, {{"x", RandomFloats({2, 3, 4, 5}, 26)}, {"s", RandomFloats({1, 1}, 27)}});
+}
+
 TEST(PushTransposeTest, OperandsTransposedAlikeShareOneTranspose) {
   // Add(T(a), T(b)) -> T(Add(a, b)); Concat of two alike and a constant.
   pb::ModelProto m = ModelFromGraph(GraphBuilder("main")
