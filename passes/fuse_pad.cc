@@ -1,9 +1,12 @@
 // fuse-pad: a constant zero Pad on the spatial axes only folds into the
-// pads of the Conv, or the AveragePool counting its pads, that follows.
+// pads of the Conv, or the AveragePool counting its pads, that follows. An
+// AveragePool without pads of its own that does not count pads takes them
+// and counts them (the padded zeros were elements it averaged).
 // Before: %p = Pad[mode=constant](%x, pads=[0,0,1,1, 0,0,1,1]); %y = Conv[pads=[0,0,0,0]](%p, %w)
 // After:  %y = Conv[pads=[1,1,1,1]](%x, %w)
 // MaxPool is left alone (it pads with -inf, not zero), and so is a consumer
 // with auto_pad other than NOTSET, or an AveragePool with ceil_mode.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +24,7 @@ struct Match {
   ir::Node* pad = nullptr;
   ir::Node* consumer = nullptr;
   std::vector<int64_t> pads;  // the consumer's new pads attribute
+  bool count_pads = false;    // AveragePool: set count_include_pad
 };
 
 // The integer elements of a constant int32/int64 tensor of rank <= 1.
@@ -92,11 +96,19 @@ std::optional<Match> MatchAt(ir::Graph& graph, ir::Node* pad, PassContext& ctx) 
   if (pad->num_outputs() != 1 || pad->num_inputs() < 1 || pad->input(0) == nullptr) return std::nullopt;
   ir::Value* p = pad->output(0);
   ir::Node* consumer = ConsumerOp(*p, "Conv", graph);
+  bool count_pads = false;
   if (consumer == nullptr) {
     consumer = ConsumerOp(*p, "AveragePool", graph);
-    if (consumer == nullptr || consumer->GetInt("count_include_pad").value_or(0) != 1 ||
-        consumer->GetInt("ceil_mode").value_or(0) != 0) {
-      return std::nullopt;
+    if (consumer == nullptr || consumer->GetInt("ceil_mode").value_or(0) != 0) return std::nullopt;
+    if (consumer->GetInt("count_include_pad").value_or(0) != 1) {
+      // Padded zeros are elements the average counts: the pool can take the
+      // pads if it has none of its own and then counts pads (opset 7 on).
+      std::optional<std::vector<int64_t>> own = consumer->GetInts("pads");
+      if (ctx.Opset("") < 7 ||
+          (own && std::any_of(own->begin(), own->end(), [](int64_t v) { return v != 0; }))) {
+        return std::nullopt;
+      }
+      count_pads = true;
     }
   }
   if (consumer->input(0) != p || consumer->GetString("auto_pad").value_or("NOTSET") != "NOTSET")
@@ -123,12 +135,13 @@ std::optional<Match> MatchAt(ir::Graph& graph, ir::Node* pad, PassContext& ctx) 
     merged[static_cast<size_t>(i)] += begin;
     merged[static_cast<size_t>(spatial + i)] += end;
   }
-  return Match{pad, consumer, std::move(merged)};
+  return Match{pad, consumer, std::move(merged), count_pads};
 }
 
 absl::Status Rewrite(ir::Graph& graph, const Match& m) {
   std::vector<ir::Value*> pad_inputs(m.pad->inputs().begin() + 1, m.pad->inputs().end());
   m.consumer->SetAttribute(IntsAttr("pads", m.pads));
+  if (m.count_pads) m.consumer->SetAttribute(IntAttr("count_include_pad", 1));
   ONNXKIT_RETURN_IF_ERROR(graph.SetInput(m.consumer, 0, m.pad->input(0)));
   ONNXKIT_ASSIGN_OR_RETURN(bool removed, RemoveIfDead(graph, m.pad));
   if (!removed) return absl::InternalError("the folded Pad is still in use");

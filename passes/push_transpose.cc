@@ -1,6 +1,6 @@
 // push-transpose: moves a Transpose below the op that reads it when the op
 // does not care about the layout (element-wise ops, reductions, Softmax,
-// ArgMax, Concat), so that layout changes meet and cancel. Exporters that
+// ArgMax, Concat, Pad, Slice, Resize), so that layout changes meet and cancel. Exporters that
 // work in NHWC (TensorFlow, Keras, TFLite converters) write every
 // convolution as Transpose -> Conv -> Transpose, with the activations and
 // bias additions in between; pushed down, each NCHW->NHWC Transpose reaches

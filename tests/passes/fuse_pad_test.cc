@@ -93,6 +93,19 @@ TEST(FusePadTest, FoldsPadWithAxesAndIntoAveragePool) {
   EXPECT_EQ(ConsumerPads(r.model), (std::vector<int64_t>{1, 2, 2, 1}));
   ExpectSameOutputs(pool, r.model, kFeeds);
   ExpectValid(r.model);
+
+  // A pool without pads that excludes pads (the exporters' Pad +
+  // AveragePool): it takes the pads and counts them, as it counted the
+  // padded zeros.
+  for (int64_t opset : {10, 18}) {
+    pb::ModelProto plain = PadModel({.opset = opset, .consumer = "AveragePool", .consumer_attrs = {}});
+    r = fuse::Run(plain, "fuse-pad");
+    EXPECT_EQ(r.rewrites, 1);
+    EXPECT_EQ(OpCount(r.model, "Pad"), 0);
+    EXPECT_EQ(ConsumerPads(r.model), (std::vector<int64_t>{1, 2, 2, 1}));
+    ExpectSameOutputs(plain, r.model, kFeeds);
+    ExpectValid(r.model);
+  }
 }
 
 TEST(FusePadTest, NearMissesDoNotFire) {
@@ -101,7 +114,9 @@ TEST(FusePadTest, NearMissesDoNotFire) {
   ExpectNoChange(PadModel({.pads = {0, 1, 1, 1, 0, 0, 1, 1}}), "fuse-pad");   // pads the channels
   ExpectNoChange(PadModel({.pads = {0, 0, -1, 1, 0, 0, 1, 1}}), "fuse-pad");  // crops
   ExpectNoChange(PadModel({.consumer = "MaxPool", .consumer_attrs = {}}), "fuse-pad");
-  ExpectNoChange(PadModel({.consumer = "AveragePool", .consumer_attrs = {}}), "fuse-pad");  // excludes pads
+  // Excludes its own pads, which the Pad's zeros would join.
+  ExpectNoChange(PadModel({.consumer = "AveragePool", .consumer_attrs = {AttrInts("pads", {1, 0, 0, 1})}}),
+                 "fuse-pad");
   ExpectNoChange(PadModel({.consumer = "AveragePool",
                            .consumer_attrs = {AttrInt("count_include_pad", 1), AttrInt("ceil_mode", 1)}}),
                  "fuse-pad");
