@@ -39,6 +39,10 @@
 //     Hardmax from opset 13 (before, they flatten from the axis on), Concat.
 //   - A reduction of every axis (no axes, noop_with_empty_axes 0) needs no
 //     Transpose after it at all.
+//   - Going up instead: a Transpose between a Pad and a Conv or AveragePool
+//     (NHWC exports pad before the layout change) goes above the Pad, so
+//     that fuse-pad folds the Pad into the pool or convolution; a Pad
+//     feeding one is never pushed below (the two would undo each other).
 //   - Reductions may sum in another order afterwards (the same elements):
 //     results can differ in the last bits, so the pass is marked as one
 //     that may change numerics.
@@ -92,6 +96,11 @@ bool IsReduce(const std::string& op) {
 
 // The opset from which a reduction takes its axes as an input.
 int64_t AxesInputSince(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
+
+// A node fuse-pad folds a Pad into.
+bool IsPadTarget(const ir::Node* node) {
+  return node != nullptr && (IsOp(*node, "Conv") || IsOp(*node, "AveragePool"));
+}
 
 // What the op becomes once it reads the Transpose's input.
 struct Plan {
@@ -518,6 +527,9 @@ class Planner {
   }
 
   bool Pad(Plan& plan, int64_t opset) {
+    // A Pad feeding a convolution stays there (LiftAbovePad put the
+    // Transpose above it for fuse-pad).
+    if (IsPadTarget(SoleConsumer(*plan.op->output(0)))) return false;
     if (plan.op->input(0) != plan.transpose->output(0) || !MapInputs(plan, 1)) return false;
     if (opset < 11) {
       std::optional<std::vector<int64_t>> pads = plan.op->GetInts("pads");
@@ -714,6 +726,91 @@ absl::StatusOr<std::vector<ir::Node*>> FanOut(ir::Graph& graph, ir::Node* t, Pla
   return copies;
 }
 
+// A Transpose reading a Pad that nothing else reads and feeding a Conv or
+// AveragePool: NHWC exports pad before the layout change. The Transpose
+// goes above the Pad (its pads reordered, or its axes moved), so that
+// fuse-pad folds the Pad into the convolution. Returns whether it did.
+absl::StatusOr<bool> LiftAbovePad(ir::Graph& graph, ir::Node* t, Planner& planner, PassContext& ctx) {
+  std::optional<std::vector<int64_t>> perm = planner.PermOf(*t);
+  if (!perm) return false;
+  ir::Node* pad = ProducerOp(t->input(0), "Pad", graph);
+  ir::Node* reader = SoleConsumer(*t->output(0));
+  if (pad == nullptr || pad->num_outputs() != 1 || pad->num_inputs() < 1 || pad->input(0) == nullptr ||
+      SoleConsumer(*pad->output(0)) != t || !IsPadTarget(reader) || reader->graph() != &graph) {
+    return false;
+  }
+  const size_t r = perm->size();
+  const std::vector<int64_t> inv = Inverse(*perm);
+  // Output dim j of the Transpose is dim perm[j] of the Pad.
+  auto reorder = [&](const std::vector<int64_t>& pads) {
+    std::vector<int64_t> out(2 * r);
+    for (size_t j = 0; j < r; ++j) {
+      out[j] = pads[static_cast<size_t>((*perm)[j])];
+      out[r + j] = pads[r + static_cast<size_t>((*perm)[j])];
+    }
+    return out;
+  };
+  std::vector<ir::Value*> inputs(pad->inputs().begin(), pad->inputs().end());
+  std::vector<pb::AttributeProto> attributes = AttributesWith(*pad, {});
+  std::optional<runner::Tensor> new_list;  // replaces input `list_index`
+  size_t list_index = 0;
+  if (ctx.Opset("") < 11) {
+    std::optional<std::vector<int64_t>> pads = pad->GetInts("pads");
+    if (!pads || pads->size() != 2 * r) return false;
+    attributes = AttributesWith(*pad, {IntsAttr("pads", reorder(*pads))});
+  } else {
+    std::vector<int64_t> values;
+    if (inputs.size() > 3 && inputs[3] != nullptr) {
+      std::optional<std::vector<int64_t>> axes = ConstInts(inputs[3], ctx);
+      if (!axes) return false;
+      for (int64_t a : *axes) {
+        if (a < 0) a += static_cast<int64_t>(r);
+        if (a < 0 || a >= static_cast<int64_t>(r)) return false;
+        values.push_back(inv[static_cast<size_t>(a)]);
+      }
+      list_index = 3;
+    } else {
+      std::optional<std::vector<int64_t>> pads = inputs.size() > 1 ? ConstInts(inputs[1], ctx) : std::nullopt;
+      if (!pads || pads->size() != 2 * r) return false;
+      values = reorder(*pads);
+      list_index = 1;
+    }
+    absl::StatusOr<runner::Tensor> list =
+        runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(values.size())});
+    if (!list.ok()) return false;
+    std::copy(values.begin(), values.end(), list->mutable_data<int64_t>());
+    new_list = *std::move(list);
+  }
+  if (!ctx.Allow(*t, "Transpose lifted above Pad")) return false;
+  std::vector<ir::Value*> old_inputs = inputs;
+  if (new_list) {
+    ONNXKIT_ASSIGN_OR_RETURN(inputs[list_index],
+                             AddConstant(graph,
+                                         old_inputs[list_index] != nullptr ? old_inputs[list_index]->name()
+                                                                           : pad->output(0)->name() + "_axes",
+                                         *new_list));
+  }
+  ir::NodeSpec lifted{.op_type = "Transpose",
+                      .domain = "",
+                      .name = t->name(),
+                      .inputs = {pad->input(0)},
+                      .outputs = {graph.FreshName(t->output(0)->name())},
+                      .attributes = {IntsAttr("perm", *perm)}};
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * new_t, graph.AddNode(std::move(lifted), ir::Position::Before(pad)));
+  inputs[0] = new_t->output(0);
+  ir::NodeSpec padded{.op_type = "Pad",
+                      .domain = pad->domain(),
+                      .name = pad->name(),
+                      .inputs = inputs,
+                      .outputs = {graph.FreshName(t->output(0)->name())},
+                      .attributes = std::move(attributes)};
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * new_pad, graph.AddNode(std::move(padded), ir::Position::Before(t)));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceValue(graph, t->output(0), new_pad->output(0)));  // removes t
+  ONNXKIT_RETURN_IF_ERROR(RemoveIfDead(graph, pad).status());
+  ONNXKIT_RETURN_IF_ERROR(DropAllIfUnused(graph, old_inputs));
+  return true;
+}
+
 class PushTranspose : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
@@ -727,7 +824,11 @@ class PushTranspose : public Pass {
         std::optional<Plan> plan = planner.Match(node);
         if (!plan) {
           ONNXKIT_ASSIGN_OR_RETURN(std::vector<ir::Node*> copies, FanOut(graph, node, planner, ctx));
-          if (copies.empty()) break;
+          if (copies.empty()) {
+            ONNXKIT_ASSIGN_OR_RETURN(bool lifted, LiftAbovePad(graph, node, planner, ctx));
+            changed = changed || lifted;
+            break;
+          }
           changed = true;
           work.insert(work.end(), copies.begin(), copies.end());
           continue;  // the original now has one reader

@@ -253,6 +253,48 @@ TEST(PushTransposeTest, ABlockInputReadTwiceIsCopiedForEachReader) {
   EXPECT_EQ(RunOrFail(two, "push-transpose").rewrites, 0);
 }
 
+TEST(PushTransposeTest, APadBeforeTheLayoutChangeFoldsIntoTheConv) {
+  // NHWC 'SAME' padding: Pad (NHWC pads) -> Transpose -> Conv. The
+  // Transpose goes above the Pad, which fuse-pad then folds into the Conv;
+  // pads as an attribute (before 11), as an input, and per axis (18).
+  struct Case {
+    int64_t opset;
+    std::vector<int64_t> pads, axes;
+  };
+  for (const Case& c : {Case{9, {0, 0, 1, 0, 0, 1, 2, 0}, {}}, Case{13, {0, 0, 1, 0, 0, 1, 2, 0}, {}},
+                        Case{18, {0, 1, 1, 2}, {1, -2}}}) {
+    SCOPED_TRACE(c.opset);
+    GraphBuilder b("main");
+    b.Input("x", pb::kFloat, {{1, 6, 7, 3}})
+        .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 51)));
+    std::vector<std::string> pad_inputs = {"x"};
+    std::vector<pb::AttributeProto> pad_attrs;
+    if (c.opset < 11) {
+      pad_attrs.push_back(AttrInts("pads", c.pads));
+    } else {
+      b.Initializer(InitializerFrom("pads", Int64s({static_cast<int64_t>(c.pads.size())}, c.pads)));
+      pad_inputs.push_back("pads");
+      if (!c.axes.empty()) {
+        b.Initializer(InitializerFrom("axes", Int64s({static_cast<int64_t>(c.axes.size())}, c.axes)));
+        pad_inputs.push_back("");
+        pad_inputs.push_back("axes");
+      }
+    }
+    pb::ModelProto m = ModelFromGraph(b.Node("Pad", pad_inputs, {"p"}, pad_attrs)
+                                          .Node("Transpose", {"p"}, {"t"}, {AttrInts("perm", kToNchw)})
+                                          .Node("Conv", {"t", "w"}, {"y"})
+                                          .Output("y", pb::kFloat)
+                                          .Build(),
+                                      c.opset);
+    PassResult r = RunOrFail(m, "push-transpose,fuse-pad");
+    EXPECT_EQ(OpCount(r.model, "Pad"), 0);
+    EXPECT_EQ(OpCount(r.model, "Transpose"), 1);
+    ExpectSameOutputs(m, r.model, {{"x", RandomFloats({1, 6, 7, 3}, 52)}});
+    ExpectValid(r.model);
+    ExpectFixedPoint(r.model, "push-transpose");
+  }
+}
+
 TEST(PushTransposeTest, NearMissesAreLeftAlone) {
   const std::vector<int64_t> perm = {0, 2, 3, 1};
   std::vector<pb::ModelProto> misses = {
