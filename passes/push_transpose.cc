@@ -66,8 +66,6 @@
 namespace onnxkit::passes {
 namespace {
 
-enum class Kind { kElementwise, kReduce, kAxis, kConcat };
-
 bool IsUnary(const std::string& op) {
   static const std::set<std::string, std::less<>> kOps = {
       "Relu",    "LeakyRelu", "Sigmoid",  "HardSigmoid", "HardSwish", "Tanh", "Exp",   "Log",    "Abs",
