@@ -10,6 +10,7 @@
 #include "lib/base/strings.h"
 #include "lib/infer/engine.h"
 #include "lib/ir/ir.h"
+#include "passes/registry.h"
 #include "passes/util.h"
 
 namespace onnxkit::passes {
@@ -276,6 +277,23 @@ std::map<std::string, int64_t> OpHistogram(const pb::ModelProto& model) {
   if (model.graph) CountOps(model.graph->node, &out);
   for (const pb::FunctionProto& f : model.functions) CountOps(f.node, &out);
   return out;
+}
+
+absl::Status CancelTransposes(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
+                              std::shared_ptr<const io::MappedFile> mapping) {
+  bool candidates = false;
+  ir::ForEachGraph(*model, [&](ir::Graph& g) {
+    int transposes = 0;
+    for (const ir::Node* node : g.nodes()) transposes += node->op_type() == "Transpose" ? 1 : 0;
+    candidates = candidates || transposes >= 2;
+  });
+  if (!candidates) return absl::OkStatus();
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<const PassInfo*> pipeline,
+                           ParsePipeline("push-transpose,merge-transpose"));
+  ManagerOptions options;
+  options.base_dir = base_dir;
+  options.mapping = std::move(mapping);
+  return RunPipeline(model, pipeline, options).status();
 }
 
 }  // namespace onnxkit::passes

@@ -6,7 +6,9 @@
 #define ONNXKIT_PASSES_OPTIMIZE_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -64,6 +66,15 @@ struct OptimizeResult {
 // Outputs that moved are not an error: `verified` is false and `culprit`
 // names the rewrite.
 absl::StatusOr<OptimizeResult> Optimize(const io::LoadedModel& loaded, const OptimizeOptions& options);
+
+// What `run` does to a model before executing it (runner::SessionOptions::
+// rewrite): push-transpose and merge-transpose, in a model where some graph
+// holds two Transposes or more, so that layout changes undoing each other
+// (NHWC exports) are not executed. Graph outputs keep their values
+// (reductions may sum in another order). `base_dir` and `mapping` are the
+// loaded model's.
+absl::Status CancelTransposes(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
+                              std::shared_ptr<const io::MappedFile> mapping);
 
 // Parses "NAME=1x3x224x224" (also "NAME=1,3,224,224"); InvalidArgument.
 absl::StatusOr<std::pair<std::string, std::vector<int64_t>>> ParseInputShape(const std::string& flag);

@@ -817,6 +817,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
     ONNXKIT_ASSIGN_OR_RETURN(ops::ContribLowering lowering, ops::LowerContribOps(*session->model_));
     session->contrib_left_ = std::move(lowering.left);
   }
+  if (session->options_.rewrite && !session->options_.observer) {
+    ONNXKIT_RETURN_IF_ERROR(session->options_.rewrite(session->model_));
+  }
   absl::Status status = absl::OkStatus();
   ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
     if (status.ok()) status = session->CheckAttributes(g);

@@ -98,6 +98,11 @@ struct SessionOptions {
   // (cpu::Bf16Supported); elsewhere the flag has no effect. Off for the
   // other backends.
   bool bf16 = false;
+  // Rewrites the model once it is read, before anything is planned, keeping
+  // the value of every graph output (the app passes the transpose-cancelling
+  // passes here, which the runner cannot call itself). Not called while an
+  // observer is set: observed values are those of the model as written.
+  std::function<absl::Status(std::unique_ptr<ir::Model>& model)> rewrite;
 };
 
 class Session {

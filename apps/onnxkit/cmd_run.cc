@@ -16,6 +16,7 @@
 #include "lib/base/json_writer.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
+#include "passes/optimize.h"
 #include "runner/convert.h"
 #include "runner/cpu/threads.h"
 #include "runner/cuda/cuda_backend.h"
@@ -201,6 +202,14 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.cuda_graphs = !o.no_cuda_graphs;
   options.cuda_experimental = o.cuda_experimental;
   options.bf16 = bf16;
+  if (backend != runner::Backend::kReference) {
+    // Layout changes that undo each other are not executed (the reference
+    // backend, the oracle, runs the model as written).
+    options.rewrite = [base_dir = loaded->base_dir,
+                       mapping = loaded->mapping](std::unique_ptr<ir::Model>& model) {
+      return passes::CancelTransposes(model, base_dir, mapping);
+    };
+  }
   std::vector<Placed> placed;
   bool placing = true;  // the first run only
   if (backend == runner::Backend::kCuda) {

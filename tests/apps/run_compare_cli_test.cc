@@ -117,6 +117,49 @@ TEST(RunCliTest, CpuBackendByDefaultReferenceOnRequest) {
   EXPECT_THAT(help.out, HasSubstr("rest; default)"));
 }
 
+TEST(RunCliTest, LayoutChangesThatUndoEachOtherAreNotExecuted) {
+  // An NHWC export: Transpose -> Conv -> Transpose around each convolution.
+  // The cpu backend runs only the input's Transpose (the model is rewritten
+  // with push-transpose and merge-transpose when the session is made); the
+  // reference backend runs the model as written, and the outputs agree.
+  auto dir = MakeTempDir();
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, std::vector<int64_t>{1, 5, 6, 3})
+      .Initializer(RawFloatTensor("w1", {4, 3, 3, 3}, 0.1f))
+      .Initializer(RawFloatTensor("w2", {4, 4, 1, 1}, -0.2f))
+      .Initializer(RawFloatTensor("bias", {4}, 0.3f));
+  std::string x = "x";
+  for (const char* w : {"w1", "w2"}) {
+    const std::string n = w;
+    b.Node("Transpose", {x}, {n + "_in"}, {AttrInts("perm", {0, 3, 1, 2})})
+        .Node("Conv", {n + "_in", w}, {n + "_c"},
+              {AttrInts("pads",
+                        n == "w1" ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{0, 0, 0, 0})})
+        .Node("Transpose", {n + "_c"}, {n + "_out"}, {AttrInts("perm", {0, 2, 3, 1})})
+        .Node("Add", {n + "_out", "bias"}, {n + "_b"})
+        .Node("Relu", {n + "_b"}, {n + "_r"});
+    x = n + "_r";
+  }
+  b.Node("ReduceMean", {x}, {"y"}, {AttrInts("axes", {1, 2}), AttrInt("keepdims", 0)})
+      .Output("y", pb::kFloat);
+  fs::path model = dir / "nhwc.onnx";
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(b.Build(), 13), dir, model).ok());
+  CliResult profile = RunCli({"run", model.string(), "--random", "--profile"});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  const size_t at = profile.out.find("Transpose");
+  ASSERT_NE(at, std::string::npos) << profile.out;
+  EXPECT_THAT(profile.out.substr(at, profile.out.find('\n', at) - at), HasSubstr("(1 nodes)")) << profile.out;
+  // The rewritten run's outputs against the model run as written, on the
+  // reference backend and on the cpu backend (compare runs models as written).
+  fs::path data = dir / "cpu";
+  ASSERT_EQ(RunCli({"run", model.string(), "--random", "--save-outputs", data.string(), "-q"}).exit_code, 0);
+  for (const char* backend : {"reference", "cpu"}) {
+    CliResult same = RunCli(
+        {"compare", "--a", model.string(), "--a-backend", backend, "--reference", data.string(), "--random"});
+    EXPECT_EQ(same.exit_code, 0) << backend << same.out << same.err;
+  }
+}
+
 TEST(RunCliTest, SaveOutputsThenCompareAgainstThem) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);
