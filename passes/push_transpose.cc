@@ -287,12 +287,23 @@ class Planner {
     return true;
   }
 
-  // Keeps the inputs after `count` as they are (axes, bounds read as is).
-  void KeepRest(Plan& plan, int count) {
-    for (int i = count; i < plan.op->num_inputs(); ++i) {
-      plan.inputs.push_back(plan.op->input(i));
-      plan.new_constants.emplace_back();
-    }
+  // Keeps input i as it is (a bound or list that does not depend on the layout).
+  static void KeepInput(Plan& plan, int i) {
+    plan.inputs.push_back(i < plan.op->num_inputs() ? plan.op->input(i) : nullptr);
+    plan.new_constants.emplace_back();
+  }
+
+  // Keeps the inputs from `count` on as they are.
+  static void KeepRest(Plan& plan, int count) {
+    for (int i = count; i < plan.op->num_inputs(); ++i) KeepInput(plan, i);
+  }
+
+  // The op keeps its rank: its attributes (with `replaced`), then the
+  // Transpose after it.
+  bool SameRank(Plan& plan, std::vector<pb::AttributeProto> replaced = {}) const {
+    plan.attributes = AttributesWith(*plan.op, std::move(replaced));
+    plan.after = perm_;
+    return true;
   }
 
   bool Elementwise(Plan& plan) {
@@ -311,9 +322,7 @@ class Planner {
     if (plan.op->input(0) != plan.transpose->output(0) && type != "Where" && !IsBroadcasting(type)) return false;
     if (!MapInputs(plan, mapped)) return false;
     KeepRest(plan, mapped);
-    plan.attributes = AttributesWith(*plan.op, {});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan);
   }
 
   bool Quantization(Plan& plan, int64_t opset) {
@@ -336,9 +345,7 @@ class Planner {
     }
     if (!MapInputs(plan, 1)) return false;
     KeepRest(plan, 1);
-    plan.attributes = AttributesWith(*plan.op, std::move(replaced));
-    plan.after = perm_;
-    return true;
+    return SameRank(plan, std::move(replaced));
   }
 
   // The Transpose after a reduction of `axes` (normalized) of the
@@ -390,9 +397,7 @@ class Planner {
       // No reduction at all: element-wise (an identity).
       if (!MapInputs(plan, 1)) return false;
       KeepRest(plan, 1);
-      plan.attributes = AttributesWith(*plan.op, {});
-      plan.after = perm_;
-      return true;
+      return SameRank(plan);
     }
     if (!MapInputs(plan, 1)) return false;
     if (all) {
@@ -439,9 +444,7 @@ class Planner {
     if (plan.op->num_inputs() != 1) return false;
     std::optional<std::set<int64_t>> axis = Normalized({plan.op->GetInt("axis").value_or(default_axis)});
     if (!axis || !MapInputs(plan, 1)) return false;
-    plan.attributes = AttributesWith(*plan.op, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
   }
 
   bool Concat(Plan& plan) {
@@ -449,9 +452,7 @@ class Planner {
     if (!axis_attr) return false;
     std::optional<std::set<int64_t>> axis = Normalized({*axis_attr});
     if (!axis || !MapInputs(plan, plan.op->num_inputs())) return false;
-    plan.attributes = AttributesWith(*plan.op, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan, {IntAttr("axis", perm_[static_cast<size_t>(*axis->begin())])});
   }
 
   // `c` (1-D, `blocks` x rank() elements, one per dim of the transposed
@@ -538,9 +539,7 @@ class Planner {
         moved[rank() + static_cast<size_t>(perm_[i])] = (*pads)[rank() + i];
       }
       KeepRest(plan, 1);
-      plan.attributes = AttributesWith(*plan.op, {IntsAttr("pads", moved)});
-      plan.after = perm_;
-      return true;
+      return SameRank(plan, {IntsAttr("pads", moved)});
     }
     ir::Value* axes = plan.op->num_inputs() > 3 ? plan.op->input(3) : nullptr;
     if (axes != nullptr) {
@@ -548,18 +547,14 @@ class Planner {
       std::optional<std::vector<int64_t>> listed = ConstInts(axes, ctx_);
       std::optional<std::vector<int64_t>> moved = listed ? MovedAxes(*listed) : std::nullopt;
       if (!moved) return false;
-      plan.inputs.push_back(plan.op->input(1));
-      plan.new_constants.emplace_back();
-      plan.inputs.push_back(plan.op->input(2));
-      plan.new_constants.emplace_back();
+      KeepInput(plan, 1);
+      KeepInput(plan, 2);
       if (!NewInts(plan, *moved)) return false;
     } else {
       if (plan.op->num_inputs() < 2 || !PerDimInput(plan, 1, 2)) return false;
       KeepRest(plan, 2);
     }
-    plan.attributes = AttributesWith(*plan.op, {});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan);
   }
 
   bool Slice(Plan& plan, int64_t opset) {
@@ -574,9 +569,7 @@ class Planner {
       std::optional<std::vector<int64_t>> moved = MovedAxes(axes);
       if (!moved) return false;
       KeepRest(plan, 1);
-      plan.attributes = AttributesWith(*plan.op, {IntsAttr("axes", *moved)});
-      plan.after = perm_;
-      return true;
+      return SameRank(plan, {IntsAttr("axes", *moved)});
     }
     if (plan.op->num_inputs() < 3) return false;
     std::optional<std::vector<int64_t>> axes;
@@ -588,15 +581,11 @@ class Planner {
     }
     std::optional<std::vector<int64_t>> moved = axes ? MovedAxes(*axes) : std::nullopt;
     if (!moved) return false;
-    plan.inputs.push_back(plan.op->input(1));
-    plan.new_constants.emplace_back();
-    plan.inputs.push_back(plan.op->input(2));
-    plan.new_constants.emplace_back();
+    KeepInput(plan, 1);
+    KeepInput(plan, 2);
     if (!NewInts(plan, *moved)) return false;
     KeepRest(plan, 4);
-    plan.attributes = AttributesWith(*plan.op, {});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan);
   }
 
   // Resize (11 on): roi, scales and sizes have one entry per dim (roi two);
@@ -611,16 +600,12 @@ class Planner {
       // for that order to hold either way.
       if (!std::is_sorted(moved->begin(), moved->end())) return false;
       KeepRest(plan, 1);
-      plan.attributes = AttributesWith(*plan.op, {IntsAttr("axes", *moved)});
-      plan.after = perm_;
-      return true;
+      return SameRank(plan, {IntsAttr("axes", *moved)});
     }
     if (!PerDimInput(plan, 1, 2) || !PerDimInput(plan, 2, 1) || !PerDimInput(plan, 3, 1)) return false;
     plan.inputs.resize(static_cast<size_t>(plan.op->num_inputs()));
     plan.new_constants.resize(static_cast<size_t>(plan.op->num_inputs()));
-    plan.attributes = AttributesWith(*plan.op, {});
-    plan.after = perm_;
-    return true;
+    return SameRank(plan);
   }
 
   ir::Graph& graph_;
