@@ -147,12 +147,11 @@ std::optional<runner::Tensor> TransposeConstant(const runner::Tensor& c, size_t 
 }
 
 // The attributes of `node` with `replaced` taking the place of those of the
-// same name (and `dropped` left out).
-std::vector<pb::AttributeProto> AttributesWith(const ir::Node& node, std::vector<pb::AttributeProto> replaced,
-                                               const std::set<std::string>& dropped = {}) {
+// same name.
+std::vector<pb::AttributeProto> AttributesWith(const ir::Node& node,
+                                               std::vector<pb::AttributeProto> replaced) {
   std::vector<pb::AttributeProto> out;
   for (const ir::Attribute& a : node.attributes()) {
-    if (dropped.count(a.proto.name) > 0) continue;
     bool is_replaced = false;
     for (const pb::AttributeProto& r : replaced) is_replaced = is_replaced || r.name == a.proto.name;
     if (!is_replaced) out.push_back(a.proto);
