@@ -146,6 +146,16 @@ std::optional<runner::Tensor> TransposeConstant(const runner::Tensor& c, size_t 
   return *std::move(out);
 }
 
+// A 1-D int64 tensor holding `values` (new axes or pads); nullopt when it
+// cannot be allocated.
+std::optional<runner::Tensor> Int64List(const std::vector<int64_t>& values) {
+  absl::StatusOr<runner::Tensor> t =
+      runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(values.size())});
+  if (!t.ok()) return std::nullopt;
+  std::copy(values.begin(), values.end(), t->mutable_data<int64_t>());
+  return *std::move(t);
+}
+
 // The attributes of `node` with `replaced` taking the place of those of the
 // same name.
 std::vector<pb::AttributeProto> AttributesWith(const ir::Node& node,
@@ -412,12 +422,7 @@ class Planner {
     for (int64_t a : *normalized) moved.push_back(perm_[static_cast<size_t>(a)]);
     std::sort(moved.begin(), moved.end());
     if (axes_input) {
-      absl::StatusOr<runner::Tensor> t =
-          runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(moved.size())});
-      if (!t.ok()) return false;
-      std::copy(moved.begin(), moved.end(), t->mutable_data<int64_t>());
-      plan.inputs.push_back(nullptr);
-      plan.new_constants.push_back(*std::move(t));
+      if (!NewInts(plan, moved)) return false;
       KeepRest(plan, 2);
       plan.attributes = AttributesWith(*plan.op, {});
     } else {
@@ -502,13 +507,11 @@ class Planner {
   }
 
   // An int64 constant input holding `values`.
-  bool NewInts(Plan& plan, const std::vector<int64_t>& values) {
-    absl::StatusOr<runner::Tensor> t =
-        runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(values.size())});
-    if (!t.ok()) return false;
-    std::copy(values.begin(), values.end(), t->mutable_data<int64_t>());
+  static bool NewInts(Plan& plan, const std::vector<int64_t>& values) {
+    std::optional<runner::Tensor> t = Int64List(values);
+    if (!t) return false;
     plan.inputs.push_back(nullptr);
-    plan.new_constants.push_back(*std::move(t));
+    plan.new_constants.push_back(std::move(t));
     return true;
   }
 
@@ -757,11 +760,8 @@ absl::StatusOr<bool> LiftAbovePad(ir::Graph& graph, ir::Node* t, Planner& planne
       values = reorder(*pads);
       list_index = 1;
     }
-    absl::StatusOr<runner::Tensor> list =
-        runner::Tensor::AllocateUninitialized(pb::kInt64, {static_cast<int64_t>(values.size())});
-    if (!list.ok()) return false;
-    std::copy(values.begin(), values.end(), list->mutable_data<int64_t>());
-    new_list = *std::move(list);
+    new_list = Int64List(values);
+    if (!new_list) return false;
   }
   if (!ctx.Allow(*t, "Transpose lifted above Pad")) return false;
   std::vector<ir::Value*> old_inputs = inputs;
