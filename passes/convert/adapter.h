@@ -75,6 +75,11 @@ absl::Status GenericStep(Step& step);
 absl::StatusOr<ir::Value*> AddInts(Step& step, std::string_view hint, const std::vector<int64_t>& v);
 // Adds a scalar constant of `dtype` holding `v` (float or int types).
 absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v);
+// Adds a scalar constant of float type `elem` holding `v` (float16 and
+// bfloat16 as a float constant and a Cast).
+absl::StatusOr<ir::Value*> AddFloatScalar(Step& step, std::string_view hint, int32_t elem, double v);
+// Whether `elem` is known and one of float, double, float16, bfloat16.
+bool IsFloatElem(std::optional<int32_t> elem);
 // The int64 values of constant input `i`; nullopt if absent or not constant.
 std::optional<std::vector<int64_t>> ConstInts(Step& step, int i);
 // Adds a node before step.node, with fresh output names from `hint`.

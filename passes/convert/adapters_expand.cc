@@ -12,6 +12,10 @@
 //                                   mask when those dims and k are known, else
 //                                   built with Shape, Gather, Range and a
 //                                   comparison (opset 11 and up)
+//   RMSNormalization (23):          x / sqrt(mean(x^2) + eps) * scale over
+//                                   axes [axis, rank), in stash_type
+//   Swish (24):                     x * Sigmoid(alpha * x)
+//   SwiGLU (28):                    Swish[alpha](A) * B
 // The new nodes are converted further down like any other.
 #include <cmath>
 #include <cstdint>
@@ -233,6 +237,67 @@ absl::Status ExpandLayerNorm(Step& step) {
   ONNXKIT_RETURN_IF_ERROR(Finish(step, y));
   for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
   return absl::OkStatus();
+}
+
+// Written for opset 22 (ReduceMean takes its axes as an input).
+absl::Status ExpandRmsNorm(Step& step) {
+  ir::Value* x = step.node->input(0);
+  ir::Value* scale = step.node->input(1);
+  std::optional<int32_t> t = ElemType(*x, *step.ctx), v = ElemType(*scale, *step.ctx);
+  if (!IsFloatElem(t) || !IsFloatElem(v)) return Block("the expansion needs float inputs of known types");
+  const int64_t stash = step.node->GetInt("stash_type").value_or(pb::kFloat);
+  if (!IsFloatElem(static_cast<int32_t>(stash)))
+    return Block(absl::StrCat("stash_type ", stash, " is not a float type"));
+  const int32_t s = static_cast<int32_t>(stash);
+  std::optional<int64_t> rank = RankOf(step, x);
+  if (!rank) return Block("the expansion needs the input rank");
+  int64_t axis = step.node->GetInt("axis").value_or(-1);
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank) return Block("axis out of range");
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < *rank; ++a) axes.push_back(a);
+  if (*t != s) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * wide, AddBefore(step, "Cast", {x}, 1, {IntAttr("to", s)}));
+    x = wide->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(
+      ir::Value * eps, AddFloatScalar(step, "epsilon", s, step.node->GetFloat("epsilon").value_or(1e-5f)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes_v, AddInts(step, "axes", axes));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sq, AddBefore(step, "Mul", {x, x}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mean, AddBefore(step, "ReduceMean", {sq->output(0), axes_v}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * me, AddBefore(step, "Add", {mean->output(0), eps}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * rms, AddBefore(step, "Sqrt", {me->output(0)}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, AddBefore(step, "Div", {x, rms->output(0)}, 1));
+  if (s != *v) {
+    ONNXKIT_ASSIGN_OR_RETURN(n, AddBefore(step, "Cast", {n->output(0)}, 1, {IntAttr("to", *v)}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {n->output(0), scale}, 1));
+  return Finish(step, y);
+}
+
+absl::Status ExpandSwish(Step& step) {
+  ir::Value* x = step.node->input(0);
+  std::optional<int32_t> t = ElemType(*x, *step.ctx);
+  if (!IsFloatElem(t)) return Block("the expansion needs a float input of known type");
+  const float alpha = step.node->GetFloat("alpha").value_or(1.0f);
+  ir::Value* arg = x;
+  if (alpha != 1.0f) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, AddFloatScalar(step, "alpha", *t, alpha));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * ax, AddBefore(step, "Mul", {x, a}, 1));
+    arg = ax->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sig, AddBefore(step, "Sigmoid", {arg}, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {x, sig->output(0)}, 1));
+  return Finish(step, y);
+}
+
+// Written for opset 27, where Swish exists; it is expanded in turn below 24.
+absl::Status ExpandSwiGlu(Step& step) {
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * gate,
+                           AddBefore(step, "Swish", {step.node->input(0)}, 1,
+                                     {FloatAttr("alpha", step.node->GetFloat("alpha").value_or(1.0f))}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {gate->output(0), step.node->input(1)}, 1));
+  return Finish(step, y);
 }
 
 }  // namespace onnxkit::passes::convert

@@ -47,6 +47,18 @@ absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t 
   return AddConstant(*step.graph, hint, t);
 }
 
+absl::StatusOr<ir::Value*> AddFloatScalar(Step& step, std::string_view hint, int32_t elem, double v) {
+  if (elem == pb::kFloat || elem == pb::kDouble) return AddScalar(step, hint, elem, v);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * f, AddScalar(step, hint, pb::kFloat, v));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * c, AddBefore(step, "Cast", {f}, 1, {IntAttr("to", elem)}));
+  return c->output(0);
+}
+
+bool IsFloatElem(std::optional<int32_t> elem) {
+  return elem &&
+         (*elem == pb::kFloat || *elem == pb::kDouble || *elem == pb::kFloat16 || *elem == pb::kBfloat16);
+}
+
 std::optional<std::vector<int64_t>> ConstInts(Step& step, int i) {
   if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) return std::nullopt;
   auto t = ConstantTensor(*step.node->input(i), *step.ctx);
