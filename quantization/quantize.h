@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,12 +21,18 @@
 
 namespace onnxkit::quant {
 
+// The default pre-processing: constants folded (weights behind
+// Identity/Transpose become initializers that can be stored int8), and
+// layout Transposes moved through the ops that ignore layout until they
+// cancel (NHWC exports), so that fewer tensors are quantized on both sides
+// of one; only reductions may sum in another order.
+inline constexpr std::string_view kDefaultPreprocess =
+    "fold,eliminate-identity,dce,push-transpose,merge-transpose";
+
 struct QuantizeOptions {
   QdqOptions qdq;
   // Passes run before calibrating (passes/passes.def names; empty: none).
-  // The default only folds constants (weights behind Identity/Transpose
-  // become initializers that can be stored int8) and changes no number.
-  std::string preprocess = "fold,eliminate-identity,dce";
+  std::string preprocess = std::string(kDefaultPreprocess);
   // --mode dynamic: MatMul weights int8 + DynamicQuantizeLinear/MatMulInteger;
   // no calibration (samples, when given, only measure the error).
   bool dynamic = false;

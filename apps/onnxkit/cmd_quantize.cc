@@ -35,7 +35,8 @@ namespace {
 struct QuantizeFlags {
   std::string model, output, calibration_dir, method = "minmax", act_type, weight_type, preset;
   std::vector<std::string> inputs, shapes, op_types, exclude_ops;
-  std::string preprocess = "fold,eliminate-identity,dce", exclude_nodes, report, save_calibration, load_calibration, mode = "static";
+  std::string preprocess = std::string(quant::kDefaultPreprocess), exclude_nodes, report, save_calibration,
+              load_calibration, mode = "static";
   bool allow_random = false, per_tensor = false, json = false, quiet = false, weights_only = false;
   int samples = 32, holdout = 2, bins = 2048;
   double timeout = 0;  // seconds per run of a model (0: none)
@@ -458,9 +459,10 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_option("--mode", f->mode,
                   "static (default: calibrated QDQ) or dynamic (MatMul weights int8, activations quantized at run "
                   "time with DynamicQuantizeLinear + MatMulInteger; data, when given, only measures the error)");
-  sub->add_option("--preprocess", f->preprocess,
-                  "Passes run first (default fold,eliminate-identity,dce: exact; 'none' to skip; e.g. add "
-                  "fuse-conv-bn)");
+  sub->add_option(
+      "--preprocess", f->preprocess,
+      "Passes run first (default fold,eliminate-identity,dce,push-transpose,merge-transpose; 'none' to "
+      "skip; e.g. add fuse-conv-bn)");
   sub->add_flag("--weights-only", f->weights_only,
                 "Only the constant weights of MatMul/Gemm: int4/int8 with one symmetric scale per block along the "
                 "reduction axis (DequantizeLinear block_size, opset 21; older models are converted first); "

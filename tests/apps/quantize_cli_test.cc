@@ -289,6 +289,48 @@ TEST(QuantizeCliTest, OlderOpsetsAreConvertedFirst) {
   EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
+// A model written in NHWC around NCHW convolutions (as TensorFlow converters
+// write them): by default the layout Transposes between the convolutions
+// cancel before quantizing, so no tensor is quantized on both sides of one;
+// `--preprocess` without push-transpose keeps them.
+TEST(QuantizeCliTest, LayoutTransposesCancelBeforeQuantizing) {
+  fs::path dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{1, 4, 4, 3}})
+      .Initializer(RawFloatTensor("w1", {5, 3, 1, 1}, -7))
+      .Initializer(RawFloatTensor("w2", {2, 5, 1, 1}, -4))
+      .Initializer(RawFloatTensor("b", {5}, -2))
+      .Node("Transpose", {"x"}, {"xc"}, {AttrInts("perm", {0, 3, 1, 2})})
+      .Node("Conv", {"xc", "w1"}, {"c1"})
+      .Node("Transpose", {"c1"}, {"h1"}, {AttrInts("perm", {0, 2, 3, 1})})
+      .Node("Add", {"h1", "b"}, {"a1"})
+      .Node("Relu", {"a1"}, {"r1"})
+      .Node("Transpose", {"r1"}, {"rc"}, {AttrInts("perm", {0, 3, 1, 2})})
+      .Node("Conv", {"rc", "w2"}, {"c2"})
+      .Node("Transpose", {"c2"}, {"y"}, {AttrInts("perm", {0, 2, 3, 1})})
+      .Output("y", pb::kFloat, {{1, 4, 4, 2}});
+  std::string in = (dir / "nhwc.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(g.Build(), 13), dir, in).ok());
+  auto transposes = [](const std::string& path) {
+    auto m = io::LoadModel(path);
+    EXPECT_TRUE(m.ok()) << m.status();
+    int n = 0;
+    if (m.ok()) {
+      for (const pb::NodeProto& node : m->proto.graph->node) n += node.op_type == "Transpose";
+    }
+    return n;
+  };
+  std::string out = (dir / "q.onnx").string(), kept = (dir / "k.onnx").string();
+  CliResult r = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "6"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(transposes(out), 2);
+  EXPECT_THAT(r.out, HasSubstr("output y: sqnr"));
+  CliResult k = RunCli({"quantize", in, "-o", kept, "--allow-random-calibration", "--samples", "6",
+                        "--preprocess", "fold,eliminate-identity,dce"});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_EQ(transposes(kept), 4);
+}
+
 TEST(QuantizeCliTest, UnreachableTargetExits1AndStillWrites) {
   fs::path dir = MakeTempDir();
   std::string in = WriteModel(dir);
