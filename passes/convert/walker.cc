@@ -4,7 +4,11 @@
 // converted onward from the step's target side.
 #include "passes/convert/walker.h"
 
+#include <algorithm>
 #include <deque>
+#include <optional>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -327,6 +331,28 @@ absl::Status RemoveOrphanedProducers(ir::Graph& graph, std::vector<ir::Node*> pr
   return absl::OkStatus();
 }
 
+// Why `node` does not have the operands its schema requires, if it does
+// not: adapters read required inputs and output 0 without checking (a
+// hostile model may leave them out).
+std::optional<std::string> MissingOperand(const ir::Node& node, const ops::OpSchema& schema) {
+  std::span<const ops::FormalParameter> formals = schema.inputs();
+  for (size_t i = 0; i < formals.size(); ++i) {
+    if (formals[i].option != ops::ParamOption::kSingle) continue;
+    const int index = static_cast<int>(i);
+    if (index >= node.num_inputs() || node.input(index) == nullptr || node.input(index)->name().empty()) {
+      return absl::StrCat("required input ", i, " ('", Sv(formals[i].name), "') is missing");
+    }
+  }
+  if (node.num_inputs() > schema.max_input()) {
+    return absl::StrCat(node.num_inputs(), " inputs are more than ", Sv(schema.name()), " takes");
+  }
+  if (node.num_outputs() < std::max(schema.min_output(), 1) || node.output(0) == nullptr ||
+      node.output(0)->name().empty()) {
+    return std::string("its first output is missing");
+  }
+  return std::nullopt;
+}
+
 std::string StepKey(const Step& s, const std::string& op, std::string_view adapter) {
   int64_t a = s.from->since_version();
   int64_t b = s.to != nullptr ? s.to->since_version() : s.boundary - 1;
@@ -403,6 +429,12 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
                             ": attribute '", ref->name(), "' takes the function's attribute '",
                             ref->proto.ref_attr_name, "', whose value differs per call; the ", Sv(row->name),
                             " step needs it")});
+          break;
+        }
+      }
+      if (row != nullptr) {
+        if (std::optional<std::string> missing = MissingOperand(*node, *step.from)) {
+          stats.blockers->push_back({path, label, absl::StrCat(op, ": ", *missing)});
           break;
         }
       }
