@@ -24,6 +24,8 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
 #include "runner/cpu/parallel_for.h"
 #include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
@@ -353,6 +355,49 @@ class RmsNormKernel : public Kernel {
   bool inverse_;
   std::unique_ptr<Kernel> fallback_;
 };
+
+// The RMSNormalization op (opset 23) on float X and scale over the
+// trailing axes [axis, rank): RmsRow per row (y = x / s * scale). Other
+// types, a stash_type other than float, a scale that is not the
+// normalized dims, and rows whose squares are not finite run the
+// reference kernel.
+class RmsNormOpKernel : public Kernel {
+ public:
+  RmsNormOpKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback)
+      : axis_(reference::AttrInt(node, "axis", -1)),
+        epsilon_(reference::AttrFloat(node, "epsilon", 1e-5f)),
+        stash_type_(reference::AttrInt(node, "stash_type", 1)),
+        fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scale, ctx.Input(1));
+    const int64_t rank = x->rank();
+    if (x->dtype() != pb::kFloat || x->size() == 0 || stash_type_ != 1 || axis_ < -rank || axis_ >= rank) {
+      return fallback_->Run(ctx);
+    }
+    const int64_t first = axis_ < 0 ? axis_ + rank : axis_;
+    std::vector<int64_t> tail(x->shape().begin() + first, x->shape().end());
+    if (scale->rank() > rank || !FitsTail(scale, tail)) return fallback_->Run(ctx);
+    const int64_t rows = LeadingRows(*x, first);
+    const int64_t n = x->size() / rows;
+    const float* px = x->data<float>();
+    const float* pg = scale->data<float>();
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    float* py = y->mutable_data<float>();
+    const bool bad = ParallelAny(rows, rows >= 32 && x->size() >= 65536, [&](int64_t r) {
+      return !RmsRow(px + r * n, epsilon_, false, pg, py + r * n, n);
+    });
+    if (bad) return fallback_->Run(ctx);  // replaces the output
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  int64_t stash_type_;
+  std::unique_ptr<Kernel> fallback_;
+};
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const FusionChain& chain,
@@ -421,6 +466,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAddLayerNormChain(const FusionChain&
   return std::unique_ptr<Kernel>(new AddLayerNormKernel(
       reference::AttrInt(ln, "axis", -1), reference::AttrFloat(ln, "epsilon", 1e-5f),
       reference::AttrInt(ln, "stash_type", 1), ln.num_inputs() > 2 && ln.input(2) != nullptr, std::move(fallback)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNorm(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  return std::unique_ptr<Kernel>(new RmsNormOpKernel(node, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

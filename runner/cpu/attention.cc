@@ -30,7 +30,10 @@
 
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
+#include "runner/cpu/dnnl_util.h"
+#include "runner/cpu/math.h"
 #include "runner/cpu/matmul_packed.h"
+#include "runner/cpu/parallel_for.h"
 #include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
 
@@ -436,6 +439,398 @@ class AttentionKernel : public Kernel {
   Tensor one_ = ScalarTensor(1.f), zero_ = ScalarTensor(0.f);
 };
 
+// --- The Attention op (opset 23 and later) ---
+
+// One row of scores s[n] (the raw products q k) becomes the softmax of
+// s * scale (softcap * tanh(. / softcap) when softcap > 0) + bias over the
+// keys [lo, hi], 0 elsewhere; bias[j * bias_step] (null: 0) is additive.
+// A row with no key in range or only -inf biases gets zeros, as the
+// reference computes it.
+__attribute__((target("avx512f"))) void MaskedSoftmaxRow(float* s, int64_t n, float scale, float softcap,
+                                                         const float* bias, int64_t bias_step, int64_t lo,
+                                                         int64_t hi) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min<int64_t>(hi, n - 1);
+  float mx = kNegInf;
+  for (int64_t j = lo; j <= hi; ++j) {
+    float x = s[j] * scale;
+    if (softcap > 0) x = softcap * std::tanh(x / softcap);
+    if (bias != nullptr) x += bias[j * bias_step];
+    s[j] = x;
+    mx = std::max(mx, x);
+  }
+  if (hi < lo || mx == kNegInf) {
+    std::fill(s, s + n, 0.f);
+    return;
+  }
+  std::fill(s, s + lo, 0.f);
+  std::fill(s + hi + 1, s + n, 0.f);
+  const __m512 top = _mm512_set1_ps(mx);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = lo; j <= hi; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, hi + 1 - j)) - 1);
+    __m512 e = ExpNonPositive16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), top));
+    _mm512_mask_storeu_ps(s + j, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  const __m512 tv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));  // >= 1: the maximum's own term
+  for (int64_t j = lo; j <= hi; j += 16) {
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << std::min<int64_t>(16, hi + 1 - j)) - 1);
+    _mm512_mask_storeu_ps(s + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + j), tv));
+  }
+}
+
+// Attention on float32 Q, K, V (3-D with head counts, or 4-D), a KV cache,
+// grouped-query heads, a boolean or additive mask broadcast onto
+// [B, Hq, Sq, T] (its last dim may be shorter: the rest is masked),
+// is_causal, nonpad_kv_seqlen and the local windows, softcap; present_key
+// and present_value. Eight query rows at a time, as the chain kernel: the
+// [.., Sq, T] scores never exist whole. The qk_matmul_output, other types,
+// non-finite inputs (NaN or +inf in a mask) and shapes that do not fit run
+// the reference kernel.
+class AttentionOpKernel : public Kernel {
+ public:
+  AttentionOpKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback)
+      : causal_(reference::AttrInt(node, "is_causal", 0) != 0),
+        q_heads_(reference::AttrInt(node, "q_num_heads", 0)),
+        kv_heads_(reference::AttrInt(node, "kv_num_heads", 0)),
+        scale_(node.GetFloat("scale")),
+        softcap_(reference::AttrFloat(node, "softcap", 0.f)),
+        left_(reference::AttrInt(node, "left_window_size", -1)),
+        right_(reference::AttrInt(node, "right_window_size", -1)),
+        fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* in[7] = {};
+    for (int i = 0; i < 7; ++i) {
+      ONNXKIT_ASSIGN_OR_RETURN(in[i], i < 3 ? ctx.Input(i) : ctx.OptionalInput(i));
+    }
+    std::optional<Shapes> g = Resolve(in);
+    if (!g || ctx.OutputRequested(3) || !PackedGemmAvailable()) return fallback_->Run(ctx);
+    for (int i : {0, 1, 2, 4, 5}) {
+      if (in[i] != nullptr && !AllFinite(in[i]->data<float>(), in[i]->size())) return fallback_->Run(ctx);
+    }
+    const Tensor* mask = in[3];
+    if (mask != nullptr && mask->dtype() == pb::kFloat &&
+        !FiniteOrMinusInf(mask->data<float>(), mask->size())) {
+      return fallback_->Run(ctx);
+    }
+    std::vector<int64_t> nonpad;
+    if (in[6] != nullptr) {
+      if (in[6]->dtype() != pb::kInt64 || in[6]->size() != g->b) return fallback_->Run(ctx);
+      nonpad.assign(in[6]->data<int64_t>(), in[6]->data<int64_t>() + g->b);
+    }
+    // The keys: K' transposed per kv head, [B * Hkv][E][T]; the values
+    // [B * Hkv][T][Ev] (V itself, read through its strides, without a
+    // cache).
+    const int64_t groups = g->b * g->hkv;
+    std::vector<float> kt(static_cast<size_t>(groups * g->e * g->t));
+    Gather(*g, in[4], *in[1], g->e, [&](int64_t group, int64_t t, const float* row) {
+      float* dst = kt.data() + group * g->e * g->t + t;
+      for (int64_t c = 0; c < g->e; ++c) dst[c * g->t] = row[c];
+    });
+    Tensor* present_k = nullptr;
+    Tensor* present_v = nullptr;
+    if (ctx.OutputRequested(1)) {
+      ONNXKIT_ASSIGN_OR_RETURN(present_k,
+                               ctx.AllocateOutputUninitialized(1, pb::kFloat, {g->b, g->hkv, g->t, g->e}));
+      float* pk = present_k->mutable_data<float>();
+      Gather(*g, in[4], *in[1], g->e, [&](int64_t group, int64_t t, const float* row) {
+        std::copy(row, row + g->e, pk + (group * g->t + t) * g->e);
+      });
+    }
+    std::vector<float> v_cache;
+    const float* v = in[2]->data<float>();
+    int64_t ldv = g->rank == 4 ? g->ev : g->hkv * g->ev;
+    if (ctx.OutputRequested(2) || in[5] != nullptr) {
+      float* pv = nullptr;
+      if (ctx.OutputRequested(2)) {
+        ONNXKIT_ASSIGN_OR_RETURN(present_v,
+                                 ctx.AllocateOutputUninitialized(2, pb::kFloat, {g->b, g->hkv, g->t, g->ev}));
+        pv = present_v->mutable_data<float>();
+      } else {
+        v_cache.resize(static_cast<size_t>(groups * g->t * g->ev));
+        pv = v_cache.data();
+      }
+      Gather(*g, in[5], *in[2], g->ev, [&](int64_t group, int64_t t, const float* row) {
+        std::copy(row, row + g->ev, pv + (group * g->t + t) * g->ev);
+      });
+      v = pv;
+      ldv = g->ev;
+    }
+    const bool v_cached = v != in[2]->data<float>();
+    std::vector<int64_t> y_shape = {g->b, g->hq, g->sq, g->ev};
+    if (g->rank == 3) y_shape = {g->b, g->sq, g->hq * g->ev};
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y_t, ctx.AllocateOutputUninitialized(0, pb::kFloat, y_shape));
+    // The mask as float biases (a boolean one as 0 / -inf).
+    std::vector<float> mask_bias;
+    MaskView mv;
+    if (mask != nullptr) {
+      const float* m = nullptr;
+      if (mask->dtype() == pb::kBool) {
+        const uint8_t* b = static_cast<const uint8_t*>(mask->raw());
+        mask_bias.resize(static_cast<size_t>(mask->size()));
+        for (int64_t i = 0; i < mask->size(); ++i) {
+          mask_bias[static_cast<size_t>(i)] = b[i] != 0 ? 0.f : -std::numeric_limits<float>::infinity();
+        }
+        m = mask_bias.data();
+      } else {
+        m = mask->data<float>();
+      }
+      mv = MaskView::Of(*mask, m);
+    }
+    const float scale = scale_ ? *scale_ : 1.f / std::sqrt(static_cast<float>(g->e));
+    const int64_t reps = g->hq / g->hkv;
+    const int64_t blocks = (g->sq + kRows - 1) / kRows, steps = g->b * g->hq * blocks;
+    const float* q = in[0]->data<float>();
+    float* y = y_t->mutable_data<float>();
+    const Shapes& sh = *g;
+    auto run_steps = [&](int64_t first, int64_t last) {
+      std::vector<float> scores(static_cast<size_t>(kRows * sh.t));
+      for (int64_t step = first; step < last; ++step) {
+        const int64_t bh = step / blocks, r0 = step % blocks * kRows;
+        const int64_t b = bh / sh.hq, h = bh % sh.hq, group = b * sh.hkv + h / reps;
+        const int rows = static_cast<int>(std::min<int64_t>(kRows, sh.sq - r0));
+        const float* qrow = sh.rank == 4 ? q + ((b * sh.hq + h) * sh.sq + r0) * sh.e
+                                         : q + (b * sh.sq + r0) * sh.hq * sh.e + h * sh.e;
+        const int64_t ldq = sh.rank == 4 ? sh.e : sh.hq * sh.e;
+        SmallGemmRows(rows, qrow, ldq, kt.data() + group * sh.e * sh.t, sh.t, sh.e, sh.t, scores.data(),
+                      sh.t);
+        // Query i's absolute position: the cache length, else (an external
+        // cache) the valid keys before this query block.
+        const int64_t valid = nonpad.empty() ? sh.t : nonpad[static_cast<size_t>(b)];
+        const int64_t offset = sh.past > 0 || nonpad.empty() ? sh.past : valid - sh.sq;
+        for (int r = 0; r < rows; ++r) {
+          const int64_t i = r0 + r, pos = i + offset;
+          int64_t lo = 0, hi = std::min(sh.t, valid) - 1;
+          if (causal_) hi = std::min(hi, pos);
+          if (left_ >= 0) lo = std::max(lo, pos - left_);
+          if (right_ >= 0) hi = std::min(hi, pos + right_);
+          const float* bias = nullptr;
+          int64_t bias_step = 0;
+          if (mask != nullptr) {
+            bias = mv.Row(b, h, i);
+            bias_step = mv.key_step;
+            hi = std::min(hi, mv.keys - 1);
+          }
+          MaskedSoftmaxRow(scores.data() + r * sh.t, sh.t, scale, softcap_, bias, bias_step, lo, hi);
+        }
+        const float* vh =
+            v_cached || sh.rank == 4 ? v + group * sh.t * sh.ev : v + b * sh.t * ldv + (h / reps) * sh.ev;
+        float* yrow = sh.rank == 4 ? y + ((b * sh.hq + h) * sh.sq + r0) * sh.ev
+                                   : y + (b * sh.sq + r0) * sh.hq * sh.ev + h * sh.ev;
+        const int64_t ldy = sh.rank == 4 ? sh.ev : sh.hq * sh.ev;
+        SmallGemmRows(rows, scores.data(), sh.t, vh, ldv, sh.t, sh.ev, yrow, ldy);
+      }
+    };
+    const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), steps));
+    if (threads <= 1) {
+      run_steps(0, steps);
+      return absl::OkStatus();
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) run_steps(steps * t / threads, steps * (t + 1) / threads);
+    return absl::OkStatus();
+  }
+
+ private:
+  // B, heads, query rows, keys (past + new), head sizes.
+  struct Shapes {
+    int rank = 4;
+    int64_t b = 0, hq = 0, hkv = 0, sq = 0, skv = 0, past = 0, t = 0, e = 0, ev = 0;
+  };
+
+  // The mask broadcast onto [B, Hq, Sq, keys]: element strides (0 where it
+  // broadcasts) and its key count.
+  struct MaskView {
+    const float* data = nullptr;
+    int64_t b_step = 0, h_step = 0, row_step = 0, key_step = 0, keys = 0;
+
+    static MaskView Of(const Tensor& m, const float* data) {
+      int64_t dims[4] = {1, 1, 1, 1};
+      for (int i = 0; i < m.rank(); ++i) dims[4 - m.rank() + i] = m.dim(i);
+      MaskView v;
+      v.data = data;
+      v.keys = dims[3];
+      v.key_step = dims[3] == 1 ? 0 : 1;
+      v.row_step = dims[2] == 1 ? 0 : dims[3];
+      v.h_step = dims[1] == 1 ? 0 : dims[2] * dims[3];
+      v.b_step = dims[0] == 1 ? 0 : dims[1] * dims[2] * dims[3];
+      return v;
+    }
+    const float* Row(int64_t b, int64_t h, int64_t i) const {
+      return data + b * b_step + h * h_step + i * row_step;
+    }
+  };
+
+  std::optional<Shapes> Resolve(const Tensor* const* in) const {
+    const Tensor &q = *in[0], &k = *in[1], &v = *in[2];
+    for (int i : {0, 1, 2, 4, 5}) {
+      if (in[i] != nullptr && (in[i]->dtype() != pb::kFloat || in[i]->size() == 0)) return std::nullopt;
+    }
+    Shapes s;
+    s.rank = q.rank();
+    if ((s.rank != 3 && s.rank != 4) || k.rank() != s.rank || v.rank() != s.rank) return std::nullopt;
+    if (s.rank == 4) {
+      s.b = q.dim(0), s.hq = q.dim(1), s.sq = q.dim(2), s.e = q.dim(3);
+      s.hkv = k.dim(1), s.skv = k.dim(2), s.ev = v.dim(3);
+      if (k.dim(0) != s.b || k.dim(3) != s.e || v.dim(0) != s.b || v.dim(1) != s.hkv || v.dim(2) != s.skv) {
+        return std::nullopt;
+      }
+    } else {
+      if (q_heads_ < 1 || kv_heads_ < 1 || q.dim(2) % q_heads_ != 0 || k.dim(2) % kv_heads_ != 0 ||
+          v.dim(2) % kv_heads_ != 0) {
+        return std::nullopt;
+      }
+      s.b = q.dim(0), s.sq = q.dim(1), s.hq = q_heads_, s.e = q.dim(2) / q_heads_;
+      s.hkv = kv_heads_, s.skv = k.dim(1), s.ev = v.dim(2) / kv_heads_;
+      if (k.dim(0) != s.b || k.dim(2) / kv_heads_ != s.e || v.dim(0) != s.b || v.dim(1) != s.skv)
+        return std::nullopt;
+    }
+    if (s.hkv < 1 || s.hq % s.hkv != 0) return std::nullopt;
+    if ((in[4] == nullptr) != (in[5] == nullptr)) return std::nullopt;
+    if (in[4] != nullptr) {
+      if (in[4]->rank() != 4) return std::nullopt;
+      s.past = in[4]->dim(2);
+      if (in[4]->shape() != std::vector<int64_t>{s.b, s.hkv, s.past, s.e} ||
+          in[5]->shape() != std::vector<int64_t>{s.b, s.hkv, s.past, s.ev}) {
+        return std::nullopt;
+      }
+    }
+    s.t = s.past + s.skv;
+    if (const Tensor* m = in[3]) {
+      if ((m->dtype() != pb::kFloat && m->dtype() != pb::kBool) || m->rank() < 1 || m->rank() > 4 ||
+          m->size() == 0) {
+        return std::nullopt;
+      }
+      const int64_t want[4] = {s.b, s.hq, s.sq, s.t};
+      for (int i = 0; i < m->rank(); ++i) {
+        const int d = 4 - m->rank() + i;
+        const int64_t n = m->dim(i);
+        if (d == 3 ? n > s.t : (n != 1 && n != want[d])) return std::nullopt;
+      }
+    }
+    if (s.sq == 0 || s.t == 0 || s.e == 0 || s.ev == 0) return std::nullopt;
+    return s;
+  }
+
+  // Calls f(group, t, row) for every kv head group (b * Hkv + h) and key
+  // t of concat(past, new) along the sequence; `row` holds its `width`
+  // values (read from the 3-D or 4-D new tensor by its layout).
+  template <typename F>
+  static void Gather(const Shapes& s, const Tensor* past, const Tensor& cur, int64_t width, F f) {
+    const float* p = past != nullptr ? past->data<float>() : nullptr;
+    const float* c = cur.data<float>();
+    for (int64_t b = 0; b < s.b; ++b) {
+      for (int64_t h = 0; h < s.hkv; ++h) {
+        const int64_t group = b * s.hkv + h;
+        for (int64_t t = 0; t < s.t; ++t) {
+          const float* row;
+          if (t < s.past) {
+            row = p + (group * s.past + t) * width;
+          } else if (s.rank == 4) {
+            row = c + (group * s.skv + (t - s.past)) * width;
+          } else {
+            row = c + ((b * s.skv + (t - s.past)) * s.hkv + h) * width;
+          }
+          f(group, t, row);
+        }
+      }
+    }
+  }
+
+  bool causal_;
+  int64_t q_heads_, kv_heads_;
+  std::optional<float> scale_;
+  float softcap_;
+  int64_t left_, right_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
+// The RotaryEmbedding op (opset 23) on float32: the reference's rotation,
+// computed in float, rows in parallel. Other types, shapes and position
+// ids outside the caches run the reference kernel (which reports them).
+class RotaryOpKernel : public Kernel {
+ public:
+  RotaryOpKernel(const ir::Node& node, std::unique_ptr<Kernel> fallback)
+      : interleaved_(reference::AttrInt(node, "interleaved", 0) != 0),
+        num_heads_(reference::AttrInt(node, "num_heads", 0)),
+        rot_dim_(reference::AttrInt(node, "rotary_embedding_dim", 0)),
+        fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* cos_t, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* sin_t, ctx.Input(2));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* pos_t, ctx.OptionalInput(3));
+    if (x->dtype() != pb::kFloat || cos_t->dtype() != pb::kFloat || sin_t->dtype() != pb::kFloat ||
+        x->size() == 0) {
+      return fallback_->Run(ctx);
+    }
+    int64_t b, s, h, d;
+    if (x->rank() == 4) {
+      b = x->dim(0), h = x->dim(1), s = x->dim(2), d = x->dim(3);
+    } else if (x->rank() == 3 && num_heads_ > 0 && x->dim(2) % num_heads_ == 0) {
+      b = x->dim(0), s = x->dim(1), h = num_heads_, d = x->dim(2) / num_heads_;
+    } else {
+      return fallback_->Run(ctx);
+    }
+    const int64_t rot = rot_dim_ > 0 ? rot_dim_ : d;
+    if (rot > d || rot % 2 != 0) return fallback_->Run(ctx);
+    const int64_t half = rot / 2;
+    const int64_t* positions = nullptr;
+    if (pos_t != nullptr) {
+      if (pos_t->dtype() != pb::kInt64 || pos_t->shape() != std::vector<int64_t>{b, s} ||
+          cos_t->rank() != 2 || cos_t->dim(1) != half || sin_t->shape() != cos_t->shape()) {
+        return fallback_->Run(ctx);
+      }
+      positions = pos_t->data<int64_t>();
+      for (int64_t i = 0; i < b * s; ++i) {
+        if (positions[i] < 0 || positions[i] >= cos_t->dim(0)) return fallback_->Run(ctx);
+      }
+    } else if (cos_t->shape() != std::vector<int64_t>{b, s, half} || sin_t->shape() != cos_t->shape()) {
+      return fallback_->Run(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y_t, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
+    const float* xv = x->data<float>();
+    const float* cv = cos_t->data<float>();
+    const float* sv = sin_t->data<float>();
+    float* y = y_t->mutable_data<float>();
+    const bool four = x->rank() == 4;
+    // One (b, s, h) row of d values per step.
+    ParallelFor(b * s * h, b * s * h * d >= 65536, [&](int64_t step) {
+      const int64_t hi = step % h, bs = step / h, si = bs % s, bi = bs / s;
+      const int64_t row = positions == nullptr ? bs : positions[bs];
+      const float* c = cv + row * half;
+      const float* sn = sv + row * half;
+      const int64_t base = four ? ((bi * h + hi) * s + si) * d : (bs * h + hi) * d;
+      const float* in = xv + base;
+      float* out = y + base;
+      if (interleaved_) {
+        for (int64_t k = 0; k < half; ++k) {
+          const float x1 = in[2 * k], x2 = in[2 * k + 1];
+          out[2 * k] = c[k] * x1 - sn[k] * x2;
+          out[2 * k + 1] = sn[k] * x1 + c[k] * x2;
+        }
+      } else {
+        for (int64_t k = 0; k < half; ++k) {
+          const float x1 = in[k], x2 = in[k + half];
+          out[k] = c[k] * x1 - sn[k] * x2;
+          out[k + half] = sn[k] * x1 + c[k] * x2;
+        }
+      }
+      std::copy(in + rot, in + d, out + rot);
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  bool interleaved_;
+  int64_t num_heads_, rot_dim_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& chain, const KernelInfo& info,
@@ -470,6 +865,16 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttentionChain(const FusionChain& ch
   const int64_t axis = reference::AttrInt(softmax, "axis", info.opset < 13 ? 1 : -1);
   return std::unique_ptr<Kernel>(
       new AttentionKernel(c, multiply, mask, v, axis, cond, fill, fill_when_true, std::move(fallback)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  return std::unique_ptr<Kernel>(new AttentionOpKernel(node, std::move(fallback)));
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRotaryEmbedding(const ir::Node& node, const KernelInfo& info) {
+  ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeReferenceKernel(node, info));
+  return std::unique_ptr<Kernel>(new RotaryOpKernel(node, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

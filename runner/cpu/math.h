@@ -51,6 +51,12 @@ Factory MakeReduce;
 // How many reductions, in this process, folded strided rows (axes followed
 // by kept dims) instead of running oneDNN's or the reference's: for tests.
 int64_t StridedReductions();
+// attention.cc: the Attention and RotaryEmbedding ops (the fused chains
+// are in transformer.h).
+Factory MakeAttention;
+Factory MakeRotaryEmbedding;
+// add_layer_norm.cc: RMSNormalization.
+Factory MakeRmsNorm;
 // layout.cc
 Factory MakeTranspose;
 Factory MakeConcat;
