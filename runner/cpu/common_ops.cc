@@ -861,8 +861,43 @@ class InstanceNormKernel : public CpuKernel {
   double epsilon_;
 };
 
+// SwiGLU (opset 28) on float32 A and B of one shape with alpha 1: one
+// SwishMulRow pass (the gate rounded to float, then the product, as the
+// reference rounds them). Broadcasting, another alpha and other types run
+// the reference kernel.
+class SwiGluKernel : public CpuKernel {
+ public:
+  SwiGluKernel(const ir::Node& node, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)), alpha_(reference::AttrFloat(node, "alpha", 1.f)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(1));
+    if (alpha_ != 1.f || a->dtype() != pb::kFloat || b->dtype() != pb::kFloat || a->shape() != b->shape()) {
+      return Fallback(ctx);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, a->shape()));
+    const float* pa = a->data<float>();
+    const float* pb_ = b->data<float>();
+    float* py = y->mutable_data<float>();
+    constexpr int64_t kBlock = 4096;
+    const int64_t n = a->size(), blocks = (n + kBlock - 1) / kBlock;
+    ParallelFor(blocks, n >= 65536, [&](int64_t i) {
+      const int64_t begin = i * kBlock;
+      SwishMulRow(pa + begin, pb_ + begin, py + begin, std::min(kBlock, n - begin));
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  float alpha_;
+};
+
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<Kernel>> MakeSwiGlu(const ir::Node& node, const KernelInfo& info) {
+  return MakeCpu<SwiGluKernel>(node, info);
+}
 absl::StatusOr<std::unique_ptr<Kernel>> MakeWhere(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<WhereKernel>(node, info);
 }

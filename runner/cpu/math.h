@@ -21,7 +21,7 @@ Factory MakeMatMulInteger;
 Factory MakeQLinearMatMul;
 // common_ops.cc: Where, Expand, ScatterElements, RoiAlign, Cast, HardSigmoid /
 // Floor / Ceil / Sign / Log / Softplus, InstanceNormalization and
-// GroupNormalization.
+// GroupNormalization, SwiGLU.
 Factory MakeWhere;
 Factory MakeExpand;
 Factory MakeScatterElements;
@@ -29,6 +29,7 @@ Factory MakeRoiAlign;
 Factory MakeCast;
 Factory MakeUnaryRow;
 Factory MakeInstanceNorm;
+Factory MakeSwiGlu;
 // rnn.cc: RNN, GRU, LSTM.
 Factory MakeRecurrent;
 // einsum.cc

@@ -1,5 +1,5 @@
-// The cpu kernels of the Attention (23+), RotaryEmbedding and
-// RMSNormalization (23) ops
+// The cpu kernels of ops of opset 23 and later, Attention, RotaryEmbedding,
+// RMSNormalization and SwiGLU (28),
 // against the reference kernels: grouped-query heads, 3-D and 4-D inputs,
 // a KV cache with its present outputs, boolean and additive masks shorter
 // than the keys, causal and window masks aligned to the cache,
@@ -19,7 +19,7 @@ namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-TEST(CpuAttentionOpTest, GroupedQueryHeadsWithCacheCausalAndAShortBooleanMask) {
+TEST(CpuRecentOpsTest, GroupedQueryHeadsWithCacheCausalAndAShortBooleanMask) {
   pb::GraphProto g =
       GraphBuilder("g")
           .Input("q", pb::kFloat, {{2, 4, 11, 8}})
@@ -47,7 +47,7 @@ TEST(CpuAttentionOpTest, GroupedQueryHeadsWithCacheCausalAndAShortBooleanMask) {
                             23);
 }
 
-TEST(CpuAttentionOpTest, ThreeDimensionalInputsWithWindowsPaddingAndAnAdditiveMask) {
+TEST(CpuRecentOpsTest, ThreeDimensionalInputsWithWindowsPaddingAndAnAdditiveMask) {
   pb::GraphProto g =
       GraphBuilder("g")
           .Input("q", pb::kFloat, {{2, -1, 24}})
@@ -71,7 +71,7 @@ TEST(CpuAttentionOpTest, ThreeDimensionalInputsWithWindowsPaddingAndAnAdditiveMa
   ExpectRepeatedRunsMatch(g, runs, 1e-4, 25, 10);
 }
 
-TEST(CpuAttentionOpTest, InputsTheKernelDoesNotTakeRunOnTheReference) {
+TEST(CpuRecentOpsTest, InputsTheKernelDoesNotTakeRunOnTheReference) {
   // NaN in Q, and the qk output asked for: the reference's results.
   pb::GraphProto nan =
       GraphBuilder("g")
@@ -88,7 +88,7 @@ TEST(CpuAttentionOpTest, InputsTheKernelDoesNotTakeRunOnTheReference) {
       nan, {{"q", q}, {"k", RandomFloats({1, 2, 3, 4}, 11)}, {"v", RandomFloats({1, 2, 3, 4}, 12)}}, 23);
 }
 
-TEST(CpuAttentionOpTest, RmsNormalizationMatchesTheReference) {
+TEST(CpuRecentOpsTest, RmsNormalizationMatchesTheReference) {
   pb::GraphProto g =
       GraphBuilder("g")
           .Input("x", pb::kFloat, {{4, 3, 40}})
@@ -108,7 +108,7 @@ TEST(CpuAttentionOpTest, RmsNormalizationMatchesTheReference) {
                             23);
 }
 
-TEST(CpuAttentionOpTest, RotaryEmbeddingMatchesTheReference) {
+TEST(CpuRecentOpsTest, RotaryEmbeddingMatchesTheReference) {
   // 3-D with position ids, interleaved, rotating 6 of each head's 10 values.
   pb::GraphProto g3 =
       GraphBuilder("g")
@@ -139,6 +139,25 @@ TEST(CpuAttentionOpTest, RotaryEmbeddingMatchesTheReference) {
                              {"cos", RandomFloats({1, 4, 4}, 20)},
                              {"sin", RandomFloats({1, 4, 4}, 21)}},
                             23);
+}
+
+TEST(CpuRecentOpsTest, SwiGluMatchesTheReference) {
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("a", pb::kFloat, {{3, 5000}})
+                         .Input("b", pb::kFloat, {{3, 5000}})
+                         .Input("row", pb::kFloat, {{5000}})
+                         .Node("SwiGLU", {"a", "b"}, {"y"})
+                         .Node("SwiGLU", {"a", "row"}, {"broadcast"})
+                         .Node("SwiGLU", {"a", "b"}, {"scaled"}, {AttrFloat("alpha", 1.702f)})
+                         .Output("y", pb::kFloat)
+                         .Output("broadcast", pb::kFloat)
+                         .Output("scaled", pb::kFloat)
+                         .Build();
+  runner::Tensor a = RandomFloats({3, 5000}, 22, -20, 20);
+  a.mutable_data<float>()[11] = kNaN;
+  a.mutable_data<float>()[12] = -std::numeric_limits<float>::infinity();
+  ExpectCpuMatchesReference(
+      g, {{"a", a}, {"b", RandomFloats({3, 5000}, 23)}, {"row", RandomFloats({5000}, 24)}}, 28);
 }
 
 }  // namespace
