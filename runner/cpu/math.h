@@ -58,6 +58,8 @@ Factory MakeAttention;
 Factory MakeRotaryEmbedding;
 // add_layer_norm.cc: RMSNormalization.
 Factory MakeRmsNorm;
+// signal.cc: DFT and STFT.
+Factory MakeFourier;
 // layout.cc
 Factory MakeTranspose;
 Factory MakeConcat;

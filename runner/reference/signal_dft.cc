@@ -1,5 +1,6 @@
 // Reference kernels: DFT and STFT, as direct O(n^2) sums in double with
-// exactly reduced twiddle angles.
+// exactly reduced twiddle angles (the cpu backend runs the same code with
+// fast transforms, runner/cpu/signal.cc).
 //
 // DFT input: [..., n, ..., 1 or 2] (last dim: real, or real and imaginary
 // parts); the transform runs along `axis` (opset 17: attribute, default 1;
@@ -21,10 +22,6 @@
 
 namespace onnxkit::runner::reference {
 namespace {
-
-struct Cplx {
-  double re = 0, im = 0;
-};
 
 // exp(sign * 2 pi i * m / len) for m in [0, len): the twiddle factors.
 std::vector<Cplx> Twiddles(int64_t len, int sign) {
@@ -55,6 +52,27 @@ void Transform(const std::vector<Cplx>& z, const std::vector<Cplx>& w, int64_t b
   }
 }
 
+absl::Status TooLong(int64_t len) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("a transform of length ", len, " is longer than the ", Fourier::kMaxLength, " supported"));
+}
+
+// The reference's transform: the direct sums above.
+class DirectFourier : public Fourier {
+ public:
+  absl::Status Prepare(int64_t len, int sign) override {
+    if (len > kMaxLength) return TooLong(len);
+    w_ = Twiddles(len, sign);
+    return absl::OkStatus();
+  }
+  void Apply(const std::vector<Cplx>& z, int64_t bins, std::vector<Cplx>* out) override {
+    Transform(z, w_, bins, out);
+  }
+
+ private:
+  std::vector<Cplx> w_;
+};
+
 // A scalar int input (int32/int64) as int64.
 absl::StatusOr<int64_t> ScalarInt(const Tensor& t, std::string_view what) {
   if ((t.dtype() != 6 && t.dtype() != 7) || t.size() != 1) {
@@ -73,7 +91,7 @@ absl::Status CheckSignal(const Tensor& x, std::string_view what) {
   return absl::OkStatus();
 }
 
-absl::Status RunDft(KernelContext& ctx, int64_t axis, const Tensor& x) {
+absl::Status RunDft(KernelContext& ctx, int64_t axis, const Tensor& x, Fourier& fourier) {
   ONNXKIT_RETURN_IF_ERROR(CheckSignal(x, "input"));
   const int64_t r = x.rank();
   if (axis < -r || axis > r - 2 || (axis < 0 && axis > -2)) {
@@ -101,7 +119,7 @@ absl::Status RunDft(KernelContext& ctx, int64_t axis, const Tensor& x) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<int>(d));
   for (int64_t d = axis + 1; d < r - 1; ++d) inner *= x.dim(static_cast<int>(d));
-  const std::vector<Cplx> w = Twiddles(len, inverse ? 1 : -1);
+  ONNXKIT_RETURN_IF_ERROR(fourier.Prepare(len, inverse ? 1 : -1));
   const double scale = inverse ? 1.0 / static_cast<double>(len) : 1.0;
   return VisitFloat(x.dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
@@ -124,7 +142,7 @@ absl::Status RunDft(KernelContext& ctx, int64_t axis, const Tensor& x) {
             z[static_cast<size_t>(k)] = {c.re, -c.im};
           }
         }
-        Transform(z, w, bins, &out);
+        fourier.Apply(z, bins, &out);
         for (int64_t j = 0; j < bins; ++j) {
           int64_t base = ((o * bins + j) * inner + i) * out_c;
           py[base] = RoundFromDouble<T>(out[static_cast<size_t>(j)].re * scale);
@@ -138,22 +156,22 @@ absl::Status RunDft(KernelContext& ctx, int64_t axis, const Tensor& x) {
 
 }  // namespace
 
-absl::Status Dft17(KernelContext& ctx) {
+absl::Status Dft17With(KernelContext& ctx, Fourier& fourier) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
-  return RunDft(ctx, AttrInt(ctx.node(), "axis", 1), *x);
+  return RunDft(ctx, AttrInt(ctx.node(), "axis", 1), *x, fourier);
 }
 
-absl::Status Dft20(KernelContext& ctx) {
+absl::Status Dft20With(KernelContext& ctx, Fourier& fourier) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* axis_t, ctx.OptionalInput(2));
   int64_t axis = -2;
   if (axis_t != nullptr) {
     ONNXKIT_ASSIGN_OR_RETURN(axis, ScalarInt(*axis_t, "axis"));
   }
-  return RunDft(ctx, axis, *x);
+  return RunDft(ctx, axis, *x, fourier);
 }
 
-absl::Status Stft(KernelContext& ctx) {
+absl::Status StftWith(KernelContext& ctx, Fourier& fourier) {
   ONNXKIT_ASSIGN_OR_RETURN(const Tensor* signal, ctx.Input(0));
   ONNXKIT_RETURN_IF_ERROR(CheckSignal(*signal, "signal"));
   if (signal->rank() != 3) {
@@ -183,7 +201,7 @@ absl::Status Stft(KernelContext& ctx) {
   const bool onesided = AttrInt(ctx.node(), "onesided", 1) != 0;
   const int64_t frames = (length - frame) / step + 1, bins = onesided ? frame / 2 + 1 : frame;
   ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, signal->dtype(), {batch, frames, bins, 2}));
-  const std::vector<Cplx> w = Twiddles(frame, -1);
+  ONNXKIT_RETURN_IF_ERROR(fourier.Prepare(frame, -1));
   return VisitFloat(signal->dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     using C = ComputeT<T>;
@@ -198,7 +216,7 @@ absl::Status Stft(KernelContext& ctx) {
           z[static_cast<size_t>(k)] = {static_cast<double>(static_cast<C>(ps[base])) * win,
                                        in_c == 2 ? static_cast<double>(static_cast<C>(ps[base + 1])) * win : 0.0};
         }
-        Transform(z, w, bins, &out);
+        fourier.Apply(z, bins, &out);
         for (int64_t j = 0; j < bins; ++j) {
           int64_t base = ((b * frames + f) * bins + j) * 2;
           py[base] = RoundFromDouble<T>(out[static_cast<size_t>(j)].re);
@@ -208,6 +226,21 @@ absl::Status Stft(KernelContext& ctx) {
     }
     return absl::OkStatus();
   });
+}
+
+absl::Status Dft17(KernelContext& ctx) {
+  DirectFourier direct;
+  return Dft17With(ctx, direct);
+}
+
+absl::Status Dft20(KernelContext& ctx) {
+  DirectFourier direct;
+  return Dft20With(ctx, direct);
+}
+
+absl::Status Stft(KernelContext& ctx) {
+  DirectFourier direct;
+  return StftWith(ctx, direct);
 }
 
 }  // namespace onnxkit::runner::reference
