@@ -2,6 +2,7 @@
 // precision_policy.h and precision.h).
 #include "passes/convert/precision_policy.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -59,6 +60,12 @@ struct KeptInput {
   int index;
 };
 constexpr std::array kKeptInputs = {KeptInput{"Resize", 1}, KeptInput{"Upsample", 1}};
+
+// Inputs whose type parameter no output names, yet which hold the data the
+// op computes on: they take the target type with the node, as every other
+// input does (ONNX Runtime implements RMSNormalization with X and scale of
+// one type only).
+constexpr std::array kComputedInputs = {KeptInput{"RMSNormalization", 0}};
 
 bool Allows(std::span<const std::string_view> allowed, std::string_view type) {
   for (std::string_view a : allowed) {
@@ -173,6 +180,10 @@ NodeVerdict PlanNode(const ir::Node& node, int64_t opset, int32_t target,
         v.reason = absl::StrCat("schema: no ", target_str, " for ", Sv(f->type_str), " at opset ", opset);
         return v;
       }
+      role = SlotRole::kTarget;
+    } else if (allows && std::any_of(kComputedInputs.begin(), kComputedInputs.end(), [&](const KeptInput& k) {
+                 return k.op == node.op_type() && k.index == i;
+               })) {
       role = SlotRole::kTarget;
     } else {
       role = SlotRole::kEither;

@@ -195,7 +195,9 @@ class AxisNormKernel : public Kernel {
       ONNXKIT_ASSIGN_OR_RETURN(std::vector<double> bv, BroadcastParam(*bias, x->shape(), "B"));
       for (size_t i = 0; i < y.size(); ++i) y[i] += bv[i];
     }
-    ONNXKIT_RETURN_IF_ERROR(StoreOutput(ctx, 0, x->dtype(), x->shape(), y));
+    // RMSNormalization's Y has the scale's type (V), which may differ from X's.
+    const int32_t y_type = kind_ == NormKind::kRms ? scale->dtype() : x->dtype();
+    ONNXKIT_RETURN_IF_ERROR(StoreOutput(ctx, 0, y_type, x->shape(), y));
     std::vector<int64_t> stat_shape = x->shape();
     for (size_t i = static_cast<size_t>(axis); i < stat_shape.size(); ++i) stat_shape[i] = 1;
     int32_t stat_type = IsFloat(stash_type_) ? stash_type_ : 1;

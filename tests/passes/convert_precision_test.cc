@@ -97,6 +97,28 @@ TEST(ConvertPrecisionTest, NoKeepIoTypesRetypesInputsAndOutputs) {
   ExpectValid(r.model);
 }
 
+// RMSNormalization types X (T) apart from scale and Y (V), yet computes on
+// X: X takes the target type with the node (a Cast from the float32 graph
+// input), the form runtimes implement, and the model runs: the reference
+// gives Y the scale's type.
+TEST(ConvertPrecisionTest, RmsNormalizationInputTakesTheTargetType) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{2, 8}})
+                                        .Initializer(RawFloatTensor("g", {8}, 1))
+                                        .Initializer(RawFloatTensor("w", {8, 4}, -3))
+                                        .Node("RMSNormalization", {"x", "g"}, {"n"})
+                                        .Node("MatMul", {"n", "w"}, {"y"})
+                                        .Output("y", pb::kFloat, {{2, 4}})
+                                        .Build(),
+                                    23, 11);
+  ConvertResult r = Precision(m);
+  ASSERT_EQ(r.model.graph->node.size(), 4u);
+  EXPECT_EQ(r.model.graph->node[0].op_type, "Cast");
+  EXPECT_EQ(r.model.graph->node[1].op_type, "RMSNormalization");
+  EXPECT_EQ(r.model.graph->node[1].input[0], r.model.graph->node[0].output[0]);
+  ExpectValid(r.model);
+}
+
 // A float16 island of the original cast back to float32: once its reader
 // is float16 too, the Cast back has nothing to do and becomes an Identity
 // (a float16 -> float16 Cast is refused by some runtimes).

@@ -715,5 +715,22 @@ TEST(NnNmsTest, SearchOfKeptBoxesMatchesTheGreedyScan) {
   }
 }
 
+// RMSNormalization's Y has the scale's type (V), not X's (T).
+TEST(NnNormTest, RmsNormalizationOutputHasTheScaleType) {
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 4}})
+                         .Input("s", pb::kFloat, {{4}})
+                         .Node("Cast", {"s"}, {"sh"}, {AttrInt("to", pb::kFloat16)})
+                         .Node("RMSNormalization", {"x", "sh"}, {"y"})
+                         .Output("y", pb::kFloat16)
+                         .Build();
+  for (runner::Backend backend : {runner::Backend::kReference, runner::Backend::kCpu}) {
+    auto out = RunGraphOn(backend, g, {{"x", RandomFloats({2, 4}, 1)}, {"s", RandomFloats({4}, 2)}}, 23);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE((*out)[0].is_tensor());
+    EXPECT_EQ((*out)[0].tensor().dtype(), pb::kFloat16);
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
