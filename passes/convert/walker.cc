@@ -332,7 +332,7 @@ absl::Status RemoveOrphanedProducers(ir::Graph& graph, std::vector<ir::Node*> pr
 }
 
 // Why `node` does not have the operands its schema requires, if it does
-// not: adapters read required inputs and output 0 without checking (a
+// not: adapters read required inputs and outputs without checking (a
 // hostile model may leave them out).
 std::optional<std::string> MissingOperand(const ir::Node& node, const ops::OpSchema& schema) {
   std::span<const ops::FormalParameter> formals = schema.inputs();
@@ -346,9 +346,13 @@ std::optional<std::string> MissingOperand(const ir::Node& node, const ops::OpSch
   if (node.num_inputs() > schema.max_input()) {
     return absl::StrCat(node.num_inputs(), " inputs are more than ", Sv(schema.name()), " takes");
   }
-  if (node.num_outputs() < std::max(schema.min_output(), 1) || node.output(0) == nullptr ||
-      node.output(0)->name().empty()) {
-    return std::string("its first output is missing");
+  std::span<const ops::FormalParameter> outs = schema.outputs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].option != ops::ParamOption::kSingle) continue;
+    const int index = static_cast<int>(i);
+    if (index >= node.num_outputs() || node.output(index) == nullptr || node.output(index)->name().empty()) {
+      return absl::StrCat("required output ", i, " ('", Sv(outs[i].name), "') is missing");
+    }
   }
   return std::nullopt;
 }
