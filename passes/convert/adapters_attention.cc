@@ -1,5 +1,5 @@
-// Attention (23) and RotaryEmbedding (23) going down: expanded into older
-// ops as the spec's function bodies compute them.
+// Attention (23), RotaryEmbedding (23) and TensorScatter (24) going down:
+// expanded into older ops as the spec's function bodies compute them.
 //
 // Attention, with Q [B, Hq, Sq, E], K [B, Hkv, Skv, E], V [B, Hkv, Skv, Ev]
 // (3-D inputs [B, S, H * E] are reshaped to these and Y back):
@@ -22,8 +22,11 @@
 // s x1 + c x2), with c and s the caches' rows at position_ids (or the
 // caches themselves, [B, S, *]) cut to r / 2; the rest pass unchanged.
 //
+// TensorScatter (24), the KV cache update: ScatterElements along its axis
+// at write_indices[b] + i (modulo the cache length when circular).
+//
 // Dims are read at run time through Shape where they may vary; the head
-// size must be known for RotaryEmbedding, and the rank for both.
+// size must be known for RotaryEmbedding, and the rank for all.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -510,6 +513,50 @@ absl::Status ExpandRotaryEmbedding(Step& step) {
   if (*rank == 3) {
     ONNXKIT_ASSIGN_OR_RETURN(y, ReshapeTo(step, y, {0, 0, -1}));
   }
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+// TensorScatter (24), written for opset 23: ScatterElements of the update
+// into the cache along the axis, at positions write_indices[b] + i (modulo
+// the cache length when circular), spread over the update's shape.
+absl::Status ExpandTensorScatter(Step& step) {
+  ir::Value* cache = step.node->input(0);
+  ir::Value* update = step.node->input(1);
+  ir::Value* starts = Input(step, 2);
+  std::optional<int64_t> rank = RankOf(step, cache);
+  if (!rank || *rank < 2) return Block("the expansion needs the cache's rank (2 or more)");
+  int64_t axis = step.node->GetInt("axis").value_or(-2);
+  if (axis < 0) axis += *rank;
+  if (axis <= 0 || axis >= *rank) return Block("axis must name a dim other than the batch");
+  const std::string mode = step.node->GetString("mode").value_or("linear");
+  if (mode != "linear" && mode != "circular") return Block(absl::StrCat("mode '", mode, "' is unknown"));
+  if (starts != nullptr && ElemType(*starts, *step.ctx) != pb::kInt64) {
+    return Block("write_indices needs int64 values");
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", pb::kInt64, 0));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", pb::kInt64, 1));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * len, DimScalar(step, update, axis));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * offsets, Op(step, "Range", {zero, len, one}));
+  // The offsets along the axis, 1 elsewhere.
+  std::vector<int64_t> along(static_cast<size_t>(*rank), 1);
+  along[static_cast<size_t>(axis)] = -1;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pos, ReshapeTo(step, offsets, along));
+  if (starts != nullptr) {
+    std::vector<int64_t> per_batch(static_cast<size_t>(*rank), 1);
+    per_batch[0] = -1;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, ReshapeTo(step, starts, per_batch));
+    ONNXKIT_ASSIGN_OR_RETURN(pos, Op(step, "Add", {s, pos}));
+  }
+  if (mode == "circular") {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * max_len, DimScalar(step, cache, axis));
+    ONNXKIT_ASSIGN_OR_RETURN(pos, Op(step, "Mod", {pos, max_len}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Op(step, "Shape", {update}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * indices, Op(step, "Expand", {pos, shape}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y,
+                           Op(step, "ScatterElements", {cache, indices, update}, {IntAttr("axis", axis)}));
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
   step.replaced = true;
   return absl::OkStatus();

@@ -1,8 +1,8 @@
 // `onnxkit convert` going below the opsets that introduced Attention,
-// RotaryEmbedding, RMSNormalization (23), Swish (24) and SwiGLU (28): each
-// expands into older ops, and the result reproduces the original's outputs
-// on the reference backend (present key/value and the qk output included),
-// for static and run-time dims.
+// RotaryEmbedding, RMSNormalization (23), Swish, TensorScatter (24) and
+// SwiGLU (28): each expands into older ops, and the result reproduces the
+// original's outputs on the reference backend (present key/value and the
+// qk output included), for static and run-time dims.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/convert/convert.h"
@@ -196,6 +196,40 @@ TEST(ConvertAttentionTest, RotaryEmbeddingExpands) {
   ConvertResult blocked = ConvertTo(dynamic, 22);
   ASSERT_EQ(blocked.blockers.size(), 1u);
   EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("head size"));
+}
+
+// TensorScatter (24), a KV cache update: ScatterElements at write_indices
+// along the axis, wrapping when circular; without write_indices from 0.
+TEST(ConvertAttentionTest, TensorScatterExpands) {
+  for (const char* mode : {"linear", "circular"}) {
+    SCOPED_TRACE(mode);
+    pb::ModelProto m = ModelFromGraph(
+        GraphBuilder("g")
+            .Input("cache", pb::kFloat, {{2, 3, 6, 4}})
+            .Input("update", pb::kFloat, {{2, 3, -1, 4}})
+            .Input("at", pb::kInt64, {{2}})
+            .Node("TensorScatter", {"cache", "update", "at"}, {"y"}, {AttrString("mode", mode)})
+            .Node("TensorScatter", {"cache", "update"}, {"z"})
+            .Output("y", pb::kFloat, {{2, 3, 6, 4}})
+            .Output("z", pb::kFloat, {{2, 3, 6, 4}})
+            .Build(),
+        24, 12);
+    for (int64_t opset : {23, 17, 11}) {
+      SCOPED_TRACE(opset);
+      ConvertResult down = ConvertTo(m, opset);
+      ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+      EXPECT_EQ(OpCount(down.model, "TensorScatter"), 0);
+      ExpectValid(down.model);
+      for (int64_t s : {1, 2}) {
+        // Circular wraps past the end (start 5 of 6); linear stays inside.
+        const int64_t last = std::string(mode) == "circular" ? 5 : 6 - s;
+        ExpectSameOutputs(m, down.model,
+                          {{"cache", RandomFloats({2, 3, 6, 4}, 30)},
+                           {"update", RandomFloats({2, 3, s, 4}, 31)},
+                           {"at", Int64s({2}, {0, last})}});
+      }
+    }
+  }
 }
 
 }  // namespace
