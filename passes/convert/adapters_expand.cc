@@ -16,6 +16,11 @@
 //                                   axes [axis, rank), in stash_type
 //   Swish (24):                     x * Sigmoid(alpha * x)
 //   SwiGLU (28):                    Swish[alpha](A) * B
+//   AffineGrid (20):                MatMul(base, Transpose(theta)), base the
+//                                   constant grid of (x, y[, z], 1) points
+//                                   of a size known at conversion
+//   CenterCropPad (18):             Slice then Pad (zeros) about the centre,
+//                                   for known dims and target shape
 // The new nodes are converted further down like any other.
 #include <cmath>
 #include <cstdint>
@@ -298,6 +303,123 @@ absl::Status ExpandSwiGlu(Step& step) {
                                      {FloatAttr("alpha", step.node->GetFloat("alpha").value_or(1.0f))}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Mul", {gate->output(0), step.node->input(1)}, 1));
   return Finish(step, y);
+}
+
+// The largest constant grid AffineGrid's expansion writes (elements).
+constexpr int64_t kMaxAffineGrid = int64_t{1} << 24;
+
+// Written for opset 19.
+absl::Status ExpandAffineGrid(Step& step) {
+  ir::Value* theta = step.node->input(0);
+  std::optional<int32_t> t = ElemType(*theta, *step.ctx);
+  if (!IsFloatElem(t)) return Block("the expansion needs a float theta of known type");
+  std::optional<std::vector<int64_t>> size = ConstInts(step, 1);
+  if (!size) return Block("size is known only at run time");
+  if (size->size() != 4 && size->size() != 5) return Block("size must be [N, C, H, W] or [N, C, D, H, W]");
+  const int64_t k = static_cast<int64_t>(size->size()) - 2;
+  std::vector<int64_t> spatial(size->begin() + 2, size->end());
+  int64_t points = 1;
+  for (int64_t d : spatial) {
+    if (d < 0 || (d > 0 && points > kMaxAffineGrid / d))
+      return Block("the grid is too large to write as a constant");
+    points *= d;
+  }
+  if (points * (k + 1) > kMaxAffineGrid || (*size)[0] < 0)
+    return Block("the grid is too large to write as a constant");
+  const bool align = step.node->GetInt("align_corners").value_or(0) != 0;
+  auto base = [align](int64_t i, int64_t len) {
+    if (align) return len <= 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1);
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len) - 1.0;
+  };
+  // base[p] = (x, y[, z], 1) of spatial point p (row-major); x runs along
+  // the last dim.
+  const int32_t grid_type = *t == pb::kDouble ? pb::kDouble : pb::kFloat;
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor grid, runner::Tensor::Allocate(grid_type, {points, k + 1}));
+  std::vector<int64_t> c(spatial.size(), 0);
+  for (int64_t p = 0; p < points; ++p) {
+    for (int64_t j = 0; j <= k; ++j) {
+      double v = 1.0;
+      if (j < k) {
+        const size_t axis = static_cast<size_t>(k - 1 - j);
+        v = base(c[axis], spatial[axis]);
+      }
+      if (grid_type == pb::kDouble) {
+        grid.mutable_data<double>()[p * (k + 1) + j] = v;
+      } else {
+        grid.mutable_data<float>()[p * (k + 1) + j] = static_cast<float>(v);
+      }
+    }
+    for (size_t d = c.size(); d-- > 0;) {
+      if (++c[d] < spatial[d]) break;
+      c[d] = 0;
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * grid_v, AddConstant(*step.graph, "affine_grid_base", grid));
+  if (grid_type != *t) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddBefore(step, "Cast", {grid_v}, 1, {IntAttr("to", *t)}));
+    grid_v = cast->output(0);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * tt,
+                           AddBefore(step, "Transpose", {theta}, 1, {IntsAttr("perm", {0, 2, 1})}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mm, AddBefore(step, "MatMul", {grid_v, tt->output(0)}, 1));
+  std::vector<int64_t> shape = {(*size)[0]};
+  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  shape.push_back(k);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape_v, AddInts(step, "grid_shape", shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * y, AddBefore(step, "Reshape", {mm->output(0), shape_v}, 1));
+  return Finish(step, y);
+}
+
+// Written for opset 17: Slice and Pad take their lists as inputs.
+absl::Status ExpandCenterCropPad(Step& step) {
+  ir::Value* x = step.node->input(0);
+  std::optional<std::vector<int64_t>> dims = KnownShape(*x, *step.ctx);
+  std::optional<std::vector<int64_t>> want = ConstInts(step, 1);
+  if (!dims || !want) return Block("the expansion needs the input dims and the target shape");
+  const int64_t rank = static_cast<int64_t>(dims->size());
+  std::vector<int64_t> axes;
+  if (std::optional<std::vector<int64_t>> a = step.node->GetInts("axes")) {
+    for (int64_t v : *a) {
+      if (v < -rank || v >= rank) return Block("axis out of range");
+      axes.push_back(v < 0 ? v + rank : v);
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  if (want->size() != axes.size()) return Block("shape must hold one value per axis");
+  std::vector<int64_t> starts, ends, slice_axes, pads(static_cast<size_t>(2 * rank), 0);
+  bool pad = false;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i], dim = (*dims)[static_cast<size_t>(a)], w = (*want)[i];
+    if (dim < 0) return Block("the expansion needs the input dims");
+    if (w < 0) return Block("shape holds a negative value");
+    if (w < dim) {
+      starts.push_back((dim - w) / 2);
+      ends.push_back((dim - w) / 2 + w);
+      slice_axes.push_back(a);
+    } else if (w > dim) {
+      pads[static_cast<size_t>(a)] += (w - dim) / 2;
+      pads[static_cast<size_t>(a + rank)] += w - dim - (w - dim) / 2;
+      pad = true;
+    }
+  }
+  ir::Value* y = x;
+  ir::Node* last = nullptr;
+  if (!slice_axes.empty()) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, AddInts(step, "starts", starts));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e, AddInts(step, "ends", ends));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, AddInts(step, "axes", slice_axes));
+    ONNXKIT_ASSIGN_OR_RETURN(last, AddBefore(step, "Slice", {y, s, e, a}, 1));
+    y = last->output(0);
+  }
+  if (pad) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * p, AddInts(step, "pads", pads));
+    ONNXKIT_ASSIGN_OR_RETURN(last, AddBefore(step, "Pad", {y, p}, 1));
+  }
+  if (last == nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(last, AddBefore(step, "Identity", {x}, 1));
+  }
+  return Finish(step, last);
 }
 
 }  // namespace onnxkit::passes::convert

@@ -521,6 +521,50 @@ TEST(ConvertAdaptersTest, WeightsListedAsInputsBelowIr4StayConstantsAbove) {
   EXPECT_EQ(InputNames(down.model), (std::vector<std::string>{"x", "w"}));
 }
 
+// AffineGrid (20) and CenterCropPad (18) going down, for sizes known when
+// converting: a constant grid times theta, and a Slice then a Pad.
+TEST(ConvertAdaptersTest, AffineGridAndCenterCropPadExpandForKnownSizes) {
+  for (int64_t align : {0, 1}) {
+    for (const std::vector<int64_t>& size :
+         {std::vector<int64_t>{2, 3, 4, 5}, std::vector<int64_t>{2, 1, 3, 1, 4}}) {
+      SCOPED_TRACE(::testing::Message() << "align " << align << " size " << size.size());
+      const int64_t k = static_cast<int64_t>(size.size()) - 2;
+      std::vector<int64_t> out = {size[0]};
+      out.insert(out.end(), size.begin() + 2, size.end());
+      out.push_back(k);
+      pb::ModelProto m = ModelFromGraph(
+          GraphBuilder("g")
+              .Input("theta", pb::kFloat, {{2, k, k + 1}})
+              .Initializer(InitializerFrom("size", Int64s({static_cast<int64_t>(size.size())}, size)))
+              .Node("AffineGrid", {"theta", "size"}, {"y"}, {AttrInt("align_corners", align)})
+              .Output("y", pb::kFloat, out)
+              .Build(),
+          20, 9);
+      ConvertResult down = ConvertTo(m, 16);
+      ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+      EXPECT_EQ(OpCount(down.model, "AffineGrid"), 0);
+      ExpectSameOutputs(m, down.model, {{"theta", RandomFloats({2, k, k + 1}, 40)}}, 1e-5, 1e-5);
+    }
+  }
+  pb::ModelProto crop =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{5, 6, 3}})
+                         .Initializer(InitializerFrom("shape", Int64s({2}, {3, 9})))
+                         .Node("CenterCropPad", {"x", "shape"}, {"y"}, {AttrInts("axes", {0, -2})})
+                         .Output("y", pb::kFloat, {{3, 9, 3}})
+                         .Build(),
+                     18, 8);
+  ConvertResult down = ConvertTo(crop, 13);
+  ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+  EXPECT_EQ(OpCount(down.model, "CenterCropPad"), 0);
+  ExpectSameOutputs(crop, down.model, {{"x", RandomFloats({5, 6, 3}, 41)}}, 0, 0);
+  // Dims known only at run time block, named.
+  crop.graph->input[0] = GraphBuilder().Input("x", pb::kFloat, {{-1, 6, 3}}).Build().input[0];
+  ConvertResult blocked = ConvertTo(crop, 13);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("input dims"));
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 
