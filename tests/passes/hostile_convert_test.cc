@@ -49,11 +49,7 @@ bool ConvertsOrFailsCleanly(const io::LoadedModel& loaded, int64_t opset, bool v
 }
 
 TEST(HostileConvertTest, EveryLoadableCatalogueModelConvertsOrFailsCleanly) {
-  std::vector<fs::path> models;
-  for (const auto& entry : fs::directory_iterator(TestdataPath("hostile"))) {
-    if (entry.path().extension() == ".onnx") models.push_back(entry.path());
-  }
-  std::sort(models.begin(), models.end());
+  const std::vector<fs::path> models = HostileModels();
   ASSERT_GT(models.size(), 100u);
   runner::SetMemoryLimit(int64_t{1} << 30);
   int converted = 0;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +17,15 @@ namespace onnxkit::testing {
 
 std::filesystem::path TestdataPath(const std::string& relative) {
   return std::filesystem::path(ONNXKIT_SOURCE_DIR) / "testdata" / relative;
+}
+
+std::vector<std::filesystem::path> HostileModels() {
+  std::vector<std::filesystem::path> models;
+  for (const auto& entry : std::filesystem::directory_iterator(TestdataPath("hostile"))) {
+    if (entry.path().extension() == ".onnx") models.push_back(entry.path());
+  }
+  std::sort(models.begin(), models.end());
+  return models;
 }
 
 std::filesystem::path BackendDataDir() {

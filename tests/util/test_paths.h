@@ -5,11 +5,14 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace onnxkit::testing {
 
 // <repo>/testdata/<relative>
 std::filesystem::path TestdataPath(const std::string& relative);
+// The .onnx files of the hostile catalogue (<repo>/testdata/hostile), sorted.
+std::vector<std::filesystem::path> HostileModels();
 // The onnx 1.23 backend suite (node/, simple/, light/); empty if absent.
 std::filesystem::path BackendDataDir();
 // Debian's libonnx-testdata suite (folder holding node/, simple/ ...); empty if absent.
