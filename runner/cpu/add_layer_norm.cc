@@ -293,6 +293,23 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool RmsRow(const f
   return true;
 }
 
+// Output 0 = RmsRow of every row of float `x` (the dims from `first` on);
+// `fallback` replaces it when a row's squares are not finite.
+absl::Status RmsRows(KernelContext& ctx, const Tensor& x, int64_t first, float epsilon, bool inverse,
+                     const Tensor* gamma, Kernel& fallback) {
+  const int64_t rows = LeadingRows(x, first);
+  const int64_t n = x.size() / rows;
+  const float* px = x.data<float>();
+  const float* pg = gamma != nullptr ? gamma->data<float>() : nullptr;
+  ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x.shape()));
+  float* py = y->mutable_data<float>();
+  const bool bad = ParallelAny(rows, rows >= 32 && x.size() >= 65536, [&](int64_t r) {
+    return !RmsRow(px + r * n, epsilon, inverse, pg, py + r * n, n);
+  });
+  if (bad) return fallback.Run(ctx);  // replaces the output
+  return absl::OkStatus();
+}
+
 // The RMS normalization written out (runner/fusion_transformer.cc,
 // RmsNormChain) as one pass per row. The ReduceMean must keep dims and
 // reduce trailing axes, the exponent be 2 (a Mul of x by itself needs no
@@ -335,18 +352,7 @@ class RmsNormKernel : public Kernel {
     const bool eps_ok = eps->dtype() == pb::kFloat && eps->size() == 1 && eps->rank() <= rank;
     const bool gamma_ok = gamma == nullptr || (gamma->rank() <= rank && FitsTail(gamma, tail));
     if (!two_ok || !one_ok || !eps_ok || !gamma_ok) return fallback_->Run(ctx);
-    const int64_t rows = LeadingRows(*x, *first);
-    const int64_t n = x->size() / rows;
-    const float epsilon = eps->data<float>()[0];
-    const float* px = x->data<float>();
-    const float* pg = gamma != nullptr ? gamma->data<float>() : nullptr;
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
-    float* py = y->mutable_data<float>();
-    const bool bad = ParallelAny(rows, rows >= 32 && x->size() >= 65536, [&](int64_t r) {
-      return !RmsRow(px + r * n, epsilon, inverse_, pg, py + r * n, n);
-    });
-    if (bad) return fallback_->Run(ctx);  // replaces the output
-    return absl::OkStatus();
+    return RmsRows(ctx, *x, *first, eps->data<float>()[0], inverse_, gamma, *fallback_);
   }
 
  private:
@@ -379,17 +385,7 @@ class RmsNormOpKernel : public Kernel {
     const int64_t first = axis_ < 0 ? axis_ + rank : axis_;
     std::vector<int64_t> tail(x->shape().begin() + first, x->shape().end());
     if (scale->rank() > rank || !FitsTail(scale, tail)) return fallback_->Run(ctx);
-    const int64_t rows = LeadingRows(*x, first);
-    const int64_t n = x->size() / rows;
-    const float* px = x->data<float>();
-    const float* pg = scale->data<float>();
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
-    float* py = y->mutable_data<float>();
-    const bool bad = ParallelAny(rows, rows >= 32 && x->size() >= 65536, [&](int64_t r) {
-      return !RmsRow(px + r * n, epsilon_, false, pg, py + r * n, n);
-    });
-    if (bad) return fallback_->Run(ctx);  // replaces the output
-    return absl::OkStatus();
+    return RmsRows(ctx, *x, first, epsilon_, false, scale, *fallback_);
   }
 
  private:
