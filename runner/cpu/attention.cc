@@ -36,6 +36,7 @@
 #include "runner/cpu/parallel_for.h"
 #include "runner/cpu/transformer.h"
 #include "runner/reference/dispatch.h"
+#include "runner/reference/nn.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip
 // -Wmaybe-uninitialized (and, in _mm512_reduce_*_ps, -Wuninitialized) when
@@ -768,14 +769,9 @@ class RotaryOpKernel : public Kernel {
         x->size() == 0) {
       return fallback_->Run(ctx);
     }
-    int64_t b, s, h, d;
-    if (x->rank() == 4) {
-      b = x->dim(0), h = x->dim(1), s = x->dim(2), d = x->dim(3);
-    } else if (x->rank() == 3 && num_heads_ > 0 && x->dim(2) % num_heads_ == 0) {
-      b = x->dim(0), s = x->dim(1), h = num_heads_, d = x->dim(2) / num_heads_;
-    } else {
-      return fallback_->Run(ctx);
-    }
+    std::optional<reference::RotaryDims> dims = reference::RotaryDimsOf(*x, num_heads_);
+    if (!dims) return fallback_->Run(ctx);
+    const int64_t b = dims->b, s = dims->s, h = dims->h, d = dims->d;
     const int64_t rot = rot_dim_ > 0 ? rot_dim_ : d;
     if (rot > d || rot % 2 != 0) return fallback_->Run(ctx);
     const int64_t half = rot / 2;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -68,6 +69,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeLSTM(const ir::Node& node, const Ker
 // nn_attention.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const ir::Node& node, const KernelInfo& info);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRotaryEmbedding(const ir::Node& node, const KernelInfo& info);
+// RotaryEmbedding's X as batch, sequence, heads and head size: 4-D X is
+// [B, H, S, D], 3-D [B, S, H * D] with num_heads; nullopt for other shapes.
+struct RotaryDims {
+  int64_t b = 0, s = 0, h = 0, d = 0;
+};
+std::optional<RotaryDims> RotaryDimsOf(const Tensor& x, int64_t num_heads);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeFlexAttention(const ir::Node& node, const KernelInfo& info);
 // nn_sequence_models.cc
 absl::StatusOr<std::unique_ptr<Kernel>> MakeLinearAttention(const ir::Node& node, const KernelInfo& info);

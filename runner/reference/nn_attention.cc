@@ -286,15 +286,12 @@ class RotaryKernel : public Kernel {
       return absl::InvalidArgumentError("RotaryEmbedding X, cos_cache and sin_cache must be one float type");
     }
     // Work in [B, S, H, D] as the spec describes; 4-D X is [B, H, S, D].
-    int64_t b, s, h, d;
-    if (x->rank() == 4) {
-      b = x->dim(0), h = x->dim(1), s = x->dim(2), d = x->dim(3);
-    } else if (x->rank() == 3 && num_heads_ > 0 && x->dim(2) % num_heads_ == 0) {
-      b = x->dim(0), s = x->dim(1), h = num_heads_, d = x->dim(2) / num_heads_;
-    } else {
+    std::optional<RotaryDims> dims = RotaryDimsOf(*x, num_heads_);
+    if (!dims) {
       return absl::InvalidArgumentError(
           absl::StrCat("X ", DescribeTensor(*x), " must be 4-D, or 3-D with num_heads dividing its hidden size"));
     }
+    const int64_t b = dims->b, s = dims->s, h = dims->h, d = dims->d;
     int64_t rot = rot_dim_ > 0 ? rot_dim_ : d;
     if (rot > d || rot % 2 != 0) {
       return absl::InvalidArgumentError(absl::StrCat("rotary_embedding_dim ", rot, " must be even and at most ", d));
@@ -506,6 +503,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const ir::Node& node, cons
   a.left_window = AttrInt(node, "left_window_size", -1);
   a.right_window = AttrInt(node, "right_window_size", -1);
   return std::unique_ptr<Kernel>(new AttentionKernel(a));
+}
+
+std::optional<RotaryDims> RotaryDimsOf(const Tensor& x, int64_t num_heads) {
+  if (x.rank() == 4) return RotaryDims{x.dim(0), x.dim(2), x.dim(1), x.dim(3)};
+  if (x.rank() == 3 && num_heads > 0 && x.dim(2) % num_heads == 0) {
+    return RotaryDims{x.dim(0), x.dim(1), num_heads, x.dim(2) / num_heads};
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRotaryEmbedding(const ir::Node& node, const KernelInfo&) {
