@@ -331,30 +331,28 @@ absl::Status RemoveOrphanedProducers(ir::Graph& graph, std::vector<ir::Node*> pr
   return absl::OkStatus();
 }
 
+// The first of `formals` that is required (single) and absent from
+// `values`, as a reason naming it `what`.
+std::optional<std::string> MissingRequired(std::span<const ops::FormalParameter> formals,
+                                           const std::vector<ir::Value*>& values, std::string_view what) {
+  for (size_t i = 0; i < formals.size(); ++i) {
+    if (formals[i].option != ops::ParamOption::kSingle) continue;
+    if (i >= values.size() || values[i] == nullptr || values[i]->name().empty()) {
+      return absl::StrCat("required ", Sv(what), " ", i, " ('", Sv(formals[i].name), "') is missing");
+    }
+  }
+  return std::nullopt;
+}
+
 // Why `node` does not have the operands its schema requires, if it does
 // not: adapters read required inputs and outputs without checking (a
 // hostile model may leave them out).
 std::optional<std::string> MissingOperand(const ir::Node& node, const ops::OpSchema& schema) {
-  std::span<const ops::FormalParameter> formals = schema.inputs();
-  for (size_t i = 0; i < formals.size(); ++i) {
-    if (formals[i].option != ops::ParamOption::kSingle) continue;
-    const int index = static_cast<int>(i);
-    if (index >= node.num_inputs() || node.input(index) == nullptr || node.input(index)->name().empty()) {
-      return absl::StrCat("required input ", i, " ('", Sv(formals[i].name), "') is missing");
-    }
-  }
+  if (std::optional<std::string> in = MissingRequired(schema.inputs(), node.inputs(), "input")) return in;
   if (node.num_inputs() > schema.max_input()) {
     return absl::StrCat(node.num_inputs(), " inputs are more than ", Sv(schema.name()), " takes");
   }
-  std::span<const ops::FormalParameter> outs = schema.outputs();
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].option != ops::ParamOption::kSingle) continue;
-    const int index = static_cast<int>(i);
-    if (index >= node.num_outputs() || node.output(index) == nullptr || node.output(index)->name().empty()) {
-      return absl::StrCat("required output ", i, " ('", Sv(outs[i].name), "') is missing");
-    }
-  }
-  return std::nullopt;
+  return MissingRequired(schema.outputs(), node.outputs(), "output");
 }
 
 std::string StepKey(const Step& s, const std::string& op, std::string_view adapter) {
