@@ -64,8 +64,8 @@ constexpr std::array kKeptInputs = {KeptInput{"Resize", 1}, KeptInput{"Upsample"
 // Inputs whose type parameter no output names, yet which hold the data the
 // op computes on: they take the target type with the node, as every other
 // input does (ONNX Runtime implements RMSNormalization with X and scale of
-// one type only).
-constexpr std::array kComputedInputs = {KeptInput{"RMSNormalization", 0}};
+// one type only, and Attention with an additive mask of Q's type only).
+constexpr std::array kComputedInputs = {KeptInput{"RMSNormalization", 0}, KeptInput{"Attention", 3}};
 
 bool Allows(std::span<const std::string_view> allowed, std::string_view type) {
   for (std::string_view a : allowed) {

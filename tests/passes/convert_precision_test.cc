@@ -119,6 +119,29 @@ TEST(ConvertPrecisionTest, RmsNormalizationInputTakesTheTargetType) {
   ExpectValid(r.model);
 }
 
+// Attention's additive mask has a type of its own (U), yet it is added to
+// the scores: it takes the target type with Q, K and V.
+TEST(ConvertPrecisionTest, AttentionMaskTakesTheTargetType) {
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{1, 4, 8}})
+                                        .Input("mask", pb::kFloat, {{4, 4}})
+                                        .Initializer(RawFloatTensor("w", {8, 8}, -30))
+                                        .Node("MatMul", {"x", "w"}, {"q"})
+                                        .Node("Attention", {"q", "q", "q", "mask"}, {"a"},
+                                              {AttrInt("q_num_heads", 2), AttrInt("kv_num_heads", 2)})
+                                        .Output("a", pb::kFloat, {{1, 4, 8}})
+                                        .Build(),
+                                    23, 11);
+  ConvertResult r = Precision(m);
+  const pb::NodeProto* attention = nullptr;
+  for (const pb::NodeProto& n : r.model.graph->node) {
+    if (n.op_type == "Attention") attention = &n;
+  }
+  ASSERT_NE(attention, nullptr);
+  EXPECT_NE(attention->input[3], "mask");  // a Cast of the float32 graph input
+  ExpectValid(r.model);
+}
+
 // A float16 island of the original cast back to float32: once its reader
 // is float16 too, the Cast back has nothing to do and becomes an Identity
 // (a float16 -> float16 Cast is refused by some runtimes).
