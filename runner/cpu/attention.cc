@@ -599,12 +599,17 @@ class AttentionOpKernel : public Kernel {
         SmallGemmRows(rows, qrow, ldq, kt.data() + group * sh.e * sh.t, sh.t, sh.e, sh.t, scores.data(),
                       sh.t);
         // Query i's absolute position: the cache length, else (an external
-        // cache) the valid keys before this query block.
-        const int64_t valid = nonpad.empty() ? sh.t : nonpad[static_cast<size_t>(b)];
-        const int64_t offset = sh.past > 0 || nonpad.empty() ? sh.past : valid - sh.sq;
+        // cache) the valid keys before this query block. Positions and
+        // window bounds come from the model and its inputs (any int64), so
+        // they are computed in 128 bits and only the clamped key range
+        // narrows back.
+        using Wide = __int128;
+        const Wide valid = nonpad.empty() ? sh.t : nonpad[static_cast<size_t>(b)];
+        const Wide offset = sh.past > 0 || nonpad.empty() ? Wide{sh.past} : valid - sh.sq;
         for (int r = 0; r < rows; ++r) {
-          const int64_t i = r0 + r, pos = i + offset;
-          int64_t lo = 0, hi = std::min(sh.t, valid) - 1;
+          const int64_t i = r0 + r;
+          const Wide pos = i + offset;
+          Wide lo = 0, hi = std::min<Wide>(sh.t, valid) - 1;
           if (causal_) hi = std::min(hi, pos);
           if (left_ >= 0) lo = std::max(lo, pos - left_);
           if (right_ >= 0) hi = std::min(hi, pos + right_);
@@ -613,9 +618,12 @@ class AttentionOpKernel : public Kernel {
           if (mask != nullptr) {
             bias = mv.Row(b, h, i);
             bias_step = mv.key_step;
-            hi = std::min(hi, mv.keys - 1);
+            hi = std::min<Wide>(hi, mv.keys - 1);
           }
-          MaskedSoftmaxRow(scores.data() + r * sh.t, sh.t, scale, softcap_, bias, bias_step, lo, hi);
+          lo = std::clamp<Wide>(lo, 0, sh.t);
+          hi = std::clamp<Wide>(hi, -1, sh.t - 1);
+          MaskedSoftmaxRow(scores.data() + r * sh.t, sh.t, scale, softcap_, bias, bias_step,
+                           static_cast<int64_t>(lo), static_cast<int64_t>(hi));
         }
         const float* vh =
             v_cached || sh.rank == 4 ? v + group * sh.t * sh.ev : v + b * sh.t * ldv + (h / reps) * sh.ev;
