@@ -16,7 +16,7 @@ op's first version), every element type the model holds exists at the target
 the older op takes as an attribute (Reduce axes, Split sizes, Slice bounds,
 Pad pads, TopK k...) is fed at run time, and no node uses a feature that appeared after the
 target and that no combination of older ops computes (FEATURES below, one spec fact each:
-a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, volumetric GridSample,
+a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, GridSample below 11,
 BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, and
 the Resize modes Upsample lacks when scales or sizes are fed at run time; with constant scales
 onnxkit expands those into Gathers). `--ops-only` drops the FEATURES rule. Prints the share of
@@ -128,7 +128,8 @@ FEATURES = [
         et(i) in (4, 5, 21, 22) for i in list(n.input)[2:3] + list(n.output)[:1])) else 0),
     ("DequantizeLinear", lambda n, rt, et, o: 21 if (_attr(n, "block_size", 0) or any(
         et(i) in (4, 5, 21, 22) for i in list(n.input)[:1])) else 0),
-    ("GridSample", lambda n, rt, et, o: 20 if et(n.input[0], rank=True) == 5 else 0),
+    # The expansion below 16 (below 20 for 5-D) reads pixels with GatherElements.
+    ("GridSample", lambda n, rt, et, o: 11),
     ("BatchNormalization", lambda n, rt, et, o: 14 if _attr(n, "training_mode", 0) else 0),
     ("Dropout", lambda n, rt, et, o: 12 if len(n.input) > 2 and n.input[2] in rt else 0),
     ("RoiAlign", lambda n, rt, et, o: 16 if o >= 16 and _s(_attr(

@@ -85,6 +85,15 @@ std::optional<std::vector<int64_t>> ConstInts(Step& step, int i);
 // Adds a node before step.node, with fresh output names from `hint`.
 absl::StatusOr<ir::Node*> AddBefore(Step& step, std::string op, std::vector<ir::Value*> inputs, int num_outputs,
                                     std::vector<pb::AttributeProto> attrs = {});
+// A one-output node before step.node (AddBefore); its output.
+absl::StatusOr<ir::Value*> Op(Step& step, std::string op, std::vector<ir::Value*> inputs,
+                              std::vector<pb::AttributeProto> attrs = {});
+// Dims [start, end) of `x`'s shape, as a 1-D int64 value (Shape-15).
+absl::StatusOr<ir::Value*> Dims(Step& step, ir::Value* x, int64_t start, int64_t end);
+// Dim `axis` of `x`'s shape as an int64 scalar.
+absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis);
+// GridSample-20 on 5-D inputs expanded into opset-19 ops (adapters_grid.cc).
+absl::Status ExpandGridSampleNd(Step& step);
 // Rank of `value` when known.
 std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
 // Replaces step.node by a chain whose final value is `result` (output 0):

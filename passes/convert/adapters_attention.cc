@@ -45,27 +45,6 @@ ir::Value* Input(const Step& step, int i) {
   return i < step.node->num_inputs() ? step.node->input(i) : nullptr;
 }
 
-// A one-output node before the one being converted; its output.
-absl::StatusOr<ir::Value*> Op(Step& step, std::string op, std::vector<ir::Value*> inputs,
-                              std::vector<pb::AttributeProto> attrs = {}) {
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n,
-                           AddBefore(step, std::move(op), std::move(inputs), 1, std::move(attrs)));
-  return n->output(0);
-}
-
-// Dims [start, end) of `x`'s shape, as a 1-D int64 value.
-absl::StatusOr<ir::Value*> Dims(Step& step, ir::Value* x, int64_t start, int64_t end) {
-  return Op(step, "Shape", {x}, {IntAttr("start", start), IntAttr("end", end)});
-}
-
-// Dim `axis` of `x`'s shape as an int64 scalar.
-absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis) {
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Op(step, "Shape", {x}));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * index,
-                           AddScalar(step, "dim_index", pb::kInt64, static_cast<double>(axis)));
-  return Op(step, "Gather", {shape, index});
-}
-
 absl::StatusOr<ir::Value*> SliceLast(Step& step, ir::Value* x, int64_t start, int64_t end, int64_t axis,
                                      int64_t stride = 1) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, AddInts(step, "starts", {start}));

@@ -2,6 +2,7 @@
 // saying so (found by running the backend suites through convert):
 //   DFT 20:               axis attribute (default 1) -> axis input (default -2)
 //   GridSample 20:        mode names bilinear/bicubic -> linear/cubic; 16 is 4-D only
+//                         (5-D expands into older ops, adapters_grid.cc)
 //   OneHot 11:            negative indices and axis only from 11
 //   ScatterElements/ScatterND 18: reduction max/min only from 18
 //   QuantizeLinear/DequantizeLinear 13: per-axis scales only from 13
@@ -296,6 +297,7 @@ absl::Status GridSampleUp20(Step& step) {
 
 absl::Status GridSampleDown20(Step& step) {
   std::optional<int64_t> rank = RankOf(step, step.node->input(0));
+  if (rank && *rank == 5) return ExpandGridSampleNd(step);
   if (!rank || *rank != 4) return Block("GridSample-16 takes 4-D inputs only (rank unknown or not 4)");
   std::string mode = step.node->GetString("mode").value_or("linear");
   if (mode == "linear") mode = "bilinear";

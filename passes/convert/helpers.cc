@@ -54,6 +54,24 @@ absl::StatusOr<ir::Value*> AddFloatScalar(Step& step, std::string_view hint, int
   return c->output(0);
 }
 
+absl::StatusOr<ir::Value*> Op(Step& step, std::string op, std::vector<ir::Value*> inputs,
+                              std::vector<pb::AttributeProto> attrs) {
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n,
+                           AddBefore(step, std::move(op), std::move(inputs), 1, std::move(attrs)));
+  return n->output(0);
+}
+
+absl::StatusOr<ir::Value*> Dims(Step& step, ir::Value* x, int64_t start, int64_t end) {
+  return Op(step, "Shape", {x}, {IntAttr("start", start), IntAttr("end", end)});
+}
+
+absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis) {
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Op(step, "Shape", {x}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * index,
+                           AddScalar(step, "dim_index", pb::kInt64, static_cast<double>(axis)));
+  return Op(step, "Gather", {shape, index});
+}
+
 bool IsFloatElem(std::optional<int32_t> elem) {
   return elem &&
          (*elem == pb::kFloat || *elem == pb::kDouble || *elem == pb::kFloat16 || *elem == pb::kBfloat16);
