@@ -71,41 +71,124 @@ struct TopKBefore {
   }
 };
 
-// Up to this k, TopK keeps its best values by insertion; above, it sorts.
+// Up to this k, TopK keeps its best values in a sorted list (insertion);
+// above, it gathers the values that beat the worst held one in a buffer of
+// 2k and cuts it back to the best k (a selection) whenever it fills.
 constexpr int64_t kInsertionTopK = 16;
+// The most elements of a strided slab TopK transposes at once.
+constexpr int64_t kMaxTopKSlab = int64_t{1} << 22;
+
+// Whether v may go before a held value `worst` in TopK's order: a cheap
+// test that lets through every value that does (NaN included) and most
+// that do not fail it; `before` decides the rest.
+template <typename T>
+bool MayBeat(T v, T worst, bool largest) {
+  return largest ? !(v <= worst) : !(v >= worst);
+}
+
+// The first position from `i` on of a contiguous row whose value may beat
+// `worst` (dim when none), tested 16 values at a time.
+template <typename T>
+int64_t NextCandidate(const T* src, int64_t i, int64_t dim, T worst, bool largest) {
+  constexpr int64_t kBlock = 16;
+  // Counting in two branch-free loops lets the compiler use vector compares.
+  if (largest) {
+    for (; i + kBlock <= dim; i += kBlock) {
+      int n = 0;
+      for (int64_t j = 0; j < kBlock; ++j) n += !(src[i + j] <= worst);
+      if (n != 0) break;
+    }
+  } else {
+    for (; i + kBlock <= dim; i += kBlock) {
+      int n = 0;
+      for (int64_t j = 0; j < kBlock; ++j) n += !(src[i + j] >= worst);
+      if (n != 0) break;
+    }
+  }
+  for (; i < dim; ++i) {
+    if (MayBeat(src[i], worst, largest)) return i;
+  }
+  return dim;
+}
 
 // TopK over [outer, dim, inner] for one plain numeric type: per row, the
-// best k (value, index) pairs in order.
+// best k (value, index) pairs in order. Once k values are held, only those
+// beating the worst of them are looked at.
 template <typename T>
 void TopKTyped(const T* x, int64_t outer, int64_t dim, int64_t inner, int64_t k, bool largest, T* values,
                int64_t* indices) {
-  std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(dim));
+  if (k <= 0) return;
+  using Entry = std::pair<T, int64_t>;
   const TopKBefore<T> before{largest};
+  const bool insertion = k <= kInsertionTopK;
+  const size_t cap = static_cast<size_t>(insertion ? k : std::min(2 * k, dim));
+  std::vector<Entry> held;
+  held.reserve(cap);
+  // Strided rows are gathered first, so that the scans below read them
+  // whole: a slab [dim, inner] at a time when it is small enough (reading
+  // it in order), else row by row.
+  const bool whole_slab = inner > 1 && dim * inner <= kMaxTopKSlab;
+  std::vector<T> line(inner > 1 ? static_cast<size_t>(whole_slab ? dim * inner : dim) : 0);
   for (int64_t o = 0; o < outer; ++o) {
+    const T* slab = x + o * dim * inner;
+    if (whole_slab) {
+      for (int64_t i = 0; i < dim; ++i) {
+        for (int64_t in = 0; in < inner; ++in) line[static_cast<size_t>(in * dim + i)] = slab[i * inner + in];
+      }
+    }
     for (int64_t in = 0; in < inner; ++in) {
-      const T* src = x + o * dim * inner + in;
-      if (k <= kInsertionTopK) {
-        // A sorted list of the best k so far; most values lose to its last
-        // entry at once. A later index never goes before an equal value.
-        int64_t held = 0;
-        for (int64_t i = 0; i < dim; ++i) {
-          const std::pair<T, int64_t> v{src[i * inner], i};
-          if (held == k && !before(v, row[static_cast<size_t>(k - 1)])) continue;
-          int64_t at = held < k ? held++ : k - 1;
-          while (at > 0 && before(v, row[static_cast<size_t>(at - 1)])) {
-            row[static_cast<size_t>(at)] = row[static_cast<size_t>(at - 1)];
+      const T* src = slab + in;
+      if (whole_slab) {
+        src = line.data() + in * dim;
+      } else if (inner > 1) {
+        for (int64_t i = 0; i < dim; ++i) line[static_cast<size_t>(i)] = src[i * inner];
+        src = line.data();
+      }
+      held.clear();
+      for (int64_t i = 0; i < k; ++i) held.emplace_back(src[i], i);
+      // `worst`: the k-th best of the values held when it was set; later
+      // values that do not beat it are not among the best k.
+      Entry worst;
+      if (insertion) {
+        std::sort(held.begin(), held.end(), before);
+        worst = held.back();
+      } else {
+        worst = *std::max_element(held.begin(), held.end(), before);
+      }
+      for (int64_t i = k; i < dim; ++i) {
+        i = NextCandidate(src, i, dim, worst.first, largest);
+        if (i == dim) break;
+        const Entry v{src[i], i};
+        if (!before(v, worst)) continue;
+        if (insertion) {
+          // A later index never goes before an equal value.
+          int64_t at = k - 1;
+          while (at > 0 && before(v, held[static_cast<size_t>(at - 1)])) {
+            held[static_cast<size_t>(at)] = held[static_cast<size_t>(at - 1)];
             --at;
           }
-          row[static_cast<size_t>(at)] = v;
+          held[static_cast<size_t>(at)] = v;
+          worst = held.back();
+          continue;
         }
-      } else {
-        for (int64_t i = 0; i < dim; ++i) row[static_cast<size_t>(i)] = {src[i * inner], i};
-        std::partial_sort(row.begin(), row.begin() + k, row.end(), before);
+        held.push_back(v);
+        if (held.size() == cap) {
+          std::nth_element(held.begin(), held.begin() + (k - 1), held.end(), before);
+          held.resize(static_cast<size_t>(k));
+          worst = held.back();
+        }
+      }
+      if (!insertion) {
+        if (held.size() > static_cast<size_t>(k)) {
+          std::nth_element(held.begin(), held.begin() + (k - 1), held.end(), before);
+          held.resize(static_cast<size_t>(k));
+        }
+        std::sort(held.begin(), held.end(), before);
       }
       for (int64_t r = 0; r < k; ++r) {
         const int64_t dst = (o * k + r) * inner + in;
-        values[dst] = row[static_cast<size_t>(r)].first;
-        indices[dst] = row[static_cast<size_t>(r)].second;
+        values[dst] = held[static_cast<size_t>(r)].first;
+        indices[dst] = held[static_cast<size_t>(r)].second;
       }
     }
   }

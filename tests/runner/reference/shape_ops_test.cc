@@ -867,6 +867,56 @@ TEST(ShapeOpsTest, TopKIsTheStartOfAStableSort) {
   }
 }
 
+// Long rows (the candidate scan, the buffer cut back to k, both sides of
+// the insertion limit), rows along a middle axis (gathered first), ties and
+// NaN: the first k of a stable sort of every row.
+TEST(ShapeOpsTest, TopKOfLongAndStridedRowsIsTheStartOfAStableSort) {
+  std::mt19937 rng(11);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 120; ++trial) {
+    const int64_t outer = pick(1, 3), dim = pick(1, 700), inner = pick(1, 4);
+    const int64_t ks[] = {pick(0, std::min<int64_t>(dim, 20)), pick(0, dim), std::min<int64_t>(dim, 17)};
+    const int64_t k = ks[trial % 3];
+    const bool largest = trial % 2 == 0, ties = trial % 4 < 2;
+    std::vector<float> v(static_cast<size_t>(outer * dim * inner));
+    std::uniform_real_distribution<float> real(-5.f, 5.f);
+    for (float& x : v) {
+      if (pick(0, 40) == 0) {
+        x = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        x = ties ? static_cast<float>(pick(-4, 4)) : real(rng);
+      }
+    }
+    // Increasing values make every element a new candidate.
+    if (trial % 10 == 9) {
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+    }
+    auto out = RunSingleNodeTensors("TopK", {Floats({outer, dim, inner}, v), Int64s({1}, {k})},
+                                    {AttrInt("largest", largest), AttrInt("axis", 1)}, 11, 2);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        auto key = [&](int64_t i) { return v[static_cast<size_t>((o * dim + i) * inner + in)]; };
+        std::vector<int64_t> order(static_cast<size_t>(dim));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          float x = key(a), y = key(b);
+          if (std::isnan(x) || std::isnan(y))
+            return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
+          return largest ? x > y : x < y;
+        });
+        for (int64_t r = 0; r < k; ++r) {
+          const int64_t at = (o * k + r) * inner + in;
+          ASSERT_EQ((*out)[1].data<int64_t>()[at], order[static_cast<size_t>(r)])
+              << "trial " << trial << " row " << o << "," << in << " rank " << r;
+          const float got = (*out)[0].data<float>()[at], want = key(order[static_cast<size_t>(r)]);
+          ASSERT_TRUE(got == want || (std::isnan(got) && std::isnan(want)));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
 
