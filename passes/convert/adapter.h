@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -92,6 +93,11 @@ absl::StatusOr<ir::Value*> Op(Step& step, std::string op, std::vector<ir::Value*
 absl::StatusOr<ir::Value*> Dims(Step& step, ir::Value* x, int64_t start, int64_t end);
 // Dim `axis` of `x`'s shape as an int64 scalar.
 absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis);
+// Routes output `i` of step.node to `value` (through an Identity, so that a
+// graph output keeps its own producer); a graph output's name goes to
+// `renames`, to be given to the Identity once the node is gone.
+absl::Status RouteOutput(Step& step, int i, ir::Value* value,
+                         std::vector<std::pair<ir::Value*, std::string>>& renames);
 // GridSample-20 on 5-D inputs expanded into opset-19 ops (adapters_grid.cc).
 absl::Status ExpandGridSampleNd(Step& step);
 // Rank of `value` when known.

@@ -286,19 +286,6 @@ absl::StatusOr<ir::Value*> Bias(Step& step, const AttentionPlan& p, ir::Value* q
   return Op(step, "Add", {bias, pos_bias});
 }
 
-// Routes output `i` of the node to `value` (through an Identity, so that
-// a graph output keeps its own producer); records a graph output's name.
-absl::Status RouteOutput(Step& step, int i, ir::Value* value,
-                         std::vector<std::pair<ir::Value*, std::string>>& renames) {
-  if (i >= step.node->num_outputs()) return absl::OkStatus();
-  ir::Value* o = step.node->output(i);
-  if (o == nullptr || o->name().empty() || (!o->has_uses() && !o->IsGraphOutput())) return absl::OkStatus();
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, Op(step, "Identity", {value}));
-  if (std::optional<int32_t> e = ElemType(*o, *step.ctx)) TypeLike(step, r, *e, o);
-  if (o->IsGraphOutput()) renames.emplace_back(r, o->name());
-  return step.graph->ReplaceAllUsesWith(o, r);
-}
-
 absl::Status ExpandAttentionNode(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(AttentionPlan p, PlanAttention(step));
   ir::Value* past_k = Input(step, 4);

@@ -13,16 +13,34 @@
 //                         (18 is deprecated: written out going down, as
 //                         InstanceNormalization over grouped channels, which
 //                         is also how 18 goes below 18)
+//   OptionalHasElement/OptionalGetElement 18: no input, tensors and sequences
+//                         only from 18
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
+#include "lib/infer/context.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
 
 namespace onnxkit::passes::convert {
 namespace {
+
+// The kind of value `v` holds, when known.
+infer::Type::Kind KindOf(Step& step, const ir::Value& v) {
+  const infer::ValueState* state = step.ctx->State(v);
+  if (state != nullptr && !state->type.unknown()) return state->type.kind;
+  if (v.type() != nullptr) return infer::TypeFromProto(*v.type()).kind;
+  return infer::Type::Kind::kUnknown;
+}
+
+// Input `i` of the node, null when absent or omitted.
+ir::Value* PresentInput(const Step& step, int i) {
+  if (i >= step.node->num_inputs()) return nullptr;
+  ir::Value* v = step.node->input(i);
+  return v != nullptr && !v->name().empty() ? v : nullptr;
+}
 
 // The declared dims of `v` (-1 for a symbolic or unknown dim); nullopt when
 // the rank is not declared.
@@ -458,6 +476,37 @@ absl::Status RoiAlignDown16(Step& step) {
     return Block("RoiAlign before opset 16 behaves as coordinate_transformation_mode='output_half_pixel' only");
   }
   step.node->RemoveAttribute("coordinate_transformation_mode");
+  return GenericStep(step);
+}
+
+// OptionalHasElement / OptionalGetElement 18 also take no input
+// (HasElement: false) and plain tensors and sequences, which always hold
+// their element (HasElement: true; GetElement: the value itself); 15-17
+// take optionals only.
+absl::Status OptionalDown18(Step& step) {
+  const bool has = step.node->op_type() == "OptionalHasElement";
+  ir::Value* in = PresentInput(step, 0);
+  infer::Type::Kind kind = in != nullptr ? KindOf(step, *in) : infer::Type::Kind::kUnknown;
+  const bool plain = kind == infer::Type::Kind::kTensor || kind == infer::Type::Kind::kSequence;
+  if (has && (in == nullptr || plain)) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddScalar(step, "has_element", pb::kBool, in != nullptr ? 1 : 0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Identity", {c}));
+    ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+    step.replaced = true;
+    return absl::OkStatus();
+  }
+  if (!has && in != nullptr && plain) {
+    // The value itself; through an Identity only where the output is a
+    // graph output (Identity takes sequences from 16 only).
+    ir::Value* out = step.node->output(0);
+    ir::Value* y = in;
+    if (out->IsGraphOutput()) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Op(step, "Identity", {in}));
+    }
+    ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+    step.replaced = true;
+    return absl::OkStatus();
+  }
   return GenericStep(step);
 }
 

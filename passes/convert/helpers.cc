@@ -42,6 +42,9 @@ absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t 
     case pb::kInt64: t = runner::Tensor::Scalar<int64_t>(dtype, static_cast<int64_t>(v)); break;
     case pb::kInt8: t = runner::Tensor::Scalar<int8_t>(dtype, static_cast<int8_t>(v)); break;
     case pb::kUint8: t = runner::Tensor::Scalar<uint8_t>(dtype, static_cast<uint8_t>(v)); break;
+    case pb::kBool:
+      t = runner::Tensor::Scalar<uint8_t>(dtype, v != 0 ? 1 : 0);
+      break;
     default: return Block(absl::StrCat("no constant of element type ", dtype, " can be built here"));
   }
   return AddConstant(*step.graph, hint, t);
@@ -70,6 +73,17 @@ absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * index,
                            AddScalar(step, "dim_index", pb::kInt64, static_cast<double>(axis)));
   return Op(step, "Gather", {shape, index});
+}
+
+absl::Status RouteOutput(Step& step, int i, ir::Value* value,
+                         std::vector<std::pair<ir::Value*, std::string>>& renames) {
+  if (i >= step.node->num_outputs()) return absl::OkStatus();
+  ir::Value* o = step.node->output(i);
+  if (o == nullptr || o->name().empty() || (!o->has_uses() && !o->IsGraphOutput())) return absl::OkStatus();
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, Op(step, "Identity", {value}));
+  if (std::optional<int32_t> e = ElemType(*o, *step.ctx)) TypeLike(step, r, *e, o);
+  if (o->IsGraphOutput()) renames.emplace_back(r, o->name());
+  return step.graph->ReplaceAllUsesWith(o, r);
 }
 
 bool IsFloatElem(std::optional<int32_t> elem) {

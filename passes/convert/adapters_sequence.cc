@@ -1,0 +1,99 @@
+// Going down across the sequence-model ops of opset 27:
+//
+//   CausalConvWithState, expanded as its function body computes it:
+//     padded  = Concat(past_state, input) along the length (zeros in front,
+//               by Pad, when past_state is absent)
+//     output  = Conv[group = channels](padded, weight, bias), then
+//               x * Sigmoid(x) for activation "silu" / "swish" (in float32
+//               for float16 and bfloat16 inputs)
+//     present_state = the last kernel_size - 1 steps of padded
+//   Written for opset 26; the channel count (Conv's group) must be known.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+
+namespace onnxkit::passes::convert {
+namespace {
+
+ir::Value* OptionalInput(const Step& step, int i) {
+  if (i >= step.node->num_inputs()) return nullptr;
+  ir::Value* v = step.node->input(i);
+  return v != nullptr && !v->name().empty() ? v : nullptr;
+}
+
+// Dim `i` of `v` when known.
+std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i) {
+  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
+  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
+  return (*s)[i];
+}
+
+}  // namespace
+
+absl::Status ExpandCausalConv(Step& step) {
+  ir::Value* x = OptionalInput(step, 0);
+  ir::Value* w = OptionalInput(step, 1);
+  if (x == nullptr || w == nullptr) return Block("input and weight are required");
+  ir::Value* bias = OptionalInput(step, 2);
+  ir::Value* past = OptionalInput(step, 3);
+  std::optional<int32_t> t = ElemType(*x, *step.ctx);
+  if (!t || (*t != pb::kFloat && *t != pb::kFloat16 && *t != pb::kBfloat16))
+    return Block("the expansion needs a float, float16 or bfloat16 input of known type");
+  const std::string activation = step.node->GetString("activation").value_or("none");
+  const bool silu = activation == "silu" || activation == "swish";
+  if (!silu && activation != "none")
+    return Block(absl::StrCat("activation '", activation, "' is not one of none, silu, swish"));
+  std::optional<int64_t> channels = KnownDim(step, w, 0);
+  if (!channels) channels = KnownDim(step, x, 1);
+  if (!channels || *channels < 1) return Block("the channel count (the Conv's group) is not known");
+  // kernel_size - 1, as a 1-D int64 value.
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddInts(step, "one", {1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kernel, Dims(step, w, 2, 3));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * km1, Op(step, "Sub", {kernel, one}));
+  ir::Value* padded = nullptr;
+  if (past != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(padded, Op(step, "Concat", {past, x}, {IntAttr("axis", 2)}));
+  } else {
+    ir::Value* pads = nullptr;
+    if (std::optional<int64_t> k = KnownDim(step, w, 2)) {
+      ONNXKIT_ASSIGN_OR_RETURN(pads, AddInts(step, "pads", {0, 0, *k - 1, 0, 0, 0}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lead, AddInts(step, "pads_lead", {0, 0}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * tail, AddInts(step, "pads_tail", {0, 0, 0}));
+      ONNXKIT_ASSIGN_OR_RETURN(pads, Op(step, "Concat", {lead, km1, tail}, {IntAttr("axis", 0)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(padded, Op(step, "Pad", {x, pads}));
+  }
+  std::vector<ir::Value*> conv_inputs = {padded, w};
+  if (bias != nullptr) conv_inputs.push_back(bias);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Conv", conv_inputs, {IntAttr("group", *channels)}));
+  if (silu) {
+    ir::Value* f = y;
+    if (*t != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(f, Op(step, "Cast", {y}, {IntAttr("to", pb::kFloat)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * gate, Op(step, "Sigmoid", {f}));
+    ONNXKIT_ASSIGN_OR_RETURN(y, Op(step, "Mul", {f, gate}));
+    if (*t != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Op(step, "Cast", {y}, {IntAttr("to", *t)}));
+    }
+  }
+  // present_state = padded[:, :, length - (kernel_size - 1):].
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * length, Dims(step, padded, 2, 3));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Op(step, "Sub", {length, km1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, AddInts(step, "axes", {2}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * present, Op(step, "Slice", {padded, start, length, axes}));
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 1, present, renames));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::passes::convert
