@@ -21,12 +21,19 @@
 //                                   of a size known at conversion
 //   CenterCropPad (18):             Slice then Pad (zeros) about the centre,
 //                                   for known dims and target shape
+//   HannWindow, HammingWindow,      a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
+//   BlackmanWindow (17):            (N = size, or size - 1 when not periodic)
+//                                   in double, cast to output_datatype: a
+//                                   constant for a known size, else over
+//                                   Range(0, size) (opset 11)
 // The new nodes are converted further down like any other.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
@@ -420,6 +427,73 @@ absl::Status ExpandCenterCropPad(Step& step) {
     ONNXKIT_ASSIGN_OR_RETURN(last, AddBefore(step, "Identity", {x}, 1));
   }
   return Finish(step, last);
+}
+
+// The largest window written as a constant (elements).
+constexpr int64_t kMaxWindowConstant = int64_t{1} << 20;
+
+// Written for opset 16.
+absl::Status ExpandWindow(Step& step) {
+  const std::string_view op = step.node->op_type();
+  const double a0 = op == "HannWindow" ? 0.5 : op == "HammingWindow" ? 25.0 / 46.0 : 0.42;
+  const double a1 = op == "HannWindow" ? 0.5 : op == "HammingWindow" ? 21.0 / 46.0 : 0.5;
+  const double a2 = op == "BlackmanWindow" ? 0.08 : 0.0;
+  const int64_t dtype = step.node->GetInt("output_datatype").value_or(pb::kFloat);
+  if (dtype == pb::kString || dtype == pb::kBool || !IsKnownDataType(static_cast<int32_t>(dtype)) ||
+      DataTypeBits(static_cast<int32_t>(dtype)) < 8 || dtype == pb::kComplex64 || dtype == pb::kComplex128)
+    return Block(absl::StrCat("output_datatype ", dtype, " is not a real numeric type"));
+  const bool periodic = step.node->GetInt("periodic").value_or(1) != 0;
+  ir::Value* size_in = step.node->num_inputs() > 0 ? step.node->input(0) : nullptr;
+  if (size_in == nullptr || size_in->name().empty()) return Block("size is required");
+  ir::Value* w = nullptr;
+  std::optional<std::vector<int64_t>> size = ConstInts(step, 0);
+  if (size && size->size() == 1 && (*size)[0] >= 0 && (*size)[0] <= kMaxWindowConstant) {
+    const int64_t n = (*size)[0];
+    const double n_div = static_cast<double>(periodic ? n : n - 1);
+    ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor t, runner::Tensor::Allocate(pb::kDouble, {n}));
+    double* p = t.mutable_data<double>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = 2 * std::numbers::pi * static_cast<double>(i) / n_div;
+      p[i] = a0 - a1 * std::cos(x) + a2 * std::cos(2 * x);
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(w, AddConstant(*step.graph, "window", t));
+  } else {
+    if (step.target < 11)
+      return Block("size is known only at run time, and the window needs Range (opset 11)");
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scalar_shape, AddInts(step, "scalar_shape", {}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Op(step, "Cast", {size_in}, {IntAttr("to", pb::kInt64)}));
+    ONNXKIT_ASSIGN_OR_RETURN(s, Op(step, "Reshape", {s, scalar_shape}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", pb::kInt64, 0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddScalar(step, "one", pb::kInt64, 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * range, Op(step, "Range", {zero, s, one}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * n, Op(step, "Cast", {range}, {IntAttr("to", pb::kDouble)}));
+    ir::Value* div = s;
+    if (!periodic) {
+      ONNXKIT_ASSIGN_OR_RETURN(div, Op(step, "Sub", {s, one}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(div, Op(step, "Cast", {div}, {IntAttr("to", pb::kDouble)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * two_pi,
+                             AddScalar(step, "two_pi", pb::kDouble, 2 * std::numbers::pi));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, Op(step, "Mul", {two_pi, n}));
+    ONNXKIT_ASSIGN_OR_RETURN(x, Op(step, "Div", {x, div}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c0, AddScalar(step, "a0", pb::kDouble, a0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c1, AddScalar(step, "a1", pb::kDouble, a1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos1, Op(step, "Cos", {x}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t1, Op(step, "Mul", {c1, cos1}));
+    ONNXKIT_ASSIGN_OR_RETURN(w, Op(step, "Sub", {c0, t1}));
+    if (a2 != 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * two, AddScalar(step, "two", pb::kDouble, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c2, AddScalar(step, "a2", pb::kDouble, a2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x2, Op(step, "Mul", {x, two}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos2, Op(step, "Cos", {x2}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t2, Op(step, "Mul", {c2, cos2}));
+      ONNXKIT_ASSIGN_OR_RETURN(w, Op(step, "Add", {w, t2}));
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Cast", {w}, {IntAttr("to", dtype)}));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
 }
 
 }  // namespace onnxkit::passes::convert

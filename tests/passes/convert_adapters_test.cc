@@ -565,6 +565,43 @@ TEST(ConvertAdaptersTest, AffineGridAndCenterCropPadExpandForKnownSizes) {
   EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("input dims"));
 }
 
+// The window functions (17) going down: a constant for a known size, else
+// computed over Range (opset 11); periodic and symmetric, every output type
+// the window is cast to, sizes 0 and 1 (the symmetric one is 0 / 0).
+TEST(ConvertAdaptersTest, WindowFunctionsExpandBelow17) {
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    for (int64_t periodic : {0, 1}) {
+      for (int32_t type : {pb::kFloat, pb::kDouble, pb::kFloat16, pb::kInt32}) {
+        for (int64_t size : {0, 1, 7, 16}) {
+          SCOPED_TRACE(::testing::Message()
+                       << op << " periodic " << periodic << " type " << type << " size " << size);
+          std::vector<pb::AttributeProto> attrs = {AttrInt("periodic", periodic),
+                                                   AttrInt("output_datatype", type)};
+          pb::ModelProto fixed = ModelFromGraph(GraphBuilder("g")
+                                                    .Initializer(InitializerFrom("n", Int64s({}, {size})))
+                                                    .Node(op, {"n"}, {"w"}, attrs)
+                                                    .Output("w", type, {{size}})
+                                                    .Build(),
+                                                17, 8);
+          ConvertResult down = ConvertTo(fixed, 9);
+          ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+          EXPECT_EQ(OpCount(down.model, op), 0);
+          ExpectSameOutputs(fixed, down.model, {}, 0, 0);
+          pb::ModelProto fed = ModelFromGraph(GraphBuilder("g")
+                                                  .Input("n", pb::kInt32, {{}})
+                                                  .Node(op, {"n"}, {"w"}, attrs)
+                                                  .Output("w", type, {{-1}})
+                                                  .Build(),
+                                              17, 8);
+          down = ConvertTo(fed, 11);
+          ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+          ExpectSameOutputs(fed, down.model, {{"n", Int32s({}, {static_cast<int32_t>(size)})}}, 1e-12, 1e-12);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 
