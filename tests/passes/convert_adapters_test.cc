@@ -602,6 +602,56 @@ TEST(ConvertAdaptersTest, WindowFunctionsExpandBelow17) {
   }
 }
 
+// STFT (17) going down as a strided Conv over the basis times the window:
+// real and complex signals, onesided or not, odd and even frames, a window
+// fed at run time, frame_length alone; frame_step fed at run time blocks.
+TEST(ConvertAdaptersTest, StftBecomesAConvolutionBelow17) {
+  struct Case {
+    int64_t channels, frame, hop;
+    bool onesided, window, window_fed, frame_input;
+  };
+  const Case cases[] = {{1, 16, 4, true, true, false, true},
+                        {1, 15, 5, true, true, true, false},
+                        {2, 8, 3, false, false, false, true},
+                        {2, 9, 2, true, true, false, false},
+                        {1, 7, 7, false, false, false, true}};
+  const int64_t batch = 2, length = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "channels " << c.channels << " frame " << c.frame << " hop " << c.hop
+                                      << " onesided " << c.onesided << " window " << c.window);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{batch, length, c.channels}});
+    g.Initializer(InitializerFrom("hop", Int64s({}, {c.hop})));
+    std::vector<std::string> in = {"x", "hop", c.window ? "w" : "", c.frame_input ? "n" : ""};
+    if (c.window && c.window_fed) g.Input("w", pb::kFloat, {{c.frame}});
+    if (c.window && !c.window_fed) g.Initializer(RawFloatTensor("w", {c.frame}, 3));
+    if (c.frame_input) g.Initializer(InitializerFrom("n", Int64s({}, {c.frame})));
+    while (in.back().empty()) in.pop_back();
+    g.Node("STFT", in, {"y"}, {AttrInt("onesided", c.onesided)}).Output("y", pb::kFloat);
+    pb::ModelProto m = ModelFromGraph(g.Build(), 17, 8);
+    Feeds feeds = {{"x", RandomFloats({batch, length, c.channels}, 5, -1, 1)}};
+    if (c.window && c.window_fed) feeds.push_back({"w", RandomFloats({c.frame}, 6, 0, 1)});
+    for (int64_t opset : {16, 11}) {
+      ConvertResult down = ConvertTo(m, opset);
+      ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+      EXPECT_EQ(OpCount(down.model, "STFT"), 0);
+      EXPECT_EQ(OpCount(down.model, "Conv"), 1);
+      ExpectSameOutputs(m, down.model, feeds, 1e-5, 1e-5);
+    }
+  }
+  pb::ModelProto fed = ModelFromGraph(GraphBuilder("g")
+                                          .Input("x", pb::kFloat, {{1, 32, 1}})
+                                          .Input("hop", pb::kInt64, {{}})
+                                          .Initializer(InitializerFrom("n", Int64s({}, {8})))
+                                          .Node("STFT", {"x", "hop", "", "n"}, {"y"})
+                                          .Output("y", pb::kFloat)
+                                          .Build(),
+                                      17, 8);
+  ConvertResult blocked = ConvertTo(fed, 16);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("frame_step"));
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 

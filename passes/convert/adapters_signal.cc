@@ -1,0 +1,120 @@
+// STFT (17) going down, as a strided 1-D convolution whose filters are the
+// transform's basis times the window (the form runtimes without STFT run):
+//
+//   signal [B, L, c] -> Transpose -> [B, c, L]
+//   W [2 bins, c, F]: row j   = ( cos, sin)(2 pi j k / F)   (real part)
+//                     row b+j = (-sin, cos)(2 pi j k / F)   (imaginary part)
+//                     times window[k] (at run time when the window is fed)
+//   Conv(strides = frame_step) -> [B, 2 bins, frames] -> Reshape
+//   [B, 2, bins, frames] -> Transpose -> [B, frames, bins, 2]
+//
+// with bins = F / 2 + 1 when onesided, else F. frame_step and the frame
+// length (frame_length, or the window's length) must be known when
+// converting, and the signal's last dim (1 or 2). Written for opset 16.
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "passes/convert/adapter_list.h"
+#include "passes/util.h"
+#include "runner/tensor.h"
+
+namespace onnxkit::passes::convert {
+namespace {
+
+// The largest basis written as a constant (elements).
+constexpr int64_t kMaxBasis = int64_t{1} << 24;
+
+ir::Value* PresentInput(const Step& step, int i) {
+  if (i >= step.node->num_inputs()) return nullptr;
+  ir::Value* v = step.node->input(i);
+  return v != nullptr && !v->name().empty() ? v : nullptr;
+}
+
+std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i) {
+  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
+  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
+  return (*s)[i];
+}
+
+// The single value of constant input `i`, when it is one.
+std::optional<int64_t> ConstScalar(Step& step, int i) {
+  std::optional<std::vector<int64_t>> v = ConstInts(step, i);
+  if (!v || v->size() != 1) return std::nullopt;
+  return (*v)[0];
+}
+
+}  // namespace
+
+absl::Status ExpandStft(Step& step) {
+  ir::Value* signal = PresentInput(step, 0);
+  if (signal == nullptr || PresentInput(step, 1) == nullptr)
+    return Block("signal and frame_step are required");
+  ir::Value* window = PresentInput(step, 2);
+  std::optional<int32_t> t = ElemType(*signal, *step.ctx);
+  if (!t || (*t != pb::kFloat && *t != pb::kDouble && *t != pb::kFloat16))
+    return Block("the expansion needs a float, double or float16 signal of known type");
+  std::optional<int64_t> rank = RankOf(step, signal);
+  std::optional<int64_t> channels = KnownDim(step, signal, 2);
+  if (!rank || *rank != 3 || !channels || (*channels != 1 && *channels != 2))
+    return Block("the expansion needs a signal [batch, length, 1 or 2] whose last dim is known");
+  std::optional<int64_t> hop = ConstScalar(step, 1);
+  if (!hop || *hop < 1) return Block("frame_step is known only at run time (it is the convolution's stride)");
+  std::optional<int64_t> frame;
+  if (PresentInput(step, 3) != nullptr) {
+    frame = ConstScalar(step, 3);
+    if (!frame) return Block("frame_length is known only at run time");
+  }
+  if (window != nullptr) {
+    std::optional<int64_t> w = KnownDim(step, window, 0);
+    if (!frame) frame = w;
+    if (w && *w != *frame) return Block("the window's length differs from frame_length");
+  }
+  if (!frame) return Block("the frame length (frame_length or the window's length) is not known");
+  if (*frame < 1 || *frame > kMaxBasis) return Block("frame_length must be in [1, 2^24]");
+  const int64_t f = *frame, c = *channels;
+  const bool onesided = step.node->GetInt("onesided").value_or(1) != 0;
+  const int64_t bins = onesided ? f / 2 + 1 : f;
+  if (f > kMaxBasis / (2 * bins * c)) return Block("the frame is too long to write its basis as a constant");
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor basis, runner::Tensor::Allocate(pb::kDouble, {2 * bins, c, f}));
+  double* w = basis.mutable_data<double>();
+  for (int64_t j = 0; j < bins; ++j) {
+    for (int64_t k = 0; k < f; ++k) {
+      // The angle reduced exactly, as the reference reduces it.
+      const double angle = 2 * std::numbers::pi * static_cast<double>((j * k) % f) / static_cast<double>(f);
+      const double cs = std::cos(angle), sn = std::sin(angle);
+      double* re = w + (j * c) * f + k;
+      double* im = w + ((bins + j) * c) * f + k;
+      re[0] = cs;
+      im[0] = -sn;
+      if (c == 2) {
+        re[f] = sn;
+        im[f] = cs;
+      }
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * filters, AddConstant(*step.graph, "stft_basis", basis));
+  if (*t != pb::kDouble) {
+    ONNXKIT_ASSIGN_OR_RETURN(filters, Op(step, "Cast", {filters}, {IntAttr("to", *t)}));
+  }
+  if (window != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * row_shape, AddInts(step, "window_shape", {1, 1, -1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * row, Op(step, "Reshape", {window, row_shape}));
+    ONNXKIT_ASSIGN_OR_RETURN(filters, Op(step, "Mul", {filters, row}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, Op(step, "Transpose", {signal}, {IntsAttr("perm", {0, 2, 1})}));
+  ONNXKIT_ASSIGN_OR_RETURN(
+      ir::Value * conv,
+      Op(step, "Conv", {x, filters}, {IntsAttr("strides", {*hop}), IntsAttr("kernel_shape", {f})}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts_shape, AddInts(step, "parts_shape", {0, 2, bins, -1}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts, Op(step, "Reshape", {conv, parts_shape}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Transpose", {parts}, {IntsAttr("perm", {0, 3, 2, 1})}));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+}  // namespace onnxkit::passes::convert
