@@ -100,6 +100,10 @@ absl::Status RouteOutput(Step& step, int i, ir::Value* value,
                          std::vector<std::pair<ir::Value*, std::string>>& renames);
 // GridSample-20 on 5-D inputs expanded into opset-19 ops (adapters_grid.cc).
 absl::Status ExpandGridSampleNd(Step& step);
+// Input `i` of step.node; null when absent or omitted.
+ir::Value* PresentInput(const Step& step, int i);
+// Dim `i` of `v` when known (and v not null).
+std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i);
 // Rank of `value` when known.
 std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
 // Replaces step.node by a chain whose final value is `result` (output 0):

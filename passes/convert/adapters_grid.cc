@@ -33,12 +33,13 @@
 #include "lib/base/status_macros.h"
 #include "passes/convert/adapter_list.h"
 #include "passes/util.h"
+#include "runner/reference/grid_sample.h"
 
 namespace onnxkit::passes::convert {
 namespace {
 
-enum class Mode { kLinear, kNearest, kCubic };
-enum class Padding { kZeros, kBorder, kReflection };
+using runner::reference::grid::Mode;
+using runner::reference::grid::Padding;
 
 struct Grid {
   int32_t t = 0;  // X's and the grid's element type
@@ -228,28 +229,14 @@ absl::StatusOr<Grid> ParseGrid(Step& step, int64_t rank) {
   g.t = *tx;
   std::optional<int64_t> rg = RankOf(step, grid);
   if (!rg || *rg != rank) return Block(absl::StrCat("the expansion needs a grid of known rank ", rank));
-  // Both the names of 16 and those of 20.
-  const std::string mode = step.node->GetString("mode").value_or("bilinear");
-  if (mode == "bilinear" || mode == "linear") {
-    g.mode = Mode::kLinear;
-  } else if (mode == "nearest") {
-    g.mode = Mode::kNearest;
-  } else if (mode == "bicubic" || mode == "cubic") {
-    g.mode = Mode::kCubic;
-  } else {
-    return Block(absl::StrCat("mode '", mode, "' is not one of linear, nearest, cubic"));
-  }
-  const std::string padding = step.node->GetString("padding_mode").value_or("zeros");
-  if (padding == "zeros") {
-    g.padding = Padding::kZeros;
-  } else if (padding == "border") {
-    g.padding = Padding::kBorder;
-  } else if (padding == "reflection") {
-    g.padding = Padding::kReflection;
-  } else {
-    return Block(absl::StrCat("padding_mode '", padding, "' is not one of zeros, border, reflection"));
-  }
-  g.align = step.node->GetInt("align_corners").value_or(0) != 0;
+  // The reference kernel's reading of the attributes (both the names of
+  // 16 and those of 20).
+  absl::StatusOr<runner::reference::grid::Config> c =
+      runner::reference::grid::ParseGridSample(*step.node, 20);
+  if (!c.ok()) return Block(std::string(c.status().message()));
+  g.mode = c->mode;
+  g.padding = c->padding;
+  g.align = c->align_corners;
   if (step.target < 11) return Block("the expansion reads pixels with GatherElements (opset 11)");
   return g;
 }

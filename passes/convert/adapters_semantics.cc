@@ -35,13 +35,6 @@ infer::Type::Kind KindOf(Step& step, const ir::Value& v) {
   return infer::Type::Kind::kUnknown;
 }
 
-// Input `i` of the node, null when absent or omitted.
-ir::Value* PresentInput(const Step& step, int i) {
-  if (i >= step.node->num_inputs()) return nullptr;
-  ir::Value* v = step.node->input(i);
-  return v != nullptr && !v->name().empty() ? v : nullptr;
-}
-
 // The declared dims of `v` (-1 for a symbolic or unknown dim); nullopt when
 // the rank is not declared.
 std::optional<std::vector<int64_t>> DeclaredDims(const ir::Value& v) {

@@ -18,29 +18,13 @@
 #include "passes/util.h"
 
 namespace onnxkit::passes::convert {
-namespace {
-
-ir::Value* OptionalInput(const Step& step, int i) {
-  if (i >= step.node->num_inputs()) return nullptr;
-  ir::Value* v = step.node->input(i);
-  return v != nullptr && !v->name().empty() ? v : nullptr;
-}
-
-// Dim `i` of `v` when known.
-std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i) {
-  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
-  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
-  return (*s)[i];
-}
-
-}  // namespace
 
 absl::Status ExpandCausalConv(Step& step) {
-  ir::Value* x = OptionalInput(step, 0);
-  ir::Value* w = OptionalInput(step, 1);
+  ir::Value* x = PresentInput(step, 0);
+  ir::Value* w = PresentInput(step, 1);
   if (x == nullptr || w == nullptr) return Block("input and weight are required");
-  ir::Value* bias = OptionalInput(step, 2);
-  ir::Value* past = OptionalInput(step, 3);
+  ir::Value* bias = PresentInput(step, 2);
+  ir::Value* past = PresentInput(step, 3);
   std::optional<int32_t> t = ElemType(*x, *step.ctx);
   if (!t || (*t != pb::kFloat && *t != pb::kFloat16 && *t != pb::kBfloat16))
     return Block("the expansion needs a float, float16 or bfloat16 input of known type");

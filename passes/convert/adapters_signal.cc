@@ -28,18 +28,6 @@ namespace {
 // The largest basis written as a constant (elements).
 constexpr int64_t kMaxBasis = int64_t{1} << 24;
 
-ir::Value* PresentInput(const Step& step, int i) {
-  if (i >= step.node->num_inputs()) return nullptr;
-  ir::Value* v = step.node->input(i);
-  return v != nullptr && !v->name().empty() ? v : nullptr;
-}
-
-std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i) {
-  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
-  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
-  return (*s)[i];
-}
-
 // The single value of constant input `i`, when it is one.
 std::optional<int64_t> ConstScalar(Step& step, int i) {
   std::optional<std::vector<int64_t>> v = ConstInts(step, i);

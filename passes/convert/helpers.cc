@@ -86,6 +86,19 @@ absl::Status RouteOutput(Step& step, int i, ir::Value* value,
   return step.graph->ReplaceAllUsesWith(o, r);
 }
 
+ir::Value* PresentInput(const Step& step, int i) {
+  if (i >= step.node->num_inputs()) return nullptr;
+  ir::Value* v = step.node->input(i);
+  return v != nullptr && !v->name().empty() ? v : nullptr;
+}
+
+std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i) {
+  if (v == nullptr) return std::nullopt;
+  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
+  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
+  return (*s)[i];
+}
+
 bool IsFloatElem(std::optional<int32_t> elem) {
   return elem &&
          (*elem == pb::kFloat || *elem == pb::kDouble || *elem == pb::kFloat16 || *elem == pb::kBfloat16);

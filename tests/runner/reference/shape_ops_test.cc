@@ -837,6 +837,21 @@ TEST(ShapeOpsTest, ResizeNearestRowsMatchTheElementPath) {
 namespace onnxkit::testing {
 namespace {
 
+// The indices 0..dim-1 stably sorted by key(i) in TopK's order: larger (or
+// smaller) first, NaN above every number.
+template <typename Key>
+std::vector<int64_t> StableTopKOrder(int64_t dim, bool largest, Key key) {
+  std::vector<int64_t> order(static_cast<size_t>(dim));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    float x = key(a), y = key(b);
+    if (std::isnan(x) || std::isnan(y))
+      return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
+    return largest ? x > y : x < y;
+  });
+  return order;
+}
+
 TEST(ShapeOpsTest, TopKIsTheStartOfAStableSort) {
   // Values from a small set (many ties) with NaN among them, random k,
   // largest and smallest: the first k of a stable sort of the indices.
@@ -851,15 +866,8 @@ TEST(ShapeOpsTest, TopKIsTheStartOfAStableSort) {
     auto out = RunSingleNodeTensors("TopK", {Floats({dim}, v), Int64s({1}, {k})},
                                     {AttrInt("largest", largest)}, 11, 2);
     ASSERT_TRUE(out.ok()) << out.status();
-    std::vector<int64_t> order(static_cast<size_t>(dim));
-    std::iota(order.begin(), order.end(), 0);
-    auto key = [&](int64_t i) { return v[static_cast<size_t>(i)]; };
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      float x = key(a), y = key(b);
-      if (std::isnan(x) || std::isnan(y))
-        return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
-      return largest ? x > y : x < y;
-    });
+    std::vector<int64_t> order =
+        StableTopKOrder(dim, largest, [&](int64_t i) { return v[static_cast<size_t>(i)]; });
     for (int64_t r = 0; r < k; ++r) {
       ASSERT_EQ((*out)[1].data<int64_t>()[r], order[static_cast<size_t>(r)])
           << "trial " << trial << " rank " << r;
@@ -897,14 +905,7 @@ TEST(ShapeOpsTest, TopKOfLongAndStridedRowsIsTheStartOfAStableSort) {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t in = 0; in < inner; ++in) {
         auto key = [&](int64_t i) { return v[static_cast<size_t>((o * dim + i) * inner + in)]; };
-        std::vector<int64_t> order(static_cast<size_t>(dim));
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          float x = key(a), y = key(b);
-          if (std::isnan(x) || std::isnan(y))
-            return largest ? (std::isnan(x) && !std::isnan(y)) : (!std::isnan(x) && std::isnan(y));
-          return largest ? x > y : x < y;
-        });
+        std::vector<int64_t> order = StableTopKOrder(dim, largest, key);
         for (int64_t r = 0; r < k; ++r) {
           const int64_t at = (o * k + r) * inner + in;
           ASSERT_EQ((*out)[1].data<int64_t>()[at], order[static_cast<size_t>(r)])
