@@ -3,6 +3,7 @@
 // direct sums: forward, inverse, one-sided and its inverse, dft_length
 // padding and truncation, complex input, axes, windows.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,53 @@ TEST(CpuSignalTest, StftMatchesTheDirectSums) {
       }
     }
   }
+}
+
+// The product form (real float32 frames of 16 to 1024 samples, not a power
+// of two): no window with frame_length given, two-sided, one frame, frames
+// at the signal's end; the basis follows a fed window that changes between
+// runs; a NaN in the signal goes to the transforms and spreads as there.
+TEST(CpuSignalTest, StftAsAProductMatchesTheDirectSums) {
+  struct Case {
+    int64_t length, frame, step;
+    bool onesided, window;
+  };
+  const Case cases[] = {{100, 17, 7, true, false},
+                        {400, 400, 1, true, true},
+                        {1000, 1000, 3, false, false},
+                        {333, 30, 30, false, true},
+                        {1200, 601, 599, true, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "length " << c.length << " frame " << c.frame << " step " << c.step);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{2, c.length, 1}}).Initializer(InitializerFrom("step", Int64Scalar(c.step)));
+    std::vector<std::string> inputs = {"x", "step"};
+    if (c.window) {
+      g.Input("w", pb::kFloat, {{c.frame}});
+      inputs.push_back("w");
+    } else {
+      g.Initializer(InitializerFrom("n", Int64Scalar(c.frame)));
+      inputs.insert(inputs.end(), {"", "n"});
+    }
+    g.Node("STFT", inputs, {"y"}, {AttrInt("onesided", c.onesided)}).Output("y", pb::kFloat);
+    std::vector<Feeds> runs;
+    for (uint32_t r = 0; r < 2; ++r) {
+      Feeds feeds = {{"x", RandomFloats({2, c.length, 1}, 10 + r)}};
+      if (c.window) feeds.push_back({"w", RandomFloats({c.frame}, 20 + r, 0, 1)});
+      runs.push_back(feeds);
+    }
+    ExpectRepeatedRunsMatch(g.Build(), runs, 2e-4, 17);
+  }
+  runner::Tensor x = RandomFloats({1, 200, 1}, 30);
+  x.mutable_data<float>()[57] = std::numeric_limits<float>::quiet_NaN();
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{1, 200, 1}})
+                         .Initializer(InitializerFrom("step", Int64Scalar(20)))
+                         .Initializer(InitializerFrom("n", Int64Scalar(40)))
+                         .Node("STFT", {"x", "step", "", "n"}, {"y"})
+                         .Output("y", pb::kFloat)
+                         .Build();
+  ExpectCpuMatchesReference(g, {{"x", x}}, 17, 1e-4, 1e-5);
 }
 
 }  // namespace
