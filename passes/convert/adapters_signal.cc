@@ -11,6 +11,16 @@
 // with bins = F / 2 + 1 when onesided, else F. frame_step and the frame
 // length (frame_length, or the window's length) must be known when
 // converting, and the signal's last dim (1 or 2). Written for opset 16.
+//
+// DFT (17) going down, as one MatMul along its axis: the axis moved last,
+// each row [real parts (n), imaginary parts (n)] times
+//   forward [[C, -S], [S, C]], inverse [[C, S], [-S, C]] / L
+// with C, S [n, K] the cosines and sines of 2 pi m k / L (rows m >= L zero:
+// dft_length truncates; a longer L pads), K = L / 2 + 1 when onesided, else
+// L; then [..., 2, K] moved back to [..., K at the axis, ..., 2]. The axis
+// dim, the last dim and dft_length must be known; an inverse of a one-sided
+// spectrum blocks. Written for opset 16.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -100,6 +110,91 @@ absl::Status ExpandStft(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts_shape, AddInts(step, "parts_shape", {0, 2, bins, -1}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts, Op(step, "Reshape", {conv, parts_shape}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Transpose", {parts}, {IntsAttr("perm", {0, 3, 2, 1})}));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status ExpandDft(Step& step) {
+  ir::Value* x = PresentInput(step, 0);
+  if (x == nullptr) return Block("input is required");
+  std::optional<int32_t> t = ElemType(*x, *step.ctx);
+  if (!t || (*t != pb::kFloat && *t != pb::kDouble && *t != pb::kFloat16))
+    return Block("the expansion needs a float, double or float16 input of known type");
+  std::optional<int64_t> rank = RankOf(step, x);
+  if (!rank || *rank < 2) return Block("the expansion needs an input of known rank 2 or more");
+  int64_t axis = step.node->GetInt("axis").value_or(1);
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank - 1) return Block("axis must name a dim before the last");
+  std::optional<int64_t> n = KnownDim(step, x, static_cast<size_t>(axis));
+  std::optional<int64_t> c = KnownDim(step, x, static_cast<size_t>(*rank - 1));
+  if (!n || !c || (*c != 1 && *c != 2)) return Block("the axis dim and a last dim of 1 or 2 must be known");
+  int64_t len = *n;
+  if (PresentInput(step, 1) != nullptr) {
+    std::optional<int64_t> l = ConstScalar(step, 1);
+    if (!l) return Block("dft_length is known only at run time");
+    len = *l;
+  }
+  const bool inverse = step.node->GetInt("inverse").value_or(0) != 0;
+  const bool onesided = step.node->GetInt("onesided").value_or(0) != 0;
+  if (inverse && onesided) return Block("the inverse of a one-sided spectrum has no expansion");
+  if (len < 1 || len > kMaxBasis || *n < 1 || *n > kMaxBasis)
+    return Block("the transform length is out of range");
+  const int64_t k = onesided ? len / 2 + 1 : len;
+  if (4 * k > kMaxBasis / *n) return Block("the transform is too long to write its basis as a constant");
+  // W [c n, 2 K]: rows of the real parts, then of the imaginary parts.
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor basis, runner::Tensor::Allocate(pb::kDouble, {*c * *n, 2 * k}));
+  double* w = basis.mutable_data<double>();
+  const double scale = inverse ? 1.0 / static_cast<double>(len) : 1.0;
+  const double sign = inverse ? -1.0 : 1.0;  // of S in the real parts' rows
+  for (int64_t m = 0; m < std::min(*n, len); ++m) {
+    for (int64_t j = 0; j < k; ++j) {
+      const double angle =
+          2 * std::numbers::pi * static_cast<double>((m * j) % len) / static_cast<double>(len);
+      const double cs = std::cos(angle) * scale, sn = std::sin(angle) * scale;
+      w[m * 2 * k + j] = cs;
+      w[m * 2 * k + k + j] = -sign * sn;
+      if (*c == 2) {
+        w[(*n + m) * 2 * k + j] = sign * sn;
+        w[(*n + m) * 2 * k + k + j] = cs;
+      }
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * weights, AddConstant(*step.graph, "dft_basis", basis));
+  if (*t != pb::kDouble) {
+    ONNXKIT_ASSIGN_OR_RETURN(weights, Op(step, "Cast", {weights}, {IntAttr("to", *t)}));
+  }
+  // [rest..., c, n] -> [rest..., c n].
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < *rank - 1; ++d) {
+    if (d != axis) perm.push_back(d);
+  }
+  const size_t rest = perm.size();
+  perm.push_back(*rank - 1);
+  perm.push_back(axis);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * moved, Op(step, "Transpose", {x}, {IntsAttr("perm", perm)}));
+  std::vector<int64_t> rows_shape(rest, 0);
+  rows_shape.push_back(-1);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows_shape_v, AddInts(step, "dft_rows", rows_shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, Op(step, "Reshape", {moved, rows_shape_v}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * product, Op(step, "MatMul", {rows, weights}));
+  // [rest..., 2 K] -> [rest..., 2, K] -> the input's layout with K at the
+  // axis and the parts last.
+  std::vector<int64_t> parts_shape(rest, 0);
+  parts_shape.insert(parts_shape.end(), {2, k});
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts_shape_v, AddInts(step, "dft_parts", parts_shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts, Op(step, "Reshape", {product, parts_shape_v}));
+  std::vector<int64_t> back;
+  for (int64_t d = 0, r = 0; d < *rank; ++d) {
+    if (d == axis) {
+      back.push_back(static_cast<int64_t>(rest) + 1);
+    } else if (d == *rank - 1) {
+      back.push_back(static_cast<int64_t>(rest));
+    } else {
+      back.push_back(r++);
+    }
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Transpose", {parts}, {IntsAttr("perm", back)}));
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
   step.replaced = true;
   return absl::OkStatus();

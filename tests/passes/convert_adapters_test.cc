@@ -652,6 +652,54 @@ TEST(ConvertAdaptersTest, StftBecomesAConvolutionBelow17) {
   EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("frame_step"));
 }
 
+// DFT (17) going down as one MatMul along its axis: real and complex
+// inputs, every axis before the last, forward and inverse, one-sided, and
+// dft_length padding and truncating. The inverse of a one-sided spectrum
+// blocks.
+TEST(ConvertAdaptersTest, DftBecomesAMatMulBelow17) {
+  struct Case {
+    int64_t axis, channels, length;  // length 0: no dft_length
+    bool inverse, onesided;
+  };
+  const Case cases[] = {{1, 1, 0, false, false}, {1, 2, 0, true, false},   {2, 1, 0, false, true},
+                        {-2, 2, 0, false, true}, {0, 2, 12, false, false}, {1, 1, 5, true, false},
+                        {2, 2, 9, false, true}};
+  const std::vector<int64_t> shape = {3, 8, 7};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "axis " << c.axis << " channels " << c.channels << " length "
+                                      << c.length << " inverse " << c.inverse << " onesided " << c.onesided);
+    std::vector<int64_t> x_shape = shape;
+    x_shape.push_back(c.channels);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, x_shape);
+    std::vector<std::string> in = {"x"};
+    if (c.length > 0) {
+      g.Initializer(InitializerFrom("len", Int64s({}, {c.length})));
+      in.push_back("len");
+    }
+    g.Node("DFT", in, {"y"},
+           {AttrInt("axis", c.axis), AttrInt("inverse", c.inverse), AttrInt("onesided", c.onesided)})
+        .Output("y", pb::kFloat);
+    pb::ModelProto m = ModelFromGraph(g.Build(), 17, 8);
+    for (int64_t opset : {16, 11}) {
+      ConvertResult down = ConvertTo(m, opset);
+      ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+      EXPECT_EQ(OpCount(down.model, "DFT"), 0);
+      ExpectSameOutputs(m, down.model, {{"x", RandomFloats(x_shape, 7)}}, 1e-5, 1e-5);
+    }
+  }
+  pb::ModelProto irfft =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 5, 2}})
+                         .Node("DFT", {"x"}, {"y"}, {AttrInt("inverse", 1), AttrInt("onesided", 1)})
+                         .Output("y", pb::kFloat)
+                         .Build(),
+                     17, 8);
+  ConvertResult blocked = ConvertTo(irfft, 16);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("one-sided"));
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 
