@@ -21,6 +21,13 @@
 //                                   of a size known at conversion
 //   CenterCropPad (18):             Slice then Pad (zeros) about the centre,
 //                                   for known dims and target shape
+//   NegativeLogLikelihoodLoss (12): -input[n, target, d...] (GatherElements
+//                                   along axis 1) times weight[target], 0
+//                                   where target is ignore_index; summed,
+//                                   or summed over the summed weights (mean)
+//   SoftmaxCrossEntropyLoss (12):   the same over LogSoftmax(scores) along
+//                                   axis 1 (transposed last for rank > 2),
+//                                   which is also log_prob
 //   HannWindow, HammingWindow,      a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
 //   BlackmanWindow (17):            (N = size, or size - 1 when not periodic)
 //                                   in double, cast to output_datatype: a
@@ -31,6 +38,9 @@
 #include <cstdint>
 #include <cstring>
 #include <numbers>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/data_type.h"
@@ -493,6 +503,108 @@ absl::Status ExpandWindow(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Cast", {w}, {IntAttr("to", dtype)}));
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
   step.replaced = true;
+  return absl::OkStatus();
+}
+
+namespace {
+
+// input[n, target, d...] losses of NegativeLogLikelihoodLoss over `logp`,
+// reduced; written for opset 11.
+absl::StatusOr<ir::Value*> NllLossNodes(Step& step, ir::Value* logp, int32_t t) {
+  ir::Value* target = PresentInput(step, 1);
+  ir::Value* weight = PresentInput(step, 2);
+  if (target == nullptr) return Block("target is required");
+  std::optional<int32_t> tt = ElemType(*target, *step.ctx);
+  if (!tt || (*tt != pb::kInt32 && *tt != pb::kInt64))
+    return Block("the expansion needs int32 or int64 targets");
+  const std::string reduction = step.node->GetString("reduction").value_or("mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return Block(absl::StrCat("reduction '", reduction, "' is not one of none, sum, mean"));
+  ir::Value* safe = target;
+  ir::Value* keep = nullptr;
+  if (std::optional<int64_t> ignore = step.node->GetInt("ignore_index")) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ii,
+                             AddScalar(step, "ignore_index", *tt, static_cast<double>(*ignore)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", *tt, 0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * eq, Op(step, "Equal", {target, ii}));
+    ONNXKIT_ASSIGN_OR_RETURN(keep, Op(step, "Not", {eq}));
+    ONNXKIT_ASSIGN_OR_RETURN(safe, Op(step, "Where", {keep, target, zero}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * at, Op(step, "Unsqueeze", {safe}, {IntsAttr("axes", {1})}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * picked, Op(step, "GatherElements", {logp, at}, {IntAttr("axis", 1)}));
+  ONNXKIT_ASSIGN_OR_RETURN(picked, Op(step, "Squeeze", {picked}, {IntsAttr("axes", {1})}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * loss, Op(step, "Neg", {picked}));
+  // The weight of each position: weight[target], 0 where ignored.
+  ir::Value* wt = nullptr;
+  if (weight != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(wt, Op(step, "Gather", {weight, safe}));
+  }
+  if (keep != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kept, Op(step, "Cast", {keep}, {IntAttr("to", t)}));
+    if (wt == nullptr) {
+      wt = kept;
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(wt, Op(step, "Mul", {wt, kept}));
+    }
+  }
+  if (wt != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(loss, Op(step, "Mul", {loss, wt}));
+  }
+  if (reduction == "none") return loss;
+  const std::vector<pb::AttributeProto> all = {IntAttr("keepdims", 0)};
+  if (reduction == "sum") return Op(step, "ReduceSum", {loss}, all);
+  if (wt == nullptr) return Op(step, "ReduceMean", {loss}, all);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * total, Op(step, "ReduceSum", {loss}, all));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * weights, Op(step, "ReduceSum", {wt}, all));
+  return Op(step, "Div", {total, weights});
+}
+
+absl::StatusOr<int32_t> LossType(Step& step) {
+  if (step.target < 11)
+    return Block("the expansion picks the targets' values with GatherElements (opset 11)");
+  std::optional<int32_t> t = ElemType(*step.node->input(0), *step.ctx);
+  if (!t || (*t != pb::kFloat && *t != pb::kDouble && *t != pb::kFloat16))
+    return Block("the expansion needs float, double or float16 inputs of known type");
+  return *t;
+}
+
+}  // namespace
+
+absl::Status ExpandNllLoss(Step& step) {
+  if (PresentInput(step, 0) == nullptr) return Block("input is required");
+  ONNXKIT_ASSIGN_OR_RETURN(int32_t t, LossType(step));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, NllLossNodes(step, step.node->input(0), t));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  return absl::OkStatus();
+}
+
+absl::Status ExpandSoftmaxCrossEntropy(Step& step) {
+  ir::Value* scores = PresentInput(step, 0);
+  if (scores == nullptr) return Block("scores is required");
+  ONNXKIT_ASSIGN_OR_RETURN(int32_t t, LossType(step));
+  std::optional<int64_t> rank = RankOf(step, scores);
+  if (!rank || *rank < 2) return Block("the expansion needs scores of known rank 2 or more");
+  // LogSoftmax along axis 1: below 13 it flattens from its axis on, so the
+  // classes go last first when more dims follow them.
+  ir::Value* logp = nullptr;
+  if (*rank == 2) {
+    ONNXKIT_ASSIGN_OR_RETURN(logp, Op(step, "LogSoftmax", {scores}, {IntAttr("axis", 1)}));
+  } else {
+    std::vector<int64_t> perm = {0}, back(static_cast<size_t>(*rank));
+    for (int64_t d = 2; d < *rank; ++d) perm.push_back(d);
+    perm.push_back(1);
+    for (size_t i = 0; i < perm.size(); ++i) back[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * last, Op(step, "Transpose", {scores}, {IntsAttr("perm", perm)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lp, Op(step, "LogSoftmax", {last}, {IntAttr("axis", *rank - 1)}));
+    ONNXKIT_ASSIGN_OR_RETURN(logp, Op(step, "Transpose", {lp}, {IntsAttr("perm", back)}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, NllLossNodes(step, logp, t));
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 1, logp, renames));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
+  step.replaced = true;
+  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
   return absl::OkStatus();
 }
 

@@ -700,6 +700,55 @@ TEST(ConvertAdaptersTest, DftBecomesAMatMulBelow17) {
   EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("one-sided"));
 }
 
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (12) going down:
+// every reduction, class weights, ignore_index (also a class that occurs),
+// [N, C] and [N, C, d1, d2] inputs, int32 and int64 targets, log_prob.
+TEST(ConvertAdaptersTest, LossesExpandBelow12) {
+  for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) {
+    for (const char* reduction : {"none", "sum", "mean"}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool weighted = variant & 1, ignore = variant & 2, spatial = variant >= 2;
+        const int32_t label_type = variant == 1 ? pb::kInt32 : pb::kInt64;
+        SCOPED_TRACE(::testing::Message() << op << " " << reduction << " variant " << variant);
+        const std::vector<int64_t> x_shape =
+            spatial ? std::vector<int64_t>{2, 4, 3, 2} : std::vector<int64_t>{5, 4};
+        std::vector<int64_t> t_shape = x_shape;
+        t_shape.erase(t_shape.begin() + 1);
+        GraphBuilder g("g");
+        g.Input("x", pb::kFloat, x_shape).Input("t", label_type, t_shape);
+        std::vector<std::string> in = {"x", "t"};
+        if (weighted) {
+          g.Initializer(RawFloatTensor("w", {4}, 5));
+          in.push_back("w");
+        }
+        std::vector<pb::AttributeProto> attrs = {AttrString("reduction", reduction)};
+        if (ignore) attrs.push_back(AttrInt("ignore_index", 2));
+        const bool sce = std::string(op) == "SoftmaxCrossEntropyLoss";
+        std::vector<std::string> out = {"y"};
+        if (sce) out.push_back("logp");
+        g.Node(op, in, out, attrs).Output("y", pb::kFloat);
+        if (sce) g.Output("logp", pb::kFloat);
+        pb::ModelProto m = ModelFromGraph(g.Build(), 13, 8);
+        runner::Tensor t = RandomInts(label_type, t_shape, 9, 0, 3);
+        ConvertResult down = ConvertTo(m, 11);
+        ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
+        EXPECT_EQ(OpCount(down.model, op), 0);
+        ExpectSameOutputs(m, down.model, {{"x", RandomFloats(x_shape, 8, -3, 3)}, {"t", t}}, 1e-5, 1e-5);
+      }
+    }
+  }
+  pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{5, 4}})
+                                        .Input("t", pb::kInt64, {{5}})
+                                        .Node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"})
+                                        .Output("y", pb::kFloat)
+                                        .Build(),
+                                    13, 8);
+  ConvertResult blocked = ConvertTo(m, 10);
+  ASSERT_EQ(blocked.blockers.size(), 1u);
+  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("GatherElements (opset 11)"));
+}
+
 }  // namespace
 pb::TensorProto Named(const runner::Tensor& t, std::string name) { return runner::TensorToProto(t, name); }
 
