@@ -192,9 +192,9 @@ class Expander {
       ir::Value* w = weight[i];
       if (g_.padding == Padding::kZeros) {
         // Outside [0, len - 1]: weight 0, position clamped for the read.
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ge, Bin("Less", q, zero));
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * gt, Bin("Greater", q, last));
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, Bin("Or", ge, gt));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * before, Bin("Less", q, zero));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * after, Bin("Greater", q, last));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, Bin("Or", before, after));
         ONNXKIT_ASSIGN_OR_RETURN(ir::Value * in, Op(step_, "Not", {out}));
         ONNXKIT_ASSIGN_OR_RETURN(ir::Value * inside, Op(step_, "Cast", {in}, {IntAttr("to", g_.t)}));
         if (w == nullptr) {

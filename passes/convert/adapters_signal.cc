@@ -17,9 +17,11 @@
 //   forward [[C, -S], [S, C]], inverse [[C, S], [-S, C]] / L
 // with C, S [n, K] the cosines and sines of 2 pi m k / L (rows m >= L zero:
 // dft_length truncates; a longer L pads), K = L / 2 + 1 when onesided, else
-// L; then [..., 2, K] moved back to [..., K at the axis, ..., 2]. The axis
-// dim, the last dim and dft_length must be known; an inverse of a one-sided
-// spectrum blocks. Written for opset 16.
+// L; then [..., 2, K] moved back to [..., K at the axis, ..., 2]. The
+// inverse of a one-sided spectrum (a real output of L = 2 (n - 1) values by
+// default) weighs each given bin once, or twice where its conjugate stands
+// for a bin past L / 2, and keeps the real part. The axis dim, the last dim
+// and dft_length must be known. Written for opset 16.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -129,34 +131,52 @@ absl::Status ExpandDft(Step& step) {
   std::optional<int64_t> n = KnownDim(step, x, static_cast<size_t>(axis));
   std::optional<int64_t> c = KnownDim(step, x, static_cast<size_t>(*rank - 1));
   if (!n || !c || (*c != 1 && *c != 2)) return Block("the axis dim and a last dim of 1 or 2 must be known");
-  int64_t len = *n;
+  const bool inverse = step.node->GetInt("inverse").value_or(0) != 0;
+  const bool onesided = step.node->GetInt("onesided").value_or(0) != 0;
+  // The inverse of a one-sided spectrum: a real signal of 2 (n - 1) values
+  // by default, the rest of its spectrum the conjugates of the bins given.
+  const bool irfft = inverse && onesided;
+  int64_t len = irfft ? 2 * (*n - 1) : *n;
   if (PresentInput(step, 1) != nullptr) {
     std::optional<int64_t> l = ConstScalar(step, 1);
     if (!l) return Block("dft_length is known only at run time");
     len = *l;
   }
-  const bool inverse = step.node->GetInt("inverse").value_or(0) != 0;
-  const bool onesided = step.node->GetInt("onesided").value_or(0) != 0;
-  if (inverse && onesided) return Block("the inverse of a one-sided spectrum has no expansion");
   if (len < 1 || len > kMaxBasis || *n < 1 || *n > kMaxBasis)
     return Block("the transform length is out of range");
-  const int64_t k = onesided ? len / 2 + 1 : len;
+  const int64_t k = onesided && !inverse ? len / 2 + 1 : len;
+  const int64_t num_parts = irfft ? 1 : 2;
   if (4 * k > kMaxBasis / *n) return Block("the transform is too long to write its basis as a constant");
-  // W [c n, 2 K]: rows of the real parts, then of the imaginary parts.
-  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor basis, runner::Tensor::Allocate(pb::kDouble, {*c * *n, 2 * k}));
+  // W [c n, parts K]: rows of the real parts, then of the imaginary parts.
+  ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor basis,
+                           runner::Tensor::Allocate(pb::kDouble, {*c * *n, num_parts * k}));
   double* w = basis.mutable_data<double>();
   const double scale = inverse ? 1.0 / static_cast<double>(len) : 1.0;
-  const double sign = inverse ? -1.0 : 1.0;  // of S in the real parts' rows
-  for (int64_t m = 0; m < std::min(*n, len); ++m) {
-    for (int64_t j = 0; j < k; ++j) {
-      const double angle =
-          2 * std::numbers::pi * static_cast<double>((m * j) % len) / static_cast<double>(len);
-      const double cs = std::cos(angle) * scale, sn = std::sin(angle) * scale;
-      w[m * 2 * k + j] = cs;
-      w[m * 2 * k + k + j] = -sign * sn;
-      if (*c == 2) {
-        w[(*n + m) * 2 * k + j] = sign * sn;
-        w[(*n + m) * 2 * k + k + j] = cs;
+  auto angle = [len](int64_t a, int64_t b) {
+    return 2 * std::numbers::pi * static_cast<double>((a * b) % len) / static_cast<double>(len);
+  };
+  if (irfft) {
+    // Bin j counts once as itself (j <= L / 2) and once more as the
+    // conjugate of bin L - j (1 <= j < L - L / 2); each adds
+    // Re(X[j] e^(i theta)) = Xr cos - Xi sin.
+    for (int64_t j = 0; j < *n; ++j) {
+      const double times = (j <= len / 2 ? 1.0 : 0.0) + (j >= 1 && j < len - len / 2 ? 1.0 : 0.0);
+      for (int64_t m = 0; m < k; ++m) {
+        w[j * k + m] = times * std::cos(angle(j, m)) * scale;
+        if (*c == 2) w[(*n + j) * k + m] = -times * std::sin(angle(j, m)) * scale;
+      }
+    }
+  } else {
+    const double sign = inverse ? -1.0 : 1.0;  // of S in the real parts' rows
+    for (int64_t m = 0; m < std::min(*n, len); ++m) {
+      for (int64_t j = 0; j < k; ++j) {
+        const double cs = std::cos(angle(m, j)) * scale, sn = std::sin(angle(m, j)) * scale;
+        w[m * 2 * k + j] = cs;
+        w[m * 2 * k + k + j] = -sign * sn;
+        if (*c == 2) {
+          w[(*n + m) * 2 * k + j] = sign * sn;
+          w[(*n + m) * 2 * k + k + j] = cs;
+        }
       }
     }
   }
@@ -181,7 +201,7 @@ absl::Status ExpandDft(Step& step) {
   // [rest..., 2 K] -> [rest..., 2, K] -> the input's layout with K at the
   // axis and the parts last.
   std::vector<int64_t> parts_shape(rest, 0);
-  parts_shape.insert(parts_shape.end(), {2, k});
+  parts_shape.insert(parts_shape.end(), {num_parts, k});
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts_shape_v, AddInts(step, "dft_parts", parts_shape));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * parts, Op(step, "Reshape", {product, parts_shape_v}));
   std::vector<int64_t> back;

@@ -653,9 +653,9 @@ TEST(ConvertAdaptersTest, StftBecomesAConvolutionBelow17) {
 }
 
 // DFT (17) going down as one MatMul along its axis: real and complex
-// inputs, every axis before the last, forward and inverse, one-sided, and
-// dft_length padding and truncating. The inverse of a one-sided spectrum
-// blocks.
+// inputs, every axis before the last, forward and inverse, one-sided (its
+// inverse too: the default length, even and odd lengths, fewer bins than
+// the length needs and more), and dft_length padding and truncating.
 TEST(ConvertAdaptersTest, DftBecomesAMatMulBelow17) {
   struct Case {
     int64_t axis, channels, length;  // length 0: no dft_length
@@ -663,7 +663,8 @@ TEST(ConvertAdaptersTest, DftBecomesAMatMulBelow17) {
   };
   const Case cases[] = {{1, 1, 0, false, false}, {1, 2, 0, true, false},   {2, 1, 0, false, true},
                         {-2, 2, 0, false, true}, {0, 2, 12, false, false}, {1, 1, 5, true, false},
-                        {2, 2, 9, false, true}};
+                        {2, 2, 9, false, true},  {1, 2, 0, true, true},    {2, 1, 0, true, true},
+                        {1, 2, 12, true, true},  {0, 2, 9, true, true},    {1, 2, 4, true, true}};
   const std::vector<int64_t> shape = {3, 8, 7};
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "axis " << c.axis << " channels " << c.channels << " length "
@@ -688,16 +689,6 @@ TEST(ConvertAdaptersTest, DftBecomesAMatMulBelow17) {
       ExpectSameOutputs(m, down.model, {{"x", RandomFloats(x_shape, 7)}}, 1e-5, 1e-5);
     }
   }
-  pb::ModelProto irfft =
-      ModelFromGraph(GraphBuilder("g")
-                         .Input("x", pb::kFloat, {{2, 5, 2}})
-                         .Node("DFT", {"x"}, {"y"}, {AttrInt("inverse", 1), AttrInt("onesided", 1)})
-                         .Output("y", pb::kFloat)
-                         .Build(),
-                     17, 8);
-  ConvertResult blocked = ConvertTo(irfft, 16);
-  ASSERT_EQ(blocked.blockers.size(), 1u);
-  EXPECT_THAT(blocked.blockers[0].reason, HasSubstr("one-sided"));
 }
 
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (12) going down:
