@@ -74,8 +74,12 @@ absl::Status GenericStep(Step& step);
 
 // Adds an int64 1-D initializer (or Constant in a function body).
 absl::StatusOr<ir::Value*> AddInts(Step& step, std::string_view hint, const std::vector<int64_t>& v);
-// Adds a scalar constant of `dtype` holding `v` (float or int types).
+// Adds a scalar constant of `dtype` holding `v` (float or int types; for
+// int types `v` must be a whole number in range, else a Block).
 absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v);
+// Adds an integer (or bool) scalar constant holding `v` exactly; a Block
+// when `v` does not fit `dtype`.
+absl::StatusOr<ir::Value*> AddIntScalar(Step& step, std::string_view hint, int32_t dtype, int64_t v);
 // Adds a scalar constant of float type `elem` holding `v` (float16 and
 // bfloat16 as a float constant and a Cast).
 absl::StatusOr<ir::Value*> AddFloatScalar(Step& step, std::string_view hint, int32_t elem, double v);

@@ -263,15 +263,13 @@ absl::StatusOr<ir::Value*> Bias(Step& step, const AttentionPlan& p, ir::Value* q
   }
   if (p.left >= 0) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * back, Op(step, "Sub", {pos, cols}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w,
-                             AddScalar(step, "left_window", pb::kInt64, static_cast<double>(p.left)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w, AddIntScalar(step, "left_window", pb::kInt64, p.left));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, Op(step, "Greater", {back, w}));
     ONNXKIT_RETURN_IF_ERROR(either(out));
   }
   if (p.right >= 0) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ahead, Op(step, "Sub", {cols, pos}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w,
-                             AddScalar(step, "right_window", pb::kInt64, static_cast<double>(p.right)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w, AddIntScalar(step, "right_window", pb::kInt64, p.right));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, Op(step, "Greater", {ahead, w}));
     ONNXKIT_RETURN_IF_ERROR(either(out));
   }

@@ -523,8 +523,7 @@ absl::StatusOr<ir::Value*> NllLossNodes(Step& step, ir::Value* logp, int32_t t) 
   ir::Value* safe = target;
   ir::Value* keep = nullptr;
   if (std::optional<int64_t> ignore = step.node->GetInt("ignore_index")) {
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ii,
-                             AddScalar(step, "ignore_index", *tt, static_cast<double>(*ignore)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ii, AddIntScalar(step, "ignore_index", *tt, *ignore));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, AddScalar(step, "zero", *tt, 0));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * eq, Op(step, "Equal", {target, ii}));
     ONNXKIT_ASSIGN_OR_RETURN(keep, Op(step, "Not", {eq}));

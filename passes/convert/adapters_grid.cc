@@ -300,8 +300,7 @@ absl::Status ExpandGrid(Step& step, int64_t rank) {
   std::vector<AxisTaps> taps;
   std::vector<ir::Value*> len;
   for (int64_t a = 0; a < k; ++a) {
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * channel,
-                             AddScalar(step, "grid_axis", pb::kInt64, static_cast<double>(a)));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * channel, AddIntScalar(step, "grid_axis", pb::kInt64, a));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, Op(step, "Gather", {grid, channel}, {IntAttr("axis", rank - 1)}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * n, DimScalar(step, x, rank - 1 - a));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * nf, Op(step, "Cast", {n}, {IntAttr("to", g.t)}));

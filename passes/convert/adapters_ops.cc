@@ -222,7 +222,7 @@ absl::Status SelectLastIndexDown12(Step& step) {
   std::vector<pb::AttributeProto> attrs = {IntAttr("axis", axis),
                                            IntAttr("keepdims", step.node->GetInt("keepdims").value_or(1))};
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * arg, AddBefore(step, step.node->op_type(), {rev->output(0)}, 1, attrs));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * last, AddScalar(step, "last_index", pb::kInt64, static_cast<double>(dim - 1)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * last, AddIntScalar(step, "last_index", pb::kInt64, dim - 1));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sub, AddBefore(step, "Sub", {last, arg->output(0)}, 1));
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, sub->output(0)));
   step.replaced = true;

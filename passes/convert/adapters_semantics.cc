@@ -275,7 +275,7 @@ absl::Status GroupNormDown18(Step& step) {
 absl::Status DftUp20(Step& step) {
   int64_t axis = step.node->GetInt("axis").value_or(1);
   step.node->RemoveAttribute("axis");
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, AddScalar(step, "dft_axis", pb::kInt64, static_cast<double>(axis)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, AddIntScalar(step, "dft_axis", pb::kInt64, axis));
   while (step.node->num_inputs() < 2) ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, nullptr));
   ONNXKIT_RETURN_IF_ERROR(step.graph->AppendInput(step.node, a));
   return GenericStep(step);

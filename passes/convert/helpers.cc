@@ -1,5 +1,7 @@
 // Helpers every convert adapter shares (see adapter.h): blocking statuses,
 // constants, nodes added before the node being converted.
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -33,21 +35,50 @@ absl::StatusOr<ir::Value*> AddInts(Step& step, std::string_view hint, const std:
   return AddConstant(*step.graph, hint, t);
 }
 
-absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v) {
+absl::StatusOr<ir::Value*> AddIntScalar(Step& step, std::string_view hint, int32_t dtype, int64_t v) {
+  auto fits = [v](auto lo, auto hi) {
+    return v >= static_cast<int64_t>(lo) && v <= static_cast<int64_t>(hi);
+  };
   runner::Tensor t;
   switch (dtype) {
-    case pb::kFloat: t = runner::Tensor::Scalar<float>(dtype, static_cast<float>(v)); break;
-    case pb::kDouble: t = runner::Tensor::Scalar<double>(dtype, v); break;
-    case pb::kInt32: t = runner::Tensor::Scalar<int32_t>(dtype, static_cast<int32_t>(v)); break;
-    case pb::kInt64: t = runner::Tensor::Scalar<int64_t>(dtype, static_cast<int64_t>(v)); break;
-    case pb::kInt8: t = runner::Tensor::Scalar<int8_t>(dtype, static_cast<int8_t>(v)); break;
-    case pb::kUint8: t = runner::Tensor::Scalar<uint8_t>(dtype, static_cast<uint8_t>(v)); break;
+    case pb::kInt64:
+      t = runner::Tensor::Scalar<int64_t>(dtype, v);
+      break;
+    case pb::kInt32:
+      if (!fits(INT32_MIN, INT32_MAX)) return Block(absl::StrCat("the constant ", v, " does not fit int32"));
+      t = runner::Tensor::Scalar<int32_t>(dtype, static_cast<int32_t>(v));
+      break;
+    case pb::kInt8:
+      if (!fits(INT8_MIN, INT8_MAX)) return Block(absl::StrCat("the constant ", v, " does not fit int8"));
+      t = runner::Tensor::Scalar<int8_t>(dtype, static_cast<int8_t>(v));
+      break;
+    case pb::kUint8:
+      if (!fits(0, UINT8_MAX)) return Block(absl::StrCat("the constant ", v, " does not fit uint8"));
+      t = runner::Tensor::Scalar<uint8_t>(dtype, static_cast<uint8_t>(v));
+      break;
     case pb::kBool:
       t = runner::Tensor::Scalar<uint8_t>(dtype, v != 0 ? 1 : 0);
       break;
-    default: return Block(absl::StrCat("no constant of element type ", dtype, " can be built here"));
+    default:
+      return Block(absl::StrCat("no integer constant of element type ", dtype, " can be built here"));
   }
   return AddConstant(*step.graph, hint, t);
+}
+
+absl::StatusOr<ir::Value*> AddScalar(Step& step, std::string_view hint, int32_t dtype, double v) {
+  switch (dtype) {
+    case pb::kFloat:
+      return AddConstant(*step.graph, hint, runner::Tensor::Scalar<float>(dtype, static_cast<float>(v)));
+    case pb::kDouble:
+      return AddConstant(*step.graph, hint, runner::Tensor::Scalar<double>(dtype, v));
+    default:
+      break;
+  }
+  // Integer types: whole values within int64 only (beyond 2^53 a double
+  // no longer holds every integer: AddIntScalar takes those exactly).
+  if (!(v >= -9.2233720368547758e18 && v < 9.2233720368547758e18) || v != std::trunc(v))
+    return Block(absl::StrCat("the constant ", v, " is not an integer of element type ", dtype));
+  return AddIntScalar(step, hint, dtype, static_cast<int64_t>(v));
 }
 
 absl::StatusOr<ir::Value*> AddFloatScalar(Step& step, std::string_view hint, int32_t elem, double v) {
@@ -70,8 +101,7 @@ absl::StatusOr<ir::Value*> Dims(Step& step, ir::Value* x, int64_t start, int64_t
 
 absl::StatusOr<ir::Value*> DimScalar(Step& step, ir::Value* x, int64_t axis) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Op(step, "Shape", {x}));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * index,
-                           AddScalar(step, "dim_index", pb::kInt64, static_cast<double>(axis)));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * index, AddIntScalar(step, "dim_index", pb::kInt64, axis));
   return Op(step, "Gather", {shape, index});
 }
 

@@ -5,6 +5,7 @@
 // types, across that row's step. Each gives a result or an error that is
 // not internal, and a result passes ir::Verify.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -63,6 +64,31 @@ TEST(HostileConvertTest, EveryLoadableCatalogueModelConvertsOrFailsCleanly) {
   }
   runner::SetMemoryLimit(0);
   EXPECT_GT(converted, 50);
+}
+
+// Attributes at the ends of int64 (a window of 2^63 - 1, ignore_index
+// -2^63) become exact constants, never a double cast out of range.
+TEST(HostileConvertTest, ExtremeIntegerAttributesConvertExactly) {
+  for (int64_t window : {INT64_MAX, INT64_MIN, int64_t{1} << 60}) {
+    GraphBuilder g("g");
+    g.Input("q", pb::kFloat, std::vector<int64_t>{1, 2, 3, 4})
+        .Input("k", pb::kFloat, std::vector<int64_t>{1, 2, 3, 4})
+        .Input("v", pb::kFloat, std::vector<int64_t>{1, 2, 3, 4})
+        .Node("Attention", {"q", "k", "v"}, {"y"},
+              {AttrInt("left_window_size", window), AttrInt("right_window_size", window)})
+        .Output("y", pb::kFloat);
+    io::LoadedModel loaded;
+    loaded.proto = ModelFromGraph(g.Build(), 25, 11);
+    SCOPED_TRACE(window);
+    for (int64_t opset : {22, 17}) ConvertsOrFailsCleanly(loaded, opset, /*verify=*/true);
+    GraphBuilder nll("g");
+    nll.Input("x", pb::kFloat, std::vector<int64_t>{3, 4})
+        .Input("t", pb::kInt32, std::vector<int64_t>{3})
+        .Node("NegativeLogLikelihoodLoss", {"x", "t"}, {"y"}, {AttrInt("ignore_index", window)})
+        .Output("y", pb::kFloat);
+    loaded.proto = ModelFromGraph(nll.Build(), 13, 8);
+    ConvertsOrFailsCleanly(loaded, 11, /*verify=*/false);
+  }
 }
 
 // One node of `op` with `inputs` (graph inputs; empty names are absent
