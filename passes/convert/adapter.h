@@ -113,6 +113,10 @@ std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
 // Replaces step.node by a chain whose final value is `result` (output 0):
 // every use of node output 0 goes to `result`, and the node is removed.
 absl::Status ReplaceNodeOutput(Step& step, ir::Value* result);
+// ReplaceNodeOutput(result) for output 0 after routing each other output
+// `i` to its value (RouteOutput); marks the node replaced.
+absl::Status ReplaceNodeOutputs(Step& step, ir::Value* result,
+                                const std::vector<std::pair<int, ir::Value*>>& others);
 // Types `value` as a tensor of `elem` with the dims of `like` where known,
 // so later steps (broadcast checks, expansions) see the shape of values
 // adapters create.

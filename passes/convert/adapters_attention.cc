@@ -371,14 +371,7 @@ absl::Status ExpandAttentionNode(Step& step) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, Transpose0213(step, y));
     ONNXKIT_ASSIGN_OR_RETURN(y, ReshapeTo(step, t, {0, 0, -1}));
   }
-  std::vector<std::pair<ir::Value*, std::string>> renames;
-  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 1, kp, renames));
-  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 2, vp, renames));
-  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 3, qk_out[p.mode], renames));
-  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
-  step.replaced = true;
-  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
-  return absl::OkStatus();
+  return ReplaceNodeOutputs(step, y, {{1, kp}, {2, vp}, {3, qk_out[p.mode]}});
 }
 
 }  // namespace

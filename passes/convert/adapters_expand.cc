@@ -599,12 +599,7 @@ absl::Status ExpandSoftmaxCrossEntropy(Step& step) {
     ONNXKIT_ASSIGN_OR_RETURN(logp, Op(step, "Transpose", {lp}, {IntsAttr("perm", back)}));
   }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, NllLossNodes(step, logp, t));
-  std::vector<std::pair<ir::Value*, std::string>> renames;
-  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 1, logp, renames));
-  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
-  step.replaced = true;
-  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
-  return absl::OkStatus();
+  return ReplaceNodeOutputs(step, y, {{1, logp}});
 }
 
 }  // namespace onnxkit::passes::convert

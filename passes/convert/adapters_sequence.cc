@@ -72,12 +72,7 @@ absl::Status ExpandCausalConv(Step& step) {
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Op(step, "Sub", {length, km1}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, AddInts(step, "axes", {2}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * present, Op(step, "Slice", {padded, start, length, axes}));
-  std::vector<std::pair<ir::Value*, std::string>> renames;
-  ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, 1, present, renames));
-  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, y));
-  step.replaced = true;
-  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
-  return absl::OkStatus();
+  return ReplaceNodeOutputs(step, y, {{1, present}});
 }
 
 }  // namespace onnxkit::passes::convert

@@ -195,6 +195,16 @@ absl::Status ReplaceNodeOutput(Step& step, ir::Value* result) {
   return ReplaceValue(*step.graph, old, result);
 }
 
+absl::Status ReplaceNodeOutputs(Step& step, ir::Value* result,
+                                const std::vector<std::pair<int, ir::Value*>>& others) {
+  std::vector<std::pair<ir::Value*, std::string>> renames;
+  for (const auto& [i, value] : others) ONNXKIT_RETURN_IF_ERROR(RouteOutput(step, i, value, renames));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, result));
+  step.replaced = true;
+  for (auto& [v, name] : renames) ONNXKIT_RETURN_IF_ERROR(step.graph->RenameValue(v, name));
+  return absl::OkStatus();
+}
+
 absl::Status TrimInputs(Step& step) {
   while (step.node->num_inputs() > 0 && step.node->input(step.node->num_inputs() - 1) == nullptr) {
     ONNXKIT_RETURN_IF_ERROR(step.graph->RemoveInput(step.node, step.node->num_inputs() - 1));
