@@ -17,7 +17,8 @@ the older op takes as an attribute (Reduce axes, Split sizes, Slice bounds,
 Pad pads, TopK k...) is fed at run time, and no node uses a feature that appeared after the
 target and that no combination of older ops computes (FEATURES below, one spec fact each:
 a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, GridSample below 11,
-BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, and
+BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, STFT's
+frame_step or DFT's dft_length fed at run time, windows of a fed size and the losses below 11, and
 the Resize modes Upsample lacks when scales or sizes are fed at run time; with constant scales
 onnxkit expands those into Gathers). `--ops-only` drops the FEATURES rule. Prints the share of
 pairs converted and proven per direction and tool, over all pairs and over the possible ones.
@@ -136,6 +137,17 @@ FEATURES = [
         n, "coordinate_transformation_mode", "half_pixel")) == "half_pixel" else 0),
     ("Equal", lambda n, rt, et, o: 11 if et(n.input[0]) == 8 else 0),
     ("Resize", lambda n, rt, et, o: _resize_needs(n, rt, o)),
+    # The expansions below 17 need what their older form takes as an attribute or a constant:
+    # STFT's frame_step (the Conv's stride) and frame_length, DFT's dft_length; windows of a fed
+    # size and the losses' GatherElements need 11.
+    ("STFT", lambda n, rt, et, o: 17 if any(i in rt for i in list(n.input)[1:2] + list(n.input)[3:4] if i)
+     else 0),
+    ("DFT", lambda n, rt, et, o: 17 if len(n.input) > 1 and n.input[1] in rt else 0),
+    ("HannWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
+    ("HammingWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
+    ("BlackmanWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
+    ("NegativeLogLikelihoodLoss", lambda n, rt, et, o: 11),
+    ("SoftmaxCrossEntropyLoss", lambda n, rt, et, o: 11),
 ]
 
 
