@@ -18,7 +18,8 @@ Pad pads, TopK k...) is fed at run time, and no node uses a feature that appeare
 target and that no combination of older ops computes (FEATURES below, one spec fact each:
 a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, GridSample below 11,
 BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, STFT's
-frame_step or DFT's dft_length fed at run time, windows of a fed size and the losses below 11, and
+frame_step or DFT's dft_length fed at run time, windows of a fed size, the losses and
+TensorScatter below 11, Trilu below 9 (11 with k fed), and
 the Resize modes Upsample lacks when scales or sizes are fed at run time; with constant scales
 onnxkit expands those into Gathers). `--ops-only` drops the FEATURES rule. Prints the share of
 pairs converted and proven per direction and tool, over all pairs and over the possible ones.
@@ -146,6 +147,10 @@ FEATURES = [
     ("HannWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
     ("HammingWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
     ("BlackmanWindow", lambda n, rt, et, o: 11 if n.input[0] in rt else 0),
+    # TensorScatter's positions need Range (11); Trilu's mask needs Where (9), and Range (11)
+    # when k is fed.
+    ("TensorScatter", lambda n, rt, et, o: 11),
+    ("Trilu", lambda n, rt, et, o: 11 if len(n.input) > 1 and n.input[1] in rt else 9),
     ("NegativeLogLikelihoodLoss", lambda n, rt, et, o: 11),
     ("SoftmaxCrossEntropyLoss", lambda n, rt, et, o: 11),
 ]

@@ -8,6 +8,8 @@
 //               for float16 and bfloat16 inputs)
 //     present_state = the last kernel_size - 1 steps of padded
 //   Written for opset 26; the channel count (Conv's group) must be known.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,17 +37,23 @@ absl::Status ExpandCausalConv(Step& step) {
   std::optional<int64_t> channels = KnownDim(step, w, 0);
   if (!channels) channels = KnownDim(step, x, 1);
   if (!channels || *channels < 1) return Block("the channel count (the Conv's group) is not known");
-  // kernel_size - 1, as a 1-D int64 value.
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddInts(step, "one", {1}));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kernel, Dims(step, w, 2, 3));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * km1, Op(step, "Sub", {kernel, one}));
+  // kernel_size - 1, as a 1-D int64 value, where the kernel size is known
+  // only at run time.
+  const std::optional<int64_t> kernel_size = KnownDim(step, w, 2);
+  if (kernel_size && *kernel_size < 1) return Block("the kernel size must be at least 1");
+  ir::Value* km1 = nullptr;
+  if (!kernel_size) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, AddInts(step, "one", {1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kernel, Dims(step, w, 2, 3));
+    ONNXKIT_ASSIGN_OR_RETURN(km1, Op(step, "Sub", {kernel, one}));
+  }
   ir::Value* padded = nullptr;
   if (past != nullptr) {
     ONNXKIT_ASSIGN_OR_RETURN(padded, Op(step, "Concat", {past, x}, {IntAttr("axis", 2)}));
   } else {
     ir::Value* pads = nullptr;
-    if (std::optional<int64_t> k = KnownDim(step, w, 2)) {
-      ONNXKIT_ASSIGN_OR_RETURN(pads, AddInts(step, "pads", {0, 0, *k - 1, 0, 0, 0}));
+    if (kernel_size) {
+      ONNXKIT_ASSIGN_OR_RETURN(pads, AddInts(step, "pads", {0, 0, *kernel_size - 1, 0, 0, 0}));
     } else {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lead, AddInts(step, "pads_lead", {0, 0}));
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * tail, AddInts(step, "pads_tail", {0, 0, 0}));
@@ -67,11 +75,22 @@ absl::Status ExpandCausalConv(Step& step) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Op(step, "Cast", {y}, {IntAttr("to", *t)}));
     }
   }
-  // present_state = padded[:, :, length - (kernel_size - 1):].
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * length, Dims(step, padded, 2, 3));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Op(step, "Sub", {length, km1}));
+  // present_state = padded[:, :, length - (kernel_size - 1):]: constant
+  // bounds when the kernel size is known (Slice takes them as attributes
+  // below opset 10), else computed.
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, AddInts(step, "axes", {2}));
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * present, Op(step, "Slice", {padded, start, length, axes}));
+  ir::Value* present = nullptr;
+  if (kernel_size) {
+    // The last k - 1 steps; none for k = 1 (a start past the end).
+    const int64_t k = *kernel_size;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, AddInts(step, "starts", {k > 1 ? 1 - k : INT64_MAX}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * end, AddInts(step, "ends", {INT64_MAX}));
+    ONNXKIT_ASSIGN_OR_RETURN(present, Op(step, "Slice", {padded, start, end, axes}));
+  } else {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * length, Dims(step, padded, 2, 3));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Op(step, "Sub", {length, km1}));
+    ONNXKIT_ASSIGN_OR_RETURN(present, Op(step, "Slice", {padded, start, length, axes}));
+  }
   return ReplaceNodeOutputs(step, y, {{1, present}});
 }
 
