@@ -79,14 +79,6 @@ void TypeRank(ir::Value* v, int32_t elem, int64_t rank) {
   v->set_type(std::move(type));
 }
 
-// Dim `i` of `v` when known.
-std::optional<int64_t> StaticDim(Step& step, const ir::Value* v, size_t i) {
-  if (v == nullptr) return std::nullopt;
-  std::optional<std::vector<int64_t>> s = KnownShape(*v, *step.ctx);
-  if (!s || i >= s->size() || (*s)[i] < 0) return std::nullopt;
-  return (*s)[i];
-}
-
 struct AttentionPlan {
   int64_t rank = 4;
   int32_t t1 = 0, t2 = 0;  // Q/K and V element types
@@ -162,10 +154,10 @@ absl::StatusOr<ir::Value*> RepeatHeads(Step& step, ir::Value* x, ir::Value* reps
 // by it before their product, as the spec's function body does.
 absl::StatusOr<ir::Value*> RootScale(Step& step, const AttentionPlan& p, ir::Value* q4) {
   std::optional<int64_t> e =
-      p.rank == 4 ? StaticDim(step, Input(step, 0), 3)
-                  : (StaticDim(step, Input(step, 0), 2).has_value() &&
-                             *StaticDim(step, Input(step, 0), 2) % p.q_heads == 0
-                         ? std::optional<int64_t>(*StaticDim(step, Input(step, 0), 2) / p.q_heads)
+      p.rank == 4 ? KnownDim(step, Input(step, 0), 3)
+                  : (KnownDim(step, Input(step, 0), 2).has_value() &&
+                             *KnownDim(step, Input(step, 0), 2) % p.q_heads == 0
+                         ? std::optional<int64_t>(*KnownDim(step, Input(step, 0), 2) / p.q_heads)
                          : std::nullopt);
   if (p.scale || (e && *e > 0)) {
     const double scale = p.scale ? static_cast<double>(*p.scale) : 1.0 / std::sqrt(static_cast<double>(*e));
@@ -202,9 +194,9 @@ absl::StatusOr<ir::Value*> Bias(Step& step, const AttentionPlan& p, ir::Value* q
     }
     // Keys past the mask's last dim are masked: pad it with -inf up to T,
     // unless both lengths are known and equal.
-    std::optional<int64_t> mlen = StaticDim(step, mask, static_cast<size_t>(*mrank - 1));
-    std::optional<int64_t> klen = StaticDim(step, Input(step, 1), p.rank == 4 ? 2 : 1);
-    std::optional<int64_t> plen = past != nullptr ? StaticDim(step, past, 2) : std::optional<int64_t>(0);
+    std::optional<int64_t> mlen = KnownDim(step, mask, static_cast<size_t>(*mrank - 1));
+    std::optional<int64_t> klen = KnownDim(step, Input(step, 1), p.rank == 4 ? 2 : 1);
+    std::optional<int64_t> plen = past != nullptr ? KnownDim(step, past, 2) : std::optional<int64_t>(0);
     if (mlen && klen && plen) {
       const int64_t missing = *klen + *plen - *mlen;
       if (missing < 0) return Block("attn_mask's last dim is longer than the keys");
@@ -300,9 +292,9 @@ absl::Status ExpandAttentionNode(Step& step) {
   // Grouped-query heads: repeat K' and V' unless the head counts are known
   // to be equal.
   std::optional<int64_t> hq =
-      p.rank == 3 ? std::optional<int64_t>(p.q_heads) : StaticDim(step, Input(step, 0), 1);
+      p.rank == 3 ? std::optional<int64_t>(p.q_heads) : KnownDim(step, Input(step, 0), 1);
   std::optional<int64_t> hkv =
-      p.rank == 3 ? std::optional<int64_t>(p.kv_heads) : StaticDim(step, Input(step, 1), 1);
+      p.rank == 3 ? std::optional<int64_t>(p.kv_heads) : KnownDim(step, Input(step, 1), 1);
   ir::Value* kx = kp;
   ir::Value* vx = vp;
   if (!(hq && hkv && *hq == *hkv)) {
@@ -408,7 +400,7 @@ absl::Status ExpandRotaryEmbedding(Step& step) {
   if (!rank || (*rank != 4 && !(*rank == 3 && heads > 0))) {
     return Block("the expansion needs a 4-D input, or a 3-D one with num_heads");
   }
-  std::optional<int64_t> d = StaticDim(step, x, static_cast<size_t>(*rank - 1));
+  std::optional<int64_t> d = KnownDim(step, x, static_cast<size_t>(*rank - 1));
   if (d && *rank == 3) d = *d % heads == 0 ? std::optional<int64_t>(*d / heads) : std::nullopt;
   if (!d) return Block("the expansion needs the head size");
   const int64_t attr_rot = step.node->GetInt("rotary_embedding_dim").value_or(0);
@@ -426,7 +418,7 @@ absl::Status ExpandRotaryEmbedding(Step& step) {
   ir::Value* cs[2] = {cos_cache, sin_cache};
   for (ir::Value*& c : cs) {
     // Rows wider than half are cut to their first half values.
-    const bool cut = StaticDim(step, c, positions != nullptr ? 1 : 2) != half;
+    const bool cut = KnownDim(step, c, positions != nullptr ? 1 : 2) != half;
     if (positions != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(c, Op(step, "Gather", {c, positions}));
     }
