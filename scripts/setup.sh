@@ -18,6 +18,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev libcli11-dev libabsl-dev
   libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   python3-onnx python3-numpy libonnx-testdata
+  libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
   clang libclang-rt-14-dev
 )
 

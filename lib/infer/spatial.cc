@@ -1,6 +1,6 @@
 // Shape functions of resampling and signal ops: Resize (sizes or scales,
 // axes, keep_aspect_ratio_policy), Upsample, GridSample, AffineGrid,
-// RoiAlign, Col2Im, DFT, STFT.
+// RoiAlign, Col2Im, DFT, STFT; ImageDecoder.
 //
 //   Resize([1, 3, 4, 4], scales=[1, 1, 2, 2]) -> [1, 3, 8, 8]  (floor(dim * scale))
 //   Resize([1, 3, 4, 4], sizes=[1, 3, 5])     -> E0601 sizes has 3 values for 4 axes
@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/base/checked_math.h"
 #include "lib/infer/context.h"
 #include "lib/infer/shape_fns.h"
-#include "lib/base/checked_math.h"
 
 namespace onnxkit::infer {
 namespace {
@@ -267,6 +268,15 @@ void ShapeSTFT(NodeContext& ctx) {
     }
   }
   ctx.set_shape(0, {(*signal)[0], frames, bins, Dim::Of(2)});
+}
+
+// ImageDecoder: uint8 [H, W, 3] (RGB, BGR) or [H, W, 1] (Grayscale); H and
+// W are the stream's.
+void ShapeImageDecoder(NodeContext& ctx) {
+  ctx.set_elem(0, pb::kUint8);
+  const std::string format = ctx.attr_string("pixel_format", "RGB");
+  if (format != "RGB" && format != "BGR" && format != "Grayscale") return;
+  ctx.set_shape(0, {Dim::Unknown(), Dim::Unknown(), Dim::Of(format == "Grayscale" ? 1 : 3)});
 }
 
 }  // namespace onnxkit::infer

@@ -7,6 +7,8 @@
 namespace onnxkit::runner::reference {
 
 absl::Status Identity(KernelContext& ctx);
+// image_decode.cc
+absl::Status ImageDecoder(KernelContext& ctx);
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConstant(const ir::Node& node, const KernelInfo& info);
 
 }  // namespace onnxkit::runner::reference

@@ -1,4 +1,4 @@
-// ai.onnx.ml, text and training-optimizer shape functions.
+// ai.onnx.ml, text and training-optimizer shape functions; ImageDecoder.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/model_builder.h"
@@ -52,6 +52,16 @@ TEST(TextTest, TfIdfStringOps) {
   OneNode split{.op = "StringSplit", .inputs = {In("x", {2}, pb::kString)}, .outputs = {"y", "n"}};
   EXPECT_EQ(Infer(split), "string[2, ?]");
   EXPECT_EQ(Infer(split, "n"), "int64[2]");
+}
+
+TEST(ImageDecoderInferTest, ChannelsFollowThePixelFormat) {
+  OneNode rgb{.op = "ImageDecoder", .inputs = {In("x", {100}, pb::kUint8)}, .opset = 20};
+  EXPECT_EQ(Infer(rgb), "uint8[?, ?, 3]");
+  OneNode gray{.op = "ImageDecoder",
+               .inputs = {In("x", {100}, pb::kUint8)},
+               .attributes = {AttrString("pixel_format", "Grayscale")},
+               .opset = 20};
+  EXPECT_EQ(Infer(gray), "uint8[?, ?, 1]");
 }
 
 TEST(TrainingTest, OptimizerOutputsFollowTheirInputs) {
