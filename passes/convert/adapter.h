@@ -111,7 +111,8 @@ std::optional<int64_t> KnownDim(Step& step, const ir::Value* v, size_t i);
 // Rank of `value` when known.
 std::optional<int64_t> RankOf(Step& step, const ir::Value* value);
 // Replaces step.node by a chain whose final value is `result` (output 0):
-// every use of node output 0 goes to `result`, and the node is removed.
+// every use of node output 0 goes to `result`, and the node is removed
+// (step.replaced is set).
 absl::Status ReplaceNodeOutput(Step& step, ir::Value* result);
 // ReplaceNodeOutput(result) for output 0 after routing each other output
 // `i` to its value (RouteOutput); marks the node replaced.

@@ -192,7 +192,9 @@ absl::Status ReplaceNodeOutput(Step& step, ir::Value* result) {
   if (result->type() == nullptr) {
     if (std::optional<int32_t> elem = ElemType(*old, *step.ctx)) TypeLike(step, result, *elem, old);
   }
-  return ReplaceValue(*step.graph, old, result);
+  ONNXKIT_RETURN_IF_ERROR(ReplaceValue(*step.graph, old, result));
+  step.replaced = true;
+  return absl::OkStatus();
 }
 
 absl::Status ReplaceNodeOutputs(Step& step, ir::Value* result,
