@@ -19,7 +19,7 @@ target and that no combination of older ops computes (FEATURES below, one spec f
 a Scatter reduction, MaxPool dilations, 16-bit or blocked quantization, GridSample below 11,
 BatchNormalization training, Dropout in training mode, RoiAlign half_pixel, string Equal, STFT's
 frame_step or DFT's dft_length fed at run time, windows of a fed size, the losses and
-TensorScatter below 11, Trilu below 9 (11 with k fed), and
+TensorScatter below 11, Trilu below 9 (11 with k fed), an Einsum diagonal below 12, and
 the Resize modes Upsample lacks when scales or sizes are fed at run time; with constant scales
 onnxkit expands those into Gathers). `--ops-only` drops the FEATURES rule. Prints the share of
 pairs converted and proven per direction and tool, over all pairs and over the possible ones.
@@ -153,6 +153,8 @@ FEATURES = [
     ("Trilu", lambda n, rt, et, o: 11 if len(n.input) > 1 and n.input[1] in rt else 9),
     ("NegativeLogLikelihoodLoss", lambda n, rt, et, o: 11),
     ("SoftmaxCrossEntropyLoss", lambda n, rt, et, o: 11),
+    # Einsum's MatMuls cannot take a diagonal (a label repeated within one term).
+    ("Einsum", lambda n, rt, et, o: 12 if _einsum_diagonal(_s(_attr(n, "equation", ""))) else 0),
 ]
 
 
@@ -212,6 +214,11 @@ def model_facts(path):
                     walk(sub, runtime)
     walk(m.graph, set())
     return ops, types, fed
+
+
+def _einsum_diagonal(equation):
+    terms = equation.split("->")[0].replace("...", "").replace(" ", "").split(",")
+    return any(len(set(t)) != len(t) for t in terms)
 
 
 OPS_ONLY = False
