@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
+#include "lib/io/proto.h"
 #include "runner/reference/image_decode.h"
 
 #if ONNXKIT_HAVE_JPEG
@@ -81,9 +82,15 @@ void JpegErrorExit(j_common_ptr cinfo) {
 }
 
 void JpegEmitMessage(j_common_ptr cinfo, int level) {
-  // Warnings (level -1) are kept quiet; a stream that ends early is an error.
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
-    reinterpret_cast<JpegState*>(cinfo->client_data)->truncated = true;
+  // Warnings (level -1) are kept quiet; scan data that ends early (the
+  // stream's end, or a marker where entropy-coded data should be) is an
+  // error, raised at once: libjpeg would go on decoding gray to the end of
+  // an image whose header may claim 2^28 pixels.
+  if (level < 0 && (cinfo->err->msg_code == JWRN_JPEG_EOF || cinfo->err->msg_code == JWRN_HIT_MARKER)) {
+    auto* state = reinterpret_cast<JpegState*>(cinfo->client_data);
+    state->truncated = true;
+    (*cinfo->err->format_message)(cinfo, state->message);
+    std::longjmp(state->jump, 1);
   }
 }
 
@@ -150,10 +157,10 @@ absl::StatusOr<RawImage> DecodeJpeg(std::span<const uint8_t> bytes, int64_t max_
   const bool ok = RunJpeg(&state, bytes, &out);
   jpeg_destroy_decompress(&state.cinfo);
   if (!state.size.ok()) return state.size;
+  if (state.truncated) return Corrupt("JPEG", "the stream ends before the image does");
   if (!ok) {
     return Corrupt("JPEG", state.message[0] != 0 ? state.message : "the image has no usable size");
   }
-  if (state.truncated) return Corrupt("JPEG", "the stream ends before the image does");
   return out;
 }
 #else
@@ -356,13 +363,19 @@ absl::StatusOr<RawImage> DecodeTiff(std::span<const uint8_t> bytes, int64_t max_
     if (TIFFRGBAImageOK(tif, message) == 0) {
       status = Corrupt("TIFF", message);
     } else {
-      std::vector<uint32_t> raster(static_cast<size_t>(width) * height);
-      if (TIFFReadRGBAImageOriented(tif, width, height, raster.data(), ORIENTATION_TOPLEFT, 1) == 0) {
+      // The packed raster counts against the memory limit like the pixels.
+      absl::StatusOr<Tensor> packed = Tensor::AllocateUninitialized(pb::kUint32, {height, width});
+      const uint32_t* raster = packed.ok() ? packed->data<uint32_t>() : nullptr;
+      if (!packed.ok()) {
+        status = packed.status();
+      } else if (TIFFReadRGBAImageOriented(tif, width, height, packed->mutable_data<uint32_t>(),
+                                           ORIENTATION_TOPLEFT, 1) == 0) {
         status = Corrupt("TIFF", stream.error.empty() ? "the image could not be read" : stream.error);
       } else {
         status = AllocatePixels(out, height, width, 4);
         uint8_t* px = status.ok() ? out.data() : nullptr;
-        for (size_t i = 0; px != nullptr && i < raster.size(); ++i) {
+        const size_t count = static_cast<size_t>(width) * height;
+        for (size_t i = 0; px != nullptr && i < count; ++i) {
           px[4 * i] = static_cast<uint8_t>(TIFFGetR(raster[i]));
           px[4 * i + 1] = static_cast<uint8_t>(TIFFGetG(raster[i]));
           px[4 * i + 2] = static_cast<uint8_t>(TIFFGetB(raster[i]));
@@ -491,6 +504,14 @@ absl::StatusOr<RawImage> DecodeJpeg2000(std::span<const uint8_t> bytes, int64_t 
       const int64_t height = int64_t{img->y1} - img->y0;
       status = CheckImageSize(height, width, "JPEG 2000", max_pixels);
       if (status.ok() && img->numcomps == 0) status = Corrupt("JPEG 2000", "no components");
+      // OpenJPEG decodes into 32-bit planes of its own, one per component
+      // (four at most are decoded): their samples are held to the limit too.
+      const int64_t planes = std::min<int64_t>(img->numcomps, 4);
+      if (status.ok() && width * planes > max_pixels / height) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat("JPEG 2000 image of ", width, " x ", height, " pixels and ", planes,
+                         " components is larger than the decoder's limit of ", max_pixels, " samples"));
+      }
       // Only the first four components are used: the rest are not decoded
       // (each would cost a full plane).
       static const OPJ_UINT32 kFirstFour[4] = {0, 1, 2, 3};

@@ -258,6 +258,24 @@ TEST(ImageDecoderTest, BmpBitFieldsAndAlpha) {
   EXPECT_EQ(Pixels(*rgb), (std::vector<uint8_t>{30, 20, 10, 60, 50, 40}));
 }
 
+// sample.jpg with the size in its frame header (SOF0 or SOF2: length,
+// precision, height, width) replaced; its scan data stays 32 x 32's.
+std::vector<uint8_t> JpegClaiming(uint16_t height, uint16_t width) {
+  std::vector<uint8_t> jpg = ReadBytes("sample.jpg");
+  for (size_t i = 2; i + 9 < jpg.size() && jpg[i] == 0xFF;) {
+    if (jpg[i + 1] == 0xC0 || jpg[i + 1] == 0xC2) {
+      jpg[i + 5] = static_cast<uint8_t>(height >> 8);
+      jpg[i + 6] = static_cast<uint8_t>(height & 255);
+      jpg[i + 7] = static_cast<uint8_t>(width >> 8);
+      jpg[i + 8] = static_cast<uint8_t>(width & 255);
+      return jpg;
+    }
+    i += 2 + (size_t{jpg[i + 2]} << 8 | jpg[i + 3]);
+  }
+  ADD_FAILURE() << "no frame header in sample.jpg";
+  return jpg;
+}
+
 // The spec's answer to a stream it cannot decode is an empty image.
 TEST(ImageDecoderTest, TruncatedAndCorruptStreamsGiveEmptyImages) {
   for (const char* name :
@@ -277,6 +295,11 @@ TEST(ImageDecoderTest, TruncatedAndCorruptStreamsGiveEmptyImages) {
       EXPECT_TRUE(absl::IsDataLoss(raw.status())) << name << " cut to " << keep << ": " << raw.status();
     }
   }
+  // A header that claims more than the scan holds stops where the data
+  // does, instead of decoding gray to the end of 16000 x 16000 pixels.
+  auto claims = Decode(Stream(JpegClaiming(16000, 16000)));
+  ASSERT_TRUE(claims.ok()) << claims.status();
+  EXPECT_EQ(claims->shape(), (std::vector<int64_t>{0, 0, 3}));
   auto text = Decode(Stream(std::string("not an image at all")));
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->shape(), (std::vector<int64_t>{0, 0, 3}));
@@ -293,28 +316,20 @@ TEST(ImageDecoderTest, ImagesPastTheLimitAreRefused) {
        {"sample.bmp", "sample.jp2", "sample.jpg", "sample.png", "sample.ppm", "sample.tif", "sample.webp"}) {
     auto raw = image::DecodeRaw(ReadBytes(name), 32 * 31);
     EXPECT_TRUE(absl::IsResourceExhausted(raw.status())) << name << ": " << raw.status();
-    EXPECT_TRUE(image::DecodeRaw(ReadBytes(name), 32 * 32).ok()) << name;
+    EXPECT_TRUE(image::DecodeRaw(ReadBytes(name), 3 * 32 * 32).ok()) << name;
   }
+  // JPEG 2000 is decoded as one 32-bit plane per component: the limit
+  // counts its samples.
+  auto planes = image::DecodeRaw(ReadBytes("sample.jp2"), 32 * 32);
+  EXPECT_TRUE(absl::IsResourceExhausted(planes.status())) << planes.status();
+  EXPECT_NE(planes.status().message().find("3 components"), std::string::npos) << planes.status();
   // A BMP header of 100000 x 100000 pixels, and a JPEG frame of 32767 x
   // 32767, under the default limit.
   auto bmp = Decode(Stream(Bmp(100000, 100000, 24, 0, {}, {1, 2, 3})));
   ASSERT_FALSE(bmp.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(bmp.status())) << bmp.status();
   EXPECT_NE(bmp.status().message().find("limit"), std::string::npos) << bmp.status();
-  std::vector<uint8_t> jpg = ReadBytes("sample.jpg");
-  bool patched = false;
-  // Walk the marker segments to the frame header (SOF0 or SOF2): length,
-  // precision, height, width.
-  for (size_t i = 2; i + 9 < jpg.size() && jpg[i] == 0xFF;) {
-    if (jpg[i + 1] == 0xC0 || jpg[i + 1] == 0xC2) {
-      jpg[i + 5] = jpg[i + 7] = 0x7F;  // 32767 x 32767 (libjpeg's own limit is 65500)
-      jpg[i + 6] = jpg[i + 8] = 0xFF;
-      patched = true;
-      break;
-    }
-    i += 2 + (size_t{jpg[i + 2]} << 8 | jpg[i + 3]);
-  }
-  ASSERT_TRUE(patched);
+  const std::vector<uint8_t> jpg = JpegClaiming(32767, 32767);  // libjpeg's own limit is 65500
   auto big = Decode(Stream(jpg));
   ASSERT_FALSE(big.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(big.status())) << big.status();
