@@ -395,6 +395,55 @@ absl::Status DequantizePerAxisDown13(Step& step) {
   return absl::OkStatus();
 }
 
+// QuantizeLinear-13 per axis below 13 (written for opset 12; Round needs
+// 11): Cast(Clip(Round(x / scale) + zero_point, lo, hi)) with scale and zero
+// point reshaped to broadcast along the axis, [lo, hi] the output type's
+// range. The same operations the op is defined by: one float division, a
+// rounding half to even, an exact add of a small integer, saturation.
+absl::Status QuantizePerAxisDown13(Step& step) {
+  ir::Node* node = step.node;
+  if (step.target < 11) {
+    return Block(absl::StrCat(
+        "per-axis quantization is written out with Round, which needs opset 11 (target ", step.target, ")"));
+  }
+  ir::Value* x = node->input(0);
+  std::optional<int32_t> elem = ElemType(*x, *step.ctx);
+  if (!elem || *elem != pb::kFloat)
+    return Block("per-axis quantization below 13 is written out for float inputs only");
+  const bool has_zero_point = node->num_inputs() > 2 && node->input(2) != nullptr;
+  int32_t out = pb::kUint8;
+  if (has_zero_point) {
+    std::optional<int32_t> z = ElemType(*node->input(2), *step.ctx);
+    if (!z || (*z != pb::kUint8 && *z != pb::kInt8)) {
+      return Block("per-axis quantization below 13 is written out for uint8/int8 zero points only");
+    }
+    out = *z;
+  }
+  std::optional<int64_t> rank = RankOf(step, x);
+  if (!rank || *rank < 1) return Block("per-axis quantization below 13 needs the input rank");
+  int64_t axis = node->GetInt("axis").value_or(1);
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank) return Block("axis out of range");
+  std::vector<int64_t> shape(static_cast<size_t>(*rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AddInts(step, "per_axis_shape", shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, Op(step, "Reshape", {node->input(1), along}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ratio, Op(step, "Div", {x, scale}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * q, Op(step, "Round", {ratio}));
+  if (has_zero_point) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zf, Op(step, "Cast", {node->input(2)}, {IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Op(step, "Reshape", {zf, along}));
+    ONNXKIT_ASSIGN_OR_RETURN(q, Op(step, "Add", {q, z}));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lo,
+                           AddScalar(step, "quant_min", pb::kFloat, out == pb::kUint8 ? 0 : -128));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * hi,
+                           AddScalar(step, "quant_max", pb::kFloat, out == pb::kUint8 ? 255 : 127));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * clipped, Op(step, "Clip", {q, lo, hi}));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Op(step, "Cast", {clipped}, {IntAttr("to", out)}));
+  return ReplaceNodeOutput(step, y);
+}
+
 }  // namespace
 
 absl::Status QuantizeDown13(Step& step) {
@@ -405,9 +454,45 @@ absl::Status QuantizeDown13(Step& step) {
       if (!dims || (*dims)[0] != 1) return DequantizePerAxisDown13(step);
     }
   }
+  if (step.node->op_type() == "QuantizeLinear" && step.node->num_inputs() > 1 &&
+      step.node->input(1) != nullptr) {
+    std::optional<int64_t> scale_rank = RankOf(step, step.node->input(1));
+    if (scale_rank && *scale_rank == 1) {
+      std::optional<std::vector<int64_t>> dims = KnownShape(*step.node->input(1), *step.ctx);
+      if (!dims || (*dims)[0] != 1) return QuantizePerAxisDown13(step);
+    }
+  }
   for (int i : {1, 2}) {
     if (i >= step.node->num_inputs() || step.node->input(i) == nullptr) continue;
     std::optional<int64_t> rank = RankOf(step, step.node->input(i));
+    if (rank && *rank == 1) {
+      // A one-element 1-D scale or zero point (what exporters write for
+      // per-tensor quantization) is the scalar the older op takes.
+      std::optional<std::vector<int64_t>> dims = KnownShape(*step.node->input(i), *step.ctx);
+      if (dims && dims->size() == 1 && (*dims)[0] == 1) {
+        ir::Value* in = step.node->input(i);
+        if (IsConstantValue(*in)) {  // a scalar copy of the constant
+          absl::StatusOr<runner::Tensor> t = ConstantTensor(*in, *step.ctx);
+          absl::StatusOr<runner::Tensor> scalar = t.ok() ? t->Reshaped({}) : t.status();
+          if (scalar.ok()) {
+            ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, AddConstant(*step.graph, in->name(), *scalar));
+            ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, i, c));
+            continue;
+          }
+        }
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scalar_shape, AddInts(step, "scalar_shape", {}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scalar,
+                                 Op(step, "Reshape", {step.node->input(i), scalar_shape}));
+        if (std::optional<int32_t> elem = ElemType(*step.node->input(i), *step.ctx)) {
+          pb::TypeProto type;
+          type.tensor_type.mutable_value().elem_type = *elem;
+          type.tensor_type.mutable_value().shape.mutable_value();  // rank 0
+          scalar->set_type(std::move(type));
+        }
+        ONNXKIT_RETURN_IF_ERROR(step.graph->SetInput(step.node, i, scalar));
+        continue;
+      }
+    }
     if (!rank || *rank != 0) return Block("per-axis (or unknown-rank) scale/zero point needs opset 13");
   }
   return GenericStep(step);

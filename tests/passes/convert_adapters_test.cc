@@ -1408,4 +1408,62 @@ TEST(ConvertAdaptersTest, PerAxisDequantizeBelowThirteenIsWrittenOut) {
   ExpectSameOutputs(m, r.model, {{"x", Uint8s({2, 3, 2}, {0, 1, 127, 128, 255, 7, 3, 9, 200, 100, 50, 25})}}, 0, 0);
 }
 
+// What QAT exports write: per-axis weight quantization, and per-tensor
+// scales and zero points as one-element 1-D tensors (constant, or from an
+// Identity).
+TEST(ConvertAdaptersTest, PerAxisQuantizeAndOneElementScalesGoBelowThirteen) {
+  for (bool int8 : {false, true}) {
+    SCOPED_TRACE(int8 ? "int8" : "uint8");
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{2, 3, 4}})
+        .Initializer(Named(Floats({3}, {0.5f, 0.125f, 0.01f}), "scale"))
+        .Initializer(Named(Floats({1}, {0.25f}), "scale1"));
+    if (int8) {
+      g.Initializer(Named(Int8s({3}, {0, -3, 7}), "zero")).Initializer(Named(Int8s({1}, {-2}), "zero1"));
+    } else {
+      g.Initializer(Named(Uint8s({3}, {0, 128, 7}), "zero")).Initializer(Named(Uint8s({1}, {3}), "zero1"));
+    }
+    pb::ModelProto m =
+        ModelFromGraph(g.Node("QuantizeLinear", {"x", "scale", "zero"}, {"q"}, {AttrInt("axis", 1)}, "q_axis")
+                           .Node("Identity", {"zero1"}, {"zero1_fed"})
+                           .Node("QuantizeLinear", {"x", "scale1", "zero1_fed"}, {"q1"}, {}, "q_tensor")
+                           .Node("DequantizeLinear", {"q1", "scale1", "zero1"}, {"dq1"}, {}, "dq_tensor")
+                           .Output("q", int8 ? pb::kInt8 : pb::kUint8)
+                           .Output("dq1", pb::kFloat)
+                           .Build(),
+                       13, 7);
+    // Ties at .5 (round half to even), and values past the range (saturation).
+    const Feeds feeds = {
+        {"x", Floats({2, 3, 4}, {0.25f,  0.75f,  -0.25f,  100.f,  0.0625f, 0.1875f, -30.f, 30.f,  //
+                                 0.005f, 0.015f, -0.005f, 0.3f,                                   //
+                                 1.25f,  -1.25f, 63.9f,   -64.1f, 0.f,     1.f,     -1.f,  16.f,  //
+                                 0.025f, -2.f,   2.f,     0.035f})}};
+    ConvertResult r12 = ConvertTo(m, 12);
+    ASSERT_TRUE(r12.blockers.empty()) << r12.blockers[0].reason;
+    EXPECT_EQ(OpCount(r12.model, "Round"), 1);
+    ExpectSameOutputs(m, r12.model, feeds, 0, 0);
+    ConvertResult r11 = ConvertTo(m, 11);
+    ASSERT_TRUE(r11.blockers.empty()) << r11.blockers[0].reason;
+    ExpectSameOutputs(m, r11.model, feeds, 0, 0);
+    // Below 11 there is no Round: the per-axis node blocks, and says why.
+    ConvertResult r10 = ConvertTo(m, 10);
+    ASSERT_EQ(r10.blockers.size(), 1u);
+    EXPECT_NE(r10.blockers[0].reason.find("Round, which needs opset 11"), std::string::npos)
+        << r10.blockers[0].reason;
+  }
+  // Per-tensor nodes with one-element scales alone go down to 10.
+  pb::ModelProto t = ModelFromGraph(GraphBuilder("g")
+                                        .Input("x", pb::kFloat, {{4}})
+                                        .Initializer(Named(Floats({1}, {0.25f}), "scale1"))
+                                        .Initializer(Named(Uint8s({1}, {3}), "zero1"))
+                                        .Node("QuantizeLinear", {"x", "scale1", "zero1"}, {"q"}, {}, "q")
+                                        .Output("q", pb::kUint8)
+                                        .Build(),
+                                    13, 7);
+  ConvertResult r10 = ConvertTo(t, 10);
+  ASSERT_TRUE(r10.blockers.empty()) << r10.blockers[0].reason;
+  ExpectValid(r10.model);
+  ExpectSameOutputs(t, r10.model, {{"x", Floats({4}, {0.125f, -1.f, 70.f, 0.375f})}}, 0, 0);
+}
+
 }  // namespace onnxkit::testing
