@@ -279,17 +279,27 @@ std::map<std::string, int64_t> OpHistogram(const pb::ModelProto& model) {
   return out;
 }
 
-absl::Status CancelTransposes(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
-                              std::shared_ptr<const io::MappedFile> mapping) {
-  bool candidates = false;
+absl::Status PrepareForRun(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
+                           std::shared_ptr<const io::MappedFile> mapping) {
+  bool transposes = false, qdq = false;
   ir::ForEachGraph(*model, [&](ir::Graph& g) {
-    int transposes = 0;
-    for (const ir::Node* node : g.nodes()) transposes += node->op_type() == "Transpose" ? 1 : 0;
-    candidates = candidates || transposes >= 2;
+    int count = 0;
+    for (const ir::Node* node : g.nodes()) {
+      count += node->op_type() == "Transpose" ? 1 : 0;
+      qdq = qdq || node->op_type() == "QuantizeLinear" || node->op_type() == "DequantizeLinear";
+    }
+    transposes = transposes || count >= 2;
   });
-  if (!candidates) return absl::OkStatus();
-  ONNXKIT_ASSIGN_OR_RETURN(std::vector<const PassInfo*> pipeline,
-                           ParsePipeline("push-transpose,merge-transpose"));
+  std::string passes;
+  // QDQ exports (PyTorch's) put a same-type Cast between each QuantizeLinear
+  // and the DequantizeLinear reading it, and hold their scales, zero points
+  // and weights in Constant nodes: as constants and without the Casts the
+  // quantized chains pass 8-bit values to each other channels-last.
+  if (qdq) passes = "eliminate-identity,fold";
+  if (transposes)
+    passes += passes.empty() ? "push-transpose,merge-transpose" : ",push-transpose,merge-transpose";
+  if (passes.empty()) return absl::OkStatus();
+  ONNXKIT_ASSIGN_OR_RETURN(std::vector<const PassInfo*> pipeline, ParsePipeline(passes));
   ManagerOptions options;
   options.base_dir = base_dir;
   options.mapping = std::move(mapping);

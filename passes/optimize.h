@@ -67,14 +67,17 @@ struct OptimizeResult {
 // names the rewrite.
 absl::StatusOr<OptimizeResult> Optimize(const io::LoadedModel& loaded, const OptimizeOptions& options);
 
-// What `run` does to a model before executing it (runner::SessionOptions::
-// rewrite): push-transpose and merge-transpose, in a model where some graph
-// holds two Transposes or more, so that layout changes undoing each other
-// (NHWC exports) are not executed. Graph outputs keep their values
-// (reductions may sum in another order). `base_dir` and `mapping` are the
-// loaded model's.
-absl::Status CancelTransposes(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
-                              std::shared_ptr<const io::MappedFile> mapping);
+// What `run` does to a model before executing it on the cpu or cuda backend
+// (runner::SessionOptions::rewrite): push-transpose and merge-transpose, in
+// a model where some graph holds two Transposes or more, so that layout
+// changes undoing each other (NHWC exports) are not executed; and in a
+// model holding QuantizeLinear or DequantizeLinear, eliminate-identity and
+// fold first (same-type Casts between them dropped, Constant nodes made
+// initializers), so that the quantized chains fuse and hand 8-bit values to
+// each other. Graph outputs keep their values (reductions may sum in
+// another order). `base_dir` and `mapping` are the loaded model's.
+absl::Status PrepareForRun(std::unique_ptr<ir::Model>& model, const std::filesystem::path& base_dir,
+                           std::shared_ptr<const io::MappedFile> mapping);
 
 // Parses "NAME=1x3x224x224" (also "NAME=1,3,224,224"); InvalidArgument.
 absl::StatusOr<std::pair<std::string, std::vector<int64_t>>> ParseInputShape(const std::string& flag);

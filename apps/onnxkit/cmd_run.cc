@@ -203,11 +203,12 @@ absl::StatusOr<int> RunRun(const RunOptions& o) {
   options.cuda_experimental = o.cuda_experimental;
   options.bf16 = bf16;
   if (backend != runner::Backend::kReference) {
-    // Layout changes that undo each other are not executed (the reference
-    // backend, the oracle, runs the model as written).
+    // Layout changes that undo each other are not executed, and QDQ exports'
+    // no-op Casts are dropped (the reference backend, the oracle, runs the
+    // model as written).
     options.rewrite = [base_dir = loaded->base_dir,
                        mapping = loaded->mapping](std::unique_ptr<ir::Model>& model) {
-      return passes::CancelTransposes(model, base_dir, mapping);
+      return passes::PrepareForRun(model, base_dir, mapping);
     };
   }
   std::vector<Placed> placed;

@@ -160,6 +160,60 @@ TEST(RunCliTest, LayoutChangesThatUndoEachOtherAreNotExecuted) {
   }
 }
 
+// A tensor of 8-bit or float values in raw data.
+pb::TensorProto RawBytes(int32_t type, std::vector<int64_t> dims, const std::string& bytes) {
+  pb::TensorProto t;
+  t.data_type = type;
+  t.dims = std::move(dims);
+  t.raw_data = Bytes::Own(bytes);
+  return t;
+}
+
+std::string FloatBytes1(float v) { return std::string(reinterpret_cast<const char*>(&v), sizeof(v)); }
+
+TEST(RunCliTest, QdqExportsNoOpCastsAreDropped) {
+  // PyTorch's quantized export: QuantizeLinear -> Cast (to the same type) ->
+  // DequantizeLinear, scales, zero points and weights in Constant nodes of
+  // one element or more. The cpu backend runs it without the Casts; the
+  // outputs agree with the model run as written.
+  auto dir = MakeTempDir();
+  GraphBuilder b("g");
+  b.Input("x", pb::kFloat, std::vector<int64_t>{1, 3, 6, 6});
+  auto constant = [&](const std::string& name, pb::TensorProto t) {
+    b.Node("Constant", {}, {name}, {AttrTensor("value", std::move(t))});
+  };
+  constant("s_x", RawBytes(pb::kFloat, {1}, FloatBytes1(0.02f)));
+  constant("z_x", RawBytes(pb::kUint8, {1}, std::string(1, static_cast<char>(128))));
+  std::string weights;
+  for (int i = 0; i < 4 * 3 * 3 * 3; ++i) weights.push_back(static_cast<char>((i * 37) % 255 - 127));
+  constant("w_q", RawBytes(pb::kInt8, {4, 3, 3, 3}, weights));
+  constant("s_w", RawBytes(pb::kFloat, {1}, FloatBytes1(0.004f)));
+  constant("z_w", RawBytes(pb::kInt8, {1}, std::string(1, 0)));
+  constant("s_y", RawBytes(pb::kFloat, {1}, FloatBytes1(0.05f)));
+  constant("z_y", RawBytes(pb::kUint8, {1}, std::string(1, 0)));
+  b.Node("QuantizeLinear", {"x", "s_x", "z_x"}, {"xq"})
+      .Node("Cast", {"xq"}, {"xq_c"}, {AttrInt("to", pb::kUint8)})
+      .Node("DequantizeLinear", {"xq_c", "s_x", "z_x"}, {"xd"})
+      .Node("DequantizeLinear", {"w_q", "s_w", "z_w"}, {"wd"})
+      .Node("Conv", {"xd", "wd"}, {"c"}, {AttrInts("pads", {1, 1, 1, 1})})
+      .Node("Relu", {"c"}, {"r"})
+      .Node("QuantizeLinear", {"r", "s_y", "z_y"}, {"yq"})
+      .Node("Cast", {"yq"}, {"yq_c"}, {AttrInt("to", pb::kUint8)})
+      .Node("DequantizeLinear", {"yq_c", "s_y", "z_y"}, {"y"})
+      .Output("y", pb::kFloat);
+  fs::path model = dir / "qdq_casts.onnx";
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(b.Build(), 13), dir, model).ok());
+  CliResult profile = RunCli({"run", model.string(), "--random", "--profile"});
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  EXPECT_THAT(profile.out, Not(HasSubstr("Cast "))) << profile.out;
+  fs::path data = dir / "cpu";
+  ASSERT_EQ(RunCli({"run", model.string(), "--random", "--save-outputs", data.string(), "-q"}).exit_code, 0);
+  // One quantization step (0.05) at most, where a value lies at a rounding tie.
+  CliResult same = RunCli({"compare", "--a", model.string(), "--a-backend", "reference", "--reference",
+                           data.string(), "--random", "--atol", "0.0501"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+}
+
 TEST(RunCliTest, SaveOutputsThenCompareAgainstThem) {
   auto dir = MakeTempDir();
   std::string model = WriteModel(dir, "m.onnx", 1);
