@@ -356,6 +356,20 @@ absl::Status ScatterReductionDown18(Step& step) {
 
 namespace {
 
+// The shape [1, .., -1 at the node's axis, .., 1] of `x`'s rank, that makes
+// a per-axis scale or zero point broadcast along the axis; a Block naming
+// `what` when the rank is unknown or the axis out of range.
+absl::StatusOr<ir::Value*> AlongAxis(Step& step, ir::Value* x, std::string_view what) {
+  std::optional<int64_t> rank = RankOf(step, x);
+  if (!rank || *rank < 1) return Block(absl::StrCat(std::string(what), " below 13 needs the input rank"));
+  int64_t axis = step.node->GetInt("axis").value_or(1);
+  if (axis < 0) axis += *rank;
+  if (axis < 0 || axis >= *rank) return Block("axis out of range");
+  std::vector<int64_t> shape(static_cast<size_t>(*rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  return AddInts(step, "per_axis_shape", shape);
+}
+
 // DequantizeLinear-13 per axis below 13, where DequantizeLinear-10 is
 // per-tensor: (Cast(x) - Cast(zero_point)) * scale with scale and zero point
 // reshaped to broadcast along the axis. Exact for 8-bit x: x and the zero
@@ -368,14 +382,7 @@ absl::Status DequantizePerAxisDown13(Step& step) {
   if (!elem || (*elem != pb::kInt8 && *elem != pb::kUint8)) {
     return Block("per-axis dequantization below 13 is written out for int8/uint8 inputs only");
   }
-  std::optional<int64_t> rank = RankOf(step, x);
-  if (!rank || *rank < 1) return Block("per-axis dequantization below 13 needs the input rank");
-  int64_t axis = node->GetInt("axis").value_or(1);
-  if (axis < 0) axis += *rank;
-  if (axis < 0 || axis >= *rank) return Block("axis out of range");
-  std::vector<int64_t> shape(static_cast<size_t>(*rank), 1);
-  shape[static_cast<size_t>(axis)] = -1;
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AddInts(step, "per_axis_shape", shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AlongAxis(step, x, "per-axis dequantization"));
   auto reshape = [&](ir::Value* v) -> absl::StatusOr<ir::Value*> {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * r, AddBefore(step, "Reshape", {v, along}, 1));
     return r->output(0);
@@ -419,14 +426,7 @@ absl::Status QuantizePerAxisDown13(Step& step) {
     }
     out = *z;
   }
-  std::optional<int64_t> rank = RankOf(step, x);
-  if (!rank || *rank < 1) return Block("per-axis quantization below 13 needs the input rank");
-  int64_t axis = node->GetInt("axis").value_or(1);
-  if (axis < 0) axis += *rank;
-  if (axis < 0 || axis >= *rank) return Block("axis out of range");
-  std::vector<int64_t> shape(static_cast<size_t>(*rank), 1);
-  shape[static_cast<size_t>(axis)] = -1;
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AddInts(step, "per_axis_shape", shape));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AlongAxis(step, x, "per-axis quantization"));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, Op(step, "Reshape", {node->input(1), along}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ratio, Op(step, "Div", {x, scale}));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * q, Op(step, "Round", {ratio}));
@@ -447,19 +447,14 @@ absl::Status QuantizePerAxisDown13(Step& step) {
 }  // namespace
 
 absl::Status QuantizeDown13(Step& step) {
-  if (step.node->op_type() == "DequantizeLinear" && step.node->num_inputs() > 1 && step.node->input(1) != nullptr) {
+  if (step.node->num_inputs() > 1 && step.node->input(1) != nullptr) {
     std::optional<int64_t> scale_rank = RankOf(step, step.node->input(1));
     if (scale_rank && *scale_rank == 1) {
       std::optional<std::vector<int64_t>> dims = KnownShape(*step.node->input(1), *step.ctx);
-      if (!dims || (*dims)[0] != 1) return DequantizePerAxisDown13(step);
-    }
-  }
-  if (step.node->op_type() == "QuantizeLinear" && step.node->num_inputs() > 1 &&
-      step.node->input(1) != nullptr) {
-    std::optional<int64_t> scale_rank = RankOf(step, step.node->input(1));
-    if (scale_rank && *scale_rank == 1) {
-      std::optional<std::vector<int64_t>> dims = KnownShape(*step.node->input(1), *step.ctx);
-      if (!dims || (*dims)[0] != 1) return QuantizePerAxisDown13(step);
+      if (!dims || (*dims)[0] != 1) {  // per axis
+        return step.node->op_type() == "DequantizeLinear" ? DequantizePerAxisDown13(step)
+                                                          : QuantizePerAxisDown13(step);
+      }
     }
   }
   for (int i : {1, 2}) {

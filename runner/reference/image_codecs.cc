@@ -12,6 +12,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -435,15 +436,15 @@ OPJ_SIZE_T OpjRead(void* buffer, OPJ_SIZE_T n, void* user) {
   s->at += k;
   return k;
 }
+// `at` never passes the end: reads stop there and seeks are checked.
 OPJ_OFF_T OpjSkip(OPJ_OFF_T n, void* user) {
   auto* s = static_cast<OpjStream*>(user);
   if (n < 0) {
-    if (static_cast<uint64_t>(-n) > s->at) return -1;
+    if (n == std::numeric_limits<OPJ_OFF_T>::min() || static_cast<uint64_t>(-n) > s->at) return -1;
     s->at -= static_cast<uint64_t>(-n);
     return n;
   }
-  const uint64_t k = std::min<uint64_t>(static_cast<uint64_t>(n),
-                                        s->bytes.size() - std::min(s->at, uint64_t{s->bytes.size()}));
+  const uint64_t k = std::min<uint64_t>(static_cast<uint64_t>(n), s->bytes.size() - s->at);
   s->at += k;
   return static_cast<OPJ_OFF_T>(k);
 }
