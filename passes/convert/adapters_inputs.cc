@@ -139,7 +139,11 @@ absl::Status DropoutMaskStep(Step& step, bool up) {
   if (mask == nullptr || mask->name().empty()) return GenericStep(step);
   if (mask->IsGraphOutput()) return Block("the mask is a graph output, whose type would change");
   const bool used = mask->has_uses();
-  std::optional<int32_t> x_type = ElemType(*step.node->input(0), *step.ctx);
+  ir::Value* x = step.node->input(0);
+  // Rerouting a used mask removes the node when nothing reads its output.
+  const ir::Value* y = step.node->output(0);
+  const bool y_read = y != nullptr && (y->has_uses() || y->IsGraphOutput());
+  std::optional<int32_t> x_type = ElemType(*x, *step.ctx);
   if (used && !up && !x_type) return Block("the mask is used and the input's type is unknown");
   std::vector<ir::Value*> inputs(step.node->inputs().begin(), step.node->inputs().end());
   std::vector<pb::AttributeProto> attrs;
@@ -148,11 +152,16 @@ absl::Status DropoutMaskStep(Step& step, bool up) {
   if (used) {
     const int32_t to = up ? x_type.value_or(pb::kFloat) : pb::kBool;
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * cast, AddBefore(step, "Cast", {d->output(1)}, 1, {IntAttr("to", to)}));
-    TypeLike(step, d->output(1), up ? pb::kBool : x_type.value_or(pb::kFloat), step.node->input(0));
-    TypeLike(step, cast->output(0), to, step.node->input(0));
+    TypeLike(step, d->output(1), up ? pb::kBool : x_type.value_or(pb::kFloat), x);
+    TypeLike(step, cast->output(0), to, x);
+    TypeLike(step, d->output(0), x_type.value_or(pb::kFloat), x);
     ONNXKIT_RETURN_IF_ERROR(ReplaceValue(*step.graph, mask, cast->output(0)));
+    if (!y_read) {  // the node went with its mask
+      step.replaced = true;
+      return absl::OkStatus();
+    }
   }
-  TypeLike(step, d->output(0), x_type.value_or(pb::kFloat), step.node->input(0));
+  TypeLike(step, d->output(0), x_type.value_or(pb::kFloat), x);
   ONNXKIT_RETURN_IF_ERROR(ReplaceNodeOutput(step, d->output(0)));
   step.replaced = true;
   return absl::OkStatus();

@@ -1315,6 +1315,23 @@ TEST(ConvertAdaptersTest, DropoutMaskChangesTypeAtOpset10) {
     ASSERT_TRUE(down.blockers.empty()) << down.blockers[0].reason;
     ExpectSameOutputs(m, down.model, feeds);
   }
+  // Only the mask read, not the output: the node goes with its mask's
+  // rerouting (the adapter must not touch it after that).
+  for (int64_t from : {9, 13}) {
+    SCOPED_TRACE(from);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, {{2, 3}}).Node("Dropout", {"x"}, {"y", "mask"}, {}, "drop");
+    if (from == 9) {
+      g.Node("Add", {"x", "mask"}, {"z"}, {}, "add");
+    } else {
+      g.Node("Where", {"mask", "x", "x"}, {"z"}, {}, "where");
+    }
+    pb::ModelProto m = ModelFromGraph(g.Output("z", pb::kFloat, {{2, 3}}).Build(), from, 7);
+    ConvertResult r = ConvertTo(m, from == 9 ? 13 : 9);
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    ExpectValid(r.model);
+    ExpectSameOutputs(m, r.model, {{"x", RandomFloats({2, 3}, 41)}});
+  }
   // A mask that is a graph output would change the output's type: refused.
   pb::ModelProto m13 = ModelFromGraph(GraphBuilder("g")
                                           .Input("x", pb::kFloat, {{4}})
