@@ -13,7 +13,9 @@
 // Before (lookup):
 //   %x = DequantizeLinear(%xq, %xs, %xz)    %r = Relu(%x)    %yq = QuantizeLinear(%r, %ys, %yz)
 // After: one step from %xq to %yq. Several elementwise ops of the one
-// variable (Div by a constant, then Erf, say) make one lookup chain too.
+// variable (Div by a constant, then Erf, say) make one lookup chain too, as
+// does a step that joins the chain's value with %x again (HardSwish written
+// out as Mul(%x, HardSigmoid(%x)), SiLU, GELU).
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -242,6 +244,61 @@ bool ExtendTable(const ir::Value* cur, const ir::Graph& graph, const std::functi
   }
 }
 
+// The lookup chain at `dq` when its result x has two readers, both in the
+// chain: DequantizeLinear, table steps from x, a binary step joining their
+// result with x again, more table steps, QuantizeLinear. A written-out
+// HardSwish (x * HardSigmoid(x), or x * Clip(x + 3, 0, 6) / 6), a SiLU
+// (x * Sigmoid(x)) or a GELU (x * (Erf(x / sqrt 2) + 1) * 0.5): still one
+// function of the source byte. The joining step reads x inside the chain.
+bool MatchTableJoin(const ir::Node& dq, const ir::Graph& graph,
+                    const std::function<bool(const ir::Value*)>& is_constant,
+                    const std::function<bool(const ir::Value*)>& is_scalar,
+                    const std::function<bool(const ir::Node*)>& skip,
+                    const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  constexpr size_t kMaxNodes = 10;
+  const ir::Value* x = dq.output(0);
+  if (!Present(x) || x->IsGraphOutput() || x->uses().size() != 2) return false;
+  for (int first = 0; first < 2; ++first) {
+    const ir::Node* a = x->uses()[static_cast<size_t>(first)].node;
+    const ir::Node* join = x->uses()[static_cast<size_t>(1 - first)].node;
+    if (a == join || a->graph() != &graph || join->graph() != &graph || skip(a) || skip(join) ||
+        taken.contains(a) || taken.contains(join) || !IsTableBinaryOp(*join)) {
+      continue;
+    }
+    chain.nodes = {&dq};
+    chain.chained_input = {-1};
+    int at = -1;
+    if (!IsTableStep(*a, x, is_constant, is_scalar, &at)) continue;
+    chain.nodes.push_back(a);
+    chain.chained_input.push_back(at);
+    const ir::Value* cur = a->output(0);
+    for (;;) {
+      const ir::Node* next = SoleConsumer(cur, graph);
+      if (next == nullptr || skip(next) || taken.contains(next) || chain.nodes.size() >= kMaxNodes) break;
+      if (next == join) {
+        // Joined: one input the chain's value, the other x.
+        const int cur_at = join->input(0) == cur ? 0 : 1;
+        if (join->input(cur_at) != cur || join->input(1 - cur_at) != x) break;
+        chain.nodes.push_back(join);
+        chain.chained_input.push_back(cur_at);
+        chain.inner_input.assign(chain.nodes.size(), -1);
+        chain.inner_source.assign(chain.nodes.size(), -1);
+        chain.inner_input.back() = 1 - cur_at;
+        chain.inner_source.back() = 0;
+        if (ExtendTable(join->output(0), graph, is_constant, is_scalar, skip, taken, chain)) return true;
+        chain.inner_input.clear();
+        chain.inner_source.clear();
+        break;
+      }
+      if (!IsTableStep(*next, cur, is_constant, is_scalar, &at)) break;
+      chain.nodes.push_back(next);
+      chain.chained_input.push_back(at);
+      cur = next->output(0);
+    }
+  }
+  return false;
+}
+
 // The lookup chain at `dq`, if any: DequantizeLinear, one or more
 // elementwise ops of one variable (unary ops, or binary ones with a
 // one-element constant), QuantizeLinear; or DequantizeLinear, one data
@@ -255,7 +312,8 @@ bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
   chain.nodes = {&dq};
   chain.chained_input = {-1};
   const ir::Node* op = SoleConsumer(dq.output(0), graph);
-  if (op == nullptr || skip(op) || taken.contains(op)) return false;
+  if (op == nullptr) return MatchTableJoin(dq, graph, is_constant, is_scalar, skip, taken, chain);
+  if (skip(op) || taken.contains(op)) return false;
   int at = -1;
   if (IsQuantizedMovementOp(*op)) {
     if (op->input(0) != dq.output(0)) return false;

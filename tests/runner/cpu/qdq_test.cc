@@ -614,6 +614,76 @@ TEST(CpuQdqTest, LookupChainsOfSeveralOps) {
   }
 }
 
+// A lookup chain whose source x is read again by a later step: a
+// written-out HardSwish (either operand order, and the ReLU6 form), SiLU and
+// GELU. Each is one function of the source byte: the whole chain runs as one
+// table, on int8 and uint8 sources; x read a third time stops it.
+TEST(CpuQdqTest, LookupChainsJoiningTheirSourceAgain) {
+  for (int form = 0; form < 6; ++form) {
+    for (int32_t act : {pb::kUint8, pb::kInt8}) {
+      SCOPED_TRACE("form " + std::to_string(form) + (act == pb::kInt8 ? " int8" : " uint8"));
+      QdqCase qc;
+      qc.act = act;
+      qc.x_zp = act == pb::kInt8 ? -20 : 100;
+      GraphBuilder g("g");
+      AddSource(g, qc, {1, 8, 6, 6});
+      g.Initializer(InitializerFrom("three", Floats({}, {3.f})));
+      g.Initializer(InitializerFrom("zero", Floats({}, {0.f})));
+      g.Initializer(InitializerFrom("six", Floats({}, {6.f})));
+      g.Initializer(InitializerFrom("one", Floats({}, {1.f})));
+      g.Initializer(InitializerFrom("half", Floats({}, {0.5f})));
+      g.Initializer(InitializerFrom("sqrt2", Floats({}, {1.41421354f})));
+      std::string y = "m";
+      switch (form) {
+        case 0:
+        case 5:
+          g.Node("HardSigmoid", {"x"}, {"h"}, {AttrFloat("alpha", 1.f / 6.f)}, "op");
+          g.Node("Mul", {"x", "h"}, {"m"}, {}, "mul");
+          break;
+        case 1:
+          g.Node("HardSigmoid", {"x"}, {"h"}, {AttrFloat("alpha", 1.f / 6.f)}, "op");
+          g.Node("Mul", {"h", "x"}, {"m"}, {}, "mul");
+          break;
+        case 2:
+          g.Node("Add", {"x", "three"}, {"a"}, {}, "op");
+          g.Node("Clip", {"a", "zero", "six"}, {"c"}, {}, "clip");
+          g.Node("Mul", {"x", "c"}, {"p"}, {}, "mul");
+          g.Node("Div", {"p", "six"}, {"m"}, {}, "div");
+          break;
+        case 3:
+          g.Node("Sigmoid", {"x"}, {"h"}, {}, "op");
+          g.Node("Mul", {"h", "x"}, {"m"}, {}, "mul");
+          break;
+        case 4:
+          g.Node("Div", {"x", "sqrt2"}, {"d"}, {}, "op");
+          g.Node("Erf", {"d"}, {"e"}, {}, "erf");
+          g.Node("Add", {"e", "one"}, {"u"}, {}, "add");
+          g.Node("Mul", {"x", "u"}, {"p"}, {}, "mul");
+          g.Node("Mul", {"p", "half"}, {"m"}, {}, "half");
+          break;
+      }
+      if (form == 5) g.Output("x", pb::kFloat);  // a third reader of x
+      g.Initializer(InitializerFrom("y_s", Floats({}, {0.01f})));
+      g.Initializer(InitializerFrom("y_z", ScalarOf(act, act == pb::kInt8 ? -100 : 30)));
+      g.Node("QuantizeLinear", {y, "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", act);
+      const Feeds feeds = {{"xq", Source(qc, {1, 8, 6, 6}, 31)}};
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+      const size_t yq = form == 5 ? 1 : 0;
+      ExpectWithinSteps(ref->outputs[yq], cpu->outputs[yq], 1);
+      if (form == 5) {
+        EXPECT_GT(cpu->ran.size(), 1u);
+      } else {
+        EXPECT_EQ(cpu->ran, std::vector<std::string>{"dq_x"});
+      }
+    }
+  }
+}
+
 // The GELU of a quantized x: x's DequantizeLinear feeds Div (-> Erf -> Add
 // -> QuantizeLinear, a lookup chain that bypasses it) and the final Mul (an
 // elementwise chain bypassing it too): it is never computed.
