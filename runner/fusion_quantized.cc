@@ -498,6 +498,7 @@ enum class LayoutRole {
   kBinary,  // Add / Sub / Mul / Div of two quantized operands: all in one layout
   kTable,   // DequantizeLinear -> elementwise op -> QuantizeLinear: source and result each in either layout
   kConcat,  // Concat of quantized inputs: all in one layout (the axis mapped)
+  kPool,    // a 2-D max pooling chain: source and result each in either layout
 };
 
 bool ScalarParameters(const ir::Node& qdq, const std::function<bool(const ir::Value*)>& is_scalar) {
@@ -541,7 +542,11 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
     return LayoutRole::kConv2d;
   }
   for (const ir::Node* n : chain.nodes) {
-    if (n->op_type() == "MaxPool") return LayoutRole::kNone;  // pooling chains run plain
+    if (n->op_type() != "MaxPool") continue;
+    const ir::Node& source = head == "DequantizeLinear" ? chain.head() : *chain.bypass[0].dequantize;
+    const std::optional<std::vector<int64_t>> kernel = n->GetInts("kernel_shape");
+    const bool two_d = kernel.has_value() && kernel->size() == 2;
+    return two_d && ScalarParameters(source, is_scalar) ? LayoutRole::kPool : LayoutRole::kNone;
   }
   if (chain.nodes.size() >= 3 && head == "DequantizeLinear" && !IsQuantizedMovementOp(*chain.nodes[1]) &&
       ScalarParameters(chain.head(), is_scalar)) {
@@ -562,6 +567,7 @@ std::vector<const ir::Value*> Sources(const FusionChain& chain, LayoutRole role)
     case LayoutRole::kBinary:
       return {chain.bypass[0].dequantize->input(0), chain.bypass[1].dequantize->input(0)};
     case LayoutRole::kTable:
+    case LayoutRole::kPool:
       return {chain.bypass.empty() ? chain.head().input(0) : chain.extra_inputs[0]};
     case LayoutRole::kConcat: {
       std::vector<const ir::Value*> in;
@@ -610,7 +616,8 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
         if (!any) continue;
         changed |= four_d.insert(out).second;
         for (const ir::Value* v : in) changed |= four_d.insert(v).second;
-      } else if (roles[i] == LayoutRole::kTable && four_d.contains(in[0]) != four_d.contains(out)) {
+      } else if ((roles[i] == LayoutRole::kTable || roles[i] == LayoutRole::kPool) &&
+                 four_d.contains(in[0]) != four_d.contains(out)) {
         four_d.insert(in[0]);
         four_d.insert(out);
         changed = true;
@@ -626,7 +633,8 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
       auto c = chain_of.find(u);
       if (c != chain_of.end()) {
         LayoutRole role = roles[c->second];
-        if ((role != LayoutRole::kConv2d && role != LayoutRole::kTable) || &chains[c->second].head() != u)
+        if ((role != LayoutRole::kConv2d && role != LayoutRole::kTable && role != LayoutRole::kPool) ||
+            &chains[c->second].head() != u)
           return false;
         continue;
       }

@@ -740,6 +740,33 @@ bool IdentityTable(const uint8_t table[256], int32_t x_type, int32_t y_type) {
 // node): if the maximum float value comes from element i and the largest
 // source is element m, then Q(f(x_i)) >= Q(f(x_m)) (Q non-decreasing) and
 // table(x_i) <= table(x_m) (x_i <= x_m), so both give the same result.
+__attribute__((target("avx2"))) void MaxRow8Avx2(uint8_t* out, const uint8_t* in, int64_t n, bool s8) {
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out + k));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
+                        s8 ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b));
+  }
+  for (; k < n; ++k) {
+    out[k] = s8 ? static_cast<uint8_t>(std::max(static_cast<int8_t>(out[k]), static_cast<int8_t>(in[k])))
+                : std::max(out[k], in[k]);
+  }
+}
+
+// out[k] = max(out[k], in[k]) over `n` bytes, signed when `s8`.
+void MaxRow8(uint8_t* __restrict out, const uint8_t* __restrict in, int64_t n, bool s8) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return MaxRow8Avx2(out, in, n, s8);
+  if (s8) {
+    int8_t* __restrict o = reinterpret_cast<int8_t*>(out);
+    const int8_t* __restrict v = reinterpret_cast<const int8_t*>(in);
+    for (int64_t k = 0; k < n; ++k) o[k] = std::max(o[k], v[k]);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) out[k] = std::max(out[k], in[k]);
+}
+
 class PoolChainKernel : public CpuKernel {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Make(const FusionChain& chain, const KernelInfo& info,
@@ -759,6 +786,8 @@ class PoolChainKernel : public CpuKernel {
       probe->num_inputs += chain.nodes[k]->num_inputs();
     }
     kernel->bypass_ = !chain.bypass.empty();
+    kernel->nhwc_in_ = chain.nhwc_in;
+    kernel->nhwc_out_ = chain.nhwc_out;
     kernel->x_slot_ = kernel->bypass_ ? chain.num_inputs : 0;
     if ((kernel->pool_ == 0) != kernel->bypass_ || probe->nodes.size() + 1 != chain.nodes.size())
       return absl::InternalError("a quantized pooling chain without one MaxPool");
@@ -775,17 +804,21 @@ class PoolChainKernel : public CpuKernel {
 
   absl::Status Run(KernelContext& ctx) override {
     const Tensor* x = OptionalTensor(ctx, x_slot_);
-    if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() < 3) return Fallback(ctx);
+    if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() < 3) return PlainFallback(ctx);
+    if ((nhwc_in_ || nhwc_out_) && x->rank() != 4)
+      return absl::InternalError("a channels-last quantized value is not 4-D");
     if (x->dtype() != x_type_) {
       x_type_ = x->dtype();
       ok_ = BuildTable(ctx);
     }
-    if (!ok_) return Fallback(ctx);
-    if (x->shape() != shape_) {
-      shape_ = x->shape();
-      windows_ok_ = EveryWindowHoldsAnElement(*x);
+    if (!ok_) return PlainFallback(ctx);
+    const std::vector<int64_t> logical = nhwc_in_ ? LogicalShape(x->shape()) : x->shape();
+    if (logical != shape_) {
+      shape_ = logical;
+      windows_ok_ = EveryWindowHoldsAnElement();
     }
-    if (!windows_ok_) return Fallback(ctx);
+    if (!windows_ok_) return PlainFallback(ctx);
+    if (nhwc_in_ || nhwc_out_) return RunChannelsLast(ctx, *x);
     std::vector<RtValue> pooled(static_cast<size_t>(pool_node_->num_outputs()));
     KernelContext sub(*pool_node_, ctx.opset(), {ctx.Value(x_slot_)}, &pooled, ctx.subgraphs());
     ONNXKIT_RETURN_IF_ERROR(pool_kernel_->Run(sub));
@@ -801,6 +834,67 @@ class PoolChainKernel : public CpuKernel {
 
  private:
   explicit PoolChainKernel(std::unique_ptr<Kernel> fallback) : CpuKernel(std::move(fallback)) {}
+
+  absl::Status PlainFallback(KernelContext& ctx) {
+    if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
+    return RunPlain(ctx, nhwc_in_ ? std::vector<int>{x_slot_} : std::vector<int>{}, nhwc_out_,
+                    [this](KernelContext& sub) { return Fallback(sub); });
+  }
+
+  // 2-D max pooling of channels-last 8-bit values (a plain source or
+  // result changes layout on the way), each output row of C bytes the
+  // maximum of the rows its window reads, then looked up in the table.
+  absl::Status RunChannelsLast(KernelContext& ctx, const Tensor& x) {
+    const int64_t n = shape_[0], c = shape_[1], h = shape_[2], w = shape_[3];
+    absl::StatusOr<reference::Window> win =
+        reference::ResolveWindow(attrs_, std::span<const int64_t>(shape_.data() + 2, 2), attrs_.kernel_shape);
+    if (!win.ok()) return PlainFallback(ctx);
+    const int64_t oh = win->out[0], ow = win->out[1];
+    const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+    std::vector<uint8_t> staged;
+    if (!nhwc_in_) {  // the source to channels-last first
+      staged.resize(static_cast<size_t>(x.size()));
+      Transpose8(src, staged.data(), n, c, h * w, /*to_nhwc=*/true);
+      src = staged.data();
+    }
+    const std::vector<int64_t> out_logical = {n, c, oh, ow};
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(
+                                             0, y_type_, nhwc_out_ ? StoredShape(out_logical) : out_logical));
+    std::vector<uint8_t> pooled;
+    uint8_t* dst = static_cast<uint8_t*>(y->mutable_raw());
+    if (!nhwc_out_) {
+      pooled.resize(static_cast<size_t>(y->size()));
+      dst = pooled.data();
+    }
+    const bool s8 = x_type_ == pb::kInt8;
+    ParallelFor(n * oh, n * oh * ow * c > (1 << 16), [&](int64_t row) {
+      const int64_t b = row / oh, i = row % oh;
+      for (int64_t j = 0; j < ow; ++j) {
+        uint8_t* out = dst + ((b * oh + i) * ow + j) * c;
+        bool first = true;
+        for (int64_t ki = 0; ki < win->kernel[0]; ++ki) {
+          const int64_t yi = i * win->strides[0] - win->pad_begin[0] + ki * win->dilations[0];
+          if (yi < 0 || yi >= h) continue;
+          for (int64_t kj = 0; kj < win->kernel[1]; ++kj) {
+            const int64_t xj = j * win->strides[1] - win->pad_begin[1] + kj * win->dilations[1];
+            if (xj < 0 || xj >= w) continue;
+            const uint8_t* in = src + ((b * h + yi) * w + xj) * c;
+            if (first) {
+              std::memcpy(out, in, static_cast<size_t>(c));
+              first = false;
+            } else {
+              MaxRow8(out, in, c, s8);
+            }
+          }
+        }
+        if (!identity_) Lookup(out, out, c, table_, s8 ? 0x80 : 0);
+      }
+    });
+    if (!nhwc_out_) {
+      Transpose8(dst, static_cast<uint8_t*>(y->mutable_raw()), n, c, oh * ow, /*to_nhwc=*/false);
+    }
+    return absl::OkStatus();
+  }
 
   bool BuildTable(KernelContext& ctx) {
     std::vector<const RtValue*> inputs;
@@ -836,8 +930,8 @@ class PoolChainKernel : public CpuKernel {
   // True when every output window of the pooling reads at least one
   // element of `x` (an empty window gives -inf in float, which no table
   // entry stands for).
-  bool EveryWindowHoldsAnElement(const Tensor& x) const {
-    std::vector<int64_t> spatial(x.shape().begin() + 2, x.shape().end());
+  bool EveryWindowHoldsAnElement() const {
+    std::vector<int64_t> spatial(shape_.begin() + 2, shape_.end());
     absl::StatusOr<reference::Window> w = reference::ResolveWindow(attrs_, spatial, attrs_.kernel_shape);
     if (!w.ok()) return false;
     for (size_t d = 0; d < spatial.size(); ++d) {
@@ -854,6 +948,7 @@ class PoolChainKernel : public CpuKernel {
   }
 
   size_t pool_ = 0;
+  bool nhwc_in_ = false, nhwc_out_ = false;
   bool bypass_ = false;  // the DequantizeLinear is outside the chain: the source is an extra input
   int x_slot_ = 0;
   const ir::Node* pool_node_ = nullptr;

@@ -896,6 +896,73 @@ TEST(CpuQdqTest, ChannelsLastBetweenQuantizedChains) {
   }
 }
 
+// Max pooling chains between quantized Convs run channels-last: the one
+// after a DequantizeLinear that a Conv reads too (an Inception pooling
+// branch), the one after its own DequantizeLinear and a Relu (strided,
+// ceil_mode), and one on a plain graph input that changes layout on the
+// way. Max pooling is exact: only the Convs add steps.
+TEST(CpuQdqTest, ChannelsLastMaxPool) {
+  for (const QdqCase& qc : {Cases()[0], Cases()[2]}) {
+    SCOPED_TRACE(qc.name);
+    GraphBuilder g("g");
+    AddSource(g, qc, {1, 8, 9, 9});
+    auto requantize = [&](const std::string& v, const std::string& name, float scale, int zp) {
+      g.Initializer(InitializerFrom(name + "_s", Floats({}, {scale})));
+      g.Initializer(InitializerFrom(name + "_z", ScalarOf(qc.act, zp)));
+      g.Node("QuantizeLinear", {v, name + "_s", name + "_z"}, {name + "q"}, {}, "q_" + name);
+      g.Node("DequantizeLinear", {name + "q", name + "_s", name + "_z"}, {name + "d"}, {}, "dq_" + name);
+    };
+    auto conv = [&](const std::string& name, const std::string& x, uint32_t seed) {
+      AddWeights(g, qc, name + "_w", {8, 8, 3, 3}, 0, 8, seed);
+      g.Node("Conv", {x, name + "_w"}, {name}, {AttrInts("pads", {1, 1, 1, 1})}, name);
+    };
+    const int zp = qc.act == pb::kInt8 ? -10 : 120;
+    conv("a", "x", 71);
+    requantize("a", "a", 0.05f, zp);
+    conv("b", "ad", 72);
+    g.Node("MaxPool", {"ad"}, {"p1"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})},
+           "p1");
+    requantize("p1", "p1", 0.05f, zp);
+    requantize("b", "b", 0.04f, zp);
+    g.Node("Relu", {"bd"}, {"r"}, {}, "relu");
+    g.Node("MaxPool", {"r"}, {"p2"},
+           {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}), AttrInt("ceil_mode", 1)}, "p2");
+    requantize("p2", "p2", 0.03f, zp);
+    g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x0"}, {}, "dq_x0");
+    g.Node("MaxPool", {"x0"}, {"p0"}, {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}, "p0");
+    requantize("p0", "p0", 0.02f, zp);
+    const std::vector<std::pair<std::string, std::string>> heads = {{"c", "p1d"}, {"d", "p2d"}, {"e", "p0d"}};
+    for (const auto& [name, x] : heads) {
+      conv(name, x, static_cast<uint32_t>(73 + name[0]));
+      g.Initializer(InitializerFrom(name + "_ys", Floats({}, {0.08f})));
+      g.Initializer(InitializerFrom(name + "_yz", ScalarOf(qc.act, zp)));
+      g.Node("QuantizeLinear", {name, name + "_ys", name + "_yz"}, {name + "y"}, {}, "q_" + name)
+          .Output(name + "y", qc.act);
+    }
+    std::map<std::string, std::string> layouts = PlannedLayouts(g.Build());
+    EXPECT_EQ(layouts["q_a"], "pc");
+    EXPECT_EQ(layouts["q_p1"], "cc");
+    EXPECT_EQ(layouts["q_b"], "cc");
+    EXPECT_EQ(layouts["q_p2"], "cc");
+    EXPECT_EQ(layouts["q_p0"], "pc");
+    EXPECT_EQ(layouts["q_c"], "cp");
+    const Feeds feeds = {{"xq", Source(qc, {1, 8, 9, 9}, 70)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(ref->outputs.size(), 3u);
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 3);  // a, b (c: Conv after the pool)
+    ExpectWithinSteps(ref->outputs[1], cpu->outputs[1], 3);
+    ExpectWithinSteps(ref->outputs[2], cpu->outputs[2], 1);  // the pool exact, then one Conv
+    if (runner::cpu::QuantizedChainsRunInt8()) {
+      EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+      for (const std::string& n : cpu->ran) EXPECT_TRUE(n != "q_p1" && n != "q_p2" && n != "q_p0") << n;
+    }
+  }
+}
+
 // An Inception-style block: two quantized Convs of one source concatenated
 // along channels, then a third Conv. The concatenation runs channels-last
 // on channels-last inputs; with a negative output scale (which its kernel
