@@ -244,12 +244,20 @@ bool ExtendTable(const ir::Value* cur, const ir::Graph& graph, const std::functi
   }
 }
 
+// True when the scale and zero point of `qdq` are one-element constants.
+bool ScalarQdq(const ir::Node& qdq, const std::function<bool(const ir::Value*)>& is_scalar) {
+  return is_scalar(qdq.input(1)) &&
+         (qdq.num_inputs() < 3 || !Present(qdq.input(2)) || is_scalar(qdq.input(2)));
+}
+
 // The lookup chain at `dq` when its result x has two readers, both in the
 // chain: DequantizeLinear, table steps from x, a binary step joining their
 // result with x again, more table steps, QuantizeLinear. A written-out
 // HardSwish (x * HardSigmoid(x), or x * Clip(x + 3, 0, 6) / 6), a SiLU
 // (x * Sigmoid(x)) or a GELU (x * (Erf(x / sqrt 2) + 1) * 0.5): still one
-// function of the source byte. The joining step reads x inside the chain.
+// function of the source byte, also where a QuantizeLinear and its
+// DequantizeLinear follow the Sigmoid (a graph quantized after every op).
+// The joining step reads x inside the chain.
 bool MatchTableJoin(const ir::Node& dq, const ir::Graph& graph,
                     const std::function<bool(const ir::Value*)>& is_constant,
                     const std::function<bool(const ir::Value*)>& is_scalar,
@@ -257,7 +265,7 @@ bool MatchTableJoin(const ir::Node& dq, const ir::Graph& graph,
                     const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
   constexpr size_t kMaxNodes = 10;
   const ir::Value* x = dq.output(0);
-  if (!Present(x) || x->IsGraphOutput() || x->uses().size() != 2) return false;
+  if (!Present(x) || x->IsGraphOutput() || x->uses().size() != 2 || !ScalarQdq(dq, is_scalar)) return false;
   for (int first = 0; first < 2; ++first) {
     const ir::Node* a = x->uses()[static_cast<size_t>(first)].node;
     const ir::Node* join = x->uses()[static_cast<size_t>(1 - first)].node;
@@ -290,6 +298,20 @@ bool MatchTableJoin(const ir::Node& dq, const ir::Graph& graph,
         chain.inner_source.clear();
         break;
       }
+      // A QuantizeLinear and its DequantizeLinear (per tensor) before the
+      // join: rounding to the grid is one more function of the source.
+      if (IsQdqNode(next, "QuantizeLinear", is_constant) && next->input(0) == cur &&
+          ScalarQdq(*next, is_scalar)) {
+        const ir::Node* back = SoleConsumer(next->output(0), graph);
+        if (back == nullptr || skip(back) || taken.contains(back) || back->input(0) != next->output(0) ||
+            !IsQdqNode(back, "DequantizeLinear", is_constant) || !ScalarQdq(*back, is_scalar)) {
+          break;
+        }
+        chain.nodes.insert(chain.nodes.end(), {next, back});
+        chain.chained_input.insert(chain.chained_input.end(), {0, 0});
+        cur = back->output(0);
+        continue;
+      }
       if (!IsTableStep(*next, cur, is_constant, is_scalar, &at)) break;
       chain.nodes.push_back(next);
       chain.chained_input.push_back(at);
@@ -312,8 +334,7 @@ bool MatchTable(const ir::Node& dq, const ir::Graph& graph,
   chain.nodes = {&dq};
   chain.chained_input = {-1};
   const ir::Node* op = SoleConsumer(dq.output(0), graph);
-  if (op == nullptr) return MatchTableJoin(dq, graph, is_constant, is_scalar, skip, taken, chain);
-  if (skip(op) || taken.contains(op)) return false;
+  if (op == nullptr || skip(op) || taken.contains(op)) return false;
   int at = -1;
   if (IsQuantizedMovementOp(*op)) {
     if (op->input(0) != dq.output(0)) return false;
@@ -455,6 +476,16 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
     if (MatchWeighted(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+  }
+  // Before the elementwise chains: a SiLU quantized after its Sigmoid is a
+  // Mul of two quantized values too, better one table.
+  for (const ir::Node* node : order) {
+    if (skip(node) || taken.contains(node) || !IsQdqNode(node, "DequantizeLinear", is_constant) ||
+        is_constant(node->input(0)))
+      continue;
+    FusionChain chain;
+    if (MatchTableJoin(*node, graph, is_constant, is_scalar, skip, taken, chain))
+      Finish(chain, taken, chains);
   }
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;

@@ -615,11 +615,11 @@ TEST(CpuQdqTest, LookupChainsOfSeveralOps) {
 }
 
 // A lookup chain whose source x is read again by a later step: a
-// written-out HardSwish (either operand order, and the ReLU6 form), SiLU and
-// GELU. Each is one function of the source byte: the whole chain runs as one
-// table, on int8 and uint8 sources; x read a third time stops it.
+// written-out HardSwish (either operand order, and the ReLU6 form), SiLU
+// (also quantized after its Sigmoid) and GELU. Each is one function of the source byte: the whole chain runs
+// as one table, on int8 and uint8 sources; x read a third time stops it.
 TEST(CpuQdqTest, LookupChainsJoiningTheirSourceAgain) {
-  for (int form = 0; form < 6; ++form) {
+  for (int form = 0; form < 7; ++form) {
     for (int32_t act : {pb::kUint8, pb::kInt8}) {
       SCOPED_TRACE("form " + std::to_string(form) + (act == pb::kInt8 ? " int8" : " uint8"));
       QdqCase qc;
@@ -661,6 +661,14 @@ TEST(CpuQdqTest, LookupChainsJoiningTheirSourceAgain) {
           g.Node("Mul", {"x", "u"}, {"p"}, {}, "mul");
           g.Node("Mul", {"p", "half"}, {"m"}, {}, "half");
           break;
+        case 6:  // SiLU quantized after its Sigmoid
+          g.Node("Sigmoid", {"x"}, {"h"}, {}, "op");
+          g.Initializer(InitializerFrom("h_s", Floats({}, {1.f / 255.f})));
+          g.Initializer(InitializerFrom("h_z", ScalarOf(act, act == pb::kInt8 ? -128 : 0)));
+          g.Node("QuantizeLinear", {"h", "h_s", "h_z"}, {"hq"}, {}, "q_h");
+          g.Node("DequantizeLinear", {"hq", "h_s", "h_z"}, {"hd"}, {}, "dq_h");
+          g.Node("Mul", {"x", "hd"}, {"m"}, {}, "mul");
+          break;
       }
       if (form == 5) g.Output("x", pb::kFloat);  // a third reader of x
       g.Initializer(InitializerFrom("y_s", Floats({}, {0.01f})));
@@ -684,36 +692,50 @@ TEST(CpuQdqTest, LookupChainsJoiningTheirSourceAgain) {
   }
 }
 
-// The GELU of a quantized x: x's DequantizeLinear feeds Div (-> Erf -> Add
-// -> QuantizeLinear, a lookup chain that bypasses it) and the final Mul (an
-// elementwise chain bypassing it too): it is never computed.
+// The GELU of a quantized x, quantized after its Add: x's DequantizeLinear
+// feeds Div (-> Erf -> Add -> QuantizeLinear) and the final Mul. With those
+// two readers the whole GELU is one table (the QuantizeLinear and
+// DequantizeLinear inside it one more function of x). With a third reader
+// (a Relu, quantized) each of the three is a chain that bypasses the
+// DequantizeLinear (the Div chain a lookup, the Mul an elementwise chain):
+// x is never computed in float.
 TEST(CpuQdqTest, LookupChainBypassingASharedDequantize) {
-  QdqCase qc;
-  qc.x_zp = 128;
-  GraphBuilder g("g");
-  AddSource(g, qc, {1, 4, 8, 8});
-  g.Initializer(InitializerFrom("sqrt2", Floats({}, {1.41421354f})));
-  g.Initializer(InitializerFrom("one", Floats({}, {1.f})));
-  g.Node("Div", {"x", "sqrt2"}, {"d"}, {}, "div");
-  g.Node("Erf", {"d"}, {"e"}, {}, "erf");
-  g.Node("Add", {"e", "one"}, {"p"}, {}, "add");
-  g.Initializer(InitializerFrom("p_s", Floats({}, {0.008f})));
-  g.Initializer(InitializerFrom("p_z", ScalarOf(pb::kUint8, 0)));
-  g.Node("QuantizeLinear", {"p", "p_s", "p_z"}, {"pq"}, {}, "q_p");
-  g.Node("DequantizeLinear", {"pq", "p_s", "p_z"}, {"pd"}, {}, "dq_p");
-  g.Node("Mul", {"x", "pd"}, {"m"}, {}, "mul");
-  g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
-  g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 10)));
-  g.Node("QuantizeLinear", {"m", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
-  const Feeds feeds = {{"xq", Source(qc, {1, 4, 8, 8}, 26)}};
-  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
-  const int64_t fallbacks = runner::ChainFallbackRuns();
-  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
-  ASSERT_TRUE(ref.ok() && cpu.ok());
-  EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
-  // One step of the lookup can move the product by one more.
-  ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
-  EXPECT_EQ(cpu->ran, (std::vector<std::string>{"div", "mul"}));
+  for (bool third : {false, true}) {
+    SCOPED_TRACE(third ? "three readers" : "two readers");
+    QdqCase qc;
+    qc.x_zp = 128;
+    GraphBuilder g("g");
+    AddSource(g, qc, {1, 4, 8, 8});
+    g.Initializer(InitializerFrom("sqrt2", Floats({}, {1.41421354f})));
+    g.Initializer(InitializerFrom("one", Floats({}, {1.f})));
+    g.Node("Div", {"x", "sqrt2"}, {"d"}, {}, "div");
+    g.Node("Erf", {"d"}, {"e"}, {}, "erf");
+    g.Node("Add", {"e", "one"}, {"p"}, {}, "add");
+    g.Initializer(InitializerFrom("p_s", Floats({}, {0.008f})));
+    g.Initializer(InitializerFrom("p_z", ScalarOf(pb::kUint8, 0)));
+    g.Node("QuantizeLinear", {"p", "p_s", "p_z"}, {"pq"}, {}, "q_p");
+    g.Node("DequantizeLinear", {"pq", "p_s", "p_z"}, {"pd"}, {}, "dq_p");
+    g.Node("Mul", {"x", "pd"}, {"m"}, {}, "mul");
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.02f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 10)));
+    g.Node("QuantizeLinear", {"m", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+    if (third) {
+      g.Node("Relu", {"x"}, {"r"}, {}, "relu");
+      g.Node("QuantizeLinear", {"r", "y_s", "y_z"}, {"rq"}, {}, "q_r").Output("rq", pb::kUint8);
+    }
+    const Feeds feeds = {{"xq", Source(qc, {1, 4, 8, 8}, 26)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok() && cpu.ok());
+    EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+    // As two chains, one step of the lookup can move the product by one more.
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], third ? 2 : 1);
+    std::vector<std::string> ran = cpu->ran;
+    std::sort(ran.begin(), ran.end());
+    EXPECT_EQ(ran,
+              (third ? std::vector<std::string>{"div", "mul", "relu"} : std::vector<std::string>{"dq_x"}));
+  }
 }
 
 // A bias longer than the kernel's chunks and not a multiple of them, and a
