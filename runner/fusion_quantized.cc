@@ -464,6 +464,30 @@ bool MatchTableBypass(const ir::Node& op, const ir::Graph& graph,
   return false;
 }
 
+// The global average pooling chain at `op`, if any: GlobalAveragePool of a
+// dequantized 8-bit tensor, then QuantizeLinear. The DequantizeLinear is
+// bypassed (a squeeze-and-excitation block reads its result again in its
+// Mul); the kernel averages the 8-bit values exactly.
+bool MatchGlobalAveragePool(const ir::Node& op, const ir::Graph& graph,
+                            const std::function<bool(const ir::Value*)>& is_constant,
+                            const std::function<bool(const ir::Node*)>& skip,
+                            const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  if (op.op_type() != "GlobalAveragePool" || !InDefaultDomain(op) || !OnlyFirstOutput(op) ||
+      op.num_inputs() != 1)
+    return false;
+  const ir::Node* dq = Dequantizer(op.input(0), is_constant);
+  if (dq == nullptr || is_constant(dq->input(0))) return false;
+  const ir::Node* q = SoleConsumer(op.output(0), graph);
+  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) ||
+      q->input(0) != op.output(0))
+    return false;
+  chain.nodes = {&op, q};
+  chain.chained_input = {-1, 0};
+  for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dq->num_inputs() ? dq->input(j) : nullptr);
+  chain.bypass.push_back({0, -1, dq});
+  return true;
+}
+
 }  // namespace
 
 std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order, const ir::Graph& graph,
@@ -515,7 +539,10 @@ std::vector<FusionChain> FindQuantizedChains(const std::vector<ir::Node*>& order
   for (const ir::Node* node : order) {
     if (skip(node) || taken.contains(node)) continue;
     FusionChain chain;
-    if (MatchPoolBypass(*node, graph, is_constant, skip, taken, chain)) Finish(chain, taken, chains);
+    if (MatchPoolBypass(*node, graph, is_constant, skip, taken, chain) ||
+        MatchGlobalAveragePool(*node, graph, is_constant, skip, taken, chain)) {
+      Finish(chain, taken, chains);
+    }
   }
   return chains;
 }
@@ -529,7 +556,7 @@ enum class LayoutRole {
   kBinary,  // Add / Sub / Mul / Div of two quantized operands: all in one layout
   kTable,   // DequantizeLinear -> elementwise op -> QuantizeLinear: source and result each in either layout
   kConcat,  // Concat of quantized inputs: all in one layout (the axis mapped)
-  kPool,    // a 2-D max pooling chain: source and result each in either layout
+  kPool,    // a 2-D max or global average pooling chain: source and result each in either layout
 };
 
 bool ScalarParameters(const ir::Node& qdq, const std::function<bool(const ir::Value*)>& is_scalar) {
@@ -571,6 +598,11 @@ LayoutRole RoleOf(const FusionChain& chain, const std::function<bool(const ir::V
       return LayoutRole::kNone;
     }
     return LayoutRole::kConv2d;
+  }
+  if (head == "GlobalAveragePool") {
+    return chain.bypass.size() == 1 && ScalarParameters(*chain.bypass[0].dequantize, is_scalar)
+               ? LayoutRole::kPool
+               : LayoutRole::kNone;
   }
   for (const ir::Node* n : chain.nodes) {
     if (n->op_type() != "MaxPool") continue;

@@ -964,6 +964,132 @@ class PoolChainKernel : public CpuKernel {
   uint8_t table_[256] = {};
 };
 
+// Sum of `n` bytes, each XORed with `flip` first (signed bytes counted
+// from -128: the caller subtracts 128 per byte).
+__attribute__((target("avx2"))) int64_t SumBytesAvx2(const uint8_t* p, int64_t n, uint8_t flip) {
+  const __m256i f = _mm256_set1_epi8(static_cast<char>(flip)), zero = _mm256_setzero_si256();
+  __m256i acc = _mm256_setzero_si256();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), f);
+    acc = _mm256_add_epi64(acc, _mm256_sad_epu8(v, zero));
+  }
+  alignas(32) int64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+  int64_t sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) sum += p[i] ^ flip;
+  return sum;
+}
+
+int64_t SumBytes(const uint8_t* p, int64_t n, uint8_t flip) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return SumBytesAvx2(p, n, flip);
+  int64_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += p[i] ^ flip;
+  return sum;
+}
+
+// acc[k] += in[k] ^ flip over a row of `n` bytes.
+__attribute__((target("avx2"))) void AddBytesAvx2(int32_t* acc, const uint8_t* in, int64_t n, uint8_t flip) {
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k)), f);
+    __m256i* lo = reinterpret_cast<__m256i*>(acc + k);
+    __m256i* hi = reinterpret_cast<__m256i*>(acc + k + 8);
+    _mm256_storeu_si256(lo, _mm256_add_epi32(_mm256_loadu_si256(lo), _mm256_cvtepu8_epi32(v)));
+    _mm256_storeu_si256(hi,
+                        _mm256_add_epi32(_mm256_loadu_si256(hi), _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))));
+  }
+  for (; k < n; ++k) acc[k] += in[k] ^ flip;
+}
+
+void AddBytes(int32_t* acc, const uint8_t* in, int64_t n, uint8_t flip) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return AddBytesAvx2(acc, in, n, flip);
+  for (int64_t k = 0; k < n; ++k) acc[k] += in[k] ^ flip;
+}
+
+// GlobalAveragePool of a dequantized 8-bit tensor, then QuantizeLinear: the
+// 8-bit values of each channel summed exactly, the mean dequantized in
+// double, then quantized with the reference's arithmetic. The reference
+// sums float32 products, so a mean within a float rounding of a tie may go
+// the other way: one step. A channels-last source sums rows of C bytes; the
+// result [N, C, 1, 1] has the same bytes in either layout.
+class GlobalAveragePoolKernel : public CpuKernel {
+ public:
+  GlobalAveragePoolKernel(const FusionChain& chain, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)),
+        x_slot_(chain.num_inputs),
+        q_offset_(chain.input_offset.back()),
+        nhwc_in_(chain.nhwc_in),
+        nhwc_out_(chain.nhwc_out) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    const Tensor* x = OptionalTensor(ctx, x_slot_);
+    if (x == nullptr || !IsInt8Type(x->dtype()) || x->rank() < 3) return PlainFallback(ctx);
+    if ((nhwc_in_ || nhwc_out_) && x->rank() != 4)
+      return absl::InternalError("a channels-last quantized value is not 4-D");
+    std::optional<float> xs = ScalarFloat(OptionalTensor(ctx, x_slot_ + 1));
+    std::optional<float> ys = ScalarFloat(OptionalTensor(ctx, q_offset_ + 1));
+    const Tensor* xz = OptionalTensor(ctx, x_slot_ + 2);
+    const Tensor* yz = OptionalTensor(ctx, q_offset_ + 2);
+    auto zero_point = [](const Tensor* z, int32_t type, int32_t& v) {
+      if (z == nullptr) return v = 0, type == pb::kUint8;
+      if (z->dtype() != type || z->size() != 1 || z->rank() > 1) return false;
+      v = Int8Value(*z, 0);
+      return true;
+    };
+    int32_t zx = 0, zy = 0;
+    const int32_t y_type = yz != nullptr ? yz->dtype() : pb::kUint8;
+    if (!xs || !ys || !zero_point(xz, x->dtype(), zx) || !IsInt8Type(y_type) || !zero_point(yz, y_type, zy))
+      return PlainFallback(ctx);
+    const std::vector<int64_t> logical = nhwc_in_ ? LogicalShape(x->shape()) : x->shape();
+    const int64_t n = logical[0], c = logical[1];
+    const int64_t spatial = n * c == 0 ? 0 : x->size() / (n * c);
+    // int32 row sums: at most 2^23 bytes of 255 each.
+    if (spatial == 0 || spatial > (int64_t{1} << 23)) return PlainFallback(ctx);
+    std::vector<int64_t> out_logical(logical.size(), 1);
+    out_logical[0] = n;
+    out_logical[1] = c;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(
+                                             0, y_type, nhwc_out_ ? StoredShape(out_logical) : out_logical));
+    const uint8_t flip = x->dtype() == pb::kInt8 ? 0x80 : 0;
+    const int32_t offset = x->dtype() == pb::kInt8 ? 128 : 0;  // the flipped bytes count from -128
+    const uint8_t* in = static_cast<const uint8_t*>(x->raw());
+    std::vector<float> means(static_cast<size_t>(n * c));
+    ParallelFor(n, x->size() > (1 << 18), [&](int64_t b) {
+      std::vector<int64_t> sums(static_cast<size_t>(c));
+      const uint8_t* src = in + b * c * spatial;
+      if (nhwc_in_) {
+        std::vector<int32_t> acc(static_cast<size_t>(c), 0);
+        for (int64_t p = 0; p < spatial; ++p) AddBytes(acc.data(), src + p * c, c, flip);
+        for (int64_t k = 0; k < c; ++k) sums[static_cast<size_t>(k)] = acc[static_cast<size_t>(k)];
+      } else {
+        for (int64_t k = 0; k < c; ++k)
+          sums[static_cast<size_t>(k)] = SumBytes(src + k * spatial, spatial, flip);
+      }
+      for (int64_t k = 0; k < c; ++k) {
+        const double q =
+            static_cast<double>(sums[static_cast<size_t>(k)]) / static_cast<double>(spatial) - offset;
+        means[static_cast<size_t>(b * c + k)] = static_cast<float>((q - zx) * static_cast<double>(*xs));
+      }
+    });
+    QuantizeFloatRow(means.data(), y->mutable_raw(), y_type, n * c, *ys, zy);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status PlainFallback(KernelContext& ctx) {
+    if (!nhwc_in_ && !nhwc_out_) return Fallback(ctx);
+    return RunPlain(ctx, nhwc_in_ ? std::vector<int>{x_slot_} : std::vector<int>{}, nhwc_out_,
+                    [this](KernelContext& sub) { return Fallback(sub); });
+  }
+
+  int x_slot_, q_offset_;
+  bool nhwc_in_, nhwc_out_;
+};
+
 // Concat of dequantized 8-bit tensors, then QuantizeLinear: each input
 // requantized by a 256-entry table computed with the reference's
 // DequantizeLinear and QuantizeLinear arithmetic (so exact; the identity,
@@ -1390,6 +1516,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizedChain(const FusionChain& ch
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeBypassFallback(chain, Backend::kCpu, info));
   const std::string& head = chain.head().op_type();
   if (head == "Concat") return std::unique_ptr<Kernel>(new ConcatChainKernel(chain, std::move(fallback)));
+  if (head == "GlobalAveragePool")
+    return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(chain, std::move(fallback)));
   if ((head == "Add" || head == "Sub" || head == "Mul" || head == "Div") && chain.extra_inputs.size() == 6) {
     const BinaryKernel::Op op = head == "Add"   ? BinaryKernel::Op::kAdd
                                 : head == "Sub" ? BinaryKernel::Op::kSub

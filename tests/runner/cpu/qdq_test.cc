@@ -985,6 +985,80 @@ TEST(CpuQdqTest, ChannelsLastMaxPool) {
   }
 }
 
+// A squeeze-and-excitation block as `quantize` writes it: the expanded x's
+// DequantizeLinear read by GlobalAveragePool and by the Mul with the gate.
+// Both run on the 8-bit values channels-last (the average of the bytes exact,
+// the Mul a per-channel row); a GlobalAveragePool on a graph input stays
+// plain, and one whose result is a graph output gives it plain.
+TEST(CpuQdqTest, SqueezeExcitationRunsChannelsLast) {
+  for (const QdqCase& qc : {Cases()[0], Cases()[2]}) {
+    for (bool gap_out : {false, true}) {
+      SCOPED_TRACE(qc.name + (gap_out ? ", pooled value an output" : ""));
+      GraphBuilder g("g");
+      AddSource(g, qc, {1, 16, 7, 7});
+      const int zp = qc.act == pb::kInt8 ? -10 : 120;
+      auto requantize = [&](const std::string& v, const std::string& name, float scale) {
+        g.Initializer(InitializerFrom(name + "_s", Floats({}, {scale})));
+        g.Initializer(InitializerFrom(name + "_z", ScalarOf(qc.act, zp)));
+        g.Node("QuantizeLinear", {v, name + "_s", name + "_z"}, {name + "q"}, {}, "q_" + name);
+        g.Node("DequantizeLinear", {name + "q", name + "_s", name + "_z"}, {name + "d"}, {}, "dq_" + name);
+      };
+      auto conv = [&](const std::string& name, const std::string& x, int64_t m, int64_t c, int64_t k,
+                      uint32_t seed) {
+        AddWeights(g, qc, name + "_w", {m, c, k, k}, 0, m, seed);
+        const int64_t pad = k / 2;
+        g.Node("Conv", {x, name + "_w"}, {name}, {AttrInts("pads", {pad, pad, pad, pad})}, name);
+      };
+      conv("a", "x", 16, 16, 3, 81);
+      requantize("a", "a", 0.05f);
+      g.Node("GlobalAveragePool", {"ad"}, {"gp"}, {}, "gap");
+      requantize("gp", "g", 0.01f);
+      conv("f", "gd", 16, 16, 1, 82);
+      requantize("f", "f", 0.05f);
+      g.Node("Sigmoid", {"fd"}, {"sg"}, {}, "sigmoid");
+      requantize("sg", "s", 1.f / 255.f);
+      g.Node("Mul", {"ad", "sd"}, {"m"}, {}, "mul");
+      requantize("m", "m", 0.03f);
+      conv("e", "md", 8, 16, 3, 83);
+      g.Initializer(InitializerFrom("e_ys", Floats({}, {0.08f})));
+      g.Initializer(InitializerFrom("e_yz", ScalarOf(qc.act, zp)));
+      g.Node("QuantizeLinear", {"e", "e_ys", "e_yz"}, {"ey"}, {}, "q_e").Output("ey", qc.act);
+      g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x0"}, {}, "dq_x0");
+      g.Node("GlobalAveragePool", {"x0"}, {"g0"}, {}, "gap0");
+      g.Initializer(InitializerFrom("g0_s", Floats({}, {0.02f})));
+      g.Initializer(InitializerFrom("g0_z", ScalarOf(qc.act, zp)));
+      g.Node("QuantizeLinear", {"g0", "g0_s", "g0_z"}, {"g0q"}, {}, "q_g0").Output("g0q", qc.act);
+      if (gap_out) g.Output("gq", qc.act);
+      std::map<std::string, std::string> layouts = PlannedLayouts(g.Build());
+      EXPECT_EQ(layouts["q_a"], "pc");
+      EXPECT_EQ(layouts["q_g"], gap_out ? "cp" : "cc");
+      EXPECT_EQ(layouts["q_m"], "cc");
+      EXPECT_EQ(layouts["q_g0"], "pp");
+      // Each channel's bytes in its own band, so that the averages spread.
+      runner::Tensor xq = Source(qc, {1, 16, 7, 7}, 80);
+      uint8_t* bytes = static_cast<uint8_t*>(xq.mutable_raw());
+      for (int64_t i = 0; i < xq.size(); ++i) {
+        const int64_t channel = i / 49;
+        bytes[i] = static_cast<uint8_t>((channel * 13 + bytes[i] % 48) ^ (qc.act == pb::kInt8 ? 0x80 : 0));
+      }
+      const Feeds feeds = {{"xq", xq}};
+      auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+      const int64_t fallbacks = runner::ChainFallbackRuns();
+      auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      ASSERT_EQ(ref->outputs.size(), gap_out ? 3u : 2u);
+      ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 3);
+      ExpectWithinSteps(ref->outputs[1], cpu->outputs[1], 1);  // the average itself
+      if (gap_out) ExpectWithinSteps(ref->outputs[2], cpu->outputs[2], 1);
+      if (runner::cpu::QuantizedChainsRunInt8()) {
+        EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+        for (const std::string& n : cpu->ran) EXPECT_TRUE(n != "q_g" && n != "q_g0" && n != "q_m") << n;
+      }
+    }
+  }
+}
+
 // An Inception-style block: two quantized Convs of one source concatenated
 // along channels, then a third Conv. The concatenation runs channels-last
 // on channels-last inputs; with a negative output scale (which its kernel
