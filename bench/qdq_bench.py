@@ -28,7 +28,8 @@ sys.path.insert(0, HERE)
 from ort_compare import make_inputs, run_ort  # noqa: E402
 
 SHAPES = {"bert_base": ["input_ids=1x128", "attention_mask=1x128", "token_type_ids=1x128"],
-          "bert_mini": ["input_ids=1x128", "attention_mask=1x128", "token_type_ids=1x128"]}
+          "bert_mini": ["input_ids=1x128", "attention_mask=1x128", "token_type_ids=1x128"],
+          "gpt_tiny": ["ids=1x128"], "llama_tiny": ["ids=1x128"]}
 
 
 def quantize(binary, model, out, shapes):
