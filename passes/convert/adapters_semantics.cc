@@ -374,13 +374,24 @@ absl::StatusOr<ir::Value*> AlongAxis(Step& step, ir::Value* x, std::string_view 
 // per-tensor: (Cast(x) - Cast(zero_point)) * scale with scale and zero point
 // reshaped to broadcast along the axis. Exact for 8-bit x: x and the zero
 // point are exact in float, their difference too, and the product is the
-// one rounding both forms make.
+// one rounding both forms make. An int32 x (a quantized bias) has no zero
+// point, or one of zeros (the operator allows no other): Cast(x) * scale,
+// the cast the one rounding of x both forms make.
 absl::Status DequantizePerAxisDown13(Step& step) {
   ir::Node* node = step.node;
   ir::Value* x = node->input(0);
   std::optional<int32_t> elem = ElemType(*x, *step.ctx);
-  if (!elem || (*elem != pb::kInt8 && *elem != pb::kUint8)) {
-    return Block("per-axis dequantization below 13 is written out for int8/uint8 inputs only");
+  if (!elem || (*elem != pb::kInt8 && *elem != pb::kUint8 && *elem != pb::kInt32)) {
+    return Block("per-axis dequantization below 13 is written out for int8/uint8/int32 inputs only");
+  }
+  bool zero_point = node->num_inputs() > 2 && node->input(2) != nullptr;
+  if (zero_point && *elem == pb::kInt32) {
+    std::optional<std::vector<int64_t>> z = ConstInts(step, 2);
+    if (!z) return Block("an int32 zero point below 13 must be a constant of zeros");
+    for (int64_t v : *z) {
+      if (v != 0) return Block("an int32 zero point below 13 must be a constant of zeros");
+    }
+    zero_point = false;
   }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * along, AlongAxis(step, x, "per-axis dequantization"));
   auto reshape = [&](ir::Value* v) -> absl::StatusOr<ir::Value*> {
@@ -389,7 +400,7 @@ absl::Status DequantizePerAxisDown13(Step& step) {
   };
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * xf, AddBefore(step, "Cast", {x}, 1, {IntAttr("to", pb::kFloat)}));
   ir::Value* centered = xf->output(0);
-  if (node->num_inputs() > 2 && node->input(2) != nullptr) {
+  if (zero_point) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * zf, AddBefore(step, "Cast", {node->input(2)}, 1, {IntAttr("to", pb::kFloat)}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, reshape(zf->output(0)));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Node * sub, AddBefore(step, "Sub", {centered, z}, 1));

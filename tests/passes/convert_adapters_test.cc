@@ -1425,6 +1425,37 @@ TEST(ConvertAdaptersTest, PerAxisDequantizeBelowThirteenIsWrittenOut) {
   ExpectSameOutputs(m, r.model, {{"x", Uint8s({2, 3, 2}, {0, 1, 127, 128, 255, 7, 3, 9, 200, 100, 50, 25})}}, 0, 0);
 }
 
+// A quantized bias: int32 per axis, with no zero point or one of zeros
+// (values past 2^24 round in the Cast as in the operator); a nonzero int32
+// zero point blocks, with its reason.
+TEST(ConvertAdaptersTest, PerAxisInt32DequantizeBelowThirteen) {
+  const Feeds feeds = {{"x", Int32s({2, 3}, {0, -7, 123456789, -2147483647, 16777217, 5})}};
+  for (int zero : {-1, 0, 3}) {
+    SCOPED_TRACE("zero point " + std::to_string(zero));
+    GraphBuilder g("g");
+    g.Input("x", pb::kInt32, {{2, 3}}).Initializer(Named(Floats({3}, {0.5f, 1e-3f, 3.0f}), "scale"));
+    std::vector<std::string> in = {"x", "scale"};
+    if (zero >= 0) {
+      g.Initializer(Named(Int32s({3}, {0, zero, 0}), "zero"));
+      in.push_back("zero");
+    }
+    pb::ModelProto m = ModelFromGraph(
+        g.Node("DequantizeLinear", in, {"y"}, {AttrInt("axis", 1)}, "dq").Output("y", pb::kFloat).Build(), 13,
+        7);
+    ConvertResult r = ConvertTo(m, 10);
+    if (zero > 0) {
+      ASSERT_EQ(r.blockers.size(), 1u);
+      EXPECT_NE(r.blockers[0].reason.find("zero point below 13 must be a constant of zeros"),
+                std::string::npos)
+          << r.blockers[0].reason;
+      continue;
+    }
+    ASSERT_TRUE(r.blockers.empty()) << r.blockers[0].reason;
+    EXPECT_EQ(OpCount(r.model, "DequantizeLinear"), 0);
+    ExpectSameOutputs(m, r.model, feeds, 0, 0);
+  }
+}
+
 // What QAT exports write: per-axis weight quantization, and per-tensor
 // scales and zero points as one-element 1-D tensors (constant, or from an
 // Identity).
