@@ -174,6 +174,16 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
                           const absl::flat_hash_set<const ir::Node*>& elided,
                           const std::function<bool(const ir::Value*)>& is_scalar);
 
+// Writes each QLinearConv and QLinearMatMul of `graph` (ai.onnx opset
+// `opset`) whose scales and zero points are constants, and whose weights
+// are for a QLinearConv, as DequantizeLinear nodes, the float op (a
+// QLinearConv's int32 bias as Cast(bias) * x_scale * w_scale) and a
+// QuantizeLinear: the pattern the quantized chains find, so that a model in
+// ONNX Runtime's QOperator form runs int8 and channels-last like its QDQ
+// form. Per-channel weight scales need opset 13 (the DequantizeLinear
+// axis); other nodes stay. Returns how many were written out.
+absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset);
+
 // Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a
 // lookup-shaped chain DequantizeLinear -> op -> QuantizeLinear may run on
 // the quantized tensor itself (when both have the same parameters).

@@ -19,8 +19,10 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "lib/base/status_macros.h"
+#include "lib/ir/attributes.h"
 #include "runner/fusion.h"
 
 namespace onnxkit::runner {
@@ -733,6 +735,122 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
     chains[i].nhwc_in = nhwc.contains(Sources(chains[i], roles[i])[0]);
     chains[i].nhwc_out = nhwc.contains(chains[i].tail().output(0));
   }
+}
+
+namespace {
+
+// The dims of a constant (an initializer or a Constant node's tensor), or
+// nullopt.
+std::optional<std::vector<int64_t>> ConstantDims(const ir::Value* v) {
+  if (!Present(v)) return std::nullopt;
+  if (v->IsConstant() && v->initializer() != nullptr) return v->initializer()->dims;
+  const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
+  if (p == nullptr || p->op_type() != "Constant" || !InDefaultDomain(*p)) return std::nullopt;
+  const ir::Attribute* a = p->FindAttribute("value");
+  if (a == nullptr || a->type() != pb::kAttrTensor || !a->proto.t) return std::nullopt;
+  return a->proto.t->dims;
+}
+
+int64_t Elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n = d < 0 ? -1 : n * d;
+  return n;
+}
+
+// Writes out one QLinearConv / QLinearMatMul; false (nothing changed) when
+// its parameters do not allow it.
+absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t opset) {
+  const bool conv = node->op_type() == "QLinearConv";
+  if (node->num_inputs() < 8 || node->num_inputs() > (conv ? 9 : 8) || !OnlyFirstOutput(*node)) return false;
+  for (int i : {0, 1, 3, 4, 6}) {
+    if (!Present(node->input(i))) return false;
+  }
+  // Per-tensor x and y parameters; w's per tensor or one per output channel
+  // (a Conv's axis 0, a 2-D MatMul weight's axis 1), zero points alike.
+  for (int i : {1, 2, 6, 7}) {
+    if (!Present(node->input(i))) continue;
+    std::optional<std::vector<int64_t>> d = ConstantDims(node->input(i));
+    if (!d || Elements(*d) != 1 || d->size() > 1) return false;
+  }
+  std::optional<std::vector<int64_t>> ws = ConstantDims(node->input(4));
+  if (!ws || ws->size() > 1 || Elements(*ws) < 1) return false;
+  if (Present(node->input(5))) {
+    std::optional<std::vector<int64_t>> wz = ConstantDims(node->input(5));
+    if (!wz || *wz != *ws) return false;
+  }
+  std::optional<std::vector<int64_t>> w = ConstantDims(node->input(3));
+  if (conv && !w) return false;  // the weights of a QLinearConv constant
+  std::optional<int64_t> axis;
+  if (ws->size() == 1 && (*ws)[0] > 1) {
+    if (opset < 13 || !w || w->size() < 2) return false;
+    axis = conv ? 0 : static_cast<int64_t>(w->size()) - 1;
+    if ((*w)[static_cast<size_t>(*axis)] != (*ws)[0]) return false;
+  }
+  ir::Value* bias = conv && node->num_inputs() == 9 && Present(node->input(8)) ? node->input(8) : nullptr;
+  if (bias != nullptr && !ConstantDims(bias)) return false;
+
+  const std::string base = node->name().empty() ? std::string(node->op_type()) : node->name();
+  std::vector<ir::Node*> added;
+  auto emit = [&](std::string op, std::vector<ir::Value*> inputs,
+                  std::vector<pb::AttributeProto> attrs = {}) -> absl::StatusOr<ir::Value*> {
+    ir::NodeSpec spec;
+    spec.op_type = op;
+    spec.name = graph.FreshName(absl::StrCat(base, "/", op));
+    spec.inputs = std::move(inputs);
+    spec.outputs = {graph.FreshName(absl::StrCat(base, "/", op, "_out"))};
+    spec.attributes = std::move(attrs);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, graph.AddNode(std::move(spec), ir::Position::Before(node)));
+    added.push_back(n);
+    return n->output(0);
+  };
+  auto parameters = [&](int first) {
+    std::vector<ir::Value*> in = {node->input(first), node->input(first + 1)};
+    if (Present(node->input(first + 2))) in.push_back(node->input(first + 2));
+    return in;
+  };
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, emit("DequantizeLinear", parameters(0)));
+  std::vector<pb::AttributeProto> w_attrs;
+  if (axis) w_attrs.push_back(ir::IntAttr("axis", *axis));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * wf, emit("DequantizeLinear", parameters(3), w_attrs));
+  std::vector<ir::Value*> op_inputs = {x, wf};
+  if (bias != nullptr) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b, emit("Cast", {bias}, {ir::IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, emit("Mul", {node->input(1), node->input(4)}));
+    ONNXKIT_ASSIGN_OR_RETURN(b, emit("Mul", {b, scale}));
+    op_inputs.push_back(b);
+  }
+  std::vector<pb::AttributeProto> attrs;
+  for (const ir::Attribute& a : node->attributes()) {
+    if (!a.g && a.graphs.empty()) attrs.push_back(a.proto);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, emit(conv ? "Conv" : "MatMul", op_inputs, attrs));
+  std::vector<ir::Value*> q = {y, node->input(6)};
+  if (Present(node->input(7))) q.push_back(node->input(7));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, emit("QuantizeLinear", q));
+  ir::Value* old = node->output(0);
+  if (old->type() != nullptr) out->set_type(*old->type());
+  const std::string name = old->name();
+  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old, out));
+  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
+  ONNXKIT_RETURN_IF_ERROR(graph.RenameValue(out, name));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset) {
+  if (opset < 10) return 0;
+  std::vector<ir::Node*> found;
+  for (ir::Node* n : graph.nodes()) {
+    if (InDefaultDomain(*n) && (n->op_type() == "QLinearConv" || n->op_type() == "QLinearMatMul"))
+      found.push_back(n);
+  }
+  int expanded = 0;
+  for (ir::Node* n : found) {
+    ONNXKIT_ASSIGN_OR_RETURN(bool done, ExpandQLinear(graph, n, opset));
+    expanded += done;
+  }
+  return expanded;
 }
 
 }  // namespace onnxkit::runner

@@ -817,6 +817,17 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
     ONNXKIT_ASSIGN_OR_RETURN(ops::ContribLowering lowering, ops::LowerContribOps(*session->model_));
     session->contrib_left_ = std::move(lowering.left);
   }
+  if (session->options_.backend == Backend::kCpu && session->options_.fuse && !session->options_.observer &&
+      cpu::QuantizedChainsRunInt8()) {
+    // QOperator QLinearConv / QLinearMatMul as the QDQ pattern the int8
+    // chains take (they then run channels-last with their neighbours).
+    const int64_t opset = session->model_->OpsetVersion("").value_or(0);
+    absl::Status status = absl::OkStatus();
+    ir::ForEachGraph(*session->model_, [&](ir::Graph& g) {
+      if (status.ok()) status = ExpandQLinearOps(g, opset).status();
+    });
+    ONNXKIT_RETURN_IF_ERROR(status);
+  }
   if (session->options_.rewrite && !session->options_.observer) {
     ONNXKIT_RETURN_IF_ERROR(session->options_.rewrite(session->model_));
   }

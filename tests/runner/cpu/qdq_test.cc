@@ -31,9 +31,10 @@ struct Result {
   std::vector<std::string> ran;  // node names reported per run
 };
 
-absl::StatusOr<Result> RunOn(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds) {
+absl::StatusOr<Result> RunOn(const pb::GraphProto& graph, runner::Backend backend, const Feeds& feeds,
+                             int64_t opset = 19) {
   io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(graph, 19, 9);
+  loaded.proto = ModelFromGraph(graph, opset, 9);
   Result result;
   runner::SessionOptions options;
   options.backend = backend;
@@ -1056,6 +1057,69 @@ TEST(CpuQdqTest, SqueezeExcitationRunsChannelsLast) {
         for (const std::string& n : cpu->ran) EXPECT_TRUE(n != "q_g" && n != "q_g0" && n != "q_m") << n;
       }
     }
+  }
+}
+
+// ONNX Runtime's QOperator form: QLinearConv (int32 bias, per-channel or
+// per-tensor weights) into QLinearConv, and a QLinearMatMul. The cpu backend
+// writes them out as the QDQ pattern and runs them as int8 chains (the
+// nodes' own names then never run); per-channel weights below opset 13,
+// where DequantizeLinear has no axis, run as QLinearConv kernels.
+TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
+  struct Case {
+    const char* name;
+    bool per_channel;
+    int64_t opset;
+    bool expanded;
+  };
+  for (const Case& c : {Case{"per channel", true, 13, true}, Case{"per tensor", false, 10, true},
+                        Case{"per channel at 12", true, 12, false}}) {
+    SCOPED_TRACE(c.name);
+    QdqCase qc = Cases()[0];
+    qc.per_channel = c.per_channel;
+    GraphBuilder g("g");
+    g.Input("xq", qc.act, std::vector<int64_t>{1, 8, 6, 6});
+    g.Initializer(InitializerFrom("x_s", Floats({}, {0.02f})));
+    g.Initializer(InitializerFrom("x_z", ScalarOf(qc.act, 7)));
+    auto weights = [&](const std::string& name, std::vector<int64_t> shape, int64_t channels, uint32_t seed) {
+      g.Initializer(InitializerFrom(name + "q", RandomInts(pb::kInt8, shape, seed, -127, 127)));
+      const int64_t n = c.per_channel ? channels : 1;
+      g.Initializer(InitializerFrom(
+          name + "_s", c.per_channel ? RandomFloats({n}, seed + 1, 0.004f, 0.012f) : Floats({}, {0.008f})));
+      g.Initializer(
+          InitializerFrom(name + "_z", c.per_channel ? ZeroPoints(pb::kInt8, n, 0) : ScalarOf(pb::kInt8, 0)));
+    };
+    weights("w1", {8, 8, 3, 3}, 8, 91);
+    g.Initializer(InitializerFrom("b1", RandomInts(pb::kInt32, {8}, 93, -2000, 2000)));
+    g.Initializer(InitializerFrom("y1_s", Floats({}, {0.05f})));
+    g.Initializer(InitializerFrom("y1_z", ScalarOf(qc.act, 120)));
+    g.Node("QLinearConv", {"xq", "x_s", "x_z", "w1q", "w1_s", "w1_z", "y1_s", "y1_z", "b1"}, {"y1q"},
+           {AttrInts("pads", {1, 1, 1, 1})}, "qc1");
+    weights("w2", {6, 8, 1, 1}, 6, 94);
+    g.Initializer(InitializerFrom("y2_s", Floats({}, {0.04f})));
+    g.Initializer(InitializerFrom("y2_z", ScalarOf(qc.act, 128)));
+    g.Node("QLinearConv", {"y1q", "y1_s", "y1_z", "w2q", "w2_s", "w2_z", "y2_s", "y2_z"}, {"y2q"}, {}, "qc2")
+        .Output("y2q", qc.act);
+    weights("m", {6, 5}, 5, 95);
+    g.Initializer(InitializerFrom("ym_s", Floats({}, {0.06f})));
+    g.Initializer(InitializerFrom("ym_z", ScalarOf(qc.act, 110)));
+    g.Node("Transpose", {"y2q"}, {"y2t"}, {AttrInts("perm", {0, 2, 3, 1})}, "t");
+    g.Node("QLinearMatMul", {"y2t", "y2_s", "y2_z", "mq", "m_s", "m_z", "ym_s", "ym_z"}, {"ytq"}, {}, "qmm2")
+        .Output("ytq", qc.act);
+    const Feeds feeds = {{"xq", Source(qc, {1, 8, 6, 6}, 90)}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds, c.opset);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds, c.opset);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ASSERT_EQ(cpu->outputs.size(), 2u);
+    ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 2);
+    ExpectWithinSteps(ref->outputs[1], cpu->outputs[1], 3);
+    if (!runner::cpu::QuantizedChainsRunInt8()) continue;
+    EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
+    int own = 0;
+    for (const std::string& n : cpu->ran) own += n == "qc1" || n == "qc2" || n == "qmm2";
+    EXPECT_EQ(own, c.expanded ? 0 : 3);
   }
 }
 
