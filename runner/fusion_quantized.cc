@@ -762,7 +762,7 @@ int64_t Elements(const std::vector<int64_t>& dims) {
 absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t opset) {
   const bool conv = node->op_type() == "QLinearConv";
   if (node->num_inputs() < 8 || node->num_inputs() > (conv ? 9 : 8) || !OnlyFirstOutput(*node)) return false;
-  for (int i : {0, 1, 3, 4, 6}) {
+  for (int i = 0; i < 8; ++i) {  // all required (a missing zero point would change a QuantizeLinear's type)
     if (!Present(node->input(i))) return false;
   }
   // Per-tensor x and y parameters; w's per tensor or one per output channel
