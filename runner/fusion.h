@@ -181,7 +181,10 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
 // QuantizeLinear: the pattern the quantized chains find, so that a model in
 // ONNX Runtime's QOperator form runs int8 and channels-last like its QDQ
 // form. Per-channel weight scales need opset 13 (the DequantizeLinear
-// axis); other nodes stay. Returns how many were written out.
+// axis); other nodes stay. A MaxPool of the 8-bit result of a
+// QuantizeLinear (positive constant scale) becomes DequantizeLinear,
+// MaxPool and QuantizeLinear with its parameters, exactly. Returns how many
+// nodes were written out.
 absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset);
 
 // Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a

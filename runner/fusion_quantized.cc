@@ -16,6 +16,8 @@
 // variable (Div by a constant, then Erf, say) make one lookup chain too, as
 // does a step that joins the chain's value with %x again (HardSwish written
 // out as Mul(%x, HardSigmoid(%x)), SiLU, GELU).
+#include <cmath>
+#include <optional>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
@@ -23,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/ir/attributes.h"
+#include "runner/convert.h"
 #include "runner/fusion.h"
 
 namespace onnxkit::runner {
@@ -836,6 +839,75 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
   return true;
 }
 
+// The value of a one-element float constant, or nullopt.
+std::optional<float> ConstantFloat(const ir::Value* v) {
+  if (!Present(v)) return std::nullopt;
+  const pb::TensorProto* t = v->IsConstant() ? v->initializer() : nullptr;
+  const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
+  if (t == nullptr && p != nullptr && p->op_type() == "Constant" && InDefaultDomain(*p)) {
+    const ir::Attribute* a = p->FindAttribute("value");
+    if (a != nullptr && a->type() == pb::kAttrTensor && a->proto.t) t = a->proto.t.get();
+  }
+  if (t == nullptr || t->data_type != pb::kFloat) return std::nullopt;
+  absl::StatusOr<Tensor> tensor = TensorFromProto(*t);
+  if (!tensor.ok() || tensor->size() != 1 || tensor->dtype() != pb::kFloat) return std::nullopt;
+  return tensor->data<float>()[0];
+}
+
+// A MaxPool of 8-bit values a QuantizeLinear made (QOperator models pool
+// the quantized tensor itself) as DequantizeLinear, MaxPool and
+// QuantizeLinear with that node's scale and zero point, which the pooling
+// chains take: exact, as the scale is positive (max commutes with the
+// increasing dequantization, and quantizing a dequantized value with the
+// same parameters gives it back).
+absl::StatusOr<bool> WrapQuantizedMaxPool(ir::Graph& graph, ir::Node* node) {
+  if (node->num_inputs() != 1 || !OnlyFirstOutput(*node) || !Present(node->input(0))) return false;
+  const ir::Value* in = node->input(0);
+  const ir::Node* q = in->kind() == ir::ValueKind::kNodeOutput ? in->producer() : nullptr;
+  if (q == nullptr || q->op_type() != "QuantizeLinear" || !InDefaultDomain(*q) || q->num_inputs() < 2)
+    return false;
+  if (q->GetInt("output_dtype").value_or(0) != 0 || q->GetInt("block_size").value_or(0) != 0) return false;
+  std::optional<float> scale = ConstantFloat(q->input(1));
+  if (!scale || !(*scale > 0) || !std::isfinite(*scale)) return false;
+  const bool zero_point = q->num_inputs() > 2 && Present(q->input(2));
+  if (zero_point) {
+    std::optional<std::vector<int64_t>> z = ConstantDims(q->input(2));
+    if (!z || Elements(*z) != 1 || z->size() > 1) return false;
+  }
+  std::vector<ir::Value*> parameters = {q->input(1)};
+  if (zero_point) parameters.push_back(q->input(2));
+  const std::string base = node->name().empty() ? std::string("MaxPool") : node->name();
+  auto emit = [&](std::string op, std::vector<ir::Value*> inputs,
+                  std::vector<pb::AttributeProto> attrs = {}) -> absl::StatusOr<ir::Value*> {
+    ir::NodeSpec spec;
+    spec.op_type = op;
+    spec.name = graph.FreshName(absl::StrCat(base, "/", op));
+    spec.inputs = std::move(inputs);
+    spec.outputs = {graph.FreshName(absl::StrCat(base, "/", op, "_out"))};
+    spec.attributes = std::move(attrs);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, graph.AddNode(std::move(spec), ir::Position::Before(node)));
+    return n->output(0);
+  };
+  std::vector<ir::Value*> dq = {node->input(0)};
+  dq.insert(dq.end(), parameters.begin(), parameters.end());
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, emit("DequantizeLinear", dq));
+  std::vector<pb::AttributeProto> attrs;
+  for (const ir::Attribute& a : node->attributes()) {
+    if (!a.g && a.graphs.empty()) attrs.push_back(a.proto);
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pooled, emit("MaxPool", {x}, attrs));
+  std::vector<ir::Value*> qin = {pooled};
+  qin.insert(qin.end(), parameters.begin(), parameters.end());
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, emit("QuantizeLinear", qin));
+  ir::Value* old = node->output(0);
+  if (old->type() != nullptr) out->set_type(*old->type());
+  const std::string name = old->name();
+  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old, out));
+  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
+  ONNXKIT_RETURN_IF_ERROR(graph.RenameValue(out, name));
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset) {
@@ -848,6 +920,14 @@ absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset) {
   int expanded = 0;
   for (ir::Node* n : found) {
     ONNXKIT_ASSIGN_OR_RETURN(bool done, ExpandQLinear(graph, n, opset));
+    expanded += done;
+  }
+  std::vector<ir::Node*> pools;
+  for (ir::Node* n : graph.nodes()) {
+    if (InDefaultDomain(*n) && n->op_type() == "MaxPool") pools.push_back(n);
+  }
+  for (ir::Node* n : pools) {
+    ONNXKIT_ASSIGN_OR_RETURN(bool done, WrapQuantizedMaxPool(graph, n));
     expanded += done;
   }
   return expanded;

@@ -1061,10 +1061,11 @@ TEST(CpuQdqTest, SqueezeExcitationRunsChannelsLast) {
 }
 
 // ONNX Runtime's QOperator form: QLinearConv (int32 bias, per-channel or
-// per-tensor weights) into QLinearConv, and a QLinearMatMul. The cpu backend
-// writes them out as the QDQ pattern and runs them as int8 chains (the
-// nodes' own names then never run); per-channel weights below opset 13,
-// where DequantizeLinear has no axis, run as QLinearConv kernels.
+// per-tensor weights), MaxPool of its 8-bit result, QLinearConv, and a
+// QLinearMatMul. The cpu backend writes them out as the QDQ pattern and runs
+// them as int8 chains (the nodes' own names then never run); per-channel
+// weights below opset 13, where DequantizeLinear has no axis, run as
+// QLinearConv kernels (and the MaxPool on their result as it is).
 TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
   struct Case {
     const char* name;
@@ -1098,7 +1099,9 @@ TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
     weights("w2", {6, 8, 1, 1}, 6, 94);
     g.Initializer(InitializerFrom("y2_s", Floats({}, {0.04f})));
     g.Initializer(InitializerFrom("y2_z", ScalarOf(qc.act, 128)));
-    g.Node("QLinearConv", {"y1q", "y1_s", "y1_z", "w2q", "w2_s", "w2_z", "y2_s", "y2_z"}, {"y2q"}, {}, "qc2")
+    g.Node("MaxPool", {"y1q"}, {"pq"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})},
+           "pool");
+    g.Node("QLinearConv", {"pq", "y1_s", "y1_z", "w2q", "w2_s", "w2_z", "y2_s", "y2_z"}, {"y2q"}, {}, "qc2")
         .Output("y2q", qc.act);
     weights("m", {6, 5}, 5, 95);
     g.Initializer(InitializerFrom("ym_s", Floats({}, {0.06f})));
@@ -1118,8 +1121,8 @@ TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
     if (!runner::cpu::QuantizedChainsRunInt8()) continue;
     EXPECT_EQ(runner::ChainFallbackRuns(), fallbacks);
     int own = 0;
-    for (const std::string& n : cpu->ran) own += n == "qc1" || n == "qc2" || n == "qmm2";
-    EXPECT_EQ(own, c.expanded ? 0 : 3);
+    for (const std::string& n : cpu->ran) own += n == "qc1" || n == "qc2" || n == "qmm2" || n == "pool";
+    EXPECT_EQ(own, c.expanded ? 0 : 4);
   }
 }
 
