@@ -754,6 +754,18 @@ std::optional<std::vector<int64_t>> ConstantDims(const ir::Value* v) {
   return a->proto.t->dims;
 }
 
+// The element type of a constant (an initializer or a Constant node's
+// tensor), or nullopt.
+std::optional<int32_t> ConstantType(const ir::Value* v) {
+  if (!Present(v)) return std::nullopt;
+  if (v->IsConstant() && v->initializer() != nullptr) return v->initializer()->data_type;
+  const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
+  if (p == nullptr || p->op_type() != "Constant" || !InDefaultDomain(*p)) return std::nullopt;
+  const ir::Attribute* a = p->FindAttribute("value");
+  if (a == nullptr || a->type() != pb::kAttrTensor || !a->proto.t) return std::nullopt;
+  return a->proto.t->data_type;
+}
+
 int64_t Elements(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n = d < 0 ? -1 : n * d;
@@ -775,6 +787,13 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
     std::optional<std::vector<int64_t>> d = ConstantDims(node->input(i));
     if (!d || Elements(*d) != 1 || d->size() > 1) return false;
   }
+  for (int i : {1, 4, 6}) {
+    if (ConstantType(node->input(i)) != pb::kFloat) return false;
+  }
+  for (int i : {2, 5, 7}) {
+    const std::optional<int32_t> t = ConstantType(node->input(i));
+    if (t != pb::kUint8 && t != pb::kInt8) return false;
+  }
   std::optional<std::vector<int64_t>> ws = ConstantDims(node->input(4));
   if (!ws || ws->size() > 1 || Elements(*ws) < 1) return false;
   if (Present(node->input(5))) {
@@ -789,8 +808,13 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
     axis = conv ? 0 : static_cast<int64_t>(w->size()) - 1;
     if ((*w)[static_cast<size_t>(*axis)] != (*ws)[0]) return false;
   }
+  if (conv && w->size() < 3) return false;  // the Conv kernel's error would name the written-out nodes
   ir::Value* bias = conv && node->num_inputs() == 9 && Present(node->input(8)) ? node->input(8) : nullptr;
-  if (bias != nullptr && !ConstantDims(bias)) return false;
+  if (bias != nullptr) {  // int32 [M], as the operator requires
+    const std::optional<std::vector<int64_t>> b = ConstantDims(bias);
+    const std::optional<int32_t> type = ConstantType(bias);
+    if (!b || b->size() != 1 || (*b)[0] != (*w)[0] || type != pb::kInt32) return false;
+  }
 
   const std::string base = node->name().empty() ? std::string(node->op_type()) : node->name();
   std::vector<ir::Node*> added;

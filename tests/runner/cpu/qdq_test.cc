@@ -1126,6 +1126,34 @@ TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
   }
 }
 
+// A QLinearConv whose parameters break the operator's rules (an int64
+// bias, an int32 x_scale) is not written out: its own kernel refuses it,
+// naming it, as on the reference backend.
+TEST(CpuQdqTest, MalformedQLinearConvKeepsItsOwnError) {
+  for (bool bad_bias : {true, false}) {
+    SCOPED_TRACE(bad_bias ? "int64 bias" : "int32 x_scale");
+    GraphBuilder g("g");
+    g.Input("xq", pb::kUint8, std::vector<int64_t>{1, 4, 5, 5});
+    g.Initializer(InitializerFrom("x_s", bad_bias ? Floats({}, {0.02f}) : Int32s({}, {2})));
+    g.Initializer(InitializerFrom("x_z", ScalarOf(pb::kUint8, 7)));
+    g.Initializer(InitializerFrom("wq", RandomInts(pb::kInt8, {4, 4, 3, 3}, 96, -127, 127)));
+    g.Initializer(InitializerFrom("w_s", Floats({}, {0.01f})));
+    g.Initializer(InitializerFrom("w_z", ScalarOf(pb::kInt8, 0)));
+    g.Initializer(InitializerFrom("y_s", Floats({}, {0.05f})));
+    g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 100)));
+    g.Initializer(InitializerFrom("b", bad_bias ? Int64s({4}, {1, 2, 3, 4}) : Int32s({4}, {1, 2, 3, 4})));
+    g.Node("QLinearConv", {"xq", "x_s", "x_z", "wq", "w_s", "w_z", "y_s", "y_z", "b"}, {"yq"}, {}, "qc")
+        .Output("yq", pb::kUint8);
+    const Feeds feeds = {{"xq", Source(Cases()[0], {1, 4, 5, 5}, 97)}};
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_FALSE(cpu.ok());
+    EXPECT_NE(
+        std::string(cpu.status().message()).find(bad_bias ? "B must be int32" : "x_scale must be a float"),
+        std::string::npos)
+        << cpu.status();
+  }
+}
+
 // An Inception-style block: two quantized Convs of one source concatenated
 // along channels, then a third Conv. The concatenation runs channels-last
 // on channels-last inputs; with a negative output scale (which its kernel
