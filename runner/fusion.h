@@ -183,8 +183,10 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
 // form. Per-channel weight scales need opset 13 (the DequantizeLinear
 // axis); other nodes stay. A MaxPool of the 8-bit result of a
 // QuantizeLinear (positive constant scale) becomes DequantizeLinear,
-// MaxPool and QuantizeLinear with its parameters, exactly. Returns how many
-// nodes were written out.
+// MaxPool and QuantizeLinear with its parameters, exactly. Then the
+// DequantizeLinear nodes of one value with the same scale and zero point
+// merge into one (QOperator ops written out each dequantize their inputs).
+// Returns how many nodes were written out or merged.
 absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset);
 
 // Data movement ops (Reshape, Transpose, Flatten, Squeeze, Unsqueeze) a

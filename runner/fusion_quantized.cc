@@ -932,6 +932,46 @@ absl::StatusOr<bool> WrapQuantizedMaxPool(ir::Graph& graph, ir::Node* node) {
   return true;
 }
 
+// Merges the DequantizeLinear nodes of one value with the same scale and
+// zero point (each QOperator op written out dequantizes its inputs itself:
+// a SiLU's QLinearSigmoid and QLinearMul then read x through two), so that
+// the chains see one reader with several uses. Returns how many went.
+absl::StatusOr<int> MergeDequantizers(ir::Graph& graph) {
+  auto same = [](const ir::Node& a, const ir::Node& b) {
+    if (a.num_inputs() != b.num_inputs()) return false;
+    for (int i = 1; i < a.num_inputs(); ++i) {
+      if (a.input(i) != b.input(i)) return false;
+    }
+    for (std::string_view attr : {"axis", "block_size", "output_dtype"}) {
+      if (a.GetInt(attr) != b.GetInt(attr)) return false;
+    }
+    return a.attributes().size() == b.attributes().size();
+  };
+  std::vector<std::pair<ir::Node*, ir::Node*>> merges;  // (kept, merged)
+  absl::flat_hash_set<const ir::Node*> merged;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->op_type() != "DequantizeLinear" || !InDefaultDomain(*n) || !OnlyFirstOutput(*n) ||
+        n->num_inputs() < 2 || !Present(n->input(0)) || merged.contains(n) || n->output(0)->IsGraphOutput()) {
+      continue;
+    }
+    for (const ir::Use& use : n->input(0)->uses()) {
+      ir::Node* other = use.node;
+      if (other == n || use.input_index != 0 || other->graph() != &graph || merged.contains(other) ||
+          other->op_type() != "DequantizeLinear" || !InDefaultDomain(*other) || !OnlyFirstOutput(*other) ||
+          other->output(0)->IsGraphOutput() || !same(*n, *other)) {
+        continue;
+      }
+      merged.insert(other);
+      merges.emplace_back(n, other);
+    }
+  }
+  for (auto& [kept, gone] : merges) {
+    ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(gone->output(0), kept->output(0)));
+    ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(gone));
+  }
+  return static_cast<int>(merges.size());
+}
+
 }  // namespace
 
 absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset) {
@@ -954,7 +994,8 @@ absl::StatusOr<int> ExpandQLinearOps(ir::Graph& graph, int64_t opset) {
     ONNXKIT_ASSIGN_OR_RETURN(bool done, WrapQuantizedMaxPool(graph, n));
     expanded += done;
   }
-  return expanded;
+  ONNXKIT_ASSIGN_OR_RETURN(int merged, MergeDequantizers(graph));
+  return expanded + merged;
 }
 
 }  // namespace onnxkit::runner

@@ -1126,6 +1126,35 @@ TEST(CpuQdqTest, QOperatorConvAndMatMulRunAsQuantizedChains) {
   }
 }
 
+// A SiLU in QOperator form (QLinearSigmoid and QLinearMul, each written out
+// with its own DequantizeLinear of x): the two DequantizeLinear nodes of
+// one source with the same parameters merge, and the SiLU is one table.
+TEST(CpuQdqTest, DuplicateDequantizersMergeIntoOneLookup) {
+  QdqCase qc;
+  qc.x_zp = 100;
+  GraphBuilder g("g");
+  AddSource(g, qc, {1, 4, 6, 6});
+  g.Node("DequantizeLinear", {"xq", "x_s", "x_z"}, {"x2"}, {}, "dq_x2");
+  g.Node("Sigmoid", {"x"}, {"h"}, {}, "sigmoid");
+  g.Initializer(InitializerFrom("h_s", Floats({}, {1.f / 255.f})));
+  g.Initializer(InitializerFrom("h_z", ScalarOf(pb::kUint8, 0)));
+  g.Node("QuantizeLinear", {"h", "h_s", "h_z"}, {"hq"}, {}, "q_h");
+  g.Node("DequantizeLinear", {"hq", "h_s", "h_z"}, {"hd"}, {}, "dq_h");
+  g.Node("Mul", {"x2", "hd"}, {"m"}, {}, "mul");
+  g.Initializer(InitializerFrom("y_s", Floats({}, {0.01f})));
+  g.Initializer(InitializerFrom("y_z", ScalarOf(pb::kUint8, 30)));
+  g.Node("QuantizeLinear", {"m", "y_s", "y_z"}, {"yq"}, {}, "q").Output("yq", pb::kUint8);
+  const Feeds feeds = {{"xq", Source(qc, {1, 4, 6, 6}, 98)}};
+  auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds);
+  auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ExpectWithinSteps(ref->outputs[0], cpu->outputs[0], 1);
+  if (runner::cpu::QuantizedChainsRunInt8()) {
+    EXPECT_EQ(cpu->ran, std::vector<std::string>{"dq_x"});
+  }
+}
+
 // A QLinearConv whose parameters break the operator's rules (an int64
 // bias, an int32 x_scale) is not written out: its own kernel refuses it,
 // naming it, as on the reference backend.
