@@ -424,15 +424,16 @@ bool MatchConcat(const ir::Node& op, const ir::Graph& graph, const std::function
   return true;
 }
 
-// A pooling chain at a MaxPool whose DequantizeLinear has other readers too
-// (an Inception module's pooling branch): MaxPool then QuantizeLinear,
-// reading the quantized source as extra inputs, the DequantizeLinear
-// bypassed.
-bool MatchPoolBypass(const ir::Node& op, const ir::Graph& graph,
-                     const std::function<bool(const ir::Value*)>& is_constant,
-                     const std::function<bool(const ir::Node*)>& skip,
-                     const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
-  if (op.op_type() != "MaxPool" || !InDefaultDomain(op) || !OnlyFirstOutput(op) || op.num_inputs() != 1) return false;
+// The chain at `op` (of type `type`, one input, only its first output
+// read): the op reading a dequantized 8-bit tensor, then QuantizeLinear.
+// The DequantizeLinear is bypassed: the chain reads the quantized source as
+// its extra inputs.
+bool MatchBypassedStep(const ir::Node& op, std::string_view type, const ir::Graph& graph,
+                       const std::function<bool(const ir::Value*)>& is_constant,
+                       const std::function<bool(const ir::Node*)>& skip,
+                       const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  if (op.op_type() != type || !InDefaultDomain(op) || !OnlyFirstOutput(op) || op.num_inputs() != 1)
+    return false;
   const ir::Node* dq = Dequantizer(op.input(0), is_constant);
   if (dq == nullptr || is_constant(dq->input(0))) return false;
   const ir::Node* q = SoleConsumer(op.output(0), graph);
@@ -443,6 +444,17 @@ bool MatchPoolBypass(const ir::Node& op, const ir::Graph& graph,
   for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dq->num_inputs() ? dq->input(j) : nullptr);
   chain.bypass.push_back({0, -1, dq});
   return true;
+}
+
+// A pooling chain at a MaxPool whose DequantizeLinear has other readers too
+// (an Inception module's pooling branch): MaxPool then QuantizeLinear,
+// reading the quantized source as extra inputs, the DequantizeLinear
+// bypassed.
+bool MatchPoolBypass(const ir::Node& op, const ir::Graph& graph,
+                     const std::function<bool(const ir::Value*)>& is_constant,
+                     const std::function<bool(const ir::Node*)>& skip,
+                     const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
+  return MatchBypassedStep(op, "MaxPool", graph, is_constant, skip, taken, chain);
 }
 
 // A lookup chain at `op` whose DequantizeLinear has other readers too (the
@@ -477,20 +489,7 @@ bool MatchGlobalAveragePool(const ir::Node& op, const ir::Graph& graph,
                             const std::function<bool(const ir::Value*)>& is_constant,
                             const std::function<bool(const ir::Node*)>& skip,
                             const absl::flat_hash_set<const ir::Node*>& taken, FusionChain& chain) {
-  if (op.op_type() != "GlobalAveragePool" || !InDefaultDomain(op) || !OnlyFirstOutput(op) ||
-      op.num_inputs() != 1)
-    return false;
-  const ir::Node* dq = Dequantizer(op.input(0), is_constant);
-  if (dq == nullptr || is_constant(dq->input(0))) return false;
-  const ir::Node* q = SoleConsumer(op.output(0), graph);
-  if (!IsQdqNode(q, "QuantizeLinear", is_constant) || skip(q) || taken.contains(q) ||
-      q->input(0) != op.output(0))
-    return false;
-  chain.nodes = {&op, q};
-  chain.chained_input = {-1, 0};
-  for (int j = 0; j < 3; ++j) chain.extra_inputs.push_back(j < dq->num_inputs() ? dq->input(j) : nullptr);
-  chain.bypass.push_back({0, -1, dq});
-  return true;
+  return MatchBypassedStep(op, "GlobalAveragePool", graph, is_constant, skip, taken, chain);
 }
 
 }  // namespace
@@ -742,34 +741,68 @@ void PlanQuantizedLayouts(std::vector<FusionChain>& chains, const ir::Graph& gra
 
 namespace {
 
-// The dims of a constant (an initializer or a Constant node's tensor), or
-// nullopt.
-std::optional<std::vector<int64_t>> ConstantDims(const ir::Value* v) {
-  if (!Present(v)) return std::nullopt;
-  if (v->IsConstant() && v->initializer() != nullptr) return v->initializer()->dims;
+// The tensor of a constant (an initializer or a Constant node's value), or
+// null.
+const pb::TensorProto* ConstantProto(const ir::Value* v) {
+  if (!Present(v)) return nullptr;
+  if (v->IsConstant()) return v->initializer();
   const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
-  if (p == nullptr || p->op_type() != "Constant" || !InDefaultDomain(*p)) return std::nullopt;
+  if (p == nullptr || p->op_type() != "Constant" || !InDefaultDomain(*p)) return nullptr;
   const ir::Attribute* a = p->FindAttribute("value");
-  if (a == nullptr || a->type() != pb::kAttrTensor || !a->proto.t) return std::nullopt;
-  return a->proto.t->dims;
+  if (a == nullptr || a->type() != pb::kAttrTensor || !a->proto.t) return nullptr;
+  return a->proto.t.get();
 }
 
-// The element type of a constant (an initializer or a Constant node's
-// tensor), or nullopt.
+// The dims of a constant, or nullopt.
+std::optional<std::vector<int64_t>> ConstantDims(const ir::Value* v) {
+  const pb::TensorProto* t = ConstantProto(v);
+  return t != nullptr ? std::optional<std::vector<int64_t>>(t->dims) : std::nullopt;
+}
+
+// The element type of a constant, or nullopt.
 std::optional<int32_t> ConstantType(const ir::Value* v) {
-  if (!Present(v)) return std::nullopt;
-  if (v->IsConstant() && v->initializer() != nullptr) return v->initializer()->data_type;
-  const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
-  if (p == nullptr || p->op_type() != "Constant" || !InDefaultDomain(*p)) return std::nullopt;
-  const ir::Attribute* a = p->FindAttribute("value");
-  if (a == nullptr || a->type() != pb::kAttrTensor || !a->proto.t) return std::nullopt;
-  return a->proto.t->data_type;
+  const pb::TensorProto* t = ConstantProto(v);
+  return t != nullptr ? std::optional<int32_t>(t->data_type) : std::nullopt;
 }
 
 int64_t Elements(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n = d < 0 ? -1 : n * d;
   return n;
+}
+
+// A one-output node `op` added before `at`, named after `base`.
+absl::StatusOr<ir::Value*> EmitBefore(ir::Graph& graph, ir::Node* at, const std::string& base,
+                                      const std::string& op, std::vector<ir::Value*> inputs,
+                                      std::vector<pb::AttributeProto> attrs = {}) {
+  ir::NodeSpec spec;
+  spec.op_type = op;
+  spec.name = graph.FreshName(absl::StrCat(base, "/", op));
+  spec.inputs = std::move(inputs);
+  spec.outputs = {graph.FreshName(absl::StrCat(base, "/", op, "_out"))};
+  spec.attributes = std::move(attrs);
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, graph.AddNode(std::move(spec), ir::Position::Before(at)));
+  return n->output(0);
+}
+
+// The attributes of `node` (none holds a graph).
+std::vector<pb::AttributeProto> PlainAttributes(const ir::Node& node) {
+  std::vector<pb::AttributeProto> attrs;
+  for (const ir::Attribute& a : node.attributes()) {
+    if (!a.g && a.graphs.empty()) attrs.push_back(a.proto);
+  }
+  return attrs;
+}
+
+// `node`'s output 0 replaced by `out`, which takes its name and type; the
+// node removed.
+absl::Status ReplaceByValue(ir::Graph& graph, ir::Node* node, ir::Value* out) {
+  ir::Value* old = node->output(0);
+  if (old->type() != nullptr) out->set_type(*old->type());
+  const std::string name = old->name();
+  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old, out));
+  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
+  return graph.RenameValue(out, name);
 }
 
 // Writes out one QLinearConv / QLinearMatMul; false (nothing changed) when
@@ -817,18 +850,9 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
   }
 
   const std::string base = node->name().empty() ? std::string(node->op_type()) : node->name();
-  std::vector<ir::Node*> added;
   auto emit = [&](std::string op, std::vector<ir::Value*> inputs,
-                  std::vector<pb::AttributeProto> attrs = {}) -> absl::StatusOr<ir::Value*> {
-    ir::NodeSpec spec;
-    spec.op_type = op;
-    spec.name = graph.FreshName(absl::StrCat(base, "/", op));
-    spec.inputs = std::move(inputs);
-    spec.outputs = {graph.FreshName(absl::StrCat(base, "/", op, "_out"))};
-    spec.attributes = std::move(attrs);
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, graph.AddNode(std::move(spec), ir::Position::Before(node)));
-    added.push_back(n);
-    return n->output(0);
+                  std::vector<pb::AttributeProto> attrs = {}) {
+    return EmitBefore(graph, node, base, op, std::move(inputs), std::move(attrs));
   };
   auto parameters = [&](int first) {
     std::vector<ir::Value*> in = {node->input(first), node->input(first + 1)};
@@ -846,32 +870,17 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
     ONNXKIT_ASSIGN_OR_RETURN(b, emit("Mul", {b, scale}));
     op_inputs.push_back(b);
   }
-  std::vector<pb::AttributeProto> attrs;
-  for (const ir::Attribute& a : node->attributes()) {
-    if (!a.g && a.graphs.empty()) attrs.push_back(a.proto);
-  }
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, emit(conv ? "Conv" : "MatMul", op_inputs, attrs));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, emit(conv ? "Conv" : "MatMul", op_inputs, PlainAttributes(*node)));
   std::vector<ir::Value*> q = {y, node->input(6)};
   if (Present(node->input(7))) q.push_back(node->input(7));
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, emit("QuantizeLinear", q));
-  ir::Value* old = node->output(0);
-  if (old->type() != nullptr) out->set_type(*old->type());
-  const std::string name = old->name();
-  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old, out));
-  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
-  ONNXKIT_RETURN_IF_ERROR(graph.RenameValue(out, name));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceByValue(graph, node, out));
   return true;
 }
 
 // The value of a one-element float constant, or nullopt.
 std::optional<float> ConstantFloat(const ir::Value* v) {
-  if (!Present(v)) return std::nullopt;
-  const pb::TensorProto* t = v->IsConstant() ? v->initializer() : nullptr;
-  const ir::Node* p = v->kind() == ir::ValueKind::kNodeOutput ? v->producer() : nullptr;
-  if (t == nullptr && p != nullptr && p->op_type() == "Constant" && InDefaultDomain(*p)) {
-    const ir::Attribute* a = p->FindAttribute("value");
-    if (a != nullptr && a->type() == pb::kAttrTensor && a->proto.t) t = a->proto.t.get();
-  }
+  const pb::TensorProto* t = ConstantProto(v);
   if (t == nullptr || t->data_type != pb::kFloat) return std::nullopt;
   absl::StatusOr<Tensor> tensor = TensorFromProto(*t);
   if (!tensor.ok() || tensor->size() != 1 || tensor->dtype() != pb::kFloat) return std::nullopt;
@@ -901,34 +910,15 @@ absl::StatusOr<bool> WrapQuantizedMaxPool(ir::Graph& graph, ir::Node* node) {
   std::vector<ir::Value*> parameters = {q->input(1)};
   if (zero_point) parameters.push_back(q->input(2));
   const std::string base = node->name().empty() ? std::string("MaxPool") : node->name();
-  auto emit = [&](std::string op, std::vector<ir::Value*> inputs,
-                  std::vector<pb::AttributeProto> attrs = {}) -> absl::StatusOr<ir::Value*> {
-    ir::NodeSpec spec;
-    spec.op_type = op;
-    spec.name = graph.FreshName(absl::StrCat(base, "/", op));
-    spec.inputs = std::move(inputs);
-    spec.outputs = {graph.FreshName(absl::StrCat(base, "/", op, "_out"))};
-    spec.attributes = std::move(attrs);
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Node * n, graph.AddNode(std::move(spec), ir::Position::Before(node)));
-    return n->output(0);
-  };
   std::vector<ir::Value*> dq = {node->input(0)};
   dq.insert(dq.end(), parameters.begin(), parameters.end());
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, emit("DequantizeLinear", dq));
-  std::vector<pb::AttributeProto> attrs;
-  for (const ir::Attribute& a : node->attributes()) {
-    if (!a.g && a.graphs.empty()) attrs.push_back(a.proto);
-  }
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pooled, emit("MaxPool", {x}, attrs));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, EmitBefore(graph, node, base, "DequantizeLinear", dq));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pooled,
+                           EmitBefore(graph, node, base, "MaxPool", {x}, PlainAttributes(*node)));
   std::vector<ir::Value*> qin = {pooled};
   qin.insert(qin.end(), parameters.begin(), parameters.end());
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, emit("QuantizeLinear", qin));
-  ir::Value* old = node->output(0);
-  if (old->type() != nullptr) out->set_type(*old->type());
-  const std::string name = old->name();
-  ONNXKIT_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(old, out));
-  ONNXKIT_RETURN_IF_ERROR(graph.RemoveNode(node));
-  ONNXKIT_RETURN_IF_ERROR(graph.RenameValue(out, name));
+  ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out, EmitBefore(graph, node, base, "QuantizeLinear", qin));
+  ONNXKIT_RETURN_IF_ERROR(ReplaceByValue(graph, node, out));
   return true;
 }
 
