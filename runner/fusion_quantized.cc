@@ -17,6 +17,7 @@
 // does a step that joins the chain's value with %x again (HardSwish written
 // out as Mul(%x, HardSigmoid(%x)), SiLU, GELU).
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -765,9 +766,14 @@ std::optional<int32_t> ConstantType(const ir::Value* v) {
   return t != nullptr ? std::optional<int32_t>(t->data_type) : std::nullopt;
 }
 
+// The element count of `dims`, or -1 when a dim is negative or the product
+// would overflow.
 int64_t Elements(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n = d < 0 ? -1 : n * d;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > std::numeric_limits<int64_t>::max() / d)) return -1;
+    n *= d;
+  }
   return n;
 }
 
@@ -881,7 +887,7 @@ absl::StatusOr<bool> ExpandQLinear(ir::Graph& graph, ir::Node* node, int64_t ops
 // The value of a one-element float constant, or nullopt.
 std::optional<float> ConstantFloat(const ir::Value* v) {
   const pb::TensorProto* t = ConstantProto(v);
-  if (t == nullptr || t->data_type != pb::kFloat) return std::nullopt;
+  if (t == nullptr || Elements(t->dims) != 1 || t->data_type != pb::kFloat) return std::nullopt;
   absl::StatusOr<Tensor> tensor = TensorFromProto(*t);
   if (!tensor.ok() || tensor->size() != 1 || tensor->dtype() != pb::kFloat) return std::nullopt;
   return tensor->data<float>()[0];
