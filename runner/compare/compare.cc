@@ -40,10 +40,22 @@ class Accumulator {
       return;
     }
     double diff = std::fabs(a - e);
-    if (diff > m_.max_abs || m_.worst_index < 0) {
-      m_.max_abs = std::max(m_.max_abs, diff);
-      if (!nan_worst_) SetWorst(a, e, index);
+    double allowed = m_.tolerance.atol + m_.tolerance.rtol * std::fabs(e);
+    bool out = !(diff <= allowed);
+    // The worst element is a NaN/Inf mismatch, else the one farthest beyond
+    // its tolerance, else (all within) the largest absolute difference: with
+    // an absolute tolerance the largest difference may sit on a large value
+    // well within its relative tolerance while a small one fails.
+    if (!nan_worst_) {
+      if (out && (!tolerance_worst_ || diff - allowed > worst_excess_)) {
+        tolerance_worst_ = true;
+        worst_excess_ = diff - allowed;
+        SetWorst(a, e, index);
+      } else if (!tolerance_worst_ && (diff > m_.max_abs || m_.worst_index < 0)) {
+        SetWorst(a, e, index);
+      }
     }
+    m_.max_abs = std::max(m_.max_abs, diff);
     // Relative to a non-zero expected value only: against 0 any difference
     // would be ~1e300 times itself, a number that says nothing.
     if (diff > 0 && e != 0) m_.max_rel = std::max(m_.max_rel, diff / std::fabs(e));
@@ -52,7 +64,7 @@ class Accumulator {
     norm_a_ += a * a;
     norm_e_ += e * e;
     noise_ += diff * diff;
-    if (!(diff <= m_.tolerance.atol + m_.tolerance.rtol * std::fabs(e))) ++m_.out_of_tolerance;
+    if (out) ++m_.out_of_tolerance;
   }
 
   // n elements compared as bytes (types without arithmetic), `differ` of
@@ -83,6 +95,8 @@ class Accumulator {
 
   Metrics m_;
   bool nan_worst_ = false;
+  bool tolerance_worst_ = false;
+  double worst_excess_ = 0;
   double sum_abs_ = 0, dot_ = 0, norm_a_ = 0, norm_e_ = 0, noise_ = 0;
 };
 

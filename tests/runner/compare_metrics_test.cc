@@ -34,6 +34,24 @@ TEST(CompareMetricsTest, RelativeErrorIgnoresExpectedZeros) {
   EXPECT_EQ(special.max_rel, 0);
 }
 
+TEST(CompareMetricsTest, WorstElementIsTheOneFarthestBeyondItsTolerance) {
+  // 1000.0004 vs 1000 is the largest difference but within 1e-4 relative;
+  // 2e-5 vs 0 fails the absolute tolerance: that is the element to show.
+  Metrics m = CompareValues(Floats({1000.0004f, 2e-5f, 1.f}), Floats({1000.f, 0.f, 1.f}));
+  EXPECT_EQ(m.out_of_tolerance, 1);
+  EXPECT_EQ(m.worst_index, 1);
+  EXPECT_NEAR(m.max_abs, 0.0004, 1e-4);
+  // Among failing elements the larger excess wins; a NaN mismatch wins over both.
+  Metrics two = CompareValues(Floats({2e-5f, 5e-5f, 3e-5f}), Floats({0.f, 0.f, 0.f}));
+  EXPECT_EQ(two.worst_index, 1);
+  Metrics nan = CompareValues(Floats({5e-5f, std::nanf("")}), Floats({0.f, 0.f}));
+  EXPECT_EQ(nan.worst_index, 1);
+  // All within tolerance: the largest absolute difference.
+  Metrics within = CompareValues(Floats({1.f, 1000.0004f}), Floats({1.f, 1000.f}));
+  EXPECT_TRUE(within.within_tolerance);
+  EXPECT_EQ(within.worst_index, 1);
+}
+
 TEST(CompareMetricsTest, SequenceMetricsPoolEveryElement) {
   // Cosine and SQNR are those of all the elements together (not the worst
   // element's), and the worst index counts across the sequence.
