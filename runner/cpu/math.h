@@ -37,6 +37,7 @@ Factory MakeEinsum;
 // quantize_linear.cc
 Factory MakeQuantizeLinear;
 Factory MakeDequantizeLinear;
+Factory MakeDynamicQuantizeLinear;
 // eltwise.cc: Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Reciprocal,
 // Elu, LeakyRelu, Softplus, HardSwish, Round, Gelu; Clip; Erf.
 Factory MakeEltwise;

@@ -1,4 +1,4 @@
-// cpu QuantizeLinear and DequantizeLinear: vectorized loops over float32
+// cpu QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear: vectorized loops over float32
 // tensors and 8-bit (DequantizeLinear also int32) quantized ones, per
 // tensor or per axis, with the reference's arithmetic (so both backends
 // agree exactly):
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "lib/base/status_macros.h"
 #include "runner/cpu/dnnl_util.h"
@@ -71,6 +72,32 @@ ONNXKIT_ROW_CLONES void DequantizeRow(const int8_t* x, float* y, int64_t n, floa
 }
 ONNXKIT_ROW_CLONES void DequantizeRow(const int32_t* x, float* y, int64_t n, float scale, int32_t zp) {
   DequantizeRowT(x, y, n, scale, zp);
+}
+
+// Extends [lo, hi] by x[0..n): m = x > m ? x : m and m = x < m ? x : m,
+// the reference's std::max / std::min, so a NaN never enters (maxps and
+// minps return their second operand when either is NaN).
+ONNXKIT_ROW_CLONES void ExtendRange(const float* x, int64_t n, float& lo, float& hi) {
+  constexpr int kLanes = 16;
+  float l[kLanes], h[kLanes];
+  for (int j = 0; j < kLanes; ++j) l[j] = lo, h[j] = hi;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (int j = 0; j < kLanes; ++j) {
+      float v = x[i + j];
+      h[j] = v > h[j] ? v : h[j];
+      l[j] = v < l[j] ? v : l[j];
+    }
+  }
+  for (; i < n; ++i) {
+    hi = x[i] > hi ? x[i] : hi;
+    lo = x[i] < lo ? x[i] : lo;
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    hi = h[j] > hi ? h[j] : hi;
+    lo = l[j] < lo ? l[j] : lo;
+  }
 }
 
 // One pass of DequantizeRowT on both operands, the op, and QuantizeRowT.
@@ -268,6 +295,53 @@ class DequantizeLinearKernel : public CpuKernel {
   }
 };
 
+// DynamicQuantizeLinear of a float32 tensor: the range (always holding 0,
+// NaN skipped) and the quantization in vectorized passes, the scale and
+// zero point with the reference's scalar arithmetic, so both agree exactly.
+class DynamicQuantizeLinearKernel : public CpuKernel {
+ public:
+  DynamicQuantizeLinearKernel(const ir::Node&, const KernelInfo&, std::unique_ptr<Kernel> fallback)
+      : CpuKernel(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* x, ctx.Input(0));
+    if (x->dtype() != pb::kFloat) return Fallback(ctx);
+    const float* px = x->data<float>();
+    const int64_t n = x->size();
+    constexpr int64_t kChunk = 1 << 16;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    const bool parallel = n > (1 << 18);
+    ranges_.assign(static_cast<size_t>(2 * chunks), 0.f);
+    ParallelFor(chunks, parallel, [&](int64_t c) {
+      float lo = 0, hi = 0;
+      ExtendRange(px + c * kChunk, std::min(kChunk, n - c * kChunk), lo, hi);
+      ranges_[static_cast<size_t>(2 * c)] = lo;
+      ranges_[static_cast<size_t>(2 * c + 1)] = hi;
+    });
+    float min_x = 0, max_x = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      min_x = std::min(min_x, ranges_[static_cast<size_t>(2 * c)]);
+      max_x = std::max(max_x, ranges_[static_cast<size_t>(2 * c + 1)]);
+    }
+    const float scale = max_x == min_x ? 1.0f : (max_x - min_x) / 255.0f;
+    const float zp_float = std::clamp(0.0f - min_x / scale, 0.0f, 255.0f);
+    const float zp = std::isnan(zp_float) ? 0.0f : std::nearbyint(zp_float);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kUint8, x->shape()));
+    uint8_t* py = y->mutable_data<uint8_t>();
+    ParallelFor(chunks, parallel, [&](int64_t c) {
+      QuantizeRow(px + c * kChunk, py + c * kChunk, std::min(kChunk, n - c * kChunk), scale, zp, 0.f, 255.f);
+    });
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y_scale, ctx.AllocateOutput(1, pb::kFloat, {}));
+    y_scale->mutable_data<float>()[0] = scale;
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y_zp, ctx.AllocateOutput(2, pb::kUint8, {}));
+    y_zp->mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<float> ranges_;
+};
+
 }  // namespace
 
 void QuantizeFloatRow(const float* x, void* y, int32_t y_type, int64_t n, float scale, int32_t zp) {
@@ -314,6 +388,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantizeLinear(const ir::Node& node,
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDequantizeLinear(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<DequantizeLinearKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDynamicQuantizeLinear(const ir::Node& node,
+                                                                  const KernelInfo& info) {
+  return MakeCpu<DynamicQuantizeLinearKernel>(node, info);
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -1183,6 +1183,59 @@ TEST(CpuQdqTest, MalformedQLinearConvKeepsItsOwnError) {
   }
 }
 
+// DynamicQuantizeLinear on the cpu backend (vectorized range and
+// quantization) agrees bit for bit with the reference: NaN skipped by the
+// range and quantized to the zero point, infinities, ties to even, tensors
+// that hold no positive or no negative value, one element, and tensors long
+// enough to be split into chunks (with a tail that is not a whole vector).
+TEST(CpuQdqTest, DynamicQuantizeLinearIsExact) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> inputs = {{-2, 0, 253, nan, 1.5f, 2.5f},
+                                            {nan},
+                                            {0, 0, 0},
+                                            {-3, -1, -0.5f},
+                                            {4, 8, 0.25f},
+                                            {7},
+                                            {1, inf, -2},
+                                            {-inf, 1}};
+  std::vector<float> big(700001);
+  uint32_t state = 12345;
+  for (float& v : big) {
+    state = state * 1664525u + 1013904223u;
+    v = (static_cast<float>(state >> 8) / static_cast<float>(1 << 24) - 0.3f) * 7.f;
+  }
+  big[123457] = nan;
+  big[700000] = 9.5f;  // the maximum, the last element (past the last whole vector)
+  inputs.push_back(big);
+  inputs.push_back(std::vector<float>(big.begin(), big.begin() + 37));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    SCOPED_TRACE(k);
+    const int64_t n = static_cast<int64_t>(inputs[k].size());
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, n});
+    g.Node("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}, {}, "dql");
+    g.Output("y", pb::kUint8).Output("s", pb::kFloat).Output("z", pb::kUint8);
+    const Feeds feeds = {{"x", Floats({1, n}, inputs[k])}};
+    auto ref = RunOn(g.Build(), runner::Backend::kReference, feeds, 11);
+    auto cpu = RunOn(g.Build(), runner::Backend::kCpu, feeds, 11);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(Values<uint8_t>(cpu->outputs[0]), Values<uint8_t>(ref->outputs[0]));
+    EXPECT_EQ(Values<float>(cpu->outputs[1]), Values<float>(ref->outputs[1]));
+    EXPECT_EQ(Values<uint8_t>(cpu->outputs[2]), Values<uint8_t>(ref->outputs[2]));
+    if (k == 0) {
+      // Range [-2, 253]: scale 1, zero point 2; NaN is the zero point, 1.5 and 2.5 round to 2.
+      EXPECT_EQ(Values<float>(cpu->outputs[1]), std::vector<float>{1.f});
+      EXPECT_EQ(Values<uint8_t>(cpu->outputs[0]), (std::vector<uint8_t>{0, 2, 255, 2, 4, 4}));
+    }
+    if (k == 8) {
+      float lo = 0;
+      for (float v : big) lo = v < lo ? v : lo;
+      EXPECT_EQ(Values<float>(cpu->outputs[1]), std::vector<float>{(9.5f - lo) / 255.f});
+    }
+  }
+}
+
 // An Inception-style block: two quantized Convs of one source concatenated
 // along channels, then a third Conv. The concatenation runs channels-last
 // on channels-last inputs; with a negative output scale (which its kernel
