@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "passes/util.h"
@@ -22,7 +23,13 @@ bool Selected(const ir::Node& node, const std::string& key, const QdqOptions& o,
   return re == nullptr || !std::regex_search(key, *re);
 }
 
-absl::Status Rewrite(ir::Graph& g, ir::Node* mm, const QuantizedWeight& q, bool per_channel) {
+// The DynamicQuantizeLinear of each activation already written, per graph:
+// MatMuls reading one activation (attention's query, key and value
+// projections) share one quantization of it.
+using Quantizers = absl::flat_hash_map<const ir::Value*, ir::Node*>;
+
+absl::Status Rewrite(ir::Graph& g, ir::Node* mm, const QuantizedWeight& q, bool per_channel,
+                     Quantizers& dqls) {
   std::string base = mm->output(0)->name();
   auto fresh = [&](const std::string& suffix) { return g.FreshName(base + suffix); };
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * wq, passes::AddConstant(g, mm->input(1)->name() + "_quantized", q.data));
@@ -31,10 +38,16 @@ absl::Status Rewrite(ir::Graph& g, ir::Node* mm, const QuantizedWeight& q, bool 
   for (size_t i = 0; i < (per_channel ? q.scales.size() : 1); ++i) st.mutable_data<float>()[i] = q.scales[i];
   ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ws, passes::AddConstant(g, mm->input(1)->name() + "_scale", st));
   ir::Position at = ir::Position::Before(mm);
-  ONNXKIT_ASSIGN_OR_RETURN(ir::Node * dql, g.AddNode({.op_type = "DynamicQuantizeLinear", .name = fresh("_DynamicQuantizeLinear"),
-                                                      .inputs = {mm->input(0)},
-                                                      .outputs = {fresh("_a_quantized"), fresh("_a_scale"), fresh("_a_zero_point")}},
-                                                     at));
+  ir::Node*& dql = dqls[mm->input(0)];
+  if (dql == nullptr) {
+    // Before the first reader in graph order, so before every later one.
+    ONNXKIT_ASSIGN_OR_RETURN(
+        dql, g.AddNode({.op_type = "DynamicQuantizeLinear",
+                        .name = fresh("_DynamicQuantizeLinear"),
+                        .inputs = {mm->input(0)},
+                        .outputs = {fresh("_a_quantized"), fresh("_a_scale"), fresh("_a_zero_point")}},
+                       at));
+  }
   ONNXKIT_ASSIGN_OR_RETURN(ir::Node * mmi, g.AddNode({.op_type = "MatMulInteger", .name = fresh("_MatMulInteger"),
                                                       .inputs = {dql->output(0), wq, dql->output(2)},
                                                       .outputs = {fresh("_int32")}},
@@ -84,6 +97,7 @@ absl::StatusOr<QdqResult> QuantizeDynamic(const io::LoadedModel& model, const Qd
   int index = 0;
   for (ir::Graph* graph : graphs) {
     ir::Graph& g = *graph;
+    Quantizers dqls;
     for (ir::Node* node : passes::SnapshotNodes(g)) {
       std::string key = NodeKey(*node, index++);
       if (!Selected(*node, key, options, re ? &*re : nullptr) || node->num_inputs() != 2) continue;
@@ -93,7 +107,7 @@ absl::StatusOr<QdqResult> QuantizeDynamic(const io::LoadedModel& model, const Qd
       ONNXKIT_ASSIGN_OR_RETURN(runner::Tensor wt, runner::TensorFromProto(*wp, &resolver));
       ONNXKIT_ASSIGN_OR_RETURN(QuantizedWeight q,
                                QuantizeWeight(wt, options.per_channel ? 1 : -1, QType::kInt8));
-      ONNXKIT_RETURN_IF_ERROR(Rewrite(g, node, q, options.per_channel));
+      ONNXKIT_RETURN_IF_ERROR(Rewrite(g, node, q, options.per_channel, dqls));
       result.quantized_nodes.push_back(key);
       result.weights += 1;
       result.per_channel_weights += options.per_channel ? 1 : 0;

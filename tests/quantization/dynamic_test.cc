@@ -43,6 +43,34 @@ TEST(DynamicTest, MatMulBecomesMatMulInteger) {
   }
 }
 
+// MatMuls reading one activation (attention's query, key and value
+// projections) share one DynamicQuantizeLinear of it, written before the
+// first of them; another activation gets its own.
+TEST(DynamicTest, ProductsOfOneActivationShareItsQuantization) {
+  testing::GraphBuilder g("g");
+  g.Input("x", pb::kFloat, {{3, 16}})
+      .Initializer(testing::InitializerFrom("wq", testing::RandomFloats({16, 8}, 3)))
+      .Initializer(testing::InitializerFrom("wk", testing::RandomFloats({16, 8}, 4)))
+      .Initializer(testing::InitializerFrom("wv", testing::RandomFloats({8, 8}, 5)))
+      .Node("MatMul", {"x", "wq"}, {"q"}, {}, "q")
+      .Node("MatMul", {"x", "wk"}, {"k"}, {}, "k")
+      .Node("Add", {"q", "k"}, {"s"}, {}, "add")
+      .Node("MatMul", {"s", "wv"}, {"v"}, {}, "v")
+      .Output("v", pb::kFloat, {{3, 8}});
+  io::LoadedModel m;
+  m.proto = testing::ModelFromGraph(g.Build(), 13);
+  auto samples = RandomSamples(3, 1, -1, 1, {});
+  QuantizeOptions o;
+  o.dynamic = true;
+  o.backend = runner::Backend::kReference;
+  auto r = Quantize(m, samples.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  testing::ExpectValid(r->qdq.model);
+  EXPECT_EQ(testing::OpCount(r->qdq.model, "MatMulInteger"), 3);
+  EXPECT_EQ(testing::OpCount(r->qdq.model, "DynamicQuantizeLinear"), 2);
+  EXPECT_GT(r->report.min_output_sqnr(), 25);
+}
+
 // A MatMul inside a Loop body (its weight an initializer of the main
 // graph) is quantized in every mode: static QDQ calibrated on the body's
 // values over the iterations, dynamic, weights-only.
