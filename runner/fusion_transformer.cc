@@ -1,6 +1,8 @@
 // Finding the transformer chains of runner/fusion.h (kind kTransformer):
 //
 //   MatMul + bias:  %m = MatMul(%x, %W); %y = Add(%m, %b)     (%W, %b constant)
+//   dynamic int8:   %i = MatMulInteger(%a, %B, ...); %f = Cast(%i, to=float);
+//                   %y = Mul(%f, %s)
 //   attention:      %s = MatMul(%q, %kt); [%d = Div(%s, %c) or Mul;]
 //                   [%w = Where(%cond, %d, %fill) or Where(%cond, %fill, %d);]
 //                   [%m = Add(%w, %mask);] %p = Softmax(%m); %y = MatMul(%p, %v)
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "lib/io/proto.h"
 #include "runner/fusion.h"
 
 namespace onnxkit::runner {
@@ -102,6 +105,29 @@ std::vector<Link> MatMulBiasChain(const ir::Node& matmul, const ir::Graph& graph
   int slot = BinaryWithConstant(add, "Add", matmul.output(0), is_constant);
   if (slot < 0) return {};
   return {{&matmul, -1}, {add, slot}};
+}
+
+// MatMulInteger, the Cast of its int32 product to float and the Mul of
+// that by a scale (how dynamic quantization writes a MatMul: the scale is
+// the product of the activation's and the weight's), or empty. The scale
+// may be computed in the run; the kernel checks its shape.
+std::vector<Link> MatMulIntegerScaleChain(const ir::Node& mmi, const ir::Graph& graph) {
+  if (mmi.op_type() != "MatMulInteger" || mmi.num_inputs() < 2 || mmi.num_outputs() != 1 ||
+      mmi.input(0) == nullptr || mmi.input(1) == nullptr) {
+    return {};
+  }
+  const ir::Node* cast = OnlyUser(mmi.output(0), graph);
+  if (cast == nullptr || cast->op_type() != "Cast" || cast->num_inputs() != 1) return {};
+  const ir::Attribute* to = cast->FindAttribute("to");
+  if (to == nullptr || to->type() != pb::kAttrInt || to->proto.i != pb::kFloat) return {};
+  const ir::Node* mul = OnlyUser(cast->output(0), graph);
+  if (mul == nullptr || mul->op_type() != "Mul" || mul->num_inputs() != 2) return {};
+  const ir::Value* f = cast->output(0);
+  if (mul->input(0) == f && mul->input(1) != nullptr && mul->input(1) != f)
+    return {{&mmi, -1}, {cast, 0}, {mul, 0}};
+  if (mul->input(1) == f && mul->input(0) != nullptr && mul->input(0) != f)
+    return {{&mmi, -1}, {cast, 0}, {mul, 1}};
+  return {};
 }
 
 // The attention chain starting at `matmul`, or empty: the Div by the scale,
@@ -358,6 +384,7 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
     std::vector<int> inner_input, inner_source;
     std::vector<Link> links = GeluChain(*head, graph, is_constant);
     if (links.empty()) links = MatMulBiasChain(*head, graph, is_constant);
+    if (links.empty()) links = MatMulIntegerScaleChain(*head, graph);
     if (links.empty()) links = AttentionChain(*head, graph);
     if (links.empty()) links = AddLayerNormChain(*head, graph);
     if (links.empty())

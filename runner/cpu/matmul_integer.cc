@@ -17,6 +17,7 @@
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
 #include "runner/cpu/math.h"
+#include "runner/cpu/transformer.h"
 #include "runner/reference/float_types.h"
 
 namespace onnxkit::runner::cpu {
@@ -190,10 +191,84 @@ class QLinearMatMulKernel : public CpuKernel {
   std::vector<int32_t> acc_;
 };
 
+// MatMulInteger -> Cast(to float) -> Mul by a scale (a transformer chain,
+// runner/fusion.h): the int32 product is converted and scaled in one pass
+// as Cast and Mul would, float(acc) * s in float, so the result is the
+// same. The scale must be one value or a row of N along the last axis that
+// leaves the product's shape as it is; other inputs run node by node.
+class MatMulIntegerScaleKernel : public Kernel {
+ public:
+  MatMulIntegerScaleKernel(int a_zp, int b_zp, int scale, bool constant_b, std::unique_ptr<Kernel> fallback)
+      : a_zp_(a_zp), b_zp_(b_zp), scale_(scale), matmul_(constant_b), fallback_(std::move(fallback)) {}
+
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* b, ctx.Input(1));
+    const Tensor* a_zp = nullptr;
+    const Tensor* b_zp = nullptr;
+    if (a_zp_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(a_zp, ctx.OptionalInput(a_zp_));
+    }
+    if (b_zp_ >= 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(b_zp, ctx.OptionalInput(b_zp_));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* s, ctx.Input(scale_));
+    if (!matmul_.Covers(*a, *b, a_zp, b_zp) || !ScaleFits(*s, matmul_.out_shape()))
+      return fallback_->Run(ctx);
+    const int64_t n = matmul_.out_shape().back();
+    const int64_t rows = a->size() / a->dim(a->rank() - 1);
+    acc_.resize(static_cast<size_t>(rows * n));
+    ONNXKIT_RETURN_IF_ERROR(matmul_.Run(*a, *b, acc_.data()));
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, matmul_.out_shape()));
+    ScaleRows(acc_.data(), s->data<float>(), s->size() == 1, y->mutable_data<float>(), rows, n);
+    return absl::OkStatus();
+  }
+
+ private:
+  static bool ScaleFits(const Tensor& s, const std::vector<int64_t>& shape) {
+    if (s.dtype() != pb::kFloat || s.rank() > static_cast<int>(shape.size())) return false;
+    if (s.size() == 1) return true;
+    for (int d = 0; d + 1 < s.rank(); ++d) {
+      if (s.dim(d) != 1) return false;
+    }
+    return s.rank() >= 1 && s.dim(s.rank() - 1) == shape.back();
+  }
+
+  static void ScaleRows(const int32_t* acc, const float* s, bool one, float* y, int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t* in = acc + r * n;
+      float* out = y + r * n;
+      if (one) {
+        const float v = s[0];
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(in[j]) * v;
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(in[j]) * s[j];
+      }
+    }
+  }
+
+  int a_zp_, b_zp_, scale_;
+  Int8MatMul matmul_;
+  std::vector<int32_t> acc_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMulInteger(const ir::Node& node, const KernelInfo& info) {
   return MakeCpu<MatMulIntegerKernel>(node, info);
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMulIntegerScaleChain(const FusionChain& chain,
+                                                                    std::unique_ptr<Kernel> fallback) {
+  const ir::Node& mmi = chain.head();
+  const int a_zp = mmi.num_inputs() > 2 && mmi.input(2) != nullptr ? 2 : -1;
+  const int b_zp = mmi.num_inputs() > 3 && mmi.input(3) != nullptr ? 3 : -1;
+  const int scale = chain.input_offset[2] + (chain.chained_input[2] == 0 ? 1 : 0);
+  return std::unique_ptr<Kernel>(
+      new MatMulIntegerScaleKernel(a_zp, b_zp, scale, IsSessionConstantInput(mmi, 1), std::move(fallback)));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQLinearMatMul(const ir::Node& node, const KernelInfo& info) {

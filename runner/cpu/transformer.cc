@@ -401,6 +401,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
     return std::unique_ptr<Kernel>(
         new MatMulBiasKernel(OtherInput(chain, 1), IsSessionConstantInput(chain.head(), 1), std::move(fallback)));
   }
+  if (head == "MatMulInteger" && chain.nodes.size() == 3)
+    return MakeMatMulIntegerScaleChain(chain, std::move(fallback));
   if (head == "MatMul" && chain.nodes.size() >= 3 && chain.nodes.size() <= 6) {
     return MakeAttentionChain(chain, info, std::move(fallback));
   }

@@ -50,6 +50,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeDecomposedLayerNormChain(const Fusio
 absl::StatusOr<std::unique_ptr<Kernel>> MakeElementwiseChain(const FusionChain& chain,
                                                              const KernelInfo& info);
 
+// matmul_integer.cc: MatMulInteger -> Cast to float -> Mul by a scale.
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMulIntegerScaleChain(const FusionChain& chain,
+                                                                    std::unique_ptr<Kernel> fallback);
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo& info,
                                                          std::unique_ptr<Kernel> fallback);
 

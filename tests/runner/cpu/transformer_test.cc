@@ -156,6 +156,70 @@ GraphBuilder Gelu(bool swapped, float c = 1.4142135f, float one = 1.f, float hal
   return g;
 }
 
+// A dynamically quantized MatMul: DynamicQuantizeLinear, MatMulInteger by
+// constant int8 weights, Cast to float and Mul by the activation's scale
+// times the weights' (per column, one value or a [1, N] row; either Mul
+// operand order). The cpu backend runs MatMulInteger, Cast and Mul as one
+// step and agrees with the reference bit for bit; a scale of another shape
+// or per-column weight zero points run the three nodes one by one, a Cast
+// to another type is not such a step.
+TEST(CpuTransformerFusionTest, DynamicQuantizedMatMulRunsAsOneStep) {
+  struct Case {
+    std::vector<int64_t> scale_shape;
+    bool scale_first = false;
+    bool b_zero_points = false;
+    int64_t to = pb::kFloat;
+    bool fused = true, node_by_node = false;
+  };
+  const std::vector<Case> cases = {
+      {{8}},
+      {{}, true},
+      {{1, 8}},
+      {{5, 8}, false, false, pb::kFloat, false, true},
+      {{8}, false, true, pb::kFloat, false, true},
+      {{8}, false, false, pb::kDouble, false, false},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    SCOPED_TRACE(k);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{2, 5, 16});
+    g.Initializer(InitializerFrom("w", RandomInts(pb::kInt8, {16, 8}, 7, -127, 127)));
+    g.Initializer(InitializerFrom("ws", RandomFloats(c.scale_shape, 8, 0.001f, 0.01f)));
+    g.Node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, {}, "dql");
+    std::vector<std::string> mmi_inputs = {"xq", "w", "xz"};
+    if (c.b_zero_points) {
+      g.Initializer(InitializerFrom("wz", Int8s({8}, std::vector<int8_t>(8, 0))));
+      mmi_inputs.push_back("wz");
+    }
+    g.Node("MatMulInteger", mmi_inputs, {"i"}, {}, "mmi");
+    g.Node("Cast", {"i"}, {"f"}, {AttrInt("to", c.to)}, "cast");
+    std::string f = "f";
+    if (c.to != pb::kFloat) {
+      g.Node("Cast", {"f"}, {"f32"}, {AttrInt("to", pb::kFloat)}, "back");
+      f = "f32";
+    }
+    g.Node("Mul", {"xs", "ws"}, {"s"}, {}, "scale");
+    g.Node("Mul", c.scale_first ? std::vector<std::string>{"s", f} : std::vector<std::string>{f, "s"}, {"y"},
+           {}, "mul");
+    g.Output("y", pb::kFloat);
+    const Feeds feeds = {{"x", RandomFloats({2, 5, 16}, 9, -3.f, 2.f)}};
+    auto ref = testing::Run(g.Build(), runner::Backend::kReference, feeds);
+    const int64_t fallbacks = runner::ChainFallbackRuns();
+    auto cpu = testing::Run(g.Build(), runner::Backend::kCpu, feeds);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    EXPECT_EQ(runner::ChainFallbackRuns() > fallbacks, c.node_by_node);
+    const runner::Tensor& e = ref->outputs[0];
+    const runner::Tensor& a = cpu->outputs[0];
+    ASSERT_EQ(e.shape(), a.shape());
+    EXPECT_EQ(std::memcmp(e.raw(), a.raw(), e.nbytes()), 0);
+    bool cast_ran = false;
+    for (const std::string& n : cpu->ran) cast_ran = cast_ran || n == "cast";
+    EXPECT_EQ(cast_ran, !c.fused && !c.node_by_node);
+  }
+}
+
 TEST(CpuTransformerFusionTest, GeluRunsAsOnePass) {
   for (bool swapped : {false, true}) {
     pb::GraphProto graph = Gelu(swapped).Build();
