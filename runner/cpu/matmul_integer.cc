@@ -1,6 +1,7 @@
 // cpu MatMulInteger and QLinearMatMul on oneDNN's int8 matmul: A uint8 or
 // int8 (any rank >= 2, its batch folded into M), B a 2-D int8 matrix, exact
-// int32 accumulation with one-element zero points passed at run time. A
+// int32 accumulation with one-element zero points passed at run time (or
+// per-column weight zero points that are all 0). A
 // constant B is reordered once into the layout oneDNN prefers (AMX where
 // present). QLinearMatMul requantizes the int32 results with the reference's
 // arithmetic (multiplier rounded to float, final multiply in double, half to
@@ -47,6 +48,13 @@ class Int8MatMul {
 
   // False when the operands are not covered (the caller falls back).
   bool Covers(const Tensor& a, const Tensor& b, const Tensor* a_zp, const Tensor* b_zp) {
+    // Per-column weight zero points that are all 0 (symmetric per-channel
+    // weights, as ONNX Runtime's quantizer writes them) are no zero points.
+    if (b_zp != nullptr && b_zp->size() > 1 && b.rank() == 2 && b_zp->rank() == 1 &&
+        b_zp->dtype() == pb::kInt8 && b_zp->size() == b.dim(1)) {
+      const int8_t* z = b_zp->data<int8_t>();
+      if (std::all_of(z, z + b_zp->size(), [](int8_t v) { return v == 0; })) b_zp = nullptr;
+    }
     bool types = (a.dtype() == pb::kUint8 || a.dtype() == pb::kInt8) && b.dtype() == pb::kInt8;
     if (!types || a.rank() < 2 || a.rank() > 6 || b.rank() != 2 || a.size() == 0 || b.size() == 0 ||
         b.dim(0) > kMaxK || !ScalarZeroPoint(a_zp, a.dtype(), za_) ||

@@ -159,15 +159,16 @@ GraphBuilder Gelu(bool swapped, float c = 1.4142135f, float one = 1.f, float hal
 // A dynamically quantized MatMul: DynamicQuantizeLinear, MatMulInteger by
 // constant int8 weights, Cast to float and Mul by the activation's scale
 // times the weights' (per column, one value or a [1, N] row; either Mul
-// operand order). The cpu backend runs MatMulInteger, Cast and Mul as one
-// step and agrees with the reference bit for bit; a scale of another shape
-// or per-column weight zero points run the three nodes one by one, a Cast
-// to another type is not such a step.
+// operand order; weight zero points absent or per column and all 0). The
+// cpu backend runs MatMulInteger, Cast and Mul as one step and agrees with
+// the reference bit for bit; a scale of another shape or per-column weight
+// zero points that are not all 0 run the three nodes one by one, a Cast to
+// another type is not such a step.
 TEST(CpuTransformerFusionTest, DynamicQuantizedMatMulRunsAsOneStep) {
   struct Case {
     std::vector<int64_t> scale_shape;
     bool scale_first = false;
-    bool b_zero_points = false;
+    int b_zero_points = 0;  // 1: per column, all 0; 2: per column, not all 0
     int64_t to = pb::kFloat;
     bool fused = true, node_by_node = false;
   };
@@ -175,9 +176,10 @@ TEST(CpuTransformerFusionTest, DynamicQuantizedMatMulRunsAsOneStep) {
       {{8}},
       {{}, true},
       {{1, 8}},
-      {{5, 8}, false, false, pb::kFloat, false, true},
-      {{8}, false, true, pb::kFloat, false, true},
-      {{8}, false, false, pb::kDouble, false, false},
+      {{5, 8}, false, 0, pb::kFloat, false, true},
+      {{8}, false, 1},
+      {{8}, false, 2, pb::kFloat, false, true},
+      {{8}, false, 0, pb::kDouble, false, false},
   };
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
@@ -188,8 +190,10 @@ TEST(CpuTransformerFusionTest, DynamicQuantizedMatMulRunsAsOneStep) {
     g.Initializer(InitializerFrom("ws", RandomFloats(c.scale_shape, 8, 0.001f, 0.01f)));
     g.Node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, {}, "dql");
     std::vector<std::string> mmi_inputs = {"xq", "w", "xz"};
-    if (c.b_zero_points) {
-      g.Initializer(InitializerFrom("wz", Int8s({8}, std::vector<int8_t>(8, 0))));
+    if (c.b_zero_points != 0) {
+      std::vector<int8_t> wz(8, 0);
+      if (c.b_zero_points == 2) wz[3] = 5;
+      g.Initializer(InitializerFrom("wz", Int8s({8}, wz)));
       mmi_inputs.push_back("wz");
     }
     g.Node("MatMulInteger", mmi_inputs, {"i"}, {}, "mmi");
