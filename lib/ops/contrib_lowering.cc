@@ -26,6 +26,8 @@ bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 // The com.microsoft ops this file writes as standard ops.
 constexpr std::string_view kMicrosoftOps[] = {
     "Attention",
+    "DynamicQuantizeMatMul",
+    "MatMulIntegerToFloat",
     "EmbedLayerNormalization",
     "QGemm",
     "QLinearSoftmax",
@@ -276,6 +278,8 @@ class Lowerer {
     if (op == "QuantizeLinear" || op == "DequantizeLinear") return QuantizeOps(outs);
     if (op == "Attention") return Attention(outs);
     if (op == "QGemm") return QGemm(outs);
+    if (op == "DynamicQuantizeMatMul") return IntegerMatMul(outs, true);
+    if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
     if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
@@ -775,6 +779,53 @@ class Lowerer {
     std::vector<ir::Value*> inputs = {y, scale};
     if (zp != nullptr) inputs.push_back(zp);
     return Emit("QuantizeLinear", inputs);
+  }
+
+  // MatMulIntegerToFloat: A, B (8-bit), a_scale, b_scale (one value or one
+  // per column of B), a_zero_point, b_zero_point, bias;
+  // Y = (A - a_zero_point)(B - b_zero_point) * a_scale * b_scale + bias, as
+  // MatMulInteger, Cast to float, Mul by a_scale * b_scale, Add of bias.
+  // DynamicQuantizeMatMul: A float (quantized to uint8 by
+  // DynamicQuantizeLinear, which gives a_scale and a_zero_point), B,
+  // b_scale, b_zero_point, bias; the same after that.
+  absl::StatusOr<std::string> IntegerMatMul(std::vector<ir::Value*>& outs, bool dynamic) {
+    ir::Value *a = In(0), *b = In(1), *a_scale = nullptr, *a_zp = nullptr, *b_scale = nullptr,
+              *b_zp = nullptr, *bias = nullptr;
+    if (dynamic) {
+      b_scale = In(2);
+      b_zp = In(3);
+      bias = In(4);
+      if (a == nullptr || b == nullptr || b_scale == nullptr)
+        return std::string("A, B or b_scale is missing");
+      if (opset_ < 11) return std::string("it needs ai.onnx opset 11 (DynamicQuantizeLinear)");
+      std::vector<ir::Value*> q;
+      ONNXKIT_RETURN_IF_ERROR(Emit("DynamicQuantizeLinear", {a}, {}, 3, &q).status());
+      a = q[0];
+      a_scale = q[1];
+      a_zp = q[2];
+    } else {
+      a_scale = In(2);
+      b_scale = In(3);
+      a_zp = In(4);
+      b_zp = In(5);
+      bias = In(6);
+      if (a == nullptr || b == nullptr || a_scale == nullptr || b_scale == nullptr) {
+        return std::string("A, B or a scale is missing");
+      }
+      if (opset_ < 10) return std::string("it needs ai.onnx opset 10 (MatMulInteger)");
+    }
+    std::vector<ir::Value*> mm = {a, b};
+    if (a_zp != nullptr || b_zp != nullptr) mm.push_back(a_zp);
+    if (b_zp != nullptr) mm.push_back(b_zp);
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * acc, Emit("MatMulInteger", mm));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * f, Emit("Cast", {acc}, {ir::IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scale, Emit("Mul", {a_scale, b_scale}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("Mul", {f, scale}));
+    if (bias != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, bias}));
+    }
+    outs[0] = y;
+    return std::string();
   }
 
   // QGemm: A, a_scale, a_zero_point, B, b_scale (a scalar or one per output

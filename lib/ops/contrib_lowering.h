@@ -18,6 +18,9 @@
 //     QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat
 //                                DequantizeLinear, the float op, QuantizeLinear
 //   com.microsoft::QGemm, QLinearSoftmax (last axis)   the same way
+//   com.microsoft::MatMulIntegerToFloat, DynamicQuantizeMatMul
+//                                [DynamicQuantizeLinear,] MatMulInteger,
+//                                Cast to float, Mul by the scales, Add of bias
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
 //   com.microsoft::Attention     MatMul, Split, per-head MatMul, Softmax,
 //                                MatMul (no mask, [B] lengths or a [B, T]

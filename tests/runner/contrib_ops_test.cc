@@ -331,6 +331,61 @@ TEST(ContribOpsTest, QGemmScalesTheBiasWithAlphaAndTakesPerColumnScales) {
   }
 }
 
+// MatMulIntegerToFloat: Y = (A - a_zp)(B - b_zp) * a_scale * b_scale + bias,
+// b_scale and b_zero_point one per column; without zero points and bias too.
+// DynamicQuantizeMatMul quantizes a float A as DynamicQuantizeLinear does:
+// A of range [-2, 253] is exact at scale 1, zero point 2.
+TEST(ContribOpsTest, IntegerMatMulsToFloat) {
+  const std::vector<uint8_t> a = {10, 200, 130, 0, 255, 128};  // [2, 3]
+  const std::vector<int8_t> b = {1, -2, 3, 4, -5, 6};          // [3, 2]
+  const std::vector<int8_t> bz = {1, -1};
+  const std::vector<float> bs = {0.25f, 0.125f}, bias = {1.5f, -2.f};
+  const float as = 0.5f;
+  const uint8_t az = 128;
+  auto want = [&](const std::vector<double>& av, double a_zero, double a_scale, bool zps, bool with_bias) {
+    std::vector<double> y;
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 3; ++k) {
+          acc += (av[static_cast<size_t>(i * 3 + k)] - a_zero) *
+                 (b[static_cast<size_t>(k * 2 + j)] - (zps ? bz[static_cast<size_t>(j)] : 0));
+        }
+        y.push_back(acc * a_scale * bs[static_cast<size_t>(j)] +
+                    (with_bias ? bias[static_cast<size_t>(j)] : 0));
+      }
+    }
+    return y;
+  };
+  const std::vector<double> a_double(a.begin(), a.end());
+  const std::vector<float> af = {-2.f, 0.f, 253.f, 5.f, 7.f, -1.f};
+  const std::vector<double> af_double(af.begin(), af.end());
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    ExpectNear(RunOp(be, "MatMulIntegerToFloat",
+                     {Uint8s({2, 3}, a), Int8s({3, 2}, b), Floats({}, {as}), Floats({2}, bs),
+                      Uint8s({}, {az}), Int8s({2}, bz), Floats({2}, bias)},
+                     {}, 13),
+               want(a_double, az, as, true, true));
+    ExpectNear(RunOp(be, "MatMulIntegerToFloat",
+                     {Uint8s({2, 3}, a), Int8s({3, 2}, b), Floats({}, {as}), Floats({2}, bs)}, {}, 13),
+               want(a_double, 0, as, false, false));
+    ExpectNear(
+        RunOp(be, "DynamicQuantizeMatMul", {Floats({2, 3}, af), Int8s({3, 2}, b), Floats({2}, bs)}, {}, 13),
+        want(af_double, 0, 1, false, false));
+    ExpectNear(
+        RunOp(be, "DynamicQuantizeMatMul",
+              {Floats({2, 3}, af), Int8s({3, 2}, b), Floats({2}, bs), Int8s({2}, bz), Floats({2}, bias)}, {},
+              13),
+        want(af_double, 0, 1, true, true));
+  }
+  // DynamicQuantizeLinear arrived in opset 11.
+  auto old = RunNode(runner::Backend::kReference, "DynamicQuantizeMatMul",
+                     {Floats({2, 3}, af), Int8s({3, 2}, b), Floats({2}, bs)}, {}, 10, 1, "com.microsoft");
+  ASSERT_FALSE(old.ok());
+  EXPECT_THAT(old.status().message(), HasSubstr("opset 11"));
+}
+
 TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
   const std::vector<uint8_t> x = {100, 120, 140, 90, 90, 90};
   std::vector<int> want;
