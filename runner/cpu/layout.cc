@@ -73,6 +73,13 @@ class TransposeKernel : public CpuKernel {
       MoveBlocks(*x, perm, out_shape, kept, block_bytes, *y);
       return absl::OkStatus();
     }
+    if (DataTypeBits(x->dtype()) == 16) {
+      // 2-byte elements (float16, bfloat16, 16-bit integers): oneDNN 2.6
+      // reorders float16 on its reference path; moved here as words.
+      ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, x->dtype(), out_shape));
+      MoveWords(*x, perm, out_shape, *y);
+      return absl::OkStatus();
+    }
     if (x->shape() != shape_ || x->dtype() != dtype_ || !primitive_) {
       ONNXKIT_RETURN_IF_ERROR(Build(*x, perm, out_shape, *move));
     }
@@ -88,6 +95,46 @@ class TransposeKernel : public CpuKernel {
  private:
   // Blocks of at least this many bytes are copied with memcpy.
   static constexpr int64_t kMinBlockBytes = 64;
+
+  // y = transpose(x) for 2-byte elements: each output row (the last output
+  // axis) gathers elements a fixed source stride apart; rows over the
+  // threads for large tensors.
+  static void MoveWords(const Tensor& x, const std::vector<int64_t>& perm,
+                        const std::vector<int64_t>& out_shape, Tensor& y) {
+    const int rank = x.rank();
+    std::vector<int64_t> in_stride(static_cast<size_t>(rank));
+    int64_t stride = 1;
+    for (int i = rank; i-- > 0;) {
+      in_stride[static_cast<size_t>(i)] = stride;
+      stride *= x.dim(i);
+    }
+    std::vector<int64_t> src_stride(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; ++i)
+      src_stride[static_cast<size_t>(i)] = in_stride[static_cast<size_t>(perm[static_cast<size_t>(i)])];
+    const int64_t n = out_shape.back();
+    const int64_t step = src_stride.back();
+    const int64_t rows = y.size() / n;
+    const uint16_t* src = static_cast<const uint16_t*>(x.raw());
+    uint16_t* dst = static_cast<uint16_t*>(y.mutable_raw());
+    auto row = [&](int64_t r) {
+      int64_t base = 0, rest = r;
+      for (int i = rank - 1; i-- > 0;) {
+        const int64_t d = out_shape[static_cast<size_t>(i)];
+        base += (rest % d) * src_stride[static_cast<size_t>(i)];
+        rest /= d;
+      }
+      const uint16_t* in = src + base;
+      uint16_t* out = dst + r * n;
+      for (int64_t j = 0; j < n; ++j) out[j] = in[j * step];
+    };
+    const bool parallel = y.size() > (1 << 16) && omp_get_max_threads() > 1;
+    if (!parallel) {
+      for (int64_t r = 0; r < rows; ++r) row(r);
+      return;
+    }
+#pragma omp parallel for
+    for (int64_t r = 0; r < rows; ++r) row(r);
+  }
 
   // y = transpose(x) where the axes from `kept` on stay in place: one
   // memcpy of `block_bytes` per index of the leading output axes, in output

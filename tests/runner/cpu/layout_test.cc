@@ -132,6 +132,27 @@ TEST(CpuTransposeTest, PermutationsMovingOnlyUnitAxesMatchReference) {
   ExpectCpuBytesMatchReference(shared.Build(), {{"x", RandomFloats({1, 33, 16}, 7)}});
 }
 
+TEST(CpuTransposeTest, TwoByteElementsMoveAsWordsUnchanged) {
+  // float16 (NaN payloads included: random bytes), bfloat16 and int16: every
+  // permutation of a rank-4 tensor, and a large one that runs on threads.
+  uint32_t seed = 60;
+  for (int32_t dtype : {pb::kFloat16, pb::kBfloat16, pb::kInt16}) {
+    std::vector<int64_t> perm = {0, 1, 2, 3};
+    do {
+      SCOPED_TRACE(::testing::Message()
+                   << "dtype " << dtype << " perm " << perm[0] << perm[1] << perm[2] << perm[3]);
+      GraphBuilder g("g");
+      g.Input("x", dtype).Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", perm)}).Output("y", dtype);
+      ExpectCpuBytesMatchReference(g.Build(), {{"x", RandomBytes(dtype, {2, 3, 4, 5}, seed++)}});
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  GraphBuilder big("g");
+  big.Input("x", pb::kFloat16)
+      .Node("Transpose", {"x"}, {"y"}, {AttrInts("perm", {0, 2, 3, 1})})
+      .Output("y", pb::kFloat16);
+  ExpectCpuBytesMatchReference(big.Build(), {{"x", RandomBytes(pb::kFloat16, {1, 96, 40, 40}, seed++)}});
+}
+
 TEST(CpuTransposeTest, MovesInt64AndFallsBackOtherwise) {
   GraphBuilder g("g");
   g.Input("x", pb::kInt64)
