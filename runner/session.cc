@@ -24,6 +24,7 @@
 #include "runner/cpu/transformer.h"
 #include "runner/cuda/cuda_backend.h"
 #include "runner/device_plan.h"
+#include "runner/float16_compute.h"
 #include "runner/function_kernel.h"
 
 namespace onnxkit::runner {
@@ -816,6 +817,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
     // ONNX Runtime's contrib ops run as the standard ops they stand for.
     ONNXKIT_ASSIGN_OR_RETURN(ops::ContribLowering lowering, ops::LowerContribOps(*session->model_));
     session->contrib_left_ = std::move(lowering.left);
+  }
+  if (session->options_.backend == Backend::kCpu && session->options_.fuse && !session->options_.observer &&
+      MayHoldFloat16(*session->model_)) {
+    // float16 Conv, MatMul, arithmetic... on the float32 kernels, rounded
+    // to float16 after each node, instead of the reference kernels.
+    ONNXKIT_RETURN_IF_ERROR(ComputeFloat16InFloat32(*session->model_).status());
   }
   if (session->options_.backend == Backend::kCpu && session->options_.fuse && !session->options_.observer &&
       cpu::QuantizedChainsRunInt8()) {
