@@ -91,10 +91,20 @@ class Rewriter {
       }
       if (!known || !any) continue;
       const std::string base = node->name().empty() ? node->op_type() : node->name();
-      std::vector<ir::Value*> inputs;
+      std::vector<ir::Value*> inputs, bypassed;
       for (ir::Value* in : node->inputs()) {
         if (!Present(in) || ElemOf(states_, in) != pb::kFloat16) {
           inputs.push_back(in);
+          continue;
+        }
+        // Rounding to float16 commutes with Relu and max pooling (both pick
+        // or zero values, and rounding is monotonic and keeps 0): such a
+        // node reads the float32 result its float16 input was rounded
+        // from, so that it fuses with the node before it.
+        auto unrounded = rounded_from_.find(in);
+        if (unrounded != rounded_from_.end() && Commutes(*node)) {
+          inputs.push_back(unrounded->second);
+          bypassed.push_back(in);
           continue;
         }
         ir::Value*& cast = casts[in];
@@ -114,6 +124,14 @@ class Rewriter {
       ONNXKIT_RETURN_IF_ERROR(g.ReplaceAllUsesWith(old, y16));
       ONNXKIT_RETURN_IF_ERROR(g.RemoveNode(node));
       ONNXKIT_RETURN_IF_ERROR(g.RenameValue(y16, name));
+      rounded_from_[y16] = y32;
+      // A rounding nothing reads any more goes, so that the float32 result
+      // has one reader (and the two nodes can run as one).
+      for (ir::Value* v : bypassed) {
+        if (!v->has_uses() && !v->IsGraphOutput() && v->producer() != nullptr) {
+          ONNXKIT_RETURN_IF_ERROR(g.RemoveNode(v->producer()));
+        }
+      }
       ++rewritten;
     }
     return rewritten;
@@ -139,7 +157,14 @@ class Rewriter {
     return n->output(0);
   }
 
+  static bool Commutes(const ir::Node& node) {
+    const std::string& op = node.op_type();
+    return op == "Relu" || op == "MaxPool" || op == "GlobalMaxPool";
+  }
+
   const std::map<std::string, infer::ValueState>& states_;
+  // The float16 result of each rewritten node -> the float32 value it rounds.
+  absl::flat_hash_map<const ir::Value*, ir::Value*> rounded_from_;
 };
 
 }  // namespace

@@ -60,20 +60,27 @@ TEST(Float16ComputeTest, Float16NodesBecomeFloat32NodesBetweenCasts) {
   EXPECT_EQ(*n, 6);
   const ir::Graph& g = (*model)->graph();
   // The model's 5 Casts; one to float32 of each float16 input read by a
-  // rewritten node (xh, wh, bh, c, r (read twice by the Mul, cast once), m,
-  // f, wmh, mm: 9); one back to float16 after each of the 6.
-  EXPECT_EQ(Count(g, "Cast"), 5 + 9 + 6);
+  // rewritten node (xh, wh, bh, r (read twice by the Mul, cast once), m, f,
+  // wmh, mm: 8; the Relu reads the Conv's float32 result, since rounding to
+  // float16 commutes with it); one back to float16 after each of the 6 but
+  // the Conv's, which nothing reads any more.
+  EXPECT_EQ(Count(g, "Cast"), 5 + 8 + 5);
   EXPECT_EQ(Count(g, "Conv"), 1);
-  // The outputs keep their names: 'c' is now made by a Cast to float16.
+  // The outputs keep their names: 'r' is now made by a Cast to float16; 'c'
+  // is gone.
   bool found = false;
   for (const ir::Node* node : g.nodes()) {
-    if (node->output(0)->name() == "c") {
+    EXPECT_NE(node->output(0)->name(), "c");
+    if (node->output(0)->name() == "r") {
       found = true;
       EXPECT_EQ(node->op_type(), "Cast");
       EXPECT_EQ(node->GetInt("to").value_or(0), pb::kFloat16);
     }
   }
   EXPECT_TRUE(found);
+  for (const ir::Node* node : g.nodes()) {
+    if (node->op_type() == "Relu") EXPECT_EQ(node->input(0)->producer()->op_type(), "Conv");
+  }
   // A second pass finds nothing left to do.
   auto again = runner::ComputeFloat16InFloat32(**model);
   ASSERT_TRUE(again.ok());
@@ -106,6 +113,30 @@ TEST(Float16ComputeTest, CpuRunsAgreeWithTheReferenceWithinFloat16Rounding) {
   bool conv32 = false;
   for (const std::string& name : ran) conv32 = conv32 || name == "conv/f32/Conv";
   EXPECT_TRUE(conv32);
+}
+
+// Relu and MaxPool read the float32 result of the node before them (the
+// rounding to float16 commutes with them): the values are exactly those of
+// rounding first, as the reference computes.
+TEST(Float16ComputeTest, ReluAndMaxPoolAfterARoundingAreExact) {
+  for (const std::string op : {"Relu", "MaxPool"}) {
+    SCOPED_TRACE(op);
+    GraphBuilder g("g");
+    g.Input("x", pb::kFloat, std::vector<int64_t>{1, 2, 6, 6});
+    g.Initializer(InitializerFrom("k", RandomFloats({1, 2, 6, 6}, 6)));
+    g.Node("Cast", {"x"}, {"xh"}, {AttrInt("to", pb::kFloat16)}, "cx");
+    g.Node("Cast", {"k"}, {"kh"}, {AttrInt("to", pb::kFloat16)}, "ck");
+    g.Node("Mul", {"xh", "kh"}, {"m"}, {}, "mul");
+    if (op == "Relu") {
+      g.Node("Relu", {"m"}, {"r"}, {}, "op");
+    } else {
+      g.Node("MaxPool", {"m"}, {"r"}, {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})},
+             "op");
+    }
+    g.Node("Cast", {"r"}, {"y"}, {AttrInt("to", pb::kFloat)}, "out");
+    g.Output("y", pb::kFloat);
+    ExpectCpuMatchesReference(g.Build(), {{"x", RandomFloats({1, 2, 6, 6}, 7, -3.f, 3.f)}}, 18, 0, 0);
+  }
 }
 
 // A float16 node inside an If branch is rewritten too.
