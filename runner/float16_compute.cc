@@ -178,6 +178,12 @@ bool MayHoldFloat16(const ir::Model& model) {
 absl::StatusOr<int> ComputeFloat16InFloat32(ir::Model& model) {
   infer::Engine engine(model);
   engine.Run();
+  // Element types that conflict with what the model declares: the types
+  // are not to be trusted, and the nodes run as they are.
+  for (const infer::InferenceIssue& issue : engine.issues()) {
+    if (issue.rule == infer::IssueKind::kTypeConflict || issue.rule == infer::IssueKind::kTypeConstraint)
+      return 0;
+  }
   const std::map<std::string, infer::ValueState> states = engine.States();
   Rewriter rewriter(states);
   int total = 0;

@@ -15,7 +15,9 @@
 // values are those of the reference kernels (which compute in wider types
 // and round once) up to the accumulation order. A float16 value read by
 // several rewritten nodes is cast once per graph. Nodes with an input or
-// output whose type inference does not know are left as they are.
+// output whose type inference does not know are left as they are, and so
+// is the whole model when inference finds element types that conflict with
+// the declared ones.
 #ifndef ONNXKIT_RUNNER_FLOAT16_COMPUTE_H_
 #define ONNXKIT_RUNNER_FLOAT16_COMPUTE_H_
 

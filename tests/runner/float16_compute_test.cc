@@ -95,6 +95,22 @@ TEST(Float16ComputeTest, Float32ModelsAreNotLookedAt) {
   EXPECT_FALSE(runner::MayHoldFloat16(**model));
 }
 
+TEST(Float16ComputeTest, ModelsWhoseDeclaredTypesConflictAreLeftAsTheyAre) {
+  // 'h' is float16 but declared float: the types are not to be trusted.
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{2, 3});
+  g.Node("Cast", {"x"}, {"h"}, {AttrInt("to", pb::kFloat16)}, "cast");
+  g.Node("Relu", {"h"}, {"r"}, {}, "relu");
+  g.Node("Cast", {"r"}, {"y"}, {AttrInt("to", pb::kFloat)}, "out");
+  g.ValueInfo("h", pb::kFloat);
+  g.Output("y", pb::kFloat);
+  auto model = ir::FromProto(ModelFromGraph(g.Build(), 18, 9));
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto n = runner::ComputeFloat16InFloat32(**model);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 0);
+}
+
 TEST(Float16ComputeTest, CpuRunsAgreeWithTheReferenceWithinFloat16Rounding) {
   const Feeds feeds = {{"x", RandomFloats({1, 3, 8, 8}, 4, -2.f, 2.f)}};
   ExpectCpuMatchesReference(Float16Net(), feeds, 18, 2e-3, 2e-3);
