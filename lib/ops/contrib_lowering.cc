@@ -28,6 +28,7 @@ constexpr std::string_view kMicrosoftOps[] = {
     "Attention",
     "DynamicQuantizeMatMul",
     "MatMulIntegerToFloat",
+    "MatMulNBits",
     "EmbedLayerNormalization",
     "QGemm",
     "QLinearSoftmax",
@@ -280,6 +281,7 @@ class Lowerer {
     if (op == "QGemm") return QGemm(outs);
     if (op == "DynamicQuantizeMatMul") return IntegerMatMul(outs, true);
     if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
+    if (op == "MatMulNBits") return MatMulNBits(outs);
     if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
@@ -823,6 +825,112 @@ class Lowerer {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("Mul", {f, scale}));
     if (bias != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, bias}));
+    }
+    outs[0] = y;
+    return std::string();
+  }
+
+  // The 4-bit codes of uint8 `bytes` [..., n] as [..., 2n] (low nibble first).
+  absl::StatusOr<ir::Value*> Nibbles(ir::Value* bytes, const std::vector<int64_t>& shape) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * four, ConstantOf(Uint8Scalar(4), "four"));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sixteen, ConstantOf(Uint8Scalar(16), "sixteen"));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * high,
+                             Emit("BitShift", {bytes, four}, {ir::StringAttr("direction", "RIGHT")}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * low, Emit("Mod", {bytes, sixteen}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis, Int64s({-1}));
+    ONNXKIT_ASSIGN_OR_RETURN(low, Emit("Unsqueeze", {low, axis}));
+    ONNXKIT_ASSIGN_OR_RETURN(high, Emit("Unsqueeze", {high, axis}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * both, Emit("Concat", {low, high}, {ir::IntAttr("axis", -1)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * to, Int64s(shape));
+    return Emit("Reshape", {both, to});
+  }
+
+  static pb::TensorProto Uint8Scalar(int v) {
+    pb::TensorProto t;
+    t.data_type = pb::kUint8;
+    t.int32_data.push_back(v);
+    return t;
+  }
+
+  // MatMulNBits: Y = A x dequantize(B)^T (+ bias), B [N, k_blocks, blob]
+  // of 4- or 8-bit codes packed low first along K, dequantized per block of
+  // block_size as (code - zero_point) * scale; scales [N * k_blocks] or
+  // [N, k_blocks]; zero points packed like B, or of A's type, or absent
+  // (2^(bits-1)). Written as the unpacking, Sub, Mul, Transpose and MatMul,
+  // which compute the float weights from constants once per session.
+  absl::StatusOr<std::string> MatMulNBits(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr || In(2) == nullptr)
+      return std::string("A, B or scales is missing");
+    if (In(4) != nullptr) return std::string("g_idx is not supported");
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    const int64_t k = IntAttr("K", 0), n = IntAttr("N", 0), bits = IntAttr("bits", 4),
+                  block = IntAttr("block_size", 0);
+    if (bits != 4 && bits != 8) return std::string("only 4- and 8-bit codes are supported");
+    if (k <= 0 || n <= 0 || k > (int64_t{1} << 31) || n > (int64_t{1} << 31))
+      return std::string("K or N is not a positive size");
+    if (block < 16 || block > (int64_t{1} << 20) || (block & (block - 1)) != 0) {
+      return std::string("block_size is not a power of two of at least 16");
+    }
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || (*elem != pb::kFloat && *elem != pb::kFloat16))
+      return std::string("A's element type is unknown or not float/float16");
+    if (Elem(In(1)).value_or(0) != pb::kUint8) return std::string("B is not uint8");
+    const int64_t blocks = (k + block - 1) / block;
+    // Codes [N, blocks, block] as float.
+    ir::Value* codes = In(1);
+    if (bits == 4) {
+      ONNXKIT_ASSIGN_OR_RETURN(codes, Nibbles(codes, {n, blocks, block}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Int64s({n, blocks, block}));
+      ONNXKIT_ASSIGN_OR_RETURN(codes, Emit("Reshape", {codes, shape}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w, Emit("Cast", {codes}, {ir::IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * per_block, Int64s({n, blocks, 1}));
+    ir::Value* zp = In(3);
+    if (zp == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Scalar(bits == 4 ? 8.0 : 128.0, pb::kFloat));
+    } else if (Elem(zp).value_or(0) == pb::kUint8) {
+      const int64_t per_row = (blocks * bits + 7) / 8;
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, Int64s({n, per_row}));
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Reshape", {zp, rows}));
+      if (bits == 4) {
+        ONNXKIT_ASSIGN_OR_RETURN(zp, Nibbles(zp, {n, 2 * per_row}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Int64s({0}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * end, Int64s({blocks}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis, Int64s({1}));
+        ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Slice", {zp, start, end, axis}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Reshape", {zp, per_block}));
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Cast", {zp}, {ir::IntAttr("to", pb::kFloat)}));
+    } else if (Elem(zp).value_or(0) == *elem) {
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Reshape", {zp, per_block}));
+      if (*elem != pb::kFloat) {
+        ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Cast", {zp}, {ir::IntAttr("to", pb::kFloat)}));
+      }
+    } else {
+      return std::string("zero_points are neither uint8 nor of A's type");
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scales, Emit("Reshape", {In(2), per_block}));
+    if (*elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(scales, Emit("Cast", {scales}, {ir::IntAttr("to", pb::kFloat)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Sub", {w, zp}));
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Mul", {w, scales}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * flat, Int64s({n, blocks * block}));
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Reshape", {w, flat}));
+    if (blocks * block != k) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, Int64s({0}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * end, Int64s({k}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis, Int64s({1}));
+      ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Slice", {w, start, end, axis}));
+    }
+    if (*elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Cast", {w}, {ir::IntAttr("to", *elem)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Transpose", {w}, {ir::IntsAttr("perm", {1, 0})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {In(0), w}));
+    if (In(5) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));
     }
     outs[0] = y;
     return std::string();

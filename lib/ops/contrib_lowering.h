@@ -21,6 +21,8 @@
 //   com.microsoft::MatMulIntegerToFloat, DynamicQuantizeMatMul
 //                                [DynamicQuantizeLinear,] MatMulInteger,
 //                                Cast to float, Mul by the scales, Add of bias
+//   com.microsoft::MatMulNBits   the 4-/8-bit codes unpacked, Sub of the zero
+//                                points, Mul by the scales, Transpose, MatMul
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
 //   com.microsoft::Attention     MatMul, Split, per-head MatMul, Softmax,
 //                                MatMul (no mask, [B] lengths or a [B, T]

@@ -386,6 +386,76 @@ TEST(ContribOpsTest, IntegerMatMulsToFloat) {
   EXPECT_THAT(old.status().message(), HasSubstr("opset 11"));
 }
 
+// MatMulNBits: Y = A x dequantize(B)^T + bias, codes packed low first along
+// K in blocks, (code - zero_point) * scale per block. 4-bit codes with
+// packed zero points, K not a multiple of the block (the last block padded)
+// and a bias; 4-bit without zero points (8) and scales [N, k_blocks];
+// 8-bit codes with float zero points.
+TEST(ContribOpsTest, MatMulNBitsDequantizesBlocks) {
+  struct Case {
+    int64_t k, n, bits, block;
+    int zp_kind;  // 0 none, 1 packed uint8, 2 float
+    bool bias, scales_2d;
+  };
+  const std::vector<Case> cases = {
+      {40, 3, 4, 16, 1, true, false}, {32, 5, 4, 16, 0, false, true}, {32, 2, 8, 16, 2, false, false}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "bits " << c.bits << " K " << c.k << " zp " << c.zp_kind);
+    const int64_t blocks = (c.k + c.block - 1) / c.block, blob = c.block * c.bits / 8;
+    runner::Tensor a = RandomFloats({2, c.k}, seed++);
+    runner::Tensor b = RandomInts(pb::kUint8, {c.n, blocks, blob}, seed++, 0, 255);
+    runner::Tensor scales =
+        RandomFloats(c.scales_2d ? std::vector<int64_t>{c.n, blocks} : std::vector<int64_t>{c.n * blocks},
+                     seed++, 0.01f, 0.1f);
+    const int64_t zp_bytes = c.n * ((blocks * c.bits + 7) / 8);
+    runner::Tensor zp = c.zp_kind == 2 ? RandomFloats({c.n * blocks}, seed++, 0.f, 200.f)
+                                       : RandomInts(pb::kUint8, {zp_bytes}, seed++, 0, 255);
+    runner::Tensor bias = RandomFloats({c.n}, seed++);
+    const std::vector<uint8_t> b_bytes = Values<uint8_t>(b);
+    auto code = [&](int64_t row, int64_t kk) -> double {
+      const int64_t blk = kk / c.block, j = kk % c.block;
+      const uint8_t* p = b_bytes.data() + (row * blocks + blk) * blob;
+      if (c.bits == 8) return p[j];
+      return (j % 2 == 0) ? (p[j / 2] & 15) : (p[j / 2] >> 4);
+    };
+    auto zero = [&](int64_t row, int64_t blk) -> double {
+      if (c.zp_kind == 0) return c.bits == 4 ? 8 : 128;
+      if (c.zp_kind == 2) return Values<float>(zp)[static_cast<size_t>(row * blocks + blk)];
+      const int64_t per_row = (blocks * c.bits + 7) / 8;
+      const uint8_t byte =
+          Values<uint8_t>(zp)[static_cast<size_t>(row * per_row + (c.bits == 4 ? blk / 2 : blk))];
+      if (c.bits == 8) return byte;
+      return blk % 2 == 0 ? (byte & 15) : (byte >> 4);
+    };
+    std::vector<double> want;
+    for (int64_t i = 0; i < 2; ++i) {
+      for (int64_t col = 0; col < c.n; ++col) {
+        double acc = c.bias ? Values<float>(bias)[static_cast<size_t>(col)] : 0;
+        for (int64_t kk = 0; kk < c.k; ++kk) {
+          const int64_t blk = kk / c.block;
+          const double w = (code(col, kk) - zero(col, blk)) *
+                           Values<float>(scales)[static_cast<size_t>(col * blocks + blk)];
+          acc += Values<float>(a)[static_cast<size_t>(i * c.k + kk)] * w;
+        }
+        want.push_back(acc);
+      }
+    }
+    // (An undefined tensor leaves the input out: no zero points, no g_idx.)
+    std::vector<runner::Tensor> inputs = {a, b, scales, c.zp_kind != 0 ? zp : runner::Tensor()};
+    if (c.bias) {
+      inputs.push_back(runner::Tensor());
+      inputs.push_back(bias);
+    }
+    std::vector<pb::AttributeProto> attrs = {AttrInt("K", c.k), AttrInt("N", c.n), AttrInt("bits", c.bits),
+                                             AttrInt("block_size", c.block)};
+    for (runner::Backend be : kBackends) {
+      SCOPED_TRACE(runner::BackendName(be));
+      ExpectNear(RunOp(be, "MatMulNBits", inputs, attrs, 21), want, 1e-4);
+    }
+  }
+}
+
 TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
   const std::vector<uint8_t> x = {100, 120, 140, 90, 90, 90};
   std::vector<int> want;
@@ -411,11 +481,11 @@ TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
 }
 
 TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
-  auto nbits = RunNode(runner::Backend::kReference, "MatMulNBits", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1,
-                       "com.microsoft");
+  auto nbits = RunNode(runner::Backend::kReference, "GroupQueryAttention", {RandomFloats({1, 2, 4}, 1)}, {},
+                       14, 1, "com.microsoft");
   ASSERT_FALSE(nbits.ok());
   EXPECT_THAT(nbits.status().message(),
-              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::MatMulNBits"));
+              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::GroupQueryAttention"));
   auto nchwc = RunNode(runner::Backend::kReference, "ReorderInput", {RandomFloats({1, 8, 2, 2}, 1)}, {}, 14,
                        1, "com.microsoft.nchwc");
   ASSERT_FALSE(nchwc.ok());
