@@ -79,7 +79,9 @@ TEST(Float16ComputeTest, Float16NodesBecomeFloat32NodesBetweenCasts) {
   }
   EXPECT_TRUE(found);
   for (const ir::Node* node : g.nodes()) {
-    if (node->op_type() == "Relu") EXPECT_EQ(node->input(0)->producer()->op_type(), "Conv");
+    if (node->op_type() == "Relu") {
+      EXPECT_EQ(node->input(0)->producer()->op_type(), "Conv");
+    }
   }
   // A second pass finds nothing left to do.
   auto again = runner::ComputeFloat16InFloat32(**model);
