@@ -174,9 +174,10 @@ class QLinearMatMulKernel : public CpuKernel {
         (y_type != pb::kUint8 && y_type != pb::kInt8) || !matmul_.Covers(*a, *b, a_zp, b_zp)) {
       return Fallback(ctx);
     }
+    // The output first: its allocation checks the size before the scratch.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, y_type, matmul_.out_shape()));
     acc_.resize(static_cast<size_t>(a->size() / a->dim(a->rank() - 1) * b->dim(1)));
     ONNXKIT_RETURN_IF_ERROR(matmul_.Run(*a, *b, acc_.data()));
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutput(0, y_type, matmul_.out_shape()));
     // The reference's multiplier: the scale product and quotient in float.
     double product = DoubleToFloat(static_cast<double>(*sa) * static_cast<double>(*sb));
     double multiplier = DoubleToFloat(product / static_cast<double>(*sy));
@@ -225,9 +226,11 @@ class MatMulIntegerScaleKernel : public Kernel {
       return fallback_->Run(ctx);
     const int64_t n = matmul_.out_shape().back();
     const int64_t rows = a->size() / a->dim(a->rank() - 1);
+    // The output first: its allocation checks the size (the limits, the
+    // memory cap) before the int32 scratch of as many elements is made.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, matmul_.out_shape()));
     acc_.resize(static_cast<size_t>(rows * n));
     ONNXKIT_RETURN_IF_ERROR(matmul_.Run(*a, *b, acc_.data()));
-    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, matmul_.out_shape()));
     ScaleRows(acc_.data(), s->data<float>(), s->size() == 1, y->mutable_data<float>(), rows, n);
     return absl::OkStatus();
   }
