@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,6 +27,9 @@ bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
 // The com.microsoft ops this file writes as standard ops.
 constexpr std::string_view kMicrosoftOps[] = {
     "Attention",
+    "MultiHeadAttention",
+    "GroupQueryAttention",
+    "RotaryEmbedding",
     "DynamicQuantizeMatMul",
     "MatMulIntegerToFloat",
     "MatMulNBits",
@@ -108,14 +112,38 @@ class Lowerer {
     std::map<std::string, infer::ValueState> states = engine.States();
     elem_.clear();
     rank_.clear();
+    dims_.clear();
     ir::ForEachGraph(model_, [&](ir::Graph& g) {
       for (ir::Value* v : g.values()) {
         auto it = states.find(v->name());
         if (it == states.end() || !it->second.type.is_tensor()) continue;
         if (it->second.type.elem_type != 0) elem_[v] = it->second.type.elem_type;
-        if (it->second.type.shape) rank_[v] = static_cast<int64_t>(it->second.type.shape->size());
+        if (!it->second.type.shape) continue;
+        rank_[v] = static_cast<int64_t>(it->second.type.shape->size());
+        std::vector<int64_t>& dims = dims_[v];
+        for (const infer::Dim& d : *it->second.type.shape) dims.push_back(d.value.value_or(-1));
       }
     });
+  }
+
+  // Dim `axis` (negative counts from the end) of `v` when known, else -1.
+  int64_t DimOf(const ir::Value* v, int64_t axis) const {
+    std::optional<int64_t> rank = Rank(v);
+    if (!rank) return -1;
+    if (axis < 0) axis += *rank;
+    if (axis < 0 || axis >= *rank) return -1;
+    if (auto it = dims_.find(v); it != dims_.end() && static_cast<int64_t>(it->second.size()) == *rank) {
+      if (it->second[static_cast<size_t>(axis)] >= 0) return it->second[static_cast<size_t>(axis)];
+    }
+    if (const pb::TensorProto* t = v->initializer())
+      return std::max<int64_t>(t->dims[static_cast<size_t>(axis)], -1);
+    const pb::TypeProto* type = v->type();
+    if (type != nullptr && type->tensor_type && type->tensor_type->shape &&
+        static_cast<int64_t>(type->tensor_type->shape->dim.size()) == *rank) {
+      const auto& d = type->tensor_type->shape->dim[static_cast<size_t>(axis)];
+      if (d.kind == pb::TensorShapeProto::Dimension::kValue && d.dim_value >= 0) return d.dim_value;
+    }
+    return -1;
   }
 
   std::optional<int32_t> Elem(const ir::Value* v) const {
@@ -278,6 +306,9 @@ class Lowerer {
     if (op == "SkipSimplifiedLayerNormalization") return SkipLayerNorm(outs, true);
     if (op == "QuantizeLinear" || op == "DequantizeLinear") return QuantizeOps(outs);
     if (op == "Attention") return Attention(outs);
+    if (op == "MultiHeadAttention") return MultiHeadAttention(outs);
+    if (op == "GroupQueryAttention") return GroupQueryAttention(outs);
+    if (op == "RotaryEmbedding") return RotaryEmbedding(outs);
     if (op == "QGemm") return QGemm(outs);
     if (op == "DynamicQuantizeMatMul") return IntegerMatMul(outs, true);
     if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
@@ -587,43 +618,164 @@ class Lowerer {
     return Emit("Reshape", {v, s});
   }
 
-  // int64 0, 1 .. n-1 for n = dim 1 of `x`.
-  absl::StatusOr<ir::Value*> Positions(ir::Value* x) {
-    auto scalar64 = [&](int64_t v) {
-      pb::TensorProto t;
-      t.data_type = pb::kInt64;
-      t.int64_data = {v};
-      return ConstantOf(std::move(t), "i");
-    };
+  // The int64 scalar dim `axis` of `x` at run time.
+  absl::StatusOr<ir::Value*> DimScalar(ir::Value* x, int64_t axis) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {x}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Int64s({1}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * two, Int64s({2}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dim, Emit("Slice", {shape, one, two}));
-    ir::Value* n = nullptr;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * from, Int64s({axis}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * to, Int64s({axis + 1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * dim, Emit("Slice", {shape, from, to}));
     if (opset_ >= 13) {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axes, Int64s({0}));
-      ONNXKIT_ASSIGN_OR_RETURN(n, Emit("Squeeze", {dim, axes}));
-    } else {
-      ONNXKIT_ASSIGN_OR_RETURN(n, Emit("Squeeze", {dim}, {ir::IntsAttr("axes", {0})}));
+      return Emit("Squeeze", {dim, axes});
     }
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, scalar64(0));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * step, scalar64(1));
+    return Emit("Squeeze", {dim}, {ir::IntsAttr("axes", {0})});
+  }
+
+  absl::StatusOr<ir::Value*> Int64Scalar(int64_t v) {
+    pb::TensorProto t;
+    t.data_type = pb::kInt64;
+    t.int64_data = {v};
+    return ConstantOf(std::move(t), "i");
+  }
+
+  // int64 0, 1 .. n-1 for n = dim `axis` of `x`.
+  absl::StatusOr<ir::Value*> RangeOf(ir::Value* x, int64_t axis) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * n, DimScalar(x, axis));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Int64Scalar(0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * step, Int64Scalar(1));
     return Emit("Range", {zero, n, step});
   }
 
+  // int64 0, 1 .. n-1 for n = dim 1 of `x`.
+  absl::StatusOr<ir::Value*> Positions(ir::Value* x) { return RangeOf(x, 1); }
+
+  // x[..., start:end] along `axis` (opset 10 on).
+  absl::StatusOr<ir::Value*> SliceOf(ir::Value* x, int64_t start, int64_t end, int64_t axis) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Int64s({start}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * e, Int64s({end}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Int64s({axis}));
+    return Emit("Slice", {x, s, e, a});
+  }
+
+  // [B, S, N*H] -> [B, N, S, H].
+  absl::StatusOr<ir::Value*> Heads(ir::Value* x, int64_t heads) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, Reshaped(x, {0, 0, heads, -1}));
+    return Emit("Transpose", {r}, {ir::IntsAttr("perm", {0, 2, 1, 3})});
+  }
+
+  // What the attention ops share: Q [B, N, S, H], K [B, N, T, H] and
+  // V [B, N, T, Hv] give softmax(Q K^T * scale + masks) V as [B, S, N*Hv].
+  struct Attend {
+    ir::Value* q = nullptr;
+    ir::Value* k = nullptr;
+    ir::Value* v = nullptr;
+    int64_t head_size = -1;  // H for the default scale; -1 when only known at run time
+    int32_t elem = 0;
+    // Key padding: [B] lengths (keys from the length on masked), [B, T] or
+    // [B, S, T] (a value > 0 attends); a masked key gets `filter` added.
+    ir::Value* mask = nullptr;
+    int64_t mask_rank = 0;
+    ir::Value* bias = nullptr;  // added to the scores, [B|1, N|1, S, T]
+    ir::Value* add = nullptr;   // the same, of a mask built here
+    bool causal = false;        // query i (of S, the last of T) sees keys up to T - S + i
+  };
+
+  absl::StatusOr<ir::Value*> AttendHeads(const Attend& a) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kt, Emit("Transpose", {a.k}, {ir::IntsAttr("perm", {0, 1, 3, 2})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scores, Emit("MatMul", {a.q, kt}));
+    ir::Value* sc = nullptr;
+    if (double scale = FloatAttr("scale", 0.0f); scale != 0.0) {
+      ONNXKIT_ASSIGN_OR_RETURN(sc, Scalar(scale, a.elem));
+    } else if (a.head_size > 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(sc, Scalar(1.0 / std::sqrt(static_cast<double>(a.head_size)), a.elem));
+    } else {
+      // 1 / sqrt(H) from the run's head size.
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * h, DimScalar(a.q, 3));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * hf, Emit("Cast", {h}, {ir::IntAttr("to", pb::kFloat)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * root, Emit("Sqrt", {hf}));
+      ONNXKIT_ASSIGN_OR_RETURN(sc, Emit("Reciprocal", {root}));
+      if (a.elem != pb::kFloat) {
+        ONNXKIT_ASSIGN_OR_RETURN(sc, Emit("Cast", {sc}, {ir::IntAttr("to", a.elem)}));
+      }
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
+    ir::Value* zero = nullptr;
+    ir::Value* filter = nullptr;
+    if (a.mask != nullptr || a.causal) {
+      ONNXKIT_ASSIGN_OR_RETURN(zero, Scalar(0.0, a.elem));
+      ONNXKIT_ASSIGN_OR_RETURN(filter, Scalar(FloatAttr("mask_filter_value", -10000.0f), a.elem));
+    }
+    if (a.mask != nullptr) {
+      ir::Value* attend = nullptr;  // bool [B, T] or [B, S, T]
+      if (a.mask_rank == 1) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(a.k, 2));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lengths,
+                                 Emit("Cast", {a.mask}, {ir::IntAttr("to", pb::kInt64)}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col, Unsqueezed(lengths, {1}));
+        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Less", {keys, col}));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Cast", {a.mask}, {ir::IntAttr("to", pb::kFloat)}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Scalar(0.0, pb::kFloat));
+        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Greater", {m, z}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {attend, zero, filter}));
+      if (a.mask_rank == 3) {
+        ONNXKIT_ASSIGN_OR_RETURN(add, Unsqueezed(add, {1}));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(add, Unsqueezed(add, {1, 2}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, add}));
+    }
+    for (ir::Value* more : {a.bias, a.add}) {
+      if (more == nullptr) continue;
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, more}));
+    }
+    if (a.causal) {
+      // Key j is hidden from query i when j > i + (T - S).
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, RangeOf(a.q, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(a.k, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, DimScalar(a.k, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, DimScalar(a.q, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * offset, Emit("Sub", {t, s}));
+      ONNXKIT_ASSIGN_OR_RETURN(rows, Emit("Add", {rows, offset}));
+      ONNXKIT_ASSIGN_OR_RETURN(rows, Unsqueezed(rows, {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * later, Emit("Greater", {keys, rows}));  // [S, T]
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {later, filter, zero}));
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, add}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, a.v}));
+    ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    return Reshaped(ctx, {0, 0, -1});
+  }
+
+  // Attention's and MultiHeadAttention's masks into `a`: the key padding
+  // mask of input `mask`, the attention bias of input `bias`,
+  // unidirectional. Returns why not, or "".
+  std::string Masks(Attend& a, int mask, int bias) const {
+    a.causal = IntAttr("unidirectional", 0) != 0;
+    a.bias = In(bias);
+    if (In(mask) == nullptr) return std::string();
+    std::optional<int64_t> rank = Rank(In(mask));
+    if (!rank || *rank < 1 || *rank > 3) {
+      return "only a key mask of [batch] lengths, [batch, total length] or [batch, length, total length] is "
+             "supported";
+    }
+    a.mask = In(mask);
+    a.mask_rank = *rank;
+    return std::string();
+  }
+
   // Attention: input [B, S, I] times weights [I, Q + K + V] (+ bias) gives
-  // Q, K, V; per head softmax(Q K^T * scale + mask) V, heads joined back to
-  // [B, S, V]. The mask (mask_index) may be absent, [B] key lengths (keys
-  // from the length on masked), or [B, T] (a value > 0 attends); a masked
-  // key gets mask_filter_value added. Past state, attention bias and
-  // unidirectional attention are not written.
+  // Q, K, V, then the shared attention core. past [2, B, N, P, H] goes
+  // before K and V along the sequence, present is them stacked again.
   absl::StatusOr<std::string> Attention(std::vector<ir::Value*>& outs) {
     if (In(0) == nullptr || In(1) == nullptr) return std::string("input or weights is missing");
-    for (int i = 4; i < node_->num_inputs(); ++i) {
-      if (In(i) != nullptr) return std::string("past state and attention bias are not supported");
+    if (In(6) != nullptr || IntAttr("past_present_share_buffer", 0) != 0) {
+      return std::string("a past buffer shared with present is not supported");
     }
-    if (Used(1)) return std::string("the present output is not supported");
-    if (IntAttr("unidirectional", 0) != 0) return std::string("unidirectional attention is not supported");
+    if (IntAttr("do_rotary", 0) != 0) return std::string("do_rotary is not supported");
+    if (Used(1) && In(4) == nullptr) return std::string("the present output needs the past input");
     if (opset_ < 11) return std::string("it needs ai.onnx opset 11");
     const int64_t heads = IntAttr("num_heads", 0);
     if (heads <= 0 || heads > 4096) return std::string("num_heads is not a positive count");
@@ -632,34 +784,22 @@ class Lowerer {
     std::vector<int64_t> sizes;
     if (std::optional<std::vector<int64_t>> q = node_->GetInts("qkv_hidden_sizes"); q && !q->empty()) {
       sizes = *q;
+    } else if (int64_t w = DimOf(In(1), 1); Rank(In(1)) == 2 && w > 0) {
+      sizes.assign(3, w / 3);
     } else {
-      const pb::TensorProto* w = In(1)->initializer();
-      if (w != nullptr && w->dims.size() == 2) {
-        sizes.assign(3, w->dims[1] / 3);
-      } else if (const pb::TypeProto* t = In(1)->type();
-                 t != nullptr && t->tensor_type && t->tensor_type->shape &&
-                 t->tensor_type->shape->dim.size() == 2 &&
-                 t->tensor_type->shape->dim[1].kind == pb::TensorShapeProto::Dimension::kValue) {
-        sizes.assign(3, t->tensor_type->shape->dim[1].dim_value / 3);
-      } else {
-        return std::string("the hidden sizes are unknown (weights of unknown shape, no qkv_hidden_sizes)");
-      }
+      return std::string("the hidden sizes are unknown (weights of unknown shape, no qkv_hidden_sizes)");
     }
     if (sizes.size() != 3 || sizes[0] != sizes[1])
       return std::string("qkv_hidden_sizes is not [Q, K, V] with Q == K");
     for (int64_t v : sizes) {
       if (v <= 0 || v % heads != 0) return std::string("a hidden size does not divide into num_heads");
     }
-    std::optional<int64_t> mask_rank;
-    if (In(3) != nullptr) {
-      mask_rank = Rank(In(3));
-      if (!mask_rank || (*mask_rank != 1 && *mask_rank != 2)) {
-        return std::string("only a mask_index of [batch] lengths or a [batch, length] mask is supported");
-      }
-    }
-    const int64_t dq = sizes[0] / heads, dv = sizes[2] / heads;
-    double scale = FloatAttr("scale", 0.0f);
-    if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(dq));
+    if (In(4) != nullptr && sizes[2] != sizes[0])
+      return std::string("past state needs V's hidden size to be Q's");
+    Attend a;
+    a.elem = *elem;
+    a.head_size = sizes[0] / heads;
+    if (std::string why = Masks(a, 3, 5); !why.empty()) return why;
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * qkv, Emit("MatMul", {In(0), In(1)}));
     if (In(2) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(qkv, Emit("Add", {qkv, In(2)}));
@@ -672,38 +812,394 @@ class Lowerer {
       ONNXKIT_RETURN_IF_ERROR(
           Emit("Split", {qkv}, {ir::IntAttr("axis", 2), ir::IntsAttr("split", sizes)}, 3, &parts).status());
     }
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * q, Reshaped(parts[0], {0, 0, heads, dq}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, Reshaped(parts[1], {0, 0, heads, dq}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v, Reshaped(parts[2], {0, 0, heads, dv}));
-    ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Transpose", {q}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
-    ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Transpose", {k}, {ir::IntsAttr("perm", {0, 2, 3, 1})}));
-    ONNXKIT_ASSIGN_OR_RETURN(v, Emit("Transpose", {v}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scores, Emit("MatMul", {q, k}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sc, Scalar(scale, *elem));
-    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
-    if (In(3) != nullptr) {
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Scalar(0.0, *elem));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * filter, Scalar(FloatAttr("mask_filter_value", -10000.0f), *elem));
-      ir::Value* attend = nullptr;  // bool [B, T]
-      if (*mask_rank == 2) {
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Cast", {In(3)}, {ir::IntAttr("to", pb::kFloat)}));
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * z, Scalar(0.0, pb::kFloat));
-        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Greater", {m, z}));
-      } else {
-        // Keys 0 .. T-1 against each batch's length.
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, Positions(In(0)));
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lengths, Emit("Cast", {In(3)}, {ir::IntAttr("to", pb::kInt64)}));
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col, Unsqueezed(lengths, {1}));
-        ONNXKIT_ASSIGN_OR_RETURN(attend, Emit("Less", {keys, col}));
+    ONNXKIT_ASSIGN_OR_RETURN(a.q, Heads(parts[0], heads));
+    ONNXKIT_ASSIGN_OR_RETURN(a.k, Heads(parts[1], heads));
+    ONNXKIT_ASSIGN_OR_RETURN(a.v, Heads(parts[2], heads));
+    if (In(4) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Int64Scalar(0));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Int64Scalar(1));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pk, Emit("Gather", {In(4), zero}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pv, Emit("Gather", {In(4), one}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(a.k, Emit("Concat", {pk, a.k}, {ir::IntAttr("axis", 2)}));
+      ONNXKIT_ASSIGN_OR_RETURN(a.v, Emit("Concat", {pv, a.v}, {ir::IntAttr("axis", 2)}));
+      if (Used(1)) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k5, Unsqueezed(a.k, {0}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * v5, Unsqueezed(a.v, {0}));
+        ONNXKIT_ASSIGN_OR_RETURN(outs[1], Emit("Concat", {k5, v5}, {ir::IntAttr("axis", 0)}));
       }
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {attend, zero, filter}));
-      ONNXKIT_ASSIGN_OR_RETURN(add, Unsqueezed(add, {1, 2}));
-      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, add}));
     }
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, v}));
-    ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
-    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Reshaped(ctx, {0, 0, sizes[2]}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], AttendHeads(a));
+    return std::string();
+  }
+
+  // MultiHeadAttention: Q, K, V already projected. query [B, S, D] with key
+  // and value [B, L, D] / [B, L, Dv] (bias [D + D + Dv] added), or
+  // [B, N, L, H] (a cross-attention cache, taken as it is); or query packed
+  // QKV [B, S, N, 3, H]; or key packed KV [B, L, N, 2, H]. past_key and
+  // past_value [B, N, P, H] go before K and V; present_key and
+  // present_value are K and V with them.
+  absl::StatusOr<std::string> MultiHeadAttention(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr) return std::string("query is missing");
+    if (In(8) != nullptr || In(9) != nullptr) {
+      return std::string(
+          "past_sequence_length and cache_indirection (shared buffers, beam search) are not supported");
+    }
+    if (Used(3)) return std::string("the qk output is not supported");
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    const int64_t heads = IntAttr("num_heads", 0);
+    if (heads <= 0 || heads > 4096) return std::string("num_heads is not a positive count");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    const std::optional<int64_t> qr = Rank(In(0)), kr = Rank(In(1)), vr = Rank(In(2));
+    if ((In(1) != nullptr && !kr) || (In(2) != nullptr && !vr) || !qr)
+      return std::string("an input's rank is unknown");
+    if ((In(6) == nullptr) != (In(7) == nullptr)) return std::string("past_key and past_value go together");
+    Attend a;
+    a.elem = *elem;
+    if (std::string why = Masks(a, 4, 5); !why.empty()) return why;
+    const bool packed_qkv = *qr == 5 && In(1) == nullptr && In(2) == nullptr;
+    const bool packed_kv = *qr == 3 && kr == 5 && In(2) == nullptr;
+    const bool cached_kv = *qr == 3 && kr == 4 && vr == 4;
+    const bool separate = *qr == 3 && kr == 3 && vr == 3;
+    if (!packed_qkv && !packed_kv && !cached_kv && !separate) {
+      return std::string("the query, key and value shapes are none of the forms it takes");
+    }
+    if (In(3) != nullptr && !separate) {
+      return std::string("bias is supported with separate 3-D query, key and value only");
+    }
+    if (cached_kv && In(6) != nullptr)
+      return std::string("past state with a [B, N, L, H] key is not supported");
+    auto part = [&](ir::Value* packed, int64_t index) -> absl::StatusOr<ir::Value*> {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * i, Int64Scalar(index));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * g, Emit("Gather", {packed, i}, {ir::IntAttr("axis", 3)}));
+      return Emit("Transpose", {g}, {ir::IntsAttr("perm", {0, 2, 1, 3})});
+    };
+    if (packed_qkv) {
+      a.head_size = DimOf(In(0), 4);
+      ONNXKIT_ASSIGN_OR_RETURN(a.q, part(In(0), 0));
+      ONNXKIT_ASSIGN_OR_RETURN(a.k, part(In(0), 1));
+      ONNXKIT_ASSIGN_OR_RETURN(a.v, part(In(0), 2));
+    } else {
+      const int64_t d = DimOf(In(0), 2);
+      if (d > 0) {
+        if (d % heads != 0) return std::string("the query's hidden size does not divide into num_heads");
+        a.head_size = d / heads;
+      }
+      ir::Value* q = In(0);
+      ir::Value* k = In(1);
+      ir::Value* v = In(2);
+      if (In(3) != nullptr) {
+        const int64_t dk = DimOf(In(1), 2), dv = DimOf(In(2), 2);
+        if (d <= 0 || dk <= 0 || dv <= 0) return std::string("bias needs the hidden sizes known");
+        std::vector<ir::Value*> biases;
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * split, Int64s({d, dk, dv}));
+        ONNXKIT_RETURN_IF_ERROR(Emit("Split", {In(3), split}, {ir::IntAttr("axis", 0)}, 3, &biases).status());
+        ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Add", {q, biases[0]}));
+        ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Add", {k, biases[1]}));
+        ONNXKIT_ASSIGN_OR_RETURN(v, Emit("Add", {v, biases[2]}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(a.q, Heads(q, heads));
+      if (packed_kv) {
+        ONNXKIT_ASSIGN_OR_RETURN(a.k, part(k, 0));
+        ONNXKIT_ASSIGN_OR_RETURN(a.v, part(k, 1));
+      } else if (cached_kv) {
+        a.k = k;
+        a.v = v;
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(a.k, Heads(k, heads));
+        ONNXKIT_ASSIGN_OR_RETURN(a.v, Heads(v, heads));
+      }
+    }
+    if (In(6) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(a.k, Emit("Concat", {In(6), a.k}, {ir::IntAttr("axis", 2)}));
+      ONNXKIT_ASSIGN_OR_RETURN(a.v, Emit("Concat", {In(7), a.v}, {ir::IntAttr("axis", 2)}));
+    }
+    if (outs.size() > 1) outs[1] = a.k;
+    if (outs.size() > 2) outs[2] = a.v;
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], AttendHeads(a));
+    return std::string();
+  }
+
+  // Rotary embedding of 4-D `x` ([B, S, N, H] or [B, N, S, H]): its first
+  // 2 * half values per head turn by cos and sin (broadcast against x's
+  // halves; with a trailing 1 when `interleaved`: pairs), the rest pass
+  // when `rest`.
+  absl::StatusOr<ir::Value*> Rotate(ir::Value* x, ir::Value* cos, ir::Value* sin, int64_t half,
+                                    bool interleaved, bool rest) {
+    ir::Value* x1 = nullptr;
+    ir::Value* x2 = nullptr;
+    ir::Value* turned = nullptr;
+    if (interleaved) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, SliceOf(x, 0, 2 * half, -1));
+      ONNXKIT_ASSIGN_OR_RETURN(r, Reshaped(r, {0, 0, 0, half, 2}));
+      ONNXKIT_ASSIGN_OR_RETURN(x1, SliceOf(r, 0, 1, -1));
+      ONNXKIT_ASSIGN_OR_RETURN(x2, SliceOf(r, 1, 2, -1));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(x1, SliceOf(x, 0, half, -1));
+      ONNXKIT_ASSIGN_OR_RETURN(x2, SliceOf(x, half, 2 * half, -1));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * a, Emit("Mul", {x1, cos}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b, Emit("Mul", {x2, sin}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y1, Emit("Sub", {a, b}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Emit("Mul", {x2, cos}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * d, Emit("Mul", {x1, sin}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y2, Emit("Add", {c, d}));
+    ONNXKIT_ASSIGN_OR_RETURN(turned, Emit("Concat", {y1, y2}, {ir::IntAttr("axis", -1)}));
+    if (interleaved) {
+      ONNXKIT_ASSIGN_OR_RETURN(turned, Reshaped(turned, {0, 0, 0, 2 * half}));
+    }
+    if (!rest) return turned;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * tail, SliceOf(x, 2 * half, std::numeric_limits<int64_t>::max(), -1));
+    return Emit("Concat", {turned, tail}, {ir::IntAttr("axis", -1)});
+  }
+
+  // GroupQueryAttention: query [B, S, N*H] with key and value
+  // [B, S, Nkv*H] (or all three packed in query), each group of N / Nkv
+  // query heads sharing a key and value head. Batch b's new tokens sit at
+  // positions off_b .. off_b + S - 1, off_b = seqlens_k[b] + 1 - S (0 for
+  // the first prompt: S > 1 and S == total_sequence_length); with
+  // do_rotary, Q and K turn by those positions first. K and V are
+  // past [B, Nkv, P, H] then the new ones; a query sees the past keys below
+  // off_b and the new keys up to its own (within local_window_size).
+  absl::StatusOr<std::string> GroupQueryAttention(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(5) == nullptr || In(6) == nullptr) {
+      return std::string("query, seqlens_k and total_sequence_length are needed");
+    }
+    for (int i = 9; i < node_->num_inputs(); ++i) {
+      if (In(i) != nullptr && i != 10) {
+        return std::string(
+            "position_ids, head_sink, quantized caches and q/k norm weights are not supported");
+      }
+    }
+    if (Used(3)) return std::string("the output_qk output is not supported");
+    if (IntAttr("causal", 1) != 1) return std::string("causal 0 is not supported");
+    if (IntAttr("smooth_softmax", 0) != 0 || FloatAttr("softcap", 0.0f) != 0.0f) {
+      return std::string("smooth_softmax and softcap are not supported");
+    }
+    if (IntAttr("sliding_window_cache", 0) != 0)
+      return std::string("a sliding window cache is not supported");
+    for (std::string_view q : {"k_quant_type", "v_quant_type"}) {
+      std::optional<std::string> t = node_->GetString(q);
+      if (t && !t->empty() && *t != "NONE") return std::string("quantized caches are not supported");
+    }
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    const int64_t heads = IntAttr("num_heads", 0), kv_heads = IntAttr("kv_num_heads", 0);
+    if (heads <= 0 || heads > 4096 || kv_heads <= 0 || heads % kv_heads != 0) {
+      return std::string("num_heads is not a positive multiple of kv_num_heads");
+    }
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    if (Rank(In(0)) != 3) return std::string("query is not 3-D");
+    if ((In(1) == nullptr) != (In(2) == nullptr)) return std::string("key and value go together");
+    if ((In(3) == nullptr) != (In(4) == nullptr)) return std::string("past_key and past_value go together");
+    const bool packed = In(1) == nullptr;
+    const int64_t d = DimOf(In(0), 2);
+    const int64_t parts = packed ? heads + 2 * kv_heads : heads;
+    if (d <= 0 || d % parts != 0)
+      return std::string("the hidden size is unknown or does not divide into the heads");
+    const int64_t h = d / parts;
+    const bool rotary = IntAttr("do_rotary", 0) != 0;
+    int64_t half = 0;
+    if (rotary) {
+      if (In(7) == nullptr || In(8) == nullptr) return std::string("do_rotary needs cos_cache and sin_cache");
+      half = DimOf(In(7), 1);
+      if (Rank(In(7)) != 2 || half <= 0 || 2 * half > h) {
+        return std::string("cos_cache is not [length, rotary width / 2] of a known width within the head");
+      }
+    }
+    const int64_t window = IntAttr("local_window_size", -1);
+    ir::Value* q = In(0);
+    ir::Value* k = In(1);
+    ir::Value* v = In(2);
+    if (packed) {
+      std::vector<ir::Value*> qkv;
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * split, Int64s({heads * h, kv_heads * h, kv_heads * h}));
+      ONNXKIT_RETURN_IF_ERROR(Emit("Split", {In(0), split}, {ir::IntAttr("axis", -1)}, 3, &qkv).status());
+      q = qkv[0];
+      k = qkv[1];
+      v = qkv[2];
+    }
+    // Where each batch's new tokens start: off [B, 1].
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, DimScalar(In(0), 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lens, Emit("Cast", {In(5)}, {ir::IntAttr("to", pb::kInt64)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * total, Emit("Cast", {In(6)}, {ir::IntAttr("to", pb::kInt64)}));
+    ONNXKIT_ASSIGN_OR_RETURN(total, Reshaped(total, {-1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Int64Scalar(1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Int64Scalar(0));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ones, Emit("Add", {lens, one}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * off, Emit("Sub", {ones, s}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * many, Emit("Greater", {s, one}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * whole, Emit("Equal", {s, total}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * first, Emit("And", {many, whole}));
+    ONNXKIT_ASSIGN_OR_RETURN(off, Emit("Where", {first, zero, off}));
+    ONNXKIT_ASSIGN_OR_RETURN(off, Unsqueezed(off, {1}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * steps, RangeOf(In(0), 1));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * qpos, Emit("Add", {off, steps}));  // [B, S]
+    ONNXKIT_ASSIGN_OR_RETURN(q, Reshaped(q, {0, 0, heads, h}));
+    ONNXKIT_ASSIGN_OR_RETURN(k, Reshaped(k, {0, 0, kv_heads, h}));
+    if (rotary) {
+      const bool interleaved = IntAttr("rotary_interleaved", 0) != 0;
+      std::vector<int64_t> axes = {2};
+      if (interleaved) axes.push_back(4);
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos, Emit("Gather", {In(7), qpos}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sin, Emit("Gather", {In(8), qpos}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(cos, Unsqueezed(cos, axes));
+      ONNXKIT_ASSIGN_OR_RETURN(sin, Unsqueezed(sin, axes));
+      ONNXKIT_ASSIGN_OR_RETURN(q, Rotate(q, cos, sin, half, interleaved, 2 * half != h));
+      ONNXKIT_ASSIGN_OR_RETURN(k, Rotate(k, cos, sin, half, interleaved, 2 * half != h));
+    }
+    Attend a;
+    a.elem = *elem;
+    a.head_size = h;
+    a.bias = In(10);
+    ONNXKIT_ASSIGN_OR_RETURN(a.q, Emit("Transpose", {q}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Transpose", {k}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(v, Heads(v, kv_heads));
+    // The present cache as ONNX Runtime lays it out: row t holds position
+    // t; past rows below off_b, then the new ones, zeros after; its length
+    // max(total_sequence_length, P).
+    ir::Value* past_len = zero;
+    if (In(3) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(past_len, DimScalar(In(3), 2));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * length, Emit("Max", {total, past_len}));
+    ONNXKIT_ASSIGN_OR_RETURN(length, Reshaped(length, {}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, Emit("Range", {zero, length, one}));  // [T]
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * below_off, Emit("Less", {rows, off}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * below_p, Emit("Less", {rows, past_len}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * from_past, Emit("And", {below_off, below_p}));  // [B, T]
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * end, Emit("Add", {off, s}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * before_end, Emit("Less", {rows, end}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * after_off, Emit("Not", {below_off}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * from_new, Emit("And", {after_off, before_end}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * new_row, Emit("Sub", {rows, off}));
+    ONNXKIT_ASSIGN_OR_RETURN(new_row, Emit("Add", {new_row, past_len}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero_row, Emit("Add", {past_len, s}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pick, Emit("Where", {from_new, new_row, zero_row}));
+    ONNXKIT_ASSIGN_OR_RETURN(pick, Emit("Where", {from_past, rows, pick}));
+    ONNXKIT_ASSIGN_OR_RETURN(pick, Unsqueezed(pick, {2}));  // [B, T, 1]
+    auto lay_out = [&](ir::Value* past, ir::Value* fresh) -> absl::StatusOr<ir::Value*> {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one_row, SliceOf(fresh, 0, 1, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {one_row}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zeros, Emit("ConstantOfShape", {shape}));
+      if (*elem != pb::kFloat) {
+        ONNXKIT_ASSIGN_OR_RETURN(zeros, Emit("Cast", {zeros}, {ir::IntAttr("to", *elem)}));
+      }
+      std::vector<ir::Value*> all;
+      if (past != nullptr) all.push_back(past);
+      all.push_back(fresh);
+      all.push_back(zeros);
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Emit("Concat", all, {ir::IntAttr("axis", 2)}));
+      ONNXKIT_ASSIGN_OR_RETURN(c, Emit("Transpose", {c}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+      ONNXKIT_ASSIGN_OR_RETURN(c, Emit("GatherND", {c, pick}, {ir::IntAttr("batch_dims", 1)}));
+      return Emit("Transpose", {c}, {ir::IntsAttr("perm", {0, 2, 1, 3})});
+    };
+    ONNXKIT_ASSIGN_OR_RETURN(k, lay_out(In(3), k));
+    ONNXKIT_ASSIGN_OR_RETURN(v, lay_out(In(4), v));
+    if (outs.size() > 1) outs[1] = k;
+    if (outs.size() > 2) outs[2] = v;
+    if (heads != kv_heads) {
+      // Each key and value head repeated for its group of query heads.
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * reps, Int64s({1, 1, heads / kv_heads, 1, 1}));
+      ONNXKIT_ASSIGN_OR_RETURN(k, Unsqueezed(k, {2}));
+      ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Tile", {k, reps}));
+      ONNXKIT_ASSIGN_OR_RETURN(k, Reshaped(k, {0, heads, -1, h}));
+      ONNXKIT_ASSIGN_OR_RETURN(v, Unsqueezed(v, {2}));
+      ONNXKIT_ASSIGN_OR_RETURN(v, Emit("Tile", {v, reps}));
+      ONNXKIT_ASSIGN_OR_RETURN(v, Reshaped(v, {0, heads, -1, h}));
+    }
+    a.k = k;
+    a.v = v;
+    // Query i of batch b (at qpos) sees rows up to its position, none past
+    // the batch's length (the first prompt's padding).
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kpos3, Unsqueezed(rows, {0, 1}));  // [1, 1, T]
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * qpos3, Unsqueezed(qpos, {2}));     // [B, S, 1]
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * hide, Emit("Greater", {kpos3, qpos3}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col, Unsqueezed(lens, {1, 2}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * beyond, Emit("Greater", {kpos3, col}));
+    ONNXKIT_ASSIGN_OR_RETURN(hide, Emit("Or", {hide, beyond}));
+    if (window > 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * back, Emit("Sub", {qpos3, kpos3}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w, Int64Scalar(window - 1));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * far, Emit("Greater", {back, w}));
+      ONNXKIT_ASSIGN_OR_RETURN(hide, Emit("Or", {hide, far}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * none, Scalar(0.0, *elem));
+    ONNXKIT_ASSIGN_OR_RETURN(
+        ir::Value * lowest,
+        Scalar(*elem == pb::kFloat16 ? -65504.0 : std::numeric_limits<float>::lowest(), *elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {hide, lowest, none}));
+    ONNXKIT_ASSIGN_OR_RETURN(a.add, Unsqueezed(add, {1}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], AttendHeads(a));
+    return std::string();
+  }
+
+  // RotaryEmbedding: per head, the first rotary_embedding_dim values (all
+  // when 0) turn by the angle of their position: with c, s = cos_cache and
+  // sin_cache at the position, halves x1, x2 (pairs when interleaved) become
+  // x1 c - x2 s, x2 c + x1 s; the rest pass. input [B, S, N*H] or
+  // [B, N, S, H]; position_ids [B, S], or [1]: the first position.
+  absl::StatusOr<std::string> RotaryEmbedding(std::vector<ir::Value*>& outs) {
+    for (int i = 0; i < 4; ++i) {
+      if (In(i) == nullptr) return std::string("input, position_ids, cos_cache and sin_cache are all needed");
+    }
+    if (IntAttr("is_packed_batching", 0) != 0) return std::string("packed batching is not supported");
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    const std::optional<int64_t> rank = Rank(In(0)), prank = Rank(In(1));
+    if (!rank || (*rank != 3 && *rank != 4)) return std::string("input is not 3-D or 4-D");
+    if (!prank || (*prank != 1 && *prank != 2))
+      return std::string("position_ids is not [1] or [batch, length]");
+    if (Rank(In(2)) != 2 || Rank(In(3)) != 2) return std::string("cos_cache and sin_cache are not 2-D");
+    const int64_t width = DimOf(In(2), 1);
+    const int64_t rotary = IntAttr("rotary_embedding_dim", 0);
+    const int64_t heads = IntAttr("num_heads", 0);
+    if (rotary < 0 || rotary % 2 != 0) return std::string("rotary_embedding_dim is not an even count");
+    if (heads < 0 || heads > 4096) return std::string("num_heads is out of range");
+    if (rotary > 0 && *rank == 3 && heads == 0) return std::string("rotary_embedding_dim needs num_heads");
+    const int64_t half = rotary > 0 ? rotary / 2 : width;
+    if (half <= 0) return std::string("the rotary width is unknown (cos_cache of unknown shape)");
+    if (width > 0 && width != half) return std::string("cos_cache's width is not rotary_embedding_dim / 2");
+    const bool interleaved = IntAttr("interleaved", 0) != 0;
+    // x as [B, S, N, H] or [B, N, S, H]; `seq` is S's axis.
+    ir::Value* x = In(0);
+    int64_t seq = 2;
+    if (*rank == 3) {
+      seq = 1;
+      if (heads > 0) {
+        ONNXKIT_ASSIGN_OR_RETURN(x, Reshaped(x, {0, 0, heads, -1}));
+      } else {
+        ONNXKIT_ASSIGN_OR_RETURN(x, Reshaped(x, {0, 0, -1, 2 * half}));
+      }
+    }
+    ir::Value* positions = In(1);
+    if (*prank == 1) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * steps, RangeOf(x, seq));
+      ONNXKIT_ASSIGN_OR_RETURN(positions, Emit("Add", {steps, In(1)}));  // [S]
+    }
+    // cos, sin: [S, half] or [B, S, half], then a 1 for the heads' axis.
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos, Emit("Gather", {In(2), positions}, {ir::IntAttr("axis", 0)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sin, Emit("Gather", {In(3), positions}, {ir::IntAttr("axis", 0)}));
+    std::vector<int64_t> axes;
+    if (*prank == 1) {
+      if (*rank == 3) axes = {1};  // [S, 1, half] against [B, S, N, H]
+    } else {
+      axes = {*rank == 3 ? int64_t{2} : int64_t{1}};
+    }
+    if (interleaved) axes.push_back(*prank == 1 ? (*rank == 3 ? 3 : 2) : 4);  // pairs: [..., half, 1]
+    if (!axes.empty()) {
+      ONNXKIT_ASSIGN_OR_RETURN(cos, Unsqueezed(cos, axes));
+      ONNXKIT_ASSIGN_OR_RETURN(sin, Unsqueezed(sin, axes));
+    }
+    int64_t head = DimOf(x, 3);
+    if (*rank == 3 && heads > 0 && DimOf(In(0), 2) > 0) head = DimOf(In(0), 2) / heads;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y,
+                             Rotate(x, cos, sin, half, interleaved, rotary > 0 && head != 2 * half));
+    if (*rank == 3) {
+      ONNXKIT_ASSIGN_OR_RETURN(y, Reshaped(y, {0, 0, -1}));
+    }
+    outs[0] = y;
     return std::string();
   }
 
@@ -1049,6 +1545,7 @@ class Lowerer {
   int lowered_ = 0;
   absl::flat_hash_map<const ir::Value*, int32_t> elem_;
   absl::flat_hash_map<const ir::Value*, int64_t> rank_;
+  absl::flat_hash_map<const ir::Value*, std::vector<int64_t>> dims_;
   // The node being rewritten.
   ir::Graph* graph_ = nullptr;
   ir::Node* at_ = nullptr;

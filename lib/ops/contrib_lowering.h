@@ -24,9 +24,13 @@
 //   com.microsoft::MatMulNBits   the 4-/8-bit codes unpacked, Sub of the zero
 //                                points, Mul by the scales, Transpose, MatMul
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
-//   com.microsoft::Attention     MatMul, Split, per-head MatMul, Softmax,
-//                                MatMul (no mask, [B] lengths or a [B, T]
-//                                mask; no past state, no attention bias)
+//   com.microsoft::Attention, MultiHeadAttention, GroupQueryAttention
+//                                per-head MatMul, Softmax, MatMul with the
+//                                masks (key padding, attention bias, causal,
+//                                local window) as additions; past state
+//                                concatenated, GroupQueryAttention's present
+//                                cache gathered into ONNX Runtime's layout
+//   com.microsoft::RotaryEmbedding   Gathers of the caches, Slices, Muls
 //   com.microsoft::EmbedLayerNormalization   Gathers, Adds, normalization,
 //                                the mask count
 //

@@ -5,6 +5,7 @@
 // optimized ('extended' level) computes what the model it came from does.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "lib/io/model_io.h"
 #include "runner/inputs.h"
 #include "runner/session.h"
+#include "tests/runner/conformance.h"
 #include "tests/util/model_builder.h"
 #include "tests/util/run_graph.h"
 #include "tests/util/tensors.h"
@@ -481,11 +483,11 @@ TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
 }
 
 TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
-  auto nbits = RunNode(runner::Backend::kReference, "GroupQueryAttention", {RandomFloats({1, 2, 4}, 1)}, {},
-                       14, 1, "com.microsoft");
-  ASSERT_FALSE(nbits.ok());
-  EXPECT_THAT(nbits.status().message(),
-              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::GroupQueryAttention"));
+  auto paged = RunNode(runner::Backend::kReference, "PagedAttention", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1,
+                       "com.microsoft");
+  ASSERT_FALSE(paged.ok());
+  EXPECT_THAT(paged.status().message(),
+              HasSubstr("does not run the ONNX Runtime contrib op com.microsoft::PagedAttention"));
   auto nchwc = RunNode(runner::Backend::kReference, "ReorderInput", {RandomFloats({1, 8, 2, 2}, 1)}, {}, 14,
                        1, "com.microsoft.nchwc");
   ASSERT_FALSE(nchwc.ok());
@@ -495,6 +497,116 @@ TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
                            {AttrString("activation", "Elu")}, 14, 1, "com.microsoft");
   ASSERT_FALSE(elu.ok());
   EXPECT_THAT(elu.status().message(), HasSubstr("activation 'Elu' is not supported"));
+}
+
+// testdata/models/attention_ort: one node each of MultiHeadAttention,
+// Attention, RotaryEmbedding and GroupQueryAttention with seeded inputs and
+// the outputs ONNX Runtime 1.30 computed for them
+// (bench/make_attention_cases.py): masks of every form, attention bias,
+// past state and present outputs, causal attention, rotary embedding
+// (interleaved, partial, by position ids or a first position), grouped
+// heads on prompts, padded prompts, ragged decoding batches, chunks and
+// local windows.
+TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
+  std::vector<std::filesystem::path> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(TestdataPath("models/attention_ort"))) {
+    folders.push_back(entry.path());
+  }
+  std::sort(folders.begin(), folders.end());
+  ASSERT_GE(folders.size(), 30u);
+  for (const std::filesystem::path& folder : folders) {
+    const ConformanceCase c{
+        folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
+    for (runner::Backend b : kBackends) {
+      SCOPED_TRACE(c.id + " on " + std::string(runner::BackendName(b)));
+      EXPECT_TRUE(RunConformanceCase(c, b).ok()) << RunConformanceCase(c, b);
+    }
+  }
+}
+
+// [B, S, N*H] tensors q, k, v packed as [B, S, N, parts, H].
+runner::Tensor Packed(const std::vector<runner::Tensor>& parts, int64_t b, int64_t s, int64_t n, int64_t h) {
+  std::vector<float> out;
+  const int64_t p = static_cast<int64_t>(parts.size());
+  std::vector<std::vector<float>> values;
+  for (const runner::Tensor& t : parts) values.push_back(Values<float>(t));
+  for (int64_t i = 0; i < b * s; ++i) {
+    for (int64_t head = 0; head < n; ++head) {
+      for (int64_t part = 0; part < p; ++part) {
+        for (int64_t j = 0; j < h; ++j) {
+          out.push_back(values[static_cast<size_t>(part)][static_cast<size_t>((i * n + head) * h + j)]);
+        }
+      }
+    }
+  }
+  return Floats({b, s, n, p, h}, out);
+}
+
+// MultiHeadAttention's packed forms (which ONNX Runtime's cpu provider does
+// not run) compute what the separate query, key and value do.
+TEST(ContribOpsTest, PackedMultiHeadAttentionMatchesTheSeparateForm) {
+  const int64_t b = 2, s = 3, n = 2, h = 4;
+  const runner::Tensor q = RandomFloats({b, s, n * h}, 41), k = RandomFloats({b, s, n * h}, 42),
+                       v = RandomFloats({b, s, n * h}, 43);
+  const std::vector<pb::AttributeProto> attrs = {AttrInt("num_heads", n)};
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    const std::vector<float> separate = RunOp(be, "MultiHeadAttention", {q, k, v}, attrs);
+    ASSERT_EQ(separate.size(), static_cast<size_t>(b * s * n * h));
+    const std::vector<double> want(separate.begin(), separate.end());
+    ExpectNear(RunOp(be, "MultiHeadAttention", {Packed({q, k, v}, b, s, n, h)}, attrs), want, 1e-6);
+    ExpectNear(RunOp(be, "MultiHeadAttention", {q, Packed({k, v}, b, s, n, h)}, attrs), want, 1e-6);
+  }
+}
+
+// Forms of the attention ops that are not written say what is missing.
+TEST(ContribOpsTest, AttentionFormsThatAreNotWrittenSaySo) {
+  const runner::Tensor q = RandomFloats({1, 2, 8}, 51), kv = RandomFloats({1, 2, 4}, 52);
+  const runner::Tensor lens = Int32s({1}, {1}), total = Int32s({1}, {2});
+  struct Case {
+    std::string op;
+    std::vector<runner::Tensor> inputs;
+    std::vector<pb::AttributeProto> attributes;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrFloat("softcap", 30.f)},
+       "smooth_softmax and softcap are not supported"},
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrInt("causal", 0)},
+       "causal 0 is not supported"},
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
+       {AttrInt("num_heads", 3), AttrInt("kv_num_heads", 2)},
+       "not a positive multiple of kv_num_heads"},
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrInt("do_rotary", 1)},
+       "do_rotary needs cos_cache and sin_cache"},
+      {"MultiHeadAttention",
+       {q, q, q, runner::Tensor(), runner::Tensor(), runner::Tensor(), runner::Tensor(), runner::Tensor(),
+        runner::Tensor(), Int32s({1, 1, 4}, {0, 0, 0, 0})},
+       {AttrInt("num_heads", 2)},
+       "cache_indirection"},
+      {"MultiHeadAttention", {q, kv}, {AttrInt("num_heads", 2)}, "none of the forms it takes"},
+      {"RotaryEmbedding",
+       {RandomFloats({1, 1, 2, 4}, 53), Int64s({1}, {0}), RandomFloats({4, 2}, 54), RandomFloats({4, 2}, 55)},
+       {AttrInt("is_packed_batching", 1)},
+       "packed batching is not supported"},
+      {"RotaryEmbedding",
+       {RandomFloats({1, 2, 8}, 53), Int64s({1}, {0}), RandomFloats({4, 2}, 54), RandomFloats({4, 2}, 55)},
+       {AttrInt("rotary_embedding_dim", 4)},
+       "rotary_embedding_dim needs num_heads"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    auto out = RunNode(runner::Backend::kReference, c.op, c.inputs, c.attributes, 17, 1, "com.microsoft");
+    ASSERT_FALSE(out.ok());
+    EXPECT_THAT(out.status().message(), HasSubstr(c.why));
+  }
 }
 
 // Attention computed from its definition: Q, K, V from x W + bias, per head
@@ -564,11 +676,13 @@ TEST(ContribOpsTest, AttentionWithoutMaskWithLengthsAndWithAMask) {
                  AttentionByHand(vx, vw, vb, batch, seq, in, hidden, heads, {}, mask));
     }
   }
-  // Past state is not written: the run says so.
-  auto past = RunNode(runner::Backend::kReference, "Attention", {x, w, bias, runner::Tensor(), x}, attrs, 17,
-                      1, "com.microsoft");
-  ASSERT_FALSE(past.ok());
-  EXPECT_THAT(past.status().message(), HasSubstr("past state"));
+  // A past buffer shared with present is not written: the run says so.
+  auto shared = RunNode(runner::Backend::kReference, "Attention",
+                        {x, w, bias, runner::Tensor(), RandomFloats({2, batch, heads, 4, hidden / heads}, 24),
+                         runner::Tensor(), Int32s({}, {2})},
+                        attrs, 17, 1, "com.microsoft");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_THAT(shared.status().message(), HasSubstr("a past buffer shared with present is not supported"));
 }
 
 TEST(ContribOpsTest, EmbedLayerNormalization) {
@@ -641,6 +755,29 @@ TEST(ContribOpsTest, MalformedNodesFailCleanly) {
       {"Attention", {x, RandomFloats({3, 6}, 2), RandomFloats({6}, 3), x}, {AttrInt("num_heads", 2)}, 1},
       {"Attention", {x, RandomFloats({3, 6}, 2)}, {AttrInt("num_heads", 2)}, 2},
       {"EmbedLayerNormalization", {x}, {}, 1},
+      {"MultiHeadAttention", {x}, {AttrInt("num_heads", 0)}, 1},
+      {"MultiHeadAttention", {x, x, x, RandomFloats({5}, 4)}, {AttrInt("num_heads", 3)}, 3},
+      {"MultiHeadAttention", {x, x, x, runner::Tensor(), x}, {AttrInt("num_heads", 3)}, 1},
+      {"MultiHeadAttention", {x, x, x, runner::Tensor(), runner::Tensor(), x}, {AttrInt("num_heads", 3)}, 1},
+      {"GroupQueryAttention", {x}, {AttrInt("num_heads", 3), AttrInt("kv_num_heads", 1)}, 3},
+      {"GroupQueryAttention",
+       {x, x, x, x, x, Int32s({1}, {-9}), Int32s({1}, {2})},
+       {AttrInt("num_heads", 3), AttrInt("kv_num_heads", 1)},
+       3},
+      {"GroupQueryAttention",
+       {x, x, x, runner::Tensor(), runner::Tensor(), Int32s({1}, {99}), Int32s({1}, {-5})},
+       {AttrInt("num_heads", 3), AttrInt("kv_num_heads", 3)},
+       3},
+      {"RotaryEmbedding", {x, Int64s({1}, {0}), x, x}, {}, 1},
+      {"RotaryEmbedding",
+       {x, Int64s({1, 2}, {0, 99}), RandomFloats({4, 1}, 5), RandomFloats({4, 1}, 6)},
+       {},
+       1},
+      {"RotaryEmbedding", {x, Int64s({1}, {-100}), RandomFloats({4, 1}, 5), RandomFloats({4, 1}, 6)}, {}, 1},
+      {"RotaryEmbedding",
+       {x, Int64s({1}, {0}), RandomFloats({4, 1}, 5), RandomFloats({4, 1}, 6)},
+       {AttrInt("rotary_embedding_dim", 3), AttrInt("num_heads", 1)},
+       1},
       {"EmbedLayerNormalization",
        {Int32s({1, 2}, {0, 99}), runner::Tensor(), RandomFloats({3, 2}, 1), RandomFloats({1, 2}, 2),
         runner::Tensor(), RandomFloats({2}, 3), RandomFloats({2}, 4)},
