@@ -109,6 +109,12 @@ struct FusionChain {
   const ir::Node& tail() const { return *nodes.back(); }
 };
 
+// The chain of `matmul` alone (kind kTransformer) whose float weights are
+// the dequantization of 4-bit blocks: `packed` (codes, scales, zero points
+// or null) become its extra inputs, which the cpu kernel reads instead of
+// the weights when A has few rows.
+FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed);
+
 // Chains of `graph` (in its topological order `order`) the cpu backend can
 // fuse, Concat chains first. `is_constant` tells which values are the same in every run; nodes
 // for which `skip` is true (folded ones) are never part of a chain. Every

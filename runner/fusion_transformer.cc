@@ -410,6 +410,15 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
   return chains;
 }
 
+FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed) {
+  FusionChain chain;
+  chain.kind = FusionKind::kTransformer;
+  absl::flat_hash_set<const ir::Node*> taken;
+  AppendLinks({{&matmul, -1}}, chain, taken);
+  chain.extra_inputs = packed;
+  return chain;
+}
+
 namespace {
 
 bool ElementwiseOp(const ir::Node& node, const std::function<bool(const ir::Value*)>& is_constant) {

@@ -817,6 +817,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
     // ONNX Runtime's contrib ops run as the standard ops they stand for.
     ONNXKIT_ASSIGN_OR_RETURN(ops::ContribLowering lowering, ops::LowerContribOps(*session->model_));
     session->contrib_left_ = std::move(lowering.left);
+    session->packed_weights_ = std::move(lowering.packed);
   }
   if (session->options_.backend == Backend::kCpu && session->options_.fuse && !session->options_.observer &&
       MayHoldFloat16(*session->model_)) {
@@ -1185,10 +1186,9 @@ void Session::PlanFusion() {
         FindQuantizedChains((*plan)->order, graph, is_constant, is_scalar,
                             [&](const ir::Node* n) { return folded_nodes_.contains(n); });
     absl::flat_hash_set<const ir::Node*> quantized;
-    for (const FusionChain& chain : found) {
-      quantized.insert(chain.nodes.begin(), chain.nodes.end());
-      // The quantized weights and parameters are read directly: bring back
-      // those released after folding (once, not in every run).
+    // The quantized weights and parameters a chain reads directly: bring
+    // back those released after folding (once, not in every run).
+    auto restore = [&](const FusionChain& chain) {
       for (const ir::Value* v : chain.extra_inputs) {
         if (v == nullptr || !released_.contains(v) || v->initializer() == nullptr) continue;
         absl::StatusOr<Tensor> t = TensorFromProto(*v->initializer(), resolver_.get());
@@ -1196,6 +1196,10 @@ void Session::PlanFusion() {
         constants_[v] = RtValue::FromTensor(*std::move(t));
         released_.erase(v);
       }
+    };
+    for (const FusionChain& chain : found) {
+      quantized.insert(chain.nodes.begin(), chain.nodes.end());
+      restore(chain);
     }
     std::vector<FusionChain> conv = FindConvChains(
         (*plan)->order, graph, is_constant,
@@ -1217,6 +1221,13 @@ void Session::PlanFusion() {
                          [&](const ir::Value* v) { return v == nullptr || v->name().empty() || is_scalar(v); });
     absl::flat_hash_set<const ir::Node*> fused = quantized;
     for (const FusionChain& chain : conv) fused.insert(chain.nodes.begin(), chain.nodes.end());
+    // MatMuls by the dequantization of 4-bit weights (MatMulNBits) read the
+    // codes when A has few rows.
+    std::vector<FusionChain> packed = PackedWeightChains(graph, is_constant, fused);
+    for (const FusionChain& chain : packed) {
+      fused.insert(chain.nodes.begin(), chain.nodes.end());
+      restore(chain);
+    }
     std::vector<FusionChain> transformer = FindTransformerChains(
         (*plan)->order, graph, is_constant,
         [&](const ir::Node* n) { return folded_nodes_.contains(n) || fused.contains(n); });
@@ -1225,6 +1236,7 @@ void Session::PlanFusion() {
         (*plan)->order, graph, is_constant,
         [&](const ir::Node* n) { return folded_nodes_.contains(n) || fused.contains(n); });
     for (FusionChain& chain : conv) found.push_back(std::move(chain));
+    for (FusionChain& chain : packed) found.push_back(std::move(chain));
     for (FusionChain& chain : transformer) found.push_back(std::move(chain));
     for (FusionChain& chain : elementwise) found.push_back(std::move(chain));
     if (found.empty()) return;
@@ -1236,6 +1248,38 @@ void Session::PlanFusion() {
     fused_plans_[&graph] =
         BuildPlan(graph, (*plan)->order, by_tail, elided_, options_.backend == Backend::kCpu);
   });
+}
+
+std::vector<FusionChain> Session::PackedWeightChains(
+    const ir::Graph& graph, const std::function<bool(const ir::Value*)>& is_constant,
+    const absl::flat_hash_set<const ir::Node*>& fused) const {
+  std::vector<FusionChain> chains;
+  absl::flat_hash_map<std::string_view, const ir::Node*> by_name;
+  for (const ops::ContribLowering::PackedWeights& p : packed_weights_) {
+    if (p.graph != &graph) continue;
+    if (by_name.empty()) {
+      for (const ir::Node* n : graph.nodes()) {
+        if (!n->name().empty()) by_name[n->name()] = n;
+      }
+    }
+    auto it = by_name.find(p.matmul);
+    if (it == by_name.end()) continue;
+    const ir::Node* mm = it->second;
+    if (mm->op_type() != "MatMul" || !(mm->domain().empty() || mm->domain() == "ai.onnx") ||
+        mm->num_inputs() != 2 || mm->num_outputs() != 1 || folded_nodes_.contains(mm) || fused.contains(mm) ||
+        mm->input(0) == nullptr || mm->input(1) == nullptr || !is_constant(mm->input(1))) {
+      continue;
+    }
+    const ir::Value* codes = graph.FindValue(p.codes);
+    const ir::Value* scales = graph.FindValue(p.scales);
+    const ir::Value* zeros = p.zero_points.empty() ? nullptr : graph.FindValue(p.zero_points);
+    auto constant = [&](const ir::Value* v) {
+      return v != nullptr && v->initializer() != nullptr && is_constant(v);
+    };
+    if (!constant(codes) || !constant(scales) || (!p.zero_points.empty() && !constant(zeros))) continue;
+    chains.push_back(PackedWeightsChain(*mm, {codes, scales, zeros}));
+  }
+  return chains;
 }
 
 std::unique_ptr<Session::GraphPlan> Session::BuildPlan(

@@ -19,6 +19,7 @@
 #include "lib/io/external_data.h"
 #include "lib/io/model_io.h"
 #include "lib/ir/ir.h"
+#include "lib/ops/contrib_lowering.h"
 #include "runner/fusion.h"
 #include "runner/kernel.h"
 #include "runner/kernel_registry.h"
@@ -205,6 +206,11 @@ class Session {
   absl::StatusOr<const GraphPlan*> PlanFor(const ir::Graph& graph);
   // The plan of `graph` in topological order `order`, running each chain of
   // `chains` (keyed by its last node) as one step, leaving out `skipped`.
+  // PlanFusion: the chains of packed_weights_'s MatMuls in `graph` that are
+  // not folded or in `fused`.
+  std::vector<FusionChain> PackedWeightChains(const ir::Graph& graph,
+                                              const std::function<bool(const ir::Value*)>& is_constant,
+                                              const absl::flat_hash_set<const ir::Node*>& fused) const;
   static std::unique_ptr<GraphPlan> BuildPlan(
       const ir::Graph& graph, const std::vector<ir::Node*>& order,
       const absl::flat_hash_map<const ir::Node*, const FusionChain*>& chains,
@@ -284,6 +290,8 @@ class Session {
   std::unique_ptr<ir::Model> model_;
   // ONNX Runtime contrib ops left as they are, with why (ops::ContribLowering::left).
   std::vector<std::string> contrib_left_;
+  // MatMuls the contrib lowering wrote for 4-bit MatMulNBits (PlanFusion).
+  std::vector<ops::ContribLowering::PackedWeights> packed_weights_;
   SessionOptions options_;
   std::unique_ptr<io::ExternalDataResolver> resolver_;
   absl::flat_hash_map<const ir::Value*, RtValue> constants_;

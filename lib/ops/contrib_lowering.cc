@@ -103,6 +103,7 @@ class Lowerer {
   }
 
   int lowered() const { return lowered_; }
+  std::vector<ContribLowering::PackedWeights>& packed() { return packed_; }
 
  private:
   // Element types and ranks that inference finds for the model as it is now.
@@ -253,6 +254,7 @@ class Lowerer {
     node_ = node;
     base_ = node->name().empty() ? node->op_type() : node->name();
     emitted_.clear();
+    pending_.reset();
     if (node->num_outputs() == 0 || node->output(0) == nullptr) return std::string("the node has no output");
     std::vector<ir::Value*> outs(static_cast<size_t>(node->num_outputs()), nullptr);
     absl::StatusOr<std::string> why = Rewrite(outs);
@@ -288,6 +290,7 @@ class Lowerer {
     }
     ONNXKIT_RETURN_IF_ERROR(graph_->RemoveNode(node));
     for (auto& [value, name] : renames) ONNXKIT_RETURN_IF_ERROR(graph_->RenameValue(value, name));
+    if (pending_) packed_.push_back(*std::move(pending_));
     return std::string();
   }
 
@@ -1425,6 +1428,13 @@ class Lowerer {
     }
     ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Transpose", {w}, {ir::IntsAttr("perm", {1, 0})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {In(0), w}));
+    auto constant = [](const ir::Value* v) { return v != nullptr && v->initializer() != nullptr; };
+    if (bits == 4 && *elem == pb::kFloat && constant(In(1)) && constant(In(2)) &&
+        In(2)->initializer()->data_type == pb::kFloat &&
+        (In(3) == nullptr || (constant(In(3)) && In(3)->initializer()->data_type == pb::kUint8))) {
+      pending_ = ContribLowering::PackedWeights{graph_, y->producer()->name(), In(1)->name(), In(2)->name(),
+                                                In(3) != nullptr ? In(3)->name() : std::string()};
+    }
     if (In(5) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));
     }
@@ -1553,6 +1563,8 @@ class Lowerer {
   std::string base_;
   std::vector<ir::Node*> emitted_;
   std::function<bool(const ir::Node&)> allow_;
+  std::optional<ContribLowering::PackedWeights> pending_;
+  std::vector<ContribLowering::PackedWeights> packed_;
 };
 
 }  // namespace
@@ -1615,6 +1627,7 @@ absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model) {
       if (!progress || left.empty()) break;
     }
     result.lowered = lowerer.lowered();
+    result.packed = std::move(lowerer.packed());
   }
   for (const auto& [op, entry] : left) {
     result.left.push_back(absl::StrCat(op, ": ", entry.first, " (", entry.second, entry.second == 1 ? " node)" : " nodes)"));

@@ -394,6 +394,9 @@ class ElementwiseChainKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& chain, const KernelInfo& info) {
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> fallback, MakeChainKernel(chain, Backend::kCpu, info));
   const std::string& head = chain.head().op_type();
+  if (head == "MatMul" && chain.nodes.size() == 1 && chain.extra_inputs.size() == 3) {
+    return MakePackedMatMulChain(chain, info, std::move(fallback));
+  }
   if (head == "MatMul" && chain.nodes.size() == 2 && info.bf16) {
     return MakeMatMulBias(chain.head(), info, OtherInput(chain, 1), std::move(fallback));
   }

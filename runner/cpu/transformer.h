@@ -54,6 +54,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeElementwiseChain(const FusionChain& 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMulIntegerScaleChain(const FusionChain& chain,
                                                                     std::unique_ptr<Kernel> fallback);
 
+// matmul_nbits.cc: a MatMul whose float weights were dequantized from
+// 4-bit blocks (a chain of the MatMul alone, the codes, scales and zero
+// points as its extra inputs): up to 4 rows of A multiply the codes.
+absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain& chain,
+                                                              const KernelInfo& info,
+                                                              std::unique_ptr<Kernel> fallback);
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo& info,
                                                          std::unique_ptr<Kernel> fallback);
 

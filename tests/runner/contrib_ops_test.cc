@@ -458,6 +458,80 @@ TEST(ContribOpsTest, MatMulNBitsDequantizesBlocks) {
   }
 }
 
+// MatMulNBits with constant weights: the cpu backend multiplies up to 4
+// rows of A by the 4-bit codes themselves (16-byte groups on AVX2, any
+// block length otherwise), more rows by the dequantized weights; both
+// against the products computed here, on 1 and 2 threads.
+TEST(ContribOpsTest, MatMulNBitsWithConstantWeightsReadsTheCodes) {
+  struct Case {
+    int64_t k, n, block;
+    bool zero_points;
+  };
+  const std::vector<Case> cases = {
+      {64, 70, 32, false}, {100, 33, 32, true}, {40, 17, 16, true}, {256, 9, 128, true}};
+  uint32_t seed = 90;
+  for (const Case& c : cases) {
+    const int64_t blocks = (c.k + c.block - 1) / c.block, half = c.block / 2;
+    const runner::Tensor codes = RandomInts(pb::kUint8, {c.n, blocks, half}, seed++, 0, 255);
+    const runner::Tensor scales = RandomFloats({c.n * blocks}, seed++, 0.01f, 0.1f);
+    const runner::Tensor zeros = RandomInts(pb::kUint8, {c.n * ((blocks + 1) / 2)}, seed++, 0, 255);
+    const std::vector<uint8_t> cv = Values<uint8_t>(codes), zv = Values<uint8_t>(zeros);
+    const std::vector<float> sv = Values<float>(scales);
+    auto weight = [&](int64_t kk, int64_t col) {
+      const int64_t b = kk / c.block, j = kk % c.block;
+      const uint8_t byte = cv[static_cast<size_t>((col * blocks + b) * half + j / 2)];
+      const double code = j % 2 == 0 ? (byte & 15) : (byte >> 4);
+      double zero = 8;
+      if (c.zero_points) {
+        const uint8_t z = zv[static_cast<size_t>(col * ((blocks + 1) / 2) + b / 2)];
+        zero = b % 2 == 0 ? (z & 15) : (z >> 4);
+      }
+      return (code - zero) * sv[static_cast<size_t>(col * blocks + b)];
+    };
+    for (const std::vector<int64_t>& a_shape :
+         std::vector<std::vector<int64_t>>{{c.k}, {1, c.k}, {3, c.k}, {2, 2, c.k}, {5, c.k}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "K " << c.k << " N " << c.n << " block " << c.block << " A rows " << a_shape.size());
+      const runner::Tensor a = RandomFloats(a_shape, seed++);
+      const std::vector<float> av = Values<float>(a);
+      const int64_t rows = a.size() / c.k;
+      std::vector<double> want;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t col = 0; col < c.n; ++col) {
+          double acc = 0;
+          for (int64_t kk = 0; kk < c.k; ++kk) acc += av[static_cast<size_t>(r * c.k + kk)] * weight(kk, col);
+          want.push_back(acc);
+        }
+      }
+      GraphBuilder g("nbits");
+      g.Input("a", pb::kFloat, a_shape)
+          .Initializer(InitializerFrom("codes", codes))
+          .Initializer(InitializerFrom("scales", scales));
+      std::vector<std::string> inputs = {"a", "codes", "scales"};
+      if (c.zero_points) {
+        g.Initializer(InitializerFrom("zeros", zeros));
+        inputs.push_back("zeros");
+      }
+      g.Node("MatMulNBits", inputs, {"y"},
+             {AttrInt("K", c.k), AttrInt("N", c.n), AttrInt("bits", 4), AttrInt("block_size", c.block)})
+          .Output("y");
+      g.graph().node.back().domain = "com.microsoft";
+      for (runner::Backend be : kBackends) {
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(::testing::Message() << runner::BackendName(be) << ", threads " << threads);
+          auto out = RunGraphOn(be, g.Build(), {{"a", a}}, 21, threads);
+          ASSERT_TRUE(out.ok()) << out.status();
+          const runner::Tensor& y = (*out)[0].tensor();
+          std::vector<int64_t> shape = a_shape;
+          shape.back() = c.n;
+          EXPECT_EQ(y.shape(), shape);
+          ExpectNear(Values<float>(y), want, 1e-5);
+        }
+      }
+    }
+  }
+}
+
 TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
   const std::vector<uint8_t> x = {100, 120, 140, 90, 90, 90};
   std::vector<int> want;

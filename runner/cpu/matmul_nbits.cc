@@ -1,0 +1,202 @@
+// A MatMul by 4-bit block-quantized weights (ONNX Runtime's MatMulNBits,
+// written as standard ops by lib/ops/contrib_lowering): a few rows of A
+// (decoding one token) are multiplied by the packed codes directly, each
+// block's codes turned into floats in a small buffer, so a step reads an
+// eighth of the bytes of the float weights; more rows take the float
+// weights the session computed once (oneDNN's MatMul, the fallback).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "lib/base/status_macros.h"
+#include "runner/cpu/parallel_for.h"
+#include "runner/cpu/transformer.h"
+
+namespace onnxkit::runner::cpu {
+namespace {
+
+// Rows of A up to which the packed codes are read (above, the float weights).
+constexpr int64_t kMaxPackedRows = 4;
+
+// Columns [begin, end) of y = A W for `rows` rows of A held as `even` and
+// `odd` elements (rows of `padded`), W's column c being blocks of codes
+// `half` bytes long (two codes a byte, the low nibble first), each
+// (code - zero point) * scale. `sums` holds rows * half floats.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PackedColumns(
+    const uint8_t* codes, const float* scales, const uint8_t* zeros, int64_t blocks, int64_t half,
+    const float* even, const float* odd, int64_t rows, int64_t padded, int64_t begin, int64_t end, int64_t n,
+    float* sums, float* y) {
+  const int64_t zrow = (blocks + 1) / 2;
+  for (int64_t col = begin; col < end; ++col) {
+    std::fill(sums, sums + rows * half, 0.f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      float zero = 8.f;
+      if (zeros != nullptr) {
+        const uint8_t z = zeros[col * zrow + b / 2];
+        zero = static_cast<float>(b % 2 == 0 ? (z & 15) : (z >> 4));
+      }
+      const float s = scales[col * blocks + b], c = -zero * s;
+      const uint8_t* bytes = codes + (col * blocks + b) * half;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* acc = sums + r * half;
+        const float* e = even + r * padded + b * half;
+        const float* o = odd + r * padded + b * half;
+#pragma omp simd
+        for (int64_t i = 0; i < half; ++i) {
+          acc[i] += e[i] * (static_cast<float>(bytes[i] & 15) * s + c) +
+                    o[i] * (static_cast<float>(bytes[i] >> 4) * s + c);
+        }
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float total = 0;
+      for (int64_t i = 0; i < half; ++i) total += sums[r * half + i];
+      y[r * n + col] = total;
+    }
+  }
+}
+
+// The same for `half` a multiple of 16 on AVX2 and FMA: 16 bytes (32 codes)
+// at a time, R rows.
+template <int R>
+__attribute__((target("avx2,fma"))) void PackedColumnsAvx2(const uint8_t* codes, const float* scales,
+                                                           const uint8_t* zeros, int64_t blocks, int64_t half,
+                                                           const float* even, const float* odd, int64_t padded,
+                                                           int64_t begin, int64_t end, int64_t n, float* y) {
+  const int64_t zrow = (blocks + 1) / 2;
+  const __m128i low4 = _mm_set1_epi8(15);
+  for (int64_t col = begin; col < end; ++col) {
+    __m256 acc_lo[R], acc_hi[R];
+    for (int r = 0; r < R; ++r) acc_lo[r] = acc_hi[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      float zero = 8.f;
+      if (zeros != nullptr) {
+        const uint8_t z = zeros[col * zrow + b / 2];
+        zero = static_cast<float>(b % 2 == 0 ? (z & 15) : (z >> 4));
+      }
+      const float sf = scales[col * blocks + b];
+      const __m256 s = _mm256_set1_ps(sf), c = _mm256_set1_ps(-zero * sf);
+      const uint8_t* bytes = codes + (col * blocks + b) * half;
+      for (int64_t j = 0; j < half; j += 16) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + j));
+        const __m128i lo = _mm_and_si128(raw, low4);
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), low4);
+        const __m256 w0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), s, c);
+        const __m256 w1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), s, c);
+        const __m256 w2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), s, c);
+        const __m256 w3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), s, c);
+        for (int r = 0; r < R; ++r) {
+          const float* e = even + r * padded + b * half + j;
+          const float* o = odd + r * padded + b * half + j;
+          acc_lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(e), w0, acc_lo[r]);
+          acc_hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(o), w2, acc_hi[r]);
+          acc_lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(e + 8), w1, acc_lo[r]);
+          acc_hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(o + 8), w3, acc_hi[r]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 t = _mm256_add_ps(acc_lo[r], acc_hi[r]);
+      __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+      q = _mm_add_ss(q, _mm_movehdup_ps(q));
+      y[r * n + col] = _mm_cvtss_f32(q);
+    }
+  }
+}
+
+bool HasAvx2Fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+class PackedMatMulKernel : public Kernel {
+ public:
+  PackedMatMulKernel(bool parallel, std::unique_ptr<Kernel> fallback)
+      : parallel_(parallel), fallback_(std::move(fallback)) {}
+
+  // Inputs: 0 A, 1 the float weights [K, N], 2 the codes [N, blocks,
+  // block / 2], 3 the scales (N * blocks), 4 the zero points (uint8, two
+  // per byte, a row of ceil(blocks / 2) bytes per column; absent: 8).
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* codes, ctx.Input(2));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scales, ctx.Input(3));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zeros, ctx.OptionalInput(4));
+    if (!Covers(*a, *w, *codes, *scales, zeros)) return fallback_->Run(ctx);
+    const int64_t k = w->dim(0), n = w->dim(1), rows = a->size() / k;
+    const int64_t blocks = codes->dim(1), half = codes->dim(2);
+    std::vector<int64_t> shape = a->shape();
+    shape.back() = n;
+    // The output first: its allocation checks the size before the scratch.
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    // A's rows split into even and odd elements, zero past K.
+    const int64_t padded = blocks * half;
+    even_.assign(static_cast<size_t>(rows * padded), 0.f);
+    odd_.assign(static_cast<size_t>(rows * padded), 0.f);
+    const float* av = a->data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k; ++i) {
+        (i % 2 == 0 ? even_ : odd_)[static_cast<size_t>(r * padded + i / 2)] = av[r * k + i];
+      }
+    }
+    const uint8_t* cv = codes->data<uint8_t>();
+    const float* sv = scales->data<float>();
+    const uint8_t* zv = zeros != nullptr ? zeros->data<uint8_t>() : nullptr;
+    float* yv = y->mutable_data<float>();
+    // Columns in groups of 64 per task.
+    const int64_t groups = (n + 63) / 64;
+    const bool avx2 = half % 16 == 0 && HasAvx2Fma();
+    ParallelFor(groups, parallel_ && groups > 1, [&](int64_t g) {
+      const int64_t begin = g * 64, end = std::min(n, g * 64 + 64);
+      if (avx2) {
+        auto run = rows == 1   ? PackedColumnsAvx2<1>
+                   : rows == 2 ? PackedColumnsAvx2<2>
+                   : rows == 3 ? PackedColumnsAvx2<3>
+                               : PackedColumnsAvx2<4>;
+        run(cv, sv, zv, blocks, half, even_.data(), odd_.data(), padded, begin, end, n, yv);
+        return;
+      }
+      std::vector<float> sums(static_cast<size_t>(rows * half));
+      PackedColumns(cv, sv, zv, blocks, half, even_.data(), odd_.data(), rows, padded, begin, end, n, sums.data(),
+                    yv);
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  static bool Covers(const Tensor& a, const Tensor& w, const Tensor& codes, const Tensor& scales,
+                     const Tensor* zeros) {
+    if (a.dtype() != pb::kFloat || w.dtype() != pb::kFloat || codes.dtype() != pb::kUint8 ||
+        scales.dtype() != pb::kFloat || a.rank() < 1 || w.rank() != 2 || codes.rank() != 3) {
+      return false;
+    }
+    const int64_t k = w.dim(0), n = w.dim(1);
+    if (k <= 0 || n <= 0 || a.dim(a.rank() - 1) != k) return false;
+    const int64_t rows = a.size() / k;
+    if (rows < 1 || rows > kMaxPackedRows) return false;
+    const int64_t blocks = codes.dim(1), half = codes.dim(2);
+    if (codes.dim(0) != n || half < 1 || blocks < 1 || blocks > k || (k + 2 * half - 1) / (2 * half) != blocks) {
+      return false;
+    }
+    if (scales.size() != n * blocks) return false;
+    return zeros == nullptr || (zeros->dtype() == pb::kUint8 && zeros->size() == n * ((blocks + 1) / 2));
+  }
+
+  bool parallel_;
+  std::unique_ptr<Kernel> fallback_;
+  std::vector<float> even_, odd_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain& chain, const KernelInfo& info,
+                                                              std::unique_ptr<Kernel> fallback) {
+  (void)chain;
+  return std::unique_ptr<Kernel>(new PackedMatMulKernel(info.threads > 1, std::move(fallback)));
+}
+
+}  // namespace onnxkit::runner::cpu
