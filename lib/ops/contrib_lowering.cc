@@ -660,17 +660,20 @@ class Lowerer {
     return Emit("Slice", {x, s, e, a});
   }
 
-  // [B, S, N*H] -> [B, N, S, H].
-  absl::StatusOr<ir::Value*> Heads(ir::Value* x, int64_t heads) {
+  // [B, S, N*H] -> [B, N, S, H], or [B, N, H, S] when `transposed`.
+  absl::StatusOr<ir::Value*> Heads(ir::Value* x, int64_t heads, bool transposed = false) {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * r, Reshaped(x, {0, 0, heads, -1}));
-    return Emit("Transpose", {r}, {ir::IntsAttr("perm", {0, 2, 1, 3})});
+    const std::vector<int64_t> perm =
+        transposed ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+    return Emit("Transpose", {r}, {ir::IntsAttr("perm", perm)});
   }
 
   // What the attention ops share: Q [B, N, S, H], K [B, N, T, H] and
   // V [B, N, T, Hv] give softmax(Q K^T * scale + masks) V as [B, S, N*Hv].
   struct Attend {
     ir::Value* q = nullptr;
-    ir::Value* k = nullptr;
+    ir::Value* k = nullptr;   // or, when null,
+    ir::Value* kt = nullptr;  // K^T [B, N, H, T]
     ir::Value* v = nullptr;
     int64_t head_size = -1;  // H for the default scale; -1 when only known at run time
     int32_t elem = 0;
@@ -684,7 +687,13 @@ class Lowerer {
   };
 
   absl::StatusOr<ir::Value*> AttendHeads(const Attend& a) {
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kt, Emit("Transpose", {a.k}, {ir::IntsAttr("perm", {0, 1, 3, 2})}));
+    ir::Value* kt = a.kt;
+    if (kt == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(kt, Emit("Transpose", {a.k}, {ir::IntsAttr("perm", {0, 1, 3, 2})}));
+    }
+    // Where the keys' count T is.
+    ir::Value* const keyed = a.k != nullptr ? a.k : kt;
+    const int64_t key_axis = a.k != nullptr ? 2 : 3;
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scores, Emit("MatMul", {a.q, kt}));
     ir::Value* sc = nullptr;
     if (double scale = FloatAttr("scale", 0.0f); scale != 0.0) {
@@ -711,7 +720,7 @@ class Lowerer {
     if (a.mask != nullptr) {
       ir::Value* attend = nullptr;  // bool [B, T] or [B, S, T]
       if (a.mask_rank == 1) {
-        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(a.k, 2));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(keyed, key_axis));
         ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lengths,
                                  Emit("Cast", {a.mask}, {ir::IntAttr("to", pb::kInt64)}));
         ONNXKIT_ASSIGN_OR_RETURN(ir::Value * col, Unsqueezed(lengths, {1}));
@@ -736,8 +745,8 @@ class Lowerer {
     if (a.causal) {
       // Key j is hidden from query i when j > i + (T - S).
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, RangeOf(a.q, 2));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(a.k, 2));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, DimScalar(a.k, 2));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * keys, RangeOf(keyed, key_axis));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, DimScalar(keyed, key_axis));
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, DimScalar(a.q, 2));
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * offset, Emit("Sub", {t, s}));
       ONNXKIT_ASSIGN_OR_RETURN(rows, Emit("Add", {rows, offset}));
@@ -816,7 +825,11 @@ class Lowerer {
           Emit("Split", {qkv}, {ir::IntAttr("axis", 2), ir::IntsAttr("split", sizes)}, 3, &parts).status());
     }
     ONNXKIT_ASSIGN_OR_RETURN(a.q, Heads(parts[0], heads));
-    ONNXKIT_ASSIGN_OR_RETURN(a.k, Heads(parts[1], heads));
+    if (In(4) == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(a.kt, Heads(parts[1], heads, true));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(a.k, Heads(parts[1], heads));
+    }
     ONNXKIT_ASSIGN_OR_RETURN(a.v, Heads(parts[2], heads));
     if (In(4) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Int64Scalar(0));
@@ -908,6 +921,9 @@ class Lowerer {
       } else if (cached_kv) {
         a.k = k;
         a.v = v;
+      } else if (In(6) == nullptr && !Used(1)) {
+        ONNXKIT_ASSIGN_OR_RETURN(a.kt, Heads(k, heads, true));
+        ONNXKIT_ASSIGN_OR_RETURN(a.v, Heads(v, heads));
       } else {
         ONNXKIT_ASSIGN_OR_RETURN(a.k, Heads(k, heads));
         ONNXKIT_ASSIGN_OR_RETURN(a.v, Heads(v, heads));
