@@ -10,7 +10,6 @@ testdata/models/attention_ort/ was made with it (ONNX Runtime 1.30, CPU):
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,8 +64,6 @@ def write_case(root, name, op, inputs, attrs, n_out=1, constants=()):
 
 
 def main(root):
-    if os.path.isdir(root):
-        shutil.rmtree(root)
     rng = np.random.default_rng(7)
     f = lambda *s: rng.standard_normal(s).astype(np.float32)
     i32 = lambda v: np.array(v, np.int32)
@@ -150,6 +147,7 @@ def main(root):
     gqa('gqa_local_window', 5, None, [4, 4], 5, {'local_window_size': 2})
     gqa('gqa_local_window_decode', 1, 6, [6, 6], 7, {'local_window_size': 3})
     gqa('gqa_attention_bias_scale', 3, 4, [6], 7, {'scale': 0.2}, bias=f(1, 1, 3, 7), b=1)
+    gqa('gqa_attention_bias_per_head', 1, 5, [5, 3], 6, bias=f(2, NQ, 1, 6))
 
 
 if __name__ == '__main__':

@@ -2,7 +2,8 @@
 gives LLMs (opset 21): token embedding, per layer SimplifiedLayerNormalization
 or SkipSimplifiedLayerNormalization, MatMulNBits (4-bit, block 32) for the
 packed QKV, output, gate, up and down projections, GroupQueryAttention with
-rotary embedding and a past key/value cache, SiLU gating, and an lm_head;
+rotary embedding (4096 positions; 256 in the test cases) and a past
+key/value cache, SiLU gating, and an lm_head;
 seqlens_k and total_sequence_length from attention_mask. Seeded random
 weights.
 
@@ -28,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCK = 32
 
 
-def build(layers, dm, vocab, heads, kv_heads, ffn, seed=0):
+def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0):
     rng = np.random.default_rng(seed)
     h = dm // heads
     nodes, inits = [], []
@@ -48,7 +49,7 @@ def build(layers, dm, vocab, heads, kv_heads, ffn, seed=0):
             K=k, N=n, bits=4, block_size=BLOCK, name=name))
         return name + '.out'
 
-    angles = np.outer(np.arange(256), 1.0 / (10000 ** (np.arange(0, h, 2) / h)))
+    angles = np.outer(np.arange(positions), 1.0 / (10000 ** (np.arange(0, h, 2) / h)))
     cos = init('cos_cache', np.cos(angles).astype(np.float32))
     sin = init('sin_cache', np.sin(angles).astype(np.float32))
     nodes.append(helper.make_node('Gather', [init('embed', (rng.standard_normal((vocab, dm)) * 0.5).astype(np.float32)),
@@ -144,7 +145,8 @@ def main():
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     dm = int(sys.argv[3]) if len(sys.argv) > 3 else 512
     vocab = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
-    onnx.save(build(layers, dm, vocab, heads=dm // 64, kv_heads=max(1, dm // 256), ffn=2 * dm), sys.argv[1])
+    onnx.save(build(layers, dm, vocab, heads=dm // 64, kv_heads=max(1, dm // 256), ffn=2 * dm, positions=4096),
+              sys.argv[1])
 
 
 if __name__ == '__main__':

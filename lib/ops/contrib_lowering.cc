@@ -1096,7 +1096,9 @@ class Lowerer {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero_row, Emit("Add", {past_len, s}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pick, Emit("Where", {from_new, new_row, zero_row}));
     ONNXKIT_ASSIGN_OR_RETURN(pick, Emit("Where", {from_past, rows, pick}));
-    ONNXKIT_ASSIGN_OR_RETURN(pick, Unsqueezed(pick, {2}));  // [B, T, 1]
+    ONNXKIT_ASSIGN_OR_RETURN(pick, Unsqueezed(pick, {1, 3}));  // [B, 1, T, 1]
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * heads_1, Int64s({1, kv_heads, 1, 1}));
+    ONNXKIT_ASSIGN_OR_RETURN(pick, Emit("Expand", {pick, heads_1}));  // [B, Nkv, T, 1]
     auto lay_out = [&](ir::Value* past, ir::Value* fresh) -> absl::StatusOr<ir::Value*> {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one_row, SliceOf(fresh, 0, 1, 2));
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {one_row}));
@@ -1109,15 +1111,17 @@ class Lowerer {
       all.push_back(fresh);
       all.push_back(zeros);
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Emit("Concat", all, {ir::IntAttr("axis", 2)}));
-      ONNXKIT_ASSIGN_OR_RETURN(c, Emit("Transpose", {c}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
-      ONNXKIT_ASSIGN_OR_RETURN(c, Emit("GatherND", {c, pick}, {ir::IntAttr("batch_dims", 1)}));
-      return Emit("Transpose", {c}, {ir::IntsAttr("perm", {0, 2, 1, 3})});
+      return Emit("GatherND", {c, pick}, {ir::IntAttr("batch_dims", 2)});
     };
     ONNXKIT_ASSIGN_OR_RETURN(k, lay_out(In(3), k));
     ONNXKIT_ASSIGN_OR_RETURN(v, lay_out(In(4), v));
     if (outs.size() > 1) outs[1] = k;
     if (outs.size() > 2) outs[2] = v;
-    if (heads != kv_heads) {
+    // An attention bias of N heads, one head or none lets each group of
+    // query heads meet its key and value head without copying them.
+    const int64_t bias_heads = In(10) != nullptr ? DimOf(In(10), 1) : 1;
+    const bool grouped = (bias_heads == 1 || bias_heads == heads) && Rank(In(10)).value_or(4) == 4;
+    if (heads != kv_heads && !grouped) {
       // Each key and value head repeated for its group of query heads.
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * reps, Int64s({1, 1, heads / kv_heads, 1, 1}));
       ONNXKIT_ASSIGN_OR_RETURN(k, Unsqueezed(k, {2}));
@@ -1148,8 +1152,42 @@ class Lowerer {
         ir::Value * lowest,
         Scalar(*elem == pb::kFloat16 ? -65504.0 : std::numeric_limits<float>::lowest(), *elem));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {hide, lowest, none}));
-    ONNXKIT_ASSIGN_OR_RETURN(a.add, Unsqueezed(add, {1}));
-    ONNXKIT_ASSIGN_OR_RETURN(outs[0], AttendHeads(a));
+    ONNXKIT_ASSIGN_OR_RETURN(a.add, Unsqueezed(add, {1}));  // [B, 1, S, T]
+    if (!grouped) {
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], AttendHeads(a));
+      return std::string();
+    }
+    // Query heads as [B, Nkv, G*S, H]; scores from K [B, Nkv, T, H] times
+    // their transpose (K is read as it is), then transposed back.
+    const int64_t group = heads / kv_heads;
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * qg, Reshaped(a.q, {0, kv_heads, -1, h}));
+    ONNXKIT_ASSIGN_OR_RETURN(qg, Emit("Transpose", {qg}, {ir::IntsAttr("perm", {0, 1, 3, 2})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scores, Emit("MatMul", {k, qg}));
+    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Transpose", {scores}, {ir::IntsAttr("perm", {0, 1, 3, 2})}));
+    const double scale =
+        FloatAttr("scale", 0.0f) != 0.0f ? FloatAttr("scale", 0.0f) : 1.0 / std::sqrt(static_cast<double>(h));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sc, Scalar(scale, *elem));
+    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * reps, Int64s({1, 1, group, 1}));
+    if (In(10) != nullptr) {
+      ir::Value* bias = In(10);
+      if (bias_heads == heads) {
+        ONNXKIT_ASSIGN_OR_RETURN(bias, Reshaped(bias, {0, kv_heads, -1, 0}));
+      } else if (group > 1) {
+        ONNXKIT_ASSIGN_OR_RETURN(bias, Emit("Tile", {bias, reps}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, bias}));
+    }
+    ir::Value* mask = a.add;
+    if (group > 1) {
+      ONNXKIT_ASSIGN_OR_RETURN(mask, Emit("Tile", {mask, reps}));  // [B, 1, G*S, T]
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, mask}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, v}));
+    ONNXKIT_ASSIGN_OR_RETURN(ctx, Reshaped(ctx, {0, heads, -1, h}));
+    ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Reshaped(ctx, {0, 0, -1}));
     return std::string();
   }
 
