@@ -185,6 +185,13 @@ void Converter::DecideNode(ir::Node* node) {
   for (const ir::Value* v : node->outputs()) {
     if (!v->name().empty() && !facts_[v].tensor && v->type() == nullptr) return Keep(node, "output type unknown");
   }
+  // An input of unknown type (made by a custom-domain node) would get no
+  // Cast to the type a converted node reads.
+  for (const ir::Value* v : node->inputs()) {
+    if (v != nullptr && !v->name().empty() && !facts_[v].tensor && v->type() == nullptr) {
+      return Keep(node, "input type unknown");
+    }
+  }
   bool int_input = false, derived_input = false, other_input = false;
   for (const ir::Value* v : node->inputs()) {
     if (v == nullptr) continue;

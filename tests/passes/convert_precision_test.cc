@@ -242,6 +242,28 @@ TEST(ConvertPrecisionTest, KeptOpsAndKeepFloat32StayFloat32) {
   EXPECT_THAT(none.warnings, ::testing::Contains(HasSubstr("NoSuchOp")));
 }
 
+// A value made by an ONNX Runtime contrib op has no known type: the
+// MatMul reading it stays float32 (it would get no Cast to float16), and
+// the converted model runs.
+TEST(ConvertPrecisionTest, AnInputOfUnknownTypeKeepsItsReaderFloat32) {
+  pb::GraphProto g = GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 4}})
+                         .Initializer(RawFloatTensor("w", {4, 3}, 0.5f))
+                         .Node("Gelu", {"x"}, {"g"}, {}, "gelu")
+                         .Node("MatMul", {"g", "w"}, {"y"}, {}, "mm")
+                         .Output("y", pb::kFloat, {{2, 3}})
+                         .Build();
+  g.node[0].domain = "com.microsoft";
+  pb::ModelProto m = ModelFromGraph(std::move(g), 17);
+  pb::OperatorSetIdProto microsoft;
+  microsoft.domain = "com.microsoft";
+  microsoft.version = 1;
+  m.opset_import.push_back(microsoft);
+  ConvertResult r = Precision(m);
+  EXPECT_EQ(r.precision->kept.at("input type unknown"), 1);
+  EXPECT_EQ(OpCount(r.model, "Cast"), 0);
+}
+
 TEST(ConvertPrecisionTest, ClampsOutOfRangeConstantsAndNamesThem) {
   pb::TensorProto big = RawFloatTensor("big", {3}, 70000.f);  // 70000, 70001, 70002
   pb::ModelProto m = ModelFromGraph(GraphBuilder("g")
