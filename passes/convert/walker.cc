@@ -381,9 +381,14 @@ void ConvertNode(ir::Graph& graph, const std::string& path, std::string_view dom
                                                        : ir::NodeLabel(*node);
       const ops::OpSchema* schema = ops::FindSchema(domain, op, cur);
       if (schema == nullptr) {
-        stats.blockers->push_back(
-            {path, label,
-             absl::StrCat("op ", op, " is unknown at ", domain.empty() ? "" : "ai.onnx.ml ", "opset ", cur)});
+        std::string why =
+            absl::StrCat("op ", op, " is unknown at ", domain.empty() ? "" : "ai.onnx.ml ", "opset ", cur);
+        if (domain.empty() && (op == "SimplifiedLayerNormalization" || op == "LayerNormalization")) {
+          absl::StrAppend(&why,
+                          " (ONNX Runtime's: `onnxkit optimize --passes lower-contrib` writes it as "
+                          "standard ops first)");
+        }
+        stats.blockers->push_back({path, label, std::move(why)});
         break;
       }
       std::vector<ir::Node*> created;

@@ -68,6 +68,23 @@ TEST(ConvertDownTest, SoftmaxOfUnknownRankBlocks) {
   EXPECT_THAT(down.blockers[0].reason, HasSubstr("non-last axis"));
 }
 
+// ONNX Runtime's ai.onnx SimplifiedLayerNormalization has no ONNX schema:
+// the blocker says how to write it as standard ops.
+TEST(ConvertDownTest, OnnxRuntimeLayerNormalizationBlocksWithTheWayOut) {
+  pb::ModelProto m =
+      ModelFromGraph(GraphBuilder("g")
+                         .Input("x", pb::kFloat, {{2, 4}})
+                         .Input("gamma", pb::kFloat, {{4}})
+                         .Node("SimplifiedLayerNormalization", {"x", "gamma"}, {"y"}, {}, "rms")
+                         .Output("y", pb::kFloat, {{2, 4}})
+                         .Build(),
+                     21);
+  ConvertResult down = ConvertTo(m, 17);
+  ASSERT_EQ(down.blockers.size(), 1u);
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("is unknown at opset 21"));
+  EXPECT_THAT(down.blockers[0].reason, HasSubstr("--passes lower-contrib"));
+}
+
 TEST(ConvertDownTest, BlockerLabelsIndexTheGraphAsGiven) {
   // The first Softmax's adapter inserts two Transposes before the second:
   // the unnamed blocked node is still #1, not #3.
