@@ -33,6 +33,7 @@ constexpr std::string_view kMicrosoftOps[] = {
     "DynamicQuantizeMatMul",
     "MatMulIntegerToFloat",
     "MatMulNBits",
+    "GatherBlockQuantized",
     "EmbedLayerNormalization",
     "QGemm",
     "QLinearSoftmax",
@@ -316,6 +317,7 @@ class Lowerer {
     if (op == "DynamicQuantizeMatMul") return IntegerMatMul(outs, true);
     if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
     if (op == "MatMulNBits") return MatMulNBits(outs);
+    if (op == "GatherBlockQuantized") return GatherBlockQuantized(outs);
     if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
@@ -1493,6 +1495,68 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));
     }
     outs[0] = y;
+    return std::string();
+  }
+
+  // GatherBlockQuantized of uint8 data (4-bit codes two a byte, low nibble
+  // first, or 8-bit codes) quantized in blocks along the last axis of a
+  // [rows, K] table, gathered along axis 0: the table dequantized,
+  // (code - zero_point) * scale per block, then Gather.
+  absl::StatusOr<std::string> GatherBlockQuantized(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr || In(2) == nullptr)
+      return std::string("data, indices or scales is missing");
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    if (Elem(In(0)).value_or(0) != pb::kUint8) return std::string("only uint8 data is supported");
+    if (Rank(In(0)) != 2 || Rank(In(2)) != 2) return std::string("data and scales are not 2-D");
+    const int64_t bits = IntAttr("bits", 4), block = IntAttr("block_size", 128);
+    const int64_t gather_axis = IntAttr("gather_axis", 0), quantize_axis = IntAttr("quantize_axis", 1);
+    if (bits != 4 && bits != 8) return std::string("only 4- and 8-bit codes are supported");
+    if (gather_axis != 0 || (quantize_axis != 1 && quantize_axis != -1)) {
+      return std::string("only gathering rows of a table quantized along its last axis is supported");
+    }
+    if (block < 16 || block > (int64_t{1} << 20) || (block & (block - 1)) != 0) {
+      return std::string("block_size is not a power of two of at least 16");
+    }
+    std::optional<int32_t> elem = Elem(In(2));
+    if (!elem || !IsFloat(*elem))
+      return std::string("the scales' element type is unknown or not a float type");
+    const int64_t width = DimOf(In(0), 1);
+    if (width <= 0 || width > (int64_t{1} << 31)) return std::string("the table's width is unknown");
+    const int64_t k = bits == 4 ? 2 * width : width;
+    if (k % block != 0) return std::string("the table's width is not a whole number of blocks");
+    const int64_t blocks = k / block;
+    ir::Value* codes = In(0);
+    if (bits == 4) {
+      ONNXKIT_ASSIGN_OR_RETURN(codes, Nibbles(codes, {0, blocks, block}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(codes, Reshaped(codes, {0, blocks, block}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w, Emit("Cast", {codes}, {ir::IntAttr("to", pb::kFloat)}));
+    ir::Value* zp = In(3);
+    if (zp == nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Scalar(bits == 4 ? 8.0 : 128.0, pb::kFloat));
+    } else {
+      if (Elem(zp).value_or(0) != pb::kUint8) return std::string("zero_points are not uint8");
+      if (bits == 4) {
+        const int64_t per_row = (blocks + 1) / 2;
+        ONNXKIT_ASSIGN_OR_RETURN(zp, Reshaped(zp, {-1, per_row}));
+        ONNXKIT_ASSIGN_OR_RETURN(zp, Nibbles(zp, {0, 2 * per_row}));
+        ONNXKIT_ASSIGN_OR_RETURN(zp, SliceOf(zp, 0, blocks, 1));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Reshaped(zp, {-1, blocks, 1}));
+      ONNXKIT_ASSIGN_OR_RETURN(zp, Emit("Cast", {zp}, {ir::IntAttr("to", pb::kFloat)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * scales, Reshaped(In(2), {-1, blocks, 1}));
+    if (*elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(scales, Emit("Cast", {scales}, {ir::IntAttr("to", pb::kFloat)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Sub", {w, zp}));
+    ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Mul", {w, scales}));
+    ONNXKIT_ASSIGN_OR_RETURN(w, Reshaped(w, {0, k}));
+    if (*elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Cast", {w}, {ir::IntAttr("to", *elem)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Gather", {w, In(1)}, {ir::IntAttr("axis", 0)}));
     return std::string();
   }
 

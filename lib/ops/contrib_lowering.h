@@ -23,6 +23,8 @@
 //                                Cast to float, Mul by the scales, Add of bias
 //   com.microsoft::MatMulNBits   the 4-/8-bit codes unpacked, Sub of the zero
 //                                points, Mul by the scales, Transpose, MatMul
+//   com.microsoft::GatherBlockQuantized   the uint8 table's codes unpacked and
+//                                dequantized per block, then Gather
 //   com.microsoft::QuantizeLinear, DequantizeLinear   the ai.onnx ops
 //   com.microsoft::Attention, MultiHeadAttention, GroupQueryAttention
 //                                per-head MatMul, Softmax, MatMul with the

@@ -532,6 +532,52 @@ TEST(ContribOpsTest, MatMulNBitsWithConstantWeightsReadsTheCodes) {
   }
 }
 
+// GatherBlockQuantized (ONNX Runtime's quantized embedding tables): rows of
+// a uint8 table of 4-bit (two a byte, low nibble first) or 8-bit codes,
+// each block of the row (code - zero point) * scale.
+TEST(ContribOpsTest, GatherBlockQuantizedDequantizesTheGatheredRows) {
+  const int64_t rows = 6, k = 64;
+  uint32_t seed = 120;
+  for (int64_t bits : {4, 8}) {
+    for (int64_t block : {16, 32, 64}) {
+      for (bool zero_points : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << bits << " bits, block " << block << ", zero points " << zero_points);
+        const int64_t width = bits == 4 ? k / 2 : k, blocks = k / block;
+        const int64_t zwidth = bits == 4 ? (blocks + 1) / 2 : blocks;
+        const runner::Tensor data = RandomInts(pb::kUint8, {rows, width}, seed++, 0, 255);
+        const runner::Tensor scales = RandomFloats({rows, blocks}, seed++, 0.01f, 0.1f);
+        const runner::Tensor zeros = RandomInts(pb::kUint8, {rows, zwidth}, seed++, 0, 255);
+        const std::vector<int64_t> indices = {4, 0, 4, 5};
+        const std::vector<uint8_t> dv = Values<uint8_t>(data), zv = Values<uint8_t>(zeros);
+        const std::vector<float> sv = Values<float>(scales);
+        std::vector<double> want;
+        for (int64_t r : indices) {
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t b = j / block;
+            double code = dv[static_cast<size_t>(r * width + (bits == 4 ? j / 2 : j))];
+            if (bits == 4) code = j % 2 == 0 ? static_cast<int>(code) & 15 : static_cast<int>(code) >> 4;
+            double zero = bits == 4 ? 8 : 128;
+            if (zero_points) {
+              const int z = zv[static_cast<size_t>(r * zwidth + (bits == 4 ? b / 2 : b))];
+              zero = bits == 8 ? z : (b % 2 == 0 ? (z & 15) : (z >> 4));
+            }
+            want.push_back((code - zero) * sv[static_cast<size_t>(r * blocks + b)]);
+          }
+        }
+        std::vector<runner::Tensor> inputs = {data, Int64s({2, 2}, indices), scales};
+        if (zero_points) inputs.push_back(zeros);
+        for (runner::Backend be : kBackends) {
+          SCOPED_TRACE(runner::BackendName(be));
+          ExpectNear(RunOp(be, "GatherBlockQuantized", inputs,
+                           {AttrInt("bits", bits), AttrInt("block_size", block)}, 21),
+                     want, 1e-6);
+        }
+      }
+    }
+  }
+}
+
 TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
   const std::vector<uint8_t> x = {100, 120, 140, 90, 90, 90};
   std::vector<int> want;
@@ -845,6 +891,16 @@ TEST(ContribOpsTest, MalformedNodesFailCleanly) {
        {x, x, x, runner::Tensor(), runner::Tensor(), Int32s({1}, {99}), Int32s({1}, {-5})},
        {AttrInt("num_heads", 3), AttrInt("kv_num_heads", 3)},
        3},
+      {"GatherBlockQuantized", {x, Int64s({1}, {0}), x}, {AttrInt("bits", 3)}, 1},
+      {"GatherBlockQuantized",
+       {RandomInts(pb::kUint8, {2, 8}, 7, 0, 255), Int64s({1}, {5}), RandomFloats({2, 1}, 8)},
+       {AttrInt("block_size", 16)},
+       1},
+      {"GatherBlockQuantized",
+       {RandomInts(pb::kUint8, {2, 8}, 7, 0, 255), Int64s({1}, {0}), RandomFloats({2, 1}, 8),
+        RandomInts(pb::kUint8, {9}, 9, 0, 255)},
+       {AttrInt("block_size", 16)},
+       1},
       {"RotaryEmbedding", {x, Int64s({1}, {0}), x, x}, {}, 1},
       {"RotaryEmbedding",
        {x, Int64s({1, 2}, {0, 99}), RandomFloats({4, 1}, 5), RandomFloats({4, 1}, 6)},
