@@ -46,6 +46,14 @@ def write_case(root, name, op, inputs, attrs, n_out=1, constants=()):
                                                     helper.make_opsetid('com.microsoft', 1)])
     model.ir_version = 8
     onnx.save(model, os.path.join(folder, 'model.onnx'))
+    save_data_set(folder, feeds)
+
+
+def save_data_set(folder, feeds):
+    """folder/test_data_set_0: `feeds` ((name, array) in graph-input order)
+    as input_N.pb, and ONNX Runtime's outputs of folder/model.onnx for them
+    as output_N.pb."""
+    os.makedirs(os.path.join(folder, 'test_data_set_0'), exist_ok=True)
     for i, (n, a) in enumerate(feeds):
         onnx.save_tensor(numpy_helper.from_array(a, n), os.path.join(folder, 'test_data_set_0', f'input_{i}.pb'))
     with tempfile.TemporaryDirectory() as tmp:

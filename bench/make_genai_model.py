@@ -13,11 +13,8 @@ weights.
       seeded inputs and ONNX Runtime's outputs; ORT_NODE=<onnxruntime-node
       1.30>): testdata/models/attention_ort was made with it.
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -25,7 +22,8 @@ from onnx import TensorProto as T
 from onnx import helper
 from onnx import numpy_helper as nh
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from make_attention_cases import save_data_set
+
 BLOCK = 32
 
 
@@ -120,20 +118,7 @@ def write_case(folder, model, batch, seq, past, layers, kv_heads, h, vocab, seed
     for l in range(layers):
         for kind in ('key', 'value'):
             feeds.append((f'past_key_values.{l}.{kind}', rng.standard_normal((batch, kv_heads, past, h)).astype(np.float32)))
-    for i, (name, a) in enumerate(feeds):
-        onnx.save_tensor(nh.from_array(a, name), os.path.join(folder, 'test_data_set_0', f'input_{i}.pb'))
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = {n: {'dtype': 'int64' if a.dtype == np.int64 else 'float32', 'shape': list(a.shape),
-                    'values': a.flatten().tolist()} for n, a in feeds}
-        with open(os.path.join(tmp, 'in.json'), 'w') as f:
-            json.dump(spec, f)
-        subprocess.run(['node', os.path.join(HERE, 'ort_outputs.js'), os.path.join(folder, 'model.onnx'),
-                        os.path.join(tmp, 'in.json'), os.path.join(tmp, 'out.json')], check=True)
-        with open(os.path.join(tmp, 'out.json')) as f:
-            result = json.load(f)
-    for i, o in enumerate(result):
-        a = np.array(o['values'], dtype=np.float32).reshape(o['dims'])
-        onnx.save_tensor(nh.from_array(a, o['name']), os.path.join(folder, 'test_data_set_0', f'output_{i}.pb'))
+    save_data_set(folder, feeds)
 
 
 def main():
