@@ -3,7 +3,8 @@ seeded inputs, and ONNX Runtime's outputs for them, as test cases
 (model.onnx + test_data_set_0/input_N.pb, output_N.pb):
 MultiHeadAttention, Attention (past state, attention bias, masks),
 RotaryEmbedding and GroupQueryAttention (prompt, decoding, ragged batches,
-rotary, local window, packed QKV).
+rotary, local window, packed QKV, attention bias, softcap, sink logits,
+position_ids).
 
 testdata/models/attention_ort/ was made with it (ONNX Runtime 1.30, CPU):
   ORT_NODE=<onnxruntime-node 1.30> /usr/bin/python3 bench/make_attention_cases.py testdata/models/attention_ort
@@ -23,9 +24,10 @@ ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: Te
 JS = {np.float32: 'float32', np.int32: 'int32', np.int64: 'int64'}
 
 
-def write_case(root, name, op, inputs, attrs, n_out=1, constants=()):
+def write_case(root, name, op, inputs, attrs, n_out=1, constants=(), symbolic=()):
     """inputs: (name, array or None) in the op's order; None leaves the input
-    out; names in `constants` become initializers."""
+    out; names in `constants` become initializers; inputs named in `symbolic`
+    are declared with symbolic dims."""
     folder = os.path.join(root, name)
     os.makedirs(os.path.join(folder, 'test_data_set_0'), exist_ok=True)
     outs = [f'out{i}' for i in range(n_out)]
@@ -39,7 +41,8 @@ def write_case(root, name, op, inputs, attrs, n_out=1, constants=()):
             inits.append(numpy_helper.from_array(a, n))
         else:
             feeds.append((n, a))
-            graph_inputs.append(helper.make_tensor_value_info(n, ELEM[a.dtype.type], list(a.shape)))
+            dims = [f'{n}_{i}' for i in range(a.ndim)] if n in symbolic else list(a.shape)
+            graph_inputs.append(helper.make_tensor_value_info(n, ELEM[a.dtype.type], dims))
     graph_outputs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs]
     graph = helper.make_graph([node], name, graph_inputs, graph_outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17),
@@ -131,17 +134,21 @@ def main(root):
     def caches(width):
         a = rng.uniform(0, 6, (32, width))
         return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
-    def gqa(name, s, past, seqlens, total, attrs=None, rotary=None, packed=False, bias=None, b=2, h=8):
+    def gqa(name, s, past, seqlens, total, attrs=None, rotary=None, packed=False, bias=None, b=2, h=8,
+            position_ids=None, head_sink=None, symbolic=()):
         ins = [('query', f(b, s, (NQ + 2 * NKV) * h)), ('key', None), ('value', None)] if packed else [
             ('query', f(b, s, NQ * h)), ('key', f(b, s, NKV * h)), ('value', f(b, s, NKV * h))]
         ins += [('past_key', None if past is None else f(b, NKV, past, h)),
                 ('past_value', None if past is None else f(b, NKV, past, h)),
                 ('seqlens_k', i32(seqlens)), ('total_sequence_length', i32([total]))]
         ins += [('cos', None), ('sin', None)] if rotary is None else [('cos', rotary[0]), ('sin', rotary[1])]
-        if bias is not None:
-            ins += [('position_ids', None), ('attention_bias', bias)]
+        if bias is not None or position_ids is not None or head_sink is not None:
+            ins += [('position_ids', position_ids), ('attention_bias', bias), ('head_sink', head_sink)]
+            while ins[-1][1] is None:
+                ins.pop()
         write_case(root, name, 'GroupQueryAttention', ins,
-                   dict({'num_heads': NQ, 'kv_num_heads': NKV}, **(attrs or {})), 3, constants=('cos', 'sin'))
+                   dict({'num_heads': NQ, 'kv_num_heads': NKV}, **(attrs or {})), 3, constants=('cos', 'sin'),
+                   symbolic=symbolic)
     gqa('gqa_prompt_padded', 4, None, [3, 1], 4)
     gqa('gqa_prompt_empty_past', 4, 0, [3, 2], 4)
     gqa('gqa_decode_ragged', 1, 5, [5, 3], 6)
@@ -156,6 +163,22 @@ def main(root):
     gqa('gqa_local_window_decode', 1, 6, [6, 6], 7, {'local_window_size': 3})
     gqa('gqa_attention_bias_scale', 3, 4, [6], 7, {'scale': 0.2}, bias=f(1, 1, 3, 7), b=1)
     gqa('gqa_attention_bias_per_head', 1, 5, [5, 3], 6, bias=f(2, NQ, 1, 6))
+    # Soft-capped scores, sink logits (gpt-oss), position_ids for the rotary
+    # positions: of a decoding step as given; of the first prompt, ONNX
+    # Runtime reads the first value and counts on from it for every batch.
+    gqa('gqa_softcap_padded', 4, None, [3, 1], 4, {'softcap': 1.5})
+    gqa('gqa_softcap_local_window_decode', 1, 6, [6, 4], 7, {'softcap': 3.0, 'local_window_size': 3})
+    gqa('gqa_smooth_softmax_decode', 1, 5, [5, 3], 6, {'smooth_softmax': 1})
+    gqa('gqa_head_sink_prompt', 4, None, [3, 2], 4, head_sink=f(NQ))
+    gqa('gqa_head_sink_bias_decode', 1, 5, [5, 3], 6, {'softcap': 2.0}, bias=f(2, NQ, 1, 6), head_sink=f(NQ))
+    gqa('gqa_head_sink_bias_of_unknown_heads', 3, 4, [6], 7, {'softcap': 2.0}, bias=f(1, NQ, 3, 7),
+        head_sink=f(NQ), b=1, symbolic=('attention_bias',))
+    gqa('gqa_position_ids_decode', 1, 5, [5, 2], 6, {'do_rotary': 1}, rotary=caches(8), h=16,
+        position_ids=np.array([[9], [2]], np.int64))
+    gqa('gqa_position_ids_prompt', 4, None, [3, 2], 4, {'do_rotary': 1, 'rotary_interleaved': 1},
+        rotary=caches(8), h=16, position_ids=np.array([[3, 9, 1, 2], [5, 6, 7, 8]], np.int64))
+    gqa('gqa_position_ids_chunk', 3, 4, [6], 7, {'do_rotary': 1}, rotary=caches(8), packed=True, b=1, h=16,
+        position_ids=np.array([[11, 12, 13]], np.int64))
 
 
 if __name__ == '__main__':

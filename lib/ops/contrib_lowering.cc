@@ -686,7 +686,39 @@ class Lowerer {
     ir::Value* bias = nullptr;  // added to the scores, [B|1, N|1, S, T]
     ir::Value* add = nullptr;   // the same, of a mask built here
     bool causal = false;        // query i (of S, the last of T) sees keys up to T - S + i
+    double softcap = 0.0;       // > 0: scaled scores become softcap * tanh(scores / softcap)
+    ir::Value* sink = nullptr;  // [1, N, 1, 1] or a scalar: one more logit in each softmax
   };
+
+  // cap * tanh(scores / cap).
+  absl::StatusOr<ir::Value*> Capped(ir::Value* scores, double cap, int32_t elem) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Scalar(cap, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, Emit("Div", {scores, c}));
+    ONNXKIT_ASSIGN_OR_RETURN(x, Emit("Tanh", {x}));
+    return Emit("Mul", {x, c});
+  }
+
+  // The sink logit of each query row as a column [B, N, S, 1], from Q
+  // [B, N, S, H] and `sink` ([1, N, 1, 1] or a scalar).
+  absl::StatusOr<ir::Value*> SinkColumn(ir::Value* q, ir::Value* sink, int32_t elem) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one_col, SliceOf(q, 0, 1, 3));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {one_col}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zeros, Emit("ConstantOfShape", {shape}));
+    if (elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(zeros, Emit("Cast", {zeros}, {ir::IntAttr("to", elem)}));
+    }
+    return Emit("Add", {zeros, sink});
+  }
+
+  // Softmax of 4-D scores along the last axis; with `sink_column` (one
+  // logit per row, [.., .., R, 1]) counted in each row's denominator.
+  absl::StatusOr<ir::Value*> Probabilities(ir::Value* scores, ir::Value* sink_column) {
+    if (sink_column == nullptr) return Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)});
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * all,
+                             Emit("Concat", {scores, sink_column}, {ir::IntAttr("axis", 3)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {all}, {ir::IntAttr("axis", 3)}));
+    return SliceOf(probs, 0, -1, 3);
+  }
 
   absl::StatusOr<ir::Value*> AttendHeads(const Attend& a) {
     ir::Value* kt = a.kt;
@@ -713,6 +745,9 @@ class Lowerer {
       }
     }
     ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
+    if (a.softcap > 0.0) {
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Capped(scores, a.softcap, a.elem));
+    }
     ir::Value* zero = nullptr;
     ir::Value* filter = nullptr;
     if (a.mask != nullptr || a.causal) {
@@ -757,7 +792,11 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * add, Emit("Where", {later, filter, zero}));
       ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, add}));
     }
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
+    ir::Value* sinks = nullptr;
+    if (a.sink != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(sinks, SinkColumn(a.q, a.sink, a.elem));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Probabilities(scores, sinks));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, a.v}));
     ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
     return Reshaped(ctx, {0, 0, -1});
@@ -986,17 +1025,13 @@ class Lowerer {
     if (In(0) == nullptr || In(5) == nullptr || In(6) == nullptr) {
       return std::string("query, seqlens_k and total_sequence_length are needed");
     }
-    for (int i = 9; i < node_->num_inputs(); ++i) {
-      if (In(i) != nullptr && i != 10) {
-        return std::string(
-            "position_ids, head_sink, quantized caches and q/k norm weights are not supported");
-      }
+    for (int i = 12; i < node_->num_inputs(); ++i) {
+      if (In(i) != nullptr) return std::string("quantized caches' scales are not supported");
     }
     if (Used(3)) return std::string("the output_qk output is not supported");
     if (IntAttr("causal", 1) != 1) return std::string("causal 0 is not supported");
-    if (IntAttr("smooth_softmax", 0) != 0 || FloatAttr("softcap", 0.0f) != 0.0f) {
-      return std::string("smooth_softmax and softcap are not supported");
-    }
+    const double softcap = FloatAttr("softcap", 0.0f);
+    if (!(softcap >= 0.0) || std::isinf(softcap)) return std::string("softcap is not a finite value >= 0");
     if (IntAttr("sliding_window_cache", 0) != 0)
       return std::string("a sliding window cache is not supported");
     for (std::string_view q : {"k_quant_type", "v_quant_type"}) {
@@ -1027,6 +1062,22 @@ class Lowerer {
       if (Rank(In(7)) != 2 || half <= 0 || 2 * half > h) {
         return std::string("cos_cache is not [length, rotary width / 2] of a known width within the head");
       }
+    }
+    if (In(9) != nullptr &&
+        (Rank(In(9)).value_or(2) != 2 || Elem(In(9)).value_or(pb::kInt64) != pb::kInt64)) {
+      return std::string("position_ids is not int64 [batch, length]");
+    }
+    // A head's sink logit (head_sink [N]; 0 for smooth_softmax) counts in
+    // its softmax's denominator.
+    ir::Value* sink = nullptr;
+    if (In(11) != nullptr) {
+      const int64_t n = DimOf(In(11), 0);
+      if (Rank(In(11)) != 1 || (n >= 0 && n != heads) || Elem(In(11)) != *elem) {
+        return std::string("head_sink is not [num_heads] of the query's type");
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(sink, Reshaped(In(11), {1, heads, 1, 1}));
+    } else if (IntAttr("smooth_softmax", 0) != 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(sink, Scalar(0.0, *elem));
     }
     const int64_t window = IntAttr("local_window_size", -1);
     ir::Value* q = In(0);
@@ -1062,8 +1113,18 @@ class Lowerer {
       const bool interleaved = IntAttr("rotary_interleaved", 0) != 0;
       std::vector<int64_t> axes = {2};
       if (interleaved) axes.push_back(4);
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos, Emit("Gather", {In(7), qpos}, {ir::IntAttr("axis", 0)}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sin, Emit("Gather", {In(8), qpos}, {ir::IntAttr("axis", 0)}));
+      // Turned by position_ids when given: [B, S], or for the first prompt
+      // its first value and the steps after it (as ONNX Runtime reads them).
+      ir::Value* turn = qpos;
+      if (In(9) != nullptr) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * flat, Reshaped(In(9), {-1}));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * start, SliceOf(flat, 0, 1, 0));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * from_start, Emit("Add", {start, steps}));
+        ONNXKIT_ASSIGN_OR_RETURN(from_start, Unsqueezed(from_start, {0}));  // [1, S]
+        ONNXKIT_ASSIGN_OR_RETURN(turn, Emit("Where", {first, from_start, In(9)}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cos, Emit("Gather", {In(7), turn}, {ir::IntAttr("axis", 0)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sin, Emit("Gather", {In(8), turn}, {ir::IntAttr("axis", 0)}));
       ONNXKIT_ASSIGN_OR_RETURN(cos, Unsqueezed(cos, axes));
       ONNXKIT_ASSIGN_OR_RETURN(sin, Unsqueezed(sin, axes));
       ONNXKIT_ASSIGN_OR_RETURN(q, Rotate(q, cos, sin, half, interleaved, 2 * half != h));
@@ -1073,6 +1134,8 @@ class Lowerer {
     a.elem = *elem;
     a.head_size = h;
     a.bias = In(10);
+    a.softcap = softcap;
+    a.sink = sink;
     ONNXKIT_ASSIGN_OR_RETURN(a.q, Emit("Transpose", {q}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
     ONNXKIT_ASSIGN_OR_RETURN(k, Emit("Transpose", {k}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));
     ONNXKIT_ASSIGN_OR_RETURN(v, Heads(v, kv_heads));
@@ -1170,6 +1233,9 @@ class Lowerer {
         FloatAttr("scale", 0.0f) != 0.0f ? FloatAttr("scale", 0.0f) : 1.0 / std::sqrt(static_cast<double>(h));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sc, Scalar(scale, *elem));
     ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Mul", {scores, sc}));
+    if (softcap > 0.0) {
+      ONNXKIT_ASSIGN_OR_RETURN(scores, Capped(scores, softcap, *elem));
+    }
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * reps, Int64s({1, 1, group, 1}));
     if (In(10) != nullptr) {
       ir::Value* bias = In(10);
@@ -1185,7 +1251,12 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(mask, Emit("Tile", {mask, reps}));  // [B, 1, G*S, T]
     }
     ONNXKIT_ASSIGN_OR_RETURN(scores, Emit("Add", {scores, mask}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {scores}, {ir::IntAttr("axis", 3)}));
+    ir::Value* sinks = nullptr;
+    if (sink != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(sinks, SinkColumn(a.q, sink, *elem));  // [B, N, S, 1]
+      ONNXKIT_ASSIGN_OR_RETURN(sinks, Reshaped(sinks, {0, kv_heads, -1, 1}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Probabilities(scores, sinks));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ctx, Emit("MatMul", {probs, v}));
     ONNXKIT_ASSIGN_OR_RETURN(ctx, Reshaped(ctx, {0, heads, -1, h}));
     ONNXKIT_ASSIGN_OR_RETURN(ctx, Emit("Transpose", {ctx}, {ir::IntsAttr("perm", {0, 2, 1, 3})}));

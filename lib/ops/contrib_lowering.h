@@ -29,7 +29,9 @@
 //   com.microsoft::Attention, MultiHeadAttention, GroupQueryAttention
 //                                per-head MatMul, Softmax, MatMul with the
 //                                masks (key padding, attention bias, causal,
-//                                local window) as additions; past state
+//                                local window) as additions, softcap as
+//                                Tanh, sink logits as one more softmax
+//                                column; past state
 //                                concatenated, GroupQueryAttention's present
 //                                cache gathered into ONNX Runtime's layout
 //   com.microsoft::RotaryEmbedding   Gathers of the caches, Slices, Muls

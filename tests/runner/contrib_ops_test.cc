@@ -636,7 +636,7 @@ TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
     folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
-  ASSERT_GE(folders.size(), 33u);
+  ASSERT_GE(folders.size(), 42u);
   for (const std::filesystem::path& folder : folders) {
     const ConformanceCase c{
         folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
@@ -695,8 +695,18 @@ TEST(ContribOpsTest, AttentionFormsThatAreNotWrittenSaySo) {
   const std::vector<Case> cases = {
       {"GroupQueryAttention",
        {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
-       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrFloat("softcap", 30.f)},
-       "smooth_softmax and softcap are not supported"},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrFloat("softcap", -30.f)},
+       "softcap is not a finite value >= 0"},
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total, runner::Tensor(), runner::Tensor(),
+        runner::Tensor(), runner::Tensor(), RandomFloats({3}, 56)},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1)},
+       "head_sink is not [num_heads] of the query's type"},
+      {"GroupQueryAttention",
+       {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total, runner::Tensor(), runner::Tensor(),
+        runner::Tensor(), runner::Tensor(), runner::Tensor(), RandomFloats({1}, 57)},
+       {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1)},
+       "quantized caches' scales are not supported"},
       {"GroupQueryAttention",
        {q, kv, kv, runner::Tensor(), runner::Tensor(), lens, total},
        {AttrInt("num_heads", 2), AttrInt("kv_num_heads", 1), AttrInt("causal", 0)},

@@ -1,0 +1,1 @@
+B	head_sinkJ7u»y¤ž?õi¿tNù>
