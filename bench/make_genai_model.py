@@ -1,15 +1,15 @@
 """Writes a decoder in the form ONNX Runtime's generative-AI model builder
 gives LLMs (opset 21): token embedding, per layer SimplifiedLayerNormalization
-or SkipSimplifiedLayerNormalization, MatMulNBits (4-bit, block 32) for the
+or SkipSimplifiedLayerNormalization, MatMulNBits (4-bit, or 8-bit, block 32) for the
 packed QKV, output, gate, up and down projections, GroupQueryAttention with
 rotary embedding (4096 positions; 256 in the test cases) and a past
 key/value cache, SiLU gating, and an lm_head;
 seqlens_k and total_sequence_length from attention_mask. Seeded random
 weights.
 
-  /usr/bin/python3 bench/make_genai_model.py OUT.onnx [layers [hidden [vocab]]]
+  /usr/bin/python3 bench/make_genai_model.py OUT.onnx [layers [hidden [vocab [bits]]]]
   /usr/bin/python3 bench/make_genai_model.py --cases FOLDER
-      writes FOLDER/genai_{prompt,decode}/ (a 2-layer, width-64 model with
+      writes FOLDER/genai_{prompt,decode,decode_8bit}/ (a 2-layer, width-64 model with
       seeded inputs and ONNX Runtime's outputs; ORT_NODE=<onnxruntime-node
       1.30>): testdata/models/attention_ort was made with it.
 """
@@ -27,7 +27,7 @@ from make_attention_cases import save_data_set
 BLOCK = 32
 
 
-def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0):
+def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0, bits=4):
     rng = np.random.default_rng(seed)
     h = dm // heads
     nodes, inits = [], []
@@ -38,13 +38,13 @@ def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0):
 
     def nbits(name, x, k, n):
         blocks = k // BLOCK
-        codes = rng.integers(0, 256, (n, blocks, BLOCK // 2)).astype(np.uint8)
-        scales = (rng.uniform(0.5, 1.5, (n * blocks,)) / np.sqrt(k) / 4).astype(np.float32)
-        zeros = rng.integers(0, 256, (n * ((blocks + 1) // 2),)).astype(np.uint8)
+        codes = rng.integers(0, 256, (n, blocks, BLOCK * bits // 8)).astype(np.uint8)
+        scales = (rng.uniform(0.5, 1.5, (n * blocks,)) / np.sqrt(k) / 4 / (1 if bits == 4 else 16)).astype(np.float32)
+        zeros = rng.integers(0, 256, (n * ((blocks + 1) // 2 if bits == 4 else blocks),)).astype(np.uint8)
         nodes.append(helper.make_node(
             'MatMulNBits', [x, init(name + '.codes', codes), init(name + '.scales', scales),
                             init(name + '.zero_points', zeros)], [name + '.out'], domain='com.microsoft',
-            K=k, N=n, bits=4, block_size=BLOCK, name=name))
+            K=k, N=n, bits=bits, block_size=BLOCK, name=name))
         return name + '.out'
 
     angles = np.outer(np.arange(positions), 1.0 / (10000 ** (np.arange(0, h, 2) / h)))
@@ -126,12 +126,15 @@ def main():
         model = build(layers=2, dm=64, vocab=100, heads=4, kv_heads=2, ffn=128)
         write_case(os.path.join(sys.argv[2], 'genai_prompt'), model, 1, 5, 0, 2, 2, 16, 100, 1)
         write_case(os.path.join(sys.argv[2], 'genai_decode'), model, 2, 1, 5, 2, 2, 16, 100, 2)
+        model = build(layers=2, dm=64, vocab=100, heads=4, kv_heads=2, ffn=128, bits=8)
+        write_case(os.path.join(sys.argv[2], 'genai_decode_8bit'), model, 1, 1, 5, 2, 2, 16, 100, 3)
         return
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     dm = int(sys.argv[3]) if len(sys.argv) > 3 else 512
     vocab = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
-    onnx.save(build(layers, dm, vocab, heads=dm // 64, kv_heads=max(1, dm // 256), ffn=2 * dm, positions=4096),
-              sys.argv[1])
+    bits = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+    onnx.save(build(layers, dm, vocab, heads=dm // 64, kv_heads=max(1, dm // 256), ffn=2 * dm, positions=4096,
+                    bits=bits), sys.argv[1])
 
 
 if __name__ == '__main__':

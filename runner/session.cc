@@ -1277,7 +1277,7 @@ std::vector<FusionChain> Session::PackedWeightChains(
       return v != nullptr && v->initializer() != nullptr && is_constant(v);
     };
     if (!constant(codes) || !constant(scales) || (!p.zero_points.empty() && !constant(zeros))) continue;
-    chains.push_back(PackedWeightsChain(*mm, {codes, scales, zeros}));
+    chains.push_back(PackedWeightsChain(*mm, {codes, scales, zeros}, p.bits));
   }
   return chains;
 }

@@ -1556,11 +1556,15 @@ class Lowerer {
     ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Transpose", {w}, {ir::IntsAttr("perm", {1, 0})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {In(0), w}));
     auto constant = [](const ir::Value* v) { return v != nullptr && v->initializer() != nullptr; };
-    if (bits == 4 && *elem == pb::kFloat && constant(In(1)) && constant(In(2)) &&
+    if (*elem == pb::kFloat && constant(In(1)) && constant(In(2)) &&
         In(2)->initializer()->data_type == pb::kFloat &&
         (In(3) == nullptr || (constant(In(3)) && In(3)->initializer()->data_type == pb::kUint8))) {
-      pending_ = ContribLowering::PackedWeights{graph_, y->producer()->name(), In(1)->name(), In(2)->name(),
-                                                In(3) != nullptr ? In(3)->name() : std::string()};
+      pending_ = ContribLowering::PackedWeights{graph_,
+                                                y->producer()->name(),
+                                                In(1)->name(),
+                                                In(2)->name(),
+                                                In(3) != nullptr ? In(3)->name() : std::string(),
+                                                static_cast<int>(bits)};
     }
     if (In(5) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));

@@ -63,7 +63,7 @@ struct ContribLowering {
   int lowered = 0;
   // One line per kind of node left: "com.microsoft::X: why (N nodes)".
   std::vector<std::string> left;
-  // MatMulNBits nodes of 4-bit codes, float A, uint8 or no zero points and
+  // MatMulNBits nodes of 4- or 8-bit codes, float A, uint8 or no zero points and
   // constant (initializer) codes, scales and zero points, by the MatMul
   // written for them (its B is their dequantization): a backend may
   // multiply by the codes instead. Names in `graph`; zero_points "" when
@@ -71,6 +71,7 @@ struct ContribLowering {
   struct PackedWeights {
     const ir::Graph* graph = nullptr;
     std::string matmul, codes, scales, zero_points;
+    int bits = 4;
   };
   std::vector<PackedWeights> packed;
 };

@@ -1,9 +1,10 @@
-// A MatMul by 4-bit block-quantized weights (ONNX Runtime's MatMulNBits,
-// written as standard ops by lib/ops/contrib_lowering): a few rows of A
-// (decoding one token) are multiplied by the packed codes directly, each
-// block's codes turned into floats in a small buffer, so a step reads an
-// eighth of the bytes of the float weights; more rows take the float
-// weights the session computed once (oneDNN's MatMul, the fallback).
+// A MatMul by 4- or 8-bit block-quantized weights (ONNX Runtime's
+// MatMulNBits, written as standard ops by lib/ops/contrib_lowering): a few
+// rows of A (decoding one token) are multiplied by the packed codes
+// directly, each block's codes turned into floats in registers, so a step
+// reads an eighth (a quarter) of the bytes of the float weights; more rows
+// take the float weights the session computed once (oneDNN's MatMul, the
+// fallback).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -107,6 +108,70 @@ __attribute__((target("avx2,fma"))) void PackedColumnsAvx2(const uint8_t* codes,
   }
 }
 
+// Columns [begin, end) of y = A W for `rows` rows of A (rows of `padded`
+// floats, zero past K), W's column c being blocks of `block` 8-bit codes,
+// each (code - zero point) * scale. `sums` holds rows * block floats.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Packed8Columns(
+    const uint8_t* codes, const float* scales, const uint8_t* zeros, int64_t blocks, int64_t block,
+    const float* a, int64_t rows, int64_t padded, int64_t begin, int64_t end, int64_t n, float* sums,
+    float* y) {
+  for (int64_t col = begin; col < end; ++col) {
+    std::fill(sums, sums + rows * block, 0.f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float zero = zeros != nullptr ? static_cast<float>(zeros[col * blocks + b]) : 128.f;
+      const float s = scales[col * blocks + b], c = -zero * s;
+      const uint8_t* bytes = codes + (col * blocks + b) * block;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* acc = sums + r * block;
+        const float* x = a + r * padded + b * block;
+#pragma omp simd
+        for (int64_t i = 0; i < block; ++i) acc[i] += x[i] * (static_cast<float>(bytes[i]) * s + c);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float total = 0;
+      for (int64_t i = 0; i < block; ++i) total += sums[r * block + i];
+      y[r * n + col] = total;
+    }
+  }
+}
+
+// The same for `block` a multiple of 16 on AVX2 and FMA, R rows.
+template <int R>
+__attribute__((target("avx2,fma"))) void Packed8ColumnsAvx2(const uint8_t* codes, const float* scales,
+                                                            const uint8_t* zeros, int64_t blocks,
+                                                            int64_t block, const float* a, int64_t padded,
+                                                            int64_t begin, int64_t end, int64_t n, float* y) {
+  for (int64_t col = begin; col < end; ++col) {
+    __m256 acc_lo[R], acc_hi[R];
+    for (int r = 0; r < R; ++r) acc_lo[r] = acc_hi[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float zero = zeros != nullptr ? static_cast<float>(zeros[col * blocks + b]) : 128.f;
+      const float sf = scales[col * blocks + b];
+      const __m256 s = _mm256_set1_ps(sf), c = _mm256_set1_ps(-zero * sf);
+      const uint8_t* bytes = codes + (col * blocks + b) * block;
+      for (int64_t j = 0; j < block; j += 16) {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + j));
+        const __m256 w0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(raw)), s, c);
+        const __m256 w1 =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(raw, 8))), s, c);
+        for (int r = 0; r < R; ++r) {
+          const float* x = a + r * padded + b * block + j;
+          acc_lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0, acc_lo[r]);
+          acc_hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), w1, acc_hi[r]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 t = _mm256_add_ps(acc_lo[r], acc_hi[r]);
+      __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+      q = _mm_add_ss(q, _mm_movehdup_ps(q));
+      y[r * n + col] = _mm_cvtss_f32(q);
+    }
+  }
+}
+
 bool HasAvx2Fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
@@ -114,12 +179,14 @@ bool HasAvx2Fma() {
 
 class PackedMatMulKernel : public Kernel {
  public:
-  PackedMatMulKernel(bool parallel, std::unique_ptr<Kernel> fallback)
-      : parallel_(parallel), fallback_(std::move(fallback)) {}
+  PackedMatMulKernel(int bits, bool parallel, std::unique_ptr<Kernel> fallback)
+      : bits_(bits), parallel_(parallel), fallback_(std::move(fallback)) {}
 
   // Inputs: 0 A, 1 the float weights [K, N], 2 the codes [N, blocks,
-  // block / 2], 3 the scales (N * blocks), 4 the zero points (uint8, two
-  // per byte, a row of ceil(blocks / 2) bytes per column; absent: 8).
+  // bytes of a block] (4 bits: two codes a byte; 8 bits: one), 3 the scales
+  // (N * blocks), 4 the zero points (uint8, a row per column of
+  // ceil(blocks / 2) bytes of two (4 bits) or of blocks bytes (8 bits);
+  // absent: 8 or 128).
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(1));
@@ -128,19 +195,23 @@ class PackedMatMulKernel : public Kernel {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zeros, ctx.OptionalInput(4));
     if (!Covers(*a, *w, *codes, *scales, zeros)) return fallback_->Run(ctx);
     const int64_t k = w->dim(0), n = w->dim(1), rows = a->size() / k;
-    const int64_t blocks = codes->dim(1), half = codes->dim(2);
+    const int64_t blocks = codes->dim(1), width = codes->dim(2);
     std::vector<int64_t> shape = a->shape();
     shape.back() = n;
     // The output first: its allocation checks the size before the scratch.
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
-    // A's rows split into even and odd elements, zero past K.
-    const int64_t padded = blocks * half;
+    // A's rows, zero past K; for 4 bits split into even and odd elements.
+    const int64_t padded = blocks * width;
     even_.assign(static_cast<size_t>(rows * padded), 0.f);
-    odd_.assign(static_cast<size_t>(rows * padded), 0.f);
     const float* av = a->data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t i = 0; i < k; ++i) {
-        (i % 2 == 0 ? even_ : odd_)[static_cast<size_t>(r * padded + i / 2)] = av[r * k + i];
+    if (bits_ == 8) {
+      for (int64_t r = 0; r < rows; ++r) std::copy(av + r * k, av + r * k + k, even_.begin() + r * padded);
+    } else {
+      odd_.assign(static_cast<size_t>(rows * padded), 0.f);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < k; ++i) {
+          (i % 2 == 0 ? even_ : odd_)[static_cast<size_t>(r * padded + i / 2)] = av[r * k + i];
+        }
       }
     }
     const uint8_t* cv = codes->data<uint8_t>();
@@ -149,43 +220,60 @@ class PackedMatMulKernel : public Kernel {
     float* yv = y->mutable_data<float>();
     // Columns in groups of 64 per task.
     const int64_t groups = (n + 63) / 64;
-    const bool avx2 = half % 16 == 0 && HasAvx2Fma();
+    const bool avx2 = width % 16 == 0 && HasAvx2Fma();
     ParallelFor(groups, parallel_ && groups > 1, [&](int64_t g) {
       const int64_t begin = g * 64, end = std::min(n, g * 64 + 64);
+      if (bits_ == 8) {
+        if (avx2) {
+          auto run = rows == 1   ? Packed8ColumnsAvx2<1>
+                     : rows == 2 ? Packed8ColumnsAvx2<2>
+                     : rows == 3 ? Packed8ColumnsAvx2<3>
+                                 : Packed8ColumnsAvx2<4>;
+          run(cv, sv, zv, blocks, width, even_.data(), padded, begin, end, n, yv);
+          return;
+        }
+        std::vector<float> sums(static_cast<size_t>(rows * width));
+        Packed8Columns(cv, sv, zv, blocks, width, even_.data(), rows, padded, begin, end, n, sums.data(), yv);
+        return;
+      }
       if (avx2) {
         auto run = rows == 1   ? PackedColumnsAvx2<1>
                    : rows == 2 ? PackedColumnsAvx2<2>
                    : rows == 3 ? PackedColumnsAvx2<3>
                                : PackedColumnsAvx2<4>;
-        run(cv, sv, zv, blocks, half, even_.data(), odd_.data(), padded, begin, end, n, yv);
+        run(cv, sv, zv, blocks, width, even_.data(), odd_.data(), padded, begin, end, n, yv);
         return;
       }
-      std::vector<float> sums(static_cast<size_t>(rows * half));
-      PackedColumns(cv, sv, zv, blocks, half, even_.data(), odd_.data(), rows, padded, begin, end, n, sums.data(),
-                    yv);
+      std::vector<float> sums(static_cast<size_t>(rows * width));
+      PackedColumns(cv, sv, zv, blocks, width, even_.data(), odd_.data(), rows, padded, begin, end, n,
+                    sums.data(), yv);
     });
     return absl::OkStatus();
   }
 
  private:
-  static bool Covers(const Tensor& a, const Tensor& w, const Tensor& codes, const Tensor& scales,
-                     const Tensor* zeros) {
-    if (a.dtype() != pb::kFloat || w.dtype() != pb::kFloat || codes.dtype() != pb::kUint8 ||
-        scales.dtype() != pb::kFloat || a.rank() < 1 || w.rank() != 2 || codes.rank() != 3) {
+  bool Covers(const Tensor& a, const Tensor& w, const Tensor& codes, const Tensor& scales,
+              const Tensor* zeros) const {
+    if ((bits_ != 4 && bits_ != 8) || a.dtype() != pb::kFloat || w.dtype() != pb::kFloat ||
+        codes.dtype() != pb::kUint8 || scales.dtype() != pb::kFloat || a.rank() < 1 || w.rank() != 2 ||
+        codes.rank() != 3) {
       return false;
     }
     const int64_t k = w.dim(0), n = w.dim(1);
     if (k <= 0 || n <= 0 || a.dim(a.rank() - 1) != k) return false;
     const int64_t rows = a.size() / k;
     if (rows < 1 || rows > kMaxPackedRows) return false;
-    const int64_t blocks = codes.dim(1), half = codes.dim(2);
-    if (codes.dim(0) != n || half < 1 || blocks < 1 || blocks > k || (k + 2 * half - 1) / (2 * half) != blocks) {
+    // Codes a block: width * 8 / bits.
+    const int64_t blocks = codes.dim(1), width = codes.dim(2), block = width * 8 / bits_;
+    if (codes.dim(0) != n || width < 1 || blocks < 1 || blocks > k || (k + block - 1) / block != blocks) {
       return false;
     }
     if (scales.size() != n * blocks) return false;
-    return zeros == nullptr || (zeros->dtype() == pb::kUint8 && zeros->size() == n * ((blocks + 1) / 2));
+    const int64_t zero_row = bits_ == 8 ? blocks : (blocks + 1) / 2;
+    return zeros == nullptr || (zeros->dtype() == pb::kUint8 && zeros->size() == n * zero_row);
   }
 
+  int bits_;
   bool parallel_;
   std::unique_ptr<Kernel> fallback_;
   std::vector<float> even_, odd_;
@@ -195,8 +283,8 @@ class PackedMatMulKernel : public Kernel {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain& chain, const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback) {
-  (void)chain;
-  return std::unique_ptr<Kernel>(new PackedMatMulKernel(info.threads > 1, std::move(fallback)));
+  return std::unique_ptr<Kernel>(
+      new PackedMatMulKernel(chain.packed_bits, info.threads > 1, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -464,34 +464,42 @@ TEST(ContribOpsTest, MatMulNBitsDequantizesBlocks) {
 // against the products computed here, on 1 and 2 threads.
 TEST(ContribOpsTest, MatMulNBitsWithConstantWeightsReadsTheCodes) {
   struct Case {
-    int64_t k, n, block;
+    int64_t bits, k, n, block;
     bool zero_points;
   };
-  const std::vector<Case> cases = {
-      {64, 70, 32, false}, {100, 33, 32, true}, {40, 17, 16, true}, {256, 9, 128, true}};
+  const std::vector<Case> cases = {{4, 64, 70, 32, false}, {4, 100, 33, 32, true}, {4, 40, 17, 16, true},
+                                   {4, 256, 9, 128, true}, {8, 64, 70, 32, false}, {8, 100, 33, 32, true},
+                                   {8, 40, 17, 16, true},  {8, 72, 5, 64, true}};
   uint32_t seed = 90;
   for (const Case& c : cases) {
-    const int64_t blocks = (c.k + c.block - 1) / c.block, half = c.block / 2;
-    const runner::Tensor codes = RandomInts(pb::kUint8, {c.n, blocks, half}, seed++, 0, 255);
+    const int64_t blocks = (c.k + c.block - 1) / c.block, width = c.block * c.bits / 8;
+    const int64_t zero_row = c.bits == 8 ? blocks : (blocks + 1) / 2;
+    const runner::Tensor codes = RandomInts(pb::kUint8, {c.n, blocks, width}, seed++, 0, 255);
     const runner::Tensor scales = RandomFloats({c.n * blocks}, seed++, 0.01f, 0.1f);
-    const runner::Tensor zeros = RandomInts(pb::kUint8, {c.n * ((blocks + 1) / 2)}, seed++, 0, 255);
+    const runner::Tensor zeros = RandomInts(pb::kUint8, {c.n * zero_row}, seed++, 0, 255);
     const std::vector<uint8_t> cv = Values<uint8_t>(codes), zv = Values<uint8_t>(zeros);
     const std::vector<float> sv = Values<float>(scales);
     auto weight = [&](int64_t kk, int64_t col) {
       const int64_t b = kk / c.block, j = kk % c.block;
-      const uint8_t byte = cv[static_cast<size_t>((col * blocks + b) * half + j / 2)];
-      const double code = j % 2 == 0 ? (byte & 15) : (byte >> 4);
-      double zero = 8;
-      if (c.zero_points) {
-        const uint8_t z = zv[static_cast<size_t>(col * ((blocks + 1) / 2) + b / 2)];
-        zero = b % 2 == 0 ? (z & 15) : (z >> 4);
+      double code = 0, zero = 0;
+      if (c.bits == 8) {
+        code = cv[static_cast<size_t>((col * blocks + b) * width + j)];
+        zero = c.zero_points ? zv[static_cast<size_t>(col * zero_row + b)] : 128;
+      } else {
+        const uint8_t byte = cv[static_cast<size_t>((col * blocks + b) * width + j / 2)];
+        code = j % 2 == 0 ? (byte & 15) : (byte >> 4);
+        zero = 8;
+        if (c.zero_points) {
+          const uint8_t z = zv[static_cast<size_t>(col * zero_row + b / 2)];
+          zero = b % 2 == 0 ? (z & 15) : (z >> 4);
+        }
       }
       return (code - zero) * sv[static_cast<size_t>(col * blocks + b)];
     };
     for (const std::vector<int64_t>& a_shape :
          std::vector<std::vector<int64_t>>{{c.k}, {1, c.k}, {3, c.k}, {2, 2, c.k}, {5, c.k}}) {
-      SCOPED_TRACE(::testing::Message()
-                   << "K " << c.k << " N " << c.n << " block " << c.block << " A rows " << a_shape.size());
+      SCOPED_TRACE(::testing::Message() << c.bits << " bits, K " << c.k << " N " << c.n << " block "
+                                        << c.block << " A rank " << a_shape.size());
       const runner::Tensor a = RandomFloats(a_shape, seed++);
       const std::vector<float> av = Values<float>(a);
       const int64_t rows = a.size() / c.k;
@@ -513,7 +521,7 @@ TEST(ContribOpsTest, MatMulNBitsWithConstantWeightsReadsTheCodes) {
         inputs.push_back("zeros");
       }
       g.Node("MatMulNBits", inputs, {"y"},
-             {AttrInt("K", c.k), AttrInt("N", c.n), AttrInt("bits", 4), AttrInt("block_size", c.block)})
+             {AttrInt("K", c.k), AttrInt("N", c.n), AttrInt("bits", c.bits), AttrInt("block_size", c.block)})
           .Output("y");
       g.graph().node.back().domain = "com.microsoft";
       for (runner::Backend be : kBackends) {
@@ -636,7 +644,7 @@ TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
     folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
-  ASSERT_GE(folders.size(), 42u);
+  ASSERT_GE(folders.size(), 43u);
   for (const std::filesystem::path& folder : folders) {
     const ConformanceCase c{
         folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
