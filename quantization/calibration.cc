@@ -60,7 +60,13 @@ bool IsActivation(const ir::Value& value, const runner::RtValue& v) {
 
 absl::StatusOr<std::unique_ptr<SampleSource>> FolderSamples(const std::string& dir, std::vector<std::string> shapes) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat("--calibration ", dir, ": not a folder"));
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("--calibration ", dir, ": not a folder",
+                     fs::is_regular_file(dir, ec)
+                         ? " (one sample file is given with --input; --calibration takes a folder of them)"
+                         : ""));
+  }
   std::vector<std::string> sets, npz;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();

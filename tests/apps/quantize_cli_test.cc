@@ -182,6 +182,11 @@ TEST(QuantizeCliTest, UnreadableInputsExit3) {
   EXPECT_EQ(RunCli({"quantize", (dir / "missing.onnx").string(), "-o", out, "--allow-random-calibration"}).exit_code, 3);
   std::string in = WriteModel(dir);
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--calibration", (dir / "nope").string()}).exit_code, 3);
+  // One sample file where a folder of them is asked for: the way to give it.
+  std::ofstream(dir / "one.npz") << "PK";
+  CliResult one = RunCli({"quantize", in, "-o", out, "--calibration", (dir / "one.npz").string()});
+  EXPECT_EQ(one.exit_code, 3);
+  EXPECT_THAT(one.err, HasSubstr("one sample file is given with --input"));
   std::ofstream(dir / "bad.json") << "{\"tensors\": [";
   EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--load-calibration", (dir / "bad.json").string()}).exit_code, 3);
 }
