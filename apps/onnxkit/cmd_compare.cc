@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 
 struct CompareOptions {
   std::string a, b, reference;
+  std::vector<std::string> models;  // given as arguments: A, then B
   std::string a_backend = "reference", b_backend = "reference";
   runner::InputSpec inputs;
   double atol = -1, rtol = -1;
@@ -177,7 +178,16 @@ void JsonRows(JsonWriter& w, const std::vector<Row>& rows) {
   w.EndArray();
 }
 
-absl::StatusOr<int> RunCompare(const CompareOptions& o) {
+absl::StatusOr<int> RunCompare(CompareOptions o) {
+  if (o.models.size() > 2) return UsageError("at most two models are compared (A and B)");
+  if (!o.models.empty()) {
+    if (!o.a.empty() || (o.models.size() > 1 && !o.b.empty())) {
+      return UsageError("give the models as arguments or with --a and --b, not both");
+    }
+    o.a = o.models[0];
+    if (o.models.size() > 1) o.b = o.models[1];
+  }
+  if (o.a.empty()) return UsageError("a model is needed: --a MODEL (or MODEL as the first argument)");
   if (o.b.empty() == o.reference.empty()) return UsageError("give exactly one of --b MODEL or --reference DIR");
   if (o.per_layer && !o.reference.empty()) return UsageError("--per-layer needs two executions (--b)");
   if (o.device < 0) return UsageError("--device must be 0 or more");
@@ -454,7 +464,8 @@ void RegisterCompare(CLI::App& app, Action& action) {
       "Compare two executions (--a and --b: two models and/or two backends) or one execution against "
       "reference outputs (--reference DIR, a test_data_set folder). Exit codes: 0 within tolerance, "
       "1 beyond, 2 usage, 3 a model unreadable or a run failed.");
-  sub->add_option("--a", o->a, "Model of side A")->required();
+  sub->add_option("models", o->models, "MODEL_A [MODEL_B]: the same as --a MODEL_A --b MODEL_B");
+  sub->add_option("--a", o->a, "Model of side A (required, here or as the first argument)");
   sub->add_option("--a-backend", o->a_backend, "Backend of side A: reference (default), cpu or cuda")
       ->check(CLI::IsMember({"reference", "cpu", "cuda"}));
   sub->add_option("--b", o->b, "Model of side B (may be the same file with another backend)");

@@ -596,6 +596,11 @@ TEST(CompareCliTest, TwoModelsPerLayerNamesTheFirstDivergence) {
   EXPECT_EQ(loose.exit_code, 0) << loose.out;
   CliResult per_output = RunCli({"compare", "--a", a, "--b", b, "--random", "--tol", "y=0.6,0"});
   EXPECT_EQ(per_output.exit_code, 0) << per_output.out;
+  // The models as arguments: A then B, or A with --b.
+  EXPECT_EQ(RunCli({"compare", a, b, "--random"}).exit_code, 1);
+  EXPECT_EQ(RunCli({"compare", a, a, "--random"}).exit_code, 0);
+  EXPECT_EQ(RunCli({"compare", b, "--b", a, "--random"}).exit_code, 1);
+  EXPECT_EQ(RunCli({"compare", a, "--b", a, "--b-backend", "cpu", "--random"}).exit_code, 0);
 }
 
 TEST(CompareCliTest, PerLayerReadsBackUndeclaredSequences) {
@@ -778,6 +783,13 @@ TEST(CompareCliTest, UsageErrors) {
   EXPECT_THAT(tol.err, HasSubstr("--per-layer"));
   EXPECT_EQ(RunCli({"compare", "--a", a, "--b", a, "--random", "--tol", "y=0.1,0"}).exit_code, 0);
   EXPECT_EQ(RunCli({"compare", "--a", a, "--b", "/nonexistent.onnx", "--random"}).exit_code, 3);
+  // A model is needed, given one way: as an argument or with --a / --b.
+  CliResult none = RunCli({"compare", "--random"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("a model is needed"));
+  EXPECT_EQ(RunCli({"compare", a, "--a", a, "--b", a, "--random"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"compare", a, a, "--b", a, "--random"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"compare", a, a, a, "--random"}).exit_code, 2);
 }
 
 }  // namespace
