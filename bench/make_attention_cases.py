@@ -2,9 +2,9 @@
 seeded inputs, and ONNX Runtime's outputs for them, as test cases
 (model.onnx + test_data_set_0/input_N.pb, output_N.pb):
 MultiHeadAttention, Attention (past state, attention bias, masks),
-RotaryEmbedding and GroupQueryAttention (prompt, decoding, ragged batches,
+RotaryEmbedding, GroupQueryAttention (prompt, decoding, ragged batches,
 rotary, local window, packed QKV, attention bias, softcap, sink logits,
-position_ids).
+position_ids) and MoE (activations, top-k routing, SwiGLU).
 
 testdata/models/attention_ort/ was made with it (ONNX Runtime 1.30, CPU):
   ORT_NODE=<onnxruntime-node 1.30> /usr/bin/python3 bench/make_attention_cases.py testdata/models/attention_ort
@@ -179,6 +179,26 @@ def main(root):
         rotary=caches(8), h=16, position_ids=np.array([[3, 9, 1, 2], [5, 6, 7, 8]], np.int64))
     gqa('gqa_position_ids_chunk', 3, 4, [6], 7, {'do_rotary': 1}, rotary=caches(8), packed=True, b=1, h=16,
         position_ids=np.array([[11, 12, 13]], np.int64))
+
+    # MoE: 4 experts, hidden 8, inner 16 (32 for SwiGLU's gate and linear
+    # values, interleaved); fc1 [E, F, H] and fc2 [E, H, I] (out by in).
+    E, H, I = 4, 8, 16
+    def moe(name, x, attrs, inner=I, biases=True):
+        rows = int(np.prod(x.shape[:-1]))
+        ins = [('input', x), ('router_probs', f(rows, E)), ('fc1', f(E, inner, H) * 0.5),
+               ('fc1_bias', f(E, inner) if biases else None), ('fc2', f(E, H, I) * 0.5),
+               ('fc2_bias', f(E, H) if biases else None)]
+        while ins[-1][1] is None:
+            ins.pop()
+        write_case(root, name, 'MoE', [(n, a if a is None else a.astype(np.float32)) for n, a in ins], attrs, 1)
+    moe('moe_relu_top2', f(5, H), {'k': 2, 'activation_type': 'relu'})
+    moe('moe_gelu_3d', f(2, 3, H), {'k': 2, 'activation_type': 'gelu'})
+    moe('moe_silu_normalized', f(6, H), {'k': 3, 'activation_type': 'silu', 'normalize_routing_weights': 1})
+    moe('moe_identity_top1_no_bias', f(4, H), {'activation_type': 'identity'}, biases=False)
+    moe('moe_swiglu_limit', f(1, 4, H), {'k': 2, 'activation_type': 'swiglu', 'swiglu_fusion': 1,
+                                         'swiglu_limit': 0.7, 'activation_alpha': 1.702, 'activation_beta': 1.0},
+        inner=2 * I)
+    moe('moe_swiglu_defaults', f(3, H), {'k': 2, 'activation_type': 'swiglu', 'swiglu_fusion': 1}, inner=2 * I)
 
 
 if __name__ == '__main__':

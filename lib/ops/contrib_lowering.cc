@@ -34,6 +34,7 @@ constexpr std::string_view kMicrosoftOps[] = {
     "MatMulIntegerToFloat",
     "MatMulNBits",
     "GatherBlockQuantized",
+    "MoE",
     "EmbedLayerNormalization",
     "QGemm",
     "QLinearSoftmax",
@@ -318,6 +319,7 @@ class Lowerer {
     if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
     if (op == "MatMulNBits") return MatMulNBits(outs);
     if (op == "GatherBlockQuantized") return GatherBlockQuantized(outs);
+    if (op == "MoE") return MoE(outs);
     if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
@@ -483,21 +485,140 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Sigmoid", {ax}));
       ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Mul", {x, s}));
     } else {
-      // FastGelu: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Scalar(0.044715, *elem));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, Scalar(0.7978845608028654, *elem));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Scalar(1.0, *elem));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, Scalar(0.5, *elem));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x2, Emit("Mul", {x, x}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x3, Emit("Mul", {x2, x}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cx3, Emit("Mul", {x3, c}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * in, Emit("Add", {x, cx3}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kin, Emit("Mul", {in, k}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, Emit("Tanh", {kin}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Add", {t, one}));
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Mul", {x, s}));
-      ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Mul", {m, half}));
+      ONNXKIT_ASSIGN_OR_RETURN(outs[0], TanhGelu(x, *elem));
     }
+    return std::string();
+  }
+
+  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+  absl::StatusOr<ir::Value*> TanhGelu(ir::Value* x, int32_t elem) {
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * c, Scalar(0.044715, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * k, Scalar(0.7978845608028654, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * one, Scalar(1.0, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * half, Scalar(0.5, elem));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x2, Emit("Mul", {x, x}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x3, Emit("Mul", {x2, x}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * cx3, Emit("Mul", {x3, c}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * in, Emit("Add", {x, cx3}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kin, Emit("Mul", {in, k}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * t, Emit("Tanh", {kin}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * s, Emit("Add", {t, one}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * m, Emit("Mul", {x, s}));
+    return Emit("Mul", {m, half});
+  }
+
+  // MoE: each row of input ([rows, H] or [B, S, H]) goes to the k experts
+  // of highest softmax(router_probs) (weights renormalized to sum 1 with
+  // normalize_routing_weights), expert e computing
+  // fc2[e] act(fc1[e] x + b1[e]) + b2[e] (fc1 [E, F, H], fc2 [E, H, I]: out
+  // by in); the row's result is their weighted sum. Written densely: every
+  // expert runs on every row and the weights of the experts not chosen are
+  // 0, E / k times the work of running only the chosen ones.
+  absl::StatusOr<std::string> MoE(std::vector<ir::Value*>& outs) {
+    if (In(0) == nullptr || In(1) == nullptr || In(2) == nullptr || In(4) == nullptr) {
+      return std::string("input, router_probs, fc1_experts_weights or fc2_experts_weights is missing");
+    }
+    if (In(6) != nullptr || In(7) != nullptr) {
+      return std::string("fc3_experts_weights (a separate gate projection) is not supported");
+    }
+    if (IntAttr("use_sparse_mixer", 0) != 0) return std::string("use_sparse_mixer is not supported");
+    if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
+    std::optional<int32_t> elem = Elem(In(0));
+    if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
+    for (int i : {1, 2, 3, 4, 5}) {
+      if (In(i) != nullptr && Elem(In(i)) != elem) return std::string("the inputs' element types differ");
+    }
+    const std::optional<int64_t> rank = Rank(In(0));
+    if (!rank || (*rank != 2 && *rank != 3))
+      return std::string("input is not [rows, hidden] or [B, S, hidden]");
+    if (Rank(In(1)) != 2 || Rank(In(2)) != 3 || Rank(In(4)) != 3 || (In(3) != nullptr && Rank(In(3)) != 2) ||
+        (In(5) != nullptr && Rank(In(5)) != 2)) {
+      return std::string(
+          "router_probs, the expert weights or their biases are not of the ranks the op takes");
+    }
+    const int64_t k = IntAttr("k", 1), experts = DimOf(In(1), 1);
+    if (k < 1 || (experts > 0 && k > experts)) return std::string("k is not between 1 and the expert count");
+    const std::string act = node_->GetString("activation_type").value_or("relu");
+    const bool swiglu = act == "swiglu";
+    if (swiglu && IntAttr("swiglu_fusion", 0) != 1) {
+      return std::string("swiglu is supported with swiglu_fusion 1 (gate and linear values interleaved)");
+    }
+    if (!swiglu && act != "relu" && act != "gelu" && act != "silu" && act != "identity") {
+      return absl::StrCat("activation_type '", act, "' is not supported");
+    }
+    const int32_t e = *elem;
+    // Rows [R, H]; routing weights [R, E], zero but for each row's top k.
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * x, Emit("Flatten", {In(0)}, {ir::IntAttr("axis", *rank - 1)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * probs, Emit("Softmax", {In(1)}, {ir::IntAttr("axis", 1)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * kk, Int64s({k}));
+    std::vector<ir::Value*> top;
+    ONNXKIT_RETURN_IF_ERROR(Emit("TopK", {probs, kk}, {ir::IntAttr("axis", 1)}, 2, &top).status());
+    ir::Value* chosen = top[0];
+    if (IntAttr("normalize_routing_weights", 0) != 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis1, Int64s({1}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sum,
+                               Emit("ReduceSum", {chosen, axis1}, {ir::IntAttr("keepdims", 1)}));
+      ONNXKIT_ASSIGN_OR_RETURN(chosen, Emit("Div", {chosen, sum}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * shape, Emit("Shape", {probs}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zeros, Emit("ConstantOfShape", {shape}));
+    if (e != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(zeros, Emit("Cast", {zeros}, {ir::IntAttr("to", e)}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * gates,
+                             Emit("ScatterElements", {zeros, top[1], chosen}, {ir::IntAttr("axis", 1)}));
+    // Every expert on every row: [1, R, H] x [E, H, F] -> [E, R, F].
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, Unsqueezed(x, {0}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w1, Emit("Transpose", {In(2)}, {ir::IntsAttr("perm", {0, 2, 1})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * h, Emit("MatMul", {rows, w1}));
+    if (In(3) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b1, Unsqueezed(In(3), {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Add", {h, b1}));
+    }
+    if (act == "relu") {
+      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Relu", {h}));
+    } else if (act == "gelu") {
+      ONNXKIT_ASSIGN_OR_RETURN(h, TanhGelu(h, e));
+    } else if (act == "silu") {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sig, Emit("Sigmoid", {h}));
+      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Mul", {h, sig}));
+    } else if (swiglu) {
+      // Gate and linear values interleaved along F: gate min(g, limit),
+      // linear clipped to +-limit, g sigmoid(alpha g) (linear + beta).
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * pairs, Reshaped(h, {0, 0, -1, 2}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * i0, Int64Scalar(0));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * i1, Int64Scalar(1));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * gate, Emit("Gather", {pairs, i0}, {ir::IntAttr("axis", 3)}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * linear, Emit("Gather", {pairs, i1}, {ir::IntAttr("axis", 3)}));
+      if (std::optional<float> limit = node_->GetFloat("swiglu_limit"); limit && std::isfinite(*limit)) {
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * hi, Scalar(*limit, e));
+        ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lo, Scalar(-*limit, e));
+        ONNXKIT_ASSIGN_OR_RETURN(gate, Emit("Min", {gate, hi}));
+        ONNXKIT_ASSIGN_OR_RETURN(linear, Emit("Min", {linear, hi}));
+        ONNXKIT_ASSIGN_OR_RETURN(linear, Emit("Max", {linear, lo}));
+      }
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * alpha, Scalar(FloatAttr("activation_alpha", 1.0f), e));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * beta, Scalar(FloatAttr("activation_beta", 0.0f), e));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * ag, Emit("Mul", {gate, alpha}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sig, Emit("Sigmoid", {ag}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * glu, Emit("Mul", {gate, sig}));
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lb, Emit("Add", {linear, beta}));
+      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Mul", {glu, lb}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w2, Emit("Transpose", {In(4)}, {ir::IntsAttr("perm", {0, 2, 1})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {h, w2}));  // [E, R, H]
+    if (In(5) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b2, Unsqueezed(In(5), {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, b2}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * per_expert,
+                             Emit("Transpose", {gates}, {ir::IntsAttr("perm", {1, 0})}));
+    ONNXKIT_ASSIGN_OR_RETURN(per_expert, Unsqueezed(per_expert, {2}));  // [E, R, 1]
+    ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Mul", {y, per_expert}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis0, Int64s({0}));
+    ONNXKIT_ASSIGN_OR_RETURN(y, Emit("ReduceSum", {y, axis0}, {ir::IntAttr("keepdims", 0)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * out_shape, Emit("Shape", {In(0)}));
+    ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Reshape", {y, out_shape}));
     return std::string();
   }
 

@@ -35,6 +35,9 @@
 //                                concatenated, GroupQueryAttention's present
 //                                cache gathered into ONNX Runtime's layout
 //   com.microsoft::RotaryEmbedding   Gathers of the caches, Slices, Muls
+//   com.microsoft::MoE           Softmax, TopK and ScatterElements for the
+//                                routing weights; every expert's two
+//                                MatMuls on every row, weighted and summed
 //   com.microsoft::EmbedLayerNormalization   Gathers, Adds, normalization,
 //                                the mask count
 //

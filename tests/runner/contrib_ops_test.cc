@@ -644,7 +644,7 @@ TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
     folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
-  ASSERT_GE(folders.size(), 43u);
+  ASSERT_GE(folders.size(), 49u);
   for (const std::filesystem::path& folder : folders) {
     const ConformanceCase c{
         folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
@@ -733,6 +733,26 @@ TEST(ContribOpsTest, AttentionFormsThatAreNotWrittenSaySo) {
        {AttrInt("num_heads", 2)},
        "cache_indirection"},
       {"MultiHeadAttention", {q, kv}, {AttrInt("num_heads", 2)}, "none of the forms it takes"},
+      {"MoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomFloats({2, 6, 4}, 60), runner::Tensor(),
+        RandomFloats({2, 4, 6}, 61), runner::Tensor(), RandomFloats({2, 6, 4}, 62)},
+       {AttrInt("k", 1)},
+       "fc3_experts_weights"},
+      {"MoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomFloats({2, 12, 4}, 60), runner::Tensor(),
+        RandomFloats({2, 4, 6}, 61)},
+       {AttrString("activation_type", "swiglu"), AttrInt("swiglu_fusion", 2)},
+       "swiglu_fusion 1"},
+      {"MoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomFloats({2, 6, 4}, 60), runner::Tensor(),
+        RandomFloats({2, 4, 6}, 61)},
+       {AttrString("activation_type", "softplus")},
+       "activation_type 'softplus' is not supported"},
+      {"MoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomFloats({2, 6, 4}, 60), runner::Tensor(),
+        RandomFloats({2, 4, 6}, 61)},
+       {AttrInt("k", 3)},
+       "k is not between 1 and the expert count"},
       {"RotaryEmbedding",
        {RandomFloats({1, 1, 2, 4}, 53), Int64s({1}, {0}), RandomFloats({4, 2}, 54), RandomFloats({4, 2}, 55)},
        {AttrInt("is_packed_batching", 1)},
