@@ -4,7 +4,7 @@ seeded inputs, and ONNX Runtime's outputs for them, as test cases
 MultiHeadAttention, Attention (past state, attention bias, masks),
 RotaryEmbedding, GroupQueryAttention (prompt, decoding, ragged batches,
 rotary, local window, packed QKV, attention bias, softcap, sink logits,
-position_ids) and MoE (activations, top-k routing, SwiGLU).
+position_ids), MoE (activations, top-k routing, SwiGLU) and QMoE.
 
 testdata/models/attention_ort/ was made with it (ONNX Runtime 1.30, CPU):
   ORT_NODE=<onnxruntime-node 1.30> /usr/bin/python3 bench/make_attention_cases.py testdata/models/attention_ort
@@ -20,8 +20,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64}
-JS = {np.float32: 'float32', np.int32: 'int32', np.int64: 'int64'}
+ELEM = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.uint8: TensorProto.UINT8}
+JS = {np.float32: 'float32', np.int32: 'int32', np.int64: 'int64', np.uint8: 'uint8'}
 
 
 def write_case(root, name, op, inputs, attrs, n_out=1, constants=(), symbolic=()):
@@ -199,6 +199,28 @@ def main(root):
                                          'swiglu_limit': 0.7, 'activation_alpha': 1.702, 'activation_beta': 1.0},
         inner=2 * I)
     moe('moe_swiglu_defaults', f(3, H), {'k': 2, 'activation_type': 'swiglu', 'swiglu_fusion': 1}, inner=2 * I)
+
+    # QMoE: fc1 and fc2 as uint8 codes along the input axis (4 bits two a
+    # byte, low first; or 8), (code - 2^(bits-1)) * scale per output row or
+    # per block; ONNX Runtime renormalizes the top k weights whatever
+    # normalize_routing_weights says.
+    H, I = 32, 32
+    def qmoe(name, rows, bits, block, attrs, inner=I, biases=False):
+        per = 8 // bits
+        scales = lambda o, n: rng.uniform(0.01, 0.05, (E, o, n // block) if block else (E, o)).astype(np.float32)
+        ins = [('input', f(rows, H)), ('router_probs', f(rows, E)),
+               ('fc1', rng.integers(0, 256, (E, inner, H // per)).astype(np.uint8)), ('fc1_scales', scales(inner, H)),
+               ('fc1_bias', f(E, inner) if biases else None),
+               ('fc2', rng.integers(0, 256, (E, H, I // per)).astype(np.uint8)), ('fc2_scales', scales(H, I)),
+               ('fc2_bias', f(E, H) if biases else None)]
+        while ins[-1][1] is None:
+            ins.pop()
+        write_case(root, name, 'QMoE', ins, dict({'expert_weight_bits': bits}, **attrs), 1)
+    qmoe('qmoe_4bit_per_row', 3, 4, 0, {'k': 2, 'activation_type': 'relu'})
+    qmoe('qmoe_8bit_blocks', 3, 8, 16, {'k': 2, 'activation_type': 'silu', 'block_size': 16})
+    qmoe('qmoe_4bit_swiglu', 4, 4, 16, {'k': 2, 'activation_type': 'swiglu', 'swiglu_fusion': 1, 'swiglu_limit': 0.3,
+                                        'activation_alpha': 1.702, 'activation_beta': 1.0, 'block_size': 16,
+                                        'normalize_routing_weights': 1}, inner=2 * I, biases=True)
 
 
 if __name__ == '__main__':

@@ -35,6 +35,7 @@ constexpr std::string_view kMicrosoftOps[] = {
     "MatMulNBits",
     "GatherBlockQuantized",
     "MoE",
+    "QMoE",
     "EmbedLayerNormalization",
     "QGemm",
     "QLinearSoftmax",
@@ -319,7 +320,7 @@ class Lowerer {
     if (op == "MatMulIntegerToFloat") return IntegerMatMul(outs, false);
     if (op == "MatMulNBits") return MatMulNBits(outs);
     if (op == "GatherBlockQuantized") return GatherBlockQuantized(outs);
-    if (op == "MoE") return MoE(outs);
+    if (op == "MoE" || op == "QMoE") return MoE(outs);
     if (op == "QLinearSoftmax") return QLinearSoftmax(outs);
     if (op == "EmbedLayerNormalization") return EmbedLayerNorm(outs);
     return QLinear(outs);
@@ -514,27 +515,57 @@ class Lowerer {
   // by in); the row's result is their weighted sum. Written densely: every
   // expert runs on every row and the weights of the experts not chosen are
   // 0, E / k times the work of running only the chosen ones.
+  //
+  // QMoE: the same with fc1 and fc2 as uint8 codes (expert_weight_bits 4:
+  // two a byte, low nibble first; or 8) along the input axis, each
+  // (code - 2^(bits-1)) * scale, scales [E, out] or per block_size codes
+  // [E, out, in / block_size]; its routing weights are always renormalized
+  // to sum 1 over the k chosen (as ONNX Runtime computes it on cpu,
+  // whatever normalize_routing_weights says).
   absl::StatusOr<std::string> MoE(std::vector<ir::Value*>& outs) {
-    if (In(0) == nullptr || In(1) == nullptr || In(2) == nullptr || In(4) == nullptr) {
-      return std::string("input, router_probs, fc1_experts_weights or fc2_experts_weights is missing");
+    const bool quantized = node_->op_type() == "QMoE";
+    const int fc1 = 2, b1 = quantized ? 4 : 3, fc2 = quantized ? 5 : 4, b2 = quantized ? 7 : 5;
+    if (In(0) == nullptr || In(1) == nullptr || In(fc1) == nullptr || In(fc2) == nullptr ||
+        (quantized && (In(3) == nullptr || In(6) == nullptr))) {
+      return std::string("input, router_probs, fc1 or fc2's weights (or their scales) are missing");
     }
-    if (In(6) != nullptr || In(7) != nullptr) {
-      return std::string("fc3_experts_weights (a separate gate projection) is not supported");
+    for (int i = quantized ? 8 : 6; i < node_->num_inputs(); ++i) {
+      if (In(i) != nullptr) {
+        return std::string(
+            "fc3_experts_weights (a separate gate projection) and zero points are not supported");
+      }
     }
     if (IntAttr("use_sparse_mixer", 0) != 0) return std::string("use_sparse_mixer is not supported");
     if (opset_ < 13) return std::string("it needs ai.onnx opset 13");
     std::optional<int32_t> elem = Elem(In(0));
     if (!elem || !IsFloat(*elem)) return std::string("the element type is unknown or not a float type");
-    for (int i : {1, 2, 3, 4, 5}) {
+    for (int i : {1, b1, b2}) {
       if (In(i) != nullptr && Elem(In(i)) != elem) return std::string("the inputs' element types differ");
     }
     const std::optional<int64_t> rank = Rank(In(0));
     if (!rank || (*rank != 2 && *rank != 3))
       return std::string("input is not [rows, hidden] or [B, S, hidden]");
-    if (Rank(In(1)) != 2 || Rank(In(2)) != 3 || Rank(In(4)) != 3 || (In(3) != nullptr && Rank(In(3)) != 2) ||
-        (In(5) != nullptr && Rank(In(5)) != 2)) {
+    if (Rank(In(1)) != 2 || Rank(In(fc1)) != 3 || Rank(In(fc2)) != 3 ||
+        (In(b1) != nullptr && Rank(In(b1)) != 2) || (In(b2) != nullptr && Rank(In(b2)) != 2)) {
       return std::string(
           "router_probs, the expert weights or their biases are not of the ranks the op takes");
+    }
+    const int64_t bits = IntAttr("expert_weight_bits", 4), block = IntAttr("block_size", 0);
+    if (quantized) {
+      if (bits != 4 && bits != 8) return std::string("expert_weight_bits is neither 4 nor 8");
+      if (block < 0 || block > (int64_t{1} << 20))
+        return std::string("block_size is not 0 or a positive length");
+      for (int i : {fc1, fc2}) {
+        if (Elem(In(i)) != pb::kUint8) return std::string("the quantized expert weights are not uint8");
+        if (Elem(In(i + 1)) != elem || Rank(In(i + 1)) != (block > 0 ? 3 : 2)) {
+          return std::string(
+              "the scales are not [E, out] (or [E, out, blocks] with block_size) of input's type");
+        }
+      }
+    } else {
+      for (int i : {fc1, fc2}) {
+        if (Elem(In(i)) != elem) return std::string("the inputs' element types differ");
+      }
     }
     const int64_t k = IntAttr("k", 1), experts = DimOf(In(1), 1);
     if (k < 1 || (experts > 0 && k > experts)) return std::string("k is not between 1 and the expert count");
@@ -554,7 +585,7 @@ class Lowerer {
     std::vector<ir::Value*> top;
     ONNXKIT_RETURN_IF_ERROR(Emit("TopK", {probs, kk}, {ir::IntAttr("axis", 1)}, 2, &top).status());
     ir::Value* chosen = top[0];
-    if (IntAttr("normalize_routing_weights", 0) != 0) {
+    if (quantized || IntAttr("normalize_routing_weights", 0) != 0) {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * axis1, Int64s({1}));
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * sum,
                                Emit("ReduceSum", {chosen, axis1}, {ir::IntAttr("keepdims", 1)}));
@@ -568,12 +599,19 @@ class Lowerer {
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * gates,
                              Emit("ScatterElements", {zeros, top[1], chosen}, {ir::IntAttr("axis", 1)}));
     // Every expert on every row: [1, R, H] x [E, H, F] -> [E, R, F].
+    ir::Value* weights1 = In(fc1);
+    ir::Value* weights2 = In(fc2);
+    if (quantized) {
+      ONNXKIT_ASSIGN_OR_RETURN(weights1, ExpertWeights(In(fc1), In(fc1 + 1), bits, block, e));
+      ONNXKIT_ASSIGN_OR_RETURN(weights2, ExpertWeights(In(fc2), In(fc2 + 1), bits, block, e));
+    }
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * rows, Unsqueezed(x, {0}));
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w1, Emit("Transpose", {In(2)}, {ir::IntsAttr("perm", {0, 2, 1})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w1,
+                             Emit("Transpose", {weights1}, {ir::IntsAttr("perm", {0, 2, 1})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * h, Emit("MatMul", {rows, w1}));
-    if (In(3) != nullptr) {
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b1, Unsqueezed(In(3), {1}));
-      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Add", {h, b1}));
+    if (In(b1) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * bias1, Unsqueezed(In(b1), {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Add", {h, bias1}));
     }
     if (act == "relu") {
       ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Relu", {h}));
@@ -605,11 +643,12 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(ir::Value * lb, Emit("Add", {linear, beta}));
       ONNXKIT_ASSIGN_OR_RETURN(h, Emit("Mul", {glu, lb}));
     }
-    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w2, Emit("Transpose", {In(4)}, {ir::IntsAttr("perm", {0, 2, 1})}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * w2,
+                             Emit("Transpose", {weights2}, {ir::IntsAttr("perm", {0, 2, 1})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {h, w2}));  // [E, R, H]
-    if (In(5) != nullptr) {
-      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * b2, Unsqueezed(In(5), {1}));
-      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, b2}));
+    if (In(b2) != nullptr) {
+      ONNXKIT_ASSIGN_OR_RETURN(ir::Value * bias2, Unsqueezed(In(b2), {1}));
+      ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, bias2}));
     }
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * per_expert,
                              Emit("Transpose", {gates}, {ir::IntsAttr("perm", {1, 0})}));
@@ -1575,6 +1614,37 @@ class Lowerer {
     }
     outs[0] = y;
     return std::string();
+  }
+
+  // QMoE's expert weights: uint8 codes [E, out, in * bits / 8] as
+  // (code - 2^(bits-1)) * scale of type `elem`, scales [E, out] or
+  // [E, out, in / block].
+  absl::StatusOr<ir::Value*> ExpertWeights(ir::Value* codes, ir::Value* scales, int64_t bits, int64_t block,
+                                           int32_t elem) {
+    ir::Value* q = codes;
+    if (bits == 4) {
+      ONNXKIT_ASSIGN_OR_RETURN(q, Nibbles(codes, {0, 0, -1}));
+    }
+    ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Cast", {q}, {ir::IntAttr("to", pb::kFloat)}));
+    ONNXKIT_ASSIGN_OR_RETURN(ir::Value * zero, Scalar(bits == 4 ? 8.0 : 128.0, pb::kFloat));
+    ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Sub", {q, zero}));
+    ir::Value* s = scales;
+    if (elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(s, Emit("Cast", {s}, {ir::IntAttr("to", pb::kFloat)}));
+    }
+    if (block > 0) {
+      ONNXKIT_ASSIGN_OR_RETURN(q, Reshaped(q, {0, 0, -1, block}));
+      ONNXKIT_ASSIGN_OR_RETURN(s, Unsqueezed(s, {3}));
+      ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Mul", {q, s}));
+      ONNXKIT_ASSIGN_OR_RETURN(q, Reshaped(q, {0, 0, -1}));
+    } else {
+      ONNXKIT_ASSIGN_OR_RETURN(s, Unsqueezed(s, {2}));
+      ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Mul", {q, s}));
+    }
+    if (elem != pb::kFloat) {
+      ONNXKIT_ASSIGN_OR_RETURN(q, Emit("Cast", {q}, {ir::IntAttr("to", elem)}));
+    }
+    return q;
   }
 
   // The 4-bit codes of uint8 `bytes` [..., n] as [..., 2n] (low nibble first).

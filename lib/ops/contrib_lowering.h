@@ -35,9 +35,10 @@
 //                                concatenated, GroupQueryAttention's present
 //                                cache gathered into ONNX Runtime's layout
 //   com.microsoft::RotaryEmbedding   Gathers of the caches, Slices, Muls
-//   com.microsoft::MoE           Softmax, TopK and ScatterElements for the
+//   com.microsoft::MoE, QMoE     Softmax, TopK and ScatterElements for the
 //                                routing weights; every expert's two
 //                                MatMuls on every row, weighted and summed
+//                                (QMoE: the codes dequantized first)
 //   com.microsoft::EmbedLayerNormalization   Gathers, Adds, normalization,
 //                                the mask count
 //

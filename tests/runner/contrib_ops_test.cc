@@ -644,7 +644,7 @@ TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
     folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
-  ASSERT_GE(folders.size(), 49u);
+  ASSERT_GE(folders.size(), 52u);
   for (const std::filesystem::path& folder : folders) {
     const ConformanceCase c{
         folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
@@ -753,6 +753,19 @@ TEST(ContribOpsTest, AttentionFormsThatAreNotWrittenSaySo) {
         RandomFloats({2, 4, 6}, 61)},
        {AttrInt("k", 3)},
        "k is not between 1 and the expert count"},
+      {"QMoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomInts(pb::kUint8, {2, 6, 2}, 63, 0, 255),
+        RandomFloats({2, 6}, 64), runner::Tensor(), RandomInts(pb::kUint8, {2, 4, 3}, 65, 0, 255),
+        RandomFloats({2, 4}, 66), runner::Tensor(), runner::Tensor(), runner::Tensor(), runner::Tensor(),
+        RandomInts(pb::kUint8, {2, 6, 1}, 67, 0, 255)},
+       {},
+       "zero points are not supported"},
+      {"QMoE",
+       {RandomFloats({3, 4}, 58), RandomFloats({3, 2}, 59), RandomInts(pb::kUint8, {2, 6, 1}, 63, 0, 255),
+        RandomFloats({2, 6}, 64), runner::Tensor(), RandomInts(pb::kUint8, {2, 4, 2}, 65, 0, 255),
+        RandomFloats({2, 4}, 66)},
+       {AttrInt("expert_weight_bits", 2)},
+       "expert_weight_bits is neither 4 nor 8"},
       {"RotaryEmbedding",
        {RandomFloats({1, 1, 2, 4}, 53), Int64s({1}, {0}), RandomFloats({4, 2}, 54), RandomFloats({4, 2}, 55)},
        {AttrInt("is_packed_batching", 1)},
