@@ -5,11 +5,12 @@ packed QKV, output, gate, up and down projections, GroupQueryAttention with
 rotary embedding (4096 positions; 256 in the test cases) and a past
 key/value cache, SiLU gating, and an lm_head;
 seqlens_k and total_sequence_length from attention_mask. Seeded random
-weights.
+weights. The moe cases take gpt-oss's form: sink logits, a local window
+on every other layer, and QMoE SwiGLU experts.
 
   /usr/bin/python3 bench/make_genai_model.py OUT.onnx [layers [hidden [vocab [bits]]]]
   /usr/bin/python3 bench/make_genai_model.py --cases FOLDER
-      writes FOLDER/genai_{prompt,decode,decode_8bit}/ (a 2-layer, width-64 model with
+      writes FOLDER/genai_{prompt,decode,decode_8bit,moe_prompt,moe_decode}/ (2-layer, width-64 models with
       seeded inputs and ONNX Runtime's outputs; ORT_NODE=<onnxruntime-node
       1.30>): testdata/models/attention_ort was made with it.
 """
@@ -27,7 +28,10 @@ from make_attention_cases import save_data_set
 BLOCK = 32
 
 
-def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0, bits=4):
+def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0, bits=4, experts=0):
+    """experts > 0: gpt-oss's form: attention with per-head sink logits, a
+    local window of 4 on even layers, and a mixture of `experts` SwiGLU
+    experts (QMoE, 4-bit blocks of 32, top 2) instead of the gated MLP."""
     rng = np.random.default_rng(seed)
     h = dm // heads
     nodes, inits = [], []
@@ -80,22 +84,45 @@ def build(layers, dm, vocab, heads, kv_heads, ffn, positions=256, seed=0, bits=4
                                                         ['batch', kv_heads, 'past', h]))
             outputs.append(helper.make_tensor_value_info(f'present.{l}.{kind}', T.FLOAT,
                                                          ['batch', kv_heads, 'total', h]))
+        gqa_inputs = [qkv, '', '', f'past_key_values.{l}.key', f'past_key_values.{l}.value', 'seqlens_k',
+                      'total_sequence_length', cos, sin]
+        gqa_attrs = {}
+        if experts:
+            gqa_inputs += ['', '', init(f'layers.{l}.sinks', rng.standard_normal(heads).astype(np.float32))]
+            if l % 2 == 0:
+                gqa_attrs['local_window_size'] = 4
         nodes.append(helper.make_node(
-            'GroupQueryAttention', [qkv, '', '', f'past_key_values.{l}.key', f'past_key_values.{l}.value',
-                                    'seqlens_k', 'total_sequence_length', cos, sin],
-            [f'layers.{l}.attention', f'present.{l}.key', f'present.{l}.value'], domain='com.microsoft',
-            num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, name=f'layers.{l}.gqa'))
+            'GroupQueryAttention', gqa_inputs, [f'layers.{l}.attention', f'present.{l}.key', f'present.{l}.value'],
+            domain='com.microsoft', num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, name=f'layers.{l}.gqa',
+            **gqa_attrs))
         out = nbits(f'layers.{l}.o_proj', f'layers.{l}.attention', heads * h, dm)
         gamma2 = init(f'layers.{l}.post_norm', rng.uniform(0.8, 1.2, dm).astype(np.float32))
         nodes.append(helper.make_node('SkipSimplifiedLayerNormalization', [out, residual, gamma2],
                                       [f'layers.{l}.mlp_in', '', '', f'layers.{l}.mlp_residual'],
                                       domain='com.microsoft', epsilon=1e-5))
-        gate = nbits(f'layers.{l}.gate', f'layers.{l}.mlp_in', dm, ffn)
-        up = nbits(f'layers.{l}.up', f'layers.{l}.mlp_in', dm, ffn)
-        nodes.append(helper.make_node('Sigmoid', [gate], [f'layers.{l}.gate_sigmoid']))
-        nodes.append(helper.make_node('Mul', [gate, f'layers.{l}.gate_sigmoid'], [f'layers.{l}.silu']))
-        nodes.append(helper.make_node('Mul', [f'layers.{l}.silu', up], [f'layers.{l}.act']))
-        x = nbits(f'layers.{l}.down', f'layers.{l}.act', ffn, dm)
+        if experts:
+            router = init(f'layers.{l}.router', (rng.standard_normal((dm, experts)) / np.sqrt(dm)).astype(np.float32))
+            nodes.append(helper.make_node('MatMul', [f'layers.{l}.mlp_in', router], [f'layers.{l}.logits']))
+            nodes.append(helper.make_node('Reshape', [f'layers.{l}.logits', init(f'layers.{l}.rows', np.array(
+                [-1, experts], np.int64))], [f'layers.{l}.router_probs']))
+            def codes(name, out, k):
+                return [init(name, rng.integers(0, 256, (experts, out, k // 2)).astype(np.uint8)),
+                        init(name + '.scales', (rng.uniform(0.5, 1.5, (experts, out, k // BLOCK)) / np.sqrt(k) / 4)
+                             .astype(np.float32)),
+                        init(name + '.bias', (rng.standard_normal((experts, out)) * 0.1).astype(np.float32))]
+            nodes.append(helper.make_node(
+                'QMoE', [f'layers.{l}.mlp_in', f'layers.{l}.router_probs'] + codes(f'layers.{l}.fc1', 2 * ffn, dm) +
+                codes(f'layers.{l}.fc2', dm, ffn), [f'layers.{l}.moe'], domain='com.microsoft', k=2,
+                activation_type='swiglu', swiglu_fusion=1, swiglu_limit=7.0, activation_alpha=1.702,
+                activation_beta=1.0, expert_weight_bits=4, block_size=BLOCK, normalize_routing_weights=1))
+            x = f'layers.{l}.moe'
+        else:
+            gate = nbits(f'layers.{l}.gate', f'layers.{l}.mlp_in', dm, ffn)
+            up = nbits(f'layers.{l}.up', f'layers.{l}.mlp_in', dm, ffn)
+            nodes.append(helper.make_node('Sigmoid', [gate], [f'layers.{l}.gate_sigmoid']))
+            nodes.append(helper.make_node('Mul', [gate, f'layers.{l}.gate_sigmoid'], [f'layers.{l}.silu']))
+            nodes.append(helper.make_node('Mul', [f'layers.{l}.silu', up], [f'layers.{l}.act']))
+            x = nbits(f'layers.{l}.down', f'layers.{l}.act', ffn, dm)
         skip = f'layers.{l}.mlp_residual'
     nodes.append(helper.make_node('SkipSimplifiedLayerNormalization',
                                   [x, skip, init('final_norm', rng.uniform(0.8, 1.2, dm).astype(np.float32))],
@@ -128,6 +155,9 @@ def main():
         write_case(os.path.join(sys.argv[2], 'genai_decode'), model, 2, 1, 5, 2, 2, 16, 100, 2)
         model = build(layers=2, dm=64, vocab=100, heads=4, kv_heads=2, ffn=128, bits=8)
         write_case(os.path.join(sys.argv[2], 'genai_decode_8bit'), model, 1, 1, 5, 2, 2, 16, 100, 3)
+        model = build(layers=2, dm=64, vocab=100, heads=4, kv_heads=2, ffn=64, experts=4)
+        write_case(os.path.join(sys.argv[2], 'genai_moe_prompt'), model, 1, 6, 0, 2, 2, 16, 100, 4)
+        write_case(os.path.join(sys.argv[2], 'genai_moe_decode'), model, 2, 1, 7, 2, 2, 16, 100, 5)
         return
     layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     dm = int(sys.argv[3]) if len(sys.argv) > 3 else 512

@@ -180,7 +180,7 @@ absl::Status RunConformanceCase(const ConformanceCase& c, runner::Backend backen
     fs::path file = c.data_set.empty() ? c.light_output : c.data_set / absl::StrCat("output_", i, ".pb");
     if (c.data_set.empty() && i > 0) break;
     ONNXKIT_ASSIGN_OR_RETURN(RtValue expected, ReadValue(file, declared[i]->type()));
-    ONNXKIT_RETURN_IF_ERROR_CTX(CompareValues(outputs[i], expected, 1e-3, 1e-7),
+    ONNXKIT_RETURN_IF_ERROR_CTX(CompareValues(outputs[i], expected, 1e-3, c.atol),
                                 absl::StrCat("output ", i, " ('", declared[i]->name(), "')"));
   }
   return absl::OkStatus();

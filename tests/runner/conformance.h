@@ -19,12 +19,13 @@ struct ConformanceCase {
   std::filesystem::path model;     // model.onnx
   std::filesystem::path data_set;  // test_data_set_0 (empty for light models)
   std::filesystem::path light_output;  // light models: expected output_0
+  double atol = 1e-7;                  // the absolute tolerance of the comparison
 };
 
 // Every case of the suites present on this machine, sorted by id.
 std::vector<ConformanceCase> CollectConformanceCases();
 
-// Runs a case; OK when every output matches within rtol 1e-3 / atol 1e-7
+// Runs a case; OK when every output matches within rtol 1e-3 / atol (1e-7 unless the case says)
 // (exact for integers, bools and strings; dtype and shape always exact).
 // `runs` > 1: the session runs the case that many times and the last run's
 // outputs are checked (on cuda, a replayed CUDA graph where the case allows

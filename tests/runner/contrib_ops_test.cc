@@ -644,10 +644,12 @@ TEST(ContribOpsTest, AttentionOpsComputeWhatOnnxRuntimeComputes) {
     folders.push_back(entry.path());
   }
   std::sort(folders.begin(), folders.end());
-  ASSERT_GE(folders.size(), 52u);
+  ASSERT_GE(folders.size(), 54u);
   for (const std::filesystem::path& folder : folders) {
-    const ConformanceCase c{
-        folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
+    ConformanceCase c{folder.filename().string(), folder / "model.onnx", folder / "test_data_set_0", {}};
+    // Whole decoders: logits of order 1 after a few layers of float32 sums,
+    // compared with an absolute tolerance of that order's rounding.
+    if (c.id.rfind("genai_", 0) == 0) c.atol = 1e-5;
     for (runner::Backend b : kBackends) {
       SCOPED_TRACE(c.id + " on " + std::string(runner::BackendName(b)));
       EXPECT_TRUE(RunConformanceCase(c, b).ok()) << RunConformanceCase(c, b);
