@@ -21,6 +21,23 @@ namespace {
 // Rows of A up to which the packed codes are read (above, the float weights).
 constexpr int64_t kMaxPackedRows = 4;
 
+// y[r * n] = the sum of row r of `sums` (rows of `width`), for each of `rows`.
+void StoreSums(const float* sums, int64_t rows, int64_t width, float* y, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float total = 0;
+    for (int64_t i = 0; i < width; ++i) total += sums[r * width + i];
+    y[r * n] = total;
+  }
+}
+
+// The sum of the 8 floats of `t`.
+__attribute__((target("avx2,fma"))) inline float HorizontalSum(__m256 t) {
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_add_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
 // Columns [begin, end) of y = A W for `rows` rows of A held as `even` and
 // `odd` elements (rows of `padded`), W's column c being blocks of codes
 // `half` bytes long (two codes a byte, the low nibble first), each
@@ -51,11 +68,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void PackedColumns(
         }
       }
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      float total = 0;
-      for (int64_t i = 0; i < half; ++i) total += sums[r * half + i];
-      y[r * n + col] = total;
-    }
+    StoreSums(sums, rows, half, y + col, n);
   }
 }
 
@@ -98,13 +111,7 @@ __attribute__((target("avx2,fma"))) void PackedColumnsAvx2(const uint8_t* codes,
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const __m256 t = _mm256_add_ps(acc_lo[r], acc_hi[r]);
-      __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-      q = _mm_add_ss(q, _mm_movehdup_ps(q));
-      y[r * n + col] = _mm_cvtss_f32(q);
-    }
+    for (int r = 0; r < R; ++r) y[r * n + col] = HorizontalSum(_mm256_add_ps(acc_lo[r], acc_hi[r]));
   }
 }
 
@@ -128,11 +135,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void Packed8Columns
         for (int64_t i = 0; i < block; ++i) acc[i] += x[i] * (static_cast<float>(bytes[i]) * s + c);
       }
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      float total = 0;
-      for (int64_t i = 0; i < block; ++i) total += sums[r * block + i];
-      y[r * n + col] = total;
-    }
+    StoreSums(sums, rows, block, y + col, n);
   }
 }
 
@@ -162,13 +165,7 @@ __attribute__((target("avx2,fma"))) void Packed8ColumnsAvx2(const uint8_t* codes
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const __m256 t = _mm256_add_ps(acc_lo[r], acc_hi[r]);
-      __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-      q = _mm_add_ss(q, _mm_movehdup_ps(q));
-      y[r * n + col] = _mm_cvtss_f32(q);
-    }
+    for (int r = 0; r < R; ++r) y[r * n + col] = HorizontalSum(_mm256_add_ps(acc_lo[r], acc_hi[r]));
   }
 }
 
