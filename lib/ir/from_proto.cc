@@ -107,6 +107,7 @@ absl::Status Importer::DefineNode(pb::NodeProto np, Graph* g, int index, const s
       auto sub = std::make_unique<Graph>();
       sub->parent_ = g;
       sub->owner_node_ = n;
+      g->Root()->has_subgraphs_ = true;
       p.subgraphs.push_back(PendingGraph{sub.get(), std::move(gp), ap.name});
       return sub;
     };

@@ -330,6 +330,9 @@ class Graph {
   pb::MessageBase extra_;
 
   Graph* parent_ = nullptr;
+  // Root only: whether a subgraph was ever attached to the tree (until
+  // then, a name is in use exactly when the root's index has it).
+  bool has_subgraphs_ = false;
   Node* owner_node_ = nullptr;
   Model* model_ = nullptr;
 

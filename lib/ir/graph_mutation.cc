@@ -399,7 +399,10 @@ absl::Status Graph::MoveNodeToSubgraph(Node* node, Graph* subgraph) {
   node_set_.erase(node);
   subgraph->node_set_.insert(node);
   node->graph_ = subgraph;
-  node->ForEachSubgraph([&](Graph* sub) { sub->parent_ = subgraph; });
+  node->ForEachSubgraph([&](Graph* sub) {
+    sub->parent_ = subgraph;
+    subgraph->Root()->has_subgraphs_ = true;
+  });
   for (Value* v : node->outputs()) {
     UnindexValue(v);
     subgraph->values_.splice(subgraph->values_.end(), values_, v->pos_);

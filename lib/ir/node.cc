@@ -98,6 +98,7 @@ Graph* Node::AddSubgraph(std::string attr_name) {
   a.g = std::make_unique<Graph>();
   a.g->parent_ = graph_;
   a.g->owner_node_ = this;
+  graph_->Root()->has_subgraphs_ = true;
   Graph* g = a.g.get();
   graph_->Touch();
   for (Attribute& old : attributes_) {
