@@ -28,10 +28,11 @@ namespace {
 class LowerContrib : public Pass {
  public:
   absl::StatusOr<bool> Run(ir::Graph& graph, PassContext& ctx) override {
-    ONNXKIT_ASSIGN_OR_RETURN(int lowered, ops::LowerContribNodesOnce(graph, [&](const ir::Node& node) {
-      return ctx.Allow(node, absl::StrCat(node.domain().empty() ? "ai.onnx" : node.domain(), "::", node.op_type(),
-                                          " as standard ops"));
-    }));
+    ONNXKIT_ASSIGN_OR_RETURN(int lowered, ops::LowerContribNodes(graph, [&](const ir::Node& node) {
+                               return ctx.Allow(
+                                   node, absl::StrCat(node.domain().empty() ? "ai.onnx" : node.domain(),
+                                                      "::", node.op_type(), " as standard ops"));
+                             }));
     return lowered > 0;
   }
 };

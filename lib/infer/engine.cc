@@ -380,16 +380,23 @@ void Engine::InferNode(const ir::Node& node) {
   inputs.reserve(node.inputs().size());
   for (const ir::Value* v : node.inputs()) inputs.push_back(v == nullptr ? nullptr : StateOf(v));
   std::optional<int64_t> opset = model_.OpsetVersion(node.domain());
+  std::vector<const ValueState*> opaque_inputs;
+  if (opaque_typer_) opaque_inputs = inputs;
   NodeContext ctx(node, opset.value_or(0), std::move(inputs), this);
   const bool function_call =
       !functions_.empty() &&
       functions_.count({std::string(ops::CanonicalDomain(node.domain())), node.op_type()}) > 0;
-  if (opset && !function_call) {
-    if (const ops::OpSchema* schema = ops::FindSchema(node.domain(), node.op_type(), *opset)) {
-      const bool reported = CheckInputConstraints(*schema, node, ctx);
-      InferSchemaTypes(*schema, ctx);
-      if (ShapeFn fn = FindShapeFn(node.domain(), node.op_type())) fn(ctx);
-      if (!reported) CheckOutputConstraints(*schema, node, ctx);
+  const ops::OpSchema* schema =
+      opset && !function_call ? ops::FindSchema(node.domain(), node.op_type(), *opset) : nullptr;
+  if (schema != nullptr) {
+    const bool reported = CheckInputConstraints(*schema, node, ctx);
+    InferSchemaTypes(*schema, ctx);
+    if (ShapeFn fn = FindShapeFn(node.domain(), node.op_type())) fn(ctx);
+    if (!reported) CheckOutputConstraints(*schema, node, ctx);
+  } else if (opaque_typer_ && !function_call) {
+    std::vector<std::optional<Type>> types = opaque_typer_(node, opaque_inputs);
+    for (size_t i = 0; i < types.size() && i < ctx.outputs().size(); ++i) {
+      if (types[i]) ctx.outputs()[i].type = *std::move(types[i]);
     }
   }
   std::string location;

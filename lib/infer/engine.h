@@ -6,6 +6,7 @@
 #ifndef ONNXKIT_LIB_INFER_ENGINE_H_
 #define ONNXKIT_LIB_INFER_ENGINE_H_
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -32,6 +33,13 @@ class Engine : public SubgraphInferrer {
 
   // Infers the main graph (and, through the nodes, every body).
   void Run();
+
+  // Types of the outputs of a node that has no schema (a custom domain's
+  // op), from its inputs' states: one entry per output, nullopt where
+  // unknown. Without one, such outputs stay unknown.
+  using OpaqueTyper = std::function<std::vector<std::optional<Type>>(
+      const ir::Node& node, const std::vector<const ValueState*>& inputs)>;
+  void set_opaque_typer(OpaqueTyper typer) { opaque_typer_ = std::move(typer); }
 
   const std::vector<InferenceIssue>& issues() const { return issues_; }
   // The state of every value inferred, by name (all graphs; names are
@@ -60,6 +68,7 @@ class Engine : public SubgraphInferrer {
   std::string NodeLocation(const ir::Node& node) const;
 
   const ir::Model& model_;
+  OpaqueTyper opaque_typer_;
   // (canonical domain, name) of the model-local functions: their calls are opaque.
   std::set<std::pair<std::string, std::string>> functions_;
   // Values are never removed, so pointers to states stay valid.

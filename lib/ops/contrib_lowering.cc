@@ -66,6 +66,61 @@ bool Known(std::string_view op) {
   return false;
 }
 
+// The output types of the contrib ops an LLM chains (inference has no
+// schema for them), so that one inference types a whole chain of them and
+// one round writes it out: output 0 as input 0 for the normalizations,
+// activations, RotaryEmbedding and the MoE ops; MatMulNBits' A with N last;
+// the attention ops' query with its output width where known.
+std::vector<std::optional<infer::Type>> ContribOutputTypes(const ir::Node& node,
+                                                           const std::vector<const infer::ValueState*>& in) {
+  std::vector<std::optional<infer::Type>> out(static_cast<size_t>(node.num_outputs()));
+  if (out.empty()) return out;
+  auto tensor = [&](size_t i) -> const infer::Type* {
+    if (i >= in.size() || in[i] == nullptr || !in[i]->type.is_tensor() || in[i]->type.elem_type == 0)
+      return nullptr;
+    return &in[i]->type;
+  };
+  const infer::Type* x = tensor(0);
+  if (x == nullptr) return out;
+  const std::string& op = node.op_type();
+  const bool microsoft = node.domain() == kMicrosoft;
+  if ((IsDefaultDomain(node.domain()) &&
+       (op == "SimplifiedLayerNormalization" || op == "LayerNormalization")) ||
+      (microsoft && (op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization" ||
+                     op == "Gelu" || op == "FastGelu" || op == "QuickGelu" || op == "BiasGelu" ||
+                     op == "RotaryEmbedding" || op == "MoE" || op == "QMoE"))) {
+    out[0] = *x;
+    // SkipLayerNormalization's input + skip (output 3) too.
+    if (microsoft && out.size() > 3 && op.rfind("Skip", 0) == 0) out[3] = *x;
+    return out;
+  }
+  if (!microsoft) return out;
+  if (op == "MatMulNBits") {
+    infer::Type y = *x;
+    const int64_t n = node.GetInt("N").value_or(0);
+    if (y.shape && !y.shape->empty()) y.shape->back() = n > 0 ? infer::Dim::Of(n) : infer::Dim::Unknown();
+    out[0] = std::move(y);
+    return out;
+  }
+  if (op == "GroupQueryAttention" || op == "MultiHeadAttention" || op == "Attention") {
+    if (!x->shape || x->shape->size() != 3) return out;
+    infer::Type y = *x;
+    infer::Dim& width = y.shape->back();
+    if (op == "GroupQueryAttention" && tensor(1) == nullptr && width.known()) {
+      // Packed QKV: the query's part.
+      const int64_t heads = node.GetInt("num_heads").value_or(0),
+                    kv = node.GetInt("kv_num_heads").value_or(0);
+      const int64_t parts = heads + 2 * kv;
+      width = heads > 0 && kv > 0 && *width.value % parts == 0 ? infer::Dim::Of(*width.value / parts * heads)
+                                                               : infer::Dim::Unknown();
+    } else if (op != "GroupQueryAttention") {
+      width = infer::Dim::Unknown();  // the value width may differ
+    }
+    out[0] = std::move(y);
+  }
+  return out;
+}
+
 // What LowerNode says of a rewrite the caller's `allow` refused.
 constexpr std::string_view kRefused = "refused";
 
@@ -112,6 +167,7 @@ class Lowerer {
   // Element types and ranks that inference finds for the model as it is now.
   void Seed() {
     infer::Engine engine(model_);
+    engine.set_opaque_typer(ContribOutputTypes);
     engine.Run();
     std::map<std::string, infer::ValueState> states = engine.States();
     elem_.clear();
@@ -1981,15 +2037,18 @@ bool HasContribNodes(const ir::Model& model) {
   return found;
 }
 
-absl::StatusOr<int> LowerContribNodesOnce(ir::Graph& graph,
-                                          const std::function<bool(const ir::Node&)>& allow) {
+absl::StatusOr<int> LowerContribNodes(ir::Graph& graph, const std::function<bool(const ir::Node&)>& allow) {
   ir::Model* model = graph.Root()->model();
   if (model == nullptr) return 0;
   std::optional<int64_t> opset = model->OpsetVersion("");
   if (!opset || *opset < 7) return 0;
   Lowerer lowerer(*model, *opset);
   std::map<std::string, std::pair<std::string, int>> left;
-  ONNXKIT_RETURN_IF_ERROR(lowerer.Round(&left, {&graph}, allow).status());
+  for (int round = 0; round < 1024; ++round) {
+    left.clear();
+    ONNXKIT_ASSIGN_OR_RETURN(bool progress, lowerer.Round(&left, {&graph}, allow));
+    if (!progress || left.empty()) break;
+  }
   return lowerer.lowered();
 }
 

@@ -95,12 +95,12 @@ bool HasContribNodes(const ir::Model& model);
 // which leaves the model partly rewritten.
 absl::StatusOr<ContribLowering> LowerContribOps(ir::Model& model);
 
-// One pass over the nodes of `graph` alone (a graph of a model; none for a
-// function body): each contrib node that can be rewritten is, when
-// `allow(node)` says so. Returns how many were. Types that a rewrite makes
-// known are used by the next call.
-absl::StatusOr<int> LowerContribNodesOnce(ir::Graph& graph,
-                                          const std::function<bool(const ir::Node&)>& allow);
+// The nodes of `graph` alone (a graph of a model; none for a function
+// body): each contrib node that can be rewritten is, when `allow(node)` says
+// so, in rounds while a round rewrites one (a rewrite can make the types
+// of the nodes after it known: a chain of contrib nodes, as an LLM's layers,
+// is written out in one call). Returns how many were.
+absl::StatusOr<int> LowerContribNodes(ir::Graph& graph, const std::function<bool(const ir::Node&)>& allow);
 
 }  // namespace onnxkit::ops
 

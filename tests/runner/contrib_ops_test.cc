@@ -610,6 +610,35 @@ TEST(ContribOpsTest, QLinearSoftmaxOverTheLastAxis) {
   }
 }
 
+// A chain of contrib ops longer than any round count (an LLM's layers):
+// inference types each one's output, so the whole chain is written out.
+TEST(ContribOpsTest, LongChainsOfContribOpsAreAllWrittenOut) {
+  constexpr int kLength = 150;
+  GraphBuilder g("chain");
+  g.Input("x", pb::kFloat, {{2, 3}});
+  std::string previous = "x";
+  for (int i = 0; i < kLength; ++i) {
+    const std::string out = absl::StrCat("g", i);
+    g.Node("Gelu", {previous}, {out}, {}, absl::StrCat("gelu", i));
+    g.graph().node.back().domain = "com.microsoft";
+    previous = out;
+  }
+  g.Output(previous);
+  const std::vector<float> x = {-2.f, -0.5f, 0.f, 0.3f, 1.f, 3.f};
+  std::vector<double> want;
+  for (float v : x) {
+    double y = v;
+    for (int i = 0; i < kLength; ++i) y = 0.5 * y * (1.0 + std::erf(y / std::sqrt(2.0)));
+    want.push_back(y);
+  }
+  for (runner::Backend be : kBackends) {
+    SCOPED_TRACE(runner::BackendName(be));
+    auto out = RunGraphOn(be, g.Build(), {{"x", Floats({2, 3}, x)}}, 17);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear(Values<float>((*out)[0].tensor()), want, 1e-5);
+  }
+}
+
 TEST(ContribOpsTest, OpsThatCannotRunSayWhich) {
   auto paged = RunNode(runner::Backend::kReference, "PagedAttention", {RandomFloats({1, 2, 4}, 1)}, {}, 14, 1,
                        "com.microsoft");
