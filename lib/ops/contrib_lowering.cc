@@ -110,9 +110,10 @@ std::vector<std::optional<infer::Type>> ContribOutputTypes(const ir::Node& node,
       // Packed QKV: the query's part.
       const int64_t heads = node.GetInt("num_heads").value_or(0),
                     kv = node.GetInt("kv_num_heads").value_or(0);
-      const int64_t parts = heads + 2 * kv;
-      width = heads > 0 && kv > 0 && *width.value % parts == 0 ? infer::Dim::Of(*width.value / parts * heads)
-                                                               : infer::Dim::Unknown();
+      const bool counts = heads > 0 && kv > 0 && heads <= 4096 && kv <= 4096;
+      const int64_t parts = counts ? heads + 2 * kv : 1;
+      width = counts && *width.value % parts == 0 ? infer::Dim::Of(*width.value / parts * heads)
+                                                  : infer::Dim::Unknown();
     } else if (op != "GroupQueryAttention") {
       width = infer::Dim::Unknown();  // the value width may differ
     }
