@@ -172,6 +172,7 @@ void Graph::DropEntries(const Value* value, bool overrides_only) {
       value_info_entries_.erase(value_info_entries_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
+  if (!MayHoldSubgraphs()) return;
   for (Node* n : nodes()) {
     n->ForEachSubgraph([&](Graph* sub) { sub->DropEntries(value, overrides_only); });
   }
@@ -213,6 +214,7 @@ absl::Status Graph::CheckOwnNode(const Node* node) const {
 
 void ForEachGraph(Graph& graph, const std::function<void(Graph&)>& fn) {
   fn(graph);
+  if (!graph.MayHoldSubgraphs()) return;
   for (Node* n : graph.nodes()) {
     n->ForEachSubgraph([&](Graph* sub) { ForEachGraph(*sub, fn); });
   }
@@ -220,6 +222,7 @@ void ForEachGraph(Graph& graph, const std::function<void(Graph&)>& fn) {
 
 void ForEachGraph(const Graph& graph, const std::function<void(const Graph&)>& fn) {
   fn(graph);
+  if (!graph.MayHoldSubgraphs()) return;
   for (const Node* n : graph.nodes()) {
     n->ForEachSubgraph([&](const Graph* sub) { ForEachGraph(*sub, fn); });
   }

@@ -140,6 +140,9 @@ class Graph {
   Graph* Root();
   // True when `g` is this graph or encloses it.
   bool IsSelfOrDescendantOf(const Graph* g) const;
+  // False only for a root graph none of whose nodes has ever held a subgraph
+  // (walks over the nodes looking for subgraphs can then be skipped).
+  bool MayHoldSubgraphs() const { return parent_ != nullptr || has_subgraphs_; }
 
   PtrRange<Node> nodes() const { return PtrRange<Node>(nodes_); }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }

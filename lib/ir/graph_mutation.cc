@@ -124,9 +124,10 @@ absl::Status Graph::ReplaceAllUsesWith(Value* old_value, Value* new_value) {
   }
   if (old_value == new_value) return absl::OkStatus();
   for (const Use& u : old_value->uses()) {
-    ONNXKIT_RETURN_IF_ERROR(u.node->graph()->CheckVisible(
-        new_value,
-        absl::StrCat("replacement of '", Sv(old_value->name()), "' in node ", NodeLabel(*u.node))));
+    // The message (a node label can walk the graph) is made only on failure.
+    if (u.node->graph()->CheckVisible(new_value, "replacement").ok()) continue;
+    return u.node->graph()->CheckVisible(
+        new_value, absl::StrCat("replacement of '", Sv(old_value->name()), "' in node ", NodeLabel(*u.node)));
   }
   absl::Status status;
   ForEachGraph(*old_value->graph(), [&](Graph& g) {

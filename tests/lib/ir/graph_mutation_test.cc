@@ -303,8 +303,14 @@ TEST_F(IrMutationTest, BuildAnIfInCode) {
   ASSERT_TRUE(c.ok());
   auto if_node = g_->AddNode({.op_type = "If", .name = "if", .inputs = {*c}, .outputs = {"y"}});
   ASSERT_TRUE(if_node.ok());
+  EXPECT_FALSE(g_->MayHoldSubgraphs());
   Graph* then_g = (*if_node)->AddSubgraph("then_branch");
   Graph* else_g = (*if_node)->AddSubgraph("else_branch");
+  // Walks over the graphs see subgraphs added after the model was read.
+  EXPECT_TRUE(g_->MayHoldSubgraphs());
+  std::vector<const Graph*> walked;
+  ForEachGraph(*g_, [&](const Graph& g) { walked.push_back(&g); });
+  EXPECT_THAT(walked, ElementsAre(g_, then_g, else_g));
   EXPECT_EQ(then_g->parent(), g_);
   EXPECT_EQ(then_g->owner_node(), *if_node);
   uint64_t version = g_->version();
