@@ -214,17 +214,18 @@ const ValueState* Engine::StateOf(const ir::Value* value) {
   return &states_.emplace(value, std::move(s)).first->second;
 }
 
-void Engine::Settle(const ir::Value* value, ValueState inferred, const std::string& location) {
+void Engine::Settle(const ir::Value* value, ValueState inferred, absl::FunctionRef<std::string()> location) {
   int64_t rank_too_large = 0;
   Type declared = DeclaredType(value, &rank_too_large);
   std::string what = absl::StrCat("'", Sv(value->name()), "'");
   if (rank_too_large > 0) {
-    Report(IssueKind::kImpossibleShape, location,
+    Report(IssueKind::kImpossibleShape, location(),
            absl::StrCat(what, ": declared rank ", rank_too_large, " is above the limit of ", limits::kMaxRank,
                         " (limits::kMaxRank)"));
   }
   if (std::optional<Conflict> c = FindConflict(inferred.type, declared)) {
-    Report(c->element_type ? IssueKind::kTypeConflict : IssueKind::kShapeConflict, location, absl::StrCat(what, ": ", c->message));
+    Report(c->element_type ? IssueKind::kTypeConflict : IssueKind::kShapeConflict, location(),
+           absl::StrCat(what, ": ", c->message));
     reported_.insert(value);
     inferred.data.reset();
     inferred.float_data.reset();
@@ -245,7 +246,7 @@ void Engine::InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs)
     if (v->kind() == ir::ValueKind::kInitializer) continue;
     ValueState s;
     if (inputs != nullptr && i < inputs->size()) s.type = (*inputs)[i];
-    Settle(v, std::move(s), absl::StrCat(where(), kSep, "input '", Sv(v->name()), "'"));
+    Settle(v, std::move(s), [&] { return absl::StrCat(where(), kSep, "input '", Sv(v->name()), "'"); });
   }
   for (const ir::Value* v : graph.initializers()) {
     ValueState s = StateFromTensor(*v->initializer());
@@ -255,11 +256,11 @@ void Engine::InferGraph(const ir::Graph& graph, const std::vector<Type>* inputs)
       s.data.reset();
       s.float_data.reset();
     }
-    Settle(v, std::move(s), absl::StrCat(where(), kSep, "initializer '", Sv(v->name()), "'"));
+    Settle(v, std::move(s), [&] { return absl::StrCat(where(), kSep, "initializer '", Sv(v->name()), "'"); });
   }
   for (const ir::Value* v : graph.sparse_initializers()) {
     Settle(v, StateFromSparseTensor(*v->sparse_initializer()),
-           absl::StrCat(where(), kSep, "sparse initializer '", Sv(v->name()), "'"));
+           [&] { return absl::StrCat(where(), kSep, "sparse initializer '", Sv(v->name()), "'"); });
   }
   absl::StatusOr<std::vector<ir::Node*>> order = ir::TopologicalOrder(graph);
   if (order.ok()) {
@@ -414,7 +415,7 @@ void Engine::InferNode(const ir::Node& node) {
         out.type.shape.reset();
       }
     }
-    Settle(node.output(i), std::move(out), where());
+    Settle(node.output(i), std::move(out), where);
   }
 }
 

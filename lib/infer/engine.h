@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "lib/infer/context.h"
 #include "lib/infer/infer.h"
 #include "lib/infer/types.h"
@@ -59,7 +60,9 @@ class Engine : public SubgraphInferrer {
   // True when it reported one (the node's outputs are then not checked).
   bool CheckInputConstraints(const ops::OpSchema& schema, const ir::Node& node, NodeContext& ctx);
   // Stores `inferred` for `value` after comparing it with the declared type.
-  void Settle(const ir::Value* value, ValueState inferred, const std::string& location);
+  // `location` is called only when an issue is reported (a node's label can walk
+  // its graph).
+  void Settle(const ir::Value* value, ValueState inferred, absl::FunctionRef<std::string()> location);
   void CheckGraphOutputs(const ir::Graph& graph);
   // The state of `value`, created from its declared type when missing.
   const ValueState* StateOf(const ir::Value* value);
