@@ -58,8 +58,8 @@ class Context : public PassContext {
     last_node_ = ir::NodeLabel(node);
     last_graph_ = graph_path_;
     if (skip_->count(number)) return false;
-    records_->push_back(RewriteRecord{number, std::string(pass_name_), graph_path_, ir::NodeLabel(node),
-                                      std::string(what)});
+    records_->push_back(
+        RewriteRecord{number, std::string(pass_name_), graph_path_, last_node_, std::string(what)});
     return true;
   }
 
@@ -87,6 +87,7 @@ absl::StatusOr<bool> Visit(ir::Graph& graph, const std::string& path, Pass& pass
   bool changed = false;
   for (ir::Node* node : graph.nodes()) {
     for (ir::Attribute& a : node->mutable_attributes()) {
+      if (!a.g && a.graphs.empty()) continue;  // (an unnamed node's label walks the graph)
       std::string base = absl::StrCat(path, "/", ir::NodeLabel(*node), "/", a.name());
       if (a.g) {
         ONNXKIT_ASSIGN_OR_RETURN(bool c, Visit(*a.g, base, pass, ctx));
