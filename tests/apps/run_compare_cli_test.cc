@@ -586,6 +586,9 @@ TEST(CompareCliTest, TwoModelsPerLayerNamesTheFirstDivergence) {
   CliResult same = RunCli({"compare", "--a", a, "--b", a, "--random", "--per-layer"});
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
   EXPECT_THAT(same.out, HasSubstr("no intermediate tensor diverges"));
+  // Unnamed producers by their position in the graph.
+  EXPECT_THAT(same.out, HasSubstr("ok   r (#0 (Relu)): max_abs 0"));
+  EXPECT_THAT(same.out, HasSubstr("ok   y (#1 (Add)): max_abs 0"));
   CliResult diff = RunCli({"compare", "--a", a, "--b", b, "--random", "--per-layer", "--json"});
   EXPECT_EQ(diff.exit_code, 1) << diff.err;
   EXPECT_THAT(diff.out, HasSubstr("\"first_divergence\": {"));
