@@ -1,11 +1,9 @@
-// GoldenStore: records a reference run value by value into a scratch folder.
+// GoldenStore: records a reference run value by value into a scratch file.
 #include "bisect/golden.h"
 
 #include <stdlib.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -41,19 +39,21 @@ absl::Status GoldenStore::Put(const std::string& name, const runner::RtValue& va
     const void*& first = source_[name];
     if (first == nullptr) first = source;                               // a fed input, now seen running
     if (first == source || source == nullptr) return absl::OkStatus();  // the same value (a later iteration)
-    std::error_code ec;
-    std::filesystem::remove(it->second.file, ec);
-    index_.erase(it);
+    index_.erase(it);  // (its bytes stay in the file, unread)
     order_.erase(std::find(order_.begin(), order_.end(), name));
     ambiguous_.insert(name);
     return absl::OkStatus();
   }
-  std::error_code ec;
-  std::filesystem::create_directories(scratch_, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", scratch_.string(), ": ", ec.message()));
-  std::filesystem::path file = scratch_ / runner::SafeFileName(name, files_++);
-  ONNXKIT_RETURN_IF_ERROR(io::WriteFileAtomically(file, runner::ValueToPbBytes(value, name)));
-  index_[name] = Entry{file, TypeOfValue(value)};
+  if (!spill_.is_open()) {
+    std::error_code ec;
+    std::filesystem::create_directories(scratch_, ec);
+    if (ec)
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create ", scratch_.string(), ": ", ec.message()));
+    ONNXKIT_RETURN_IF_ERROR(spill_.Create(scratch_ / "golden.bin"));
+  }
+  ONNXKIT_ASSIGN_OR_RETURN(io::SpillFile::Span span, spill_.Append(runner::ValueToPbBytes(value, name)));
+  index_[name] = Entry{span, TypeOfValue(value)};
   source_[name] = source;
   order_.push_back(name);
   return absl::OkStatus();
@@ -87,11 +87,7 @@ absl::Status GoldenStore::Record(const io::LoadedModel& loaded, const runner::In
 absl::StatusOr<runner::RtValue> GoldenStore::Load(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return absl::NotFoundError(absl::StrCat("no golden value for '", name, "'"));
-  std::ifstream in(it->second.file, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", it->second.file.string()));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string bytes = buffer.str();
+  ONNXKIT_ASSIGN_OR_RETURN(const std::string bytes, spill_.Read(it->second.span));
   ONNXKIT_ASSIGN_OR_RETURN(runner::RtValue v, runner::ValueFromPbBytes(bytes, &it->second.type));
   // Own the data: the decoded tensor may view `bytes`.
   if (v.is_tensor()) return runner::RtValue::FromTensor(v.tensor().Clone());

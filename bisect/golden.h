@@ -1,7 +1,7 @@
 // The golden-value cache of `onnxkit bisect`: the reference backend runs the
 // original model once and every value of the main graph (graph inputs
 // included) and of If/Loop/Scan bodies (a Loop body's first iteration) is
-// written to a scratch folder as it is computed, so memory stays bounded by
+// written to a scratch file as it is computed, so memory stays bounded by
 // the session's own plan. A candidate that cuts a tensor feeds it
 // with the recorded value, so a reduced model fails on real data.
 #ifndef ONNXKIT_BISECT_GOLDEN_H_
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "lib/base/scratch_dir.h"
 #include "lib/io/model_io.h"
+#include "lib/io/spill_file.h"
 #include "runner/inputs.h"
 #include "runner/value.h"
 
@@ -37,7 +38,7 @@ class GoldenStore {
                       double timeout_seconds = 0);
 
   bool Has(const std::string& name) const { return index_.count(name) > 0; }
-  // The recorded value of `name`, read back from the scratch folder.
+  // The recorded value of `name`, read back from the scratch file.
   absl::StatusOr<runner::RtValue> Load(const std::string& name) const;
   // The recorded value's type (tensor: element type and concrete shape).
   const pb::TypeProto* TypeOf(const std::string& name) const;
@@ -52,15 +53,15 @@ class GoldenStore {
 
  private:
   struct Entry {
-    std::filesystem::path file;
+    io::SpillFile::Span span;  // in spill_
     pb::TypeProto type;
   };
+  io::SpillFile spill_;  // every value, one after another
   std::filesystem::path scratch_;
   std::map<std::string, Entry> index_;
   std::map<std::string, const void*> source_;
   std::set<std::string> ambiguous_;
   std::vector<std::string> order_;
-  int files_ = 0;  // files written: each its own suffix, also after a drop
   std::vector<std::pair<std::string, runner::RtValue>> feeds_;
 };
 

@@ -1,15 +1,12 @@
 // `onnxkit compare`: outputs of two executions (two models and/or two
 // backends) or of one execution against reference outputs, with error
 // metrics per output and, with --per-layer, per intermediate tensor.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +23,7 @@
 #include "lib/base/scratch_dir.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
+#include "lib/io/spill_file.h"
 #include "runner/compare/compare.h"
 #include "runner/convert.h"
 #include "runner/cuda/cuda_backend.h"
@@ -182,50 +180,6 @@ void JsonRows(JsonWriter& w, const std::vector<Row>& rows) {
   w.EndArray();
 }
 
-// An append-only scratch file written through one descriptor.
-class SpillFile {
- public:
-  SpillFile() = default;
-  SpillFile(const SpillFile&) = delete;
-  SpillFile& operator=(const SpillFile&) = delete;
-  ~SpillFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  absl::Status Create(const fs::path& path) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path.string()));
-    return absl::OkStatus();
-  }
-  absl::Status Append(std::string_view bytes) {
-    if (fd_ < 0)
-      return absl::FailedPreconditionError(absl::StrCat(path_.string(), " is not open for writing"));
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        return absl::ErrnoToStatus(n < 0 ? errno : EIO, absl::StrCat("cannot write ", path_.string()));
-      bytes.remove_prefix(static_cast<size_t>(n));
-      size_ += static_cast<uint64_t>(n);
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Close() {
-    if (fd_ < 0) return absl::OkStatus();
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", path_.string()));
-    return absl::OkStatus();
-  }
-  uint64_t size() const { return size_; }
-
- private:
-  fs::path path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
-};
-
 absl::StatusOr<int> RunCompare(CompareOptions o) {
   if (o.models.size() > 2) return UsageError("at most two models are compared (A and B)");
   if (!o.models.empty()) {
@@ -259,8 +213,8 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
   std::vector<std::pair<std::string, std::string>> a_layers;  // tensor name, producer label
   // A's values, one after another in one scratch file (one file per value
   // spent most of a large model's time creating files).
-  std::vector<std::pair<uint64_t, uint64_t>> a_spans;  // offset, size in the spill file
-  SpillFile spill;
+  std::vector<io::SpillFile::Span> a_spans;
+  io::SpillFile spill;
   runner::SessionOptions a_options;
   a_options.device = o.device;
   a_options.allow_tf32 = o.tf32;
@@ -305,9 +259,10 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
       const int run = a_runs[key]++;
       if (run >= kMaxRuns) return absl::OkStatus();
       a_layers.emplace_back(layer_key(key, run), producer_label(value));
-      const std::string bytes = runner::ValueToPbBytes(v, value.name());
-      a_spans.emplace_back(spill.size(), bytes.size());
-      return spill.Append(bytes);
+      ONNXKIT_ASSIGN_OR_RETURN(io::SpillFile::Span span,
+                               spill.Append(runner::ValueToPbBytes(v, value.name())));
+      a_spans.push_back(span);
+      return absl::OkStatus();
     };
   }
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<runner::Session> a, Open(o.a, o.a_backend, a_options));
@@ -346,11 +301,7 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
     b_options.timeout_seconds = o.timeout;
     std::map<std::string, int> b_runs;
     runner::ObservedValueKeys b_keys;
-    std::shared_ptr<const io::MappedFile> a_values;
     if (o.per_layer) {
-      ONNXKIT_RETURN_IF_ERROR(spill.Close());
-      ONNXKIT_ASSIGN_OR_RETURN(
-          a_values, io::MappedFile::Open(scratch / "values.bin", std::numeric_limits<int64_t>::max()));
       // Compare each value of B as it is computed with A's copy on disk.
       b_options.observe_subgraphs = true;
       b_options.observer = [&](const ir::Value& value, const runner::RtValue& v) -> absl::Status {
@@ -358,15 +309,9 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
         const std::string key = layer_key(plain_key, b_runs[plain_key]++);
         auto it = a_index.find(key);
         if (it == a_index.end()) return absl::OkStatus();
-        const auto [offset, size] = a_spans[it->second];
-        if (offset > a_values->bytes().size() || size > a_values->bytes().size() - offset) {
-          return absl::DataLossError(
-              absl::StrCat("compare --per-layer: the scratch copy of '", value.name(), "' was cut short"));
-        }
-        const std::string_view bytes = a_values->bytes().substr(offset, size);
+        ONNXKIT_ASSIGN_OR_RETURN(const std::string bytes, spill.Read(a_spans[it->second]));
         pb::TypeProto scratch_type;
         auto a_value = runner::ValueFromPbBytes(bytes, ReadBackType(value, v, &scratch_type));
-        a_values->ReleasePages(bytes.data(), bytes.size());  // memory stays bounded
         if (!a_value.ok()) return a_value.status();
         layer_metrics[key] = runner::CompareValues(*a_value, v, tolerances.For(value.name(), v));
         return absl::OkStatus();
