@@ -12,7 +12,6 @@
 #include <optional>
 #include <set>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +23,7 @@
 #include "lib/base/status_macros.h"
 #include "lib/io/model_io.h"
 #include "lib/io/spill_file.h"
+#include "lib/ir/node_labels.h"
 #include "runner/compare/compare.h"
 #include "runner/convert.h"
 #include "runner/cuda/cuda_backend.h"
@@ -230,22 +230,7 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
   auto layer_key = [](const std::string& name, int run) {
     return run == 0 ? name : absl::StrCat(name, " (run ", run + 1, ")");
   };
-  // ir::NodeLabel of a producer, with the positions of unnamed nodes indexed
-  // once per graph (NodeLabel walks the graph for each).
-  std::map<const ir::Graph*, absl::flat_hash_map<const ir::Node*, int>> positions;
-  auto producer_label = [&](const ir::Value& value) -> std::string {
-    const ir::Node* node = value.producer();
-    if (node == nullptr) return "";
-    if (!node->name().empty() || node->graph() == nullptr) return ir::NodeLabel(*node);
-    auto [it, added] = positions.try_emplace(node->graph());
-    if (added) {
-      int index = 0;
-      for (const ir::Node* n : node->graph()->nodes()) it->second.emplace(n, index++);
-    }
-    auto at = it->second.find(node);
-    if (at == it->second.end()) return ir::NodeLabel(*node);
-    return absl::StrCat("#", at->second, " (", node->op_type(), ")");
-  };
+  ir::NodeLabels producer_labels;  // (NodeLabel walks the graph for each unnamed node)
   if (o.per_layer) {
     scratch_dir.emplace("onnxkit-compare");
     scratch = scratch_dir->path();
@@ -258,7 +243,8 @@ absl::StatusOr<int> RunCompare(CompareOptions o) {
       a_names_seen.insert(value.name());
       const int run = a_runs[key]++;
       if (run >= kMaxRuns) return absl::OkStatus();
-      a_layers.emplace_back(layer_key(key, run), producer_label(value));
+      a_layers.emplace_back(layer_key(key, run),
+                            value.producer() ? producer_labels.Of(*value.producer()) : "");
       ONNXKIT_ASSIGN_OR_RETURN(io::SpillFile::Span span,
                                spill.Append(runner::ValueToPbBytes(v, value.name())));
       a_spans.push_back(span);

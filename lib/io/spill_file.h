@@ -35,7 +35,6 @@ class SpillFile {
   // The bytes of a record Append returned; DataLoss when the file is shorter.
   absl::StatusOr<std::string> Read(Span span) const;
   uint64_t size() const { return size_; }
-  const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;

@@ -87,8 +87,6 @@ Node* Graph::FindNode(std::string_view name) const {
 bool Graph::NameInUse(std::string_view name) const {
   const Graph* root = this;
   while (root->parent_ != nullptr) root = root->parent_;
-  // Without subgraphs, the root's index alone (no walk over the nodes).
-  if (!root->has_subgraphs_) return root->FindLocalValue(name) != nullptr;
   bool found = false;
   ForEachGraph(*root, [&](const Graph& g) {
     if (!found) found = g.FindLocalValue(name) != nullptr;

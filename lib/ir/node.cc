@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/strings.h"
 #include "lib/ir/graph.h"
+#include "lib/ir/node_labels.h"
 
 namespace onnxkit::ir {
 
@@ -121,6 +122,12 @@ std::vector<Graph*> Node::Subgraphs() const {
   return out;
 }
 
+namespace {
+std::string UnnamedLabel(int index, const Node& node) {
+  return absl::StrCat("#", index, " (", Sv(node.op_type()), ")");
+}
+}  // namespace
+
 std::string NodeLabel(const Node& node) {
   if (!node.name().empty()) return absl::StrCat("'", Sv(node.name()), "' (", Sv(node.op_type()), ")");
   int index = 0;
@@ -130,7 +137,18 @@ std::string NodeLabel(const Node& node) {
       ++index;
     }
   }
-  return absl::StrCat("#", index, " (", Sv(node.op_type()), ")");
+  return UnnamedLabel(index, node);
+}
+
+std::string NodeLabels::Of(const Node& node) {
+  if (!node.name().empty() || node.graph() == nullptr) return NodeLabel(node);
+  auto [it, added] = positions_.try_emplace(node.graph());
+  if (added) {
+    int index = 0;
+    for (const Node* n : node.graph()->nodes()) it->second.emplace(n, index++);
+  }
+  auto at = it->second.find(&node);
+  return at == it->second.end() ? NodeLabel(node) : UnnamedLabel(at->second, node);
 }
 
 }  // namespace onnxkit::ir
