@@ -78,8 +78,9 @@ struct FusionChain {
   // (kQuantizedExtras), whether or not their DequantizeLinear nodes are in
   // the chain.
   std::vector<const ir::Value*> extra_inputs;
-  // PackedWeightsChain: bits per code of its extra inputs' codes.
+  // PackedWeightsChain: bits per code of its extra inputs' codes, and K.
   int packed_bits = 0;
+  int64_t packed_k = 0;
   // Inputs the fused kernel reads in quantized form: input `slot` (a
   // DequantizeLinear's float output) is that of `dequantize` applied to the
   // extra inputs `extra`, `extra` + 1, `extra` + 2 (data, scale, zero
@@ -114,8 +115,10 @@ struct FusionChain {
 // The chain of `matmul` alone (kind kTransformer) whose float weights are
 // the dequantization of 4- or 8-bit blocks (`bits`): `packed` (codes,
 // scales, zero points or null) become its extra inputs, which the cpu
-// kernel reads instead of the weights when A has few rows.
-FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed, int bits);
+// kernel reads instead of the weights (which the session may not compute);
+// `k`: A's last dimension.
+FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed, int bits,
+                               int64_t k);
 
 // Chains of `graph` (in its topological order `order`) the cpu backend can
 // fuse, Concat chains first. `is_constant` tells which values are the same in every run; nodes

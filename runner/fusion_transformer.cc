@@ -410,10 +410,11 @@ std::vector<FusionChain> FindTransformerChains(const std::vector<ir::Node*>& ord
   return chains;
 }
 
-FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed,
-                               int bits) {
+FusionChain PackedWeightsChain(const ir::Node& matmul, const std::vector<const ir::Value*>& packed, int bits,
+                               int64_t k) {
   FusionChain chain;
   chain.packed_bits = bits;
+  chain.packed_k = k;
   chain.kind = FusionKind::kTransformer;
   absl::flat_hash_set<const ir::Node*> taken;
   AppendLinks({{&matmul, -1}}, chain, taken);

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/base/checked_math.h"
 #include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
@@ -849,6 +850,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(io::LoadedModel loaded,
   });
   ONNXKIT_RETURN_IF_ERROR(status);
   ONNXKIT_RETURN_IF_ERROR(session->PlanFor(session->model_->graph()).status());
+  session->DeferPackedWeights();
   session->FoldConstants();
   for (const auto& [value, v] : session->constants_) session->run_constants_.insert(value);
   session->PlanFusion();
@@ -1063,7 +1065,7 @@ void Session::AnalyzeShapeComputations() {
   }
 }
 
-void Session::FoldConstants() {
+void Session::FoldConstants(const absl::flat_hash_set<const ir::Node*>* only) {
   // Folding gets the budget of one run: past it, the remaining nodes run in
   // Run as usual (where the timeout then applies to them).
   const bool has_deadline = options_.timeout_seconds > 0;
@@ -1073,13 +1075,102 @@ void Session::FoldConstants() {
   Executor executor(this, deadline, has_deadline);
   executor.strict_ = true;  // the kernels of folded nodes only run again in strict runs
   // Enclosing graphs first: a body's nodes may read values folded outside.
-  ir::ForEachGraph(*model_, [&](ir::Graph& graph) { FoldGraph(graph, executor); });
+  ir::ForEachGraph(*model_, [&](ir::Graph& graph) { FoldGraph(graph, executor, only); });
 }
 
-void Session::FoldGraph(const ir::Graph& graph, Executor& executor) {
+namespace {
+
+// A MatMul of the default domain with A, B and one output.
+bool PlainMatMul(const ir::Node& n) {
+  return n.op_type() == "MatMul" && (n.domain().empty() || n.domain() == "ai.onnx") && n.num_inputs() == 2 &&
+         n.num_outputs() == 1 && n.input(0) != nullptr && n.input(1) != nullptr;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether the packed weights' codes [N, blocks, bytes of a block], scales
+// (N * blocks floats) and uint8 zero points (N rows of ceil(blocks / 2)
+// bytes for 4 bits, blocks for 8; or none) agree with each other and K.
+bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::TensorProto& codes,
+                       const pb::TensorProto& scales, const pb::TensorProto* zeros) {
+  if ((p.bits != 4 && p.bits != 8) || codes.data_type != pb::kUint8 || codes.dims.size() != 3 ||
+      scales.data_type != pb::kFloat || (zeros != nullptr && zeros->data_type != pb::kUint8)) {
+    return false;
+  }
+  const int64_t n = codes.dims[0], blocks = codes.dims[1], width = codes.dims[2];
+  if (n < 1 || blocks < 1 || width < 1 || width > (int64_t{1} << 20) || p.k < 1) return false;
+  const int64_t block = width * 8 / p.bits;
+  if ((p.k + block - 1) / block != blocks) return false;
+  const std::optional<int64_t> scale_count = CheckedMul(n, blocks);
+  if (!scale_count || CheckedElementCount(scales.dims) != scale_count) return false;
+  const std::optional<int64_t> zero_count = CheckedMul(n, p.bits == 8 ? blocks : (blocks + 1) / 2);
+  return zeros == nullptr || (zero_count && CheckedElementCount(zeros->dims) == zero_count);
+}
+
+}  // namespace
+
+void Session::DeferPackedWeights() {
+  if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
+  absl::flat_hash_map<const ir::Graph*, absl::flat_hash_map<std::string_view, const ir::Node*>> by_name;
+  for (const ops::ContribLowering::PackedWeights& p : packed_weights_) {
+    absl::flat_hash_map<std::string_view, const ir::Node*>& names = by_name[p.graph];
+    if (names.empty()) {
+      for (const ir::Node* n : p.graph->nodes()) {
+        if (!n->name().empty()) names[n->name()] = n;
+      }
+    }
+    auto it = names.find(p.matmul);
+    if (it == names.end() || !PlainMatMul(*it->second) || deferred_weights_.contains(it->second)) continue;
+    const ir::Node* mm = it->second;
+    // The nodes the weights are computed by, back to constant initializers.
+    absl::flat_hash_set<const ir::Node*> nodes;
+    std::vector<const ir::Value*> pending = {mm->input(1)};
+    bool constant = true;
+    while (!pending.empty() && constant) {
+      const ir::Value* v = pending.back();
+      pending.pop_back();
+      if (v == nullptr || (v->kind() == ir::ValueKind::kInitializer && v->IsConstant())) continue;
+      const ir::Node* producer = v->producer();
+      constant = v->kind() == ir::ValueKind::kNodeOutput && v->graph() == p.graph && Foldable(*producer);
+      if (!constant || !nodes.insert(producer).second) continue;
+      for (const ir::Value* in : producer->inputs()) pending.push_back(in);
+    }
+    if (!constant) continue;
+    // Less those another node reads (a value shared with other weights),
+    // until none is left that is.
+    for (bool dropped = true; dropped;) {
+      dropped = false;
+      for (auto n = nodes.begin(); n != nodes.end();) {
+        bool inside = true;
+        for (const ir::Value* out : (*n)->outputs()) {
+          if (out == nullptr) continue;
+          inside = inside && !out->IsGraphOutput();
+          for (const ir::Use& use : out->uses())
+            inside = inside && (use.node == mm || nodes.contains(use.node));
+        }
+        if (inside) {
+          ++n;
+        } else {
+          nodes.erase(n++);
+          dropped = true;
+        }
+      }
+    }
+    if (!nodes.contains(mm->input(1)->producer())) continue;
+    std::vector<const ir::Node*>& deferred = deferred_weights_[mm];
+    deferred.assign(nodes.begin(), nodes.end());
+    deferred_nodes_.insert(nodes.begin(), nodes.end());
+  }
+}
+
+void Session::FoldGraph(const ir::Graph& graph, Executor& executor,
+                        const absl::flat_hash_set<const ir::Node*>* only) {
   auto plan = PlanFor(graph);
   if (!plan.ok()) return;
   for (const ir::Node* node : (*plan)->order) {
+    if (only != nullptr ? !only->contains(node) : deferred_nodes_.contains(node)) continue;
     if (!Foldable(*node)) continue;
     bool constant = true;
     bool stable = true;
@@ -1113,8 +1204,33 @@ void Session::FoldGraph(const ir::Graph& graph, Executor& executor) {
     // Sources all of whose readers are now folded go at once, so that the
     // folded copies (transposed weights) and their sources are never all
     // held together.
-    for (const ir::Value* v : node->inputs()) ReleaseFoldedSource(v);
+    for (const ir::Value* v : node->inputs()) {
+      ReleaseFoldedSource(v);
+      ReleaseFoldedValue(v);
+    }
   }
+}
+
+int64_t Session::held_folded_values() const {
+  return std::count_if(constants_.begin(), constants_.end(),
+                       [](const auto& entry) { return entry.first->kind() == ir::ValueKind::kNodeOutput; });
+}
+
+void Session::ReleaseFoldedValue(const ir::Value* v) {
+  // An observed run reports folded values too (they stay).
+  if (v == nullptr || v->kind() != ir::ValueKind::kNodeOutput || options_.observer || v->IsGraphOutput() ||
+      !v->has_uses())
+    return;
+  auto it = constants_.find(v);
+  if (it == constants_.end()) return;
+  // Every reader folded, and none a DequantizeLinear: quantized chains read
+  // a DequantizeLinear's inputs in place of its output (the int8 weights a
+  // folded QuantizeLinear computed, PlanFusion).
+  for (const ir::Use& use : v->uses()) {
+    if (!folded_nodes_.contains(use.node) || use.node->op_type() == "DequantizeLinear") return;
+  }
+  constants_.erase(it);
+  stable_folded_values_.erase(v);
 }
 
 void Session::ReleaseFoldedSource(const ir::Value* v) {
@@ -1224,9 +1340,29 @@ void Session::PlanFusion() {
     // MatMuls by the dequantization of 4-bit weights (MatMulNBits) read the
     // codes when A has few rows.
     std::vector<FusionChain> packed = PackedWeightChains(graph, is_constant, fused);
+    absl::flat_hash_set<const ir::Node*> chained;
     for (const FusionChain& chain : packed) {
       fused.insert(chain.nodes.begin(), chain.nodes.end());
       restore(chain);
+      chained.insert(&chain.tail());
+      // Its deferred weights are never computed.
+      auto deferred = deferred_weights_.find(&chain.tail());
+      if (deferred != deferred_weights_.end())
+        elided_.insert(deferred->second.begin(), deferred->second.end());
+    }
+    // Deferred weights of a MatMul no packed chain took are folded now.
+    absl::flat_hash_set<const ir::Node*> unchained;
+    for (const auto& [mm, nodes] : deferred_weights_) {
+      if (mm->graph() == &graph && !chained.contains(mm)) unchained.insert(nodes.begin(), nodes.end());
+    }
+    if (!unchained.empty()) {
+      for (const ir::Node* n : unchained) deferred_nodes_.erase(n);
+      FoldConstants(&unchained);
+      for (const ir::Node* n : unchained) {
+        for (const ir::Value* out : n->outputs()) {
+          if (out != nullptr && constants_.contains(out)) run_constants_.insert(out);
+        }
+      }
     }
     std::vector<FusionChain> transformer = FindTransformerChains(
         (*plan)->order, graph, is_constant,
@@ -1265,9 +1401,8 @@ std::vector<FusionChain> Session::PackedWeightChains(
     auto it = by_name.find(p.matmul);
     if (it == by_name.end()) continue;
     const ir::Node* mm = it->second;
-    if (mm->op_type() != "MatMul" || !(mm->domain().empty() || mm->domain() == "ai.onnx") ||
-        mm->num_inputs() != 2 || mm->num_outputs() != 1 || folded_nodes_.contains(mm) || fused.contains(mm) ||
-        mm->input(0) == nullptr || mm->input(1) == nullptr || !is_constant(mm->input(1))) {
+    if (!PlainMatMul(*mm) || folded_nodes_.contains(mm) || fused.contains(mm) ||
+        !(is_constant(mm->input(1)) || deferred_weights_.contains(mm))) {
       continue;
     }
     const ir::Value* codes = graph.FindValue(p.codes);
@@ -1277,7 +1412,12 @@ std::vector<FusionChain> Session::PackedWeightChains(
       return v != nullptr && v->initializer() != nullptr && is_constant(v);
     };
     if (!constant(codes) || !constant(scales) || (!p.zero_points.empty() && !constant(zeros))) continue;
-    chains.push_back(PackedWeightsChain(*mm, {codes, scales, zeros}, p.bits));
+    if (deferred_weights_.contains(mm) &&
+        !PackedShapesAgree(p, *codes->initializer(), *scales->initializer(),
+                           zeros != nullptr ? zeros->initializer() : nullptr)) {
+      continue;  // the weights are folded from the lowering's nodes (which report what is wrong)
+    }
+    chains.push_back(PackedWeightsChain(*mm, {codes, scales, zeros}, p.bits, p.k));
   }
   return chains;
 }

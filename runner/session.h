@@ -141,6 +141,10 @@ class Session {
   // cpu sessions: the Concat inputs the last Run's nodes wrote where the
   // Concat's result holds them, in every graph it ran (GraphPlan::joins).
   int64_t last_run_joined_inputs() const { return last_run_joined_inputs_; }
+  // The values computed at creation (outputs of folded nodes) the session
+  // holds: those a run may read; a folded chain's intermediates are dropped
+  // (all of them kept for an observer).
+  int64_t held_folded_values() const;
 
   // The copies between host and device of the last Run (graph outputs
   // brought back included); zero for other backends.
@@ -257,14 +261,30 @@ class Session {
   // graph and in every If/Loop/Scan body (where initializers of enclosing
   // graphs and values folded there are constants too), and keeps their
   // outputs as constants; Run skips those nodes.
-  void FoldConstants();
-  void FoldGraph(const ir::Graph& graph, Executor& executor);
+  // `only`: those nodes alone (see FoldGraph).
+  void FoldConstants(const absl::flat_hash_set<const ir::Node*>* only = nullptr);
+  // `only`: fold these nodes alone (PlanFusion: deferred weights no packed
+  // chain took); else every foldable node but the deferred ones.
+  void FoldGraph(const ir::Graph& graph, Executor& executor,
+                 const absl::flat_hash_set<const ir::Node*>* only = nullptr);
+  // cpu sessions that fuse: the nodes computing the float weights of a
+  // MatMul of packed_weights_ (its codes unpacked and dequantized) are not
+  // folded but deferred: its packed kernel reads the codes, and the float
+  // weights (8 times the bytes of 4-bit codes) are never held. PlanFusion
+  // then skips those nodes, or folds them when the MatMul becomes no packed
+  // chain.
+  void DeferPackedWeights();
   // Releases `v` when it is an initializer of the main graph that only
   // folded nodes read (runs that fold never read it again): its copy, and
   // the pages of the mapped model file that hold it. A run that recomputes
   // folded nodes converts it anew. FoldGraph calls it for the inputs of
   // each node it folds.
   void ReleaseFoldedSource(const ir::Value* v);
+  // Drops folded value `v` (a node output) from constants_ once every node
+  // reading it is folded: the intermediates of a folded chain (a 4-bit
+  // weight's unpacked codes, their float copies...) are not held with its
+  // result.
+  void ReleaseFoldedValue(const ir::Value* v);
   // Shape computations of the main graph (cpu sessions, runs that feed no
   // initializer): the nodes whose outputs follow from the feeds' element
   // types and shapes and from constants alone (Shape of a value whose shape
@@ -304,6 +324,10 @@ class Session {
   absl::flat_hash_set<const ir::Value*> stable_folded_values_;
   absl::flat_hash_set<const ir::Node*> folded_nodes_;
   bool uses_feedable_folded_ = false;
+  // DeferPackedWeights: each deferred MatMul with the nodes computing its
+  // weights, and all those nodes.
+  absl::flat_hash_map<const ir::Node*, std::vector<const ir::Node*>> deferred_weights_;
+  absl::flat_hash_set<const ir::Node*> deferred_nodes_;
   // Initializers ReleaseFoldedSource dropped from constants_.
   absl::flat_hash_set<const ir::Value*> released_;
   // Every value of constants_: what kernels of non-strict runs treat as constant.

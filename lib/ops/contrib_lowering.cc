@@ -1817,7 +1817,8 @@ class Lowerer {
                                                 In(1)->name(),
                                                 In(2)->name(),
                                                 In(3) != nullptr ? In(3)->name() : std::string(),
-                                                static_cast<int>(bits)};
+                                                static_cast<int>(bits),
+                                                k};
     }
     if (In(5) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));

@@ -76,6 +76,7 @@ struct ContribLowering {
     const ir::Graph* graph = nullptr;
     std::string matmul, codes, scales, zero_points;
     int bits = 4;
+    int64_t k = 0;  // the MatMul's inner dimension (A's last)
   };
   std::vector<PackedWeights> packed;
 };

@@ -2,16 +2,23 @@
 // MatMulNBits, written as standard ops by lib/ops/contrib_lowering): a few
 // rows of A (decoding one token) are multiplied by the packed codes
 // directly, each block's codes turned into floats in registers, so a step
-// reads an eighth (a quarter) of the bytes of the float weights; more rows
-// take the float weights the session computed once (oneDNN's MatMul, the
-// fallback).
+// reads an eighth (a quarter) of the bytes of the float weights. More rows
+// (a prompt) dequantize the weights a panel of columns at a time into
+// scratch and multiply with oneDNN's sgemm: the session holds the codes
+// alone. Where the session computed the float weights after all (they feed
+// other nodes too), more rows take them (oneDNN's MatMul, the fallback).
 #include <immintrin.h>
 
 #include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dnnl.h"
+#include "lib/base/data_type.h"
 #include "lib/base/status_macros.h"
+#include "runner/cpu/matmul_packed.h"
 #include "runner/cpu/parallel_for.h"
 #include "runner/cpu/transformer.h"
 
@@ -169,6 +176,87 @@ __attribute__((target("avx2,fma"))) void Packed8ColumnsAvx2(const uint8_t* codes
   }
 }
 
+// Columns [begin, end) of W as rows of `padded` floats at `panel`: column
+// c's blocks in order, each block's 4-bit codes even elements first, then
+// odd ones (as the rows of A are reordered for the product), each
+// (code - zero point) * scale.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeColumns(
+    const uint8_t* codes, const float* scales, const uint8_t* zeros, int bits, int64_t blocks, int64_t width,
+    int64_t begin, int64_t end, float* panel) {
+  const int64_t block = width * 8 / bits, padded = blocks * block;
+  const int64_t zrow = bits == 8 ? blocks : (blocks + 1) / 2;
+  for (int64_t col = begin; col < end; ++col) {
+    float* column = panel + (col - begin) * padded;
+    for (int64_t b = 0; b < blocks; ++b) {
+      float zero = bits == 8 ? 128.f : 8.f;
+      if (zeros != nullptr) {
+        const uint8_t z = zeros[col * zrow + (bits == 8 ? b : b / 2)];
+        zero = static_cast<float>(bits == 8 ? z : (b % 2 == 0 ? (z & 15) : (z >> 4)));
+      }
+      const float s = scales[col * blocks + b];
+      const uint8_t* bytes = codes + (col * blocks + b) * width;
+      float* out = column + b * block;
+      if (bits == 8) {
+#pragma omp simd
+        for (int64_t i = 0; i < width; ++i) out[i] = (static_cast<float>(bytes[i]) - zero) * s;
+        continue;
+      }
+#pragma omp simd
+      for (int64_t i = 0; i < width; ++i) out[i] = (static_cast<float>(bytes[i] & 15) - zero) * s;
+#pragma omp simd
+      for (int64_t i = 0; i < width; ++i) out[width + i] = (static_cast<float>(bytes[i] >> 4) - zero) * s;
+    }
+  }
+}
+
+// Columns [begin, begin + cols) of W (cols <= kPanelWidth) as a panel of
+// the packed product at `dst`: padded rows of kPanelWidth floats (zero
+// past cols), the rows in DequantizeColumns' order. `tile` holds
+// width * kPanelWidth bytes: a block's codes, column by column.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizePanel(
+    const uint8_t* codes, const float* scales, const uint8_t* zeros, int bits, int64_t blocks, int64_t width,
+    int64_t begin, int64_t cols, uint8_t* tile, float* dst) {
+  constexpr int64_t kW = PackedMatrix::kPanelWidth;
+  const int64_t block = width * 8 / bits;
+  const int64_t zrow = bits == 8 ? blocks : (blocks + 1) / 2;
+  float s[kW], z[kW];
+  std::fill(tile, tile + width * kW, uint8_t{0});
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t c = 0; c < kW; ++c) {
+      if (c >= cols) {
+        s[c] = z[c] = 0.f;
+        continue;
+      }
+      const int64_t col = begin + c;
+      float zero = bits == 8 ? 128.f : 8.f;
+      if (zeros != nullptr) {
+        const uint8_t zb = zeros[col * zrow + (bits == 8 ? b : b / 2)];
+        zero = static_cast<float>(bits == 8 ? zb : (b % 2 == 0 ? (zb & 15) : (zb >> 4)));
+      }
+      s[c] = scales[col * blocks + b];
+      z[c] = zero;
+      const uint8_t* src = codes + (col * blocks + b) * width;
+      for (int64_t i = 0; i < width; ++i) tile[i * kW + c] = src[i];
+    }
+    float* rows = dst + b * block * kW;
+    for (int64_t i = 0; i < width; ++i) {
+      const uint8_t* t = tile + i * kW;
+      if (bits == 8) {
+#pragma omp simd
+        for (int64_t c = 0; c < kW; ++c) rows[i * kW + c] = (static_cast<float>(t[c]) - z[c]) * s[c];
+        continue;
+      }
+      float* lo = rows + i * kW;
+      float* hi = rows + (width + i) * kW;
+#pragma omp simd
+      for (int64_t c = 0; c < kW; ++c) {
+        lo[c] = (static_cast<float>(t[c] & 15) - z[c]) * s[c];
+        hi[c] = (static_cast<float>(t[c] >> 4) - z[c]) * s[c];
+      }
+    }
+  }
+}
+
 bool HasAvx2Fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
@@ -176,27 +264,38 @@ bool HasAvx2Fma() {
 
 class PackedMatMulKernel : public Kernel {
  public:
-  PackedMatMulKernel(int bits, bool parallel, std::unique_ptr<Kernel> fallback)
-      : bits_(bits), parallel_(parallel), fallback_(std::move(fallback)) {}
+  PackedMatMulKernel(int bits, int64_t k, bool parallel, std::unique_ptr<Kernel> fallback)
+      : bits_(bits), k_(k), parallel_(parallel), fallback_(std::move(fallback)) {}
 
-  // Inputs: 0 A, 1 the float weights [K, N], 2 the codes [N, blocks,
-  // bytes of a block] (4 bits: two codes a byte; 8 bits: one), 3 the scales
-  // (N * blocks), 4 the zero points (uint8, a row per column of
-  // ceil(blocks / 2) bytes of two (4 bits) or of blocks bytes (8 bits);
-  // absent: 8 or 128).
+  // Inputs: 0 A, 1 the float weights [K, N] (omitted where the session
+  // does not compute them), 2 the codes [N, blocks, bytes of a block] (4
+  // bits: two codes a byte; 8 bits: one), 3 the scales (N * blocks), 4 the
+  // zero points (uint8, a row per column of ceil(blocks / 2) bytes of two
+  // (4 bits) or of blocks bytes (8 bits); absent: 8 or 128).
   absl::Status Run(KernelContext& ctx) override {
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* a, ctx.Input(0));
-    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* w, ctx.OptionalInput(1));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* codes, ctx.Input(2));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scales, ctx.Input(3));
     ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zeros, ctx.OptionalInput(4));
-    if (!Covers(*a, *w, *codes, *scales, zeros)) return fallback_->Run(ctx);
-    const int64_t k = w->dim(0), n = w->dim(1), rows = a->size() / k;
-    const int64_t blocks = codes->dim(1), width = codes->dim(2);
+    const bool covered = Covers(*a, w, *codes, *scales, zeros);
+    const int64_t k = w != nullptr ? w->dim(0) : k_;
+    const int64_t rows = covered ? a->size() / k : 0;
+    if (w != nullptr && (!covered || rows > kMaxPackedRows)) return fallback_->Run(ctx);
+    if (!covered) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("MatMul by 4- or 8-bit weights (MatMulNBits) of K ", k_, " and N ", codes->dim(0),
+                       ": A (", std::string(DataTypeName(a->dtype())), " [", absl::StrJoin(a->shape(), ", "),
+                       "]) is not float32 with K as its last dimension, or the codes, scales or zero points "
+                       "do not agree"));
+    }
+    const int64_t n = codes->dim(0), blocks = codes->dim(1), width = codes->dim(2);
     std::vector<int64_t> shape = a->shape();
     shape.back() = n;
     // The output first: its allocation checks the size before the scratch.
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    if (rows == 0) return absl::OkStatus();
+    if (rows > kMaxPackedRows) return Panels(*a, rows, k, n, *codes, *scales, zeros, y);
     // A's rows, zero past K; for 4 bits split into even and odd elements.
     const int64_t padded = blocks * width;
     even_.assign(static_cast<size_t>(rows * padded), 0.f);
@@ -249,17 +348,79 @@ class PackedMatMulKernel : public Kernel {
   }
 
  private:
-  bool Covers(const Tensor& a, const Tensor& w, const Tensor& codes, const Tensor& scales,
+  // y = A W for more rows than the packed kernels take: groups of kPanel
+  // columns of W dequantized into scratch, each multiplied by A (its
+  // blocks' elements reordered as DequantizeColumns lays out 4-bit codes)
+  // on the packed AVX-512 product (K up to kPackedGemmMaxK), else with
+  // oneDNN's sgemm.
+  absl::Status Panels(const Tensor& a, int64_t rows, int64_t k, int64_t n, const Tensor& codes,
+                      const Tensor& scales, const Tensor* zeros, Tensor* y) {
+    constexpr int64_t kPanel = 4 * PackedMatrix::kPanelWidth;
+    const int64_t blocks = codes.dim(1), width = codes.dim(2), block = width * 8 / bits_;
+    const int64_t padded = blocks * block;
+    const float* av = a.data<float>();
+    even_.assign(static_cast<size_t>(rows * padded), 0.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = even_.data() + r * padded;
+      const float* x = av + r * k;
+      if (bits_ == 8) {
+        std::copy(x, x + k, row);
+        continue;
+      }
+      const int64_t half = block / 2;
+      for (int64_t i = 0; i < k; ++i) row[(i / block) * block + (i % 2) * half + (i % block) / 2] = x[i];
+    }
+    const uint8_t* cv = codes.data<uint8_t>();
+    const float* sv = scales.data<float>();
+    const uint8_t* zv = zeros != nullptr ? zeros->data<uint8_t>() : nullptr;
+    float* yv = y->mutable_data<float>();
+    const int64_t groups = (n + kPanel - 1) / kPanel;
+    const bool packed = PackedGemmAvailable() && padded <= kPackedGemmMaxK;
+    std::vector<absl::Status> status(static_cast<size_t>(groups));
+    ParallelFor(groups, parallel_ && groups > 1, [&](int64_t g) {
+      const int64_t begin = g * kPanel, end = std::min(n, begin + kPanel);
+      // Per thread, kept for the next product (no page faults on fresh
+      // memory every time).
+      thread_local std::vector<float> panel;
+      thread_local std::vector<uint8_t> tile;
+      thread_local PackedMatrix packed_panel;
+      absl::Status& s = status[static_cast<size_t>(g)];
+      if (packed) {
+        s = packed_panel.Reshape(padded, end - begin);
+        if (!s.ok()) return;
+        tile.resize(static_cast<size_t>(width * PackedMatrix::kPanelWidth));
+        for (int64_t p = 0; p < packed_panel.panels(); ++p) {
+          const int64_t first = begin + p * PackedMatrix::kPanelWidth;
+          DequantizePanel(cv, sv, zv, bits_, blocks, width, first,
+                          std::min(PackedMatrix::kPanelWidth, end - first), tile.data(),
+                          packed_panel.mutable_panel(p));
+        }
+        PackedGemm(even_.data(), rows, padded, packed_panel, nullptr, yv + begin, n);
+        return;
+      }
+      panel.resize(static_cast<size_t>((end - begin) * padded));
+      DequantizeColumns(cv, sv, zv, bits_, blocks, width, begin, end, panel.data());
+      const dnnl_status_t done = dnnl_sgemm('N', 'T', rows, end - begin, padded, 1.f, even_.data(), padded,
+                                            panel.data(), padded, 0.f, yv + begin, n);
+      if (done != dnnl_success)
+        s = absl::InternalError(absl::StrCat("oneDNN sgemm failed (status ", done, ")"));
+    });
+    for (const absl::Status& s : status) ONNXKIT_RETURN_IF_ERROR(s);
+    return absl::OkStatus();
+  }
+
+  // Whether A, the codes, scales and zero points have the types and shapes
+  // the kernels read (K from the float weights where given).
+  bool Covers(const Tensor& a, const Tensor* w, const Tensor& codes, const Tensor& scales,
               const Tensor* zeros) const {
-    if ((bits_ != 4 && bits_ != 8) || a.dtype() != pb::kFloat || w.dtype() != pb::kFloat ||
-        codes.dtype() != pb::kUint8 || scales.dtype() != pb::kFloat || a.rank() < 1 || w.rank() != 2 ||
-        codes.rank() != 3) {
+    if ((bits_ != 4 && bits_ != 8) || a.dtype() != pb::kFloat || codes.dtype() != pb::kUint8 ||
+        scales.dtype() != pb::kFloat || a.rank() < 1 || codes.rank() != 3) {
       return false;
     }
-    const int64_t k = w.dim(0), n = w.dim(1);
+    if (w != nullptr && (w->dtype() != pb::kFloat || w->rank() != 2 || w->dim(1) != codes.dim(0)))
+      return false;
+    const int64_t k = w != nullptr ? w->dim(0) : k_, n = codes.dim(0);
     if (k <= 0 || n <= 0 || a.dim(a.rank() - 1) != k) return false;
-    const int64_t rows = a.size() / k;
-    if (rows < 1 || rows > kMaxPackedRows) return false;
     // Codes a block: width * 8 / bits.
     const int64_t blocks = codes.dim(1), width = codes.dim(2), block = width * 8 / bits_;
     if (codes.dim(0) != n || width < 1 || blocks < 1 || blocks > k || (k + block - 1) / block != blocks) {
@@ -271,6 +432,7 @@ class PackedMatMulKernel : public Kernel {
   }
 
   int bits_;
+  int64_t k_;
   bool parallel_;
   std::unique_ptr<Kernel> fallback_;
   std::vector<float> even_, odd_;
@@ -281,7 +443,7 @@ class PackedMatMulKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain& chain, const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback) {
   return std::unique_ptr<Kernel>(
-      new PackedMatMulKernel(chain.packed_bits, info.threads > 1, std::move(fallback)));
+      new PackedMatMulKernel(chain.packed_bits, chain.packed_k, info.threads > 1, std::move(fallback)));
 }
 
 }  // namespace onnxkit::runner::cpu

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "lib/base/checked_math.h"
+#include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 
 namespace onnxkit::runner::cpu {
@@ -151,6 +152,7 @@ absl::StatusOr<PackedMatrix> PackedMatrix::Allocated(int64_t k, int64_t n) {
   if (!bytes) return absl::ResourceExhaustedError("packed matrix: size overflows");
   out.data_.reset(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((*bytes + 63) / 64 * 64))));
   if (out.data_ == nullptr) return absl::ResourceExhaustedError("packed matrix: out of memory");
+  out.capacity_ = *floats;
   return out;
 }
 
@@ -181,6 +183,20 @@ absl::StatusOr<PackedMatrix> PackedMatrix::PackTransposed(const float* bt, int64
     }
   }
   return out;
+}
+
+absl::Status PackedMatrix::Reshape(int64_t k, int64_t n) {
+  if (k <= 0 || n <= 0) return absl::InvalidArgumentError("packed matrix: empty matrix");
+  const int64_t panels = (n + kW - 1) / kW;
+  const std::optional<int64_t> floats = CheckedMul(panels * kW, k);
+  if (!floats || *floats > capacity_) {
+    ONNXKIT_ASSIGN_OR_RETURN(*this, Allocated(k, n));
+    return absl::OkStatus();
+  }
+  k_ = k;
+  n_ = n;
+  panels_ = panels;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<const PackedMatrix*> PackedWeightCache::Get(const Tensor& b, bool transposed) {

@@ -40,6 +40,12 @@ class PackedMatrix {
   // The same from B's transpose: `bt` is the row-major n x k matrix B^T
   // (a Gemm's transB weights).
   static absl::StatusOr<PackedMatrix> PackTransposed(const float* bt, int64_t k, int64_t n);
+  // Makes this a k x n matrix to be written panel by panel through
+  // mutable_panel (each panel k rows of kPanelWidth floats, zero in the
+  // columns past n), reusing the storage when large enough: products by
+  // weights computed anew on every run (4-bit weights dequantized).
+  absl::Status Reshape(int64_t k, int64_t n);
+  float* mutable_panel(int64_t p) { return data_.get() + p * k_ * kPanelWidth; }
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
@@ -57,6 +63,7 @@ class PackedMatrix {
     void operator()(float* p) const { std::free(p); }
   };
   int64_t k_ = 0, n_ = 0, panels_ = 0;
+  int64_t capacity_ = 0;  // floats allocated
   std::unique_ptr<float[], Free> data_;
 };
 

@@ -171,5 +171,72 @@ TEST(SessionFoldTest, InitializersOnlyFoldedNodesReadAreReleasedAndConvertedAgai
   std::filesystem::remove_all(dir);
 }
 
+// y = x + ((float(q) * 2) + 1), from an int32 initializer: Cast, Mul and Add
+// fold; with `quantized`, y = x + DequantizeLinear(QuantizeLinear(w)) instead.
+pb::GraphProto FoldedChainGraph(bool quantized) {
+  GraphBuilder g("g");
+  g.Input("x", pb::kFloat, std::vector<int64_t>{2});
+  if (quantized) {
+    g.Initializer(RawFloatTensor("w", {2}, 1.0f))
+        .Initializer(RawFloatTensor("scale", {}, 0.5f))
+        .Node("QuantizeLinear", {"w", "scale"}, {"q"}, {}, "quantize")
+        .Node("DequantizeLinear", {"q", "scale"}, {"c"}, {}, "dequantize")
+        .Node("Add", {"x", "c"}, {"y"}, {}, "add");
+  } else {
+    pb::TensorProto q;
+    q.name = "q";
+    q.data_type = pb::kInt32;
+    q.dims = {2};
+    q.int32_data = {3, 4};
+    g.Initializer(q)
+        .Initializer(RawFloatTensor("two", {}, 2.0f))
+        .Initializer(RawFloatTensor("one", {}, 1.0f))
+        .Node("Cast", {"q"}, {"c"}, {AttrInt("to", pb::kFloat)}, "cast")
+        .Node("Mul", {"c", "two"}, {"m"}, {}, "scale")
+        .Node("Add", {"m", "one"}, {"w"}, {}, "shift")
+        .Node("Add", {"x", "w"}, {"y"}, {}, "add");
+  }
+  g.Output("y");
+  return g.Build();
+}
+
+TEST(SessionFoldTest, AFoldedChainKeepsOnlyWhatRunsRead) {
+  for (runner::Backend backend : {runner::Backend::kReference, runner::Backend::kCpu}) {
+    for (bool observed : {false, true}) {
+      std::vector<std::string> seen;
+      runner::SessionOptions options;
+      options.backend = backend;
+      if (observed) {
+        options.observer = [&](const ir::Value& v, const runner::RtValue&) {
+          seen.push_back(v.name());
+          return absl::OkStatus();
+        };
+      }
+      auto session = Open(FoldedChainGraph(false), options);
+      ASSERT_TRUE(session.ok()) << session.status();
+      // Cast's and Mul's results only fed folded nodes: dropped unless observed.
+      EXPECT_EQ((*session)->held_folded_values(), observed ? 3 : 1);
+      auto out = (*session)->Run({{"x", runner::RtValue::FromTensor(Floats({2}, {10, 20}))}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(Values<float>((*out)[0].tensor()), (std::vector<float>{17.0f, 29.0f}));
+      if (observed) {
+        EXPECT_EQ(seen, (std::vector<std::string>{"c", "m", "w", "y"}));
+      }
+    }
+  }
+}
+
+TEST(SessionFoldTest, AFoldedValueADequantizeLinearReadsIsKept) {
+  // Quantized chains read a DequantizeLinear's inputs in its place.
+  runner::SessionOptions options;
+  options.backend = runner::Backend::kCpu;
+  auto session = Open(FoldedChainGraph(true), options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ((*session)->held_folded_values(), 2);
+  auto out = (*session)->Run({{"x", runner::RtValue::FromTensor(Floats({2}, {10, 20}))}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<float>((*out)[0].tensor()), (std::vector<float>{11.0f, 22.0f}));
+}
+
 }  // namespace
 }  // namespace onnxkit::testing
