@@ -1080,29 +1080,52 @@ void Session::FoldConstants(const absl::flat_hash_set<const ir::Node*>* only) {
 
 namespace {
 
-// A MatMul of the default domain with A, B and one output.
-bool PlainMatMul(const ir::Node& n) {
-  return n.op_type() == "MatMul" && (n.domain().empty() || n.domain() == "ai.onnx") && n.num_inputs() == 2 &&
-         n.num_outputs() == 1 && n.input(0) != nullptr && n.input(1) != nullptr;
+// The MatMul (A, B) or Gather (data, indices; axis 0) of packed weights
+// `p`, of the default domain with two inputs and one output.
+bool PlainPackedNode(const ir::Node& n, const ops::ContribLowering::PackedWeights& p) {
+  if (n.op_type() != (p.gather ? "Gather" : "MatMul") || !(n.domain().empty() || n.domain() == "ai.onnx") ||
+      n.num_inputs() != 2 || n.num_outputs() != 1 || n.input(0) == nullptr || n.input(1) == nullptr) {
+    return false;
+  }
+  const ir::Attribute* axis = p.gather ? n.FindAttribute("axis") : nullptr;
+  return axis == nullptr || axis->proto.i == 0;
 }
+
+// The input of that node the float weights are (B; the Gather's data).
+int WeightInput(const ops::ContribLowering::PackedWeights& p) { return p.gather ? 0 : 1; }
 
 }  // namespace
 
 namespace {
 
-// Whether the packed weights' codes [N, blocks, bytes of a block], scales
-// (N * blocks floats) and uint8 zero points (N rows of ceil(blocks / 2)
-// bytes for 4 bits, blocks for 8; or none) agree with each other and K.
+// Whether the packed weights' codes, scales and uint8 zero points (N rows
+// of ceil(blocks / 2) bytes for 4 bits, blocks for 8; or none) agree with
+// each other and K: a MatMul's codes [N, blocks, bytes of a block] and
+// scales of N * blocks floats, a Gather's codes [N, bytes of a row of K]
+// and scales [N, blocks] dividing K.
 bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::TensorProto& codes,
                        const pb::TensorProto& scales, const pb::TensorProto* zeros) {
-  if ((p.bits != 4 && p.bits != 8) || codes.data_type != pb::kUint8 || codes.dims.size() != 3 ||
-      scales.data_type != pb::kFloat || (zeros != nullptr && zeros->data_type != pb::kUint8)) {
+  if ((p.bits != 4 && p.bits != 8) || codes.data_type != pb::kUint8 ||
+      codes.dims.size() != (p.gather ? 2 : 3) || scales.data_type != pb::kFloat ||
+      (zeros != nullptr && zeros->data_type != pb::kUint8) || p.k < 1) {
     return false;
   }
-  const int64_t n = codes.dims[0], blocks = codes.dims[1], width = codes.dims[2];
-  if (n < 1 || blocks < 1 || width < 1 || width > (int64_t{1} << 20) || p.k < 1) return false;
-  const int64_t block = width * 8 / p.bits;
-  if ((p.k + block - 1) / block != blocks) return false;
+  const int64_t n = codes.dims[0];
+  int64_t blocks = 0;
+  if (p.gather) {
+    if (scales.dims.size() != 2 || scales.dims[0] != n || scales.dims[1] < 1 || p.k % scales.dims[1] != 0 ||
+        codes.dims[1] != p.k * p.bits / 8) {
+      return false;
+    }
+    blocks = scales.dims[1];
+  } else {
+    blocks = codes.dims[1];
+    const int64_t width = codes.dims[2];
+    if (blocks < 1 || width < 1 || width > (int64_t{1} << 20)) return false;
+    const int64_t block = width * 8 / p.bits;
+    if ((p.k + block - 1) / block != blocks) return false;
+  }
+  if (n < 1) return false;
   const std::optional<int64_t> scale_count = CheckedMul(n, blocks);
   if (!scale_count || CheckedElementCount(scales.dims) != scale_count) return false;
   const std::optional<int64_t> zero_count = CheckedMul(n, p.bits == 8 ? blocks : (blocks + 1) / 2);
@@ -1121,12 +1144,13 @@ void Session::DeferPackedWeights() {
         if (!n->name().empty()) names[n->name()] = n;
       }
     }
-    auto it = names.find(p.matmul);
-    if (it == names.end() || !PlainMatMul(*it->second) || deferred_weights_.contains(it->second)) continue;
+    auto it = names.find(p.node);
+    if (it == names.end() || !PlainPackedNode(*it->second, p) || deferred_weights_.contains(it->second))
+      continue;
     const ir::Node* mm = it->second;
     // The nodes the weights are computed by, back to constant initializers.
     absl::flat_hash_set<const ir::Node*> nodes;
-    std::vector<const ir::Value*> pending = {mm->input(1)};
+    std::vector<const ir::Value*> pending = {mm->input(WeightInput(p))};
     bool constant = true;
     while (!pending.empty() && constant) {
       const ir::Value* v = pending.back();
@@ -1158,7 +1182,7 @@ void Session::DeferPackedWeights() {
         }
       }
     }
-    if (!nodes.contains(mm->input(1)->producer())) continue;
+    if (!nodes.contains(mm->input(WeightInput(p))->producer())) continue;
     std::vector<const ir::Node*>& deferred = deferred_weights_[mm];
     deferred.assign(nodes.begin(), nodes.end());
     deferred_nodes_.insert(nodes.begin(), nodes.end());
@@ -1398,11 +1422,13 @@ std::vector<FusionChain> Session::PackedWeightChains(
         if (!n->name().empty()) by_name[n->name()] = n;
       }
     }
-    auto it = by_name.find(p.matmul);
+    auto it = by_name.find(p.node);
     if (it == by_name.end()) continue;
     const ir::Node* mm = it->second;
-    if (!PlainMatMul(*mm) || folded_nodes_.contains(mm) || fused.contains(mm) ||
-        !(is_constant(mm->input(1)) || deferred_weights_.contains(mm))) {
+    // A Gather reads its computed table as well as the codes.
+    if (p.gather && !deferred_weights_.contains(mm)) continue;
+    if (!PlainPackedNode(*mm, p) || folded_nodes_.contains(mm) || fused.contains(mm) ||
+        !(is_constant(mm->input(WeightInput(p))) || deferred_weights_.contains(mm))) {
       continue;
     }
     const ir::Value* codes = graph.FindValue(p.codes);

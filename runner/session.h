@@ -268,11 +268,11 @@ class Session {
   void FoldGraph(const ir::Graph& graph, Executor& executor,
                  const absl::flat_hash_set<const ir::Node*>* only = nullptr);
   // cpu sessions that fuse: the nodes computing the float weights of a
-  // MatMul of packed_weights_ (its codes unpacked and dequantized) are not
-  // folded but deferred: its packed kernel reads the codes, and the float
-  // weights (8 times the bytes of 4-bit codes) are never held. PlanFusion
-  // then skips those nodes, or folds them when the MatMul becomes no packed
-  // chain.
+  // MatMul or Gather of packed_weights_ (its codes unpacked and
+  // dequantized) are not folded but deferred: its packed kernel reads the
+  // codes, and the float weights (8 times the bytes of 4-bit codes) are
+  // never held. PlanFusion then skips those nodes, or folds them when the
+  // node becomes no packed chain.
   void DeferPackedWeights();
   // Releases `v` when it is an initializer of the main graph that only
   // folded nodes read (runs that fold never read it again): its copy, and
@@ -310,7 +310,8 @@ class Session {
   std::unique_ptr<ir::Model> model_;
   // ONNX Runtime contrib ops left as they are, with why (ops::ContribLowering::left).
   std::vector<std::string> contrib_left_;
-  // MatMuls the contrib lowering wrote for 4-bit MatMulNBits (PlanFusion).
+  // MatMuls and Gathers the contrib lowering wrote for MatMulNBits and
+  // GatherBlockQuantized (DeferPackedWeights, PlanFusion).
   std::vector<ops::ContribLowering::PackedWeights> packed_weights_;
   SessionOptions options_;
   std::unique_ptr<io::ExternalDataResolver> resolver_;

@@ -1808,18 +1808,7 @@ class Lowerer {
     }
     ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Transpose", {w}, {ir::IntsAttr("perm", {1, 0})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {In(0), w}));
-    auto constant = [](const ir::Value* v) { return v != nullptr && v->initializer() != nullptr; };
-    if (*elem == pb::kFloat && constant(In(1)) && constant(In(2)) &&
-        In(2)->initializer()->data_type == pb::kFloat &&
-        (In(3) == nullptr || (constant(In(3)) && In(3)->initializer()->data_type == pb::kUint8))) {
-      pending_ = ContribLowering::PackedWeights{graph_,
-                                                y->producer()->name(),
-                                                In(1)->name(),
-                                                In(2)->name(),
-                                                In(3) != nullptr ? In(3)->name() : std::string(),
-                                                static_cast<int>(bits),
-                                                k};
-    }
+    if (*elem == pb::kFloat) Packed(*y->producer(), In(1), In(2), In(3), bits, k, false);
     if (In(5) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));
     }
@@ -1886,7 +1875,33 @@ class Lowerer {
       ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Cast", {w}, {ir::IntAttr("to", *elem)}));
     }
     ONNXKIT_ASSIGN_OR_RETURN(outs[0], Emit("Gather", {w, In(1)}, {ir::IntAttr("axis", 0)}));
+    // Scales of another shape than [rows, blocks] are the reference's to refuse.
+    const pb::TensorProto* scale_tensor = In(2)->initializer();
+    if (*elem == pb::kFloat && scale_tensor != nullptr && scale_tensor->dims.size() == 2 &&
+        scale_tensor->dims[1] == blocks) {
+      Packed(*outs[0]->producer(), In(0), In(2), In(3), bits, k, true);
+    }
     return std::string();
+  }
+
+  // Records `node` (the MatMul or Gather written for packed weights) in
+  // packed_ when the codes, float scales and uint8 zero points (or none)
+  // are initializers.
+  void Packed(const ir::Node& node, const ir::Value* codes, const ir::Value* scales, const ir::Value* zeros,
+              int64_t bits, int64_t k, bool gather) {
+    auto constant = [](const ir::Value* v) { return v != nullptr && v->initializer() != nullptr; };
+    if (!constant(codes) || !constant(scales) || scales->initializer()->data_type != pb::kFloat ||
+        (zeros != nullptr && (!constant(zeros) || zeros->initializer()->data_type != pb::kUint8))) {
+      return;
+    }
+    pending_ = ContribLowering::PackedWeights{graph_,
+                                              node.name(),
+                                              codes->name(),
+                                              scales->name(),
+                                              zeros != nullptr ? zeros->name() : std::string(),
+                                              static_cast<int>(bits),
+                                              k,
+                                              gather};
   }
 
   // QGemm: A, a_scale, a_zero_point, B, b_scale (a scalar or one per output

@@ -70,13 +70,16 @@ struct ContribLowering {
   // MatMulNBits nodes of 4- or 8-bit codes, float A, uint8 or no zero points and
   // constant (initializer) codes, scales and zero points, by the MatMul
   // written for them (its B is their dequantization): a backend may
-  // multiply by the codes instead. Names in `graph`; zero_points "" when
-  // absent.
+  // multiply by the codes instead. GatherBlockQuantized nodes of the same
+  // (float scales) by the Gather written for them (`gather`: its data is
+  // the table's dequantization, rows of k): a backend may dequantize the
+  // gathered rows alone. Names in `graph`; zero_points "" when absent.
   struct PackedWeights {
     const ir::Graph* graph = nullptr;
-    std::string matmul, codes, scales, zero_points;
+    std::string node, codes, scales, zero_points;
     int bits = 4;
-    int64_t k = 0;  // the MatMul's inner dimension (A's last)
+    int64_t k = 0;  // the MatMul's inner dimension (A's last), or a row's length
+    bool gather = false;
   };
   std::vector<PackedWeights> packed;
 };

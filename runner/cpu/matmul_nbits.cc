@@ -4,9 +4,11 @@
 // directly, each block's codes turned into floats in registers, so a step
 // reads an eighth (a quarter) of the bytes of the float weights. More rows
 // (a prompt) dequantize the weights a panel of columns at a time into
-// scratch and multiply with oneDNN's sgemm: the session holds the codes
-// alone. Where the session computed the float weights after all (they feed
-// other nodes too), more rows take them (oneDNN's MatMul, the fallback).
+// scratch for the packed product (matmul_packed.h; oneDNN's sgemm where it
+// does not apply): the session holds the codes alone. Where the session
+// computed the float weights after all (they feed other nodes too), more
+// rows take them (oneDNN's MatMul, the fallback). Also the Gather of
+// GatherBlockQuantized's rows, dequantized as they are gathered.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,6 +29,16 @@ namespace {
 
 // Rows of A up to which the packed codes are read (above, the float weights).
 constexpr int64_t kMaxPackedRows = 4;
+
+// The zero point of block b of row `row` (a column of W, a row of a
+// table): uint8 rows of `zrow` bytes holding two (4 bits, the low nibble
+// first) or one (8 bits); absent: 8 or 128.
+inline float ZeroPoint(const uint8_t* zeros, int bits, int64_t zrow, int64_t row, int64_t b) {
+  if (zeros == nullptr) return bits == 8 ? 128.f : 8.f;
+  if (bits == 8) return static_cast<float>(zeros[row * zrow + b]);
+  const uint8_t z = zeros[row * zrow + b / 2];
+  return static_cast<float>(b % 2 == 0 ? (z & 15) : (z >> 4));
+}
 
 // y[r * n] = the sum of row r of `sums` (rows of `width`), for each of `rows`.
 void StoreSums(const float* sums, int64_t rows, int64_t width, float* y, int64_t n) {
@@ -188,11 +200,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeColu
   for (int64_t col = begin; col < end; ++col) {
     float* column = panel + (col - begin) * padded;
     for (int64_t b = 0; b < blocks; ++b) {
-      float zero = bits == 8 ? 128.f : 8.f;
-      if (zeros != nullptr) {
-        const uint8_t z = zeros[col * zrow + (bits == 8 ? b : b / 2)];
-        zero = static_cast<float>(bits == 8 ? z : (b % 2 == 0 ? (z & 15) : (z >> 4)));
-      }
+      const float zero = ZeroPoint(zeros, bits, zrow, col, b);
       const float s = scales[col * blocks + b];
       const uint8_t* bytes = codes + (col * blocks + b) * width;
       float* out = column + b * block;
@@ -228,11 +236,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizePane
         continue;
       }
       const int64_t col = begin + c;
-      float zero = bits == 8 ? 128.f : 8.f;
-      if (zeros != nullptr) {
-        const uint8_t zb = zeros[col * zrow + (bits == 8 ? b : b / 2)];
-        zero = static_cast<float>(bits == 8 ? zb : (b % 2 == 0 ? (zb & 15) : (zb >> 4)));
-      }
+      const float zero = ZeroPoint(zeros, bits, zrow, col, b);
       s[c] = scales[col * blocks + b];
       z[c] = zero;
       const uint8_t* src = codes + (col * blocks + b) * width;
@@ -438,7 +442,85 @@ class PackedMatMulKernel : public Kernel {
   std::vector<float> even_, odd_;
 };
 
+// Gather (axis 0) of rows of K floats from a table of 4- or 8-bit codes
+// quantized in blocks along its rows (GatherBlockQuantized), each row
+// dequantized as it is gathered: the session never computes the table.
+class PackedGatherKernel : public Kernel {
+ public:
+  PackedGatherKernel(int bits, int64_t k, std::unique_ptr<Kernel> fallback)
+      : bits_(bits), k_(k), fallback_(std::move(fallback)) {}
+
+  // Inputs: 0 the float table [V, K] (omitted where the session does not
+  // compute it), 1 the indices, 2 the codes [V, K * bits / 8] (4 bits: two
+  // a byte, the low nibble first), 3 the scales [V, blocks], 4 the zero
+  // points (uint8, V rows of ceil(blocks / 2) bytes of two (4 bits) or of
+  // blocks bytes (8 bits); absent: 8 or 128).
+  absl::Status Run(KernelContext& ctx) override {
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* table, ctx.OptionalInput(0));
+    if (table != nullptr) return fallback_->Run(ctx);
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* indices, ctx.Input(1));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* codes, ctx.Input(2));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* scales, ctx.Input(3));
+    ONNXKIT_ASSIGN_OR_RETURN(const Tensor* zeros, ctx.OptionalInput(4));
+    if (indices->dtype() != pb::kInt64 && indices->dtype() != pb::kInt32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Gather of 4- or 8-bit rows (GatherBlockQuantized): indices are ",
+                       std::string(DataTypeName(indices->dtype())), ", not int32 or int64"));
+    }
+    const int64_t rows = codes->rank() == 2 ? codes->dim(0) : 0;
+    const int64_t blocks = scales->rank() == 2 ? scales->dim(1) : 0;
+    const int64_t zero_row = bits_ == 8 ? blocks : (blocks + 1) / 2;
+    if ((bits_ != 4 && bits_ != 8) || codes->dtype() != pb::kUint8 || codes->rank() != 2 ||
+        codes->dim(1) != k_ * bits_ / 8 || scales->dtype() != pb::kFloat || scales->rank() != 2 ||
+        scales->dim(0) != rows || blocks < 1 || k_ % blocks != 0 ||
+        (zeros != nullptr && (zeros->dtype() != pb::kUint8 || zeros->size() != rows * zero_row))) {
+      return absl::InvalidArgumentError(
+          "Gather of 4- or 8-bit rows (GatherBlockQuantized): the codes, scales or zero points do not agree");
+    }
+    std::vector<int64_t> shape = indices->shape();
+    shape.push_back(k_);
+    ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, shape));
+    const int64_t block = k_ / blocks, width = k_ * bits_ / 8;
+    const uint8_t* cv = codes->data<uint8_t>();
+    const float* sv = scales->data<float>();
+    const uint8_t* zv = zeros != nullptr ? zeros->data<uint8_t>() : nullptr;
+    float* yv = y->mutable_data<float>();
+    for (int64_t i = 0; i < indices->size(); ++i) {
+      const int64_t index =
+          indices->dtype() == pb::kInt64 ? indices->data<int64_t>()[i] : int64_t{indices->data<int32_t>()[i]};
+      const int64_t row = index < 0 ? index + rows : index;
+      if (row < 0 || row >= rows) {
+        return absl::OutOfRangeError(
+            absl::StrCat("Gather index ", index, " is out of range for an axis of size ", rows));
+      }
+      const uint8_t* bytes = cv + row * width;
+      float* out = yv + i * k_;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float zero = ZeroPoint(zv, bits_, zero_row, row, b);
+        const float s = sv[row * blocks + b];
+        for (int64_t j = b * block; j < (b + 1) * block; ++j) {
+          const uint8_t code =
+              bits_ == 8 ? bytes[j] : (j % 2 == 0 ? (bytes[j / 2] & 15) : (bytes[j / 2] >> 4));
+          out[j] = (static_cast<float>(code) - zero) * s;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int bits_;
+  int64_t k_;
+  std::unique_ptr<Kernel> fallback_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakePackedGatherChain(const FusionChain& chain,
+                                                              std::unique_ptr<Kernel> fallback) {
+  return std::unique_ptr<Kernel>(
+      new PackedGatherKernel(chain.packed_bits, chain.packed_k, std::move(fallback)));
+}
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain& chain, const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback) {

@@ -397,6 +397,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTransformerChain(const FusionChain& 
   if (head == "MatMul" && chain.nodes.size() == 1 && chain.extra_inputs.size() == 3) {
     return MakePackedMatMulChain(chain, info, std::move(fallback));
   }
+  if (head == "Gather" && chain.nodes.size() == 1 && chain.extra_inputs.size() == 3 &&
+      chain.packed_bits != 0) {
+    return MakePackedGatherChain(chain, std::move(fallback));
+  }
   if (head == "MatMul" && chain.nodes.size() == 2 && info.bf16) {
     return MakeMatMulBias(chain.head(), info, OtherInput(chain, 1), std::move(fallback));
   }

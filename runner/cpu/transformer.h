@@ -61,6 +61,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePackedMatMulChain(const FusionChain&
                                                               const KernelInfo& info,
                                                               std::unique_ptr<Kernel> fallback);
 
+// matmul_nbits.cc: a Gather of rows of a table dequantized from 4- or
+// 8-bit blocks (GatherBlockQuantized; the codes, scales and zero points as
+// the chain's extra inputs): the gathered rows alone are dequantized.
+absl::StatusOr<std::unique_ptr<Kernel>> MakePackedGatherChain(const FusionChain& chain,
+                                                              std::unique_ptr<Kernel> fallback);
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNormChain(const FusionChain& chain, const KernelInfo& info,
                                                          std::unique_ptr<Kernel> fallback);
 

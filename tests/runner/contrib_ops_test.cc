@@ -543,6 +543,19 @@ TEST(ContribOpsTest, MatMulNBitsWithConstantWeightsReadsTheCodes) {
   }
 }
 
+// A session of `graph` at opset 21 with com.microsoft 1 imported.
+absl::StatusOr<std::unique_ptr<runner::Session>> ContribSession(runner::Backend be, pb::GraphProto graph) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(std::move(graph), 21);
+  pb::OperatorSetIdProto ms;
+  ms.domain = "com.microsoft";
+  ms.version = 1;
+  loaded.proto.opset_import.push_back(ms);
+  runner::SessionOptions options;
+  options.backend = be;
+  return runner::Session::Create(std::move(loaded), options);
+}
+
 // The cpu backend reads MatMulNBits' codes for any number of rows: a
 // session holds no float weights computed from them (the reference backend
 // folds them once), and both compute the same product.
@@ -560,15 +573,7 @@ TEST(ContribOpsTest, MatMulNBitsFloatWeightsAreNotHeldOnCpu) {
   std::vector<std::vector<float>> outputs;
   for (runner::Backend be : kBackends) {
     SCOPED_TRACE(runner::BackendName(be));
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(g.Build(), 21);
-    pb::OperatorSetIdProto ms;
-    ms.domain = "com.microsoft";
-    ms.version = 1;
-    loaded.proto.opset_import.push_back(ms);
-    runner::SessionOptions options;
-    options.backend = be;
-    auto session = runner::Session::Create(std::move(loaded), options);
+    auto session = ContribSession(be, g.Build());
     ASSERT_TRUE(session.ok()) << session.status();
     if (be == runner::Backend::kCpu) {
       EXPECT_EQ((*session)->held_folded_values(), 0);
@@ -587,9 +592,33 @@ TEST(ContribOpsTest, MatMulNBitsFloatWeightsAreNotHeldOnCpu) {
   }
 }
 
+// A session of the graph y = GatherBlockQuantized(table, indices) with the
+// table, scales and zero points (when given) as initializers.
+absl::StatusOr<std::unique_ptr<runner::Session>> ConstantTableSession(runner::Backend be,
+                                                                      const runner::Tensor& data,
+                                                                      const runner::Tensor& scales,
+                                                                      const runner::Tensor* zeros,
+                                                                      int64_t bits, int64_t block) {
+  GraphBuilder g("table");
+  g.Input("indices", pb::kInt64, std::vector<int64_t>{2, 2})
+      .Initializer(InitializerFrom("data", data))
+      .Initializer(InitializerFrom("scales", scales));
+  std::vector<std::string> inputs = {"data", "indices", "scales"};
+  if (zeros != nullptr) {
+    g.Initializer(InitializerFrom("zeros", *zeros));
+    inputs.push_back("zeros");
+  }
+  g.Node("GatherBlockQuantized", inputs, {"y"}, {AttrInt("bits", bits), AttrInt("block_size", block)})
+      .Output("y");
+  g.graph().node.back().domain = "com.microsoft";
+  return ContribSession(be, g.Build());
+}
+
 // GatherBlockQuantized (ONNX Runtime's quantized embedding tables): rows of
 // a uint8 table of 4-bit (two a byte, low nibble first) or 8-bit codes,
-// each block of the row (code - zero point) * scale.
+// each block of the row (code - zero point) * scale. With a constant table
+// the cpu backend dequantizes the gathered rows alone (it holds no float
+// table; the reference backend folds it once).
 TEST(ContribOpsTest, GatherBlockQuantizedDequantizesTheGatheredRows) {
   const int64_t rows = 6, k = 64;
   uint32_t seed = 120;
@@ -603,11 +632,12 @@ TEST(ContribOpsTest, GatherBlockQuantizedDequantizesTheGatheredRows) {
         const runner::Tensor data = RandomInts(pb::kUint8, {rows, width}, seed++, 0, 255);
         const runner::Tensor scales = RandomFloats({rows, blocks}, seed++, 0.01f, 0.1f);
         const runner::Tensor zeros = RandomInts(pb::kUint8, {rows, zwidth}, seed++, 0, 255);
-        const std::vector<int64_t> indices = {4, 0, 4, 5};
+        const std::vector<int64_t> indices = {4, 0, -2, 5};
         const std::vector<uint8_t> dv = Values<uint8_t>(data), zv = Values<uint8_t>(zeros);
         const std::vector<float> sv = Values<float>(scales);
         std::vector<double> want;
-        for (int64_t r : indices) {
+        for (int64_t index : indices) {
+          const int64_t r = index < 0 ? index + rows : index;
           for (int64_t j = 0; j < k; ++j) {
             const int64_t b = j / block;
             double code = dv[static_cast<size_t>(r * width + (bits == 4 ? j / 2 : j))];
@@ -627,6 +657,20 @@ TEST(ContribOpsTest, GatherBlockQuantizedDequantizesTheGatheredRows) {
           ExpectNear(RunOp(be, "GatherBlockQuantized", inputs,
                            {AttrInt("bits", bits), AttrInt("block_size", block)}, 21),
                      want, 1e-6);
+          auto session = ConstantTableSession(be, data, scales, zero_points ? &zeros : nullptr, bits, block);
+          ASSERT_TRUE(session.ok()) << session.status();
+          if (be == runner::Backend::kCpu) {
+            EXPECT_EQ((*session)->held_folded_values(), 0);
+          } else {
+            EXPECT_GT((*session)->held_folded_values(), 0);
+          }
+          auto out = (*session)->Run({{"indices", runner::RtValue::FromTensor(Int64s({2, 2}, indices))}});
+          ASSERT_TRUE(out.ok()) << out.status();
+          EXPECT_EQ((*out)[0].tensor().shape(), (std::vector<int64_t>{2, 2, k}));
+          ExpectNear(Values<float>((*out)[0].tensor()), want, 1e-6);
+          out = (*session)->Run({{"indices", runner::RtValue::FromTensor(Int64s({2, 2}, {0, 1, 6, 2}))}});
+          ASSERT_FALSE(out.ok());
+          EXPECT_THAT(out.status().message(), ::testing::HasSubstr("index 6 is out of range"));
         }
       }
     }
