@@ -5,7 +5,8 @@
 // Before: %y = Conv(%x, %w, %b); %z = Add(%y, %d)
 // After:  %z = Conv(%x, %w, %b + d)                  (%b created when absent)
 // Weights are computed in double and rounded once; a chain Conv -> Mul ->
-// Add folds step by step within one run.
+// Add folds step by step within one run. Below opset 7 the Mul or Add
+// broadcasts %c only with broadcast=1 (aligned at `axis`, else at the end).
 #include <memory>
 #include <optional>
 #include <vector>
@@ -26,12 +27,16 @@ struct Match {
 
 // The values of `c` per output channel when it broadcasts onto the Conv
 // output (rank `rank`, `channels` channels) along the channel axis only,
-// without changing the output's shape; nullopt otherwise.
+// without changing the output's shape; nullopt otherwise. `axis`: where
+// c's dims start among the output's (legacy broadcast), else aligned at
+// the end.
 std::optional<std::vector<double>> PerChannel(const ir::Value* c, int64_t rank, int64_t channels,
-                                              int32_t dtype, PassContext& ctx) {
+                                              int32_t dtype, std::optional<int64_t> axis, PassContext& ctx) {
   std::optional<runner::Tensor> t = FloatConstant(c, ctx);
   if (!t || t->dtype() != dtype || t->rank() > rank) return std::nullopt;
-  const int channel_axis = t->rank() - static_cast<int>(rank) + 1;  // in t's dims; < 0: not covered
+  const int64_t start = axis.value_or(rank - t->rank());
+  if (start < 0 || start + t->rank() > rank) return std::nullopt;
+  const int64_t channel_axis = 1 - start;  // in t's dims; < 0: not covered
   for (int i = 0; i < t->rank(); ++i) {
     if (t->dim(i) == 1) continue;
     if (i != channel_axis || t->dim(i) != channels) return std::nullopt;
@@ -49,8 +54,15 @@ std::optional<Match> MatchAt(ir::Graph& graph, ir::Node* conv, const ConvWeights
   if (op == nullptr || op->num_outputs() != 1) return std::nullopt;
   ir::Value* c = OtherInput(*op, y);
   if (c == nullptr || c == y) return std::nullopt;
-  std::optional<std::vector<double>> v =
-      PerChannel(c, static_cast<int64_t>(cw.w_shape.size()), cw.channels, cw.dtype, ctx);
+  const int64_t rank = static_cast<int64_t>(cw.w_shape.size());
+  std::optional<int64_t> axis;
+  if (ctx.Opset("") < 7) {
+    // Legacy broadcasting: only B (input 1) onto A, only with broadcast=1.
+    if (op->input(1) != c || op->GetInt("broadcast").value_or(0) != 1) return std::nullopt;
+    axis = op->GetInt("axis");
+    if (axis && *axis < 0) *axis += rank;
+  }
+  std::optional<std::vector<double>> v = PerChannel(c, rank, cw.channels, cw.dtype, axis, ctx);
   if (!v) return std::nullopt;
   const bool mul = op->op_type() == "Mul";
   const std::vector<double> neutral(v->size(), mul ? 0.0 : 1.0);

@@ -210,6 +210,9 @@ class Planner {
     const std::string& type = op->op_type();
     const int64_t opset = ctx_.Opset("");
     bool ok = false;
+    // Below opset 7 a binary op's broadcast=1 aligns B from `axis`, not
+    // from the end.
+    if (opset < 7 && op->GetInt("broadcast").value_or(0) != 0) return std::nullopt;
     if (IsUnary(type) || IsBroadcasting(type)) {
       ok = Elementwise(plan);
     } else if (type == "QuantizeLinear") {

@@ -101,6 +101,63 @@ TEST(FuseConvMulAddTest, NearMissesDoNotFire) {
   }
 }
 
+// Opset 6: x -> Conv -> Mul(mc [dims]) -> Add(ac [dims]) -> z with the
+// legacy broadcast attributes on both (`axis` < 0: none; `constant_first`:
+// the Add's constant is A).
+pb::ModelProto LegacyConvMulAdd(std::vector<int64_t> dims, int64_t broadcast, int64_t axis,
+                                bool constant_first = false) {
+  std::vector<pb::AttributeProto> attrs;
+  if (broadcast >= 0) attrs.push_back(AttrInt("broadcast", broadcast));
+  if (axis >= 0) attrs.push_back(AttrInt("axis", axis));
+  GraphBuilder g("main");
+  g.Input("x", pb::kFloat, {{1, 3, 8, 8}})
+      .Initializer(InitializerFrom("w", RandomFloats({4, 3, 3, 3}, 2)))
+      .Initializer(InitializerFrom("mc", RandomFloats(dims, 4, 0.5f, 2.f)))
+      .Initializer(InitializerFrom("ac", RandomFloats(dims, 5)))
+      .Node("Conv", {"x", "w"}, {"y"}, {AttrInts("pads", {1, 1, 1, 1})}, "conv")
+      .Node("Mul", {"y", "mc"}, {"t"}, attrs, "mul")
+      .Node("Add", constant_first ? std::vector<std::string>{"ac", "t"} : std::vector<std::string>{"t", "ac"},
+            {"z"}, attrs, "add")
+      .Output("z", pb::kFloat, {{1, 4, 8, 8}});
+  return ModelFromGraph(g.Build(), 6);
+}
+
+TEST(FuseConvMulAddTest, FoldsLegacyBroadcastsBelowOpset7) {
+  // [4] from axis 1: along the channels (caffe2-era exports write biases so).
+  pb::ModelProto m = LegacyConvMulAdd({4}, 1, 1);
+  PassResult r = fuse::Run(m, "fuse-conv-mul-add");
+  EXPECT_EQ(r.rewrites, 2);
+  ASSERT_EQ(r.model.graph->node.size(), 1u);
+  EXPECT_EQ(r.model.graph->node[0].input.size(), 3u);
+  ExpectSameOutputs(m, r.model, kFeeds, 1e-4, 1e-4);
+  ExpectValid(r.model);
+  // [4, 1, 1] aligned at the end: the channels too.
+  m = LegacyConvMulAdd({4, 1, 1}, 1, -1);
+  r = fuse::Run(m, "fuse-conv-mul-add");
+  EXPECT_EQ(r.rewrites, 2);
+  ExpectSameOutputs(m, r.model, kFeeds, 1e-4, 1e-4);
+  {
+    SCOPED_TRACE("[8] aligned at the end: along the width");
+    ExpectNoChange(LegacyConvMulAdd({8}, 1, -1), "fuse-conv-mul-add");
+  }
+  {
+    SCOPED_TRACE("[8] from axis 2: along the height");
+    ExpectNoChange(LegacyConvMulAdd({8}, 1, 2), "fuse-conv-mul-add");
+  }
+  {
+    SCOPED_TRACE("broadcast 0 or absent: operands of one shape only (the model is invalid)");
+    ExpectNoChange(LegacyConvMulAdd({4}, 0, 1), "fuse-conv-mul-add");
+    ExpectNoChange(LegacyConvMulAdd({4}, -1, 1), "fuse-conv-mul-add");
+  }
+  {
+    SCOPED_TRACE("the constant as A: the Conv's output would be broadcast");
+    pb::ModelProto c = LegacyConvMulAdd({4}, 1, 1, true);
+    PassResult only_mul = fuse::Run(c, "fuse-conv-mul-add");
+    EXPECT_EQ(only_mul.rewrites, 1);
+    EXPECT_EQ(only_mul.model.graph->node.size(), 2u);
+  }
+}
+
 TEST(FuseConvMulAddTest, InfiniteFactorsAreNotFolded) {
   // Folded, an infinite factor makes inf x 0 = NaN weights where the
   // unfused Mul gives +-inf only where values reach it.

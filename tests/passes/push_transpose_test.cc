@@ -321,6 +321,16 @@ TEST(PushTransposeTest, NearMissesAreLeftAlone) {
                      13),
       // An op that cares about the layout.
       OneOp("Flatten", perm, {AttrInt("axis", 2)}, 13),
+      // A legacy broadcast (opset < 7): b lines up with the dims from `axis`
+      // on ([2, 4, 5, 4]'s second), not with the last.
+      ModelFromGraph(GraphBuilder("main")
+                         .Input("x", pb::kFloat, {{2, 4, 4, 5}})
+                         .Initializer(InitializerFrom("b", RandomFloats({4}, 3)))
+                         .Node("Transpose", {"x"}, {"t"}, {AttrInts("perm", perm)})
+                         .Node("Add", {"t", "b"}, {"y"}, {AttrInt("broadcast", 1), AttrInt("axis", 1)})
+                         .Output("y", pb::kFloat)
+                         .Build(),
+                     6),
       // DequantizeLinear: QDQ runtimes want it right before the op it
       // quantizes (and its float side is the larger one).
       ModelFromGraph(GraphBuilder("main")
