@@ -219,47 +219,59 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizeColu
 
 // Columns [begin, begin + cols) of W (cols <= kPanelWidth) as a panel of
 // the packed product at `dst`: padded rows of kPanelWidth floats (zero
-// past cols), the rows in DequantizeColumns' order. `tile` holds
-// width * kPanelWidth bytes: a block's codes, column by column.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void DequantizePanel(
-    const uint8_t* codes, const float* scales, const uint8_t* zeros, int bits, int64_t blocks, int64_t width,
-    int64_t begin, int64_t cols, uint8_t* tile, float* dst) {
+// past cols), the rows in DequantizeColumns' order. AVX-512 (the packed
+// product's own requirement): 16 columns at a time, 4 bytes of each
+// gathered into a vector, so that a row of 16 columns is stored whole.
+// `width` (bytes of a block) is a multiple of 4 and the bytes of a column,
+// blocks * width, fit an int32 16 times over.
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip
+// -Wmaybe-uninitialized when inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) void DequantizePanel(const uint8_t* codes, const float* scales,
+                                                        const uint8_t* zeros, int bits, int64_t blocks,
+                                                        int64_t width, int64_t begin, int64_t cols,
+                                                        float* dst) {
   constexpr int64_t kW = PackedMatrix::kPanelWidth;
   const int64_t block = width * 8 / bits;
   const int64_t zrow = bits == 8 ? blocks : (blocks + 1) / 2;
-  float s[kW], z[kW];
-  std::fill(tile, tile + width * kW, uint8_t{0});
+  const int32_t stride = static_cast<int32_t>(blocks * width);  // bytes between columns
+  const __m512i lanes = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(stride));
+  const __m512i low8 = _mm512_set1_epi32(255), low4 = _mm512_set1_epi32(15);
+  alignas(64) float s[kW], z[kW];
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t c = 0; c < kW; ++c) {
-      if (c >= cols) {
-        s[c] = z[c] = 0.f;
-        continue;
-      }
-      const int64_t col = begin + c;
-      const float zero = ZeroPoint(zeros, bits, zrow, col, b);
-      s[c] = scales[col * blocks + b];
-      z[c] = zero;
-      const uint8_t* src = codes + (col * blocks + b) * width;
-      for (int64_t i = 0; i < width; ++i) tile[i * kW + c] = src[i];
+      s[c] = c < cols ? scales[(begin + c) * blocks + b] : 0.f;
+      z[c] = c < cols ? ZeroPoint(zeros, bits, zrow, begin + c, b) : 0.f;
     }
     float* rows = dst + b * block * kW;
-    for (int64_t i = 0; i < width; ++i) {
-      const uint8_t* t = tile + i * kW;
-      if (bits == 8) {
-#pragma omp simd
-        for (int64_t c = 0; c < kW; ++c) rows[i * kW + c] = (static_cast<float>(t[c]) - z[c]) * s[c];
-        continue;
-      }
-      float* lo = rows + i * kW;
-      float* hi = rows + (width + i) * kW;
-#pragma omp simd
-      for (int64_t c = 0; c < kW; ++c) {
-        lo[c] = (static_cast<float>(t[c] & 15) - z[c]) * s[c];
-        hi[c] = (static_cast<float>(t[c] >> 4) - z[c]) * s[c];
+    for (int64_t g = 0; g < kW; g += 16) {
+      const __mmask16 live =
+          g >= cols ? 0 : static_cast<__mmask16>((cols - g >= 16 ? 0x10000 : 1 << (cols - g)) - 1);
+      const __m512 sv = _mm512_load_ps(s + g), zv = _mm512_load_ps(z + g);
+      const uint8_t* base = codes + ((begin + g) * blocks + b) * width;
+      for (int64_t i = 0; i < width; i += 4) {
+        const __m512i v = live == 0
+                              ? _mm512_setzero_si512()
+                              : _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, lanes, base + i, 1);
+        for (int j = 0; j < 4; ++j) {
+          const __m512i byte = _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), low8);
+          if (bits == 8) {
+            _mm512_storeu_ps(rows + (i + j) * kW + g,
+                             _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(byte), zv), sv));
+            continue;
+          }
+          const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(byte, low4));
+          const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(byte, 4));
+          _mm512_storeu_ps(rows + (i + j) * kW + g, _mm512_mul_ps(_mm512_sub_ps(lo, zv), sv));
+          _mm512_storeu_ps(rows + (width + i + j) * kW + g, _mm512_mul_ps(_mm512_sub_ps(hi, zv), sv));
+        }
       }
     }
   }
 }
+#pragma GCC diagnostic pop
 
 bool HasAvx2Fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -379,25 +391,22 @@ class PackedMatMulKernel : public Kernel {
     const uint8_t* zv = zeros != nullptr ? zeros->data<uint8_t>() : nullptr;
     float* yv = y->mutable_data<float>();
     const int64_t groups = (n + kPanel - 1) / kPanel;
-    const bool packed = PackedGemmAvailable() && padded <= kPackedGemmMaxK;
+    const bool packed = PackedGemmAvailable() && padded <= kPackedGemmMaxK && width % 4 == 0;
     std::vector<absl::Status> status(static_cast<size_t>(groups));
     ParallelFor(groups, parallel_ && groups > 1, [&](int64_t g) {
       const int64_t begin = g * kPanel, end = std::min(n, begin + kPanel);
       // Per thread, kept for the next product (no page faults on fresh
       // memory every time).
       thread_local std::vector<float> panel;
-      thread_local std::vector<uint8_t> tile;
       thread_local PackedMatrix packed_panel;
       absl::Status& s = status[static_cast<size_t>(g)];
       if (packed) {
         s = packed_panel.Reshape(padded, end - begin);
         if (!s.ok()) return;
-        tile.resize(static_cast<size_t>(width * PackedMatrix::kPanelWidth));
         for (int64_t p = 0; p < packed_panel.panels(); ++p) {
           const int64_t first = begin + p * PackedMatrix::kPanelWidth;
           DequantizePanel(cv, sv, zv, bits_, blocks, width, first,
-                          std::min(PackedMatrix::kPanelWidth, end - first), tile.data(),
-                          packed_panel.mutable_panel(p));
+                          std::min(PackedMatrix::kPanelWidth, end - first), packed_panel.mutable_panel(p));
         }
         PackedGemm(even_.data(), rows, padded, packed_panel, nullptr, yv + begin, n);
         return;
