@@ -1135,7 +1135,8 @@ bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::T
 }  // namespace
 
 void Session::DeferPackedWeights() {
-  if (options_.backend != Backend::kCpu || !options_.fuse || options_.observer) return;
+  // Observed runs report the weights as folded values.
+  if (options_.backend == Backend::kCuda || options_.observer) return;
   absl::flat_hash_map<const ir::Graph*, absl::flat_hash_map<std::string_view, const ir::Node*>> by_name;
   for (const ops::ContribLowering::PackedWeights& p : packed_weights_) {
     absl::flat_hash_map<std::string_view, const ir::Node*>& names = by_name[p.graph];

@@ -267,12 +267,15 @@ class Session {
   // chain took); else every foldable node but the deferred ones.
   void FoldGraph(const ir::Graph& graph, Executor& executor,
                  const absl::flat_hash_set<const ir::Node*>* only = nullptr);
-  // cpu sessions that fuse: the nodes computing the float weights of a
-  // MatMul or Gather of packed_weights_ (its codes unpacked and
-  // dequantized) are not folded but deferred: its packed kernel reads the
-  // codes, and the float weights (8 times the bytes of 4-bit codes) are
-  // never held. PlanFusion then skips those nodes, or folds them when the
-  // node becomes no packed chain.
+  // The nodes computing the float weights of a MatMul or Gather of
+  // packed_weights_ (its codes unpacked and dequantized) are not folded but
+  // deferred, so that the float weights (8 times the bytes of 4-bit codes)
+  // are never all held. In cpu sessions that fuse, its packed kernel reads
+  // the codes: PlanFusion skips those nodes, or folds them when the node
+  // becomes no packed chain. Elsewhere (the reference backend) they run in
+  // every run, each weight released once read (runs of a large model fit
+  // in memory; a run computes its weights again). Not for cuda sessions or
+  // observed runs (which see every weight as a folded value).
   void DeferPackedWeights();
   // Releases `v` when it is an initializer of the main graph that only
   // folded nodes read (runs that fold never read it again): its copy, and
