@@ -1119,6 +1119,7 @@ bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::T
     }
     blocks = scales.dims[1];
   } else {
+    if (n != p.n) return false;
     blocks = codes.dims[1];
     const int64_t width = codes.dims[2];
     if (blocks < 1 || width < 1 || width > (int64_t{1} << 20)) return false;

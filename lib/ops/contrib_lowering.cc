@@ -1808,7 +1808,7 @@ class Lowerer {
     }
     ONNXKIT_ASSIGN_OR_RETURN(w, Emit("Transpose", {w}, {ir::IntsAttr("perm", {1, 0})}));
     ONNXKIT_ASSIGN_OR_RETURN(ir::Value * y, Emit("MatMul", {In(0), w}));
-    if (*elem == pb::kFloat) Packed(*y->producer(), In(1), In(2), In(3), bits, k, false);
+    if (*elem == pb::kFloat) Packed(*y->producer(), In(1), In(2), In(3), bits, k, n);
     if (In(5) != nullptr) {
       ONNXKIT_ASSIGN_OR_RETURN(y, Emit("Add", {y, In(5)}));
     }
@@ -1879,16 +1879,16 @@ class Lowerer {
     const pb::TensorProto* scale_tensor = In(2)->initializer();
     if (*elem == pb::kFloat && scale_tensor != nullptr && scale_tensor->dims.size() == 2 &&
         scale_tensor->dims[1] == blocks) {
-      Packed(*outs[0]->producer(), In(0), In(2), In(3), bits, k, true);
+      Packed(*outs[0]->producer(), In(0), In(2), In(3), bits, k, 0);
     }
     return std::string();
   }
 
-  // Records `node` (the MatMul or Gather written for packed weights) in
-  // packed_ when the codes, float scales and uint8 zero points (or none)
-  // are initializers.
+  // Records `node` (the MatMul of N columns `n`, or with n 0 the Gather,
+  // written for packed weights) in packed_ when the codes, float scales and
+  // uint8 zero points (or none) are initializers.
   void Packed(const ir::Node& node, const ir::Value* codes, const ir::Value* scales, const ir::Value* zeros,
-              int64_t bits, int64_t k, bool gather) {
+              int64_t bits, int64_t k, int64_t n) {
     auto constant = [](const ir::Value* v) { return v != nullptr && v->initializer() != nullptr; };
     if (!constant(codes) || !constant(scales) || scales->initializer()->data_type != pb::kFloat ||
         (zeros != nullptr && (!constant(zeros) || zeros->initializer()->data_type != pb::kUint8))) {
@@ -1901,7 +1901,8 @@ class Lowerer {
                                               zeros != nullptr ? zeros->name() : std::string(),
                                               static_cast<int>(bits),
                                               k,
-                                              gather};
+                                              n == 0,
+                                              n};
   }
 
   // QGemm: A, a_scale, a_zero_point, B, b_scale (a scalar or one per output

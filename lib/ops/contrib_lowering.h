@@ -80,6 +80,7 @@ struct ContribLowering {
     int bits = 4;
     int64_t k = 0;  // the MatMul's inner dimension (A's last), or a row's length
     bool gather = false;
+    int64_t n = 0;  // the MatMul's columns (N; 0 for a Gather)
   };
   std::vector<PackedWeights> packed;
 };

@@ -597,6 +597,31 @@ TEST(ContribOpsTest, MatMulNBitsFloatWeightsAreNotHeld) {
   }
 }
 
+// Codes of another N than the node's (or of other blocks) fail the run on
+// both backends, as the dequantization's Reshape does.
+TEST(ContribOpsTest, MatMulNBitsCodesThatDoNotAgreeFailOnEveryBackend) {
+  const int64_t k = 64, n = 8;
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{7, 2, 16}, {8, 3, 16}, {8, 2, 12}}) {
+    GraphBuilder g("nbits");
+    g.Input("a", pb::kFloat, std::vector<int64_t>{6, k})
+        .Initializer(InitializerFrom("codes", RandomInts(pb::kUint8, dims, 7, 0, 255)))
+        .Initializer(InitializerFrom("scales", RandomFloats({dims[0] * dims[1]}, 8, 0.01f, 0.1f)))
+        .Node("MatMulNBits", {"a", "codes", "scales"}, {"y"},
+              {AttrInt("K", k), AttrInt("N", n), AttrInt("bits", 4), AttrInt("block_size", 32)})
+        .Output("y");
+    g.graph().node.back().domain = "com.microsoft";
+    for (runner::Backend be : kBackends) {
+      SCOPED_TRACE(::testing::Message() << runner::BackendName(be) << " " << ::testing::PrintToString(dims));
+      auto session = ContribSession(be, g.Build());
+      ASSERT_TRUE(session.ok()) << session.status();
+      auto out = (*session)->Run({{"a", runner::RtValue::FromTensor(RandomFloats({6, k}, 9))}});
+      ASSERT_FALSE(out.ok());
+      EXPECT_THAT(out.status().message(), ::testing::HasSubstr("cannot reshape"));
+    }
+  }
+}
+
 // A session of the graph y = GatherBlockQuantized(table, indices) with the
 // table, scales and zero points (when given) as initializers.
 absl::StatusOr<std::unique_ptr<runner::Session>> ConstantTableSession(runner::Backend be,
