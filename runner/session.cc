@@ -1094,15 +1094,12 @@ bool PlainPackedNode(const ir::Node& n, const ops::ContribLowering::PackedWeight
 // The input of that node the float weights are (B; the Gather's data).
 int WeightInput(const ops::ContribLowering::PackedWeights& p) { return p.gather ? 0 : 1; }
 
-}  // namespace
-
-namespace {
-
 // Whether the packed weights' codes, scales and uint8 zero points (N rows
 // of ceil(blocks / 2) bytes for 4 bits, blocks for 8; or none) agree with
 // each other and K: a MatMul's codes [N, blocks, bytes of a block] and
 // scales of N * blocks floats, a Gather's codes [N, bytes of a row of K]
-// and scales [N, blocks] dividing K.
+// and scales [N, blocks] dividing K. A MatMul's blocks span at most
+// 2K + 64 (the packed kernel's scratch holds A's rows at that length).
 bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::TensorProto& codes,
                        const pb::TensorProto& scales, const pb::TensorProto* zeros) {
   if ((p.bits != 4 && p.bits != 8) || codes.data_type != pb::kUint8 ||
@@ -1124,7 +1121,7 @@ bool PackedShapesAgree(const ops::ContribLowering::PackedWeights& p, const pb::T
     const int64_t width = codes.dims[2];
     if (blocks < 1 || width < 1 || width > (int64_t{1} << 20)) return false;
     const int64_t block = width * 8 / p.bits;
-    if ((p.k + block - 1) / block != blocks) return false;
+    if ((p.k + block - 1) / block != blocks || blocks * block > 2 * p.k + 64) return false;
   }
   if (n < 1) return false;
   const std::optional<int64_t> scale_count = CheckedMul(n, blocks);
