@@ -232,6 +232,7 @@ void RegisterBisect(CLI::App& app, Action& action) {
   sub->add_option("--input", f->inputs.files, "NAME=FILE (.pb or .npy), or FILE.npz; repeatable");
   sub->add_flag("--random", f->inputs.random, "Seeded random inputs (the default when none are given)");
   sub->add_option("--seed", f->inputs.seed, "Seed of --random (default 0)");
+  AddRangeFlag(sub, &f->inputs);
   sub->add_option("--shape", f->inputs.shapes, "NAME=1x3x224x224 for inputs with symbolic dims; repeatable");
   sub->add_option("--strategies", f->strategies, "Comma-separated strategies (see --list-strategies)");
   sub->add_flag("--list-strategies", f->list_strategies, "List the reduction strategies");

@@ -43,6 +43,8 @@ struct QuantizeFlags {
   std::optional<int> bits;            // --weights-only: 4 unless given
   std::optional<int64_t> block_size;  // --weights-only: 32 unless given
   uint64_t seed = 0;
+  double random_low = 0, random_high = 1;  // --range of --allow-random-calibration
+  bool range_given = false;
   double percentile = 99.99, target_sqnr = NAN, target_cosine = NAN;
 };
 
@@ -214,6 +216,9 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
                       "--allow-random-calibration (random data gives poor scales)");
   }
   if (sources > 1) return UsageError("give only one of --calibration, --input, --allow-random-calibration");
+  if (f.range_given && !f.allow_random)
+    return UsageError("--range sets the values of --allow-random-calibration's samples");
+  if (!(f.random_low <= f.random_high)) return UsageError("--range: LOW must not exceed HIGH");
   if (sources == 0 && (!std::isnan(f.target_sqnr) || !std::isnan(f.target_cosine))) {
     return UsageError("--target-sqnr and --target-cosine measure the quantized model on samples: give --calibration "
                       "DIR, --input FILE or --allow-random-calibration");
@@ -378,7 +383,7 @@ absl::StatusOr<int> RunQuantize(const QuantizeFlags& f) {
     std::cerr << (f.mode == "dynamic" || f.weights_only ? "WARNING: measuring the error on RANDOM data (--allow-random-calibration)\n"
                                       : "WARNING: calibrating on RANDOM data (--allow-random-calibration): the scales "
                                         "will not fit real inputs; use --calibration DIR for a model you deploy\n");
-    samples = quant::RandomSamples(f.samples, f.seed, 0, 1, f.shapes);
+    samples = quant::RandomSamples(f.samples, f.seed, f.random_low, f.random_high, f.shapes);
   }
   // Every file to write has its folder, before anything is written.
   for (const std::string& path : {f.output, f.report, f.save_calibration}) {
@@ -437,6 +442,17 @@ void RegisterQuantize(CLI::App& app, Action& action) {
   sub->add_flag("--allow-random-calibration", f->allow_random, "Calibrate on seeded random data (testing only)");
   sub->add_option("--samples", f->samples, "Random samples (default 32)");
   sub->add_option("--seed", f->seed, "Seed of the random samples (default 0)");
+  sub->add_option_function<std::vector<double>>(
+         "--range",
+         [f](const std::vector<double>& r) {
+           f->random_low = r[0];
+           f->random_high = r[1];
+           f->range_given = true;
+         },
+         "LOW,HIGH: range of the random samples' values (default 0,1; integer inputs use the integers in it)")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(Finite());
   sub->add_option("--shape", f->shapes, "NAME=1x3x224x224 for inputs with symbolic dims; repeatable");
   sub->add_option("--method", f->method, "Calibration: minmax (default), percentile, entropy, mse");
   sub->add_option("--percentile", f->percentile, "Percentile of --method percentile (default 99.99)");

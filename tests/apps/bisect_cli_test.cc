@@ -72,6 +72,29 @@ TEST_F(BisectCliTest, NotInterestingExits2) {
   EXPECT_NE(r.err.find("not interesting"), std::string::npos);
 }
 
+// --range sets the random inputs' values: Sqrt(Neg(x)) makes NaN from
+// positive inputs (the default range 0,1), none from negative ones.
+TEST_F(BisectCliTest, RangeSetsTheRandomInputs) {
+  GraphBuilder b("main");
+  b.Input("x", pb::kFloat, {{2, 4}})
+      .Node("Abs", {"x"}, {"a"}, {}, "abs")
+      .Node("Neg", {"x"}, {"n"}, {}, "neg")
+      .Node("Sqrt", {"n"}, {"s"}, {}, "sqrt")
+      .Node("Add", {"a", "s"}, {"y"}, {}, "add")
+      .Output("y", pb::kFloat, {{2, 4}});
+  std::string model = (dir_ / "sqrt.onnx").string();
+  ASSERT_TRUE(io::SaveModel(ModelFromGraph(b.Build()), {}, model).ok());
+  CliResult plain = RunCli({"bisect", model, "--nan", "-o", (dir_ / "p").string()});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("4 -> "), std::string::npos) << plain.out;
+  CliResult positive = RunCli({"bisect", model, "--nan", "--range", "0.5,1", "-o", (dir_ / "q").string()});
+  EXPECT_EQ(positive.exit_code, 0) << positive.err;
+  CliResult negative = RunCli({"bisect", model, "--nan", "--range=-1,-0.5", "-o", (dir_ / "r").string()});
+  EXPECT_EQ(negative.exit_code, 2) << negative.err;
+  EXPECT_NE(negative.err.find("not interesting"), std::string::npos) << negative.err;
+  EXPECT_EQ(RunCli({"bisect", model, "--nan", "--range", "1,0", "-o", (dir_ / "s").string()}).exit_code, 2);
+}
+
 TEST_F(BisectCliTest, TheBundleNeverReplacesTheModelBeingReduced) {
   fs::create_directories(dir_ / "b");
   fs::copy_file(model_, dir_ / "b" / "model.onnx");

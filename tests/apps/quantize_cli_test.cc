@@ -1,10 +1,14 @@
 // CLI tests of `onnxkit quantize`: every exit code, the report, random
 // calibration refused without its flag, saved calibration re-used.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +54,45 @@ TEST(QuantizeCliTest, RandomCalibrationWritesModelAndReport) {
                         "--act-type", "int8"});
   ASSERT_EQ(l.exit_code, 0) << l.err;
   EXPECT_THAT(l.out, HasSubstr("\"weights\": 1"));
+}
+
+// The calibrated range of input x, read from a --save-calibration file.
+std::pair<double, double> SavedRange(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  std::regex re("\"name\": \"" + name + "\",\\s*\"min\": ([-0-9.eE+]+),\\s*\"max\": ([-0-9.eE+]+)");
+  if (!std::regex_search(text, m, re)) return {NAN, NAN};
+  return {std::stod(m[1].str()), std::stod(m[2].str())};
+}
+
+TEST(QuantizeCliTest, RangeSetsTheRandomSamples) {
+  fs::path dir = MakeTempDir();
+  std::string in = WriteModel(dir);
+  std::string out = (dir / "q.onnx").string(), cal = (dir / "c.json").string();
+  CliResult plain = RunCli(
+      {"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "4", "--save-calibration", cal});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto [low, high] = SavedRange(cal, "x");
+  EXPECT_GE(low, 0.0);
+  EXPECT_LE(high, 1.0);
+  EXPECT_LT(low, high);
+  CliResult shifted = RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--samples", "4",
+                              "--range=-3,-2", "--save-calibration", cal});
+  ASSERT_EQ(shifted.exit_code, 0) << shifted.err;
+  std::tie(low, high) = SavedRange(cal, "x");
+  EXPECT_GE(low, -3.0);
+  EXPECT_LE(high, -2.0);
+  EXPECT_LT(low, high);
+  // Only random samples have a range; LOW above HIGH is refused.
+  fs::create_directories(dir / "cal");
+  CliResult without =
+      RunCli({"quantize", in, "-o", out, "--calibration", (dir / "cal").string(), "--range", "0,2"});
+  EXPECT_EQ(without.exit_code, 2);
+  EXPECT_THAT(without.err, HasSubstr("--range"));
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--range", "2,1"}).exit_code, 2);
+  EXPECT_EQ(RunCli({"quantize", in, "-o", out, "--allow-random-calibration", "--range", "0,inf"}).exit_code,
+            2);
 }
 
 TEST(QuantizeCliTest, DynamicModeNeedsNoCalibration) {
