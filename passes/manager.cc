@@ -13,6 +13,7 @@
 #include "lib/base/strings.h"
 #include "lib/infer/engine.h"
 #include "lib/io/external_data.h"
+#include "lib/ir/training.h"
 
 namespace onnxkit::passes {
 namespace {
@@ -99,6 +100,8 @@ absl::StatusOr<bool> Visit(ir::Graph& graph, const std::string& path, Pass& pass
       }
     }
   }
+  // A graph a Gradient differentiates is left as it is (lib/ir/training.h).
+  if (ir::DifferentiatedByGradient(graph)) return changed;
   ctx.graph_path_ = path;
   ONNXKIT_ASSIGN_OR_RETURN(bool c, pass.Run(graph, ctx));
   return changed || c;

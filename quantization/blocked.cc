@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
+#include "lib/ir/training.h"
 #include "passes/util.h"
 #include "runner/convert.h"
 
@@ -96,9 +97,12 @@ absl::StatusOr<QdqResult> QuantizeWeightsOnly(const io::LoadedModel& model, cons
   QdqResult result;
   io::ExternalDataResolver resolver(model.base_dir);
   // The main graph, then the If/Loop/Scan bodies (a weight there may be an
-  // initializer of an enclosing graph).
+  // initializer of an enclosing graph). A graph a Gradient differentiates is
+  // left as it is (lib/ir/training.h).
   std::vector<ir::Graph*> graphs;
-  ir::ForEachGraph(m->graph(), [&](ir::Graph& sub) { graphs.push_back(&sub); });
+  ir::ForEachGraph(m->graph(), [&](ir::Graph& sub) {
+    if (!ir::DifferentiatedByGradient(sub)) graphs.push_back(&sub);
+  });
   int index = 0;
   for (ir::Graph* graph : graphs) {
     ir::Graph& g = *graph;

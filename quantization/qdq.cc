@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/base/status_macros.h"
 #include "lib/base/strings.h"
+#include "lib/ir/training.h"
 #include "passes/util.h"
 #include "quantization/rules.h"
 #include "runner/convert.h"
@@ -430,7 +431,10 @@ absl::StatusOr<QdqResult> InsertQdq(const io::LoadedModel& model, const Calibrat
   ONNXKIT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> m, ir::FromProto(model.proto));
   QdqResult result;
   std::vector<ir::Graph*> graphs;
-  ir::ForEachGraph(m->graph(), [&](ir::Graph& g) { graphs.push_back(&g); });
+  // A graph a Gradient differentiates is left as it is (lib/ir/training.h).
+  ir::ForEachGraph(m->graph(), [&](ir::Graph& g) {
+    if (!ir::DifferentiatedByGradient(g)) graphs.push_back(&g);
+  });
   std::vector<std::unique_ptr<Inserter>> inserters;
   int index = 0;
   for (ir::Graph* g : graphs) {

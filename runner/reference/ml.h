@@ -4,6 +4,7 @@
 #ifndef ONNXKIT_RUNNER_REFERENCE_ML_H_
 #define ONNXKIT_RUNNER_REFERENCE_ML_H_
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,8 @@ absl::Status ZipMap(KernelContext& ctx);
 absl::Status Adagrad(KernelContext& ctx);
 absl::Status Momentum(KernelContext& ctx);
 absl::Status Adam(KernelContext& ctx);
+// Gradient: reverse-mode derivative of the nodes of its graph computing y (gradient.cc).
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGradient(const ir::Node& node, const KernelInfo& info);
 
 // ml_tree.cc: TreeEnsemble (ai.onnx.ml 5), TreeEnsembleRegressor and
 // TreeEnsembleClassifier (1, 3).

@@ -309,3 +309,51 @@ TEST(OptimizeCliTest, PinsSymbolicInputDims) {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+// A Gradient reads the nodes computing its y by name: optimize and quantize
+// leave its graph as it is (dce would remove the Identity computing y, which
+// no node takes as an input), and the result still runs.
+TEST(OptimizeCliTest, AGraphAGradientDifferentiatesIsLeftAsItIs) {
+  fs::path dir = MakeTempDir();
+  GraphBuilder g("main");
+  g.Input("a", pb::kFloat, {{3}})
+      .Input("b", pb::kFloat, {{3}})
+      .Node("Add", {"a", "b"}, {"c"})
+      .Node("Mul", {"c", "a"}, {"d"})
+      .Node("Identity", {"d"}, {"e"})
+      .Node("Gradient", {"a", "b"}, {"ga", "gb"}, {AttrStrings("xs", {"a", "b"}), AttrString("y", "e")},
+            "grad")
+      .Output("ga", pb::kFloat, {{3}})
+      .Output("gb", pb::kFloat, {{3}});
+  g.graph().node.back().domain = "ai.onnx.preview.training";
+  pb::ModelProto model = ModelFromGraph(g.Build(), 13);
+  pb::OperatorSetIdProto training;
+  training.domain = "ai.onnx.preview.training";
+  training.version = 1;
+  model.opset_import.push_back(training);
+  std::string in = (dir / "grad.onnx").string(), out = (dir / "o.onnx").string();
+  ASSERT_TRUE(io::SaveModel(model, dir, in).ok());
+  CliResult r = RunCli({"optimize", in, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("4 -> 4 nodes"));
+  // d(a + b) a / da = 2a + b, / db = a.
+  CliResult run = RunCli({"run", out, "--random", "--range", "2,2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("ga: float[3] min 6 max 6"));
+  EXPECT_THAT(run.out, HasSubstr("gb: float[3] min 2 max 2"));
+  for (std::vector<std::string> mode :
+       {std::vector<std::string>{}, {"--mode", "dynamic"}, {"--weights-only"}}) {
+    std::vector<std::string> args{"quantize", in, "-o", (dir / "q.onnx").string(),
+                                  "--allow-random-calibration"};
+    args.insert(args.end(), mode.begin(), mode.end());
+    CliResult q = RunCli(args);
+    EXPECT_EQ(q.exit_code, 0) << q.out << q.err;
+    EXPECT_THAT(q.out, HasSubstr("0 nodes quantized"));
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit::testing
