@@ -36,6 +36,20 @@ Tensor RandomDoubles(std::vector<int64_t> shape, uint32_t seed, double lo, doubl
   return MakeTensor<double>(pb::kDouble, std::move(shape), v);
 }
 
+// A session of `graph` importing ai.onnx at `opset` and ai.onnx.preview.training 1.
+absl::StatusOr<std::unique_ptr<runner::Session>> TrainingSession(pb::GraphProto graph, int64_t opset,
+                                                                 Backend backend = Backend::kReference) {
+  io::LoadedModel loaded;
+  loaded.proto = ModelFromGraph(std::move(graph), opset);
+  pb::OperatorSetIdProto training;
+  training.domain = "ai.onnx.preview.training";
+  training.version = 1;
+  loaded.proto.opset_import.push_back(training);
+  runner::SessionOptions options;
+  options.backend = backend;
+  return runner::Session::Create(std::move(loaded), options);
+}
+
 // The model: the case's graph, then Gradient(xs, zs) with outputs g_<x>;
 // graph outputs y and every g_<x>.
 absl::StatusOr<std::unique_ptr<runner::Session>> MakeSession(const Case& c, Backend backend) {
@@ -49,15 +63,7 @@ absl::StatusOr<std::unique_ptr<runner::Session>> MakeSession(const Case& c, Back
   g.graph().node.back().domain = "ai.onnx.preview.training";
   g.Output(c.y, 0);
   for (const std::string& o : outputs) g.Output(o, 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), c.opset);
-  pb::OperatorSetIdProto training;
-  training.domain = "ai.onnx.preview.training";
-  training.version = 1;
-  loaded.proto.opset_import.push_back(training);
-  runner::SessionOptions options;
-  options.backend = backend;
-  return runner::Session::Create(std::move(loaded), options);
+  return TrainingSession(g.Build(), c.opset, backend);
 }
 
 absl::StatusOr<std::vector<RtValue>> RunFeeds(runner::Session& s, const Feeds& feeds) {
@@ -232,13 +238,7 @@ TEST(GradientTest, UnrelatedInputsGetZerosAndOutputsMayBeOmitted) {
          {AttrStrings("xs", {"a", "b"}), AttrString("y", "y"), AttrStrings("zs", {"z"})}, "grad");
   g.graph().node.back().domain = "ai.onnx.preview.training";
   g.Output("g_b", 0);
-  io::LoadedModel loaded;
-  loaded.proto = ModelFromGraph(g.Build(), 17);
-  pb::OperatorSetIdProto training;
-  training.domain = "ai.onnx.preview.training";
-  training.version = 1;
-  loaded.proto.opset_import.push_back(training);
-  auto session = runner::Session::Create(std::move(loaded));
+  auto session = TrainingSession(g.Build(), 17);
   ASSERT_TRUE(session.ok()) << session.status();
   auto out = RunFeeds(**session, feeds);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -298,13 +298,7 @@ TEST(GradientTest, WhatCannotBeDifferentiatedIsNamed) {
         .Output("y2", 0);
     g.graph().node[2].domain = "ai.onnx.preview.training";
     g.graph().node[3].domain = "ai.onnx.preview.training";
-    io::LoadedModel loaded;
-    loaded.proto = ModelFromGraph(g.Build(), 17);
-    pb::OperatorSetIdProto training;
-    training.domain = "ai.onnx.preview.training";
-    training.version = 1;
-    loaded.proto.opset_import.push_back(training);
-    auto session = runner::Session::Create(std::move(loaded));
+    auto session = TrainingSession(g.Build(), 17);
     ASSERT_TRUE(session.ok()) << session.status();
     auto out = RunFeeds(**session, {});
     ASSERT_FALSE(out.ok());
