@@ -103,9 +103,20 @@ bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
 }
 
+// Results of at most this many elements are computed by the loop: calling
+// oneDNN costs more than the arithmetic.
+constexpr int64_t kSmallOutput = 1024;
+
+int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 // Add, Sub, Mul, Div: one oneDNN binary primitive per input shape pair, or
 // the broadcasting loop where oneDNN only has its reference implementation
-// (e.g. the first operand broadcast, or a broadcast last dim).
+// (e.g. the first operand broadcast, or a broadcast last dim) and for small
+// results.
 class BinaryKernel : public CpuKernel {
  public:
   BinaryKernel(dnnl::algorithm a, bool commutative, std::unique_ptr<Kernel> fallback)
@@ -133,9 +144,9 @@ class BinaryKernel : public CpuKernel {
     const Tensor* s0 = swapped_ ? b : a;
     const Tensor* s1 = swapped_ ? a : b;
     return Execute("binary", primitive_,
-                   {{DNNL_ARG_SRC_0, UserMemory(*s0, src0_)},
-                    {DNNL_ARG_SRC_1, UserMemory(*s1, src1_)},
-                    {DNNL_ARG_DST, UserMemory(*y, dst_)}});
+                   {{DNNL_ARG_SRC_0, src0_memory_.At(*s0, src0_)},
+                    {DNNL_ARG_SRC_1, src1_memory_.At(*s1, src1_)},
+                    {DNNL_ARG_DST, dst_memory_.At(*y, dst_)}});
   }
 
  private:
@@ -151,7 +162,7 @@ class BinaryKernel : public CpuKernel {
                  [&] {
                    dnnl::binary::desc d(alg_, src0_, src1_, dst_);
                    dnnl::binary::primitive_desc pd(d, Engine());
-                   loop_ = IsReferenceImpl(pd);
+                   loop_ = IsReferenceImpl(pd) || Count(shapes_.out_padded) <= kSmallOutput;
                    if (!loop_) primitive_ = dnnl::binary(pd);
                  })
         .ok();
@@ -183,6 +194,7 @@ class BinaryKernel : public CpuKernel {
   Broadcast shapes_;
   dnnl::memory::desc src0_, src1_, dst_;
   dnnl::binary primitive_;
+  HeldMemory src0_memory_, src1_memory_, dst_memory_;
 };
 
 // True when x holds -infinity: pow(-inf, e) for non-integer e is +inf in C

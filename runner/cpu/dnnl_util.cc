@@ -76,6 +76,16 @@ dnnl::memory UserMemory(const Tensor& t, const dnnl::memory::desc& desc) {
   return dnnl::memory(desc, Engine(), const_cast<void*>(t.raw()));
 }
 
+dnnl::memory HeldMemory::At(const void* data, const dnnl::memory::desc& desc) {
+  if (!memory_ || desc != desc_) {
+    memory_ = dnnl::memory(desc, Engine(), const_cast<void*>(data));
+    desc_ = desc;
+  } else {
+    memory_.set_data_handle(const_cast<void*>(data));
+  }
+  return memory_;
+}
+
 absl::Status Execute(std::string_view what, const dnnl::primitive& p,
                      const std::unordered_map<int, dnnl::memory>& args) {
   return Guard(what, [&] {

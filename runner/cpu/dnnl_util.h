@@ -45,6 +45,20 @@ dnnl::memory::desc PlainDesc(const std::vector<int64_t>& shape, dnnl::memory::da
 dnnl::memory UserMemory(const Tensor& t);
 dnnl::memory UserMemory(const Tensor& t, const dnnl::memory::desc& desc);
 
+// A oneDNN memory object kept for one argument of a primitive across runs
+// and pointed at each run's buffer: creating one per run costs allocations
+// that outweigh the primitive itself on small tensors. A kernel holds one per
+// argument (a session runs one run at a time); two arguments never share one.
+class HeldMemory {
+ public:
+  dnnl::memory At(const void* data, const dnnl::memory::desc& desc);
+  dnnl::memory At(const Tensor& t, const dnnl::memory::desc& desc) { return At(t.raw(), desc); }
+
+ private:
+  dnnl::memory memory_;
+  dnnl::memory::desc desc_;
+};
+
 // Runs `f` (which creates or executes oneDNN objects) and turns oneDNN's
 // exceptions into Statuses naming `what`. The only try/catch of the backend.
 template <typename F>

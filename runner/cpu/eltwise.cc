@@ -61,8 +61,8 @@ class EltwisePrimitive {
       alpha_ = alpha;
       beta_ = beta;
     }
-    ONNXKIT_RETURN_IF_ERROR(Execute(
-        "eltwise", primitive_, {{DNNL_ARG_SRC, UserMemory(x, desc)}, {DNNL_ARG_DST, UserMemory(y, desc)}}));
+    ONNXKIT_RETURN_IF_ERROR(
+        Execute("eltwise", primitive_, {{DNNL_ARG_SRC, src_.At(x, desc)}, {DNNL_ARG_DST, dst_.At(y, desc)}}));
     if (!KeepsNaN(a)) CopyNaN(x, y);
     return absl::OkStatus();
   }
@@ -71,11 +71,16 @@ class EltwisePrimitive {
   dnnl::memory::desc desc_;
   float alpha_ = 0, beta_ = 0;
   dnnl::primitive primitive_;
+  HeldMemory src_, dst_;
 };
 
 bool Covered(const Tensor& x) { return x.dtype() == pb::kFloat && x.rank() <= 6 && x.size() > 0; }
 
 // y = alg(x) with fixed parameters.
+// Tensors of at most this many elements skip oneDNN where a plain loop gives
+// the same values.
+constexpr int64_t kSmall = 1024;
+
 class EltwiseKernel : public CpuKernel {
  public:
   EltwiseKernel(alg a, float alpha, float beta, std::unique_ptr<Kernel> fallback)
@@ -88,6 +93,22 @@ class EltwiseKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, KeepsNaN(alg_)
                                              ? ctx.AllocateOutputReusing(0, 0, x->dtype(), x->shape())
                                              : ctx.AllocateOutputUninitialized(0, x->dtype(), x->shape()));
+    // Small tensors of the exactly rounded ops: a loop costs less than calling oneDNN.
+    if (x->size() <= kSmall && (alg_ == alg::eltwise_relu || alg_ == alg::eltwise_abs)) {
+      const float* px = x->data<float>();
+      float* py = y->mutable_data<float>();
+      const float alpha = alpha_;
+      if (alg_ == alg::eltwise_abs) {
+        for (int64_t i = 0; i < x->size(); ++i) py[i] = std::fabs(px[i]);
+      } else {
+        // (-inf times 0 would be NaN: Relu's negatives are 0; NaN stays NaN.)
+        for (int64_t i = 0; i < x->size(); ++i) {
+          const float v = px[i];
+          py[i] = v > 0 || v != v ? v : (alpha == 0 ? 0.0f : v * alpha);
+        }
+      }
+      return absl::OkStatus();
+    }
     return primitive_.Run(*x, *y, alg_, alpha_, beta_);
   }
 

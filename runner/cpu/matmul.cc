@@ -48,6 +48,8 @@ struct MatMulPlan {
   // reorder between them.
   dnnl::memory::desc src_user;
   dnnl::reorder src_in;
+  // The arguments' memory objects, re-pointed at each run's buffers.
+  HeldMemory src_mem, rounded_mem, weights_mem, dst_mem, bias_mem;
 };
 
 // Row-major strides of `dims`.
@@ -96,13 +98,13 @@ void BuildPlan(MatMulPlan& plan, bool constant_b, const dnnl::primitive_attr& at
 // A's memory for `plan`'s primitive: A itself, or A rounded to bfloat16 in
 // scratch space.
 absl::StatusOr<dnnl::memory> SourceMemory(MatMulPlan& plan, const Tensor& a) {
-  dnnl::memory user = UserMemory(a, plan.src_user);
+  dnnl::memory user;
+  ONNXKIT_RETURN_IF_ERROR(Guard("matmul memory", [&] { user = plan.src_mem.At(a, plan.src_user); }));
   if (!plan.src_in) return user;
   void* buffer = ThreadScratch(0, plan.src.get_size());
   if (buffer == nullptr) return absl::ResourceExhaustedError("out of memory for matmul scratch space");
   dnnl::memory rounded;
-  ONNXKIT_RETURN_IF_ERROR(
-      Guard("matmul memory", [&] { rounded = dnnl::memory(plan.src, Engine(), buffer); }));
+  ONNXKIT_RETURN_IF_ERROR(Guard("matmul memory", [&] { rounded = plan.rounded_mem.At(buffer, plan.src); }));
   ONNXKIT_RETURN_IF_ERROR(
       Execute("source reorder", plan.src_in, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, rounded}}));
   return rounded;
@@ -115,12 +117,12 @@ absl::Status RunPlan(MatMulPlan& plan, PreparedWeight* prepared, const Tensor& a
   if (prepared != nullptr) {
     ONNXKIT_ASSIGN_OR_RETURN(w, prepared->Get(b, plan.weights_user, plan.weights));
   } else {
-    w = UserMemory(b, plan.weights_user);
+    w = plan.weights_mem.At(b, plan.weights_user);
   }
   ONNXKIT_ASSIGN_OR_RETURN(dnnl::memory src, SourceMemory(plan, a));
   std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, UserMemory(y, plan.dst)}};
-  if (bias != nullptr) args[DNNL_ARG_BIAS] = UserMemory(*bias, plan.bias);
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, plan.dst_mem.At(y, plan.dst)}};
+  if (bias != nullptr) args[DNNL_ARG_BIAS] = plan.bias_mem.At(*bias, plan.bias);
   return Execute("matmul", plan.primitive, args);
 }
 
@@ -304,14 +306,14 @@ class GemmKernel : public CpuKernel {
     if (constant_b_) {
       ONNXKIT_ASSIGN_OR_RETURN(w, prepared_[p].Get(*b, plan.weights_user, plan.weights));
     } else {
-      w = UserMemory(*b, plan.weights_user);
+      w = plan.weights_mem.At(*b, plan.weights_user);
     }
     ONNXKIT_ASSIGN_OR_RETURN(dnnl::memory src, SourceMemory(plan, *a));
     return Execute("gemm", plan.primitive,
                    {{DNNL_ARG_SRC, src},
                     {DNNL_ARG_WEIGHTS, w},
-                    {DNNL_ARG_DST, UserMemory(*y, plan.dst)},
-                    {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, UserMemory(*c, plan.bias)}});
+                    {DNNL_ARG_DST, plan.dst_mem.At(*y, plan.dst)},
+                    {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, plan.bias_mem.At(*c, plan.bias)}});
   }
 
  private:

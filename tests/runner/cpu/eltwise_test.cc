@@ -132,6 +132,29 @@ TEST(CpuEltwiseTest, SpecialValuesFollowTheReference) {
   }
 }
 
+// Relu, LeakyRelu and Abs of at most 1024 elements run a loop, larger ones
+// oneDNN: both sides of the threshold give the reference's values, the
+// special ones included, at both ends of the tensor.
+TEST(CpuEltwiseTest, SmallAndLargeTensorsAgreeWithTheReference) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> specials = {nan, inf, -inf, 0.f, -0.f, -1.f, 1.f, -100.f};
+  for (int64_t n : {int64_t{9}, int64_t{1024}, int64_t{1025}, int64_t{5000}}) {
+    runner::Tensor x = RandomFloats({n}, static_cast<uint32_t>(n), -3.f, 3.f);
+    float* px = x.mutable_data<float>();
+    for (size_t i = 0; i < specials.size() && static_cast<int64_t>(i) < n; ++i) {
+      px[i] = specials[i];
+      px[n - 1 - static_cast<int64_t>(i)] = specials[i];
+    }
+    for (const UnaryCase& c :
+         std::vector<UnaryCase>{{"Relu", {}}, {"LeakyRelu", {AttrFloat("alpha", 0.3f)}}, {"Abs", {}}}) {
+      SCOPED_TRACE(::testing::Message() << c.op << " of " << n);
+      GraphBuilder g("g");
+      g.Input("x").Node(c.op, {"x"}, {"y"}, c.attrs).Output("y");
+      ExpectSameSpecials(g.Build(), x, c.opset);
+    }
+  }
+}
+
 TEST(CpuEltwiseTest, RoundHalvesToEven) {
   GraphBuilder g("g");
   g.Input("x").Node("Round", {"x"}, {"y"}).Output("y");
