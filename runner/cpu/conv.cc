@@ -89,6 +89,8 @@ struct ConvPlan {
   dnnl::memory wei_memory;
   // Constant weights in the primitive's layout.
   PreparedWeight weight;
+  // The arguments' memory objects, re-pointed at each run's buffers.
+  HeldMemory x_mem, y_mem, src_mem, dst_mem, bias_mem, w_mem;
 
   // Takes the layouts the primitive chose and creates the reorders it needs.
   // Throws dnnl::error: call inside Guard.
@@ -216,13 +218,13 @@ absl::Status ConvLikeKernel::RunPlan(KernelContext& ctx, ConvPlan& p, const Tens
   std::unordered_map<int, memory> args = p.extra_args;
   memory x_user, y_user, w_user;
   ONNXKIT_RETURN_IF_ERROR(Guard("convolution memory", [&] {
-    x_user = UserMemory(x, p.src_user);
-    y_user = UserMemory(*y, p.dst_user);
-    args[DNNL_ARG_SRC] = p.src_in ? memory(p.src, Engine(), src_buffer) : x_user;
-    args[DNNL_ARG_DST] = p.dst_out ? memory(p.dst, Engine(), dst_buffer) : y_user;
-    if (b != nullptr) args[DNNL_ARG_BIAS] = UserMemory(*b, p.bias);
+    x_user = p.x_mem.At(x, p.src_user);
+    y_user = p.y_mem.At(*y, p.dst_user);
+    args[DNNL_ARG_SRC] = p.src_in ? p.src_mem.At(src_buffer, p.src) : x_user;
+    args[DNNL_ARG_DST] = p.dst_out ? p.dst_mem.At(dst_buffer, p.dst) : y_user;
+    if (b != nullptr) args[DNNL_ARG_BIAS] = p.bias_mem.At(*b, p.bias);
     if (!constant_weights_) {
-      w_user = UserMemory(w, p.wei_user);
+      w_user = p.w_mem.At(w, p.wei_user);
       if (p.wei == p.wei_user) {
         wei = w_user;
       } else if (!p.wei_in) {

@@ -108,8 +108,8 @@ class LrnKernel : public CpuKernel {
     ONNXKIT_ASSIGN_OR_RETURN(Tensor * y, ctx.AllocateOutputUninitialized(0, pb::kFloat, x->shape()));
     std::unordered_map<int, memory> args;
     ONNXKIT_RETURN_IF_ERROR(Guard("lrn memory", [&] {
-      args[DNNL_ARG_SRC] = UserMemory(*x, desc_);
-      args[DNNL_ARG_DST] = UserMemory(*y, desc_);
+      args[DNNL_ARG_SRC] = x_mem_.At(*x, desc_);
+      args[DNNL_ARG_DST] = y_mem_.At(*y, desc_);
     }));
     return Execute("lrn", primitive_, args);
   }
@@ -120,6 +120,7 @@ class LrnKernel : public CpuKernel {
   bool built_ = false;
   bool supported_ = false;
   memory::desc desc_;
+  HeldMemory x_mem_, y_mem_;  // re-pointed at each run's buffers
   dnnl::primitive primitive_;
 };
 

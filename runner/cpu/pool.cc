@@ -706,8 +706,8 @@ class PoolKernel : public CpuKernel {
     std::unordered_map<int, memory> args;
     memory x_user, y_user;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
-      x_user = UserMemory(*x, src_);
-      y_user = UserMemory(*y, dst_);
+      x_user = x_mem_.At(*x, src_);
+      y_user = y_mem_.At(*y, dst_);
     }));
     if (to_last_) {
       ONNXKIT_RETURN_IF_ERROR(Execute("pooling source reorder", to_last_,
@@ -815,10 +815,10 @@ class PoolKernel : public CpuKernel {
     if (in == nullptr || out == nullptr) return absl::ResourceExhaustedError("out of memory for pooling");
     memory x_user, y_user, x_block, y_block;
     ONNXKIT_RETURN_IF_ERROR(Guard("pooling memory", [&] {
-      x_user = UserMemory(x, src_);
-      y_user = UserMemory(y, dst_);
-      x_block = memory(block_src_, Engine(), in);
-      y_block = memory(block_dst_, Engine(), out);
+      x_user = x_mem_.At(x, src_);
+      y_user = y_mem_.At(y, dst_);
+      x_block = x_block_mem_.At(in, block_src_);
+      y_block = y_block_mem_.At(out, block_dst_);
     }));
     if (own_check_) {
       // MaxPool checks the values as they are reordered.
@@ -861,6 +861,8 @@ class PoolKernel : public CpuKernel {
   std::vector<int64_t> y_shape_;
   memory::desc src_, dst_;
   dnnl::primitive primitive_;
+  // The arguments' memory objects, re-pointed at each run's buffers.
+  HeldMemory x_mem_, y_mem_, x_block_mem_, y_block_mem_;
   // 8-bit: the channels-last copies and their reorders (blocked_: the
   // reorders to and from channel blocks).
   memory src_last_, dst_last_;
