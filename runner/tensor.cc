@@ -64,6 +64,57 @@ constexpr size_t kCachedBlockBytes = kHugeBufferBytes;
 constexpr size_t kCachedBlocks = 64;
 constexpr size_t kCachedTotalBytes = size_t{2} << 30;
 
+// Small blocks (at most 4 KiB, in 64-byte classes) freed by a thread, kept
+// for that thread's next allocations: an aligned allocation always takes the
+// allocator's slow path, which outweighed the work of small tensors' kernels.
+constexpr size_t kSmallBlockBytes = 4096;
+constexpr size_t kSmallClasses = kSmallBlockBytes / 64;
+constexpr size_t kSmallPerClass = 32;
+constexpr size_t kSmallTotalBytes = size_t{1} << 20;
+
+class SmallBlocks {
+ public:
+  ~SmallBlocks() {
+    for (std::vector<void*>& blocks : free_) {
+      for (void* p : blocks) std::free(p);
+    }
+  }
+  // A kept block of exactly `block` bytes (a multiple of 64), or nullptr.
+  void* Take(size_t block) {
+    std::vector<void*>& blocks = free_[block / 64 - 1];
+    if (blocks.empty()) return nullptr;
+    void* p = blocks.back();
+    blocks.pop_back();
+    total_ -= block;
+    return p;
+  }
+  // Keeps `data` if there is room; false: the caller frees it.
+  bool Put(void* data, size_t block) {
+    std::vector<void*>& blocks = free_[block / 64 - 1];
+    if (blocks.size() >= kSmallPerClass || total_ + block > kSmallTotalBytes) return false;
+    blocks.push_back(data);
+    total_ += block;
+    return true;
+  }
+
+ private:
+  std::vector<void*> free_[kSmallClasses];
+  size_t total_ = 0;
+};
+
+// This thread's small blocks; null once the thread is ending (its blocks
+// freed), when a buffer freed later is freed at once.
+thread_local bool t_small_blocks_gone = false;
+struct SmallBlocksHolder {
+  SmallBlocks blocks;
+  ~SmallBlocksHolder() { t_small_blocks_gone = true; }
+};
+SmallBlocks* ThreadSmallBlocks() {
+  if (t_small_blocks_gone) return nullptr;
+  thread_local SmallBlocksHolder holder;
+  return &holder.blocks;
+}
+
 class BlockCache {
  public:
   static BlockCache& Get() {
@@ -143,7 +194,9 @@ std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes, bool zero_fill) {
       if (b->data_ != nullptr) madvise(b->data_, huge, MADV_HUGEPAGE);
     }
   } else {
-    b->data_ = std::aligned_alloc(64, rounded);
+    SmallBlocks* small = rounded <= kSmallBlockBytes ? ThreadSmallBlocks() : nullptr;
+    b->data_ = small != nullptr ? small->Take(rounded) : nullptr;
+    if (b->data_ == nullptr) b->data_ = std::aligned_alloc(64, rounded);
     b->block_ = rounded;
   }
   if (b->data_ == nullptr) {
@@ -178,7 +231,12 @@ std::shared_ptr<Buffer> Buffer::Adopt(void* data, size_t bytes, MemoryKind kind,
 Buffer::~Buffer() {
   if (release_) release_(data_);
   if (owned_) {
-    if (!BlockCache::Get().Put(data_, block_)) std::free(data_);
+    SmallBlocks* small = block_ >= 64 && block_ <= kSmallBlockBytes ? ThreadSmallBlocks() : nullptr;
+    if (small != nullptr) {
+      if (!small->Put(data_, block_)) std::free(data_);
+    } else if (!BlockCache::Get().Put(data_, block_)) {
+      std::free(data_);
+    }
     g_live -= static_cast<int64_t>(capacity_);
   }
 }

@@ -4,12 +4,14 @@
 // overwritten. The inputs of a batch-1 Concat are written where its result
 // holds them, from the second run with the same shapes on.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -169,6 +171,41 @@ TEST(SessionInPlaceTest, FreedLargeBuffersAreTakenAgain) {
     previous = std::move(result);
   }
   EXPECT_LE(places.size(), 2u);
+}
+
+TEST(SessionInPlaceTest, FreedSmallBuffersAreTakenAgainByTheirThread) {
+  // A small buffer freed is the next one of its size class this thread
+  // allocates, zero-filled when asked, 64-byte aligned; the live-bytes count
+  // does not hold kept blocks; other threads free theirs when they end.
+  const int64_t live = runner::LiveTensorBytes();
+  void* first = nullptr;
+  {
+    std::shared_ptr<runner::Buffer> b = runner::Buffer::Allocate(200, /*zero_fill=*/false);
+    ASSERT_NE(b, nullptr);
+    first = b->data();
+    std::memset(b->data(), 7, 200);
+  }
+  EXPECT_EQ(runner::LiveTensorBytes(), live);
+  std::shared_ptr<runner::Buffer> again = runner::Buffer::Allocate(250, /*zero_fill=*/true);  // 256 too
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->data(), first);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(again->data()) % 64, 0u);
+  const char* bytes = static_cast<const char*>(again->data());
+  EXPECT_TRUE(std::all_of(bytes, bytes + 250, [](char c) { return c == 0; }));
+  std::shared_ptr<runner::Buffer> other = runner::Buffer::Allocate(1000, /*zero_fill=*/false);
+  EXPECT_NE(other->data(), first);
+  // Made by another thread, freed here after it ended (and the reverse).
+  std::shared_ptr<runner::Buffer> from_thread;
+  std::thread t([&] {
+    from_thread = runner::Buffer::Allocate(300, false);
+    std::shared_ptr<runner::Buffer> dropped = runner::Buffer::Allocate(300, false);
+    other.reset();
+  });
+  t.join();
+  ASSERT_NE(from_thread, nullptr);
+  from_thread.reset();
+  again.reset();
+  EXPECT_EQ(runner::LiveTensorBytes(), live);
 }
 
 const char* At(const void* base, size_t bytes) { return static_cast<const char*>(base) + bytes; }
