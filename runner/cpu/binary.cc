@@ -143,10 +143,10 @@ class BinaryKernel : public CpuKernel {
     }
     const Tensor* s0 = swapped_ ? b : a;
     const Tensor* s1 = swapped_ ? a : b;
-    return Execute("binary", primitive_,
-                   {{DNNL_ARG_SRC_0, src0_memory_.At(*s0, src0_)},
-                    {DNNL_ARG_SRC_1, src1_memory_.At(*s1, src1_)},
-                    {DNNL_ARG_DST, dst_memory_.At(*y, dst_)}});
+    args_[DNNL_ARG_SRC_0] = src0_memory_.At(*s0, src0_);
+    args_[DNNL_ARG_SRC_1] = src1_memory_.At(*s1, src1_);
+    args_[DNNL_ARG_DST] = dst_memory_.At(*y, dst_);
+    return Execute("binary", primitive_, args_);
   }
 
  private:
@@ -195,6 +195,7 @@ class BinaryKernel : public CpuKernel {
   dnnl::memory::desc src0_, src1_, dst_;
   dnnl::binary primitive_;
   HeldMemory src0_memory_, src1_memory_, dst_memory_;
+  std::unordered_map<int, dnnl::memory> args_;
 };
 
 // True when x holds -infinity: pow(-inf, e) for non-integer e is +inf in C

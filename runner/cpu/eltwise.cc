@@ -61,8 +61,9 @@ class EltwisePrimitive {
       alpha_ = alpha;
       beta_ = beta;
     }
-    ONNXKIT_RETURN_IF_ERROR(
-        Execute("eltwise", primitive_, {{DNNL_ARG_SRC, src_.At(x, desc)}, {DNNL_ARG_DST, dst_.At(y, desc)}}));
+    args_[DNNL_ARG_SRC] = src_.At(x, desc);
+    args_[DNNL_ARG_DST] = dst_.At(y, desc);
+    ONNXKIT_RETURN_IF_ERROR(Execute("eltwise", primitive_, args_));
     if (!KeepsNaN(a)) CopyNaN(x, y);
     return absl::OkStatus();
   }
@@ -72,6 +73,7 @@ class EltwisePrimitive {
   float alpha_ = 0, beta_ = 0;
   dnnl::primitive primitive_;
   HeldMemory src_, dst_;
+  std::unordered_map<int, dnnl::memory> args_;
 };
 
 bool Covered(const Tensor& x) { return x.dtype() == pb::kFloat && x.rank() <= 6 && x.size() > 0; }

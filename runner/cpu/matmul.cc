@@ -50,6 +50,7 @@ struct MatMulPlan {
   dnnl::reorder src_in;
   // The arguments' memory objects, re-pointed at each run's buffers.
   HeldMemory src_mem, rounded_mem, weights_mem, dst_mem, bias_mem;
+  std::unordered_map<int, dnnl::memory> args;  // of the last run (no allocation per run)
 };
 
 // Row-major strides of `dims`.
@@ -120,9 +121,15 @@ absl::Status RunPlan(MatMulPlan& plan, PreparedWeight* prepared, const Tensor& a
     w = plan.weights_mem.At(b, plan.weights_user);
   }
   ONNXKIT_ASSIGN_OR_RETURN(dnnl::memory src, SourceMemory(plan, a));
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, plan.dst_mem.At(y, plan.dst)}};
-  if (bias != nullptr) args[DNNL_ARG_BIAS] = plan.bias_mem.At(*bias, plan.bias);
+  std::unordered_map<int, dnnl::memory>& args = plan.args;
+  args[DNNL_ARG_SRC] = src;
+  args[DNNL_ARG_WEIGHTS] = w;
+  args[DNNL_ARG_DST] = plan.dst_mem.At(y, plan.dst);
+  if (bias != nullptr) {
+    args[DNNL_ARG_BIAS] = plan.bias_mem.At(*bias, plan.bias);
+  } else {
+    args.erase(DNNL_ARG_BIAS);
+  }
   return Execute("matmul", plan.primitive, args);
 }
 
