@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/base/checked_math.h"
 #include "lib/base/status_macros.h"
 #include "lib/io/proto.h"
 #include "runner/cpu/dnnl_util.h"
@@ -107,12 +108,6 @@ bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
 // oneDNN costs more than the arithmetic.
 constexpr int64_t kSmallOutput = 1024;
 
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // Add, Sub, Mul, Div: one oneDNN binary primitive per input shape pair, or
 // the broadcasting loop where oneDNN only has its reference implementation
 // (e.g. the first operand broadcast, or a broadcast last dim) and for small
@@ -162,7 +157,8 @@ class BinaryKernel : public CpuKernel {
                  [&] {
                    dnnl::binary::desc d(alg_, src0_, src1_, dst_);
                    dnnl::binary::primitive_desc pd(d, Engine());
-                   loop_ = IsReferenceImpl(pd) || Count(shapes_.out_padded) <= kSmallOutput;
+                   loop_ = IsReferenceImpl(pd) ||
+                           CheckedElementCount(shapes_.out_padded).value_or(kSmallOutput + 1) <= kSmallOutput;
                    if (!loop_) primitive_ = dnnl::binary(pd);
                  })
         .ok();

@@ -77,12 +77,16 @@ dnnl::memory UserMemory(const Tensor& t, const dnnl::memory::desc& desc) {
 }
 
 dnnl::memory HeldMemory::At(const void* data, const dnnl::memory::desc& desc) {
-  if (!memory_ || desc != desc_) {
-    memory_ = dnnl::memory(desc, Engine(), const_cast<void*>(data));
-    desc_ = desc;
-  } else {
-    memory_.set_data_handle(const_cast<void*>(data));
-  }
+  absl::Status s = Guard("memory", [&] {
+    if (!memory_ || desc != desc_) {
+      memory_ = dnnl::memory(desc, Engine(), const_cast<void*>(data));
+      desc_ = desc;
+    } else {
+      memory_.set_data_handle(const_cast<void*>(data));
+    }
+  });
+  // A failure leaves an empty object: the primitive given it fails in Execute.
+  if (!s.ok()) memory_ = dnnl::memory();
   return memory_;
 }
 

@@ -49,6 +49,7 @@ dnnl::memory UserMemory(const Tensor& t, const dnnl::memory::desc& desc);
 // and pointed at each run's buffer: creating one per run costs allocations
 // that outweigh the primitive itself on small tensors. A kernel holds one per
 // argument (a session runs one run at a time); two arguments never share one.
+// Never throws: where oneDNN refuses, the object is empty and Execute fails.
 class HeldMemory {
  public:
   dnnl::memory At(const void* data, const dnnl::memory::desc& desc);

@@ -63,11 +63,8 @@ absl::StatusOr<Array> ToArray(const RtValue* value, const std::string& name) {
   return a;
 }
 
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+// The element count of a shape some tensor of the run has (so it fits).
+int64_t Count(const std::vector<int64_t>& shape) { return CheckedElementCount(shape).value_or(0); }
 
 // g (of shape `from`, the broadcast result) summed onto `to`.
 Array SumTo(const std::vector<double>& g, const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
